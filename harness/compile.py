@@ -1,0 +1,143 @@
+"""Compile rendered probes for sm_90a with NVRTC, cached by content hash, in parallel.
+
+NVRTC is called through cuda.bindings (no GPU or driver needed), so CI compiles every probe.
+The cubin it returns is the one the SASS check disassembles and CuPy's RawModule then loads:
+what we inspect is what we time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+from harness.errors import CompileError
+from harness.render import ProbeSource
+
+NVRTC_OPTIONS = ("-arch=sm_90a", "-std=c++17", "--ptxas-options=-v")
+
+
+def nvrtc_version() -> str:
+    from cuda.bindings import nvrtc
+
+    _, major, minor = nvrtc.nvrtcVersion()
+    return f"{major}.{minor}"
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("HOPPER_BENCH_CACHE") or Path.home() / ".cache" / "hopper-bench"
+    path = Path(root) / "cubin"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@dataclass(frozen=True)
+class Build:
+    name: str
+    source_hash: str
+    build_hash: str  # hash of source + options + NVRTC version: the cache key
+    cubin_path: Path
+    log: str
+    options: tuple[str, ...]
+    nvrtc_version: str
+    cached: bool = False
+
+    def registers(self, kernel: str) -> int | None:
+        """Registers per thread that ptxas reported for `kernel` (None if not in the log)."""
+        return _ptxas_report(self.log, kernel, r"Used (\d+) registers")
+
+    def spill_bytes(self, kernel: str) -> int:
+        stores = _ptxas_report(self.log, kernel, r"(\d+) bytes spill stores") or 0
+        loads = _ptxas_report(self.log, kernel, r"(\d+) bytes spill loads") or 0
+        return stores + loads
+
+    def serialization_notes(self) -> list[str]:
+        """ptxas notes that say wgmma was serialized or waits were injected (C7510, C7515, ...)."""
+        return [line.strip() for line in self.log.splitlines() if re.search(r"\(C75\d\d\)", line)]
+
+
+def _ptxas_report(log: str, kernel: str, pattern: str) -> int | None:
+    # ptxas reports "Function properties for <kernel>" and "Used N registers" per entry function,
+    # after "Compiling entry function '<kernel>'".
+    blocks = re.split(r"Compiling entry function '", log)
+    for block in blocks[1:]:
+        if block.startswith(kernel + "'"):
+            match = re.search(pattern, block)
+            return int(match.group(1)) if match else None
+    return None
+
+
+def _key(source: ProbeSource, options: tuple[str, ...], version: str) -> str:
+    material = "\0".join((source.text, *options, version))
+    return hashlib.sha256(material.encode()).hexdigest()[:24]
+
+
+def _nvrtc_compile(text: str, name: str, options: tuple[str, ...]) -> tuple[bytes | None, str]:
+    from cuda.bindings import nvrtc
+
+    _, prog = nvrtc.nvrtcCreateProgram(text.encode(), f"{name}.cu".encode(), 0, [], [])
+    try:
+        (result,) = nvrtc.nvrtcCompileProgram(prog, len(options), [o.encode() for o in options])
+        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+        log = bytearray(size)
+        nvrtc.nvrtcGetProgramLog(prog, log)
+        log_text = log.rstrip(b"\0").decode(errors="replace")
+        if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            return None, log_text
+        _, size = nvrtc.nvrtcGetCUBINSize(prog)
+        cubin = bytearray(size)
+        nvrtc.nvrtcGetCUBIN(prog, cubin)
+        return bytes(cubin), log_text
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+def compile_probe(source: ProbeSource, options: tuple[str, ...] = NVRTC_OPTIONS) -> Build:
+    """Compile `source` (or take it from the cache); raises CompileError with NVRTC's log."""
+    version = nvrtc_version()
+    key = _key(source, options, version)
+    directory = cache_dir()
+    cubin_path, log_path = directory / f"{key}.cubin", directory / f"{key}.log"
+    build = lambda cached: Build(source.name, source.source_hash, key, cubin_path,  # noqa: E731
+                                 log_path.read_text(), options, version, cached)
+    if cubin_path.exists() and log_path.exists():
+        return build(True)
+    cubin, log = _nvrtc_compile(source.text, source.name, options)
+    if cubin is None:
+        failed = directory / f"{key}.failed.cu"
+        failed.write_text(source.text)
+        first = next((line for line in log.splitlines() if "error" in line), log.strip()[:200])
+        raise CompileError(f"NVRTC failed on {source.name}: {first} (source: {failed})", log)
+    # Write under a temporary name and rename: concurrent compilers never see half a file.
+    for path, data in ((log_path, log.encode()), (directory / f"{key}.cu", source.text.encode()),
+                       (cubin_path, cubin)):
+        tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    return build(False)
+
+
+def compile_many(sources: Iterable[ProbeSource], jobs: int | None = None,
+                 on_done: Callable[[Build], None] | None = None) -> dict[str, Build]:
+    """Compile many probes in worker processes; returns builds by source name."""
+    sources = list(sources)
+    jobs = jobs or max(1, min(len(sources), os.cpu_count() or 1))
+    builds: dict[str, Build] = {}
+    if jobs == 1:
+        results = map(compile_probe, sources)
+    else:
+        pool = ProcessPoolExecutor(max_workers=jobs)
+        results = pool.map(compile_probe, sources)
+    try:
+        for build in results:
+            builds[build.name] = build
+            if on_done:
+                on_done(build)
+    finally:
+        if jobs != 1:
+            pool.shutdown(cancel_futures=True)
+    return builds

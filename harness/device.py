@@ -1,0 +1,86 @@
+"""The GPU at hand: identity, capabilities and clocks (CuPy for CUDA, NVML for the rest)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from harness.errors import DeviceError
+
+REQUIRED_CC = (9, 0)  # probes are built for sm_90a
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    index: int
+    name: str
+    uuid: str
+    sm_count: int
+    cc_major: int
+    cc_minor: int
+    total_memory_bytes: int
+    l2_bytes: int
+    max_sm_clock_mhz: int | None
+    max_mem_clock_mhz: int | None
+    power_limit_w: float | None
+    driver_version: str
+    cuda_driver_version: str
+    extra: dict = field(default_factory=dict)
+
+
+def _nvml(index: int) -> dict:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        return {
+            "uuid": pynvml.nvmlDeviceGetUUID(handle),
+            "max_sm_clock_mhz": pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM),
+            "max_mem_clock_mhz": pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM),
+            "power_limit_w": pynvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000.0,
+            "driver_version": pynvml.nvmlSystemGetDriverVersion(),
+        }
+    except Exception:  # NVML is optional telemetry: a missing library must not stop a run
+        return {}
+
+
+def sm_clock_now_mhz(index: int) -> int | None:
+    """The SM clock NVML reports right now (None without NVML)."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        return pynvml.nvmlDeviceGetClockInfo(pynvml.nvmlDeviceGetHandleByIndex(index), pynvml.NVML_CLOCK_SM)
+    except Exception:
+        return None
+
+
+def open_device(index: int = 0) -> DeviceInfo:
+    """Select GPU `index` and describe it; DeviceError if there is none or it is not sm_90."""
+    try:
+        import cupy
+        from cupy.cuda import runtime
+
+        count = runtime.getDeviceCount()
+    except Exception as exc:  # no driver, no CUDA library, or no device
+        raise DeviceError(f"no CUDA GPU is visible ({str(exc).splitlines()[0][:120]}): "
+                          "`bench run` needs an sm_90 GPU") from None
+    if count == 0:
+        raise DeviceError("no CUDA GPU is visible: `bench run` needs an sm_90 GPU")
+    if not 0 <= index < count:
+        raise DeviceError(f"GPU index {index} does not exist: this machine has GPUs 0..{count - 1}")
+    cupy.cuda.Device(index).use()
+    props = runtime.getDeviceProperties(index)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+    cc = (props["major"], props["minor"])
+    if cc != REQUIRED_CC:
+        raise DeviceError(f"GPU {index} ({name}) is sm_{cc[0]}{cc[1]}: the probes need sm_90 (Hopper)")
+    nvml = _nvml(index)
+    driver = runtime.driverGetVersion()
+    return DeviceInfo(
+        index=index, name=name, uuid=nvml.get("uuid", f"unknown-{index}"),
+        sm_count=props["multiProcessorCount"], cc_major=cc[0], cc_minor=cc[1],
+        total_memory_bytes=props["totalGlobalMem"], l2_bytes=props["l2CacheSize"],
+        max_sm_clock_mhz=nvml.get("max_sm_clock_mhz"), max_mem_clock_mhz=nvml.get("max_mem_clock_mhz"),
+        power_limit_w=nvml.get("power_limit_w"), driver_version=nvml.get("driver_version", "unknown"),
+        cuda_driver_version=f"{driver // 1000}.{driver % 1000 // 10}")

@@ -1,0 +1,47 @@
+"""Load a compiled probe into CuPy and launch its kernels with the common argument shape."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.compile import Build
+
+
+@dataclass
+class Launch:
+    out: np.ndarray  # uint32 words
+    timing: np.ndarray  # int64 words
+    elapsed_ms: float  # CUDA-event time of the launch
+
+
+class LoadedProbe:
+    """A cubin in a CuPy RawModule, with its input buffer resident on the GPU."""
+
+    def __init__(self, build: Build, input_bytes: np.ndarray):
+        import cupy
+
+        self._cupy = cupy
+        self.build = build
+        self.module = cupy.RawModule(path=str(build.cubin_path))
+        padded = np.zeros(-(-input_bytes.size // 16) * 16 + 16, dtype=np.uint8)
+        padded[:input_bytes.size] = input_bytes
+        self.inputs = cupy.asarray(padded)
+
+    def max_threads(self, kernel: str) -> int:
+        return self.module.get_function(kernel).max_threads_per_block
+
+    def run(self, kernel: str, grid: int, block: int, iters: int, out_words: int, timing_words: int) -> Launch:
+        cupy = self._cupy
+        function = self.module.get_function(kernel)
+        # Poison the outputs: a word the probe failed to write cannot pass validation.
+        out = cupy.full(max(out_words, 1), 0xFFFFFFFF, dtype=cupy.uint32)
+        timing = cupy.full(max(timing_words, 1), -1, dtype=cupy.int64)
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        function((grid,), (block,), (self.inputs, out, timing, np.int32(iters)))
+        stop.record()
+        stop.synchronize()
+        return Launch(out.get()[:out_words], timing.get()[:timing_words],
+                      cupy.cuda.get_elapsed_time(start, stop))

@@ -1,0 +1,48 @@
+"""Fill a ptx/ template for one case: the rendered CUDA source is self-contained and hashed."""
+
+from __future__ import annotations
+
+import hashlib
+import string
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.families import family_of
+from harness.spec import Case
+
+COMMON_HEADER = "common.cuh"
+CALIBRATION_SOURCE = "calibrate.cu"
+
+
+def template_dir() -> Path:
+    """ptx/ in a source checkout, harness/ptx in an installed wheel."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "ptx", here.parent / "ptx"):
+        if (candidate / COMMON_HEADER).is_file():
+            return candidate
+    raise FileNotFoundError(f"probe templates not found next to {here}")
+
+
+@dataclass(frozen=True)
+class ProbeSource:
+    name: str  # case id, or the calibration source's name
+    text: str
+
+    @property
+    def source_hash(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+
+def _with_common(body: str) -> str:
+    common = (template_dir() / COMMON_HEADER).read_text()
+    return f"{common}\n{body}"
+
+
+def render(case: Case) -> ProbeSource:
+    family = family_of(case)
+    template = string.Template((template_dir() / family.template_name).read_text())
+    return ProbeSource(case.case_id, _with_common(template.substitute(family.template_params(case))))
+
+
+def render_calibration() -> ProbeSource:
+    return ProbeSource("calibrate", _with_common((template_dir() / CALIBRATION_SOURCE).read_text()))

@@ -1,0 +1,28 @@
+"""Compare a probe's output with its NumPy float64 reference, element by element."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Validation:
+    ok: bool
+    max_error: float
+    message: str | None  # the first mismatch and how many elements differ
+
+
+def compare(result: np.ndarray, expected: np.ndarray, tolerance: np.ndarray, label: str = "D") -> Validation:
+    """Pass iff every element is within its tolerance; NaN (an unwritten, poisoned word) never passes."""
+    error = np.abs(result - expected)
+    bad = ~(error <= tolerance)
+    max_error = float(np.nanmax(np.where(np.isnan(error), np.inf, error))) if error.size else 0.0
+    if not bad.any():
+        return Validation(True, max_error, None)
+    index = tuple(int(i) for i in np.argwhere(bad)[0])
+    where = ",".join(map(str, index))
+    return Validation(False, max_error,
+                      f"{label}[{where}] = {result[index]!r}, expected {expected[index]!r} "
+                      f"(tolerance {tolerance[index]:.3g}); {int(bad.sum())} of {bad.size} elements differ")

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# One call on a GPU node: the GPU tests, then the real suite into results.db, with logs in $OUT.
+# Usage: scripts/device_run.sh [SUITE] [EXTRA bench run ARGS...]
+# Carried wheels in .whl/ (packages the device image lacks) are installed first.
+set -uo pipefail
+export PYTHONUNBUFFERED=1
+suite=${1:-wgmma}; shift || true
+out=${OUT:-/tmp/hopper-bench-out}; mkdir -p "$out"
+if compgen -G ".whl/*.whl" >/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site
+fi
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+export HOPPER_BENCH_CACHE=${HOPPER_BENCH_CACHE:-/tmp/hopper-bench-cache}
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu --format=csv | tee "$out/gpu.txt"
+nvidia-smi --query-compute-apps=pid,name,used_memory --format=csv | tee -a "$out/gpu.txt"
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
+  python3 -m pytest -m gpu tests/gpu -q -x -p no:cacheprovider 2>&1 | tee "$out/gpu-tests.log" | tail -25
+fi
+for pass in ${PASSES:-cold}; do
+  [ "$pass" = cold ] && rm -rf "$HOPPER_BENCH_CACHE"
+  start=$(date +%s)
+  python3 -m harness run --suite "$suite" --db results.db "$@" 2>&1 | tee "$out/run-$pass.log" | grep -v "^\s*$" | tail -8
+  echo "$pass pass: $(( $(date +%s) - start )) s wall" | tee -a "$out/timings.txt"
+done
+cp results.db "$out/results.db"
