@@ -124,8 +124,12 @@ def run(suite, filter_, gpu, db, jobs, seed):
                           on_compiled=on_compiled, on_case=on_case, on_device=on_device)
     click.echo(f"run {outcome.run_id}: {len(outcome.results)} cases, {len(invalid)} invalid, "
                f"{time.monotonic() - started:.0f} s; stored in {resolve_url(db)}")
-    for result in invalid:
-        click.echo(f"  invalid: {result.case.case_id}: {result.error}", err=True)
+    shown = 5  # the database holds every error; the console shows the first few
+    for result in invalid[:shown]:
+        click.echo(f"  invalid: {result.case.case_id}: {result.error[:300]}", err=True)
+    if len(invalid) > shown:
+        click.echo(f"  ... and {len(invalid) - shown} more: bench sql \"SELECT DISTINCT case_id, error "
+                   f"FROM results WHERE run_id={outcome.run_id} AND NOT valid\"", err=True)
 
 
 @cli.command()

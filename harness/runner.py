@@ -55,10 +55,10 @@ def sass_check(case: Case, build: Build) -> sass.SassCheck:
     spills = build.spill_bytes("probe_chain") + build.spill_bytes("probe_latency")
     ok = chain.ok and single.ok and spills == 0
     note = f"chain: {chain.note}; latency kernel: {single.note}; spills: {spills} B"
-    notes = build.serialization_notes()
-    if notes:
-        note += "; ptxas: " + " | ".join(notes)
-    return sass.SassCheck(ok and not notes, note)
+    injected = sorted({n.split(" in function")[0] for n in build.wgmma_notes()})
+    if injected:
+        note += "; ptxas: " + " | ".join(injected)
+    return sass.SassCheck(ok and not build.serialization_notes(), note)
 
 
 def measure_case(case: Case, build: Build, device: DeviceInfo, settings: RunSettings = RunSettings()) -> CaseResult:
