@@ -90,6 +90,7 @@ def run(suite, filter_, gpu, db, jobs, seed):
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from harness.device import open_device
     from harness.run import execute, plan
     from harness.store import resolve_url
 
@@ -97,6 +98,9 @@ def run(suite, filter_, gpu, db, jobs, seed):
     resolve_url(db)  # a malformed URL fails here, before any GPU work
     if jobs is not None and jobs < 1:
         raise click.BadParameter("must be at least 1", param_hint="--jobs")
+    device = open_device(gpu)
+    click.echo(f"GPU {device.index}: {device.name}, {device.sm_count} SMs, driver {device.driver_version}; "
+               f"{len(run_plan.cases)} cases")
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM marks the run interrupted too
     started = time.monotonic()
     columns = (TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
@@ -105,10 +109,6 @@ def run(suite, filter_, gpu, db, jobs, seed):
     with Progress(*columns, transient=False) as progress:
         compiling = progress.add_task("compile", total=len(run_plan.cases), detail="")
         measuring = progress.add_task("measure", total=len(run_plan.cases), detail="")
-
-        def on_device(device):
-            progress.console.print(f"GPU {device.index}: {device.name}, {device.sm_count} SMs, "
-                                   f"driver {device.driver_version}")
 
         def on_compiled(build):
             progress.update(compiling, advance=1, detail="cached" if build.cached else build.name)
@@ -120,8 +120,8 @@ def run(suite, filter_, gpu, db, jobs, seed):
             detail = f"{result.case.case_id} " + (f"{interval:.1f} cyc" if interval else "INVALID")
             progress.update(measuring, advance=1, detail=detail)
 
-        outcome = execute(run_plan, db, gpu=gpu, jobs=jobs, settings=RunSettings(seed=seed), argv=sys.argv,
-                          on_compiled=on_compiled, on_case=on_case, on_device=on_device)
+        outcome = execute(run_plan, db, device, jobs=jobs, settings=RunSettings(seed=seed), argv=sys.argv,
+                          on_compiled=on_compiled, on_case=on_case)
     click.echo(f"run {outcome.run_id}: {len(outcome.results)} cases, {len(invalid)} invalid, "
                f"{time.monotonic() - started:.0f} s; stored in {resolve_url(db)}")
     shown = 5  # the database holds every error; the console shows the first few

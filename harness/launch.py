@@ -19,7 +19,8 @@ class Launch:
 class LoadedProbe:
     """A cubin in a CuPy RawModule, with its input buffer resident on the GPU."""
 
-    def __init__(self, build: Build, input_bytes: np.ndarray):
+    def __init__(self, build: Build, input_bytes: np.ndarray, out_words: int):
+        """`out_words`: what the probe's kernels write to `out` (every launch gets that many)."""
         import cupy
 
         self._cupy = cupy
@@ -28,20 +29,21 @@ class LoadedProbe:
         padded = np.zeros(-(-input_bytes.size // 16) * 16 + 16, dtype=np.uint8)
         padded[:input_bytes.size] = input_bytes
         self.inputs = cupy.asarray(padded)
+        self.out_words = out_words
 
     def max_threads(self, kernel: str) -> int:
         return self.module.get_function(kernel).max_threads_per_block
 
-    def run(self, kernel: str, grid: int, block: int, iters: int, out_words: int, timing_words: int) -> Launch:
+    def run(self, kernel: str, grid: int, block: int, iters: int, timing_words: int) -> Launch:
         cupy = self._cupy
         function = self.module.get_function(kernel)
         # Poison the outputs: a word the probe failed to write cannot pass validation.
-        out = cupy.full(max(out_words, 1), 0xFFFFFFFF, dtype=cupy.uint32)
-        timing = cupy.full(max(timing_words, 1), -1, dtype=cupy.int64)
+        out = cupy.full(self.out_words, 0xFFFFFFFF, dtype=cupy.uint32)
+        timing = cupy.full(timing_words, -1, dtype=cupy.int64)
         start, stop = cupy.cuda.Event(), cupy.cuda.Event()
         start.record()
         function((grid,), (block,), (self.inputs, out, timing, np.int32(iters)))
         stop.record()
         stop.synchronize()
-        return Launch(out.get()[:out_words], timing.get()[:timing_words],
+        return Launch(out.get(), timing.get(),
                       cupy.cuda.get_elapsed_time(start, stop))

@@ -11,7 +11,7 @@ from typing import Callable
 
 from harness import provenance
 from harness.compile import Build, compile_many
-from harness.device import DeviceInfo, open_device
+from harness.device import DeviceInfo
 from harness.families import family_of
 from harness.measurement import CaseResult
 from harness.render import render
@@ -47,14 +47,11 @@ def compile_plan(cases: list[Case], jobs: int | None = None,
     return compile_many([render(c) for c in cases], jobs=jobs, on_done=on_compiled)
 
 
-def execute(run_plan: RunPlan, store_db: str | None, gpu: int = 0, jobs: int | None = None,
+def execute(run_plan: RunPlan, store_db: str | None, device: DeviceInfo, jobs: int | None = None,
             settings: RunSettings = RunSettings(), argv: list[str] | None = None,
             on_compiled: Callable[[Build], None] | None = None,
-            on_case: Callable[[CaseResult], None] | None = None,
-            on_device: Callable[[DeviceInfo], None] | None = None) -> RunOutcome:
-    device = open_device(gpu)
-    if on_device:
-        on_device(device)
+            on_case: Callable[[CaseResult], None] | None = None) -> RunOutcome:
+    """Compile, then measure and store each case on `device` (from harness.device.open_device)."""
     builds = compile_plan(run_plan.cases, jobs, on_compiled)
     store = Store.open(store_db, create=True)
     run_id = store.start_run(device, provenance.collect(argv), run_plan.suite, run_plan.filter)

@@ -23,7 +23,7 @@ from harness.launch import LoadedProbe
 from harness.measurement import WGMMA_METRICS, CaseResult, Metric
 from harness.spec import Case
 from harness.stats import summarize
-from harness.timing import Records, TimingPolicy, collect
+from harness.timing import RECORD_WORDS, Records, TimingPolicy, collect
 from harness.validate import compare
 
 WARPGROUP_THREADS = 128
@@ -68,7 +68,7 @@ def measure_case(case: Case, build: Build, device: DeviceInfo, settings: RunSett
         return _invalid(case, build, check, f"SASS check failed: {check.note}")
     inputs = family.make_inputs(case, np.random.default_rng(settings.seed))
     try:
-        probe = LoadedProbe(build, inputs.buffer)
+        probe = LoadedProbe(build, inputs.buffer, family.output_words(case))
         validation = _validate(case, probe, inputs)
         if not validation.ok:
             return _invalid(case, build, check, f"validation failed: {validation.message}",
@@ -82,13 +82,12 @@ def measure_case(case: Case, build: Build, device: DeviceInfo, settings: RunSett
 def _validate(case: Case, probe: LoadedProbe, inputs):
     """One wgmma (the latency kernel) must give A.B; one chain body must give UNROLL x A.B."""
     family = family_of(case)
-    words = family.output_words(case)
-    single = probe.run("probe_latency", 1, WARPGROUP_THREADS, 1, words, WARPGROUP_THREADS)
+    single = probe.run("probe_latency", 1, WARPGROUP_THREADS, 1, WARPGROUP_THREADS)
     first = compare(family.decode_output(case, single.out), family.reference(case, inputs),
                     family.tolerance(case, inputs), "D (one wgmma)")
     if not first.ok:
         return first
-    chain = probe.run("probe_chain", 1, WARPGROUP_THREADS, family.UNROLL, words, 5)
+    chain = probe.run("probe_chain", 1, WARPGROUP_THREADS, family.UNROLL, RECORD_WORDS)
     n = family.UNROLL
     return compare(family.decode_output(case, chain.out), n * family.reference(case, inputs),
                    n * family.tolerance(case, inputs), f"D (chain of {n})")
@@ -104,13 +103,12 @@ def _time(case: Case, probe: LoadedProbe, device: DeviceInfo, policy: TimingPoli
 
 def _issue_interval(case: Case, probe: LoadedProbe, policy: TimingPolicy):
     family = family_of(case)
-    words = family.output_words(case)
     short, long_ = CHAIN_SHORT_BODIES * family.UNROLL, CHAIN_LONG_BODIES * family.UNROLL
     clocks: list[float] = []
 
     def sample() -> float:
-        a = Records.from_words(probe.run("probe_chain", 1, WARPGROUP_THREADS, short, words, 5).timing)
-        b = Records.from_words(probe.run("probe_chain", 1, WARPGROUP_THREADS, long_, words, 5).timing)
+        a = Records.from_words(probe.run("probe_chain", 1, WARPGROUP_THREADS, short, RECORD_WORDS).timing)
+        b = Records.from_words(probe.run("probe_chain", 1, WARPGROUP_THREADS, long_, RECORD_WORDS).timing)
         clocks.append(b.sm_clock_mhz())
         return float(b.cycles[0] - a.cycles[0]) / (long_ - short)
 
@@ -119,8 +117,8 @@ def _issue_interval(case: Case, probe: LoadedProbe, policy: TimingPolicy):
 
 def _latency(probe: LoadedProbe, policy: TimingPolicy) -> list[Metric]:
     def series(kernel: str) -> np.ndarray:
-        probe.run(kernel, 1, WARPGROUP_THREADS, LATENCY_REPS, 0, LATENCY_REPS * WARPGROUP_THREADS)  # warm-up
-        launch = probe.run(kernel, 1, WARPGROUP_THREADS, LATENCY_REPS, 0, LATENCY_REPS * WARPGROUP_THREADS)
+        probe.run(kernel, 1, WARPGROUP_THREADS, LATENCY_REPS, LATENCY_REPS * WARPGROUP_THREADS)  # warm-up
+        launch = probe.run(kernel, 1, WARPGROUP_THREADS, LATENCY_REPS, LATENCY_REPS * WARPGROUP_THREADS)
         per_rep = launch.timing.reshape(LATENCY_REPS, WARPGROUP_THREADS)[:, 0]  # thread 0's view
         return per_rep[LATENCY_SKIP:].astype(np.float64)
 
@@ -144,12 +142,12 @@ def _throughput(case: Case, probe: LoadedProbe, device: DeviceInfo, policy: Timi
         clocks, per_sm, sms = [], [], []
 
         def sample() -> float:
-            launch = probe.run("probe_chain", grid, block, iters, 0, grid * wg * 5)
+            launch = probe.run("probe_chain", grid, block, iters, grid * wg * RECORD_WORDS)
             records = Records.from_words(launch.timing)
             clocks.append(records.sm_clock_mhz())
             block_cycles = (records.clk_stop.reshape(grid, wg).max(1) - records.clk_start.reshape(grid, wg).min(1))
             per_sm.append(float(np.median(family.flops(case) * iters * wg / block_cycles)))
-            sms.append(len(set(records.smid.tolist())))
+            sms.append(len(set(records.smid.reshape(grid, wg)[:, 0].tolist())))
             return flop / (launch.elapsed_ms * 1e-3) / 1e12
 
         tflops = collect(sample, policy)

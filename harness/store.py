@@ -33,7 +33,7 @@ def resolve_url(db: str | None) -> str:
     if "://" in db:
         try:
             make_url(db)
-        except ArgumentError:
+        except (ArgumentError, ValueError):
             raise StoreError(f"not a database URL: {db!r} (expected a file path or e.g. sqlite:///x.db)") from None
         return db
     return f"sqlite:///{Path(db).expanduser().resolve()}"
@@ -183,7 +183,10 @@ class Store:
     def query(self, sql: str) -> pd.DataFrame:
         try:
             with self.engine.connect() as conn:
-                return pd.read_sql_query(text(sql), conn)
+                result = conn.execute(text(sql))
+                if not result.returns_rows:
+                    return pd.DataFrame()
+                return pd.DataFrame(result.fetchall(), columns=list(result.keys()))
         except SQLAlchemyError as exc:
             message = str(getattr(exc, "orig", exc)).splitlines()[0]
             raise StoreError(f"SQL error: {message}") from None

@@ -12,6 +12,7 @@ from typing import Callable
 
 import numpy as np
 
+from harness.errors import HarnessError
 from harness.stats import relative_spread
 
 RECORD_WORDS = 5  # ptx/common.cuh TIMING_RECORD_WORDS: clk_start, clk_stop, ns_start, ns_stop, smid
@@ -52,7 +53,11 @@ class Records:
 
     @classmethod
     def from_words(cls, words: np.ndarray) -> "Records":
+        """Parse the records; a record still holding the -1 poison means a warpgroup never wrote it."""
         table = np.asarray(words, dtype=np.int64).reshape(-1, RECORD_WORDS)
+        if (table == -1).any():
+            missing = int((table == -1).any(axis=1).sum())
+            raise HarnessError(f"{missing} of {len(table)} timing records were not written by the probe")
         return cls(*(table[:, i] for i in range(RECORD_WORDS)))
 
     @property

@@ -31,3 +31,52 @@ def cache_dir(tmp_path, monkeypatch):
     """A private compile cache (so tests never see another run's cubins)."""
     monkeypatch.setenv("HOPPER_BENCH_CACHE", str(tmp_path / "cache"))
     return tmp_path / "cache"
+
+
+def fake_device(uuid="GPU-test-0"):
+    from harness.device import DeviceInfo
+
+    return DeviceInfo(index=0, name="NVIDIA H100 80GB HBM3", uuid=uuid, sm_count=132, cc_major=9,
+                      cc_minor=0, total_memory_bytes=80 << 30, l2_bytes=50 << 20, max_sm_clock_mhz=1980,
+                      max_mem_clock_mhz=2619, power_limit_w=700.0, driver_version="580.159.04",
+                      cuda_driver_version="13.0")
+
+
+def fake_result(case_id, interval=None, error=None):
+    """A measured (or invalid, with `error`) case, as the runner would return it."""
+    from pathlib import Path
+
+    import numpy as np
+
+    from harness.compile import Build
+    from harness.measurement import WGMMA_METRICS, CaseResult, Metric
+    from harness.sass import SassCheck
+    from harness.spec import parse_case_id
+
+    case = parse_case_id(case_id)
+    build = Build(case_id, "src" + case_id, "build" + case_id, Path("/nonexistent.cubin"),
+                  "ptxas info    : Compiling entry function 'probe_chain' for 'sm_90a'\n"
+                  "ptxas info    : Used 40 registers", ("-arch=sm_90a",), "13.0")
+    if error:
+        metrics = [Metric(name, unit, None) for name, unit in WGMMA_METRICS]
+        return CaseResult(case, build, SassCheck(True, "ok"), False, error, None, "normal", metrics)
+    samples = np.array([interval, interval, interval * 1.001, interval])
+    metrics = [Metric("issue_interval_cycles", "cycles", samples, sm_clock_mhz=1980.0),
+               Metric("throughput_tflops", "TFLOPS", samples * 5, warpgroups=2, sm_clock_mhz=1755.0)]
+    return CaseResult(case, build, SassCheck(True, "ok"), True, None, 0.0, "normal(0,1) rounded to f16", metrics)
+
+
+def make_db(path, status="complete"):
+    """A results database holding one run of three cases: two measured, one invalid."""
+    from harness.provenance import Provenance
+    from harness.store import Store
+
+    store = Store.open(str(path), create=True)
+    prov = Provenance("bench run --suite wgmma", "testhost", "abc123", False, "0.1.0", "3.12", "14.2", "13.0")
+    run_id = store.start_run(fake_device(), prov, "wgmma", None)
+    store.record_case(run_id, fake_result("wgmma.mma_async.m64n8k16.f32.f16.f16.SS", 18.0))
+    store.record_case(run_id, fake_result("wgmma.mma_async.m64n256k16.f32.f16.f16.SS", 128.0))
+    store.record_case(run_id, fake_result("wgmma.mma_async.m64n16k16.f32.f16.f16.RS", error="validation failed: D[0,0]"))
+    store.finish_run(run_id, status)
+    store.engine.dispose()
+    return path

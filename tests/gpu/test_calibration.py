@@ -20,11 +20,11 @@ FFMA_DEPENDENT_LATENCY = 4  # cycles: dependent fma.rn.f32 issue latency on Volt
 def probe():
     device = open_device(0)
     inputs = np.frombuffer(np.array([1.0000001, 0.9999999, 1e-7], dtype=np.float32).tobytes(), dtype=np.uint8)
-    return device, LoadedProbe(compile_probe(render_calibration()), inputs)
+    return device, LoadedProbe(compile_probe(render_calibration()), inputs, 32)
 
 
 def _cycles(probe, iters, count=768):
-    launch = probe.run(f"calibrate_ffma_{count}", 1, 32, iters, 32, 5)
+    launch = probe.run(f"calibrate_ffma_{count}", 1, 32, iters, 5)
     return Records.from_words(launch.timing)
 
 

@@ -28,7 +28,7 @@ def device():
 @pytest.mark.parametrize("case", wgmma.cases(), ids=str)
 def test_case_validates(case):
     inputs = wgmma.make_inputs(case, np.random.default_rng(1))
-    probe = LoadedProbe(compile_probe(render(case)), inputs.buffer)
+    probe = LoadedProbe(compile_probe(render(case)), inputs.buffer, wgmma.output_words(case))
     result = _validate(case, probe, inputs)
     assert result.ok, result.message
 
@@ -40,7 +40,7 @@ def test_a_wrong_layout_fails_validation(pattern):
     inputs = wgmma.make_inputs(case, np.random.default_rng(2), pattern)
     wrong = wgmma.make_inputs(case, np.random.default_rng(3), pattern)
     swapped = wgmma.ProbeInputs(inputs.buffer, inputs.a, wrong.b[::-1] + 1, inputs.distribution)
-    probe = LoadedProbe(compile_probe(render(case)), inputs.buffer)
+    probe = LoadedProbe(compile_probe(render(case)), inputs.buffer, wgmma.output_words(case))
     assert not _validate(case, probe, swapped).ok
 
 
@@ -48,7 +48,7 @@ def test_a_wrong_layout_fails_validation(pattern):
 def test_paper_issue_interval_reproduces(n, expected):
     case = parse_case_id(f"wgmma.mma_async.m64n{n}k16.f32.f16.f16.SS")
     inputs = wgmma.make_inputs(case, np.random.default_rng(0))
-    probe = LoadedProbe(compile_probe(render(case)), inputs.buffer)
+    probe = LoadedProbe(compile_probe(render(case)), inputs.buffer, wgmma.output_words(case))
     samples, _ = _issue_interval(case, probe, TimingPolicy())
     assert np.median(samples) == pytest.approx(expected, rel=0.03)
 

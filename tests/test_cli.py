@@ -1,0 +1,100 @@
+"""Every command through click's CliRunner, including the error paths (no GPU needed)."""
+
+import hashlib
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import make_db
+from harness.cli import cli
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def bench(*args):
+    return CliRunner().invoke(cli, list(args))
+
+
+def digest(path):
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def one_error_line(result, code, pattern):
+    assert result.exit_code == code, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and re.search(pattern, lines[0]), lines
+    assert "Traceback" not in result.output
+
+
+def test_list_suites_and_cases():
+    assert re.search(r"^wgmma\s+192 cases", bench("list").output, re.M)
+    cases = bench("list", "--suite", "wgmma", "--filter", "*m64n128k16*").output.split()
+    assert len(cases) == 6 and all("m64n128k16" in c for c in cases)
+
+
+def test_show_prints_source_descriptors_and_log(cache_dir):
+    result = bench("show", "wgmma.mma_async.m64n64k16.f32.bf16.bf16.SS", "--sass")
+    assert result.exit_code == 0, result.output
+    assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16" in result.output
+    assert "// A: 0x0000001000080000: start=0 B, LBO=128 B, SBO=256 B" in result.output
+    assert "ptxas info" in result.output and "HGMMA.64x64x16.F32.BF16" in result.output
+
+
+def test_sql_formats(tmp_path):
+    db = str(make_db(tmp_path / "r.db"))
+    query = "SELECT case_id, value FROM results WHERE metric='issue_interval_cycles' ORDER BY n"
+    assert re.search(r"^wgmma.mma_async.m64n8k16.f32.f16.f16.SS +18$", bench("sql", query, "--db", db).output, re.M)
+    assert bench("sql", query, "--db", db, "--format", "csv").output.splitlines()[1] == \
+        "wgmma.mma_async.m64n8k16.f32.f16.f16.SS,18.0"
+    assert '"value":128.0' in bench("sql", query, "--db", db, "--format", "json").output.replace(" ", "")
+    assert "| wgmma.mma_async.m64n256k16.f32.f16.f16.SS | 128 |" in bench("sql", query, "--db", db, "--format", "markdown").output
+
+
+def test_runs(tmp_path):
+    result = bench("runs", "--db", str(make_db(tmp_path / "r.db")))
+    assert result.exit_code == 0 and re.search(r"^1 .* complete .*NVIDIA H100 80GB HBM3.* 3 +1 +abc123", result.output, re.M)
+
+
+@pytest.mark.parametrize("args,code,pattern", [
+    (["run", "--suite", "nope"], 2, "unknown suite 'nope': expected one of wgmma"),
+    (["run", "--suite", "wgmma", "--filter", "*m64n7k16*"], 2, "matches none"),
+    (["run"], 2, "Missing option '--suite'"),
+    (["run", "--suite", "wgmma", "--gpu", "x"], 2, "'x' is not a valid integer"),
+    (["run", "--suite", "wgmma", "--db", "bogus://::"], 4, "not a database URL"),
+    (["list", "--suite", "nope"], 2, "unknown suite"),
+    (["show", "wgmma.mma_async.m64n12k16.f32.f16.f16.SS"], 2, "N must be a multiple of 8"),
+    (["show", "not-a-case"], 2, "cannot parse case id"),
+    (["sql", "SELECT 1", "--format", "yaml"], 2, "'yaml' is not one of"),
+    (["bogus-command"], 2, "No such command"),
+])
+def test_bad_input_gets_one_line_and_a_nonzero_status(args, code, pattern):
+    one_error_line(bench(*args), code, pattern)
+
+
+def test_run_without_a_gpu_fails_cleanly_and_leaves_the_database_alone(tmp_path):
+    db = make_db(tmp_path / "r.db")
+    before = digest(db)
+    one_error_line(bench("run", "--suite", "wgmma-quick", "--db", str(db)), 3, "GPU")
+    assert digest(db) == before
+    one_error_line(bench("run", "--suite", "wgmma-quick", "--db", str(tmp_path / "new.db")), 3, "GPU")
+    assert not (tmp_path / "new.db").exists()
+
+
+def test_reading_commands_need_an_existing_database(tmp_path):
+    for args in (["runs"], ["sql", "SELECT 1"]):
+        one_error_line(bench(*args, "--db", str(tmp_path / "none.db")), 4, "no results database")
+    assert not (tmp_path / "none.db").exists()
+    db = make_db(tmp_path / "r.db")
+    before = digest(db)
+    one_error_line(bench("sql", "SELEC nonsense", "--db", str(db)), 4, "SQL error")
+    assert digest(db) == before
+
+
+def test_every_command_has_help_with_an_example_and_is_in_the_readme():
+    readme = README.read_text()
+    for name, command in cli.commands.items():
+        result = bench(name, "--help")
+        assert result.exit_code == 0 and "Example" in result.output, name
+        assert f"bench {name}" in readme, f"`bench {name}` is not documented in README.md"

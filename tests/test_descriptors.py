@@ -1,0 +1,49 @@
+import numpy as np
+import pytest
+
+from harness.descriptors import KMajorLayout, SmemDescriptor
+from harness.errors import SpecError
+
+
+def test_paper_layout_encodes_to_known_bits():
+    # LBO = 128 B and SBO = 256 B (the paper's code): fields hold value >> 4 at bits 16 and 32.
+    descriptor = SmemDescriptor(start_address=0, leading_byte_offset=128, stride_byte_offset=256)
+    assert descriptor.encode() == (8 << 16) | (16 << 32) == 0x0000001000080000
+
+
+def test_every_field_round_trips():
+    for swizzle in ("none", "128B", "64B", "32B"):
+        descriptor = SmemDescriptor(0x3FFF0, 4096, 65520, base_offset=5, swizzle=swizzle)
+        assert SmemDescriptor.decode(descriptor.encode()) == descriptor
+    assert SmemDescriptor.decode(1 << 62).swizzle == "128B"
+
+
+def test_describe_names_each_field():
+    text = SmemDescriptor(2048, 128, 256).describe()
+    assert text.startswith("0x0000001000080080") and "LBO=128 B" in text and "SBO=256 B" in text
+
+
+@pytest.mark.parametrize("kwargs", [dict(start_address=8), dict(leading_byte_offset=1 << 18),
+                                    dict(stride_byte_offset=-16), dict(base_offset=8), dict(swizzle="16B")])
+def test_invalid_fields_are_rejected(kwargs):
+    fields = dict(start_address=0, leading_byte_offset=128, stride_byte_offset=256) | kwargs
+    with pytest.raises(SpecError):
+        SmemDescriptor(**fields)
+
+
+def test_k_major_layout_places_core_matrices():
+    layout = KMajorLayout(rows=64, k=16, element_bytes=2)
+    offsets = layout.byte_offsets()
+    assert (layout.leading_byte_offset, layout.stride_byte_offset, layout.size_bytes) == (128, 256, 2048)
+    assert offsets[0, 0] == 0 and offsets[0, 1] == 2 and offsets[1, 0] == 16  # one core-matrix row = 16 B
+    assert offsets[0, 8] == 128  # next core matrix in K: LBO
+    assert offsets[8, 0] == 256  # next core matrix in rows: SBO
+    assert sorted(offsets.ravel()) == list(range(0, 2048, 2))  # every element once, no gaps
+
+
+def test_image_scatters_bits_little_endian():
+    layout = KMajorLayout(rows=8, k=16, element_bytes=2)
+    bits = np.arange(8 * 16, dtype=np.uint16).reshape(8, 16) * 257
+    image = layout.image(bits)
+    offsets = layout.byte_offsets()
+    assert np.array_equal(image[offsets] | (image[offsets + 1].astype(np.uint16) << 8), bits)
