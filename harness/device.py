@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from harness.errors import DeviceError
 
@@ -24,7 +24,6 @@ class DeviceInfo:
     power_limit_w: float | None
     driver_version: str
     cuda_driver_version: str
-    extra: dict = field(default_factory=dict)
 
 
 def _nvml(index: int) -> dict:

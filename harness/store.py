@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from harness.device import DeviceInfo
 from harness.errors import StoreError
+from harness.families import family_of
 from harness.measurement import CaseResult
 from harness.provenance import Provenance
 from harness.stats import summarize
@@ -159,7 +160,7 @@ class Store:
             row = CaseRow(case_id=case.case_id, family=case.family, instruction=case.instruction,
                           m=case.m, n=case.n, k=case.k, dtype_a=case.dtype_a, dtype_b=case.dtype_b,
                           dtype_acc=case.dtype_acc, operands=case.operands, sparse=case.sparse,
-                          layout="K-major, no swizzle")
+                          layout=family_of(case).LAYOUT)
             session.add(row)
             session.flush()
         return row.id

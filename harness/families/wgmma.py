@@ -32,6 +32,7 @@ UNROLL = 16
 DENSE_FLOP_PER_SM_PER_CYCLE = {"f16": 4096, "bf16": 4096}
 
 template_name = "wgmma.cu.in"
+LAYOUT = "K-major, no swizzle"  # shared-memory layout of A and B (harness/descriptors.py KMajorLayout)
 
 
 def cases() -> list[Case]:
