@@ -31,10 +31,6 @@ class DeviceError(HarnessError):
     exit_code = 3
 
 
-class ValidationError(HarnessError):
-    """A probe's output differs from the NumPy reference."""
-
-
 class StoreError(HarnessError):
     """The results database cannot be opened, read or written as asked."""
 

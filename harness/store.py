@@ -201,10 +201,6 @@ class Store:
                    substr(r.git_commit, 1, 10) AS git_commit
             FROM runs r LEFT JOIN devices d ON d.id = r.device_id ORDER BY r.id""")
 
-    def measured_case_ids(self, run_id: int) -> set[str]:
-        frame = self.query(f"SELECT DISTINCT case_id FROM results WHERE run_id = {int(run_id)}")
-        return set(frame["case_id"])
-
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cursor = dbapi_connection.cursor()
