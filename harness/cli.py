@@ -12,6 +12,7 @@ import click
 from harness import output
 from harness.errors import HarnessError
 from harness.runner import RunSettings
+from harness.worker import DEFAULT_WATCHDOG_S
 
 DB_HELP = "results database: a file path or SQLAlchemy URL (default: $HOPPER_BENCH_DB or ./results.db)"
 
@@ -70,65 +71,99 @@ def list_command(suite, filter_):
         click.echo(case.case_id)
 
 
+def open_store(db: str | None, create: bool = False):
+    """Store.open, telling the user (one line on stderr) when an older file was upgraded."""
+    from harness.store import Store
+
+    store = Store.open(db, create=create)
+    if store.migration:
+        m = store.migration
+        backup = f"; the old file is kept as {m.backup}" if m.backup else ""
+        click.echo(f"note: upgraded {store.url} from schema {m.from_version} to {m.to_version}{backup}", err=True)
+    return store
+
+
 @cli.command()
-@click.option("--suite", required=True, help="suite to run (see `bench list`)")
+@click.option("--suite", default=None, help="suite to run (see `bench list`)")
 @click.option("--filter", "filter_", default=None, help="comma-separated globs on the case id")
+@click.option("--resume", "resume", default=None, type=int, metavar="RUN_ID",
+              help="measure only what an interrupted or failed run is missing")
 @click.option("--gpu", default=0, show_default=True, type=int, help="CUDA device index")
 @click.option("--db", default=None, help=DB_HELP)
 @click.option("--jobs", default=None, type=int, help="parallel compile jobs (default: CPU count)")
 @click.option("--seed", default=0, show_default=True, type=int, help="seed of the random inputs")
-def run(suite, filter_, gpu, db, jobs, seed):
+@click.option("--watchdog", default=DEFAULT_WATCHDOG_S, show_default=True, type=float, metavar="SECONDS",
+              help="a case with no result after this long is stored as a hang and its worker killed")
+def run(suite, filter_, resume, gpu, db, jobs, seed, watchdog):
     """Measure a suite on a GPU and store every measurement.
 
-    Each case is compiled for sm_90a, validated against a NumPy reference, then timed; its
-    measurements are committed at once, so an interrupted run keeps what it measured.
+    Each case is compiled for sm_90a, validated against a NumPy reference, then timed in a
+    worker process; its measurements are committed at once. A probe that faults or hangs is
+    stored as a fault and the run goes on with a fresh worker. Ctrl-C or SIGTERM marks the run
+    interrupted; --resume measures what it is missing.
 
     \b
     Examples:
       bench run --suite wgmma
       bench run --suite wgmma --filter '*.f16.f16.SS' --db h100.db
+      bench run --resume 7
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from harness.device import open_device
-    from harness.run import execute, plan
+    from harness.run import execute, plan, plan_resume
     from harness.store import resolve_url
+    from harness.worker import Worker
 
-    run_plan = plan(suite, filter_)
-    resolve_url(db)  # a malformed URL fails here, before any GPU work
     if jobs is not None and jobs < 1:
         raise click.BadParameter("must be at least 1", param_hint="--jobs")
-    device = open_device(gpu)
-    click.echo(f"GPU {device.index}: {device.name}, {device.sm_count} SMs, driver {device.driver_version}; "
-               f"{len(run_plan.cases)} cases")
+    if watchdog <= 0:
+        raise click.BadParameter("must be a positive number of seconds", param_hint="--watchdog")
+    if gpu < 0:
+        raise click.BadParameter("must be 0 or more", param_hint="--gpu")
+    resolve_url(db)  # a malformed URL fails here, before any GPU work
+    if resume is not None:
+        if suite or filter_:
+            raise click.UsageError("--resume takes the suite and filter from the run: drop --suite/--filter")
+        run_plan = plan_resume(open_store(db), resume)
+    elif suite is None:
+        raise click.UsageError("missing option --suite (or --resume RUN_ID); suites: see `bench list`")
+    else:
+        run_plan = plan(suite, filter_)
+    worker = Worker(gpu, RunSettings(seed=seed), watchdog_s=watchdog)
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM marks the run interrupted too
-    started = time.monotonic()
-    columns = (TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn(), TextColumn("{task.fields[detail]}"))
-    invalid = []
-    with Progress(*columns, transient=False) as progress:
-        compiling = progress.add_task("compile", total=len(run_plan.cases), detail="")
-        measuring = progress.add_task("measure", total=len(run_plan.cases), detail="")
+    with worker:
+        device = worker.start()
+        what = f"resuming run {resume}: {len(run_plan.cases)} of {run_plan.size}" if resume else f"{len(run_plan.cases)}"
+        click.echo(f"GPU {device.index}: {device.name}, {device.sm_count} SMs, driver {device.driver_version}; "
+                   f"{what} cases")
+        started = time.monotonic()
+        columns = (TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), TextColumn("{task.fields[detail]}"))
+        failed = []
+        with Progress(*columns, transient=False) as progress:
+            compiling = progress.add_task("compile", total=len(run_plan.cases), detail="")
+            measuring = progress.add_task("measure", total=len(run_plan.cases), detail="")
 
-        def on_compiled(build):
-            progress.update(compiling, advance=1, detail="cached" if build.cached else build.name)
+            def on_compiled(build):
+                progress.update(compiling, advance=1, detail="cached" if build.cached else build.name)
 
-        def on_case(result):
-            if not result.valid:
-                invalid.append(result)
-            interval = next((m.value for m in result.metrics if m.name == "issue_interval_cycles"), None)
-            detail = f"{result.case.case_id} " + (f"{interval:.1f} cyc" if interval else "INVALID")
-            progress.update(measuring, advance=1, detail=detail)
+            def on_case(result):
+                if not result.valid:
+                    failed.append(result)
+                interval = next((m.value for m in result.metrics if m.name == "issue_interval_cycles"), None)
+                detail = f"{result.case.case_id} " + (f"{interval:.1f} cyc" if interval else result.status.upper())
+                progress.update(measuring, advance=1, detail=detail)
 
-        outcome = execute(run_plan, db, device, jobs=jobs, settings=RunSettings(seed=seed), argv=sys.argv,
-                          on_compiled=on_compiled, on_case=on_case)
-    click.echo(f"run {outcome.run_id}: {len(outcome.results)} cases, {len(invalid)} invalid, "
-               f"{time.monotonic() - started:.0f} s; stored in {resolve_url(db)}")
+            outcome = execute(run_plan, db, worker, jobs=jobs, argv=sys.argv, on_compiled=on_compiled,
+                              on_case=on_case)
+    faults = sum(r.status == "fault" for r in failed)
+    click.echo(f"run {outcome.run_id}: {len(outcome.results)} cases measured, {len(failed) - faults} invalid, "
+               f"{faults} faults, {time.monotonic() - started:.0f} s; stored in {resolve_url(db)}")
     shown = 5  # the database holds every error; the console shows the first few
-    for result in invalid[:shown]:
-        click.echo(f"  invalid: {result.case.case_id}: {result.error[:300]}", err=True)
-    if len(invalid) > shown:
-        click.echo(f"  ... and {len(invalid) - shown} more: bench sql \"SELECT DISTINCT case_id, error "
+    for result in failed[:shown]:
+        click.echo(f"  {result.status}: {result.case.case_id}: {result.error[:300]}", err=True)
+    if len(failed) > shown:
+        click.echo(f"  ... and {len(failed) - shown} more: bench sql \"SELECT DISTINCT case_id, status, error "
                    f"FROM results WHERE run_id={outcome.run_id} AND NOT valid\"", err=True)
 
 
@@ -142,26 +177,26 @@ def runs(db, fmt):
     Example:
       bench runs --format markdown
     """
-    from harness.store import Store
-
-    click.echo(output.render_frame(Store.open(db).runs(), fmt))
+    click.echo(output.render_frame(open_store(db).runs(), fmt))
 
 
 @cli.command()
 @click.argument("query")
 @click.option("--db", default=None, help=DB_HELP)
 @click.option("--format", "fmt", type=click.Choice(output.FORMATS), default="table", show_default=True)
-def sql(query, db, fmt):
-    """Run a SQL query on the results database (views: results).
+@click.option("--write", is_flag=True, help="allow the statement to change the database")
+def sql(query, db, fmt, write):
+    """Run one SQL statement on the results database (views: results). Read-only unless --write.
 
     \b
     Examples:
       bench sql "SELECT case_id, value FROM results WHERE metric='issue_interval_cycles'"
       bench sql "SELECT gpu_name, n, value FROM results WHERE metric='throughput_tflops'" --format csv
+      bench sql --write "UPDATE runs SET status='interrupted' WHERE id=7"
     """
-    from harness.store import Store
-
-    click.echo(output.render_frame(Store.open(db).query(query), fmt))
+    if not query.strip():
+        raise click.BadParameter("is empty: give one SQL statement", param_hint="QUERY")
+    click.echo(output.render_frame(open_store(db).query(query, write=write), fmt))
 
 
 @cli.command()
@@ -195,6 +230,32 @@ def show(case_id, sass):
         for kernel, instructions in sass_module.disassemble(build.cubin_path).items():
             click.echo(f"// ---- SASS {kernel}")
             click.echo("\n".join(instructions))
+
+
+@cli.group()
+def db():
+    """Inspect or upgrade the results database's schema.
+
+    \b
+    Examples:
+      bench db upgrade --db old-results.db
+    """
+
+
+@db.command("upgrade")
+@click.option("--db", "db_path", default=None, help=DB_HELP)
+def db_upgrade(db_path):
+    """Upgrade an older results database to this harness's schema (a backup is kept).
+
+    Any command upgrades an older file when it opens it; this one does only that.
+
+    \b
+    Example:
+      bench db upgrade --db old-results.db
+    """
+    store = open_store(db_path)
+    if store.migration is None:
+        click.echo(f"{store.url} is at schema {store.schema_version()}, the newest: nothing to do")
 
 
 def main():

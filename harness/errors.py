@@ -35,3 +35,9 @@ class StoreError(HarnessError):
     """The results database cannot be opened, read or written as asked."""
 
     exit_code = 4
+
+
+class RunInterrupted(HarnessError):
+    """SIGINT or SIGTERM stopped a run; what it measured is stored and the run can be resumed."""
+
+    exit_code = 130

@@ -1,31 +1,48 @@
 """A whole `bench run`: check everything first, compile all cases, then measure and store each.
 
 Nothing touches the database until the suite, filter, GPU and probes have all been checked.
-Each case is committed as soon as it is measured; Ctrl-C or SIGTERM marks the run interrupted.
+Cases are measured in a worker process (harness/worker.py), so a probe that faults or hangs is
+stored as a fault and the run goes on. Each case is committed as soon as it is measured;
+SIGINT or SIGTERM marks the run interrupted, and `bench run --resume RUN_ID` measures what is
+missing.
 """
 
 from __future__ import annotations
 
+import signal
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
 from harness import provenance
 from harness.compile import Build, compile_many
 from harness.device import DeviceInfo
+from harness.errors import DeviceError, RunInterrupted, SpecError
 from harness.families import family_of
 from harness.measurement import CaseResult
 from harness.render import render
-from harness.runner import RunSettings, measure_case
 from harness.spec import Case
 from harness.store import Store
 from harness.suites import select, suite_cases
+from harness.worker import Worker
+
+RESUMABLE = ("interrupted", "failed")
 
 
 @dataclass(frozen=True)
 class RunPlan:
     suite: str
     filter: str | None
-    cases: list[Case]
+    cases: list[Case]  # the cases still to measure
+    resume: int | None = None  # the run being continued
+    total: int | None = None  # cases in the whole run (resumed runs: measured ones included)
+    git_commit: str | None = None  # a resumed run's commit: the code must not have changed
+    device_uuid: str | None = None  # ... nor the GPU
+
+    @property
+    def size(self) -> int:
+        return self.total or len(self.cases)
 
 
 def plan(suite: str, filter_: str | None) -> RunPlan:
@@ -33,6 +50,21 @@ def plan(suite: str, filter_: str | None) -> RunPlan:
     for case in cases:
         family_of(case).check(case)
     return RunPlan(suite, filter_, cases)
+
+
+def plan_resume(store: Store, run_id: int) -> RunPlan:
+    """The cases run `run_id` has not stored yet (read only: the database is not touched)."""
+    info = store.run_info(run_id)
+    if info.status == "running":
+        raise SpecError(f"run {run_id} is still marked running: another `bench run` may be measuring it. "
+                        f"If its process is gone: bench sql --write \"UPDATE runs SET status='interrupted' "
+                        f"WHERE id={run_id}\"")
+    if info.status not in RESUMABLE:
+        raise SpecError(f"run {run_id} is {info.status}: only {' or '.join(RESUMABLE)} runs can be resumed")
+    cases = plan(info.suite, info.filter).cases
+    done = store.measured_case_ids(run_id)
+    return RunPlan(info.suite, info.filter, [c for c in cases if c.case_id not in done], resume=run_id,
+                   total=len(cases), git_commit=info.git_commit, device_uuid=info.device_uuid)
 
 
 @dataclass
@@ -47,27 +79,64 @@ def compile_plan(cases: list[Case], jobs: int | None = None,
     return compile_many([render(c) for c in cases], jobs=jobs, on_done=on_compiled)
 
 
-def execute(run_plan: RunPlan, store_db: str | None, device: DeviceInfo, jobs: int | None = None,
-            settings: RunSettings = RunSettings(), argv: list[str] | None = None,
-            on_compiled: Callable[[Build], None] | None = None,
+def check_resumable(run_plan: RunPlan, device: DeviceInfo, commit: str | None) -> None:
+    """A resumed run must go on with the same code on the same GPU, or its numbers do not mix."""
+    if run_plan.resume is None:
+        return
+    if run_plan.device_uuid and device.uuid != run_plan.device_uuid:
+        raise DeviceError(f"run {run_plan.resume} was measured on {run_plan.device_uuid}; GPU {device.index} "
+                          f"is {device.uuid}: resume it on the same GPU (--gpu)")
+    if run_plan.git_commit and commit != run_plan.git_commit:
+        raise SpecError(f"run {run_plan.resume} was measured at commit {run_plan.git_commit[:10]}; this "
+                        f"harness is at {(commit or 'unknown')[:10]}: start a new run instead")
+
+
+@contextmanager
+def _signals_held():
+    """Let cleanup finish: a second Ctrl-C must not leave the run marked running."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def execute(run_plan: RunPlan, store_db: str | None, worker: Worker, jobs: int | None = None,
+            argv: list[str] | None = None, on_compiled: Callable[[Build], None] | None = None,
             on_case: Callable[[CaseResult], None] | None = None) -> RunOutcome:
-    """Compile, then measure and store each case on `device` (from harness.device.open_device)."""
-    builds = compile_plan(run_plan.cases, jobs, on_compiled)
+    """Compile, then measure each case in `worker` (already started) and store it at once."""
+    device = worker.device
+    prov = provenance.collect(argv)
+    check_resumable(run_plan, device, prov.git_commit)
+    builds = compile_plan(run_plan.cases, jobs, on_compiled) if run_plan.cases else {}
     store = Store.open(store_db, create=True)
-    run_id = store.start_run(device, provenance.collect(argv), run_plan.suite, run_plan.filter)
+    if run_plan.resume is None:
+        run_id = store.start_run(device, prov, run_plan.suite, run_plan.filter)
+    else:
+        run_id = run_plan.resume
+        store.resume_run(run_id)
     results: list[CaseResult] = []
     try:
-        for case in run_plan.cases:
-            result = measure_case(case, builds[case.case_id], device, settings)
-            store.record_case(run_id, result)
-            results.append(result)
-            if on_case:
-                on_case(result)
+        with worker:
+            for case in run_plan.cases:
+                result = worker.measure(case, builds[case.case_id])
+                store.record_case(run_id, result)
+                results.append(result)
+                if on_case:
+                    on_case(result)
     except KeyboardInterrupt:
-        store.finish_run(run_id, "interrupted", f"interrupted after {len(results)} of {len(run_plan.cases)} cases")
-        raise
+        with _signals_held():
+            kept = run_plan.size - len(run_plan.cases) + len(results)
+            store.finish_run(run_id, "interrupted", f"interrupted with {kept} of {run_plan.size} cases stored")
+        raise RunInterrupted(f"interrupted: run {run_id} keeps {kept} of {run_plan.size} cases; "
+                             f"measure the rest with `bench run --resume {run_id}`") from None
     except BaseException as exc:
-        store.finish_run(run_id, "failed", f"{type(exc).__name__}: {exc}")
+        with _signals_held():
+            store.finish_run(run_id, "failed", f"{type(exc).__name__}: {exc}")
         raise
     store.finish_run(run_id, "complete")
     return RunOutcome(run_id, "complete", results)

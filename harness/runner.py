@@ -20,9 +20,9 @@ from harness.device import DeviceInfo
 from harness.errors import HarnessError
 from harness.families import family_of
 from harness.launch import LoadedProbe
-from harness.measurement import WGMMA_METRICS, CaseResult, Metric
+from harness.measurement import CaseResult, Metric, unmeasured
 from harness.spec import Case
-from harness.stats import summarize
+from harness.telemetry import NullSampler
 from harness.timing import RECORD_WORDS, Records, TimingPolicy, collect
 from harness.validate import compare
 
@@ -41,11 +41,6 @@ class RunSettings:
     seed: int = 0
 
 
-def _invalid(case: Case, build: Build | None, check, error: str, distribution=None, max_error=None) -> CaseResult:
-    metrics = [Metric(name, unit, None) for name, unit in WGMMA_METRICS]
-    return CaseResult(case, build, check, False, error, max_error, distribution, metrics)
-
-
 def sass_check(case: Case, build: Build) -> sass.SassCheck:
     family = family_of(case)
     kernels = sass.disassemble(build.cubin_path)
@@ -61,21 +56,26 @@ def sass_check(case: Case, build: Build) -> sass.SassCheck:
     return sass.SassCheck(ok and not build.serialization_notes(), note)
 
 
-def measure_case(case: Case, build: Build, device: DeviceInfo, settings: RunSettings = RunSettings()) -> CaseResult:
+def measure_case(case: Case, build: Build, device: DeviceInfo, settings: RunSettings = RunSettings(),
+                 sampler=NullSampler()) -> CaseResult:
+    """Validate, then time. `sampler` (harness.telemetry) records how the GPU behaved meanwhile.
+
+    CUDA errors (a faulting probe) propagate: the worker process that called this is then unusable.
+    """
     family = family_of(case)
     check = sass_check(case, build)
     if not check.ok:
-        return _invalid(case, build, check, f"SASS check failed: {check.note}")
+        return unmeasured(case, f"SASS check failed: {check.note}", build, check)
     inputs = family.make_inputs(case, np.random.default_rng(settings.seed))
     try:
         probe = LoadedProbe(build, inputs.buffer, family.output_words(case))
         validation = _validate(case, probe, inputs)
         if not validation.ok:
-            return _invalid(case, build, check, f"validation failed: {validation.message}",
-                            inputs.distribution, validation.max_error)
-        metrics = _time(case, probe, device, settings.policy)
+            return unmeasured(case, f"validation failed: {validation.message}", build, check,
+                              distribution=inputs.distribution, max_error=validation.max_error)
+        metrics = _time(case, probe, device, settings.policy, sampler)
     except HarnessError as exc:
-        return _invalid(case, build, check, str(exc), inputs.distribution)
+        return unmeasured(case, str(exc), build, check, distribution=inputs.distribution)
     return CaseResult(case, build, check, True, None, validation.max_error, inputs.distribution, metrics)
 
 
@@ -93,11 +93,20 @@ def _validate(case: Case, probe: LoadedProbe, inputs):
                    n * family.tolerance(case, inputs), f"D (chain of {n})")
 
 
-def _time(case: Case, probe: LoadedProbe, device: DeviceInfo, policy: TimingPolicy) -> list[Metric]:
-    interval, clock = _issue_interval(case, probe, policy)
-    metrics = [Metric("issue_interval_cycles", "cycles", interval, sm_clock_mhz=clock)]
-    metrics += _latency(probe, policy)
-    metrics += _throughput(case, probe, device, policy, summarize(interval).median)
+def _time(case: Case, probe: LoadedProbe, device: DeviceInfo, policy: TimingPolicy, sampler) -> list[Metric]:
+    """Each group of metrics is taken inside one telemetry window, which it then carries."""
+    window = sampler.window()
+    with window:
+        interval, clock = _issue_interval(case, probe, policy)
+    metrics = [Metric("issue_interval_cycles", "cycles", interval.values, sm_clock_mhz=clock,
+                      stop_reason=interval.stop_reason, gpu_state=window.state)]
+    window = sampler.window()
+    with window:
+        latency = _latency(probe)
+    for metric in latency:
+        metric.gpu_state = window.state
+    metrics += latency
+    metrics += _throughput(case, probe, device, policy, float(np.median(interval.values)), sampler)
     return metrics
 
 
@@ -115,7 +124,7 @@ def _issue_interval(case: Case, probe: LoadedProbe, policy: TimingPolicy):
     return collect(sample, policy), float(np.median(clocks))
 
 
-def _latency(probe: LoadedProbe, policy: TimingPolicy) -> list[Metric]:
+def _latency(probe: LoadedProbe) -> list[Metric]:
     def series(kernel: str) -> np.ndarray:
         probe.run(kernel, 1, WARPGROUP_THREADS, LATENCY_REPS, LATENCY_REPS * WARPGROUP_THREADS)  # warm-up
         launch = probe.run(kernel, 1, WARPGROUP_THREADS, LATENCY_REPS, LATENCY_REPS * WARPGROUP_THREADS)
@@ -125,12 +134,13 @@ def _latency(probe: LoadedProbe, policy: TimingPolicy) -> list[Metric]:
     raw, empty = series("probe_latency"), series("probe_latency_empty")
     overhead = float(np.median(empty))
     note = f"net of {overhead:g} cycles for fence+commit+wait_group 0 without the wgmma"
-    return [Metric("latency_cycles", "cycles", raw - overhead, notes=note),
-            Metric("latency_raw_cycles", "cycles", raw)]
+    reason = f"fixed: {LATENCY_REPS - LATENCY_SKIP} repetitions in one launch"
+    return [Metric("latency_cycles", "cycles", raw - overhead, notes=note, stop_reason=reason),
+            Metric("latency_raw_cycles", "cycles", raw, stop_reason=reason)]
 
 
 def _throughput(case: Case, probe: LoadedProbe, device: DeviceInfo, policy: TimingPolicy,
-                interval: float) -> list[Metric]:
+                interval: float, sampler) -> list[Metric]:
     family = family_of(case)
     unroll = family.UNROLL
     iters = max(unroll, int(THROUGHPUT_CYCLES / max(interval, 1.0)) // unroll * unroll)
@@ -150,13 +160,16 @@ def _throughput(case: Case, probe: LoadedProbe, device: DeviceInfo, policy: Timi
             sms.append(len(set(records.smid.reshape(grid, wg)[:, 0].tolist())))
             return flop / (launch.elapsed_ms * 1e-3) / 1e12
 
-        tflops = collect(sample, policy)
+        window = sampler.window()
+        with window:
+            tflops = collect(sample, policy)
         clock = float(np.median(clocks))
         peak = device.sm_count * family.peak_flop_per_sm_per_cycle(case) * clock * 1e6 / 1e12
         note = f"{iters} wgmma per warpgroup; {min(sms)} distinct SMs of {grid} blocks; peak {peak:.1f} TFLOPS at {clock:.0f} MHz"
-        metrics += [Metric("throughput_tflops", "TFLOPS", tflops, wg, sm_clock_mhz=clock, notes=note),
-                    Metric("peak_fraction", "ratio", tflops / peak, wg, sm_clock_mhz=clock),
-                    Metric("sm_throughput", "FLOP/cycle/SM", np.asarray(per_sm), wg, sm_clock_mhz=clock)]
+        common = dict(sm_clock_mhz=clock, stop_reason=tflops.stop_reason, gpu_state=window.state)
+        metrics += [Metric("throughput_tflops", "TFLOPS", tflops.values, wg, notes=note, **common),
+                    Metric("peak_fraction", "ratio", tflops.values / peak, wg, **common),
+                    Metric("sm_throughput", "FLOP/cycle/SM", np.asarray(per_sm), wg, **common)]
     if max_wg < MAX_WARPGROUPS_PER_SM:
         metrics[-3].notes += (f"; at most {max_wg} warpgroups per SM fit "
                               f"({probe.build.registers('probe_chain')} registers per thread)")

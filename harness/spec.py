@@ -4,6 +4,8 @@ The id is the PTX instruction as written, without `.sync.aligned`, plus the oper
     wgmma.mma_async.m64n128k16.f32.bf16.bf16.SS
     wgmma.mma_async.sp.m64n64k32.f32.f16.f16.RS
 It is the database key, the report label and what `bench show` takes.
+
+A self-test probe that faults on purpose (suite `faults`) adds the fault: `...f16.SS+trap`.
 """
 
 from __future__ import annotations
@@ -14,10 +16,13 @@ from dataclasses import dataclass
 from harness.errors import SpecError
 
 OPERAND_MODES = ("SS", "RS")
+# Faults a self-test probe can plant (ptx/common.cuh planted_fault): a trap instruction, a store
+# to an unmapped address, and an endless loop.
+PLANTED_FAULTS = ("trap", "oob", "hang")
 
 _WGMMA_ID = re.compile(
     r"^wgmma\.mma_async(?P<sp>\.sp)?\.m(?P<m>\d+)n(?P<n>\d+)k(?P<k>\d+)"
-    r"\.(?P<acc>\w+)\.(?P<a>\w+)\.(?P<b>\w+)\.(?P<ops>[A-Z]{2})$"
+    r"\.(?P<acc>\w+)\.(?P<a>\w+)\.(?P<b>\w+)\.(?P<ops>[A-Z]{2})(?:\+(?P<fault>\w+))?$"
 )
 
 
@@ -32,6 +37,7 @@ class Case:
     dtype_acc: str
     operands: str  # "SS": A and B in shared memory; "RS": A in registers, B in shared memory
     sparse: bool = False
+    fault: str | None = None  # a planted fault (self-test only), one of PLANTED_FAULTS
 
     @property
     def instruction(self) -> str:
@@ -43,8 +49,9 @@ class Case:
 
     @property
     def case_id(self) -> str:
+        planted = f"+{self.fault}" if self.fault else ""
         return (f"{self.instruction}.{self.shape}.{self.dtype_acc}.{self.dtype_a}.{self.dtype_b}"
-                f".{self.operands}")
+                f".{self.operands}{planted}")
 
     def __str__(self) -> str:
         return self.case_id
@@ -60,6 +67,9 @@ def parse_case_id(case_id: str) -> Case:
     if match["ops"] not in OPERAND_MODES:
         raise SpecError(f"unknown operand mode {match['ops']!r} in {case_id!r}: "
                         f"expected one of {', '.join(OPERAND_MODES)}")
+    if match["fault"] and match["fault"] not in PLANTED_FAULTS:
+        raise SpecError(f"unknown planted fault {match['fault']!r} in {case_id!r}: "
+                        f"expected one of {', '.join(PLANTED_FAULTS)}")
     return Case(family="wgmma", m=int(match["m"]), n=int(match["n"]), k=int(match["k"]),
                 dtype_a=match["a"], dtype_b=match["b"], dtype_acc=match["acc"],
-                operands=match["ops"], sparse=bool(match["sp"]))
+                operands=match["ops"], sparse=bool(match["sp"]), fault=match["fault"])

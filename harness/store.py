@@ -1,31 +1,39 @@
-"""The results database: open (SQLite by default, any SQLAlchemy URL), write runs, read views.
+"""The results database: open (SQLite by default, any SQLAlchemy URL), migrate, write runs, read views.
 
 Every case is committed as soon as it is measured, so an interrupted run keeps what it measured.
+Several processes (one `bench run` per GPU, readers) can share one SQLite file: WAL mode, a busy
+timeout, write transactions that take the write lock up front (BEGIN IMMEDIATE), and a retry.
+Files of an older schema are backed up and upgraded with the Alembic migrations in
+harness/migrations/ when they are opened.
 """
 
 from __future__ import annotations
 
 import os
+import sqlite3
+import time
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
-from sqlalchemy import create_engine, event, inspect, select, text
+from sqlalchemy import create_engine, event, func, inspect, select, text
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from harness import migrations
 from harness.device import DeviceInfo
 from harness.errors import StoreError
 from harness.families import family_of
 from harness.measurement import CaseResult
 from harness.provenance import Provenance
 from harness.stats import summarize
-from harness.tables import (RESULTS_VIEW, SCHEMA_VERSION, Base, BuildRow, CaseRow, Device, Measurement,
-                            Meta, Run, Sample)
+from harness.tables import SCHEMA_VERSION, BuildRow, CaseRow, Device, Measurement, Meta, Run, Sample
 
 DEFAULT_DB = "results.db"
 BUSY_TIMEOUT_MS = 30_000  # several writers (one per GPU) share one SQLite file
+WRITE_ATTEMPTS = 5  # a write still locked out after the busy timeout is retried this often
 
 
 def resolve_url(db: str | None) -> str:
@@ -51,60 +59,139 @@ def _now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
-class Store:
-    def __init__(self, url: str, engine: Engine):
-        self.url = url
-        self.engine = engine
+def _first_line(exc: BaseException) -> str:
+    return str(getattr(exc, "orig", None) or exc).splitlines()[0]
 
+
+@dataclass(frozen=True)
+class Migration:
+    """What opening the database did to an older file."""
+
+    from_version: int
+    to_version: int
+    backup: Path | None
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    id: int
+    status: str
+    suite: str
+    filter: str | None
+    git_commit: str | None
+    device_uuid: str | None
+    gpu_name: str | None
+
+
+class Store:
     @classmethod
     def open(cls, db: str | None = None, create: bool = False) -> "Store":
-        """Open the database; with create=False a missing SQLite file is an error, not a new file."""
+        """Open the database, creating it if `create`, upgrading it if it is older.
+
+        With create=False a missing SQLite file is an error, never a new empty file.
+        """
         url = resolve_url(db)
         path = _sqlite_path(url)
         if path is not None:
+            if path.exists() and path.is_dir():
+                raise StoreError(f"{path} is a directory, not a database file")
             if not path.exists() and not create:
                 raise StoreError(f"no results database at {path} (run `bench run` first, or pass --db)")
             if not path.parent.is_dir():
                 raise StoreError(f"cannot create {path}: directory {path.parent} does not exist")
-            if path.exists() and path.is_dir():
-                raise StoreError(f"{path} is a directory, not a database file")
+            if path.exists():
+                _check_sqlite_file(path)
         try:
             engine = create_engine(url)
         except (ArgumentError, SQLAlchemyError, ImportError) as exc:
             raise StoreError(f"cannot open database {url}: {exc}") from None
         if engine.dialect.name == "sqlite":
-            event.listen(engine, "connect", _sqlite_pragmas)
+            event.listen(engine, "connect", _sqlite_connect)
+            event.listen(engine, "begin", _sqlite_begin)
         store = cls(url, engine)
-        store._prepare(create)
+        store.migration = store._prepare(create, path)
         return store
 
-    def _prepare(self, create: bool) -> None:
+    def __init__(self, url: str, engine: Engine):
+        self.url = url
+        self.engine = engine
+        self.migration: Migration | None = None
+        # Writes take the lock up front: two writers never both read "absent" and insert the same row.
+        self._writer = engine.execution_options(begin_immediate=True)
+        self._reader: Engine | None = None
+
+    def _schema_revision(self) -> tuple[set[str], str | None]:
         try:
-            tables = set(inspect(self.engine).get_table_names())
+            with self.engine.connect() as conn:
+                tables = set(inspect(conn).get_table_names())
+                revision = None
+                if "alembic_version" in tables:
+                    revision = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+                elif "meta" in tables:  # a schema-1 file written before the migrations existed
+                    version = conn.execute(text("SELECT value FROM meta WHERE key = 'schema_version'")).scalar()
+                    revision = f"{int(version):04d}" if version and version.isdigit() else version
         except SQLAlchemyError as exc:
-            raise StoreError(f"cannot read database {self.url}: {str(exc).splitlines()[0]}") from None
-        if "meta" in tables:
-            with Session(self.engine) as session:
-                row = session.get(Meta, "schema_version")
-            if row is None or int(row.value) != SCHEMA_VERSION:
-                found = row.value if row else "none"
-                raise StoreError(f"database {self.url} has schema version {found}; this harness "
-                                 f"reads version {SCHEMA_VERSION}")
-            return
-        if tables:
+            raise StoreError(f"cannot read database {self.url}: {_first_line(exc)}") from None
+        return tables, revision
+
+    def _prepare(self, create: bool, path: Path | None) -> Migration | None:
+        tables, revision = self._schema_revision()
+        if not tables:
+            if not create:
+                raise StoreError(f"{self.url} is empty: not a hopper-bench database")
+            self._upgrade()
+            return None
+        if revision is None:
             raise StoreError(f"{self.url} is not a hopper-bench database (tables: {', '.join(sorted(tables))})")
-        if not create:
-            raise StoreError(f"{self.url} is empty: not a hopper-bench database")
-        Base.metadata.create_all(self.engine)
-        with self.engine.begin() as conn:
-            conn.execute(text(RESULTS_VIEW))
-        with Session(self.engine) as session, session.begin():
-            session.add(Meta(key="schema_version", value=str(SCHEMA_VERSION)))
+        if revision == migrations.head():
+            return None
+        if revision not in migrations.known_revisions():
+            raise StoreError(f"database {self.url} has schema version {revision.lstrip('0') or revision}; "
+                             f"this harness reads versions up to {SCHEMA_VERSION}: upgrade hopper-bench")
+        backup = _backup(path, revision) if path else None
+        self._upgrade()
+        return Migration(int(revision), SCHEMA_VERSION, backup)
+
+    def _upgrade(self) -> None:
+        """Run the migrations to the newest schema in one write transaction. The state is read
+        again under the write lock: another process may have just done the same."""
+        from alembic import command
+
+        try:
+            with self._writer.begin() as conn:
+                tables = set(inspect(conn).get_table_names())
+                cfg = migrations.config(conn)
+                if "alembic_version" not in tables and "meta" in tables:  # schema 1, before Alembic
+                    version = conn.execute(text("SELECT value FROM meta WHERE key = 'schema_version'")).scalar()
+                    command.stamp(cfg, f"{int(version):04d}")
+                command.upgrade(cfg, "head")
+        except SQLAlchemyError as exc:
+            raise StoreError(f"cannot upgrade database {self.url}: {_first_line(exc)}") from None
+
+    def upgrade(self) -> Migration | None:
+        """What `bench db upgrade` reports: opening already upgraded the file, if it was older."""
+        return self.migration
+
+    def schema_version(self) -> int:
+        with Session(self.engine) as session:
+            return int(session.get(Meta, "schema_version").value)
+
+    def _write(self, work):
+        """Run `work(session)` in a write transaction (BEGIN IMMEDIATE on SQLite) and return its
+        result; retried while the file stays locked past the busy timeout."""
+        for attempt in range(WRITE_ATTEMPTS):
+            try:
+                with Session(self._writer) as session, session.begin():
+                    return work(session)
+            except OperationalError as exc:
+                if ("locked" not in str(exc) and "busy" not in str(exc)) or attempt == WRITE_ATTEMPTS - 1:
+                    raise StoreError(f"cannot write to {self.url}: {_first_line(exc)}") from None
+                time.sleep(0.1 * 2 ** attempt)
 
     # -- writing -------------------------------------------------------------------------------
 
     def start_run(self, device: DeviceInfo, provenance: Provenance, suite: str, filter_: str | None) -> int:
-        with Session(self.engine) as session, session.begin():
+        def work(session: Session) -> int:
             device_row = session.scalars(select(Device).where(Device.uuid == device.uuid)).first()
             if device_row is None:
                 device_row = Device(name=device.name, uuid=device.uuid, sm_count=device.sm_count,
@@ -121,37 +208,61 @@ class Store:
                       harness_version=provenance.harness_version, python_version=provenance.python_version,
                       cupy_version=provenance.cupy_version, nvrtc_version=provenance.nvrtc_version,
                       driver_version=device.driver_version, cuda_driver_version=device.cuda_driver_version,
-                      device_id=device_row.id, gpu_index=device.index)
+                      device_id=device_row.id, gpu_index=device.index, resumes=0)
             session.add(run)
             session.flush()
             return run.id
 
+        return self._write(work)
+
+    def resume_run(self, run_id: int) -> None:
+        """Mark an interrupted or failed run running again."""
+        def work(session: Session) -> None:
+            run = session.get(Run, run_id)
+            run.status, run.finished_at, run.error = "running", None, None
+            run.resumes = (run.resumes or 0) + 1
+
+        self._write(work)
+
     def finish_run(self, run_id: int, status: str, error: str | None = None) -> None:
-        with Session(self.engine) as session, session.begin():
+        def work(session: Session) -> None:
             run = session.get(Run, run_id)
             run.status, run.finished_at, run.error = status, _now(), error
 
+        self._write(work)
+
     def record_case(self, run_id: int, result: CaseResult) -> None:
         """Store one case's measurements (and raw samples) in one transaction."""
-        with Session(self.engine) as session, session.begin():
-            case_pk = self._case_pk(session, result.case)
-            build_id = self._build_id(session, result) if result.build else None
-            for metric in result.metrics:
-                row = Measurement(run_id=run_id, case_pk=case_pk, build_id=build_id, metric=metric.name,
-                                  unit=metric.unit, warpgroups=metric.warpgroups, ilp=metric.ilp,
-                                  sm_clock_mhz=metric.sm_clock_mhz, valid=result.valid, error=result.error,
-                                  validation_max_error=result.validation_max_error,
-                                  input_distribution=result.input_distribution, notes=metric.notes,
-                                  created_at=_now(), n_samples=0)
-                if result.valid and metric.samples is not None and len(metric.samples):
-                    s = summarize(metric.samples)
-                    row.value, row.mean, row.minimum, row.maximum = s.median, s.mean, s.minimum, s.maximum
-                    row.stdev, row.spread, row.n_samples = s.stdev, s.spread, s.n
-                session.add(row)
-                session.flush()
-                if row.n_samples:
-                    session.add_all(Sample(measurement_id=row.id, idx=i, value=float(v))
-                                    for i, v in enumerate(metric.samples))
+        self._write(lambda session: self._add_case(session, run_id, result))
+
+    def _add_case(self, session: Session, run_id: int, result: CaseResult) -> None:
+        case_pk = self._case_pk(session, result.case)
+        build_id = self._build_id(session, result) if result.build else None
+        for metric in result.metrics:
+            row = Measurement(run_id=run_id, case_pk=case_pk, build_id=build_id, metric=metric.name,
+                              unit=metric.unit, warpgroups=metric.warpgroups, ilp=metric.ilp,
+                              sm_clock_mhz=metric.sm_clock_mhz, valid=result.valid, status=result.status,
+                              error=result.error, validation_max_error=result.validation_max_error,
+                              input_distribution=result.input_distribution, notes=metric.notes,
+                              stop_reason=metric.stop_reason, created_at=_now(), n_samples=0,
+                              telemetry_samples=0)
+            if result.valid and metric.samples is not None and len(metric.samples):
+                s = summarize(metric.samples)
+                row.value, row.mean, row.minimum, row.maximum = s.median, s.mean, s.minimum, s.maximum
+                row.stdev, row.spread, row.n_samples = s.stdev, s.spread, s.n
+            if metric.gpu_state is not None:
+                state = metric.gpu_state
+                row.telemetry_samples = state.samples
+                row.nvml_sm_clock_mhz, row.nvml_mem_clock_mhz = state.sm_clock_mhz, state.mem_clock_mhz
+                row.power_w, row.temperature_c = state.power_w, state.temperature_c
+                row.throttle_reasons = ",".join(state.reasons) if state.samples else None
+                row.throttled, row.power_capped = state.throttled, state.power_capped
+                row.other_processes = state.other_processes
+            session.add(row)
+            session.flush()
+            if row.n_samples:
+                session.add_all(Sample(measurement_id=row.id, idx=i, value=float(v))
+                                for i, v in enumerate(metric.samples))
 
     @staticmethod
     def _case_pk(session: Session, case) -> int:
@@ -181,30 +292,112 @@ class Store:
 
     # -- reading -------------------------------------------------------------------------------
 
-    def query(self, sql: str) -> pd.DataFrame:
+    def query(self, sql: str, write: bool = False) -> pd.DataFrame:
+        """Run one SQL statement; read-only unless `write` (then committed)."""
         try:
-            with self.engine.connect() as conn:
-                result = conn.execute(text(sql))
-                if not result.returns_rows:
-                    return pd.DataFrame()
-                return pd.DataFrame(result.fetchall(), columns=list(result.keys()))
+            with (self._writer if write else self.engine).connect() as conn:
+                if not write:
+                    _read_only(conn, True)
+                try:
+                    result = conn.exec_driver_sql(sql)
+                    frame = (pd.DataFrame(result.fetchall(), columns=list(result.keys()))
+                             if result.returns_rows else pd.DataFrame())
+                    if write:
+                        conn.commit()
+                    return frame
+                finally:
+                    if not write:
+                        conn.rollback()
+                        _read_only(conn, False)
         except SQLAlchemyError as exc:
-            message = str(getattr(exc, "orig", exc)).splitlines()[0]
+            message = _first_line(exc)
+            if not write and ("readonly" in message or "read-only" in message or "read only" in message):
+                message += " (`bench sql` is read-only: pass --write to change the database)"
             raise StoreError(f"SQL error: {message}") from None
+        except (sqlite3.Warning, ValueError) as exc:  # e.g. more than one statement at a time
+            raise StoreError(f"SQL error: {_first_line(exc)}") from None
+
+    def run_info(self, run_id: int) -> RunInfo:
+        with Session(self.engine) as session:
+            run = session.get(Run, run_id)
+            if run is None:
+                known = session.scalars(select(Run.id).order_by(Run.id)).all()
+                choices = f"runs {known[0]}..{known[-1]}" if known else "no runs yet"
+                raise StoreError(f"no run {run_id} in {self.url} ({choices}; see `bench runs`)")
+            device = session.get(Device, run.device_id) if run.device_id else None
+            return RunInfo(run.id, run.status, run.suite, run.filter, run.git_commit,
+                           device.uuid if device else None, device.name if device else None)
+
+    def measured_case_ids(self, run_id: int) -> set[str]:
+        """Cases with stored measurements in the run (valid, invalid or faulted)."""
+        with Session(self.engine) as session:
+            rows = session.execute(select(CaseRow.case_id).join(Measurement, Measurement.case_pk == CaseRow.id)
+                                   .where(Measurement.run_id == run_id).distinct())
+            return {row[0] for row in rows}
+
+    def measurement_count(self) -> int:
+        with Session(self.engine) as session:
+            return session.scalar(select(func.count()).select_from(Measurement))
 
     def runs(self) -> pd.DataFrame:
         return self.query("""
             SELECT r.id AS run, r.started_at, r.status, d.name AS gpu, r.suite, r.filter,
                    (SELECT COUNT(DISTINCT case_pk) FROM measurements m WHERE m.run_id = r.id) AS cases,
                    (SELECT COUNT(DISTINCT case_pk) FROM measurements m
-                     WHERE m.run_id = r.id AND NOT m.valid) AS invalid,
-                   substr(r.git_commit, 1, 10) AS git_commit
+                     WHERE m.run_id = r.id AND m.status = 'invalid') AS invalid,
+                   (SELECT COUNT(DISTINCT case_pk) FROM measurements m
+                     WHERE m.run_id = r.id AND m.status = 'fault') AS faults,
+                   r.resumes, substr(r.git_commit, 1, 10) AS git_commit
             FROM runs r LEFT JOIN devices d ON d.id = r.device_id ORDER BY r.id""")
 
 
-def _sqlite_pragmas(dbapi_connection, _record) -> None:
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _check_sqlite_file(path: Path) -> None:
+    """Refuse a file that is not SQLite before SQLite touches it (it would write a header)."""
+    try:
+        with path.open("rb") as f:
+            header = f.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror}") from None
+    if header != SQLITE_HEADER:
+        what = "an empty file" if not header else "not an SQLite file"
+        raise StoreError(f"{path} is {what}, not a hopper-bench database")
+
+
+def _backup(path: Path, revision: str) -> Path:
+    """A consistent copy of the SQLite file (WAL included) before it is upgraded."""
+    target = path.with_name(f"{path.name}.schema{int(revision)}.bak")
+    n = 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{path.name}.schema{int(revision)}.{n}.bak")
+    source, copy = sqlite3.connect(path), sqlite3.connect(target)
+    try:
+        source.backup(copy)
+    finally:
+        source.close()
+        copy.close()
+    return target
+
+
+def _sqlite_connect(dbapi_connection, _record) -> None:
+    dbapi_connection.isolation_level = None  # SQLAlchemy emits BEGIN itself (_sqlite_begin)
     cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
+
+
+def _sqlite_begin(conn) -> None:
+    immediate = conn.get_execution_options().get("begin_immediate")
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def _read_only(conn, on: bool) -> None:
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql(f"PRAGMA query_only = {'ON' if on else 'OFF'}")
+    elif conn.dialect.name == "postgresql" and on:
+        conn.exec_driver_sql("SET TRANSACTION READ ONLY")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fnmatch import fnmatchcase
 from typing import Callable
 
 from harness.errors import SpecError
 from harness.families import wgmma
-from harness.spec import Case
+from harness.spec import PLANTED_FAULTS, Case
 
 PAPER_N = (8, 16, 32, 64, 128, 256)  # the N values of the paper's wgmma tables
 
@@ -16,11 +17,24 @@ def _wgmma_quick() -> list[Case]:
     return [c for c in wgmma.cases() if c.n in PAPER_N and c.dtype_a == "f16" and c.dtype_acc == "f32"]
 
 
+def _faults() -> list[Case]:
+    """wgmma-quick with a faulting copy of every fourth case planted after it: the run must store
+    each fault against its case and measure every other case (crash isolation self-test)."""
+    cases, faults = [], iter(PLANTED_FAULTS)
+    for i, case in enumerate(_wgmma_quick()):
+        cases.append(case)
+        if i % 4 == 1 and (fault := next(faults, None)):
+            cases.append(replace(case, fault=fault))
+    return cases
+
+
 SUITES: dict[str, tuple[str, Callable[[], list[Case]]]] = {
     "wgmma": ("dense wgmma m64nNk16: f16 (f32 and f16 accumulate) and bf16, N = 8..256, SS and RS",
               wgmma.cases),
     "wgmma-quick": ("f16 inputs, f32 accumulate, SS and RS, at the paper's N = 8, 16, 32, 64, 128, 256",
                     _wgmma_quick),
+    "faults": ("self-test: wgmma-quick with planted faulting probes (trap, out-of-bounds store, endless "
+               "loop); expect 3 faults and 12 valid cases", _faults),
 }
 
 

@@ -1,4 +1,8 @@
-"""SQLAlchemy ORM tables of the results database, and the views users query."""
+"""SQLAlchemy ORM tables of the results database, and the views users query.
+
+The ORM describes the newest schema; harness/migrations/ builds it (and upgrades older files)
+step by step. A change here needs a new migration, and tests/fixtures/ a database of the old one.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from datetime import datetime
 from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # = the number of the newest migration in harness/migrations/versions
 
 
 class Base(DeclarativeBase):
@@ -56,6 +60,7 @@ class Run(Base):
     device_id: Mapped[int | None] = mapped_column(ForeignKey("devices.id"))
     gpu_index: Mapped[int | None]
     error: Mapped[str | None] = mapped_column(Text)
+    resumes: Mapped[int] = mapped_column(Integer, default=0)  # times `bench run --resume` continued it
 
 
 class CaseRow(Base):
@@ -109,11 +114,23 @@ class Measurement(Base):
     ilp: Mapped[int] = mapped_column(Integer, default=1)  # independent accumulators per warpgroup
     sm_clock_mhz: Mapped[float | None] = mapped_column(Float)  # measured in the kernel
     valid: Mapped[bool] = mapped_column(Boolean)
+    status: Mapped[str] = mapped_column(String(8))  # valid, invalid (SASS/validation), fault (crash/hang)
     error: Mapped[str | None] = mapped_column(Text)
     validation_max_error: Mapped[float | None] = mapped_column(Float)
     input_distribution: Mapped[str | None] = mapped_column(String(64))
     notes: Mapped[str | None] = mapped_column(Text)
+    stop_reason: Mapped[str | None] = mapped_column(String(64))  # why sampling stopped
     created_at: Mapped[datetime] = mapped_column(DateTime)
+    # How the GPU behaved while the samples were taken (NVML, harness/telemetry.py).
+    telemetry_samples: Mapped[int] = mapped_column(Integer, default=0)
+    nvml_sm_clock_mhz: Mapped[float | None] = mapped_column(Float)  # median
+    nvml_mem_clock_mhz: Mapped[float | None] = mapped_column(Float)  # median
+    power_w: Mapped[float | None] = mapped_column(Float)  # maximum
+    temperature_c: Mapped[float | None] = mapped_column(Float)  # maximum
+    throttle_reasons: Mapped[str | None] = mapped_column(Text)  # every NVML clock-event reason seen
+    throttled: Mapped[bool | None] = mapped_column(Boolean)  # thermal or hardware slowdown seen
+    power_capped: Mapped[bool | None] = mapped_column(Boolean)  # software power cap seen
+    other_processes: Mapped[int | None] = mapped_column(Integer)  # most other compute processes seen
 
 
 class Sample(Base):
@@ -121,21 +138,3 @@ class Sample(Base):
     measurement_id: Mapped[int] = mapped_column(ForeignKey("measurements.id"), primary_key=True)
     idx: Mapped[int] = mapped_column(primary_key=True)
     value: Mapped[float] = mapped_column(Float)
-
-
-RESULTS_VIEW = """
-CREATE VIEW IF NOT EXISTS results AS
-SELECT m.id AS measurement_id, r.id AS run_id, r.started_at AS run_started_at, r.status AS run_status,
-       d.name AS gpu_name, d.sm_count AS sm_count, m.sm_clock_mhz AS sm_clock_mhz, r.suite AS suite,
-       c.family AS family, c.case_id AS case_id, c.instruction AS instruction,
-       c.m AS m, c.n AS n, c.k AS k, c.dtype_a AS dtype_a, c.dtype_b AS dtype_b,
-       c.dtype_acc AS dtype_acc, c.operands AS operands, c.sparse AS sparse, c.layout AS layout,
-       m.metric AS metric, m.value AS value, m.unit AS unit, m.n_samples AS n_samples,
-       m.spread AS spread, m.minimum AS min, m.maximum AS max, m.warpgroups AS warpgroups,
-       m.ilp AS ilp, m.valid AS valid, m.error AS error, m.notes AS notes,
-       r.git_commit AS git_commit
-FROM measurements m
-JOIN runs r ON r.id = m.run_id
-JOIN cases c ON c.id = m.case_pk
-LEFT JOIN devices d ON d.id = r.device_id
-"""

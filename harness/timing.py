@@ -1,7 +1,7 @@
 """When to stop sampling, and the in-kernel timing records.
 
 A measurement repeats a sampling function until the relative spread (IQR / median) of what it
-has falls under a target, within a minimum count and a maximum count and time budget.
+has falls under a target or stops improving, within a minimum and maximum count and time.
 """
 
 from __future__ import annotations
@@ -23,22 +23,48 @@ class TimingPolicy:
     warmup: int = 2  # samples taken and discarded first (module load, clocks ramping up)
     min_samples: int = 7
     max_samples: int = 40
-    target_spread: float = 0.005  # stop once IQR/median is under 0.5 %
+    target_spread: float = 0.005  # stop once IQR/median is under 0.5 % ...
+    converged: float = 0.1  # ... or once it moved less than 10 % over the last min_samples samples
+    min_seconds: float = 0.01
     max_seconds: float = 3.0
 
 
-def collect(sample: Callable[[], float], policy: TimingPolicy) -> np.ndarray:
-    """Call `sample` until the stopping rule holds; returns every kept sample."""
+@dataclass(frozen=True)
+class Collected:
+    values: np.ndarray
+    stop_reason: str
+
+
+def stop_reason(values: list[float], elapsed: float, policy: TimingPolicy) -> str | None:
+    """Why sampling should stop now (None: take another sample)."""
+    n = len(values)
+    if n >= policy.max_samples:
+        return f"sample limit ({policy.max_samples})"
+    if elapsed > policy.max_seconds and n >= policy.min_samples:
+        return f"time limit ({policy.max_seconds:g} s)"
+    if n < policy.min_samples or elapsed < policy.min_seconds:
+        return None
+    spread = relative_spread(values)
+    if spread <= policy.target_spread:
+        return f"spread {spread:.2%} <= {policy.target_spread:.2%}"
+    if n >= 2 * policy.min_samples:
+        before = relative_spread(values[:n - policy.min_samples])
+        if abs(spread - before) <= policy.converged * spread:
+            return f"spread converged at {spread:.2%}"
+    return None
+
+
+def collect(sample: Callable[[], float], policy: TimingPolicy) -> Collected:
+    """Call `sample` until the stopping rule holds; returns every kept sample and why it stopped."""
     for _ in range(policy.warmup):
         sample()
     values: list[float] = []
-    deadline = time.monotonic() + policy.max_seconds
-    while len(values) < policy.max_samples:
+    started = time.monotonic()
+    while True:
         values.append(sample())
-        if len(values) >= policy.min_samples and (
-                relative_spread(values) <= policy.target_spread or time.monotonic() > deadline):
-            break
-    return np.asarray(values)
+        reason = stop_reason(values, time.monotonic() - started, policy)
+        if reason:
+            return Collected(np.asarray(values), reason)
 
 
 @dataclass(frozen=True)

@@ -45,3 +45,20 @@ __device__ __forceinline__ void write_timing_record(long long* timing, int slot,
   rec[3] = static_cast<long long>(ns1);
   rec[4] = sm_id();
 }
+
+// Self-test faults (suite `faults`, harness/spec.py PLANTED_FAULTS). Every probe calls this first
+// with its PLANTED_FAULT constant; 0 in every measured probe, so the call compiles to nothing.
+// The faults depend on `iters` (never negative at run time, unknown to the compiler), so the
+// code after them stays reachable and the probe's SASS is the normal one.
+constexpr int FAULT_NONE = 0, FAULT_TRAP = 1, FAULT_OOB = 2, FAULT_HANG = 3;
+
+template <int FAULT>
+__device__ __forceinline__ void planted_fault(int iters, u32* out) {
+  if (FAULT == FAULT_NONE || iters < 0) return;
+  if (FAULT == FAULT_TRAP) asm volatile("trap;");
+  if (FAULT == FAULT_OOB)  // 16 TiB past the output buffer: unmapped
+    *reinterpret_cast<volatile u32*>(reinterpret_cast<u64>(out) + (1ull << 44)) = 1u;
+  if (FAULT == FAULT_HANG)
+    while (clock_cycles() >= 0) {
+    }
+}

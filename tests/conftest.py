@@ -80,3 +80,25 @@ def make_db(path, status="complete"):
     store.finish_run(run_id, status)
     store.engine.dispose()
     return path
+
+
+FIXTURES = __import__("pathlib").Path(__file__).resolve().parent / "fixtures"
+
+
+def copy_fixture(name, tmp_path):
+    """A private copy of tests/fixtures/<name> (a database of an older schema)."""
+    import shutil
+
+    target = tmp_path / name
+    shutil.copyfile(FIXTURES / name, target)
+    return target
+
+
+def bench_process(*args, env=None, **popen):
+    """`bench ARGS` as a real process (python -m harness), for signals and concurrency."""
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.Popen([sys.executable, "-m", "harness", *args], env={**os.environ, **(env or {})},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen)

@@ -103,6 +103,8 @@ def template_params(case: Case) -> dict[str, object]:
         "a_constraints": a_constraints,
         "b_operand_index": acc_regs + (1 if case.operands == "SS" else a_regs),
         "immediates": immediates,
+        "planted_fault": {None: "FAULT_NONE", "trap": "FAULT_TRAP", "oob": "FAULT_OOB",
+                          "hang": "FAULT_HANG"}[case.fault],
     }
 
 

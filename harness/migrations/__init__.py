@@ -1,0 +1,31 @@
+"""Alembic migrations of the results database, run programmatically by harness/store.py.
+
+Revisions are numbered 0001, 0002, ...; the number is the schema version that `meta` records
+(older harnesses read it to refuse a newer file). Each migration spells out its own DDL rather than
+importing harness/tables.py, which only ever describes the newest schema.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic.config import Config
+from alembic.script import ScriptDirectory
+
+LOCATION = Path(__file__).resolve().parent
+
+
+def config(connection=None) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(LOCATION))
+    cfg.attributes["connection"] = connection
+    return cfg
+
+
+def head() -> str:
+    return ScriptDirectory.from_config(config()).get_current_head()
+
+
+def known_revisions() -> list[str]:
+    """Every revision, oldest first."""
+    return [script.revision for script in reversed(list(ScriptDirectory.from_config(config()).walk_revisions()))]

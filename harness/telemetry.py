@@ -1,0 +1,185 @@
+"""How the GPU behaved during a measurement: NVML clocks, power, temperature, clock-event
+(throttle) reasons and other compute processes, sampled by a background thread.
+
+    sampler = open_sampler(gpu_index)      # NullSampler when NVML is missing
+    window = sampler.window()
+    with window:
+        ...take samples...
+    window.state                           # GpuState: what NVML saw while they were taken
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from statistics import median
+from typing import Protocol
+
+SAMPLE_INTERVAL_S = 0.01
+
+# NVML clock-event ("throttle") reason bits (nvml.h nvmlClocksEventReason*), named here so the
+# database stores words, not bit masks.
+CLOCK_EVENT_REASONS = {
+    0x1: "gpu_idle", 0x2: "applications_clocks", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
+    0x10: "sync_boost", 0x20: "sw_thermal", 0x40: "hw_thermal", 0x80: "hw_power_brake",
+    0x100: "display_clocks",
+}
+# Reasons that mean the clock was forced down by heat or a hardware event: the measurement is
+# flagged. A software power cap is normal under full tensor-core load and is recorded, not
+# flagged: cycle metrics do not depend on the clock, and time metrics use the measured clock.
+THROTTLING = frozenset({"hw_slowdown", "sw_thermal", "hw_thermal", "hw_power_brake"})
+
+
+def reason_names(mask: int) -> set[str]:
+    return {name for bit, name in CLOCK_EVENT_REASONS.items() if mask & bit}
+
+
+@dataclass(frozen=True)
+class Reading:
+    sm_clock_mhz: float
+    mem_clock_mhz: float
+    power_w: float
+    temperature_c: float
+    reasons: int  # bit mask
+
+
+@dataclass(frozen=True)
+class GpuState:
+    samples: int
+    sm_clock_mhz: float | None = None  # median
+    mem_clock_mhz: float | None = None  # median
+    power_w: float | None = None  # maximum
+    temperature_c: float | None = None  # maximum
+    reasons: tuple[str, ...] = ()  # every reason seen, sorted
+    other_processes: int | None = None  # most other compute processes seen at once
+
+    @property
+    def throttled(self) -> bool | None:
+        return bool(THROTTLING & set(self.reasons)) if self.samples else None
+
+    @property
+    def power_capped(self) -> bool | None:
+        return "sw_power_cap" in self.reasons if self.samples else None
+
+    @classmethod
+    def from_readings(cls, readings: list[Reading], other_processes: int | None) -> "GpuState":
+        if not readings:
+            return cls(0, other_processes=other_processes)
+        mask = 0
+        for r in readings:
+            mask |= r.reasons
+        return cls(len(readings), median(r.sm_clock_mhz for r in readings),
+                   median(r.mem_clock_mhz for r in readings), max(r.power_w for r in readings),
+                   max(r.temperature_c for r in readings), tuple(sorted(reason_names(mask))), other_processes)
+
+
+class Reader(Protocol):
+    def read(self) -> Reading: ...
+
+    def compute_pids(self) -> set[int]: ...
+
+
+class Window:
+    """A context manager that samples `reader` every `interval` seconds while it is open."""
+
+    def __init__(self, reader: Reader, own_pids: set[int], interval: float = SAMPLE_INTERVAL_S):
+        self._reader, self._own, self._interval = reader, own_pids, interval
+        self._readings: list[Reading] = []
+        self._others = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self.state: GpuState | None = None
+
+    def _sample(self) -> None:
+        try:
+            self._readings.append(self._reader.read())
+        except Exception:  # a failed NVML read loses one sample, never the measurement
+            pass
+
+    def _count_others(self) -> None:
+        try:
+            self._others = max(self._others, len(self._reader.compute_pids() - self._own))
+        except Exception:
+            pass
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval):
+            self._sample()
+
+    def __enter__(self) -> "Window":
+        self._count_others()
+        self._sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        self._count_others()
+        self.state = GpuState.from_readings(self._readings, self._others)
+
+
+class NullWindow:
+    def __init__(self):
+        self.state = GpuState(0)
+
+    def __enter__(self) -> "NullWindow":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+
+class Sampler:
+    def __init__(self, reader: Reader, own_pids: set[int]):
+        self.reader, self.own_pids = reader, own_pids
+
+    def window(self) -> Window:
+        return Window(self.reader, self.own_pids)
+
+
+class NullSampler:
+    """No NVML: measurements carry GpuState(samples=0) and are neither trusted nor flagged by it."""
+
+    def window(self) -> NullWindow:
+        return NullWindow()
+
+
+class NvmlReader:
+    def __init__(self, index: int):
+        import pynvml
+
+        pynvml.nvmlInit()
+        self._nvml = pynvml
+        self._handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        self._reasons = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
+            pynvml.nvmlDeviceGetCurrentClocksThrottleReasons  # the older name
+
+    def read(self) -> Reading:
+        nvml, h = self._nvml, self._handle
+        return Reading(nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM),
+                       nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_MEM),
+                       nvml.nvmlDeviceGetPowerUsage(h) / 1000.0,
+                       nvml.nvmlDeviceGetTemperature(h, nvml.NVML_TEMPERATURE_GPU),
+                       self._reasons(h))
+
+    def compute_pids(self) -> set[int]:
+        return {p.pid for p in self._nvml.nvmlDeviceGetComputeRunningProcesses(self._handle)}
+
+
+def nvml_reader(index: int) -> NvmlReader | None:
+    try:
+        reader = NvmlReader(index)
+        reader.read()
+        return reader
+    except Exception:  # NVML is optional: no library, no permission, or no such GPU
+        return None
+
+
+def own_pids(before: set[int], after: set[int]) -> set[int]:
+    """Our own compute process as NVML lists it: what appeared when we created our CUDA context
+    (inside a container NVML may list host PIDs, so os.getpid() alone can miss it)."""
+    return (after - before) or {os.getpid()}
+

@@ -1,0 +1,80 @@
+"""Every older schema opens and upgrades (tests/fixtures/ holds one database per schema)."""
+
+import sqlite3
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import FIXTURES, copy_fixture
+from harness import migrations
+from harness.cli import cli
+from harness.errors import StoreError
+from harness.store import Store
+from harness.tables import SCHEMA_VERSION
+
+OLD_FIXTURES = sorted(p.name for p in FIXTURES.glob("schema_v*.db") if p.name != f"schema_v{SCHEMA_VERSION}.db")
+
+
+def _plain(row):
+    return tuple(None if isinstance(v, float) and v != v else v for v in row)  # NaN and NULL alike
+
+
+def test_there_is_a_fixture_for_every_schema_version():
+    assert {f"schema_v{n}.db" for n in range(1, SCHEMA_VERSION + 1)} == {p.name for p in FIXTURES.glob("schema_v*.db")}
+    assert migrations.known_revisions() == [f"{n:04d}" for n in range(1, SCHEMA_VERSION + 1)]
+    assert migrations.head() == f"{SCHEMA_VERSION:04d}"
+
+
+@pytest.mark.parametrize("name", OLD_FIXTURES)
+def test_an_old_database_upgrades_on_open_and_keeps_its_data(tmp_path, name):
+    path = copy_fixture(name, tmp_path)
+    old = sqlite3.connect(path)
+    measurements = old.execute("SELECT id, metric, value, valid, error FROM measurements ORDER BY id").fetchall()
+    samples = old.execute("SELECT * FROM samples ORDER BY measurement_id, idx").fetchall()
+    old.close()
+    store = Store.open(str(path))
+    assert store.migration.to_version == SCHEMA_VERSION and store.migration.from_version < SCHEMA_VERSION
+    assert store.migration.backup.exists() and store.schema_version() == SCHEMA_VERSION
+    frame = store.query("SELECT measurement_id, metric, value, valid, error, status, flagged FROM results "
+                        "ORDER BY measurement_id")
+    kept = frame[["measurement_id", "metric", "value", "valid", "error"]].itertuples(index=False)
+    assert [_plain(row) for row in kept] == [_plain(row) for row in measurements]
+    assert set(frame.status) <= {"valid", "invalid", "fault"} and (frame.status == "invalid").sum() == 6
+    assert store.query("SELECT * FROM samples ORDER BY measurement_id, idx").values.tolist() == [list(s) for s in samples]
+    backup = sqlite3.connect(store.migration.backup)  # the backup is the file as it was
+    assert backup.execute("SELECT COUNT(*) FROM measurements").fetchone()[0] == len(measurements)
+
+
+def test_an_upgraded_database_opens_again_without_a_migration(tmp_path):
+    path = copy_fixture("schema_v1.db", tmp_path)
+    Store.open(str(path)).engine.dispose()
+    assert Store.open(str(path)).migration is None
+
+
+def test_the_cli_says_once_that_it_upgraded_the_file(tmp_path):
+    path = copy_fixture("schema_v1.db", tmp_path)
+    first = CliRunner().invoke(cli, ["runs", "--db", str(path)])
+    assert first.exit_code == 0
+    notes = [line for line in first.output.splitlines() if line.startswith("note: upgraded")]
+    assert len(notes) == 1 and f"from schema 1 to {SCHEMA_VERSION}" in notes[0] and ".schema1.bak" in notes[0]
+    second = CliRunner().invoke(cli, ["db", "upgrade", "--db", str(path)])
+    assert second.exit_code == 0 and "nothing to do" in second.output and "note:" not in second.output
+
+
+def test_bench_db_upgrade(tmp_path):
+    path = copy_fixture("schema_v1.db", tmp_path)
+    result = CliRunner().invoke(cli, ["db", "upgrade", "--db", str(path)])
+    assert result.exit_code == 0 and "upgraded" in result.output
+    assert sqlite3.connect(path).execute("SELECT version_num FROM alembic_version").fetchone()[0] == migrations.head()
+
+
+def test_a_newer_database_is_refused_untouched(tmp_path):
+    path = copy_fixture(f"schema_v{SCHEMA_VERSION}.db", tmp_path)
+    con = sqlite3.connect(path)
+    con.execute("UPDATE alembic_version SET version_num = '0099'")
+    con.commit()
+    con.close()
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match="schema version 99; this harness reads versions up to"):
+        Store.open(str(path))
+    assert path.read_bytes() == before
