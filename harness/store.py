@@ -139,10 +139,12 @@ class Store:
         if not tables:
             if not create:
                 raise StoreError(f"{self.url} is empty: not a hopper-bench database")
+            self._use_wal()
             self._upgrade()
             return None
         if revision is None:
             raise StoreError(f"{self.url} is not a hopper-bench database (tables: {', '.join(sorted(tables))})")
+        self._use_wal()
         if revision == migrations.head():
             return None
         if revision not in migrations.known_revisions():
@@ -151,6 +153,20 @@ class Store:
         backup = _backup(path, revision) if path else None
         self._upgrade()
         return Migration(int(revision), SCHEMA_VERSION, backup)
+
+    def _use_wal(self) -> None:
+        """WAL mode (kept in the file) lets readers and several writers share it. Set only on our
+        own databases: a file we refuse is left as it was."""
+        if self.engine.dialect.name != "sqlite":
+            return
+        raw = self.engine.raw_connection()
+        try:
+            if raw.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                raw.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot use {self.url}: {exc}") from None
+        finally:
+            raw.close()
 
     def _upgrade(self) -> None:
         """Run the migrations to the newest schema in one write transaction. The state is read
@@ -351,19 +367,24 @@ class Store:
             FROM runs r LEFT JOIN devices d ON d.id = r.device_id ORDER BY r.id""")
 
 
-SQLITE_HEADER = b"SQLite format 3\x00"
-
-
 def _check_sqlite_file(path: Path) -> None:
-    """Refuse a file that is not SQLite before SQLite touches it (it would write a header)."""
+    """Refuse a file that is not SQLite before the engine's first connection touches it (that
+    connection sets WAL mode, which would write a header into an empty file).
+
+    The file is read through SQLite, read-only, never with open()/close(): closing any other
+    descriptor of the file would drop the POSIX locks that this process's SQLite connections
+    hold on it, and another process could then reset the WAL under them.
+    """
+    if path.stat().st_size == 0:
+        raise StoreError(f"{path} is an empty file, not a hopper-bench database")
     try:
-        with path.open("rb") as f:
-            header = f.read(len(SQLITE_HEADER))
-    except OSError as exc:
-        raise StoreError(f"cannot read {path}: {exc.strerror}") from None
-    if header != SQLITE_HEADER:
-        what = "an empty file" if not header else "not an SQLite file"
-        raise StoreError(f"{path} is {what}, not a hopper-bench database")
+        probe = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            probe.execute("PRAGMA schema_version").fetchone()
+        finally:
+            probe.close()
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path} is not a hopper-bench database ({exc})") from None
 
 
 def _backup(path: Path, revision: str) -> Path:
@@ -386,7 +407,6 @@ def _sqlite_connect(dbapi_connection, _record) -> None:
     dbapi_connection.isolation_level = None  # SQLAlchemy emits BEGIN itself (_sqlite_begin)
     cursor = dbapi_connection.cursor()
     cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-    cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# One call on a GPU node: the GPU tests, then the real suite into results.db, with logs in $OUT.
+# One call on a GPU node: the GPU tests, the crash-isolation self-test (suite `faults`, into its own
+# database), then the real suite into results.db, with logs and databases in $OUT.
 # Usage: scripts/device_run.sh [SUITE] [EXTRA bench run ARGS...]
 # Carried wheels in .whl/ (packages the device image lacks) are installed first.
 set -uo pipefail
@@ -16,6 +17,10 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,tempe
 nvidia-smi --query-compute-apps=pid,name,used_memory --format=csv | tee -a "$out/gpu.txt"
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   python3 -m pytest -m gpu tests/gpu -q -x -p no:cacheprovider 2>&1 | tee "$out/gpu-tests.log" | tail -25
+fi
+if [ "${SKIP_FAULTS:-0}" != 1 ]; then
+  python3 -m harness run --suite faults --db "$out/faults.db" --watchdog 20 2>&1 | tee "$out/run-faults.log" | grep -v "^\s*$" | tail -6
+  nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu --format=csv,noheader | tee -a "$out/gpu.txt"
 fi
 for pass in ${PASSES:-cold}; do
   [ "$pass" = cold ] && rm -rf "$HOPPER_BENCH_CACHE"

@@ -54,23 +54,65 @@ def test_sql_formats(tmp_path):
 
 def test_runs(tmp_path):
     result = bench("runs", "--db", str(make_db(tmp_path / "r.db")))
-    assert result.exit_code == 0 and re.search(r"^1 .* complete .*NVIDIA H100 80GB HBM3.* 3 +1 +abc123", result.output, re.M)
+    assert result.exit_code == 0 and re.search(r"^1 .* complete .*NVIDIA H100 80GB HBM3.* 3 +1 +0 +0 +abc123",
+                                               result.output, re.M)
 
 
-@pytest.mark.parametrize("args,code,pattern", [
-    (["run", "--suite", "nope"], 2, "unknown suite 'nope': expected one of wgmma"),
-    (["run", "--suite", "wgmma", "--filter", "*m64n7k16*"], 2, "matches none"),
-    (["run"], 2, "Missing option '--suite'"),
+# (arguments, exit status, what the one error line must say). DB is the database under test, TEXT
+# a file that is not a database, DIR a directory; every other command reads the database through
+# $HOPPER_BENCH_DB, which points at the same file.
+BAD_INPUTS = [
+    (["run", "--suite", "nope"], 2, "unknown suite 'nope': expected one of wgmma, wgmma-quick, faults"),
+    (["run", "--suite", "wgmma", "--filter", "*m64n7k16*"], 2, "matches none of the 192 cases .*e.g."),
+    (["run"], 2, "missing option --suite \\(or --resume RUN_ID\\)"),
     (["run", "--suite", "wgmma", "--gpu", "x"], 2, "'x' is not a valid integer"),
-    (["run", "--suite", "wgmma", "--db", "bogus://::"], 4, "not a database URL"),
-    (["list", "--suite", "nope"], 2, "unknown suite"),
-    (["show", "wgmma.mma_async.m64n12k16.f32.f16.f16.SS"], 2, "N must be a multiple of 8"),
-    (["show", "not-a-case"], 2, "cannot parse case id"),
-    (["sql", "SELECT 1", "--format", "yaml"], 2, "'yaml' is not one of"),
-    (["bogus-command"], 2, "No such command"),
-])
-def test_bad_input_gets_one_line_and_a_nonzero_status(args, code, pattern):
+    (["run", "--suite", "wgmma", "--gpu", "-1"], 2, "--gpu.*must be 0 or more"),
+    (["run", "--suite", "wgmma", "--db", "bogus://::"], 4, "not a database URL.*expected a file path"),
+    (["run", "--suite", "wgmma", "--jobs", "0"], 2, "--jobs.*at least 1"),
+    (["run", "--suite", "wgmma", "--watchdog", "0"], 2, "--watchdog.*positive"),
+    (["run", "--resume", "99"], 4, "no run 99 .*runs 1..1; see `bench runs`"),
+    (["run", "--resume", "1", "--suite", "wgmma"], 2, "--resume takes the suite and filter from the run"),
+    (["run", "--resume", "1"], 2, "run 1 is complete: only interrupted or failed runs can be resumed"),
+    (["run", "--resume", "one"], 2, "'one' is not a valid integer"),
+    (["list", "--suite", "nope"], 2, "unknown suite 'nope': expected one of"),
+    (["show", "wgmma.mma_async.m64n12k16.f32.f16.f16.SS"], 2, "N must be a multiple of 8 from 8 to 256"),
+    (["show", "not-a-case"], 2, "cannot parse case id .*expected e.g."),
+    (["show", "wgmma.mma_async.m64n64k16.f32.f16.f16.SS+boom"], 2, "unknown planted fault 'boom'.*trap, oob, hang"),
+    (["show", "wgmma.mma_async.m64n64k32.f32.e4m3.e4m3.SS"], 2, "not implemented; implemented: f32.f16.f16"),
+    (["show", "wgmma.mma_async.m64n64k16.f32.f16.f16.XS"], 2, "unknown operand mode 'XS'.*SS, RS"),
+    (["sql", "SELECT 1", "--format", "yaml"], 2, "'yaml' is not one of 'table', 'csv', 'json', 'markdown'"),
+    (["sql", "SELEC nonsense"], 4, "SQL error: near \"SELEC\""),
+    (["sql", "DELETE FROM runs"], 4, "read-only: pass --write"),
+    (["sql", "SELECT 1; DELETE FROM runs"], 4, "one statement at a time"),
+    (["sql", "  "], 2, "QUERY.*is empty"),
+    (["sql", "SELECT * FROM nope"], 4, "no such table: nope"),
+    (["runs", "--db", "MISSING"], 4, "no results database at .*run `bench run` first, or pass --db"),
+    (["runs", "--db", "TEXT"], 4, "not a hopper-bench database"),
+    (["runs", "--format", "xml"], 2, "'xml' is not one of"),
+    (["db", "upgrade", "--db", "DIR"], 4, "is a directory, not a database file"),
+    (["db", "downgrade"], 2, "No such command 'downgrade'"),
+    (["bogus-command"], 2, "No such command 'bogus-command'"),
+]
+
+
+@pytest.mark.parametrize("args,code,pattern", BAD_INPUTS, ids=[" ".join(a) for a, _, _ in BAD_INPUTS])
+def test_bad_input_gets_one_line_a_nonzero_status_and_leaves_the_database_alone(tmp_path, monkeypatch,
+                                                                                   args, code, pattern):
+    db = make_db(tmp_path / "r.db")
+    (tmp_path / "notes.txt").write_text("not a database")
+    (tmp_path / "dir").mkdir()
+    monkeypatch.setenv("HOPPER_BENCH_DB", str(db))
+    files = {"DB": db, "TEXT": tmp_path / "notes.txt", "DIR": tmp_path / "dir", "MISSING": tmp_path / "none.db"}
+    args = [str(files.get(a, a)) for a in args]
+    before = {p.name: digest(p) for p in tmp_path.iterdir() if p.is_file()}
     one_error_line(bench(*args), code, pattern)
+    assert {p.name: digest(p) for p in tmp_path.iterdir() if p.is_file() and not p.name.endswith(("-wal", "-shm"))} == before
+    assert not (tmp_path / "none.db").exists()
+
+
+def test_there_are_at_least_twenty_distinct_bad_inputs_covering_every_command():
+    assert len({tuple(a) for a, _, _ in BAD_INPUTS}) >= 20
+    assert set(cli.commands) <= {a[0] for a, _, _ in BAD_INPUTS}
 
 
 def test_run_without_a_gpu_fails_cleanly_and_leaves_the_database_alone(tmp_path):

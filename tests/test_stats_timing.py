@@ -5,7 +5,7 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.stats import summarize
-from harness.timing import Records, TimingPolicy, collect
+from harness.timing import Records, TimingPolicy, collect, stop_reason
 
 
 def test_summary_is_robust_to_an_outlier():
@@ -15,14 +15,29 @@ def test_summary_is_robust_to_an_outlier():
 
 def test_collect_stops_once_the_spread_is_small():
     calls = itertools.count()
-    samples = collect(lambda: 100.0 + next(calls) % 2 * 0.01, TimingPolicy(warmup=2, min_samples=5))
-    assert len(samples) == 5
+    collected = collect(lambda: 100.0 + next(calls) % 2 * 0.01, TimingPolicy(warmup=2, min_samples=5, min_seconds=0))
+    assert len(collected.values) == 5 and collected.stop_reason.startswith("spread 0.01% <=")
 
 
 def test_collect_discards_warmup_and_stops_at_the_maximum():
     values = iter([1e9, 1e9] + list(np.linspace(1, 100, 50)))
-    samples = collect(lambda: next(values), TimingPolicy(warmup=2, min_samples=3, max_samples=10))
-    assert len(samples) == 10 and samples.max() < 1e9
+    collected = collect(lambda: next(values), TimingPolicy(warmup=2, min_samples=3, max_samples=10, converged=0))
+    assert len(collected.values) == 10 and collected.values.max() < 1e9
+    assert collected.stop_reason == "sample limit (10)"
+
+
+def test_a_noisy_measurement_stops_once_its_spread_stops_changing():
+    rng = np.random.default_rng(1)
+    collected = collect(lambda: 100 + 5 * rng.standard_normal(), TimingPolicy(warmup=0, min_samples=7, max_samples=400, min_seconds=0))
+    assert 14 <= len(collected.values) < 400 and collected.stop_reason.startswith("spread converged at")
+
+
+def test_the_time_limits():
+    policy = TimingPolicy(min_samples=3, min_seconds=0.5, max_seconds=2.0)
+    assert stop_reason([1.0, 1.0, 1.0], elapsed=0.1, policy=policy) is None  # too soon, however tight
+    assert stop_reason([1.0, 1.0, 1.0], elapsed=0.6, policy=policy).startswith("spread")
+    assert stop_reason([1.0, 5.0, 9.0], elapsed=2.5, policy=policy) == "time limit (2 s)"
+    assert stop_reason([1.0, 5.0], elapsed=2.5, policy=policy) is None  # never fewer than min_samples
 
 
 def test_records_measure_the_clock():

@@ -41,7 +41,8 @@ def test_runs_summary(tmp_path):
     runs = Store.open(str(make_db(tmp_path / "r.db", status="interrupted"))).runs()
     assert runs.to_dict("records")[0] | {"started_at": None} == {
         "run": 1, "started_at": None, "status": "interrupted", "gpu": "NVIDIA H100 80GB HBM3",
-        "suite": "wgmma", "filter": None, "cases": 3, "invalid": 1, "git_commit": "abc123"}
+        "suite": "wgmma", "filter": None, "cases": 3, "invalid": 1, "faults": 0, "resumes": 0,
+        "git_commit": "abc123"}
 
 
 def test_sqlite_is_in_wal_mode(tmp_path):
@@ -55,17 +56,39 @@ def test_a_missing_database_is_not_created_by_readers(tmp_path):
     assert not (tmp_path / "absent.db").exists()
 
 
-def test_foreign_and_newer_databases_are_refused(tmp_path):
+def test_foreign_databases_and_other_files_are_refused_untouched(tmp_path):
     other = tmp_path / "other.db"
     sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.commit()
-    with pytest.raises(StoreError, match="not a hopper-bench database"):
-        Store.open(str(other))
-    newer = make_db(tmp_path / "newer.db")
-    con = sqlite3.connect(newer)
-    con.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
-    con.commit()
-    with pytest.raises(StoreError, match="schema version 99"):
-        Store.open(str(newer))
+    text, empty = tmp_path / "notes.txt", tmp_path / "empty.db"
+    text.write_text("not a database\n")
+    empty.touch()
+    for path, message in ((other, "not a hopper-bench database"), (text, "not a hopper-bench database"),
+                          (empty, "an empty file")):
+        before = path.read_bytes()
+        with pytest.raises(StoreError, match=message):
+            Store.open(str(path))
+        assert path.read_bytes() == before
+
+
+def test_sql_is_read_only_unless_asked(tmp_path):
+    store = Store.open(str(make_db(tmp_path / "r.db")))
+    for statement in ("DELETE FROM measurements", "DROP VIEW results", "UPDATE runs SET status = 'x'",
+                      "CREATE TABLE t (x)"):
+        with pytest.raises(StoreError, match="read-only: pass --write"):
+            store.query(statement)
+    assert store.query("SELECT COUNT(*) AS n FROM measurements").n[0] == 10
+    store.query("UPDATE runs SET status = 'failed' WHERE id = 1", write=True)
+    assert store.query("SELECT status FROM runs").status[0] == "failed"
+    store.query("SELECT 1")  # the pooled connection is writable again for the store itself
+    store.finish_run(1, "complete")
+    assert store.query("SELECT status FROM runs").status[0] == "complete"
+
+
+def test_one_statement_at_a_time(tmp_path):
+    store = Store.open(str(make_db(tmp_path / "r.db")))
+    with pytest.raises(StoreError, match="SQL error: .*one statement at a time"):
+        store.query("SELECT 1; DELETE FROM runs")
+    assert len(store.query("SELECT * FROM runs")) == 1
 
 
 def test_sql_errors_are_one_line(tmp_path):

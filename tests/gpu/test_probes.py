@@ -51,14 +51,20 @@ def test_paper_issue_interval_reproduces(n, expected):
     case = parse_case_id(f"wgmma.mma_async.m64n{n}k16.f32.f16.f16.SS")
     inputs = wgmma.make_inputs(case, np.random.default_rng(0))
     probe = LoadedProbe(compile_probe(render(case)), inputs.buffer, wgmma.output_words(case))
-    samples, _ = _issue_interval(case, probe, TimingPolicy())
-    assert np.median(samples) == pytest.approx(expected, rel=0.03)
+    collected, _ = _issue_interval(case, probe, TimingPolicy())
+    assert np.median(collected.values) == pytest.approx(expected, rel=0.03)
 
 
 def test_measure_case_produces_every_metric(device):
+    from harness.telemetry import Sampler, nvml_reader
+
     case = parse_case_id("wgmma.mma_async.m64n128k16.f32.bf16.bf16.RS")
-    result = measure_case(case, compile_probe(render(case)), device)
+    reader = nvml_reader(0)
+    result = measure_case(case, compile_probe(render(case)), device, sampler=Sampler(reader, set()))
     assert result.valid, result.error
+    for metric in result.metrics:  # NVML was sampled during every measurement, the clock is plausible
+        assert metric.gpu_state.samples >= 2 and 300 < metric.gpu_state.sm_clock_mhz <= 2100, metric
+        assert metric.stop_reason
     names = {m.name for m in result.metrics}
     assert names == {"issue_interval_cycles", "latency_cycles", "latency_raw_cycles",
                      "throughput_tflops", "peak_fraction", "sm_throughput"}

@@ -1,0 +1,52 @@
+"""SIGINT/SIGTERM sent to a real `bench run` process, then `bench run --resume`."""
+
+import signal
+import time
+
+import pytest
+
+from conftest import bench_process
+from harness.store import Store
+
+
+def wait_for_measurements(db, at_least, process, timeout=120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()[0]
+        if db.exists():
+            try:
+                n = Store.open(str(db)).query("SELECT COUNT(DISTINCT case_id) AS n FROM results").n[0]
+                if n >= at_least:
+                    return n
+            except Exception:
+                pass
+        time.sleep(0.1)
+    raise AssertionError("the run stored nothing in time")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_marks_the_run_interrupted_and_resume_measures_only_the_rest(tmp_path, cache_dir, sig):
+    db = tmp_path / "r.db"
+    env = {"HOPPER_BENCH_BACKEND": "fake", "HOPPER_BENCH_FAKE_DELAY": "0.3", "HOPPER_BENCH_CACHE": str(cache_dir)}
+    process = bench_process("run", "--suite", "wgmma-quick", "--db", str(db), env=env)
+    wait_for_measurements(db, 3, process)
+    process.send_signal(sig)
+    output, _ = process.communicate(timeout=60)
+    assert process.returncode == 130, output
+    assert "Traceback" not in output and "measure the rest with `bench run --resume 1`" in output
+    store = Store.open(str(db))
+    run = store.query("SELECT status, error, finished_at FROM runs WHERE id = 1")
+    assert run.status[0] == "interrupted" and run.finished_at[0] is not None
+    kept = store.measured_case_ids(1)
+    assert 3 <= len(kept) < 12 and f"{len(kept)} of 12 cases" in run.error[0]
+    complete = store.query("SELECT COUNT(*) AS n FROM measurements WHERE run_id = 1 AND n_samples > 0").n[0]
+    assert complete == 6 * len(kept)  # every kept case has all its metrics: no half-stored case
+
+    resumed = bench_process("run", "--resume", "1", "--db", str(db), env=env | {"HOPPER_BENCH_FAKE_DELAY": "0"})
+    output, _ = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, output
+    assert f"resuming run 1: {12 - len(kept)} of 12 cases" in output
+    store = Store.open(str(db))
+    assert store.query("SELECT status, resumes FROM runs").values.tolist() == [["complete", 1]]
+    per_case = store.query("SELECT case_id, COUNT(*) AS n FROM results WHERE run_id = 1 GROUP BY case_id")
+    assert len(per_case) == 12 and (per_case.n == 6).all()  # every case once, none measured twice

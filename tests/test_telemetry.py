@@ -1,0 +1,93 @@
+"""GPU telemetry windows (with a scripted NVML reader) and how the store flags measurements."""
+
+import threading
+
+from conftest import fake_device, fake_result
+from harness.provenance import Provenance
+from harness.store import Store
+from harness.telemetry import GpuState, Reading, Sampler, reason_names
+
+
+class ScriptedReader:
+    """Readings from a list (the last one repeats), compute processes from a set."""
+
+    def __init__(self, readings, pids=()):
+        self.readings, self.pids, self.calls = list(readings), set(pids), 0
+        self.lock = threading.Lock()
+
+    def read(self):
+        with self.lock:
+            self.calls += 1
+            return self.readings[min(self.calls, len(self.readings)) - 1]
+
+    def compute_pids(self):
+        return set(self.pids)
+
+
+NORMAL = Reading(1980, 2619, 300.0, 45, 0x0)
+POWER_CAP = Reading(1620, 2619, 699.0, 60, 0x4)
+HOT = Reading(1400, 2619, 650.0, 88, 0x20 | 0x4)
+
+
+def window_state(reader, own=frozenset({100}), work=lambda: None):
+    window = Sampler(reader, set(own)).window()
+    with window:
+        work()
+    return window.state
+
+
+def test_a_window_summarises_what_nvml_saw():
+    state = window_state(ScriptedReader([NORMAL, POWER_CAP, POWER_CAP]))
+    assert state.samples >= 2 and state.power_w == 699.0 and state.temperature_c == 60
+    assert state.reasons == ("sw_power_cap",) and state.power_capped and not state.throttled
+
+
+def test_thermal_slowdown_is_throttling():
+    state = window_state(ScriptedReader([NORMAL, HOT]))
+    assert state.throttled and set(state.reasons) == {"sw_thermal", "sw_power_cap"}
+
+
+def test_other_processes_are_counted_but_not_our_own():
+    assert window_state(ScriptedReader([NORMAL], pids={100})).other_processes == 0
+    assert window_state(ScriptedReader([NORMAL], pids={100, 4242, 4343})).other_processes == 2
+
+
+def test_the_thread_keeps_sampling_during_long_work():
+    import time
+
+    reader = ScriptedReader([NORMAL])
+    state = window_state(reader, work=lambda: time.sleep(0.2))
+    assert state.samples >= 8  # every 10 ms, plus the first and last
+
+
+def test_failed_reads_lose_samples_not_the_measurement():
+    class Broken(ScriptedReader):
+        def read(self):
+            raise RuntimeError("NVML_ERROR_GPU_IS_LOST")
+
+    assert window_state(Broken([NORMAL])) == GpuState(0, other_processes=0)
+
+
+def test_reason_names():
+    assert reason_names(0x1 | 0x8 | 0x80) == {"gpu_idle", "hw_slowdown", "hw_power_brake"}
+
+
+def test_flags_reach_the_results_view(tmp_path):
+    store = Store.open(str(tmp_path / "r.db"), create=True)
+    prov = Provenance("bench run", "host", "abc", False, "0.1.0", "3.12", None, "13.0")
+    run_id = store.start_run(fake_device(), prov, "wgmma", None)
+    states = {8: GpuState(5, 1620, 2619, 699.0, 60, ("sw_power_cap",), 0),
+              16: GpuState(5, 1400, 2619, 650.0, 88, ("sw_power_cap", "sw_thermal"), 0),
+              32: GpuState(5, 1980, 2619, 300.0, 45, (), 1),
+              64: GpuState(0)}
+    for n, state in states.items():
+        result = fake_result(f"wgmma.mma_async.m64n{n}k16.f32.f16.f16.SS", 18.0)
+        for metric in result.metrics:
+            metric.gpu_state = state
+        store.record_case(run_id, result)
+    frame = store.query("SELECT r.n, r.power_capped, r.flagged, r.throttle_reasons, r.power_w, m.telemetry_samples "
+                        "FROM results r JOIN measurements m ON m.id = r.measurement_id "
+                        "WHERE r.metric = 'issue_interval_cycles' ORDER BY r.n")
+    assert frame.flagged.tolist() == [0, 1, 1, 0]  # power cap alone is recorded, not flagged
+    assert frame.power_capped.tolist()[:3] == [1, 1, 0] and frame.throttle_reasons[1] == "sw_power_cap,sw_thermal"
+    assert frame.telemetry_samples.tolist() == [5, 5, 5, 0] and frame.power_w[0] == 699.0
