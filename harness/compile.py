@@ -8,6 +8,7 @@ what we inspect is what we time.
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
 import os
 import re
 from concurrent.futures import ProcessPoolExecutor
@@ -138,7 +139,8 @@ def compile_many(sources: Iterable[ProbeSource], jobs: int | None = None,
     if jobs == 1:
         results = map(compile_probe, sources)
     else:
-        pool = ProcessPoolExecutor(max_workers=jobs)
+        # spawn, not fork: the parent may have threads (CUDA, NVML) that a forked child would inherit
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
         results = pool.map(compile_probe, sources)
     try:
         for build in results:

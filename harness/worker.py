@@ -94,7 +94,8 @@ def _serve(conn, backend_ref: str, gpu_index: int, settings: RunSettings) -> Non
             result = backend.measure(case, build)
         except Exception as exc:  # a CUDA error: this process's context may be unusable, so end it
             conn.send(("fault", f"{type(exc).__name__}: {_one_line(exc)}"))
-            return
+            conn.close()
+            os._exit(3)  # skip interpreter teardown: freeing objects of a broken context only prints errors
         conn.send(("result", result))
 
 

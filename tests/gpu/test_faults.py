@@ -23,9 +23,9 @@ def test_faulting_probes_do_not_end_the_run(tmp_path, monkeypatch):
         outcome = execute(run_plan, db, worker)
         assert worker.stats.faults == 3 and worker.stats.started == 4
     assert outcome.status == "complete"
-    stored = Store.open(db).query("SELECT case_id, status, MIN(error) AS error, MIN(telemetry_samples) AS telemetry "
-                                  "FROM results r JOIN measurements m ON m.id = r.measurement_id "
-                                  "GROUP BY case_id, r.status")
+    stored = Store.open(db).query("SELECT r.case_id, r.status, MIN(r.error) AS error, "
+                                  "MIN(m.telemetry_samples) AS telemetry FROM results r "
+                                  "JOIN measurements m ON m.id = r.measurement_id GROUP BY r.case_id, r.status")
     by_case = {row.case_id: row for row in stored.itertuples()}
     assert len(by_case) == 15
     faults = {case: row.error for case, row in by_case.items() if row.status == "fault"}
