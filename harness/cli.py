@@ -130,7 +130,9 @@ def run(suite, filter_, resume, gpu, db, jobs, seed, watchdog):
     else:
         run_plan = plan(suite, filter_)
     worker = Worker(gpu, RunSettings(seed=seed), watchdog_s=watchdog)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM marks the run interrupted too
+    # Both signals interrupt the run (even where SIGINT was inherited as ignored, as in background jobs).
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.default_int_handler)
     with worker:
         device = worker.start()
         what = f"resuming run {resume}: {len(run_plan.cases)} of {run_plan.size}" if resume else f"{len(run_plan.cases)}"
