@@ -234,6 +234,163 @@ def show(case_id, sass):
             click.echo("\n".join(instructions))
 
 
+@cli.command()
+@click.option("--run", "run_id", default=None, type=int, help="run to compare (default: the newest complete run)")
+@click.option("--against", default="paper", show_default=True, metavar="paper|model|RUN_ID",
+              help="the paper's H800 figures, the model's predictions, or another run")
+@click.option("--metric", default=None, help="only this metric (e.g. issue_interval_cycles)")
+@click.option("--disagreements", is_flag=True, help="only the rows that disagree (or differ from the other run)")
+@click.option("--include-flagged", is_flag=True, help="keep measurements taken while throttled or shared")
+@click.option("--tolerance", default=0.03, show_default=True, type=float,
+              help="relative difference allowed on top of the measurement's spread")
+@click.option("--db", default=None, help=DB_HELP)
+@click.option("--format", "fmt", type=click.Choice(output.FORMATS), default="table", show_default=True)
+def compare(run_id, against, metric, disagreements, include_flagged, tolerance, db, fmt):
+    """Compare a run with the paper, the model, or another run: one row per case and metric.
+
+    Cycle metrics compare directly; TFLOPS are scaled to the paper's H800 PCIe (114 SMs, 1755 MHz)
+    using the SM clock measured during each measurement. Run against run says "same" when the
+    difference is within the noise of either.
+
+    \b
+    Examples:
+      bench compare
+      bench compare --run 5 --against 4 --disagreements
+      bench compare --against model --metric issue_interval_cycles --format markdown
+    """
+    from harness.compare import compare as compare_run
+
+    if tolerance < 0:
+        raise click.BadParameter("must be 0 or more", param_hint="--tolerance")
+    frame = compare_run(open_store(db), run_id, against, include_flagged, tolerance)
+    if metric is not None:
+        if metric not in set(frame.metric):
+            raise click.BadParameter(f"{metric!r} is not among this comparison's metrics: "
+                                     f"{', '.join(sorted(set(frame.metric)))}", param_hint="--metric")
+        frame = frame[frame.metric == metric]
+    if disagreements:
+        column = "verdict" if "verdict" in frame else "model_verdict"
+        frame = frame[frame[column].isin(["DISAGREES", "faster", "slower"])]
+    click.echo(output.render_frame(frame.reset_index(drop=True), fmt))
+
+
+@cli.command()
+@click.option("--gpu", default="H800 PCIe", show_default=True, help="a GPU of gpu_specs.csv (H100 SXM5, H800 PCIe, H20, ...)")
+@click.option("--run", "run_id", default=None, type=int, help="also fit the model to this run's issue intervals")
+@click.option("--db", default=None, help=DB_HELP)
+@click.option("--format", "fmt", type=click.Choice(output.FORMATS), default="table", show_default=True)
+def model(gpu, run_id, db, fmt):
+    """Predict wgmma issue intervals (f16, m64nNk16) from datasheet parameters, or fit them to a run.
+
+    \b
+    Examples:
+      bench model --gpu H20
+      bench model --gpu H800
+      bench model --run 4
+    """
+    from harness import perfmodel
+
+    if run_id is None:
+        params = perfmodel.datasheet(gpu)
+        click.echo(f"{params.gpu}: B_smem = {params.b_smem:g} B/cycle/SM, F_tc = {params.f_tc:g} FLOP/cycle per "
+                   f"tensor core, L_min = {params.l_min:g} cycles ({params.source})")
+        click.echo(output.render_frame(perfmodel.table(params), fmt))
+        return
+    from harness.fitting import fit_run
+
+    report = fit_run(open_store(db), run_id)
+    click.echo(output.render_frame(report.parameters, fmt))
+    click.echo(output.render_frame(report.residuals, fmt))
+
+
+@cli.group()
+def advise():
+    """Instruction-choice advice from the model.
+
+    \b
+    Example:
+      bench advise swapab --m 16 --n 64 --k 16 --gpu H20
+    """
+
+
+@advise.command("swapab")
+@click.option("--m", "m", required=True, type=int, help="rows of A and C")
+@click.option("--n", "n", required=True, type=int, help="rows of B, columns of C")
+@click.option("--k", "k", required=True, type=int, help="the reduction dimension")
+@click.option("--gpu", default=None, help="predict with this GPU's datasheet parameters (default H100 SXM5)")
+@click.option("--run", "run_id", default=None, type=int, help="predict with the parameters fitted to this run")
+@click.option("--operands", type=click.Choice(("SS", "RS")), default="SS", show_default=True)
+@click.option("--db", default=None, help=DB_HELP)
+def swapab(m, n, k, gpu, run_id, operands, db):
+    """C = A.B^T with a small m: issue wgmma directly (M = m, padded to 64) or swapped (C^T = B.A^T)?
+
+    \b
+    Examples:
+      bench advise swapab --m 16 --n 64 --k 16 --gpu H20
+      bench advise swapab --m 16 --n 64 --k 4096 --run 4
+    """
+    from harness import perfmodel
+
+    if gpu and run_id is not None:
+        raise click.UsageError("give --gpu or --run, not both")
+    if run_id is not None:
+        from harness.fitting import fit_run
+
+        params = fit_run(open_store(db), run_id).params_for("f16")
+    else:
+        params = perfmodel.datasheet(gpu or "H100 SXM5")
+    advice = perfmodel.swapab(m, n, k, params, operands=operands)
+    click.echo(f"C = A.B^T, m={m} n={n} k={k}, f16 {operands}, model of {params.gpu} ({params.source}):")
+    for choice in (advice.direct, advice.swapped):
+        click.echo(f"  {choice.name:<8} {choice.count} x wgmma {choice.instruction}: {choice.cycles:g} cycles "
+                   f"({choice.bound} bound)")
+    click.echo(f"  -> {advice.recommendation} (direct / swapped = {advice.speedup:.2f})")
+
+
+@cli.command()
+@click.option("--unmapped", is_flag=True, help="list the figures that map to none of our cases or metrics, and why")
+@click.option("--db", default=None, help=DB_HELP)
+@click.option("--format", "fmt", type=click.Choice(output.FORMATS), default="table", show_default=True)
+def references(unmapped, db, fmt):
+    """The published figures shipped with the harness (paper tables, the article's, datasheets).
+
+    \b
+    Examples:
+      bench references
+      bench references --unmapped --format csv
+    """
+    store = open_store(db)
+    if unmapped:
+        frame = store.query("SELECT source, source_table, gpu, metric AS mapped_metric, value, unit, unmapped_reason "
+                            "FROM reference_figures WHERE case_id IS NULL ORDER BY id")
+    else:
+        frame = store.query("SELECT source, gpu_name, metric, COUNT(*) AS figures, COUNT(also_in) AS deduplicated "
+                            "FROM reference_values GROUP BY source, gpu_name, metric ORDER BY source, gpu_name")
+    click.echo(output.render_frame(frame, fmt))
+
+
+@cli.command()
+@click.option("--run", "run_id", default=None, type=int, help="run to report (default: the newest complete run)")
+@click.option("--out", "out", default="reports", show_default=True, type=click.Path(file_okay=False),
+              help="directory under which reports/<gpu>-<date>-run<N>/ is written")
+@click.option("--include-flagged", is_flag=True, help="keep measurements taken while throttled or shared")
+@click.option("--db", default=None, help=DB_HELP)
+def report(run_id, out, include_flagged, db):
+    """Write a Markdown and a self-contained HTML report of a run, with PNG figures.
+
+    \b
+    Examples:
+      bench report
+      bench report --run 5 --out /tmp/reports
+    """
+    from pathlib import Path
+
+    from harness.report import build
+
+    result = build(open_store(db), run_id, Path(out), include_flagged)
+    click.echo(f"wrote {result.markdown}, {result.html} and {len(result.figures)} figures")
+
+
 @cli.group()
 def db():
     """Inspect or upgrade the results database's schema.

@@ -29,7 +29,8 @@ from harness.families import family_of
 from harness.measurement import CaseResult
 from harness.provenance import Provenance
 from harness.stats import summarize
-from harness.tables import SCHEMA_VERSION, BuildRow, CaseRow, Device, Measurement, Meta, Run, Sample
+from harness.tables import (SCHEMA_VERSION, BuildRow, CaseRow, Device, Measurement, Meta, ReferenceFigure,
+                            Run, Sample)
 
 DEFAULT_DB = "results.db"
 BUSY_TIMEOUT_MS = 30_000  # several writers (one per GPU) share one SQLite file
@@ -110,6 +111,7 @@ class Store:
             event.listen(engine, "begin", _sqlite_begin)
         store = cls(url, engine)
         store.migration = store._prepare(create, path)
+        store._sync_references()
         return store
 
     def __init__(self, url: str, engine: Engine):
@@ -183,6 +185,27 @@ class Store:
                 command.upgrade(cfg, "head")
         except SQLAlchemyError as exc:
             raise StoreError(f"cannot upgrade database {self.url}: {_first_line(exc)}") from None
+
+    def _sync_references(self) -> None:
+        """Load the shipped published figures when the database lacks them or holds an older set."""
+        from harness import references
+
+        wanted = references.data_hash()
+        with Session(self.engine) as session:
+            current = session.get(Meta, "references_hash")
+            if current is not None and current.value == wanted:
+                return
+
+        def work(session: Session) -> None:
+            session.query(ReferenceFigure).delete()
+            session.add_all(ReferenceFigure(
+                source=r.source, citation=r.citation, source_table=r.table, gpu=r.gpu, case_id=r.case_id,
+                m=r.m, n=r.n, k=r.k, dtype_a=r.dtype_a, dtype_acc=r.dtype_acc, operands=r.operands,
+                sparse=r.sparse, metric=r.metric, value=r.value, unit=r.unit, condition=r.condition,
+                also_in=r.also_in, unmapped_reason=r.unmapped_reason, notes=r.notes) for r in references.load())
+            session.merge(Meta(key="references_hash", value=wanted))
+
+        self._write(work)
 
     def upgrade(self) -> Migration | None:
         """What `bench db upgrade` reports: opening already upgraded the file, if it was older."""

@@ -11,7 +11,7 @@ from datetime import datetime
 from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 2  # = the number of the newest migration in harness/migrations/versions
+SCHEMA_VERSION = 3  # = the number of the newest migration in harness/migrations/versions
 
 
 class Base(DeclarativeBase):
@@ -138,3 +138,29 @@ class Sample(Base):
     measurement_id: Mapped[int] = mapped_column(ForeignKey("measurements.id"), primary_key=True)
     idx: Mapped[int] = mapped_column(primary_key=True)
     value: Mapped[float] = mapped_column(Float)
+
+
+class ReferenceFigure(Base):
+    """A published figure (harness/references.py); case_id and metric are None where unmapped."""
+
+    __tablename__ = "reference_figures"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    source: Mapped[str] = mapped_column(String(128))
+    citation: Mapped[str] = mapped_column(Text)
+    source_table: Mapped[str] = mapped_column(String(128))
+    gpu: Mapped[str] = mapped_column(String(64))
+    case_id: Mapped[str | None] = mapped_column(String(128), index=True)
+    m: Mapped[int | None]
+    n: Mapped[int | None]
+    k: Mapped[int | None]
+    dtype_a: Mapped[str | None] = mapped_column(String(8))
+    dtype_acc: Mapped[str | None] = mapped_column(String(8))
+    operands: Mapped[str | None] = mapped_column(String(4))
+    sparse: Mapped[bool | None] = mapped_column(Boolean)
+    metric: Mapped[str | None] = mapped_column(String(48))
+    value: Mapped[float] = mapped_column(Float)
+    unit: Mapped[str] = mapped_column(String(32))
+    condition: Mapped[str | None] = mapped_column(String(16))
+    also_in: Mapped[str | None] = mapped_column(Text)
+    unmapped_reason: Mapped[str | None] = mapped_column(Text)
+    notes: Mapped[str | None] = mapped_column(Text)

@@ -1,0 +1,126 @@
+"""A run against the paper, the model, or another run: one row per case and metric, as DataFrames.
+
+Cycle metrics compare directly across GPUs. Time-based metrics are first normalised to the
+paper's GPU: measured TFLOPS x (114 SMs / our SMs) x (1755 MHz / the SM clock measured during the
+measurement), since the H800 PCIe's own clock during its runs was not reported (1755 MHz is its
+maximum). A difference is flagged when it exceeds the measurement's own spread plus a tolerance.
+Measurements flagged as throttled or shared are left out unless asked for.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from harness import perfmodel
+from harness.errors import SpecError
+from harness.spec import parse_case_id
+from harness.store import Store
+
+PAPER_GPU = "H800 PCIe"
+PAPER_SMS = 114
+PAPER_CLOCK_MHZ = 1755.0
+CYCLE_METRICS = ("issue_interval_cycles", "latency_cycles")
+TIME_METRICS = ("throughput_tflops",)
+LOWER_IS_BETTER = {"issue_interval_cycles", "latency_cycles", "latency_raw_cycles"}
+DEFAULT_TOLERANCE = 0.03  # relative, on top of the measurement's spread (printed figures are rounded)
+RUN_NOISE_FLOOR = 0.005  # run-to-run: differences under 0.5 % (or the spread, if larger) are "same"
+
+
+def default_run(store: Store) -> int:
+    """The newest complete run of a measuring suite (not the fault self-test)."""
+    frame = store.query("SELECT id FROM runs WHERE status = 'complete' AND suite != 'faults' ORDER BY id DESC LIMIT 1")
+    if frame.empty:
+        raise SpecError(f"no complete run in {store.url} to compare (see `bench runs`)")
+    return int(frame.id[0])
+
+
+def measured(store: Store, run_id: int, include_flagged: bool = False) -> pd.DataFrame:
+    store.run_info(run_id)  # StoreError naming the valid runs if there is no such run
+    flagged = "" if include_flagged else "AND NOT flagged"
+    return store.query(f"""
+        SELECT run_id, gpu_name, sm_count, case_id, n, dtype_a, dtype_acc, operands, sparse, metric,
+               warpgroups, value, spread, sm_clock_mhz, unit
+        FROM results WHERE run_id = {int(run_id)} AND valid {flagged} AND value IS NOT NULL
+        ORDER BY case_id, metric, warpgroups""")
+
+
+def _paper(store: Store) -> pd.DataFrame:
+    refs = store.query(f"""SELECT case_id, metric, value, condition, source, source_table FROM reference_values
+                          WHERE gpu_name = '{PAPER_GPU}' ORDER BY reference_id""")
+    # Our inputs are random: prefer the paper's random-input throughput, else its zero-input one; and
+    # 2402.13499's tables (one launch, as we time) over 2501.12084's sustained-run Table 13.
+    refs["rank"] = refs.condition.map({"random": 0, None: 1, "zero": 2}).fillna(1)
+    refs["later_paper"] = refs.source != "2402.13499v1"
+    refs = (refs.sort_values(["rank", "later_paper"], kind="stable")
+            .groupby(["case_id", "metric"], as_index=False).first().drop(columns=["later_paper", "source"]))
+    return refs.rename(columns={"value": "paper", "condition": "paper_inputs", "source_table": "paper_table"})
+
+
+def against_paper(store: Store, run_id: int, include_flagged: bool = False,
+                  tolerance: float = DEFAULT_TOLERANCE) -> pd.DataFrame:
+    frame = measured(store, run_id, include_flagged)
+    frame = frame[frame.metric.isin(CYCLE_METRICS + TIME_METRICS) & (frame.warpgroups == 1)].copy()
+    scale = np.where(frame.metric.isin(TIME_METRICS),
+                     PAPER_SMS / frame.sm_count * PAPER_CLOCK_MHZ / frame.sm_clock_mhz, 1.0)
+    frame["comparable"] = frame.value * scale
+    frame = frame.merge(_paper(store), on=["case_id", "metric"], how="left")
+    frame = _with_model(frame, store, run_id)
+    frame["paper_ratio"] = frame.comparable / frame.paper
+    frame["model_ratio"] = frame.value / frame.model
+    allowed = frame.spread.fillna(0) + tolerance
+    frame["verdict"] = np.select(
+        [frame.paper.isna(), (frame.paper_ratio - 1).abs() <= allowed],
+        ["no paper figure", "agrees"], "DISAGREES")
+    model_ok = (frame.model_ratio - 1).abs() <= allowed
+    frame["model_verdict"] = np.select([frame.model.isna(), model_ok], ["", "agrees"], "DISAGREES")
+    return frame[["case_id", "metric", "unit", "value", "spread", "comparable", "paper", "paper_ratio",
+                  "model", "model_ratio", "verdict", "model_verdict", "paper_inputs", "paper_table"]]
+
+
+def _with_model(frame: pd.DataFrame, store: Store, run_id: int) -> pd.DataFrame:
+    params = model_params(store, run_id)
+    frame = frame.copy()
+    frame["model"] = [perfmodel.predict(parse_case_id(c), params).cycles if m == "issue_interval_cycles" else np.nan
+                      for c, m in zip(frame.case_id, frame.metric)]
+    return frame
+
+
+def model_params(store: Store, run_id: int) -> perfmodel.Params:
+    gpu = store.run_info(run_id).gpu_name
+    return perfmodel.datasheet(gpu)
+
+
+def against_model(store: Store, run_id: int, include_flagged: bool = False,
+                  tolerance: float = DEFAULT_TOLERANCE) -> pd.DataFrame:
+    frame = against_paper(store, run_id, include_flagged, tolerance)
+    frame = frame[frame.metric == "issue_interval_cycles"]
+    return frame[["case_id", "metric", "unit", "value", "spread", "model", "model_ratio", "model_verdict"]]
+
+
+def against_run(store: Store, run_id: int, other: int, include_flagged: bool = False) -> pd.DataFrame:
+    """nvbench-style: 'same' when the difference is within the noise of either measurement."""
+    a, b = measured(store, run_id, include_flagged), measured(store, other, include_flagged)
+    keys = ["case_id", "metric", "warpgroups"]
+    frame = a.merge(b[keys + ["value", "spread"]], on=keys, suffixes=("", "_other"))
+    frame = frame.rename(columns={"value_other": "other", "spread_other": "other_spread"})
+    frame["ratio"] = frame.value / frame.other
+    noise = np.maximum.reduce([frame.spread.fillna(0), frame.other_spread.fillna(0),
+                               np.full(len(frame), RUN_NOISE_FLOOR)])
+    better = np.where(frame.metric.isin(LOWER_IS_BETTER), frame.ratio < 1, frame.ratio > 1)
+    frame["verdict"] = np.where((frame.ratio - 1).abs() <= noise, "same", np.where(better, "faster", "slower"))
+    return frame[["case_id", "metric", "warpgroups", "unit", "value", "spread", "other", "other_spread",
+                  "ratio", "verdict"]]
+
+
+def compare(store: Store, run_id: int | None, against: str = "paper", include_flagged: bool = False,
+            tolerance: float = DEFAULT_TOLERANCE) -> pd.DataFrame:
+    run_id = default_run(store) if run_id is None else run_id
+    if against == "paper":
+        return against_paper(store, run_id, include_flagged, tolerance)
+    if against == "model":
+        return against_model(store, run_id, include_flagged, tolerance)
+    if against.isdigit():
+        store.run_info(int(against))
+        return against_run(store, run_id, int(against), include_flagged)
+    raise SpecError(f"cannot compare against {against!r}: expected paper, model or a run id (see `bench runs`)")

@@ -1,0 +1,205 @@
+"""The analytical model of wgmma issue intervals (DESIGN.md section 6), and its fit to a run.
+
+A wgmma takes the longer of reading its shared-memory operands and doing its arithmetic, and no
+less than a floor:
+
+    issue_interval = max( (bytes_A_smem + bytes_B_smem) / B_smem,  FLOPs / (4 * F_tc * rate),  L_min )
+
+B_smem: shared-memory bytes per cycle per SM; F_tc: dense 16-bit FLOPs per tensor core per cycle
+(datasheet arithmetic: peak / (tensor cores x boost clock)); rate: the dtype's speed relative to
+16-bit (tf32 1/2, 8-bit 2); 4 tensor cores per SM; L_min: the floor RS mode shows. In RS mode A
+is in registers (0 shared-memory bytes); sparse A is half size and its K is twice the dense K,
+and sparse arithmetic runs at twice the dense rate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from harness import dtypes
+from harness.errors import SpecError
+from harness.references import gpu_specs
+from harness.spec import Case
+
+TENSOR_CORES_PER_SM = 4
+B_SMEM_HOPPER = 128.0  # bytes/cycle/SM
+L_MIN_HOPPER = 13.0  # cycles: the RS floor the article reads off the H800 table
+DTYPE_RATE = {"f16": 1.0, "bf16": 1.0, "tf32": 0.5, "e4m3": 2.0, "e5m2": 2.0, "s8": 2.0, "u8": 2.0}
+# Our GPU names (as CUDA reports them) -> rows of gpu_specs.csv
+GPU_ALIASES = {"NVIDIA H100 80GB HBM3": "H100 SXM5", "H100": "H100 SXM5", "H800": "H800 PCIe",
+               "NVIDIA H800 PCIe": "H800 PCIe", "NVIDIA H100 PCIe": "H100 PCIe", "NVIDIA H20": "H20",
+               # gpu_specs.csv has no H200 row; its SM (GH100: 4 tensor cores, 1024 FLOP/cycle each
+               # for 16-bit inputs) is the H100 SXM5's, so that row stands in, and says so.
+               "NVIDIA H200": "H100 SXM5", "H200": "H100 SXM5"}
+
+
+@dataclass(frozen=True)
+class Params:
+    gpu: str
+    b_smem: float  # bytes/cycle/SM
+    f_tc: float  # dense 16-bit FLOP/cycle per tensor core
+    l_min: float  # cycles
+    source: str  # "datasheet" or "fitted to run N"
+
+
+@dataclass(frozen=True)
+class Prediction:
+    cycles: float
+    bound: str  # "shared memory", "tensor cores" or "floor"
+    smem_cycles: float
+    compute_cycles: float
+
+
+def datasheet(gpu: str) -> Params:
+    """Parameters from ../shared/reference/gpu_specs.csv (B_smem and L_min: Hopper's, per the article)."""
+    specs = gpu_specs()
+    name = GPU_ALIASES.get(gpu, gpu)
+    if name not in specs:
+        raise SpecError(f"no datasheet figures for GPU {gpu!r}: expected one of {', '.join(specs)} "
+                        f"(or {', '.join(sorted(GPU_ALIASES))})")
+    source = f"datasheet of {name}: gpu_specs.csv has no H200 row" if "H200" in gpu else "datasheet"
+    return Params(name, B_SMEM_HOPPER, specs[name].flops_per_tc_per_clk_fp16, L_MIN_HOPPER, source)
+
+
+def smem_bytes(case: Case) -> float:
+    size = dtypes.size_bytes(case.dtype_a) if case.dtype_a in ("f16", "bf16") else _size(case.dtype_a)
+    a = 0.0 if case.operands == "RS" else case.m * case.k * size * (0.5 if case.sparse else 1.0)
+    return a + case.n * case.k * size
+
+
+def _size(dtype: str) -> float:
+    return {"tf32": 4, "e4m3": 1, "e5m2": 1, "s8": 1, "u8": 1}[dtype]
+
+
+def flops(case: Case) -> float:
+    return 2.0 * case.m * case.n * case.k
+
+
+def predict(case: Case, params: Params) -> Prediction:
+    rate = DTYPE_RATE[case.dtype_a] * (2.0 if case.sparse else 1.0)
+    smem = smem_bytes(case) / params.b_smem
+    compute = flops(case) / (TENSOR_CORES_PER_SM * params.f_tc * rate)
+    cycles = max(smem, compute, params.l_min)
+    bound = "floor" if cycles == params.l_min and max(smem, compute) < params.l_min else \
+        "tensor cores" if compute >= smem else "shared memory"
+    return Prediction(cycles, bound, smem, compute)
+
+
+def crossover_n(dtype_a: str, operands: str, params: Params, sparse: bool = False, k: int = 16) -> float:
+    """The N above which the instruction is tensor-core bound (continuous; solve compute = max(smem, floor))."""
+    rate = DTYPE_RATE[dtype_a] * (2.0 if sparse else 1.0)
+    per_n_compute = 2.0 * 64 * k / (TENSOR_CORES_PER_SM * params.f_tc * rate)
+    size = _size(dtype_a) if dtype_a not in ("f16", "bf16") else 2
+    a_bytes = 0.0 if operands == "RS" else 64 * k * size * (0.5 if sparse else 1.0)
+    per_n_smem = k * size / params.b_smem
+    candidates = [params.l_min / per_n_compute]
+    if per_n_compute > per_n_smem:
+        candidates.append((a_bytes / params.b_smem) / (per_n_compute - per_n_smem))
+    else:
+        return float("inf")
+    return max(candidates)
+
+
+@dataclass(frozen=True)
+class Fit:
+    params: Params
+    residuals: list[tuple[Case, float, float, str]]  # case, measured, fitted, bound
+    iterations: int
+
+    @property
+    def rms(self) -> float:
+        return float(np.sqrt(np.mean([(m - f) ** 2 for _, m, f, _ in self.residuals]))) if self.residuals else 0.0
+
+
+def fit(points: list[tuple[Case, float]], start: Params, source: str) -> Fit:
+    """Least squares for B_smem, F_tc and L_min: assign each point to the term that bounds it under the
+    current parameters, fit each term on its points (linear in 1/B_smem, 1/F_tc, and L_min), repeat
+    until the assignment stops changing."""
+    params = start
+    assignment: list[str] | None = None
+    for iteration in range(1, 50):
+        bounds = [predict(c, params).bound for c, _ in points]
+        if bounds == assignment:
+            break
+        assignment = bounds
+        updates = {}
+        smem = [(smem_bytes(c), y) for (c, y), b in zip(points, bounds) if b == "shared memory"]
+        if smem:
+            x, y = np.array(smem).T
+            updates["b_smem"] = float(x @ x / (x @ y))  # y = x / B  ->  1/B = x.y / x.x
+        comp = [(flops(c) / (TENSOR_CORES_PER_SM * DTYPE_RATE[c.dtype_a] * (2 if c.sparse else 1)), y)
+                for (c, y), b in zip(points, bounds) if b == "tensor cores"]
+        if comp:
+            x, y = np.array(comp).T
+            updates["f_tc"] = float(x @ x / (x @ y))
+        floor = [y for (c, y), b in zip(points, bounds) if b == "floor"]
+        if floor:
+            updates["l_min"] = float(np.mean(floor))
+        params = replace(params, source=source, **updates)
+    residuals = [(c, y, predict(c, params).cycles, predict(c, params).bound) for c, y in points]
+    return Fit(params, residuals, iteration)
+
+
+@dataclass(frozen=True)
+class Choice:
+    name: str  # "direct" or "swapped"
+    instruction: str  # the wgmma shape used
+    count: int  # instructions per output tile (k steps x M tiles x N chunks)
+    cycles: float
+    bound: str
+
+
+@dataclass(frozen=True)
+class SwapAdvice:
+    direct: Choice
+    swapped: Choice
+    params: Params
+
+    @property
+    def speedup(self) -> float:
+        return self.direct.cycles / self.swapped.cycles
+
+    @property
+    def recommendation(self) -> str:
+        if abs(self.speedup - 1) <= 0.05:
+            return "either: the two cost the same within 5 %"
+        return "swap A and B" if self.speedup > 1 else "keep A and B as they are"
+
+
+def _choice(name: str, rows: int, cols: int, k: int, dtype: str, operands: str, params: Params) -> Choice:
+    """C (rows x cols) += A (rows x k) . B^T (cols x k) with m64nNk16 wgmma: M = 64 per instruction
+    (rows padded up), N = cols rounded up to a multiple of 8, in chunks of at most 256."""
+    m_tiles = -(-rows // 64)
+    k_steps = -(-k // 16)
+    n_total = max(8, -(-cols // 8) * 8)
+    chunks = [min(256, n_total - start) for start in range(0, n_total, 256)]
+    predictions = [predict(Case("wgmma", 64, n, 16, dtype, dtype, "f32", operands), params) for n in chunks]
+    cycles = m_tiles * k_steps * sum(p.cycles for p in predictions)
+    shape = "+".join(f"m64n{n}k16" for n in chunks)
+    return Choice(name, shape, m_tiles * k_steps * len(chunks), cycles, predictions[0].bound)
+
+
+def swapab(m: int, n: int, k: int, params: Params, dtype: str = "f16", operands: str = "SS") -> SwapAdvice:
+    """C = A . B^T with A m x k and B n x k: issue it directly (M = m) or as C^T = B . A^T (M = n)."""
+    for name, value in (("m", m), ("n", n), ("k", k)):
+        if value < 1:
+            raise SpecError(f"--{name} must be a positive size, got {value}")
+    return SwapAdvice(_choice("direct", m, n, k, dtype, operands, params),
+                      _choice("swapped", n, m, k, dtype, operands, params), params)
+
+
+def table(params: Params, n_values=(8, 16, 32, 64, 128, 256), dtype: str = "f16") -> "pd.DataFrame":
+    """Predicted issue intervals against N, SS and RS (the article's table for F_tc = params.f_tc)."""
+    import pandas as pd
+
+    rows = []
+    for n in n_values:
+        row = {"N": n}
+        for ops in ("SS", "RS"):
+            p = predict(Case("wgmma", 64, n, 16, dtype, dtype, "f32", ops), params)
+            row[ops] = p.cycles
+            row[f"{ops} bound"] = p.bound
+        rows.append(row)
+    return pd.DataFrame(rows)

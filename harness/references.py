@@ -1,0 +1,169 @@
+"""Published figures (harness/data/references/, from ../shared/reference) mapped to our case ids
+and metric names, ready for the `references` table and the `reference_values` view.
+
+Mapping rules (DESIGN.md section 2):
+  - the papers' wgmma "latency" is a back-to-back chain's issue interval: `issue_interval_cycles`;
+    their mma "latency" (one warp, dependent loop) is our `latency_cycles`;
+  - throughput in TFLOPS/TOPS is `throughput_tflops`, with the input initialisation the paper used
+    (`condition`: zero or random inputs; only random matches our probes);
+  - dtype names become PTX's (FP16 -> f16, FP8 -> e4m3: the authors' code uses E4M3, INT8 -> s8);
+  - the mma and wgmma tables that both Luo et al. papers print are kept once (2402.13499 first).
+Every other row stays listed as unmapped, with the reason (`bench references --unmapped`).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parent / "data" / "references"
+LUO_FILES = ("luo2024_tables.csv", "luo2024_repo_logs.csv")
+ARTICLE_FILE = "article_wgmma_h800_h20.csv"
+CITATIONS = {
+    "2402.13499v1": "Luo et al., Benchmarking and Dissecting the Nvidia Hopper GPU Architecture, arXiv 2402.13499 v1 (IPDPS 2024)",
+    "2501.12084v1": "Luo et al., Dissecting the NVIDIA Hopper Architecture through Microbenchmarking and Multiple Level Analysis, arXiv 2501.12084 v1",
+    "zhihu-2025-wgmma-swapab": "Zhihu article on wgmma latency and the SwapAB optimisation (2025), H800 and H20 figures",
+}
+PTX_DTYPES = {"FP16": "f16", "BF16": "bf16", "TF32": "tf32", "FP8": "e4m3", "INT8": "s8", "FP32": "f32",
+              "INT32": "s32", "FP64": "f64", "f16": "f16", "f32": "f32"}
+_SHAPE = re.compile(r"^(?:sp\.)?m(\d+)n(\d+)k(\d+)$")
+
+
+@dataclass(frozen=True)
+class Reference:
+    source: str  # paper id or article id
+    citation: str
+    table: str
+    gpu: str
+    case_id: str | None  # None: unmapped
+    metric: str | None
+    value: float
+    unit: str
+    condition: str | None  # zero/random inputs, where the paper says
+    notes: str
+    m: int | None = None
+    n: int | None = None
+    k: int | None = None
+    dtype_a: str | None = None
+    dtype_acc: str | None = None
+    operands: str | None = None
+    sparse: bool | None = None
+    unmapped_reason: str | None = None
+    also_in: str | None = None  # the duplicate table this row was de-duplicated against
+
+
+def _condition(notes: str) -> str | None:
+    match = re.search(r"init=(zero|random)", notes)
+    return match.group(1) if match else None
+
+
+def _map_luo(row: dict) -> tuple[dict, str | None]:
+    """(canonical fields, None) or ({}, why not)."""
+    instruction, metric = row["instruction"], row["metric"]
+    if instruction == "na":
+        return {}, "not an instruction figure (a device property or memory-system metric)"
+    if not (instruction.startswith("wgmma.mma_async") or instruction in ("mma", "mma.sp")):
+        return {}, f"no probe family for {instruction!r} yet"
+    shape = _SHAPE.match(row["shape"])
+    a, acc = PTX_DTYPES.get(row["dtype_ab"]), PTX_DTYPES.get(row["dtype_acc"])
+    if not shape or not a or not acc:
+        return {}, f"shape {row['shape']!r} or dtypes {row['dtype_ab']}/{row['dtype_acc']} not understood"
+    m, n, k = map(int, shape.groups())
+    sparse = row["sparse"] == "1"
+    if instruction.startswith("wgmma"):
+        names = {"latency_cycles": "issue_interval_cycles", "throughput": "throughput_tflops"}
+        ops = row["operand_mode"]
+        case_id = f"wgmma.mma_async{'.sp' if sparse else ''}.m{m}n{n}k{k}.{acc}.{a}.{a}.{ops}"
+    else:
+        names = {"latency_cycles": "latency_cycles", "throughput": "throughput_tflops"}
+        ops = None
+        case_id = f"mma{'.sp' if sparse else ''}.sync.m{m}n{n}k{k}.row.col.{acc}.{a}.{a}.{acc}"
+    if metric not in names:
+        return {}, f"metric {metric!r} has no counterpart among ours"
+    return dict(case_id=case_id, metric=names[metric], m=m, n=n, k=k, dtype_a=a, dtype_acc=acc,
+                operands=ops, sparse=sparse), None
+
+
+def _read(name: str) -> list[dict]:
+    with (DATA / name).open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+@cache
+def load() -> tuple[Reference, ...]:
+    """Every shipped figure, mapped where possible, duplicates across the two papers removed."""
+    refs: list[Reference] = []
+    seen: dict[tuple, int] = {}
+    for name in LUO_FILES:
+        for row in _read(name):
+            fields, reason = _map_luo(row)
+            source = row["paper"].split(" ")[0] if row["paper"].startswith("repo") else row["paper"]
+            ref = Reference(source=row["paper"], citation=CITATIONS.get(source, row["paper"]),
+                            table=row["table_or_figure"], gpu=row["gpu"], value=float(row["value"]),
+                            unit=row["unit"], notes=row["notes"],
+                            condition=_condition(row["notes"]) if fields.get("metric") == "throughput_tflops" else None,
+                            unmapped_reason=reason, case_id=fields.pop("case_id", None),
+                            metric=fields.pop("metric", None), **fields)
+            if ref.case_id:
+                key = (ref.gpu, ref.case_id, ref.metric, ref.condition, ref.value)
+                if key in seen:  # the same figure printed again in the second paper
+                    first = refs[seen[key]]
+                    if first.also_in is None:
+                        refs[seen[key]] = Reference(**{**first.__dict__, "also_in": f"{ref.source} {ref.table}"})
+                    continue
+                seen[key] = len(refs)
+            refs.append(ref)
+    for row in _read(ARTICLE_FILE):
+        shape = _SHAPE.match(row["shape"])
+        m, n, k = map(int, shape.groups())
+        a, acc = PTX_DTYPES[row["dtype_ab"]], PTX_DTYPES[row["dtype_acc"]]
+        refs.append(Reference(
+            source=row["source"], citation=CITATIONS[row["source"]], table="wgmma issue interval vs N",
+            gpu=row["gpu"], case_id=f"wgmma.mma_async.m{m}n{n}k{k}.{acc}.{a}.{a}.{row['operand_mode']}",
+            metric=row["metric"], value=float(row["value"]), unit=row["unit"], condition=None,
+            notes=row["notes"], m=m, n=n, k=k, dtype_a=a, dtype_acc=acc, operands=row["operand_mode"],
+            sparse=False))
+    return tuple(refs)
+
+
+def mapped() -> list[Reference]:
+    return [r for r in load() if r.case_id]
+
+
+def unmapped() -> list[Reference]:
+    return [r for r in load() if not r.case_id]
+
+
+def data_hash() -> str:
+    """Changes whenever the shipped figures or the mapping code change: the database reloads."""
+    material = b"".join((DATA / name).read_bytes() for name in (*LUO_FILES, ARTICLE_FILE))
+    material += Path(__file__).read_bytes()
+    return hashlib.sha256(material).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    gpu: str
+    sm_count: int | None
+    tensor_cores_per_sm: int
+    tc_boost_clock_mhz: float | None
+    peak_dense_fp16_tflops: float | None
+    flops_per_tc_per_clk_fp16: float
+    source: str
+    notes: str
+
+
+@cache
+def gpu_specs() -> dict[str, GpuSpec]:
+    specs = {}
+    for row in _read("gpu_specs.csv"):
+        number = lambda key: float(row[key]) if row[key] else None  # noqa: E731
+        specs[row["gpu"]] = GpuSpec(row["gpu"], int(row["sm_count"]) if row["sm_count"] else None,
+                                    int(row["tensor_cores_per_sm"]), number("tc_boost_clock_mhz"),
+                                    number("peak_dense_fp16_tflops"), float(row["flops_per_tc_per_clk_fp16"]),
+                                    row["source"], row["notes"])
+    return specs
