@@ -59,14 +59,19 @@ def _paper(store: Store) -> pd.DataFrame:
 
 def against_paper(store: Store, run_id: int, include_flagged: bool = False,
                   tolerance: float = DEFAULT_TOLERANCE) -> pd.DataFrame:
-    frame = measured(store, run_id, include_flagged)
-    frame = frame[frame.metric.isin(CYCLE_METRICS + TIME_METRICS) & (frame.warpgroups == 1)].copy()
+    everything = measured(store, run_id, include_flagged)
+    per_cycle = everything[(everything.metric == "sm_throughput") & (everything.warpgroups == 1)]
+    per_cycle = per_cycle.set_index("case_id").value
+    frame = everything[everything.metric.isin(CYCLE_METRICS + TIME_METRICS) & (everything.warpgroups == 1)].copy()
     scale = np.where(frame.metric.isin(TIME_METRICS),
                      PAPER_SMS / frame.sm_count * PAPER_CLOCK_MHZ / frame.sm_clock_mhz, 1.0)
     frame["comparable"] = frame.value * scale
     frame = frame.merge(_paper(store), on=["case_id", "metric"], how="left")
     frame = _with_model(frame, store, run_id)
     frame["paper_ratio"] = frame.comparable / frame.paper
+    # The SM clock at which the paper's TFLOPS would follow from our FLOP/cycle/SM for the same case.
+    frame["paper_implied_mhz"] = np.where(frame.metric.isin(TIME_METRICS),
+                                          frame.paper * 1e6 / (PAPER_SMS * frame.case_id.map(per_cycle)), np.nan)
     frame["model_ratio"] = frame.value / frame.model
     allowed = frame.spread.fillna(0) + tolerance
     frame["verdict"] = np.select(
@@ -74,8 +79,10 @@ def against_paper(store: Store, run_id: int, include_flagged: bool = False,
         ["no paper figure", "agrees"], "DISAGREES")
     model_ok = (frame.model_ratio - 1).abs() <= allowed
     frame["model_verdict"] = np.select([frame.model.isna(), model_ok], ["", "agrees"], "DISAGREES")
-    return frame[["case_id", "metric", "unit", "value", "spread", "comparable", "paper", "paper_ratio",
-                  "model", "model_ratio", "verdict", "model_verdict", "paper_inputs", "paper_table"]]
+    frame = frame.sort_values(["metric", "operands", "n", "case_id"], kind="stable")
+    return frame[["case_id", "n", "operands", "metric", "unit", "value", "spread", "comparable", "paper",
+                  "paper_ratio", "paper_implied_mhz", "model", "model_ratio", "verdict", "model_verdict",
+                  "paper_inputs", "paper_table"]].reset_index(drop=True)
 
 
 def _with_model(frame: pd.DataFrame, store: Store, run_id: int) -> pd.DataFrame:

@@ -142,7 +142,8 @@ def _paper_table(against: pd.DataFrame) -> pd.DataFrame:
     rows["measured"] = rows.value.round(2)
     rows["scaled to H800"] = np.where(rows.metric == "throughput_tflops", rows.comparable.round(1), np.nan)
     rows["ratio"] = rows.paper_ratio.round(3)
-    return rows[["case_id", "metric", "measured", "scaled to H800", "paper", "ratio", "verdict"]]
+    rows["paper implies MHz"] = rows.paper_implied_mhz.round(0)
+    return rows[["case_id", "metric", "measured", "scaled to H800", "paper", "ratio", "paper implies MHz", "verdict"]]
 
 
 def build(store: Store, run_id: int | None = None, root: Path = Path("reports"),
@@ -151,6 +152,7 @@ def build(store: Store, run_id: int | None = None, root: Path = Path("reports"),
 
     matplotlib.use("Agg")
     run_id = comparing.default_run(store) if run_id is None else run_id
+    store.run_info(run_id)  # StoreError naming the runs there are
     facts = _run_facts(store, run_id)
     date = str(facts["started_at"])[:10]
     directory = Path(root) / f"{_slug(facts['gpu'] or 'unknown-gpu')}-{date}-run{run_id}"
@@ -193,7 +195,7 @@ def _sections(store: Store, run_id: int, facts: dict, fits: FitReport, against: 
         f"over {len(fits.residuals)} cases.",
     ]
     if len(tput):
-        implied = (tput.paper * 1e12 / (comparing.PAPER_SMS * 4096 * 1e6)).round(0)
+        implied = tput.paper_implied_mhz
         summary.append(
             f"Throughput: scaled to the H800 PCIe (114 SMs, 1755 MHz), this GPU's single-warpgroup TFLOPS are "
             f"{tput.paper_ratio.min():.2f}..{tput.paper_ratio.max():.2f} times the paper's random-input figures. "
@@ -227,13 +229,15 @@ def _sections(store: Store, run_id: int, facts: dict, fits: FitReport, against: 
         ("command", facts["command_line"]),
     ], columns=["", "value"])
     disagree_table = disagree[["case_id", "metric", "value", "comparable", "paper", "paper_ratio", "model",
-                               "model_ratio", "verdict", "model_verdict"]].round(3)
+                               "model_ratio", "verdict", "model_verdict"]].round(3).dropna(axis=1, how="all")
     return [
         ("Summary", summary, None),
         ("Issue interval against N", [], "figure:0"),
         ("Against the paper (H800 PCIe, arXiv 2402.13499)", [], _paper_table(against)),
         ("Throughput against N", ["FLOP per cycle per SM with W warpgroups per SM on every SM; the peak is "
-                                  "4 tensor cores x 1024 FLOP per cycle for 16-bit inputs."], "figure:1"),
+                                  "4 tensor cores x 1024 FLOP per cycle for 16-bit inputs. The W lines lie on top "
+                                  "of each other: one warpgroup's chain already keeps the tensor cores as busy as "
+                                  "four do (4 warpgroups fit up to N = 200 only, by registers)."], "figure:1"),
         ("Fitted model", fit_text, params.round(4)),
         ("Residuals", [], "figure:2"),
         ("Disagreements", ["Rows where the measurement and the paper or the datasheet model differ by more than "

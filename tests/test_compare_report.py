@@ -1,0 +1,106 @@
+"""References, compare and report from small stored runs (no GPU)."""
+
+import re
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from conftest import fake_device
+from harness import references
+from harness.cli import cli
+from harness.compare import compare
+from harness.fakegpu import synthetic_result
+from harness.provenance import Provenance
+from harness.report import build
+from harness.store import Store
+from harness.suites import suite_cases
+
+
+@pytest.fixture
+def db(tmp_path):
+    """Two runs of wgmma-quick with synthetic (model-shaped) numbers; run 2 has one slower case."""
+    path = tmp_path / "r.db"
+    store = Store.open(str(path), create=True)
+    prov = Provenance("bench run --suite wgmma-quick", "host", "abc123", False, "0.1.0", "3.12", "14.2", "13.0")
+    for run in (1, 2):
+        run_id = store.start_run(fake_device(), prov, "wgmma-quick", None)
+        for case in suite_cases("wgmma-quick"):
+            result = synthetic_result(case, None, np.random.default_rng(case.n))
+            if run == 2 and case.n == 64 and case.operands == "SS":
+                for metric in result.metrics:
+                    if metric.name == "issue_interval_cycles":
+                        metric.samples = metric.samples * 1.25
+            store.record_case(run_id, result)
+        store.finish_run(run_id, "complete")
+    return path
+
+
+def test_references_are_mapped_deduplicated_and_the_rest_listed():
+    mapped, unmapped = references.mapped(), references.unmapped()
+    assert len(mapped) + len(unmapped) < 1077 + 299 + 12  # the second paper's repeats are gone
+    ids = {(r.gpu, r.case_id, r.metric) for r in mapped}
+    assert ("H800 PCIe", "wgmma.mma_async.m64n64k16.f32.f16.f16.SS", "issue_interval_cycles") in ids
+    assert ("H800 PCIe", "mma.sync.m16n8k16.row.col.f32.f16.f16.f32", "latency_cycles") in ids
+    assert ("H20", "wgmma.mma_async.m64n256k16.f32.f16.f16.SS", "issue_interval_cycles") in ids
+    assert ("H800 PCIe", "wgmma.mma_async.sp.m64n256k32.f32.f16.f16.SS", "issue_interval_cycles") in ids
+    both = [r for r in mapped if r.also_in and r.also_in.startswith("2501.12084v1")]
+    assert both and all(r.source == "2402.13499v1" for r in both)
+    assert all(r.unmapped_reason for r in unmapped) and all(r.citation for r in references.load())
+    assert {"zero", "random"} <= {r.condition for r in mapped if r.metric == "throughput_tflops"}
+
+
+def test_the_reference_values_view(db):
+    frame = Store.open(str(db)).query("SELECT * FROM reference_values WHERE gpu_name = 'H20' ORDER BY n")
+    assert frame.value.tolist() == [18, 32, 64, 128, 256, 512]
+    assert {"source", "citation", "gpu_name", "case_id", "m", "n", "k", "dtype_a", "dtype_acc", "operands",
+            "sparse", "metric", "value", "unit"} <= set(frame.columns)
+
+
+def test_compare_against_the_paper(db):
+    frame = compare(Store.open(str(db)), 1)
+    row = frame[(frame.case_id == "wgmma.mma_async.m64n8k16.f32.f16.f16.SS") &
+                (frame.metric == "issue_interval_cycles")].iloc[0]
+    assert row.paper == 18 and row.model == 18 and row.verdict == "agrees" and row.model_verdict == "agrees"
+    rs8 = frame[(frame.case_id == "wgmma.mma_async.m64n8k16.f32.f16.f16.RS") & (frame.metric == "issue_interval_cycles")]
+    assert rs8.paper.item() == 13 and rs8.verdict.item() == "agrees"
+    tput = frame[(frame.metric == "throughput_tflops") & frame.paper.notna()]
+    assert len(tput) == 12 and (tput.paper_ratio > 1).all()  # synthetic numbers run at the full clock
+    scale = 114 / 132 * 1755 / 1755.0  # SM count, then clock: the fake runs at 1755 MHz
+    assert tput.comparable.iloc[0] == pytest.approx(tput.value.iloc[0] * scale)
+
+
+def test_run_against_run_says_same_within_the_noise(db):
+    frame = compare(Store.open(str(db)), 2, against="1")
+    interval = frame[frame.metric == "issue_interval_cycles"].set_index("case_id").verdict
+    assert interval["wgmma.mma_async.m64n64k16.f32.f16.f16.SS"] == "slower"
+    assert (interval.drop("wgmma.mma_async.m64n64k16.f32.f16.f16.SS") == "same").all()
+
+
+def test_the_report(db, tmp_path):
+    report = build(Store.open(str(db)), 1, tmp_path / "reports")
+    assert report.directory.name == "nvidia-h100-80gb-hbm3-" + report.directory.name.split("-hbm3-")[1]
+    assert all(f.exists() and f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for f in report.figures)
+    text = report.markdown.read_text()
+    for heading in ("Summary", "Issue interval against N", "Against the paper", "Fitted model", "Residuals",
+                    "Disagreements", "Provenance"):
+        assert f"## {heading}" in text
+    assert "| wgmma.mma_async.m64n8k16.f32.f16.f16.SS | issue_interval_cycles | 18 |" in text
+    assert "abc123" in text and "![Issue interval against N](issue_interval_vs_n.png)" in text
+    page = report.html.read_text()
+    assert page.count("data:image/png;base64,") == 3 and not re.search(r"(src|href)=['\"]http", page)
+
+
+def test_cli_compare_model_advise_report_references(db, tmp_path):
+    run = lambda *args: CliRunner().invoke(cli, [*args, "--db", str(db)])  # noqa: E731
+    result = run("compare", "--run", "1", "--metric", "issue_interval_cycles", "--format", "csv")
+    assert result.exit_code == 0 and result.output.count("agrees") >= 12
+    assert run("compare", "--run", "2", "--against", "1", "--disagreements").output.count("slower") == 1
+    assert "18" in run("model", "--run", "1").output
+    h20 = CliRunner().invoke(cli, ["model", "--gpu", "H20"]).output
+    assert re.search(r"^256\s+512", h20, re.M)
+    advice = CliRunner().invoke(cli, ["advise", "swapab", "--m", "16", "--n", "64", "--k", "16", "--gpu", "H20"])
+    assert "direct / swapped = 4.00" in advice.output and "swap A and B" in advice.output
+    out = run("report", "--run", "1", "--out", str(tmp_path / "rep"))
+    assert out.exit_code == 0 and "report.html" in out.output
+    assert "not an instruction figure" in run("references", "--unmapped").output
