@@ -207,10 +207,6 @@ class Store:
 
         self._write(work)
 
-    def upgrade(self) -> Migration | None:
-        """What `bench db upgrade` reports: opening already upgraded the file, if it was older."""
-        return self.migration
-
     def schema_version(self) -> int:
         with Session(self.engine) as session:
             return int(session.get(Meta, "schema_version").value)
@@ -373,10 +369,6 @@ class Store:
             rows = session.execute(select(CaseRow.case_id).join(Measurement, Measurement.case_pk == CaseRow.id)
                                    .where(Measurement.run_id == run_id).distinct())
             return {row[0] for row in rows}
-
-    def measurement_count(self) -> int:
-        with Session(self.engine) as session:
-            return session.scalar(select(func.count()).select_from(Measurement))
 
     def runs(self) -> pd.DataFrame:
         return self.query("""
