@@ -18,7 +18,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from harness import dtypes
 from harness.errors import SpecError
 from harness.references import gpu_specs
 from harness.spec import Case
@@ -63,14 +62,13 @@ def datasheet(gpu: str) -> Params:
     return Params(name, B_SMEM_HOPPER, specs[name].flops_per_tc_per_clk_fp16, L_MIN_HOPPER, source)
 
 
+ELEMENT_BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1, "s8": 1, "u8": 1}
+
+
 def smem_bytes(case: Case) -> float:
-    size = dtypes.size_bytes(case.dtype_a) if case.dtype_a in ("f16", "bf16") else _size(case.dtype_a)
+    size = ELEMENT_BYTES[case.dtype_a]
     a = 0.0 if case.operands == "RS" else case.m * case.k * size * (0.5 if case.sparse else 1.0)
     return a + case.n * case.k * size
-
-
-def _size(dtype: str) -> float:
-    return {"tf32": 4, "e4m3": 1, "e5m2": 1, "s8": 1, "u8": 1}[dtype]
 
 
 def flops(case: Case) -> float:
@@ -81,25 +79,24 @@ def predict(case: Case, params: Params) -> Prediction:
     rate = DTYPE_RATE[case.dtype_a] * (2.0 if case.sparse else 1.0)
     smem = smem_bytes(case) / params.b_smem
     compute = flops(case) / (TENSOR_CORES_PER_SM * params.f_tc * rate)
-    cycles = max(smem, compute, params.l_min)
-    bound = "floor" if cycles == params.l_min and max(smem, compute) < params.l_min else \
-        "tensor cores" if compute >= smem else "shared memory"
-    return Prediction(cycles, bound, smem, compute)
+    if max(smem, compute) < params.l_min:
+        bound = "floor"
+    else:
+        bound = "tensor cores" if compute >= smem else "shared memory"
+    return Prediction(max(smem, compute, params.l_min), bound, smem, compute)
 
 
 def crossover_n(dtype_a: str, operands: str, params: Params, sparse: bool = False, k: int = 16) -> float:
-    """The N above which the instruction is tensor-core bound (continuous; solve compute = max(smem, floor))."""
-    rate = DTYPE_RATE[dtype_a] * (2.0 if sparse else 1.0)
-    per_n_compute = 2.0 * 64 * k / (TENSOR_CORES_PER_SM * params.f_tc * rate)
-    size = _size(dtype_a) if dtype_a not in ("f16", "bf16") else 2
-    a_bytes = 0.0 if operands == "RS" else 64 * k * size * (0.5 if sparse else 1.0)
-    per_n_smem = k * size / params.b_smem
-    candidates = [params.l_min / per_n_compute]
-    if per_n_compute > per_n_smem:
-        candidates.append((a_bytes / params.b_smem) / (per_n_compute - per_n_smem))
-    else:
+    """The N above which the instruction is tensor-core bound (continuous). Both terms are linear in
+    N, so two predictions give them: solve compute(N) = max(smem(N), L_min)."""
+    def at(n: int) -> Prediction:
+        return predict(Case("wgmma", 64, n, k, dtype_a, dtype_a, "f32", operands, sparse), params)
+
+    smem_fixed = at(0).smem_cycles
+    smem_per_n, compute_per_n = at(1).smem_cycles - smem_fixed, at(1).compute_cycles
+    if compute_per_n <= smem_per_n:
         return float("inf")
-    return max(candidates)
+    return max(params.l_min / compute_per_n, smem_fixed / (compute_per_n - smem_per_n))
 
 
 @dataclass(frozen=True)

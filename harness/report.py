@@ -251,11 +251,11 @@ def _markdown(sections, figures, facts, run_id) -> str:
     lines = [f"# {facts['gpu']}: run {run_id} against the paper and the model", ""]
     for heading, paragraphs, body in sections:
         lines += [f"## {heading}", ""]
-        for text in paragraphs:
-            lines += [f"- {text}" if heading == "Summary" else text, "" if heading != "Summary" else None]
-        lines = [x for x in lines if x is not None]
         if heading == "Summary":
-            lines.append("")
+            lines += [f"- {text}" for text in paragraphs] + [""]
+        else:
+            for text in paragraphs:
+                lines += [text, ""]
         if isinstance(body, str):
             figure = figures[int(body.split(":")[1])]
             lines += [f"![{heading}]({figure.name})", ""]
