@@ -11,8 +11,8 @@ import click
 
 from harness import output
 from harness.errors import HarnessError
-from harness.runner import RunSettings
-from harness.worker import DEFAULT_WATCHDOG_S
+from harness.measure.runner import RunSettings
+from harness.measure.worker import DEFAULT_WATCHDOG_S
 
 DB_HELP = "results database: a file path or SQLAlchemy URL (default: $HOPPER_BENCH_DB or ./results.db)"
 
@@ -64,8 +64,8 @@ def list_command(suite, filter_):
     from harness.suites import SUITES, select, suite_cases
 
     if suite is None and filter_ is None:
-        for name, (description, make) in SUITES.items():
-            click.echo(f"{name:<12} {len(make()):>4} cases  {description}")
+        for name, suite in SUITES.items():
+            click.echo(f"{name:<12} {len(suite.make()):>4} cases  {suite.description}")
         return
     for case in select(suite_cases(suite or "wgmma"), filter_):
         click.echo(case.case_id)
@@ -73,7 +73,7 @@ def list_command(suite, filter_):
 
 def open_store(db: str | None, create: bool = False):
     """Store.open, telling the user (one line on stderr) when an older file was upgraded."""
-    from harness.store import Store
+    from harness.db.store import Store
 
     store = Store.open(db, create=create)
     if store.migration:
@@ -110,9 +110,9 @@ def run(suite, filter_, resume, gpu, db, jobs, seed, watchdog):
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from harness.run import execute, plan, plan_resume
-    from harness.store import resolve_url
-    from harness.worker import Worker
+    from harness.measure.run import execute, plan, plan_resume
+    from harness.db.store import resolve_url
+    from harness.measure.worker import Worker
 
     if jobs is not None and jobs < 1:
         raise click.BadParameter("must be at least 1", param_hint="--jobs")
@@ -152,8 +152,9 @@ def run(suite, filter_, resume, gpu, db, jobs, seed, watchdog):
             def on_case(result):
                 if not result.valid:
                     failed.append(result)
-                interval = next((m.value for m in result.metrics if m.name == "issue_interval_cycles"), None)
-                detail = f"{result.case.case_id} " + (f"{interval:.1f} cyc" if interval else result.status.upper())
+                first = next((m for m in result.metrics if m.value is not None), None)
+                shown = f"{first.name} {first.value:.4g} {first.unit}" if first and result.valid else result.status.upper()
+                detail = f"{result.case.case_id} {shown}"
                 progress.update(measuring, advance=1, detail=detail)
 
             outcome = execute(run_plan, db, worker, jobs=jobs, argv=sys.argv, on_compiled=on_compiled,
@@ -205,16 +206,16 @@ def sql(query, db, fmt, write):
 @click.argument("case_id")
 @click.option("--sass", is_flag=True, help="also print the disassembly (needs nvdisasm)")
 def show(case_id, sass):
-    """Print a case's rendered CUDA source, descriptors and compile log (no GPU needed).
+    """Print a case's rendered CUDA source, its family's notes on it and the compile log (no GPU needed).
 
     \b
     Example:
       bench show wgmma.mma_async.m64n128k16.f32.bf16.bf16.SS --sass
     """
-    from harness import sass as sass_module
-    from harness.compile import compile_probe
+    from harness.build import sass as sass_module
+    from harness.build.compile import compile_probe
     from harness.families import family_of
-    from harness.render import render
+    from harness.build.render import render
     from harness.spec import parse_case_id
 
     case = parse_case_id(case_id)
@@ -223,9 +224,9 @@ def show(case_id, sass):
     source = render(case)
     build = compile_probe(source)
     click.echo(source.text)
-    click.echo("// ---- descriptors")
-    for name, descriptor in zip(("A", "B"), family.descriptors(case)):
-        click.echo(f"// {name}: " + (descriptor.describe() if descriptor else "registers (RS mode)"))
+    click.echo(f"// ---- {family.name}")
+    for line in family.describe(case):
+        click.echo(f"// {line}")
     click.echo(f"// ---- compile log (NVRTC {build.nvrtc_version}, {' '.join(build.options)})")
     click.echo(build.log.strip() or "(empty)")
     if sass:
@@ -258,7 +259,7 @@ def compare(run_id, against, metric, disagreements, include_flagged, tolerance, 
       bench compare --run 5 --against 4 --disagreements
       bench compare --against model --metric issue_interval_cycles --format markdown
     """
-    from harness.compare import compare as compare_run
+    from harness.analysis.compare import compare as compare_run
 
     if tolerance < 0:
         raise click.BadParameter("must be 0 or more", param_hint="--tolerance")
@@ -288,7 +289,7 @@ def model(gpu, run_id, db, fmt):
       bench model --gpu H800
       bench model --run 4
     """
-    from harness import perfmodel
+    from harness.families.wgmma import model as perfmodel
 
     if run_id is None:
         params = perfmodel.datasheet(gpu)
@@ -296,7 +297,7 @@ def model(gpu, run_id, db, fmt):
                    f"tensor core, L_min = {params.l_min:g} cycles ({params.source})")
         click.echo(output.render_frame(perfmodel.table(params), fmt))
         return
-    from harness.fitting import fit_run
+    from harness.families.wgmma.fitting import fit_run
 
     report = fit_run(open_store(db), run_id)
     click.echo(output.render_frame(report.parameters, fmt))
@@ -334,7 +335,7 @@ def swapab(m, n, k, gpu, run_id, operands, db):
     if gpu and run_id is not None:
         raise click.UsageError("give --gpu or --run, not both")
     if run_id is not None:
-        from harness.fitting import fit_run
+        from harness.families.wgmma.fitting import fit_run
 
         params = fit_run(open_store(db), run_id).params_for("f16")
     else:
@@ -385,7 +386,7 @@ def report(run_id, out, include_flagged, db):
     """
     from pathlib import Path
 
-    from harness.report import build
+    from harness.analysis.report import build
 
     result = build(open_store(db), run_id, Path(out), include_flagged)
     click.echo(f"wrote {result.markdown}, {result.html} and {len(result.figures)} figures")

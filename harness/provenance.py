@@ -46,7 +46,7 @@ def git_state() -> tuple[str | None, bool | None]:
 
 
 def collect(argv: list[str] | None = None) -> Provenance:
-    from harness.compile import nvrtc_version
+    from harness.build.compile import nvrtc_version
 
     try:
         import cupy

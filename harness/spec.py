@@ -1,75 +1,83 @@
-"""Case: one probed instruction configuration, and its canonical id (the only naming authority).
+"""Case: one probed instruction configuration, and its canonical id (docs/architecture.md, "Names").
 
-The id is the PTX instruction as written, without `.sync.aligned`, plus the operand mode:
+A case id spells the PTX instruction as written, plus what the instruction alone does not say
+(operand mode, layout, ...); each family owns its grammar (`Family.parse`):
     wgmma.mma_async.m64n128k16.f32.bf16.bf16.SS
-    wgmma.mma_async.sp.m64n64k32.f32.f16.f16.RS
-It is the database key, the report label and what `bench show` takes.
+    mma.sync.m16n8k16.row.col.f32.f16.f16.f32
+    ldmatrix.m8n8.x4.trans.b16
+The id is the database key, the report label and what `bench show` takes.
 
 A self-test probe that faults on purpose (suite `faults`) adds the fault: `...f16.SS+trap`.
+Every family's case type derives from `Case`; the shared stages use only what `Case` declares.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 from harness.errors import SpecError
 
-OPERAND_MODES = ("SS", "RS")
 # Faults a self-test probe can plant (ptx/common.cuh planted_fault): a trap instruction, a store
 # to an unmapped address, and an endless loop.
 PLANTED_FAULTS = ("trap", "oob", "hang")
-
-_WGMMA_ID = re.compile(
-    r"^wgmma\.mma_async(?P<sp>\.sp)?\.m(?P<m>\d+)n(?P<n>\d+)k(?P<k>\d+)"
-    r"\.(?P<acc>\w+)\.(?P<a>\w+)\.(?P<b>\w+)\.(?P<ops>[A-Z]{2})(?:\+(?P<fault>\w+))?$"
-)
+# The columns of the `cases` table (and the `results` view) that several families fill; a family
+# leaves those that mean nothing for it as None and keeps the rest of its parameters in `params`.
+COLUMNS = ("instruction", "m", "n", "k", "dtype_a", "dtype_b", "dtype_acc", "operands", "sparse", "layout")
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class Case:
-    family: str
-    m: int
-    n: int
-    k: int
-    dtype_a: str
-    dtype_b: str
-    dtype_acc: str
-    operands: str  # "SS": A and B in shared memory; "RS": A in registers, B in shared memory
-    sparse: bool = False
-    fault: str | None = None  # a planted fault (self-test only), one of PLANTED_FAULTS
+    """Base of every family's case type: a frozen dataclass whose fields are its parameters."""
+
+    family: ClassVar[str]
+    fault: str | None = field(default=None, kw_only=True)  # a planted fault (self-test only)
 
     @property
-    def instruction(self) -> str:
-        return "wgmma.mma_async.sp" if self.sparse else "wgmma.mma_async"
-
-    @property
-    def shape(self) -> str:
-        return f"m{self.m}n{self.n}k{self.k}"
+    def base_id(self) -> str:
+        """The id without a planted fault; each family spells its own."""
+        raise NotImplementedError
 
     @property
     def case_id(self) -> str:
-        planted = f"+{self.fault}" if self.fault else ""
-        return (f"{self.instruction}.{self.shape}.{self.dtype_acc}.{self.dtype_a}.{self.dtype_b}"
-                f".{self.operands}{planted}")
+        return self.base_id + (f"+{self.fault}" if self.fault else "")
+
+    def columns(self) -> dict[str, object]:
+        """Values for the shared COLUMNS (absent ones are stored as NULL)."""
+        return {}
+
+    def params(self) -> dict[str, object]:
+        """Every parameter, as JSON-ready values (stored in cases.params)."""
+        from dataclasses import asdict
+
+        values = asdict(self)
+        values.pop("fault")
+        return values
 
     def __str__(self) -> str:
         return self.case_id
 
 
+def split_fault(case_id: str) -> tuple[str, str | None]:
+    """'id+trap' -> ('id', 'trap'); SpecError for an unknown fault."""
+    base, plus, fault = case_id.strip().partition("+")
+    if not plus:
+        return base, None
+    if fault not in PLANTED_FAULTS:
+        raise SpecError(f"unknown planted fault {fault!r} in {case_id!r}: expected one of {', '.join(PLANTED_FAULTS)}")
+    return base, fault
+
+
 def parse_case_id(case_id: str) -> Case:
-    """Parse a canonical id into a Case; raises SpecError naming the expected form."""
-    match = _WGMMA_ID.match(case_id.strip())
-    if not match:
-        raise SpecError(
-            f"cannot parse case id {case_id!r}: expected e.g. "
-            "'wgmma.mma_async.m64n128k16.f32.f16.f16.SS' (see `bench list`)")
-    if match["ops"] not in OPERAND_MODES:
-        raise SpecError(f"unknown operand mode {match['ops']!r} in {case_id!r}: "
-                        f"expected one of {', '.join(OPERAND_MODES)}")
-    if match["fault"] and match["fault"] not in PLANTED_FAULTS:
-        raise SpecError(f"unknown planted fault {match['fault']!r} in {case_id!r}: "
-                        f"expected one of {', '.join(PLANTED_FAULTS)}")
-    return Case(family="wgmma", m=int(match["m"]), n=int(match["n"]), k=int(match["k"]),
-                dtype_a=match["a"], dtype_b=match["b"], dtype_acc=match["acc"],
-                operands=match["ops"], sparse=bool(match["sp"]), fault=match["fault"])
+    """Parse any family's canonical id; raises SpecError naming the expected forms."""
+    from dataclasses import replace
+
+    from harness.families import FAMILIES
+
+    base, fault = split_fault(case_id)
+    for family in FAMILIES.values():
+        if base.startswith(family.id_prefixes):
+            case = family.parse(base)
+            return replace(case, fault=fault) if fault else case
+    examples = "; ".join(f"{f.name}: {f.example_id!r}" for f in FAMILIES.values())
+    raise SpecError(f"cannot parse case id {case_id!r}: no family spells it (e.g. {examples}; see `bench list`)")

@@ -1,49 +1,33 @@
-"""Named suites: lists of cases, selected further by glob filters on the case id."""
+"""Named suites, gathered from every family (Family.suites), and glob filters on case ids."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from fnmatch import fnmatchcase
-from typing import Callable
 
 from harness.errors import SpecError
-from harness.families import wgmma
-from harness.spec import PLANTED_FAULTS, Case
-
-PAPER_N = (8, 16, 32, 64, 128, 256)  # the N values of the paper's wgmma tables
-
-
-def _wgmma_quick() -> list[Case]:
-    return [c for c in wgmma.cases() if c.n in PAPER_N and c.dtype_a == "f16" and c.dtype_acc == "f32"]
+from harness.families import FAMILIES
+from harness.families.base import Suite
+from harness.spec import Case
 
 
-def _faults() -> list[Case]:
-    """wgmma-quick with a faulting copy of every fourth case planted after it: the run must store
-    each fault against its case and measure every other case (crash isolation self-test)."""
-    cases, faults = [], iter(PLANTED_FAULTS)
-    for i, case in enumerate(_wgmma_quick()):
-        cases.append(case)
-        if i % 4 == 1 and (fault := next(faults, None)):
-            cases.append(replace(case, fault=fault))
-    return cases
+def all_suites() -> dict[str, Suite]:
+    suites: dict[str, Suite] = {}
+    for family in FAMILIES.values():
+        for name, suite in family.suites().items():
+            if name in suites:
+                raise SpecError(f"suite {name!r} is declared by two families")
+            suites[name] = suite
+    return suites
 
 
-SUITES: dict[str, tuple[str, Callable[[], list[Case]]]] = {
-    "wgmma": ("dense wgmma m64nNk16: f16 (f32 and f16 accumulate) and bf16, N = 8..256, SS and RS",
-              wgmma.cases),
-    "wgmma-quick": ("f16 inputs, f32 accumulate, SS and RS, at the paper's N = 8, 16, 32, 64, 128, 256",
-                    _wgmma_quick),
-    "faults": ("self-test: wgmma-quick with planted faulting probes (trap, out-of-bounds store, endless "
-               "loop); expect 3 faults and 12 valid cases", _faults),
-}
+SUITES = all_suites()
 
 
 def suite_cases(name: str) -> list[Case]:
     try:
-        _, make = SUITES[name]
+        return SUITES[name].make()
     except KeyError:
         raise SpecError(f"unknown suite {name!r}: expected one of {', '.join(SUITES)}") from None
-    return make()
 
 
 def select(cases: list[Case], pattern: str | None) -> list[Case]:

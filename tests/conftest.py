@@ -11,7 +11,7 @@ import pytest
 def sm90_gpu_reason() -> str | None:
     """None if an sm_90 GPU is usable, else why not."""
     try:
-        from harness.device import open_device
+        from harness.measure.device import open_device
 
         open_device(0)
     except Exception as exc:  # DeviceError, or CuPy missing entirely
@@ -34,7 +34,7 @@ def cache_dir(tmp_path, monkeypatch):
 
 
 def fake_device(uuid="GPU-test-0"):
-    from harness.device import DeviceInfo
+    from harness.measure.device import DeviceInfo
 
     return DeviceInfo(index=0, name="NVIDIA H100 80GB HBM3", uuid=uuid, sm_count=132, cc_major=9,
                       cc_minor=0, total_memory_bytes=80 << 30, l2_bytes=50 << 20, max_sm_clock_mhz=1980,
@@ -48,9 +48,9 @@ def fake_result(case_id, interval=None, error=None):
 
     import numpy as np
 
-    from harness.compile import Build
-    from harness.measurement import WGMMA_METRICS, CaseResult, Metric
-    from harness.sass import SassCheck
+    from harness.build.compile import Build
+    from harness.measure.measurement import WGMMA_METRICS, CaseResult, Metric
+    from harness.build.sass import SassCheck
     from harness.spec import parse_case_id
 
     case = parse_case_id(case_id)
@@ -69,7 +69,7 @@ def fake_result(case_id, interval=None, error=None):
 def make_db(path, status="complete"):
     """A results database holding one run of three cases: two measured, one invalid."""
     from harness.provenance import Provenance
-    from harness.store import Store
+    from harness.db.store import Store
 
     store = Store.open(str(path), create=True)
     prov = Provenance("bench run --suite wgmma", "testhost", "abc123", False, "0.1.0", "3.12", "14.2", "13.0")

@@ -8,7 +8,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from conftest import fake_device, fake_result  # noqa: E402
 from harness.provenance import Provenance  # noqa: E402
-from harness.store import Store  # noqa: E402
+from harness.db.store import Store  # noqa: E402
 
 CASES = ("wgmma.mma_async.m64n8k16.f32.f16.f16.SS", "wgmma.mma_async.m64n64k16.f32.f16.f16.RS",
          "wgmma.mma_async.m64n256k16.f32.bf16.bf16.SS")

@@ -9,11 +9,11 @@ from click.testing import CliRunner
 from conftest import fake_device
 from harness import references
 from harness.cli import cli
-from harness.compare import compare
-from harness.fakegpu import synthetic_result
+from harness.analysis.compare import compare
+from harness.measure.fakegpu import synthetic_result
 from harness.provenance import Provenance
-from harness.report import build
-from harness.store import Store
+from harness.analysis.report import build
+from harness.db.store import Store
 from harness.suites import suite_cases
 
 

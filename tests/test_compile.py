@@ -4,10 +4,10 @@ import dataclasses
 
 import pytest
 
-from harness.compile import compile_many, compile_probe
+from harness.build.compile import compile_many, compile_probe
 from harness.errors import CompileError
-from harness.render import ProbeSource, render, render_calibration
-from harness.runner import sass_check
+from harness.build.render import ProbeSource, render, render_calibration
+from harness.measure.runner import sass_check
 from harness.suites import suite_cases
 
 CASES = suite_cases("wgmma")

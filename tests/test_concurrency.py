@@ -5,7 +5,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness.store import Store
+from harness.db.store import Store
 
 WRITERS, PER_WRITER = 4, 1000
 SCRIPT = Path(__file__).resolve().parent / "store_writer.py"

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from harness.descriptors import KMajorLayout, SmemDescriptor
+from harness.families.wgmma.descriptors import KMajorLayout, SmemDescriptor
 from harness.errors import SpecError
 
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from harness.fragments import (a_fragment_words, accumulator_coords, accumulator_registers,
+from harness.families.wgmma.fragments import (a_fragment_words, accumulator_coords, accumulator_registers,
                                gather_accumulators)
 
 

@@ -6,7 +6,7 @@ import time
 import pytest
 
 from conftest import bench_process
-from harness.store import Store
+from harness.db.store import Store
 
 
 def wait_for_measurements(db, at_least, process, timeout=120):

@@ -9,8 +9,8 @@ from conftest import FIXTURES, copy_fixture
 from harness import migrations
 from harness.cli import cli
 from harness.errors import StoreError
-from harness.store import Store
-from harness.tables import SCHEMA_VERSION
+from harness.db.store import Store
+from harness.db.tables import SCHEMA_VERSION
 
 OLD_FIXTURES = sorted(p.name for p in FIXTURES.glob("schema_v*.db") if p.name != f"schema_v{SCHEMA_VERSION}.db")
 

@@ -5,7 +5,7 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.stats import summarize
-from harness.timing import Records, TimingPolicy, collect, stop_reason
+from harness.measure.timing import Records, TimingPolicy, collect, stop_reason
 
 
 def test_summary_is_robust_to_an_outlier():

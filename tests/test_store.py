@@ -4,7 +4,7 @@ import pytest
 
 from conftest import make_db
 from harness.errors import StoreError
-from harness.store import Store, resolve_url
+from harness.db.store import Store, resolve_url
 
 # DESIGN.md section 5: the columns the `results` view promises.
 RESULTS_COLUMNS = {"run_id", "run_started_at", "run_status", "gpu_name", "sm_count", "sm_clock_mhz", "suite",

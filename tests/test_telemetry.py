@@ -4,8 +4,8 @@ import threading
 
 from conftest import fake_device, fake_result
 from harness.provenance import Provenance
-from harness.store import Store
-from harness.telemetry import GpuState, Reading, Sampler, reason_names
+from harness.db.store import Store
+from harness.measure.telemetry import GpuState, Reading, Sampler, reason_names
 
 
 class ScriptedReader:

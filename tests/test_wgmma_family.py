@@ -4,9 +4,9 @@ import pytest
 from harness import dtypes
 from harness.errors import IllegalShapeError, SpecError
 from harness.families import wgmma
-from harness.fragments import accumulator_coords
+from harness.families.wgmma.fragments import accumulator_coords
 from harness.spec import parse_case_id
-from harness.validate import compare
+from harness.measure.validate import compare
 
 
 def _kernel_output(case, d):

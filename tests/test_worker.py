@@ -4,9 +4,9 @@ watchdog and restart machinery that the real GPU uses (tests/gpu/test_faults.py 
 import pytest
 
 from harness.errors import DeviceError, SpecError
-from harness.run import execute, plan
-from harness.store import Store
-from harness.worker import Worker
+from harness.measure.run import execute, plan
+from harness.db.store import Store
+from harness.measure.worker import Worker
 
 
 @pytest.fixture

@@ -1,27 +1,24 @@
-"""Instruction families: a registry from family name to the module that knows its cases.
+"""The family registry: every instruction family the harness knows, by name.
 
-Each family module provides the same contract (see families/wgmma.py):
-    cases()                    every case it implements
-    check(case)                raise SpecError/IllegalShapeError for cases it cannot run
-    template_name, template_params(case)
-    make_inputs(case, rng)     -> ProbeInputs
-    decode_output(case, words) -> the result matrix (float64)
-    tolerance(case, inputs)    -> per-element absolute tolerance
-    flops(case)                work per instruction
+A family is a package under harness/families/ exposing an object that satisfies the Family
+protocol of harness/families/base.py. Adding one is a new package and one entry here.
 """
 
 from __future__ import annotations
 
-from types import ModuleType
-
 from harness.errors import SpecError
-from harness.families import wgmma
+from harness.families import mma, wgmma
+from harness.families.base import Family
 
-FAMILIES: dict[str, ModuleType] = {"wgmma": wgmma}
+FAMILIES: dict[str, Family] = {f.name: f for f in (wgmma.FAMILY, mma.FAMILY, mma.LOADERS) if f}
 
 
-def family_of(case) -> ModuleType:
+def get(name: str) -> Family:
     try:
-        return FAMILIES[case.family]
+        return FAMILIES[name]
     except KeyError:
-        raise SpecError(f"unknown family {case.family!r}: expected one of {', '.join(FAMILIES)}") from None
+        raise SpecError(f"unknown family {name!r}: expected one of {', '.join(FAMILIES)}") from None
+
+
+def family_of(case) -> Family:
+    return get(case.family)

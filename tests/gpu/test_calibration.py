@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.compile import compile_probe
-from harness.device import open_device, sm_clock_now_mhz
-from harness.launch import LoadedProbe
-from harness.render import render_calibration
-from harness.timing import Records
+from harness.build.compile import compile_probe
+from harness.measure.device import open_device, sm_clock_now_mhz
+from harness.measure.launch import LoadedProbe
+from harness.build.render import render_calibration
+from harness.measure.timing import Records
 
 pytestmark = pytest.mark.gpu
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.compile import compile_probe
-from harness.device import open_device
+from harness.build.compile import compile_probe
+from harness.measure.device import open_device
 from harness.families import wgmma
-from harness.launch import LoadedProbe
-from harness.render import render
-from harness.runner import _issue_interval, _validate, measure_case
+from harness.measure.launch import LoadedProbe
+from harness.build.render import render
+from harness.measure.runner import _issue_interval, _validate, measure_case
 from harness.spec import parse_case_id
-from harness.timing import TimingPolicy
+from harness.measure.timing import TimingPolicy
 
 pytestmark = pytest.mark.gpu
 
@@ -56,7 +56,7 @@ def test_paper_issue_interval_reproduces(n, expected):
 
 
 def test_measure_case_produces_every_metric(device):
-    from harness.telemetry import Sampler, nvml_reader
+    from harness.measure.telemetry import Sampler, nvml_reader
 
     case = parse_case_id("wgmma.mma_async.m64n128k16.f32.bf16.bf16.RS")
     reader = nvml_reader(0)

@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from harness.compile import Build
-from harness.sass import SassCheck
+from harness.build.compile import Build
+from harness.build.sass import SassCheck
+from harness.measure.telemetry import GpuState
 from harness.spec import Case
 from harness.stats import summarize
-from harness.telemetry import GpuState
 
-# The metrics a wgmma case produces; an invalid case stores each of them with no value.
-WGMMA_METRICS = (
-    ("issue_interval_cycles", "cycles"),
-    ("latency_cycles", "cycles"),
-    ("latency_raw_cycles", "cycles"),
-    ("throughput_tflops", "TFLOPS"),
-    ("peak_fraction", "ratio"),
-    ("sm_throughput", "FLOP/cycle/SM"),
-)
+
+def launch_key(launch: dict) -> str:
+    """The canonical JSON of a launch key: what tells two measurements of one metric apart."""
+    return json.dumps(launch, sort_keys=True, separators=(",", ":"))
 
 
 @dataclass
@@ -28,11 +24,10 @@ class Metric:
     name: str
     unit: str
     samples: np.ndarray | None  # raw samples; value is their median
-    warpgroups: int = 1
-    ilp: int = 1
+    launch: dict = field(default_factory=dict)  # units per SM, ILP, blocks per SM, cluster size, ...
     sm_clock_mhz: float | None = None  # measured in the kernel (cycles / globaltimer ns)
     notes: str | None = None
-    stop_reason: str | None = None  # why sampling stopped (harness/timing.py)
+    stop_reason: str | None = None  # why sampling stopped (harness/measure/timing.py)
     gpu_state: GpuState | None = None  # NVML telemetry while the samples were taken
 
     @property
@@ -50,7 +45,7 @@ class CaseResult:
     validation_max_error: float | None
     input_distribution: str | None
     metrics: list[Metric] = field(default_factory=list)
-    fault: bool = False  # the probe crashed or hung its worker process (harness/worker.py)
+    fault: bool = False  # the probe crashed or hung its worker process (harness/measure/worker.py)
 
     @property
     def status(self) -> str:
@@ -58,8 +53,8 @@ class CaseResult:
 
 
 def unmeasured(case: Case, error: str, build: Build | None = None, sass: SassCheck | None = None,
-               fault: bool = False, **extra) -> CaseResult:
-    """A case with no timing: every metric it would have had, stored with no value."""
-    metrics = [Metric(name, unit, None) for name, unit in WGMMA_METRICS]
+               fault: bool = False, metrics: list[tuple[str, str]] = (), **extra) -> CaseResult:
+    """A case with no timing: each metric it would have had (`metrics`: (name, unit)) stored with no value."""
+    rows = [Metric(name, unit, None) for name, unit in metrics] or [Metric("none", "", None)]
     return CaseResult(case, build, sass, False, error, extra.get("max_error"), extra.get("distribution"),
-                      metrics, fault)
+                      rows, fault)

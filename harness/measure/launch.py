@@ -1,4 +1,5 @@
-"""Load a compiled probe into CuPy and launch its kernels with the common argument shape."""
+"""Load a compiled probe into CuPy and launch its kernels with the common argument shape
+(const uint4* in, u32* out, long long* timing, int iters): ptx/common.cuh."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.compile import Build
+from harness.build.compile import Build
 
 
 @dataclass
@@ -45,5 +46,4 @@ class LoadedProbe:
         function((grid,), (block,), (self.inputs, out, timing, np.int32(iters)))
         stop.record()
         stop.synchronize()
-        return Launch(out.get(), timing.get(),
-                      cupy.cuda.get_elapsed_time(start, stop))
+        return Launch(out.get(), timing.get(), cupy.cuda.get_elapsed_time(start, stop))

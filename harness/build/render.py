@@ -7,16 +7,17 @@ import string
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.families import family_of
 from harness.spec import Case
 
 COMMON_HEADER = "common.cuh"
 CALIBRATION_SOURCE = "calibrate.cu"
+# ptx/common.cuh planted_fault: the constant each planted fault (harness/spec.py) renders to.
+FAULT_CONSTANTS = {None: "FAULT_NONE", "trap": "FAULT_TRAP", "oob": "FAULT_OOB", "hang": "FAULT_HANG"}
 
 
 def template_dir() -> Path:
     """ptx/ in a source checkout, harness/ptx in an installed wheel."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parent.parent
     for candidate in (here / "ptx", here.parent / "ptx"):
         if (candidate / COMMON_HEADER).is_file():
             return candidate
@@ -39,9 +40,13 @@ def _with_common(body: str) -> str:
 
 
 def render(case: Case) -> ProbeSource:
+    """The family's template filled with its parameters for `case`, and the planted fault if any."""
+    from harness.families import family_of  # the registry imports the measure stage, which imports this
+
     family = family_of(case)
-    template = string.Template((template_dir() / family.template_name).read_text())
-    return ProbeSource(case.case_id, _with_common(template.substitute(family.template_params(case))))
+    template = string.Template((template_dir() / family.template).read_text())
+    params = {"case_id": case.case_id, "planted_fault": FAULT_CONSTANTS[case.fault], **family.template_params(case)}
+    return ProbeSource(case.case_id, _with_common(template.substitute(params)))
 
 
 def render_calibration() -> ProbeSource:

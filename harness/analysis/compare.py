@@ -1,7 +1,11 @@
 """A run against the paper, the model, or another run: one row per case and metric, as DataFrames.
 
+Metrics are treated by what the registry (harness/analysis/metrics.py) says of them, and cases by
+what their family says: which launch stands for a case where a metric has several
+(Family.headline; None: the best of them), and what its model predicts (Family.model).
+
 Cycle metrics compare directly across GPUs. Time-based metrics are first normalised to the
-paper's GPU: measured TFLOPS x (114 SMs / our SMs) x (1755 MHz / the SM clock measured during the
+paper's GPU: measured x (114 SMs / our SMs) x (1755 MHz / the SM clock measured during the
 measurement), since the H800 PCIe's own clock during its runs was not reported (1755 MHz is its
 maximum). A difference is flagged when it exceeds the measurement's own spread plus a tolerance.
 Measurements flagged as throttled or shared are left out unless asked for.
@@ -12,17 +16,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from harness import perfmodel
+from harness.analysis import metrics as registry
+from harness.db.store import Store
 from harness.errors import SpecError
+from harness.families import FAMILIES
+from harness.measure.measurement import launch_key
 from harness.spec import parse_case_id
-from harness.store import Store
 
 PAPER_GPU = "H800 PCIe"
 PAPER_SMS = 114
 PAPER_CLOCK_MHZ = 1755.0
-CYCLE_METRICS = ("issue_interval_cycles", "latency_cycles")
-TIME_METRICS = ("throughput_tflops",)
-LOWER_IS_BETTER = {"issue_interval_cycles", "latency_cycles", "latency_raw_cycles"}
 DEFAULT_TOLERANCE = 0.03  # relative, on top of the measurement's spread (printed figures are rounded)
 RUN_NOISE_FLOOR = 0.005  # run-to-run: differences under 0.5 % (or the spread, if larger) are "same"
 
@@ -39,10 +42,26 @@ def measured(store: Store, run_id: int, include_flagged: bool = False) -> pd.Dat
     store.run_info(run_id)  # StoreError naming the valid runs if there is no such run
     flagged = "" if include_flagged else "AND NOT flagged"
     return store.query(f"""
-        SELECT run_id, gpu_name, sm_count, case_id, n, dtype_a, dtype_acc, operands, sparse, metric,
-               warpgroups, value, spread, sm_clock_mhz, unit
+        SELECT run_id, gpu_name, sm_count, family, case_id, instruction, n, dtype_a, dtype_acc, operands, sparse,
+               metric, launch, value, spread, sm_clock_mhz, unit, emulated, executes
         FROM results WHERE run_id = {int(run_id)} AND valid {flagged} AND value IS NOT NULL
-        ORDER BY case_id, metric, warpgroups""")
+        ORDER BY family, case_id, metric, launch""")
+
+
+def headline(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per case and metric: the family's headline launch, else the best value over launches."""
+    if frame.empty:
+        return frame
+    keys = [launch_key(FAMILIES[f].headline(m)) if f in FAMILIES and FAMILIES[f].headline(m) is not None else None
+            for f, m in zip(frame.family, frame.metric)]
+    frame = frame.assign(_headline=keys)
+    chosen = frame[frame._headline == frame.launch]
+    rest = frame[frame._headline.isna()]
+    if len(rest):
+        ascending = rest.metric.map(registry.lower_is_better)
+        rest = rest.assign(_rank=np.where(ascending, rest.value, -rest.value)).sort_values("_rank", kind="stable")
+        rest = rest.groupby(["case_id", "metric"], as_index=False, sort=False).first().drop(columns="_rank")
+    return pd.concat([chosen, rest], ignore_index=True).drop(columns="_headline")
 
 
 def _paper(store: Store) -> pd.DataFrame:
@@ -57,20 +76,37 @@ def _paper(store: Store) -> pd.DataFrame:
     return refs.rename(columns={"value": "paper", "condition": "paper_inputs", "source_table": "paper_table"})
 
 
+def model_predictions(frame: pd.DataFrame, gpu: str) -> list[float]:
+    """What each row's family model predicts with the GPU's datasheet parameters (NaN: no model,
+    no datasheet for this GPU, or no prediction for the metric)."""
+    priors = {}
+    values = []
+    for family_name, case_id, metric in zip(frame.family, frame.case_id, frame.metric):
+        model = getattr(FAMILIES.get(family_name), "model", None)
+        if model is None:
+            values.append(np.nan)
+            continue
+        if family_name not in priors:
+            priors[family_name] = model.prior(gpu)
+        predicted = model.predict(parse_case_id(case_id), metric, priors[family_name])
+        values.append(np.nan if predicted is None else predicted)
+    return values
+
+
 def against_paper(store: Store, run_id: int, include_flagged: bool = False,
                   tolerance: float = DEFAULT_TOLERANCE) -> pd.DataFrame:
-    everything = measured(store, run_id, include_flagged)
-    per_cycle = everything[(everything.metric == "sm_throughput") & (everything.warpgroups == 1)]
-    per_cycle = per_cycle.set_index("case_id").value
-    frame = everything[everything.metric.isin(CYCLE_METRICS + TIME_METRICS) & (everything.warpgroups == 1)].copy()
-    scale = np.where(frame.metric.isin(TIME_METRICS),
-                     PAPER_SMS / frame.sm_count * PAPER_CLOCK_MHZ / frame.sm_clock_mhz, 1.0)
+    everything = headline(measured(store, run_id, include_flagged))
+    timed = set(registry.names("seconds"))
+    per_cycle = everything[everything.metric == "sm_throughput"].set_index("case_id").value
+    frame = everything[everything.metric.isin(set(registry.names("cycles")) - {"sm_throughput"} | timed)].copy()
+    scale = np.where(frame.metric.isin(timed), PAPER_SMS / frame.sm_count * PAPER_CLOCK_MHZ / frame.sm_clock_mhz, 1.0)
     frame["comparable"] = frame.value * scale
     frame = frame.merge(_paper(store), on=["case_id", "metric"], how="left")
-    frame = _with_model(frame, store, run_id)
+    gpu = store.run_info(run_id).gpu_name or ""
+    frame["model"] = model_predictions(frame, gpu)
     frame["paper_ratio"] = frame.comparable / frame.paper
-    # The SM clock at which the paper's TFLOPS would follow from our FLOP/cycle/SM for the same case.
-    frame["paper_implied_mhz"] = np.where(frame.metric.isin(TIME_METRICS),
+    # The SM clock at which the paper's TFLOPS would follow from our work per cycle per SM for the same case.
+    frame["paper_implied_mhz"] = np.where(frame.metric.isin(timed),
                                           frame.paper * 1e6 / (PAPER_SMS * frame.case_id.map(per_cycle)), np.nan)
     frame["model_ratio"] = frame.value / frame.model
     allowed = frame.spread.fillna(0) + tolerance
@@ -79,44 +115,32 @@ def against_paper(store: Store, run_id: int, include_flagged: bool = False,
         ["no paper figure", "agrees"], "DISAGREES")
     model_ok = (frame.model_ratio - 1).abs() <= allowed
     frame["model_verdict"] = np.select([frame.model.isna(), model_ok], ["", "agrees"], "DISAGREES")
-    frame = frame.sort_values(["metric", "operands", "n", "case_id"], kind="stable")
-    return frame[["case_id", "n", "operands", "metric", "unit", "value", "spread", "comparable", "paper",
-                  "paper_ratio", "paper_implied_mhz", "model", "model_ratio", "verdict", "model_verdict",
-                  "paper_inputs", "paper_table"]].reset_index(drop=True)
-
-
-def _with_model(frame: pd.DataFrame, store: Store, run_id: int) -> pd.DataFrame:
-    params = model_params(store, run_id)
-    frame = frame.copy()
-    frame["model"] = [perfmodel.predict(parse_case_id(c), params).cycles if m == "issue_interval_cycles" else np.nan
-                      for c, m in zip(frame.case_id, frame.metric)]
-    return frame
-
-
-def model_params(store: Store, run_id: int) -> perfmodel.Params:
-    gpu = store.run_info(run_id).gpu_name
-    return perfmodel.datasheet(gpu)
+    frame["emulated"] = frame.emulated.fillna(False).astype(bool)
+    frame = frame.sort_values(["family", "metric", "operands", "n", "case_id"], kind="stable", na_position="first")
+    return frame[["family", "case_id", "n", "operands", "metric", "unit", "launch", "value", "spread", "comparable",
+                  "paper", "paper_ratio", "paper_implied_mhz", "model", "model_ratio", "verdict", "model_verdict",
+                  "paper_inputs", "paper_table", "emulated"]].reset_index(drop=True)
 
 
 def against_model(store: Store, run_id: int, include_flagged: bool = False,
                   tolerance: float = DEFAULT_TOLERANCE) -> pd.DataFrame:
     frame = against_paper(store, run_id, include_flagged, tolerance)
-    frame = frame[frame.metric == "issue_interval_cycles"]
+    frame = frame[frame.model.notna()]
     return frame[["case_id", "metric", "unit", "value", "spread", "model", "model_ratio", "model_verdict"]]
 
 
 def against_run(store: Store, run_id: int, other: int, include_flagged: bool = False) -> pd.DataFrame:
     """nvbench-style: 'same' when the difference is within the noise of either measurement."""
     a, b = measured(store, run_id, include_flagged), measured(store, other, include_flagged)
-    keys = ["case_id", "metric", "warpgroups"]
+    keys = ["case_id", "metric", "launch"]
     frame = a.merge(b[keys + ["value", "spread"]], on=keys, suffixes=("", "_other"))
     frame = frame.rename(columns={"value_other": "other", "spread_other": "other_spread"})
     frame["ratio"] = frame.value / frame.other
     noise = np.maximum.reduce([frame.spread.fillna(0), frame.other_spread.fillna(0),
                                np.full(len(frame), RUN_NOISE_FLOOR)])
-    better = np.where(frame.metric.isin(LOWER_IS_BETTER), frame.ratio < 1, frame.ratio > 1)
+    better = np.where(frame.metric.map(registry.lower_is_better).astype(bool), frame.ratio < 1, frame.ratio > 1)
     frame["verdict"] = np.where((frame.ratio - 1).abs() <= noise, "same", np.where(better, "faster", "slower"))
-    return frame[["case_id", "metric", "warpgroups", "unit", "value", "spread", "other", "other_spread",
+    return frame[["case_id", "metric", "launch", "unit", "value", "spread", "other", "other_spread",
                   "ratio", "verdict"]]
 
 

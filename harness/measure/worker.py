@@ -6,8 +6,8 @@ waits for the result under a watchdog. When the worker reports a CUDA error, die
 silent past the watchdog, the case is stored as a fault with the reason, the worker is killed if
 need be, and a fresh one (a fresh context) measures the next case.
 
-Backends run inside the worker: "cuda" (the real GPU, harness.runner.measure_case) and "fake"
-(harness.fakegpu, a simulated GPU that lets CI drive this machinery without one). The
+Backends run inside the worker: "cuda" (the real GPU, harness.measure.runner.measure_case) and "fake"
+(harness.measure.fakegpu, a simulated GPU that lets CI drive this machinery without one). The
 HOPPER_BENCH_BACKEND environment variable picks one; "cuda" is the default.
 """
 
@@ -20,14 +20,14 @@ import signal
 import time
 from dataclasses import dataclass
 
-from harness.compile import Build
-from harness.device import DeviceInfo
+from harness.build.compile import Build
+from harness.measure.device import DeviceInfo
 from harness.errors import DeviceError, SpecError
-from harness.measurement import CaseResult, unmeasured
-from harness.runner import RunSettings
+from harness.measure.measurement import CaseResult, unmeasured
+from harness.measure.runner import RunSettings, declared_metrics
 from harness.spec import Case
 
-BACKENDS = {"cuda": "harness.worker:CudaBackend", "fake": "harness.fakegpu:FakeBackend"}
+BACKENDS = {"cuda": "harness.measure.worker:CudaBackend", "fake": "harness.measure.fakegpu:FakeBackend"}
 DEFAULT_WATCHDOG_S = 120.0  # no case of the shipped suites takes a tenth of this
 STARTUP_TIMEOUT_S = 120.0  # spawn, import CuPy, create the CUDA context
 
@@ -46,8 +46,8 @@ class CudaBackend:
         self.settings = settings
 
     def open(self, gpu_index: int) -> DeviceInfo:
-        from harness import telemetry
-        from harness.device import open_device
+        from harness.measure import telemetry
+        from harness.measure.device import open_device
 
         reader = telemetry.nvml_reader(gpu_index)
         before = _pids(reader)
@@ -60,7 +60,7 @@ class CudaBackend:
         return self.device
 
     def measure(self, case: Case, build: Build) -> CaseResult:
-        from harness.runner import measure_case
+        from harness.measure.runner import measure_case
 
         return measure_case(case, build, self.device, self.settings, self.sampler)
 
@@ -185,7 +185,7 @@ class Worker:
     def _fault(self, case: Case, build: Build | None, reason: str) -> CaseResult:
         self.stats.faults += 1
         return unmeasured(case, f"{reason}; the next case gets a fresh worker and CUDA context",
-                          build, fault=True)
+                          build, fault=True, metrics=declared_metrics(case, self.device))
 
     def _reap(self, timeout: float = 30.0) -> int | None:
         self._process.join(timeout)

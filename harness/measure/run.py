@@ -16,16 +16,16 @@ from dataclasses import dataclass
 from typing import Callable
 
 from harness import provenance
-from harness.compile import Build, compile_many
-from harness.device import DeviceInfo
+from harness.build.compile import Build, compile_many
+from harness.measure.device import DeviceInfo
 from harness.errors import DeviceError, RunInterrupted, SpecError
 from harness.families import family_of
-from harness.measurement import CaseResult
-from harness.render import render
+from harness.measure.measurement import CaseResult
+from harness.build.render import render
 from harness.spec import Case
-from harness.store import Store
+from harness.db.store import Store
 from harness.suites import select, suite_cases
-from harness.worker import Worker
+from harness.measure.worker import Worker
 
 RESUMABLE = ("interrupted", "failed")
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from harness.errors import SpecError
-from harness.references import gpu_specs
-from harness.spec import Case
+from harness.db.references import gpu_specs
+from harness.families.wgmma.cases import WgmmaCase as Case
 
 TENSOR_CORES_PER_SM = 4
 B_SMEM_HOPPER = 128.0  # bytes/cycle/SM
@@ -52,7 +52,7 @@ class Prediction:
 
 
 def datasheet(gpu: str) -> Params:
-    """Parameters from ../shared/reference/gpu_specs.csv (B_smem and L_min: Hopper's, per the article)."""
+    """Parameters from the shipped gpu_specs.csv (B_smem and L_min: Hopper's, per the article)."""
     specs = gpu_specs()
     name = GPU_ALIASES.get(gpu, gpu)
     if name not in specs:
@@ -90,7 +90,7 @@ def crossover_n(dtype_a: str, operands: str, params: Params, sparse: bool = Fals
     """The N above which the instruction is tensor-core bound (continuous). Both terms are linear in
     N, so two predictions give them: solve compute(N) = max(smem(N), L_min)."""
     def at(n: int) -> Prediction:
-        return predict(Case("wgmma", 64, n, k, dtype_a, dtype_a, "f32", operands, sparse), params)
+        return predict(Case(64, n, k, dtype_a, dtype_a, "f32", operands, sparse), params)
 
     smem_fixed = at(0).smem_cycles
     smem_per_n, compute_per_n = at(1).smem_cycles - smem_fixed, at(1).compute_cycles
@@ -172,7 +172,7 @@ def _choice(name: str, rows: int, cols: int, k: int, dtype: str, operands: str, 
     k_steps = -(-k // 16)
     n_total = max(8, -(-cols // 8) * 8)
     chunks = [min(256, n_total - start) for start in range(0, n_total, 256)]
-    predictions = [predict(Case("wgmma", 64, n, 16, dtype, dtype, "f32", operands), params) for n in chunks]
+    predictions = [predict(Case(64, n, 16, dtype, dtype, "f32", operands), params) for n in chunks]
     cycles = m_tiles * k_steps * sum(p.cycles for p in predictions)
     shape = "+".join(f"m64n{n}k16" for n in chunks)
     return Choice(name, shape, m_tiles * k_steps * len(chunks), cycles, predictions[0].bound)
@@ -195,7 +195,7 @@ def table(params: Params, n_values=(8, 16, 32, 64, 128, 256), dtype: str = "f16"
     for n in n_values:
         row = {"N": n}
         for ops in ("SS", "RS"):
-            p = predict(Case("wgmma", 64, n, 16, dtype, dtype, "f32", ops), params)
+            p = predict(Case(64, n, 16, dtype, dtype, "f32", ops), params)
             row[ops] = p.cycles
             row[f"{ops} bound"] = p.bound
         rows.append(row)

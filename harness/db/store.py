@@ -9,6 +9,7 @@ harness/migrations/ when they are opened.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import time
@@ -23,13 +24,12 @@ from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from harness import migrations
-from harness.device import DeviceInfo
+from harness.measure.device import DeviceInfo
 from harness.errors import StoreError
-from harness.families import family_of
-from harness.measurement import CaseResult
+from harness.measure.measurement import CaseResult, launch_key
 from harness.provenance import Provenance
 from harness.stats import summarize
-from harness.tables import (SCHEMA_VERSION, BuildRow, CaseRow, Device, Measurement, Meta, ReferenceFigure,
+from harness.db.tables import (SCHEMA_VERSION, BuildRow, CaseRow, Device, Measurement, Meta, ReferenceFigure,
                             Run, Sample)
 
 DEFAULT_DB = "results.db"
@@ -275,7 +275,7 @@ class Store:
         build_id = self._build_id(session, result) if result.build else None
         for metric in result.metrics:
             row = Measurement(run_id=run_id, case_pk=case_pk, build_id=build_id, metric=metric.name,
-                              unit=metric.unit, warpgroups=metric.warpgroups, ilp=metric.ilp,
+                              unit=metric.unit, launch=launch_key(metric.launch),
                               sm_clock_mhz=metric.sm_clock_mhz, valid=result.valid, status=result.status,
                               error=result.error, validation_max_error=result.validation_max_error,
                               input_distribution=result.input_distribution, notes=metric.notes,
@@ -303,10 +303,8 @@ class Store:
     def _case_pk(session: Session, case) -> int:
         row = session.scalars(select(CaseRow).where(CaseRow.case_id == case.case_id)).first()
         if row is None:
-            row = CaseRow(case_id=case.case_id, family=case.family, instruction=case.instruction,
-                          m=case.m, n=case.n, k=case.k, dtype_a=case.dtype_a, dtype_b=case.dtype_b,
-                          dtype_acc=case.dtype_acc, operands=case.operands, sparse=case.sparse,
-                          layout=family_of(case).LAYOUT)
+            row = CaseRow(case_id=case.case_id, family=case.family,
+                          params=json.dumps(case.params(), sort_keys=True), **case.columns())
             session.add(row)
             session.flush()
         return row.id
@@ -318,9 +316,11 @@ class Store:
         if row is None:
             row = BuildRow(build_hash=build.build_hash, source_hash=build.source_hash,
                            options=" ".join(build.options), nvrtc_version=build.nvrtc_version,
-                           registers=build.registers("probe_chain"), spill_bytes=build.spill_bytes("probe_chain"),
+                           registers=build.max_registers(), spill_bytes=build.spill_bytes(),
                            sass_ok=result.sass.ok if result.sass else None,
-                           sass_note=result.sass.note if result.sass else None, compile_log=build.log)
+                           sass_note=result.sass.note if result.sass else None,
+                           executes=result.sass.executes if result.sass else None,
+                           emulated=result.sass.emulated if result.sass else None, compile_log=build.log)
             session.add(row)
             session.flush()
         return row.id

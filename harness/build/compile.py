@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from harness.errors import CompileError
-from harness.render import ProbeSource
+from harness.build.render import ProbeSource
 
 NVRTC_OPTIONS = ("-arch=sm_90a", "-std=c++17", "--ptxas-options=-v")
 
@@ -51,22 +51,18 @@ class Build:
         """Registers per thread that ptxas reported for `kernel` (None if not in the log)."""
         return _ptxas_report(self.log, kernel, r"Used (\d+) registers")
 
-    def spill_bytes(self, kernel: str) -> int:
+    def spill_bytes(self, kernel: str | None = None) -> int:
+        """Spill stores + loads that ptxas reported for `kernel` (every kernel if None)."""
+        if kernel is None:
+            return sum(int(n) for n in re.findall(r"(\d+) bytes spill (?:stores|loads)", self.log))
         stores = _ptxas_report(self.log, kernel, r"(\d+) bytes spill stores") or 0
         loads = _ptxas_report(self.log, kernel, r"(\d+) bytes spill loads") or 0
         return stores + loads
 
-    def wgmma_notes(self) -> list[str]:
-        """ptxas's wgmma performance notes (C75xx), each as one line."""
-        return [line.split(":", 1)[-1].strip() for line in self.log.splitlines() if re.search(r"\(C75\d\d\)", line)]
-
-    def serialization_notes(self) -> list[str]:
-        """Notes that ptxas serialized the wgmma pipeline (C7510, C7515): the chain is not back to back.
-
-        C7519 ("warpgroup.arrive is injected") is not among them: the SASS check sees where each
-        injected WARPGROUP.ARRIVE lands and fails the case if one falls inside the HGMMA run.
-        """
-        return [n for n in self.wgmma_notes() if "(C7519)" not in n]
+    def max_registers(self) -> int | None:
+        """The most registers per thread any kernel of the build uses."""
+        used = [int(n) for n in re.findall(r"Used (\d+) registers", self.log)]
+        return max(used) if used else None
 
 
 def _ptxas_report(log: str, kernel: str, pattern: str) -> int | None:

@@ -11,7 +11,7 @@ from datetime import datetime
 from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 3  # = the number of the newest migration in harness/migrations/versions
+SCHEMA_VERSION = 4  # = the number of the newest migration in harness/migrations/versions
 
 
 class Base(DeclarativeBase):
@@ -64,20 +64,23 @@ class Run(Base):
 
 
 class CaseRow(Base):
+    """A case of any family: its parameters in `params` (JSON); the shared columns where they apply."""
+
     __tablename__ = "cases"
     id: Mapped[int] = mapped_column(primary_key=True)
     case_id: Mapped[str] = mapped_column(String(128), unique=True)
     family: Mapped[str] = mapped_column(String(32))
-    instruction: Mapped[str] = mapped_column(String(64))
-    m: Mapped[int]
-    n: Mapped[int]
-    k: Mapped[int]
-    dtype_a: Mapped[str] = mapped_column(String(8))
-    dtype_b: Mapped[str] = mapped_column(String(8))
-    dtype_acc: Mapped[str] = mapped_column(String(8))
-    operands: Mapped[str] = mapped_column(String(4))
-    sparse: Mapped[bool] = mapped_column(Boolean)
-    layout: Mapped[str] = mapped_column(String(32))
+    params: Mapped[str] = mapped_column(Text, default="{}")  # JSON: every parameter of the case
+    instruction: Mapped[str | None] = mapped_column(String(64))
+    m: Mapped[int | None]
+    n: Mapped[int | None]
+    k: Mapped[int | None]
+    dtype_a: Mapped[str | None] = mapped_column(String(8))
+    dtype_b: Mapped[str | None] = mapped_column(String(8))
+    dtype_acc: Mapped[str | None] = mapped_column(String(8))
+    operands: Mapped[str | None] = mapped_column(String(4))
+    sparse: Mapped[bool | None] = mapped_column(Boolean)
+    layout: Mapped[str | None] = mapped_column(String(32))
 
 
 class BuildRow(Base):
@@ -91,12 +94,15 @@ class BuildRow(Base):
     spill_bytes: Mapped[int | None]
     sass_ok: Mapped[bool | None] = mapped_column(Boolean)
     sass_note: Mapped[str | None] = mapped_column(Text)
+    executes: Mapped[str | None] = mapped_column(String(96))  # what the SASS check found really runs
+    emulated: Mapped[bool | None] = mapped_column(Boolean)  # the PTX instruction runs as other instructions
     compile_log: Mapped[str] = mapped_column(Text)
 
 
 class Measurement(Base):
     __tablename__ = "measurements"
-    __table_args__ = (UniqueConstraint("run_id", "case_pk", "metric", "warpgroups", "ilp"),)
+    __table_args__ = (UniqueConstraint("run_id", "case_pk", "metric", "launch",
+                                       name="uq_measurements_run_case_metric_launch"),)
     id: Mapped[int] = mapped_column(primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"), index=True)
     case_pk: Mapped[int] = mapped_column(ForeignKey("cases.id"), index=True)
@@ -110,8 +116,7 @@ class Measurement(Base):
     stdev: Mapped[float | None] = mapped_column(Float)
     spread: Mapped[float | None] = mapped_column(Float)  # IQR / median
     n_samples: Mapped[int] = mapped_column(Integer, default=0)
-    warpgroups: Mapped[int] = mapped_column(Integer, default=1)  # per SM
-    ilp: Mapped[int] = mapped_column(Integer, default=1)  # independent accumulators per warpgroup
+    launch: Mapped[str] = mapped_column(Text, default="{}")  # JSON launch key (measurement.launch_key)
     sm_clock_mhz: Mapped[float | None] = mapped_column(Float)  # measured in the kernel
     valid: Mapped[bool] = mapped_column(Boolean)
     status: Mapped[str] = mapped_column(String(8))  # valid, invalid (SASS/validation), fault (crash/hang)

@@ -69,7 +69,7 @@ def collect(sample: Callable[[], float], policy: TimingPolicy) -> Collected:
 
 @dataclass(frozen=True)
 class Records:
-    """Per-warpgroup timing records of one launch."""
+    """Timing records of one launch, one per issuing unit (a warp or a group of warps; ptx/common.cuh)."""
 
     clk_start: np.ndarray
     clk_stop: np.ndarray
@@ -79,7 +79,7 @@ class Records:
 
     @classmethod
     def from_words(cls, words: np.ndarray) -> "Records":
-        """Parse the records; a record still holding the -1 poison means a warpgroup never wrote it."""
+        """Parse the records; a record still holding the -1 poison means a unit never wrote it."""
         table = np.asarray(words, dtype=np.int64).reshape(-1, RECORD_WORDS)
         if (table == -1).any():
             missing = int((table == -1).any(axis=1).sum())
@@ -91,7 +91,7 @@ class Records:
         return self.clk_stop - self.clk_start
 
     def sm_clock_mhz(self) -> float:
-        """Median over warpgroups of cycles / nanoseconds: the SM clock while the probe ran."""
+        """Median over units of cycles / nanoseconds: the SM clock while the probe ran."""
         ns = (self.ns_stop - self.ns_start).astype(np.float64)
         valid = ns > 0
         return float(np.median(self.cycles[valid] / ns[valid]) * 1e3) if valid.any() else float("nan")

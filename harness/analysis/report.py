@@ -1,0 +1,242 @@
+"""`bench report`: a run against the paper and the models, as Markdown and self-contained HTML
+with PNG figures, under reports/<gpu>-<date>-run<N>/.
+
+The shared sections (summary, the paper, rates by family, disagreements, provenance) read the
+metric registry; each family of the run adds its own sections (Family.figures).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from harness import output
+from harness.analysis import compare as comparing
+from harness.db.store import Store
+from harness.families import FAMILIES
+
+TENSOR_UNITS = ("FLOP/cycle/SM", "OP/cycle/SM")
+
+
+@dataclass(frozen=True)
+class Report:
+    directory: Path
+    markdown: Path
+    html: Path
+    figures: list[Path]
+
+
+@dataclass(frozen=True)
+class ReportContext:
+    """What a family's figures(context) may read: the run's measurements (every launch) and where to write."""
+
+    store: Store
+    run_id: int
+    gpu: str
+    directory: Path
+    measured: pd.DataFrame
+    against: pd.DataFrame
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def _run_facts(store: Store, run_id: int) -> dict:
+    run = store.query(f"""SELECT r.*, d.name AS gpu, d.sm_count, d.uuid, d.max_sm_clock_mhz, d.power_limit_w
+                          FROM runs r LEFT JOIN devices d ON d.id = r.device_id WHERE r.id = {int(run_id)}""").iloc[0]
+    stats = store.query(f"""SELECT COUNT(DISTINCT case_id) AS cases,
+            COUNT(DISTINCT CASE WHEN status = 'invalid' THEN case_id END) AS invalid,
+            COUNT(DISTINCT CASE WHEN status = 'fault' THEN case_id END) AS faults,
+            MIN(sm_clock_mhz) AS clock_min, MAX(sm_clock_mhz) AS clock_max,
+            MAX(power_w) AS power_max, MAX(temperature_c) AS temp_max,
+            SUM(flagged) AS flagged, SUM(power_capped) AS power_capped, COUNT(*) AS measurements,
+            SUM(CASE WHEN nvml_sm_clock_mhz IS NOT NULL THEN 1 ELSE 0 END) AS with_telemetry
+            FROM results WHERE run_id = {int(run_id)}""").iloc[0]
+    return {**run.to_dict(), **stats.to_dict()}
+
+
+def _paper_table(against: pd.DataFrame) -> pd.DataFrame:
+    rows = against[against.paper.notna()].copy()
+    rows["measured"] = rows.value.round(2)
+    rows["scaled to H800"] = np.where(rows.metric == "throughput_tflops", rows.comparable.round(1), np.nan)
+    rows["ratio"] = rows.paper_ratio.round(3)
+    rows["paper implies MHz"] = rows.paper_implied_mhz.round(0)
+    rows["emulated"] = np.where(rows.emulated, "emulated", "")
+    return rows[["case_id", "metric", "measured", "scaled to H800", "paper", "ratio", "paper implies MHz", "verdict",
+                 "emulated"]]
+
+
+def rates_by_family(store: Store, gpu: str, include_flagged: bool = False) -> pd.DataFrame:
+    """Per input type, the best tensor work per cycle per SM of each family on this GPU, anywhere in the
+    database (any run): how much of the tensor core each instruction family reaches."""
+    flagged = "" if include_flagged else "AND NOT flagged"
+    frame = store.query(f"""SELECT family, dtype_a, case_id, value, unit, emulated FROM results
+                           WHERE gpu_name = '{gpu.replace("'", "''")}' AND metric = 'sm_throughput' AND valid {flagged}
+                           AND value IS NOT NULL AND unit IN {TENSOR_UNITS}""")
+    if frame.empty:
+        return frame
+    best = frame.sort_values("value", ascending=False, kind="stable").groupby(["dtype_a", "family"], as_index=False).first()
+    best["of the best family"] = (best.value / best.groupby("dtype_a").value.transform("max")).round(3)
+    best["emulated"] = best.emulated.fillna(False).astype(bool)
+    best["value"] = best.value.round(1)
+    return best.rename(columns={"value": "best per SM per cycle"})[
+        ["dtype_a", "family", "best per SM per cycle", "unit", "of the best family", "emulated", "case_id"]]
+
+
+def build(store: Store, run_id: int | None = None, root: Path = Path("reports"),
+          include_flagged: bool = False) -> Report:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    run_id = comparing.default_run(store) if run_id is None else run_id
+    store.run_info(run_id)  # StoreError naming the runs there are
+    facts = _run_facts(store, run_id)
+    date = str(facts["started_at"])[:10]
+    directory = Path(root) / f"{_slug(facts['gpu'] or 'unknown-gpu')}-{date}-run{run_id}"
+    directory.mkdir(parents=True, exist_ok=True)
+    against = comparing.against_paper(store, run_id, include_flagged)
+    measured = comparing.measured(store, run_id, include_flagged)
+    ctx = ReportContext(store, run_id, facts["gpu"] or "", directory, measured, against)
+    family_sections = []
+    for name in sorted(set(measured.family)):
+        family = FAMILIES.get(name)
+        if family is not None and hasattr(family, "figures"):
+            family_sections += family.figures(ctx)
+    sections = _sections(store, run_id, facts, against, family_sections, include_flagged)
+    figures = [body for _, _, body in sections if isinstance(body, Path)]
+    markdown = directory / "report.md"
+    markdown.write_text(_markdown(sections, facts, run_id, store.url))
+    page = directory / "report.html"
+    page.write_text(_html(sections, facts, run_id, store.url))
+    return Report(directory, markdown, page, figures)
+
+
+def _sections(store: Store, run_id: int, facts: dict, against: pd.DataFrame, family_sections: list,
+              include_flagged: bool) -> list:
+    """[(heading, text paragraphs, Path | DataFrame | None)] shared by the Markdown and the HTML."""
+    disagree = against[(against.verdict == "DISAGREES") | (against.model_verdict == "DISAGREES")]
+    summary = [f"{int(facts['cases'])} cases in {', '.join(sorted(set(against.family)) or ['no family'])}; "
+               f"{int(facts['invalid'])} invalid, {int(facts['faults'])} faults."]
+    for metric, rows in against[against.paper.notna()].groupby("metric"):
+        agree = (rows.verdict == "agrees").sum()
+        summary.append(f"{metric}: {agree} of {len(rows)} cases with a paper figure agree with the paper's H800 PCIe "
+                       "within the measurement's spread plus 3 %.")
+    tput = against[(against.metric == "throughput_tflops") & against.paper.notna()]
+    if len(tput):
+        implied = tput.paper_implied_mhz
+        summary.append(
+            f"Throughput: scaled to the H800 PCIe (114 SMs, 1755 MHz), this GPU's TFLOPS are "
+            f"{tput.paper_ratio.min():.2f}..{tput.paper_ratio.max():.2f} times the paper's figures. "
+            f"Where the cycle figures agree, the difference is the clock: at this GPU's measured work per cycle "
+            f"the paper's numbers imply an SM clock of {implied.min():.0f}..{implied.max():.0f} MHz on the "
+            "power-limited H800 PCIe (350 W), which the paper does not report.")
+    emulated = sorted(set(against[against.emulated].case_id))
+    if emulated:
+        summary.append(f"{len(emulated)} cases are emulated on this GPU (no native instruction: the SASS check found "
+                       "other instructions doing the work); their rates are marked and are not tensor-core rates.")
+    if facts.get("with_telemetry"):
+        summary.append(
+            f"GPU state (NVML, during every measurement): SM clock in the kernel {facts['clock_min']:.0f}.."
+            f"{facts['clock_max']:.0f} MHz, power up to {facts['power_max']:.0f} W, temperature up to "
+            f"{facts['temp_max']:.0f} C; {int(facts['flagged'] or 0)} of {int(facts['measurements'])} measurements "
+            f"flagged (thermal/hardware throttling or another process), {int(facts['power_capped'] or 0)} saw the "
+            "software power cap (recorded, not flagged: cycle metrics do not depend on the clock).")
+    else:
+        summary.append("This run predates per-measurement NVML telemetry (schema 2): its GPU state was not recorded.")
+    provenance = pd.DataFrame([
+        ("GPU", f"{facts['gpu']} ({facts['sm_count']} SMs, {facts['uuid']})"),
+        ("run", f"{run_id}: suite {facts['suite']}, {facts['status']}, {int(facts['cases'])} cases, "
+                f"{int(facts['invalid'])} invalid, {int(facts['faults'])} faults"),
+        ("started", str(facts["started_at"])[:19] + " UTC"),
+        ("clocks", f"max SM {facts['max_sm_clock_mhz']} MHz (not locked); measured in kernels "
+                   f"{facts['clock_min']:.0f}..{facts['clock_max']:.0f} MHz; power limit {facts['power_limit_w']} W"),
+        ("software", f"driver {facts['driver_version']}, CUDA {facts['cuda_driver_version']}, NVRTC "
+                     f"{facts['nvrtc_version']}, CuPy {facts['cupy_version']}, Python {facts['python_version']}, "
+                     f"hopper-bench {facts['harness_version']}"),
+        ("commit", f"{facts['git_commit']}{' (dirty)' if facts['git_dirty'] else ''}"),
+        ("command", facts["command_line"]),
+    ], columns=["", "value"])
+    disagree_table = disagree[["case_id", "metric", "value", "comparable", "paper", "paper_ratio", "model",
+                               "model_ratio", "verdict", "model_verdict"]].round(3).dropna(axis=1, how="all")
+    rates = rates_by_family(store, facts["gpu"] or "", include_flagged)
+    rates_text = ["The best work per cycle per SM of each instruction family for each input type, over every run "
+                  "of this GPU in the database. An emulated instruction's rate is what its replacement "
+                  "instructions deliver, not a tensor-core rate."]
+    return [
+        ("Summary", summary, None),
+        *family_sections,
+        ("Against the paper (H800 PCIe, arXiv 2402.13499)", [], _paper_table(against)),
+        ("Tensor-core rates by family", rates_text, rates if len(rates) else None),
+        ("Disagreements", ["Rows where the measurement and the paper or the datasheet model differ by more than "
+                           "the measurement's spread plus 3 %." if len(disagree) else "None."],
+         disagree_table if len(disagree) else None),
+        ("Provenance", [], provenance),
+    ]
+
+
+def _footer(url: str) -> str:
+    return f"Generated by `bench report`; every number comes from {url}."
+
+
+def _markdown(sections, facts, run_id, url) -> str:
+    lines = [f"# {facts['gpu']}: run {run_id} against the paper and the model", ""]
+    for heading, paragraphs, body in sections:
+        lines += [f"## {heading}", ""]
+        if heading == "Summary":
+            lines += [f"- {text}" for text in paragraphs] + [""]
+        else:
+            for text in paragraphs:
+                lines += [text, ""]
+        if isinstance(body, Path):
+            lines += [f"![{heading}]({body.name})", ""]
+        elif body is not None:
+            lines += [output.markdown(body), ""]
+    lines.append(_footer(url))
+    return "\n".join(lines) + "\n"
+
+
+def _html_table(frame: pd.DataFrame) -> str:
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    rows = []
+    for row in frame.itertuples(index=False):
+        cells = []
+        for value in row:
+            text = output._cell(value)
+            cls = ' class="bad"' if text == "DISAGREES" else ' class="good"' if text == "agrees" else ""
+            cells.append(f"<td{cls}>{html.escape(text)}</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+CSS = """body{font:15px/1.5 system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
+h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.8em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:13px;margin:.5em 0;display:block;overflow-x:auto}
+th,td{border:1px solid #ddd;padding:3px 7px;text-align:left;white-space:nowrap}th{background:#f4f4f4}
+td.bad{color:#b00;font-weight:600}td.good{color:#070}img{max-width:100%;height:auto}
+li{margin:.3em 0}footer{margin-top:3em;color:#777;font-size:13px}"""
+
+
+def _html(sections, facts, run_id, url) -> str:
+    title = html.escape(f"{facts['gpu']}: run {run_id} against the paper and the model")
+    parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{title}</title>"
+             f"<style>{CSS}</style></head><body><h1>{title}</h1>"]
+    for heading, paragraphs, body in sections:
+        parts.append(f"<h2>{html.escape(heading)}</h2>")
+        if heading == "Summary":
+            parts.append("<ul>" + "".join(f"<li>{html.escape(t)}</li>" for t in paragraphs) + "</ul>")
+        else:
+            parts += [f"<p>{html.escape(t)}</p>" for t in paragraphs]
+        if isinstance(body, Path):
+            data = base64.b64encode(body.read_bytes()).decode()
+            parts.append(f"<img alt='{html.escape(heading)}' src='data:image/png;base64,{data}'>")
+        elif body is not None:
+            parts.append(_html_table(body))
+    parts.append(f"<footer>{html.escape(_footer(url))}</footer></body></html>")
+    return "\n".join(parts)

@@ -1,0 +1,111 @@
+"""Disassemble a cubin and check it against the family's SASS expectation (harness/families/base.py).
+
+For each kernel the expectation names: the measured loop must hold the expected number of the
+instruction that really runs (HGMMA, HMMA, LDSM, ...), with none of the forbidden instructions
+(waits, fences, memory operations) between the first and the last of them, no spills, and no
+ptxas note that the family says invalidates the case (e.g. a serialized chain). What really runs
+is recorded with the check, and whether the PTX instruction is emulated by other instructions.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import HarnessError
+
+_SECTION = re.compile(r"^\s*\.section\s+\.text\.(\w+)")
+_INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;")
+
+
+def find_nvdisasm() -> str:
+    """nvdisasm from PATH, CUDA_HOME, or the nvidia-cuda-nvdisasm wheel."""
+    candidates = [shutil.which("nvdisasm")]
+    if os.environ.get("CUDA_HOME"):
+        candidates.append(str(Path(os.environ["CUDA_HOME"]) / "bin" / "nvdisasm"))
+    site = Path(sysconfig.get_paths()["purelib"]) / "nvidia"
+    candidates += [str(p) for p in sorted(site.glob("cu*/bin/nvdisasm"))]
+    for candidate in candidates:
+        if candidate and Path(candidate).is_file():
+            return candidate
+    raise HarnessError("nvdisasm not found: install the nvidia-cuda-nvdisasm wheel or put CUDA's bin on PATH")
+
+
+def disassemble(cubin: Path) -> dict[str, list[str]]:
+    """Instructions of every kernel in `cubin`, by kernel name."""
+    result = subprocess.run([find_nvdisasm(), "-c", str(cubin)], capture_output=True, text=True)
+    if result.returncode:
+        raise HarnessError(f"nvdisasm failed on {cubin}: {result.stderr.strip()}")
+    functions: dict[str, list[str]] = {}
+    current = None
+    for line in result.stdout.splitlines():
+        if match := _SECTION.match(line):
+            current = functions.setdefault(match.group(1), [])
+        elif current is not None and (match := _INSTRUCTION.search(line)):
+            current.append(match.group(1))
+    return functions
+
+
+@dataclass(frozen=True)
+class SassCheck:
+    ok: bool
+    note: str
+    executes: str | None = None  # what really runs per PTX instruction
+    emulated: bool = False
+
+
+def _count(instructions: list[str], expected) -> list[int]:
+    return [i for i, ins in enumerate(instructions)
+            if ins.split(" ", 1)[0] == expected.mnemonic and not ins.startswith(expected.exclude)]
+
+
+def check_kernel(instructions: list[str], expected) -> tuple[bool, str]:
+    """`expected` (KernelExpectation): the count of its mnemonic, nothing forbidden between them."""
+    positions = _count(instructions, expected)
+    if len(positions) != expected.count:
+        opcodes = sorted({ins.split(" ", 1)[0] for ins in instructions if ins.split(".", 1)[0].endswith("MMA")
+                          or ins.startswith(expected.mnemonic.split(".", 1)[0])})
+        return False, (f"expected {expected.count} x {expected.mnemonic}, found {len(positions)} "
+                       f"({', '.join(opcodes) or 'none of its kind'})")
+    if not positions:
+        return True, "none expected"
+    between = instructions[positions[0]:positions[-1] + 1]
+    stalls = [ins for ins in between if ins.startswith(expected.forbidden)] if expected.forbidden else []
+    if stalls:
+        return False, (f"{len(stalls)} forbidden instructions between the {expected.mnemonic} ({stalls[0]}): "
+                       "the measured sequence is not back to back")
+    return True, f"{expected.count} x {expected.mnemonic} back to back"
+
+
+def ptxas_notes(log: str) -> list[str]:
+    """ptxas performance notes (codes like C7515), each as one line, without the function name."""
+    return sorted({line.split(":", 1)[-1].split(" in function")[0].strip()
+                   for line in log.splitlines() if re.search(r"\(C\d{4}\)", line)})
+
+
+def check(build, expectation) -> SassCheck:
+    """The whole check of one build against the family's SassExpectation."""
+    kernels = disassemble(build.cubin_path)
+    ok, notes = True, []
+    for kernel, expected in expectation.kernels.items():
+        good, note = check_kernel(kernels.get(kernel, []), expected)
+        ok &= good
+        notes.append(f"{kernel}: {note}")
+    spills = sum(build.spill_bytes(k) for k in expectation.spill_kernels)
+    if expectation.spill_kernels:
+        ok &= spills == 0
+        notes.append(f"spills: {spills} B")
+    found = ptxas_notes(build.log)
+    bad = [n for n in found if any(f"({code})" in n for code in expectation.invalidating_notes)]
+    if found:
+        notes.append("ptxas: " + " | ".join(found))
+    if bad:
+        ok = False
+    if expectation.emulated:
+        notes.append(f"emulated: {expectation.executes}")
+    return SassCheck(ok, "; ".join(notes), expectation.executes, expectation.emulated)

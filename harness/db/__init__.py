@@ -1,0 +1,1 @@
+"""db stage (docs/architecture.md)."""

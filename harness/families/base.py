@@ -1,0 +1,108 @@
+"""The Family protocol: every question the shared stages ask about an instruction family.
+
+A family is one object (docs/architecture.md, "Families as plug-ins"). The shared stages (build,
+measure, db, analysis) call it and never branch on its name; a new family is a new package under
+harness/families/ plus one line in the registry (harness/families/__init__.py).
+
+    question                              member
+    which cases, which suites, ids        cases(), suites(), parse(id), check(case), id_prefixes
+    the probe source                      template, template_params(case)
+    what the SASS must show               sass_expectation(case)
+    correctness                           inputs(case, rng), checks(case, inputs), decode(case, words),
+                                          output_words(case)
+    what to measure and how               plan(case, device) -> method specs (harness/measure/methods.py),
+                                          work(case), peak(case)
+    what people read                      describe(case) (bench show), headline(metric), notes(case)
+    optional                              model (an analytical model: prior, predict, fit),
+                                          figures(context) (report sections)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
+
+import numpy as np
+
+from harness.spec import Case
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What a probe reads (`buffer`, copied to the GPU) and what its reference needs (`values`)."""
+
+    buffer: np.ndarray  # uint8
+    values: dict[str, np.ndarray]  # the operands as exact float64/int64 arrays (A, B, a tile, ...)
+    distribution: str  # how the values were drawn, stored with every measurement
+
+
+@dataclass(frozen=True)
+class Check:
+    """One validation launch: kernel `kernel`, one block of `threads` threads, `iters`, a timing buffer
+    of `timing_words`; its decoded output must equal `expected` within `tolerance` (absolute)."""
+
+    kernel: str
+    threads: int
+    iters: int
+    timing_words: int
+    expected: np.ndarray
+    tolerance: np.ndarray | float
+    label: str
+
+
+@dataclass(frozen=True)
+class KernelExpectation:
+    """What one kernel's SASS must hold: `count` x an instruction starting with `mnemonic`, and none of
+    `forbidden` (prefixes) between the first and the last of them."""
+
+    mnemonic: str
+    count: int
+    forbidden: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()  # instruction prefixes that share the mnemonic but do not count
+
+
+@dataclass(frozen=True)
+class SassExpectation:
+    kernels: dict[str, KernelExpectation]
+    executes: str  # what really runs per PTX instruction, e.g. "HMMA.16816.F32" or "F2FP + 2x HMMA.16816.F32"
+    emulated: bool = False  # no native instruction: the rate is not a tensor-core rate
+    invalidating_notes: tuple[str, ...] = ()  # ptxas note codes (e.g. C7510) that invalidate the case
+    spill_kernels: tuple[str, ...] = ()  # kernels that must not spill
+
+
+@dataclass(frozen=True)
+class Work:
+    """Work per instruction per issuing unit: FLOP (OP for integer and bit types) or bytes."""
+
+    amount: float
+    unit: str  # "FLOP", "OP" or "B"
+
+
+class Family(Protocol):
+    name: str
+    description: str
+    id_prefixes: tuple[str, ...]
+    example_id: str
+    template: str  # file name under ptx/
+
+    def cases(self) -> list[Case]: ...
+    def suites(self) -> dict[str, "Suite"]: ...
+    def parse(self, case_id: str) -> Case: ...
+    def check(self, case: Case) -> None: ...
+    def template_params(self, case: Case) -> dict[str, object]: ...
+    def sass_expectation(self, case: Case) -> SassExpectation: ...
+    def inputs(self, case: Case, rng: np.random.Generator) -> Inputs: ...
+    def checks(self, case: Case, inputs: Inputs) -> list[Check]: ...
+    def decode(self, case: Case, words: np.ndarray) -> np.ndarray: ...
+    def output_words(self, case: Case) -> int: ...
+    def plan(self, case: Case, device) -> list: ...
+    def work(self, case: Case) -> Work: ...
+    def peak(self, case: Case) -> float | None: ...
+    def describe(self, case: Case) -> list[str]: ...
+    def headline(self, metric: str) -> dict | None: ...
+
+
+@dataclass(frozen=True)
+class Suite:
+    description: str
+    make: Callable[[], list[Case]] = field(repr=False)

@@ -1,0 +1,3 @@
+"""mma.sync / mma.sp (warp-level MMA) and the ldmatrix/stmatrix fragment loaders."""
+FAMILY = None
+LOADERS = None

@@ -1,0 +1,228 @@
+"""wgmma.mma_async (sm_90a): the Family object (harness/families/base.py) for warpgroup MMA.
+
+Cases, ids and legality: cases.py. Shared-memory descriptors: descriptors.py. Register fragments:
+fragments.py. The analytical model and its fit: model.py, fitting.py. Report figures: figures.py.
+Probe template: ptx/wgmma.cu.in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from harness import dtypes
+from harness.errors import SpecError
+from harness.families.base import Check, Inputs, KernelExpectation, SassExpectation, Suite, Work
+from harness.families.wgmma import cases as _cases
+from harness.families.wgmma.cases import LAYOUT, M, OPERAND_MODES, WgmmaCase
+from harness.families.wgmma.descriptors import KMajorLayout
+from harness.families.wgmma.fragments import (WARPGROUP_THREADS, a_fragment_words, accumulator_registers,
+                                              gather_accumulators)
+from harness.measure.methods import BracketedLatency, ChainSlope, OccupancySweep, SweepPoint
+from harness.spec import PLANTED_FAULTS
+
+# wgmma issued per unrolled loop body of the chain kernel. ptxas places one WARPGROUP.ARRIVE at
+# the head of each body (reported by the SASS check); 16 amortises it while keeping compiles quick.
+UNROLL = 16
+MAX_WARPGROUPS_PER_SM = 4  # 512 threads: what 4 SM sub-partitions issue from
+PAPER_N = (8, 16, 32, 64, 128, 256)  # the N values of the paper's wgmma tables
+# Dense tensor-core work per SM per cycle (4 tensor cores x 1024 FLOP for 16-bit inputs).
+# Source: datasheet arithmetic, H100 SXM 989.4 TFLOPS / (528 tensor cores x 1830 MHz) = 1024.
+DENSE_FLOP_PER_SM_PER_CYCLE = {"f16": 4096, "bf16": 4096}
+
+
+def layouts(case: WgmmaCase) -> tuple[KMajorLayout | None, KMajorLayout]:
+    """Shared-memory layouts of A (None in RS mode) and B (N x K, K-major)."""
+    element_bytes = dtypes.size_bytes(case.dtype_a)
+    a = KMajorLayout(M, case.k, element_bytes) if case.operands == "SS" else None
+    return a, KMajorLayout(case.n, case.k, element_bytes)
+
+
+def descriptors(case: WgmmaCase):
+    """(A descriptor or None, B descriptor), start addresses relative to the shared buffer."""
+    a, b = layouts(case)
+    a_bytes = a.size_bytes if a else 0
+    return (a.descriptor(0) if a else None), b.descriptor(a_bytes)
+
+
+def _quick() -> list[WgmmaCase]:
+    return [c for c in _cases.cases() if c.n in PAPER_N and c.dtype_a == "f16" and c.dtype_acc == "f32"]
+
+
+def _faults() -> list[WgmmaCase]:
+    """wgmma-quick with a faulting copy of every fourth case planted after it: the run must store
+    each fault against its case and measure every other case (crash isolation self-test)."""
+    cases, faults = [], iter(PLANTED_FAULTS)
+    for i, case in enumerate(_quick()):
+        cases.append(case)
+        if i % 4 == 1 and (fault := next(faults, None)):
+            cases.append(replace(case, fault=fault))
+    return cases
+
+
+class WgmmaFamily:
+    name = "wgmma"
+    description = "wgmma.mma_async: warpgroup MMA from shared memory (SS) or registers (RS)"
+    id_prefixes = ("wgmma.",)
+    example_id = "wgmma.mma_async.m64n128k16.f32.f16.f16.SS"
+    template = "wgmma.cu.in"
+
+    cases = staticmethod(_cases.cases)
+    parse = staticmethod(_cases.parse)
+    check = staticmethod(_cases.check)
+
+    def suites(self) -> dict[str, Suite]:
+        return {
+            "wgmma": Suite("dense wgmma m64nNk16: f16 (f32 and f16 accumulate) and bf16, N = 8..256, SS and RS",
+                           _cases.cases),
+            "wgmma-quick": Suite("f16 inputs, f32 accumulate, SS and RS, at the paper's N = 8, 16, 32, 64, 128, 256",
+                                 _quick),
+            "faults": Suite("self-test: wgmma-quick with planted faulting probes (trap, out-of-bounds store, "
+                            "endless loop); expect 3 faults and 12 valid cases", _faults),
+        }
+
+    # -- the probe -------------------------------------------------------------------------------
+
+    def template_params(self, case: WgmmaCase) -> dict[str, object]:
+        self.check(case)
+        acc_regs = accumulator_registers(case.n, case.dtype_acc)
+        a_layout, b_layout = layouts(case)
+        desc_a, desc_b = descriptors(case)
+        d_constraints = ", ".join(f'"+r"(d[{i}])' for i in range(acc_regs))
+        if case.operands == "SS":
+            a_regs, a_operand, a_constraints = 0, f"%{acc_regs}", '"l"(desc_a)'
+            immediates = "1, 1, 0, 0"  # imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b
+        else:
+            a_regs = 4
+            a_operand = "{" + ", ".join(f"%{acc_regs + i}" for i in range(a_regs)) + "}"
+            a_constraints = ", ".join(f'"r"(a[{i}])' for i in range(a_regs))
+            immediates = "1, 1, 0"  # imm-scale-a, imm-scale-b, imm-trans-b
+        return {
+            "instruction": f"wgmma.mma_async.sync.aligned.{case.shape}.{case.dtype_acc}.{case.dtype_a}.{case.dtype_b}",
+            "acc_regs": acc_regs,
+            "a_regs": a_regs,
+            "smem_a_bytes": a_layout.size_bytes if a_layout else 0,
+            "smem_b_bytes": b_layout.size_bytes,
+            "unroll": UNROLL,
+            "desc_a": f"0x{desc_a.encode():016x}" if desc_a else "0x0",
+            "desc_b": f"0x{desc_b.encode():016x}",
+            "d_operands": ", ".join(f"%{i}" for i in range(acc_regs)),
+            "d_constraints": d_constraints,
+            "a_operand": a_operand,
+            "a_constraints": a_constraints,
+            "b_operand_index": acc_regs + (1 if case.operands == "SS" else a_regs),
+            "immediates": immediates,
+        }
+
+    def sass_expectation(self, case: WgmmaCase) -> SassExpectation:
+        """HGMMA of the case's shape and types; in the chain, UNROLL of them with no WARPGROUP.DEPBAR
+        (a wait) or WARPGROUP.ARRIVE (a fence) between them. wgmma.commit_group compiles to an HGMMA
+        into RZ, which does not count. ptxas notes C7510/C7515 say it serialized the chain."""
+        suffix = ".BF16" if case.dtype_a == "bf16" else ""
+        mnemonic = f"HGMMA.64x{case.n}x16.{case.dtype_acc.upper()}{suffix}"
+        rz = (f"{mnemonic} RZ,",)
+        chain = KernelExpectation(mnemonic, UNROLL, ("WARPGROUP.DEPBAR", "WARPGROUP.ARRIVE"), rz)
+        return SassExpectation({"probe_chain": chain, "probe_latency": KernelExpectation(mnemonic, 1, (), rz)},
+                               executes=mnemonic, invalidating_notes=("C7510", "C7515"),
+                               spill_kernels=("probe_chain", "probe_latency"))
+
+    # -- correctness -----------------------------------------------------------------------------
+
+    def inputs(self, case: WgmmaCase, rng: np.random.Generator, pattern: str = "random") -> Inputs:
+        """Inputs laid out as the descriptors and fragments say.
+
+        pattern="random": standard normal values rounded to the dtype (never zeros alone: their power
+        and clock differ). pattern="index": small distinct values that make a layout bug readable.
+        """
+        if pattern == "random":
+            a = dtypes.round_to(case.dtype_a, rng.standard_normal((M, case.k)))
+            b = dtypes.round_to(case.dtype_b, rng.standard_normal((case.n, case.k)))
+            distribution = f"normal(0,1) rounded to {case.dtype_a}"
+        elif pattern == "index":
+            a = np.fromfunction(lambda i, k: (i % 8) + k / 16, (M, case.k))
+            b = np.fromfunction(lambda j, k: ((j + k) % 4) / 4, (case.n, case.k))
+            distribution = "index pattern"
+        else:
+            raise SpecError(f"unknown input pattern {pattern!r}: expected random or index")
+        a_bits, b_bits = dtypes.encode(case.dtype_a, a), dtypes.encode(case.dtype_b, b)
+        a_layout, b_layout = layouts(case)
+        parts = []
+        if a_layout:
+            parts.append(a_layout.image(a_bits))
+        parts.append(b_layout.image(b_bits))
+        if case.operands == "RS":
+            parts.append(a_fragment_words(a_bits).view(np.uint8).ravel())
+        return Inputs(np.concatenate(parts), {"a": a, "b": b}, distribution)
+
+    @staticmethod
+    def reference(case: WgmmaCase, inputs: Inputs) -> np.ndarray:
+        """D = A @ B in float64 (B is stored N x K)."""
+        return inputs.values["a"] @ inputs.values["b"].T
+
+    def tolerance(self, case: WgmmaCase, inputs: Inputs) -> np.ndarray:
+        """Absolute tolerance per element: 2K roundings of the accumulator on sum |a||b|, plus one on |D|.
+
+        Tensor cores need not round like IEEE adds, so allow each of the K accumulations a full ulp.
+        Products of two 16-bit values are exact in f32.
+        """
+        u = dtypes.unit_roundoff(case.dtype_acc)
+        magnitude = np.abs(inputs.values["a"]) @ np.abs(inputs.values["b"]).T
+        return 2 * case.k * u * magnitude + u * np.abs(self.reference(case, inputs))
+
+    def checks(self, case: WgmmaCase, inputs: Inputs) -> list[Check]:
+        """One wgmma (the latency kernel) must give A.B; one chain body must give UNROLL x A.B."""
+        ref, tol = self.reference(case, inputs), self.tolerance(case, inputs)
+        return [Check("probe_latency", WARPGROUP_THREADS, 1, WARPGROUP_THREADS, ref, tol, "D (one wgmma)"),
+                Check("probe_chain", WARPGROUP_THREADS, UNROLL, 5, UNROLL * ref, UNROLL * tol,
+                      f"D (chain of {UNROLL})")]
+
+    def output_words(self, case: WgmmaCase) -> int:
+        """32-bit words the kernel writes: every thread's accumulator registers of one warpgroup."""
+        return WARPGROUP_THREADS * accumulator_registers(case.n, case.dtype_acc)
+
+    def decode(self, case: WgmmaCase, words: np.ndarray) -> np.ndarray:
+        regs = accumulator_registers(case.n, case.dtype_acc)
+        bits = gather_accumulators(words.reshape(WARPGROUP_THREADS, regs), case.n, case.dtype_acc)
+        return dtypes.decode(case.dtype_acc, bits)
+
+    # -- measurement -----------------------------------------------------------------------------
+
+    def work(self, case: WgmmaCase) -> Work:
+        return Work(2 * case.m * case.n * case.k, "FLOP")
+
+    def peak(self, case: WgmmaCase) -> float:
+        return DENSE_FLOP_PER_SM_PER_CYCLE[case.dtype_a]
+
+    def plan(self, case: WgmmaCase, device=None) -> list:
+        """The issue interval of one warpgroup's chain; fence+wgmma+commit+wait against the same
+        without the wgmma; and every SM with 1..4 warpgroups each (CUDA events and clock64)."""
+        one = {"warpgroups": 1, "ilp": 1}
+        sweep = tuple(SweepPoint("probe_chain", w, 1, {"warpgroups": w, "ilp": 1})
+                      for w in range(1, MAX_WARPGROUPS_PER_SM + 1))
+        return [ChainSlope("issue_interval_cycles", "probe_chain", WARPGROUP_THREADS, unroll=UNROLL, launch=one),
+                BracketedLatency("probe_latency", "probe_latency_empty", WARPGROUP_THREADS,
+                                 "fence+commit+wait_group 0 without the wgmma", launch=one),
+                OccupancySweep(sweep, WARPGROUP_THREADS, UNROLL, whole_gpu=True, stop_on="time")]
+
+    def headline(self, metric: str) -> dict | None:
+        """The launch whose value stands for the case where a metric has several (the paper's)."""
+        return {"warpgroups": 1, "ilp": 1}
+
+    def describe(self, case: WgmmaCase) -> list[str]:
+        return [f"{name}: " + (d.describe() if d else "registers (RS mode)")
+                for name, d in zip(("A", "B"), descriptors(case))]
+
+    @property
+    def model(self):
+        from harness.families.wgmma.fitting import WgmmaModel
+
+        return WgmmaModel()
+
+    def figures(self, context) -> list:
+        from harness.families.wgmma.figures import figures
+
+        return figures(context)
+
+
+FAMILY = WgmmaFamily()

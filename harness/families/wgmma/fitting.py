@@ -1,0 +1,74 @@
+"""The wgmma model as the Family's `model` (harness/families/base.py): datasheet prior, prediction,
+and the least-squares fit to a run (per input/accumulator dtype)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import pandas as pd
+
+from harness.errors import SpecError
+from harness.families.wgmma import model as perfmodel
+from harness.families.wgmma.cases import parse
+
+
+@dataclass(frozen=True)
+class FitReport:
+    gpu: str
+    fits: dict[str, perfmodel.Fit]  # by "dtype_a/dtype_acc"
+    prior: perfmodel.Params
+
+    @property
+    def parameters(self) -> pd.DataFrame:
+        rows = []
+        for key, fit in self.fits.items():
+            p = fit.params
+            rows.append({"gpu": self.gpu, "types": key, "B_smem": round(p.b_smem, 3), "F_tc": round(p.f_tc, 2),
+                         "L_min": round(p.l_min, 3), "points": len(fit.residuals), "rms_cycles": fit.rms,
+                         "crossover_N_SS": perfmodel.crossover_n(key.split("/")[0], "SS", p),
+                         "crossover_N_RS": perfmodel.crossover_n(key.split("/")[0], "RS", p)})
+        return pd.DataFrame(rows)
+
+    @property
+    def residuals(self) -> pd.DataFrame:
+        rows = [{"case_id": c.case_id, "types": key, "n": c.n, "operands": c.operands, "measured": measured,
+                 "fitted": fitted, "residual": measured - fitted, "bound": bound}
+                for key, fit in self.fits.items() for c, measured, fitted, bound in fit.residuals]
+        return pd.DataFrame(rows)
+
+    def params_for(self, dtype_a: str) -> perfmodel.Params:
+        for key, fit in self.fits.items():
+            if key.startswith(dtype_a + "/"):
+                return fit.params
+        raise SpecError(f"no {dtype_a} issue intervals were fitted")
+
+
+class WgmmaModel:
+    """issue_interval = max(smem bytes / B_smem, FLOPs / (4 F_tc rate), L_min): harness/families/wgmma/model.py."""
+
+    metric = "issue_interval_cycles"
+
+    def prior(self, gpu: str) -> perfmodel.Params | None:
+        """Datasheet parameters of `gpu`, or None where gpu_specs.csv has no row for it."""
+        try:
+            return perfmodel.datasheet(gpu)
+        except SpecError:
+            return None
+
+    def predict(self, case, metric: str, params: perfmodel.Params | None) -> float | None:
+        if metric != self.metric or params is None:
+            return None
+        return perfmodel.predict(case, params).cycles
+
+    def fit(self, frame: pd.DataFrame, gpu: str, source: str) -> FitReport | None:
+        """Fit to `frame` (case_id, metric, dtype_a, dtype_acc, value); None if it has no issue intervals."""
+        frame = frame[frame.metric == self.metric]
+        if frame.empty:
+            return None
+        prior = self.prior(gpu) or perfmodel.datasheet("H100 SXM5")
+        prior = replace(prior, gpu=gpu)
+        fits = {}
+        for (a, acc), group in frame.groupby(["dtype_a", "dtype_acc"]):
+            points = [(parse(c), float(v)) for c, v in zip(group.case_id, group.value)]
+            fits[f"{a}/{acc}"] = perfmodel.fit(points, prior, source)
+        return FitReport(gpu, fits, prior)

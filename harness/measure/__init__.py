@@ -1,0 +1,1 @@
+"""measure stage (docs/architecture.md)."""

@@ -1,0 +1,109 @@
+"""A simulated GPU for the worker process (HOPPER_BENCH_BACKEND=fake), so that CI can drive crash
+isolation, interruption and resumption end to end without a GPU.
+
+Its numbers are synthetic and its device is named "Simulated GPU", so they can never pass for a
+measurement. Planted faults behave like the real ones do to a worker process:
+    trap  raises a CUDA-style launch failure (the worker reports it and exits)
+    oob   kills the worker process outright (SIGSEGV), the worst a driver fault can do
+    hang  never returns (the watchdog must kill it)
+HOPPER_BENCH_FAKE_DELAY (seconds, default 0) makes each case take that long.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import numpy as np
+
+from harness.build.compile import Build
+from harness.measure.device import DeviceInfo
+from harness.families import family_of
+from harness.measure import methods
+from harness.measure.measurement import CaseResult, Metric
+from harness.measure.runner import RunSettings
+from harness.build.sass import SassCheck
+from harness.spec import Case
+from harness.measure.telemetry import GpuState
+
+SIMULATED_CLOCK_MHZ = 1755.0
+PRIOR_GPU = "H100 SXM5"  # the datasheet row whose model (if the family has one) shapes the numbers
+
+
+class SimulatedLaunchFailure(RuntimeError):
+    pass
+
+
+class FakeBackend:
+    def __init__(self, settings: RunSettings):
+        self.settings = settings
+        self.delay = float(os.environ.get("HOPPER_BENCH_FAKE_DELAY", "0"))
+
+    def open(self, gpu_index: int) -> DeviceInfo:
+        self.device = simulated_device(gpu_index)
+        return self.device
+
+    def measure(self, case: Case, build: Build | None) -> CaseResult:
+        time.sleep(self.delay)
+        if case.fault == "trap":
+            raise SimulatedLaunchFailure("CUDA_ERROR_LAUNCH_FAILED: unspecified launch failure (simulated trap)")
+        if case.fault == "oob":
+            os.kill(os.getpid(), signal.SIGSEGV)
+        if case.fault == "hang":
+            while True:
+                time.sleep(3600)
+        rng = np.random.default_rng([self.settings.seed, *case.case_id.encode()])
+        return synthetic_result(case, build, rng, self.device)
+
+
+def simulated_device(index: int = 0) -> DeviceInfo:
+    return DeviceInfo(index=index, name="Simulated GPU (hopper-bench fake backend)", uuid=f"FAKE-GPU-{index}",
+                      sm_count=132, cc_major=9, cc_minor=0, total_memory_bytes=80 << 30, l2_bytes=50 << 20,
+                      max_sm_clock_mhz=1980, max_mem_clock_mhz=2619, power_limit_w=700.0,
+                      driver_version="simulated", cuda_driver_version="13.0")
+
+
+def synthetic_interval(case: Case) -> float:
+    """A plausible issue interval: the family's model with datasheet parameters where it has one,
+    else the work at the family's peak rate (or 1024 units per cycle), and at least 4 cycles."""
+    family = family_of(case)
+    model = getattr(family, "model", None)
+    predicted = model.predict(case, "issue_interval_cycles", model.prior(PRIOR_GPU)) if model else None
+    return predicted or max(family.work(case).amount / (family.peak(case) or 1024.0), 4.0)
+
+
+def _values(spec, case: Case, device: DeviceInfo, interval: float) -> list[tuple[str, str, float, dict]]:
+    family = family_of(case)
+    work, peak = family.work(case), family.peak(case)
+    if isinstance(spec, methods.ChainSlope):
+        value = interval if spec.metric == "issue_interval_cycles" else 2 * interval
+        return [(spec.metric, "cycles", value, spec.launch)]
+    if isinstance(spec, methods.BracketedLatency):
+        return [("latency_cycles", "cycles", interval + 40, spec.launch),
+                ("latency_raw_cycles", "cycles", interval + 90, spec.launch)]
+    rows = []
+    for point in spec.points:
+        per_sm = work.amount * min(point.units * point.per_iter, 4) / interval
+        per_sm = min(per_sm, peak) if peak else per_sm
+        rows.append(("sm_throughput", f"{work.unit}/cycle/SM", per_sm, point.launch))
+        if spec.whole_gpu:
+            rate = per_sm * device.sm_count * SIMULATED_CLOCK_MHZ * 1e6 / 1e12
+            rows.append(("throughput_tflops", methods.throughput_unit(work), rate, point.launch))
+            if peak:
+                rows.append(("peak_fraction", "ratio", per_sm / peak, point.launch))
+    return rows
+
+
+def synthetic_result(case: Case, build: Build | None, rng: np.random.Generator,
+                     device: DeviceInfo | None = None) -> CaseResult:
+    """Every metric the family's plan declares, with synthetic values (never a measurement)."""
+    device = device or simulated_device()
+    interval = synthetic_interval(case)
+    state = GpuState(5, SIMULATED_CLOCK_MHZ, 2619.0, 350.0, 50.0, (), 0)
+    metrics = [Metric(name, unit, value * (1 + 1e-4 * rng.standard_normal(7)), dict(launch),
+                      sm_clock_mhz=SIMULATED_CLOCK_MHZ, stop_reason="simulated", gpu_state=state,
+                      notes="simulated: not a measurement")
+               for spec in family_of(case).plan(case, device)
+               for name, unit, value, launch in _values(spec, case, device, interval)]
+    return CaseResult(case, build, SassCheck(True, "simulated"), True, None, 0.0, "simulated", metrics)

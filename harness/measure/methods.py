@@ -1,0 +1,204 @@
+"""Measurement methods: named, reusable ways to time a validated probe (docs/architecture.md, "Methods").
+
+A family's plan is a list of the specs below; `run(spec, context)` turns each into Metrics. No
+method knows which instruction it times: the spec names the kernel, the launch and how many
+instructions each loop iteration issues, and the family says how much work one instruction is.
+
+    ChainSlope         one block on one SM runs a chain of `iters` iterations twice (short, long);
+                       cycles per instruction = the slope, so fixed costs cancel. A dependent chain
+                       gives latency, independent accumulators (ILP) give the issue interval.
+    BracketedLatency   each repetition times one sequence with and without the instruction, by
+                       clock64 on every thread; the difference is the instruction's latency.
+    OccupancySweep     every SM runs U units (warps, warpgroups) x ILP independent chains; work per
+                       cycle per SM from clock64, and whole-GPU work per second from CUDA events.
+
+Every kernel has the argument shape of ptx/common.cuh and writes one timing record per unit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from harness.families.base import Work
+from harness.measure.measurement import Metric
+from harness.measure.timing import RECORD_WORDS, Records, TimingPolicy, collect
+
+THROUGHPUT_CYCLES = 2_000_000  # cycles each unit runs in a throughput launch (~1 ms)
+CALIBRATION_ITERATIONS = 64  # loop iterations of the launch that sizes a throughput launch
+
+
+class Launcher(Protocol):
+    """What a method needs of a loaded probe (harness/measure/launch.py LoadedProbe)."""
+
+    def run(self, kernel: str, grid: int, block: int, iters: int, timing_words: int): ...
+    def max_threads(self, kernel: str) -> int: ...
+
+
+@dataclass
+class Context:
+    probe: Launcher
+    sm_count: int
+    policy: TimingPolicy
+    sampler: object  # harness.measure.telemetry Sampler or NullSampler
+    work: Work
+    peak: float | None  # work per cycle per SM at full rate (None: no published peak)
+
+
+@dataclass(frozen=True)
+class ChainSlope:
+    metric: str  # issue_interval_cycles (independent chains) or latency_cycles (one dependent chain)
+    kernel: str
+    threads: int  # one block of this many threads, on one SM
+    units: int = 1  # timing records the kernel writes (one per unit); the first is read
+    per_iter: int = 1  # instructions per loop iteration of one unit (its ILP)
+    unroll: int = 16  # iterations per unrolled loop body: iters is a multiple of it
+    launch: dict = field(default_factory=dict)
+    notes: str | None = None
+    short_bodies: int = 16  # chain lengths (in loop bodies) of the two launches
+    long_bodies: int = 272
+
+    def declares(self, work: Work) -> list[tuple[str, str]]:
+        return [(self.metric, "cycles")]
+
+
+@dataclass(frozen=True)
+class BracketedLatency:
+    kernel: str  # per repetition: clock, sequence with the instruction, clock; one word per thread
+    empty_kernel: str  # the same sequence without the instruction
+    threads: int
+    overhead: str  # what the empty sequence is, for the notes
+    launch: dict = field(default_factory=dict)
+    reps: int = 64  # repetitions per launch
+    skip: int = 4  # first repetitions dropped (instruction cache, first touch)
+
+    def declares(self, work: Work) -> list[tuple[str, str]]:
+        return [("latency_cycles", "cycles"), ("latency_raw_cycles", "cycles")]
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    kernel: str
+    units: int  # issuing units per block; one block per SM
+    per_iter: int  # instructions per loop iteration of one unit (its ILP)
+    launch: dict
+
+
+@dataclass(frozen=True)
+class OccupancySweep:
+    points: tuple[SweepPoint, ...]
+    unit_threads: int  # threads per unit (32: a warp)
+    unroll: int = 16
+    whole_gpu: bool = True  # also throughput_tflops and peak_fraction (time-based)
+    stop_on: str = "time"  # the samples the stopping rule watches: "time" (whole GPU) or "cycles"
+    target_cycles: int = THROUGHPUT_CYCLES
+
+    def declares(self, work: Work) -> list[tuple[str, str]]:
+        names = [("sm_throughput", f"{work.unit}/cycle/SM")]
+        if self.whole_gpu:
+            names += [("throughput_tflops", throughput_unit(work)), ("peak_fraction", "ratio")]
+        return names
+
+
+def throughput_unit(work: Work) -> str:
+    return {"FLOP": "TFLOPS", "OP": "TOPS"}.get(work.unit, f"T{work.unit}/s")
+
+
+def run(spec, ctx: Context) -> list[Metric]:
+    """The metrics of one spec; each is taken inside a telemetry window, whose state it carries."""
+    method = {ChainSlope: chain_slope, BracketedLatency: bracketed_latency, OccupancySweep: occupancy_sweep}
+    return method[type(spec)](spec, ctx)
+
+
+def chain_slope(spec: ChainSlope, ctx: Context) -> list[Metric]:
+    short, long_ = spec.short_bodies * spec.unroll, spec.long_bodies * spec.unroll
+    words = spec.units * RECORD_WORDS
+    clocks: list[float] = []
+
+    def sample() -> float:
+        a = Records.from_words(ctx.probe.run(spec.kernel, 1, spec.threads, short, words).timing)
+        b = Records.from_words(ctx.probe.run(spec.kernel, 1, spec.threads, long_, words).timing)
+        clocks.append(b.sm_clock_mhz())
+        return float(b.cycles[0] - a.cycles[0]) / ((long_ - short) * spec.per_iter)
+
+    window = ctx.sampler.window()
+    with window:
+        collected = collect(sample, ctx.policy)
+    return [Metric(spec.metric, "cycles", collected.values, dict(spec.launch), sm_clock_mhz=float(np.median(clocks)),
+                   notes=spec.notes, stop_reason=collected.stop_reason, gpu_state=window.state)]
+
+
+def bracketed_latency(spec: BracketedLatency, ctx: Context) -> list[Metric]:
+    def series(kernel: str) -> np.ndarray:
+        words = spec.reps * spec.threads
+        ctx.probe.run(kernel, 1, spec.threads, spec.reps, words)  # warm-up
+        launch = ctx.probe.run(kernel, 1, spec.threads, spec.reps, words)
+        per_rep = launch.timing.reshape(spec.reps, spec.threads)[:, 0]  # thread 0's view
+        return per_rep[spec.skip:].astype(np.float64)
+
+    window = ctx.sampler.window()
+    with window:
+        raw, empty = series(spec.kernel), series(spec.empty_kernel)
+    overhead = float(np.median(empty))
+    reason = f"fixed: {spec.reps - spec.skip} repetitions in one launch"
+    common = dict(launch=dict(spec.launch), stop_reason=reason, gpu_state=window.state)
+    return [Metric("latency_cycles", "cycles", raw - overhead, notes=f"net of {overhead:g} cycles for {spec.overhead}",
+                   **common),
+            Metric("latency_raw_cycles", "cycles", raw, **common)]
+
+
+def _iterations(spec: OccupancySweep, point: SweepPoint, ctx: Context, block: int) -> int:
+    """Loop iterations that keep every unit busy for about `target_cycles`, from one short launch."""
+    iters = CALIBRATION_ITERATIONS * spec.unroll
+    records = Records.from_words(ctx.probe.run(point.kernel, 1, block, iters, point.units * RECORD_WORDS).timing)
+    per_iter = max(float(np.median(records.cycles)) / iters, 1e-3)
+    return max(spec.unroll, int(spec.target_cycles / per_iter) // spec.unroll * spec.unroll)
+
+
+def occupancy_sweep(spec: OccupancySweep, ctx: Context) -> list[Metric]:
+    metrics: list[Metric] = []
+    skipped = []
+    grid = ctx.sm_count
+    for point in spec.points:
+        block = point.units * spec.unit_threads
+        if block > ctx.probe.max_threads(point.kernel):
+            skipped.append(point.launch)
+            continue
+        iters = _iterations(spec, point, ctx, block)
+        per_block = ctx.work.amount * point.per_iter * iters * point.units
+        clocks, per_sm, sms, rates = [], [], [], []
+
+        def sample() -> float:
+            launch = ctx.probe.run(point.kernel, grid, block, iters, grid * point.units * RECORD_WORDS)
+            records = Records.from_words(launch.timing)
+            clocks.append(records.sm_clock_mhz())
+            cycles = (records.clk_stop.reshape(grid, point.units).max(1)
+                      - records.clk_start.reshape(grid, point.units).min(1))
+            per_sm.append(float(np.median(per_block / cycles)))
+            sms.append(len(set(records.smid.reshape(grid, point.units)[:, 0].tolist())))
+            rates.append(per_block * grid / (launch.elapsed_ms * 1e-3) / 1e12)
+            return rates[-1] if spec.stop_on == "time" else per_sm[-1]
+
+        window = ctx.sampler.window()
+        with window:
+            collected = collect(sample, ctx.policy)
+        kept = len(collected.values)  # the warm-up samples come first: keep the last `kept`
+        clock = float(np.median(clocks[-kept:]))
+        common = dict(launch=dict(point.launch), sm_clock_mhz=clock, stop_reason=collected.stop_reason,
+                      gpu_state=window.state)
+        note = (f"{iters} x {point.per_iter} instructions per unit of {spec.unit_threads} threads, "
+                f"{point.units} units per SM; {min(sms[-kept:])} distinct SMs of {grid} blocks")
+        metrics.append(Metric("sm_throughput", f"{ctx.work.unit}/cycle/SM", np.asarray(per_sm[-kept:]),
+                              notes=note, **common))
+        if spec.whole_gpu:
+            tflops = np.asarray(rates[-kept:])
+            metrics.append(Metric("throughput_tflops", throughput_unit(ctx.work), tflops, notes=note, **common))
+            if ctx.peak:
+                peak = ctx.sm_count * ctx.peak * clock * 1e6 / 1e12
+                metrics.append(Metric("peak_fraction", "ratio", tflops / peak,
+                                      notes=f"peak {peak:.1f} at {clock:.0f} MHz", **common))
+    if skipped and metrics:
+        metrics[-1].notes += f"; not launched (too many threads for the kernel's registers): {skipped}"
+    return metrics

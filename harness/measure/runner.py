@@ -1,0 +1,84 @@
+"""Measure one case on the GPU: check its SASS, validate it, then time it. No printing, no database.
+
+The family answers every question (harness/families/base.py): what the SASS must show, the
+inputs and the checks they must pass, and the plan of measurement methods
+(harness/measure/methods.py) whose metrics are stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.build import sass
+from harness.build.compile import Build
+from harness.errors import HarnessError
+from harness.families import family_of
+from harness.measure import methods
+from harness.measure.device import DeviceInfo
+from harness.measure.measurement import CaseResult, unmeasured
+from harness.measure.telemetry import NullSampler
+from harness.measure.timing import TimingPolicy
+from harness.measure.validate import Validation, compare
+from harness.spec import Case
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    policy: TimingPolicy = TimingPolicy()
+    seed: int = 0
+
+
+def declared_metrics(case: Case, device: DeviceInfo) -> list[tuple[str, str]]:
+    """(name, unit) of every metric the case's plan produces: what an unmeasured case stores empty."""
+    family = family_of(case)
+    work = family.work(case)
+    names: list[tuple[str, str]] = []
+    for spec in family.plan(case, device):
+        names += [n for n in spec.declares(work) if n not in names]
+    return names
+
+
+def sass_check(case: Case, build: Build) -> sass.SassCheck:
+    return sass.check(build, family_of(case).sass_expectation(case))
+
+
+def validate(case: Case, probe, inputs) -> Validation:
+    """Every check the family lists must pass; the first that fails is the answer."""
+    family = family_of(case)
+    result = Validation(True, 0.0, None)
+    for check in family.checks(case, inputs):
+        launch = probe.run(check.kernel, 1, check.threads, check.iters, check.timing_words)
+        tolerance = np.broadcast_to(np.asarray(check.tolerance, dtype=np.float64), check.expected.shape)
+        result = compare(family.decode(case, launch.out), check.expected, tolerance, check.label)
+        if not result.ok:
+            return result
+    return result
+
+
+def measure_case(case: Case, build: Build, device: DeviceInfo, settings: RunSettings = RunSettings(),
+                 sampler=NullSampler()) -> CaseResult:
+    """Validate, then time. `sampler` (harness.measure.telemetry) records how the GPU behaved meanwhile.
+
+    CUDA errors (a faulting probe) propagate: the worker process that called this is then unusable.
+    """
+    from harness.measure.launch import LoadedProbe
+
+    family = family_of(case)
+    declared = declared_metrics(case, device)
+    check = sass_check(case, build)
+    if not check.ok:
+        return unmeasured(case, f"SASS check failed: {check.note}", build, check, metrics=declared)
+    inputs = family.inputs(case, np.random.default_rng(settings.seed))
+    try:
+        probe = LoadedProbe(build, inputs.buffer, family.output_words(case))
+        validation = validate(case, probe, inputs)
+        if not validation.ok:
+            return unmeasured(case, f"validation failed: {validation.message}", build, check, metrics=declared,
+                              distribution=inputs.distribution, max_error=validation.max_error)
+        ctx = methods.Context(probe, device.sm_count, settings.policy, sampler, family.work(case), family.peak(case))
+        metrics = [metric for spec in family.plan(case, device) for metric in methods.run(spec, ctx)]
+    except HarnessError as exc:
+        return unmeasured(case, str(exc), build, check, metrics=declared, distribution=inputs.distribution)
+    return CaseResult(case, build, check, True, None, validation.max_error, inputs.distribution, metrics)
