@@ -297,11 +297,12 @@ def model(gpu, run_id, db, fmt):
                    f"tensor core, L_min = {params.l_min:g} cycles ({params.source})")
         click.echo(output.render_frame(perfmodel.table(params), fmt))
         return
-    from harness.families.wgmma.fitting import fit_run
+    from harness.analysis.models import fit_run
 
-    report = fit_run(open_store(db), run_id)
-    click.echo(output.render_frame(report.parameters, fmt))
-    click.echo(output.render_frame(report.residuals, fmt))
+    for family, report in fit_run(open_store(db), run_id).items():
+        click.echo(f"{family}:")
+        click.echo(output.render_frame(report.parameters, fmt))
+        click.echo(output.render_frame(report.residuals, fmt))
 
 
 @cli.group()
@@ -330,14 +331,17 @@ def swapab(m, n, k, gpu, run_id, operands, db):
       bench advise swapab --m 16 --n 64 --k 16 --gpu H20
       bench advise swapab --m 16 --n 64 --k 4096 --run 4
     """
-    from harness import perfmodel
+    from harness.families.wgmma import model as perfmodel
 
     if gpu and run_id is not None:
         raise click.UsageError("give --gpu or --run, not both")
     if run_id is not None:
-        from harness.families.wgmma.fitting import fit_run
+        from harness.analysis.models import fit_run
 
-        params = fit_run(open_store(db), run_id).params_for("f16")
+        fits = fit_run(open_store(db), run_id)
+        if "wgmma" not in fits:
+            raise click.UsageError(f"run {run_id} has no wgmma issue intervals to fit")
+        params = fits["wgmma"].params_for("f16")
     else:
         params = perfmodel.datasheet(gpu or "H100 SXM5")
     advice = perfmodel.swapab(m, n, k, params, operands=operands)

@@ -1,12 +1,23 @@
-"""PTX element types on the host: sizes, and exact conversion to and from their bit patterns."""
+"""PTX element types on the host: sizes, exact values, and conversion to and from bit patterns.
+
+Every value a probe reads is chosen exactly representable in its type (drawn from the type's own
+values), so the float64 reference sees the very numbers the GPU multiplies.
+"""
 
 from __future__ import annotations
+
+from functools import cache
 
 import numpy as np
 
 from harness.errors import SpecError
 
-BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1, "s8": 1, "u8": 1, "f32": 4, "s32": 4}
+BITS = {"f16": 16, "bf16": 16, "tf32": 32, "e4m3": 8, "e5m2": 8, "s8": 8, "u8": 8, "s4": 4, "u4": 4, "b1": 1,
+        "f32": 32, "s32": 32, "f64": 64, "b16": 16}
+BYTES = {name: bits // 8 for name, bits in BITS.items() if bits >= 8}
+INTEGER_RANGE = {"s8": (-128, 127), "u8": (0, 255), "s4": (-8, 7), "u4": (0, 15), "b1": (0, 1)}
+# fp8 formats (PTX ISA, "Alternate floating-point data formats"): exponent bits, mantissa bits, bias.
+FP8 = {"e4m3": (4, 3, 7), "e5m2": (5, 2, 15)}
 
 
 def size_bytes(dtype: str) -> int:
@@ -16,13 +27,44 @@ def size_bytes(dtype: str) -> int:
         raise SpecError(f"unknown dtype {dtype!r}: expected one of {', '.join(BYTES)}") from None
 
 
+@cache
+def fp8_values(dtype: str) -> np.ndarray:
+    """The value of each of the 256 codes of an fp8 type (NaN for NaN codes, inf for e5m2's infinities)."""
+    exp_bits, man_bits, bias = FP8[dtype]
+    codes = np.arange(256)
+    sign = np.where(codes >> 7, -1.0, 1.0)
+    exponent = (codes >> man_bits) & ((1 << exp_bits) - 1)
+    mantissa = codes & ((1 << man_bits) - 1)
+    normal = (1 + mantissa / 2 ** man_bits) * 2.0 ** (exponent - bias)
+    subnormal = mantissa / 2 ** man_bits * 2.0 ** (1 - bias)
+    values = sign * np.where(exponent == 0, subnormal, normal)
+    top = exponent == (1 << exp_bits) - 1
+    if dtype == "e4m3":  # no infinities; S.1111.111 is NaN
+        values[top & (mantissa == (1 << man_bits) - 1)] = np.nan
+    else:  # IEEE-like: all-ones exponent is inf (mantissa 0) or NaN
+        values[top] = np.where(mantissa[top] == 0, sign[top] * np.inf, np.nan)
+    return values
+
+
 def round_to(dtype: str, values: np.ndarray) -> np.ndarray:
-    """Round float values to the nearest `dtype` value; returned as float64, exactly representable."""
+    """The nearest `dtype` value to each of `values` (float64, exactly representable in `dtype`)."""
+    values = np.asarray(values, dtype=np.float64)
+    if dtype in FP8:
+        table = fp8_values(dtype)
+        finite = np.flatnonzero(np.isfinite(table))
+        return table[finite[np.abs(values[..., None] - table[finite]).argmin(-1)]]
+    if dtype in INTEGER_RANGE:
+        low, high = INTEGER_RANGE[dtype]
+        return np.clip(np.rint(values), low, high)
+    if dtype == "f64":
+        return values
     return decode(dtype, encode(dtype, values))
 
 
 def encode(dtype: str, values: np.ndarray) -> np.ndarray:
-    """Float values -> uint16 bit patterns of f16 or bf16 (round to nearest even)."""
+    """Values exactly representable in `dtype` -> unsigned bit patterns (uint8/16/32/64).
+
+    f16/bf16/tf32 round to nearest even if the value is not representable."""
     values = np.asarray(values, dtype=np.float64)
     if dtype == "f16":
         return values.astype(np.float16).view(np.uint16)
@@ -30,22 +72,46 @@ def encode(dtype: str, values: np.ndarray) -> np.ndarray:
         bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
         rounding = 0x7FFF + ((bits >> 16) & 1)  # round half to even on the dropped 16 bits
         return ((bits + rounding) >> 16).astype(np.uint16)
-    raise SpecError(f"no host encoding for dtype {dtype!r} yet")
+    if dtype == "tf32":  # f32 with the low 13 mantissa bits zero (PTX: the tensor core ignores them)
+        bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
+        rounding = 0xFFF + ((bits >> 13) & 1)
+        return (((bits + rounding) >> 13) << 13).astype(np.uint32)
+    if dtype == "f32":
+        return values.astype(np.float32).view(np.uint32)
+    if dtype == "f64":
+        return values.view(np.uint64)
+    if dtype in FP8:
+        table = fp8_values(dtype)
+        codes = {float(v): c for c, v in enumerate(table) if np.isfinite(v) and not (v == 0 and c)}
+        try:
+            return np.vectorize(lambda v: codes[float(v)], otypes=[np.uint8])(values)
+        except KeyError as exc:
+            raise SpecError(f"{exc.args[0]} is not a {dtype} value") from None
+    if dtype in INTEGER_RANGE:
+        bits = BITS[dtype]
+        return (values.astype(np.int64) & ((1 << bits) - 1)).astype(np.uint8 if bits <= 8 else np.uint32)
+    raise SpecError(f"no host encoding for dtype {dtype!r}")
 
 
 def decode(dtype: str, bits: np.ndarray) -> np.ndarray:
-    """uint16 (f16/bf16) or uint32 (f32) bit patterns -> float64 values."""
+    """Bit patterns -> float64 values."""
     bits = np.asarray(bits)
     if dtype == "f16":
         return bits.astype(np.uint16).view(np.float16).astype(np.float64)
     if dtype == "bf16":
         return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-    if dtype == "f32":
+    if dtype in ("f32", "tf32"):
         return bits.astype(np.uint32).view(np.float32).astype(np.float64)
-    raise SpecError(f"no host decoding for dtype {dtype!r} yet")
+    if dtype == "f64":
+        return bits.astype(np.uint64).view(np.float64)
+    if dtype == "s32":
+        return bits.astype(np.uint32).view(np.int32).astype(np.float64)
+    if dtype in FP8:
+        return fp8_values(dtype)[bits.astype(np.uint8)]
+    raise SpecError(f"no host decoding for dtype {dtype!r}")
 
 
 def unit_roundoff(dtype: str) -> float:
     """Half a unit in the last place of 1.0: the relative error of one rounding."""
-    mantissa_bits = {"f16": 10, "bf16": 7, "f32": 23, "tf32": 10}
+    mantissa_bits = {"f16": 10, "bf16": 7, "f32": 23, "tf32": 10, "f64": 52}
     return 2.0 ** -(mantissa_bits[dtype] + 1)

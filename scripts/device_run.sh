@@ -28,4 +28,4 @@ for pass in ${PASSES:-cold}; do
   python3 -m harness run --suite "$suite" --db results.db "$@" 2>&1 | tee "$out/run-$pass.log" | grep -v "^\s*$" | tail -8
   echo "$pass pass: $(( $(date +%s) - start )) s wall" | tee -a "$out/timings.txt"
 done
-cp results.db "$out/results.db"
+gzip -c results.db > "$out/results.db.gz"  # over 16 MiB a plain copy would not come back

@@ -49,7 +49,7 @@ def fake_result(case_id, interval=None, error=None):
     import numpy as np
 
     from harness.build.compile import Build
-    from harness.measure.measurement import WGMMA_METRICS, CaseResult, Metric
+    from harness.measure.measurement import CaseResult, Metric
     from harness.build.sass import SassCheck
     from harness.spec import parse_case_id
 
@@ -58,11 +58,12 @@ def fake_result(case_id, interval=None, error=None):
                   "ptxas info    : Compiling entry function 'probe_chain' for 'sm_90a'\n"
                   "ptxas info    : Used 40 registers", ("-arch=sm_90a",), "13.0")
     if error:
-        metrics = [Metric(name, unit, None) for name, unit in WGMMA_METRICS]
+        metrics = [Metric(name, unit, None) for name, unit in (("issue_interval_cycles", "cycles"),
+                                                                ("throughput_tflops", "TFLOPS"))]
         return CaseResult(case, build, SassCheck(True, "ok"), False, error, None, "normal", metrics)
     samples = np.array([interval, interval, interval * 1.001, interval])
-    metrics = [Metric("issue_interval_cycles", "cycles", samples, sm_clock_mhz=1980.0),
-               Metric("throughput_tflops", "TFLOPS", samples * 5, warpgroups=2, sm_clock_mhz=1755.0)]
+    metrics = [Metric("issue_interval_cycles", "cycles", samples, {"warpgroups": 1, "ilp": 1}, sm_clock_mhz=1980.0),
+               Metric("throughput_tflops", "TFLOPS", samples * 5, {"warpgroups": 2, "ilp": 1}, sm_clock_mhz=1755.0)]
     return CaseResult(case, build, SassCheck(True, "ok"), True, None, 0.0, "normal(0,1) rounded to f16", metrics)
 
 

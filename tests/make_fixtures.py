@@ -30,7 +30,8 @@ def main() -> None:
         metric.gpu_state = GpuState(4, 1755.0, 2619.0, 612.5, 61.0, ("sw_power_cap",), 0)
     store.record_case(run_id, result)
     store.record_case(run_id, unmeasured(parse_case_id("wgmma.mma_async.m64n16k16.f32.f16.f16.SS+trap"),
-                                         "CUDA error: simulated", fault=True))
+                                         "CUDA error: simulated", fault=True,
+                                         metrics=[("issue_interval_cycles", "cycles")]))
     store.finish_run(run_id, "complete")
     store.engine.dispose()
     print(f"wrote {path}")

@@ -21,7 +21,7 @@ def main(db: str, label: str, count: int) -> None:
     for i in range(count):
         result = fake_result(CASES[i % len(CASES)], 18.0 + i)
         result.metrics = result.metrics[:1]
-        result.metrics[0].ilp = i  # one measurement per call, each a distinct row
+        result.metrics[0].launch = {"ilp": i}  # one measurement per call, each a distinct row
         store.record_case(run_id, result)
     store.finish_run(run_id, "complete")
     print(f"writer {label}: run {run_id}, {count} measurements")

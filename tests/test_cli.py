@@ -62,7 +62,7 @@ def test_runs(tmp_path):
 # a file that is not a database, DIR a directory; every other command reads the database through
 # $HOPPER_BENCH_DB, which points at the same file.
 BAD_INPUTS = [
-    (["run", "--suite", "nope"], 2, "unknown suite 'nope': expected one of wgmma, wgmma-quick, faults"),
+    (["run", "--suite", "nope"], 2, "unknown suite 'nope': expected one of wgmma, wgmma-quick, faults, mma"),
     (["run", "--suite", "wgmma", "--filter", "*m64n7k16*"], 2, "matches none of the 192 cases .*e.g."),
     (["run"], 2, "missing option --suite \\(or --resume RUN_ID\\)"),
     (["run", "--suite", "wgmma", "--gpu", "x"], 2, "'x' is not a valid integer"),
@@ -76,7 +76,10 @@ BAD_INPUTS = [
     (["run", "--resume", "one"], 2, "'one' is not a valid integer"),
     (["list", "--suite", "nope"], 2, "unknown suite 'nope': expected one of"),
     (["show", "wgmma.mma_async.m64n12k16.f32.f16.f16.SS"], 2, "N must be a multiple of 8 from 8 to 256"),
-    (["show", "not-a-case"], 2, "cannot parse case id .*expected e.g."),
+    (["show", "not-a-case"], 2, "cannot parse case id .*no family spells it .*mma.sync.m16n8k16"),
+    (["show", "mma.sync.m16n8k12.row.col.f32.f16.f16.f32"], 2, "f16 mma.sync has shapes m16n8k16, m16n8k8, not m16n8k12"),
+    (["show", "mma.sync.m16n8k16.row.col.f32.f16.f16.f16"], 2, "not a legal f16 m16n8k16 form; legal: row.col.f16"),
+    (["show", "mma.sync.m16n8k16.row.col.f32.f8.f8.f32"], 2, "mma.sync has no input type 'f8'; types: b1, bf16"),
     (["show", "wgmma.mma_async.m64n64k16.f32.f16.f16.SS+boom"], 2, "unknown planted fault 'boom'.*trap, oob, hang"),
     (["show", "wgmma.mma_async.m64n64k32.f32.e4m3.e4m3.SS"], 2, "not implemented; implemented: f32.f16.f16"),
     (["show", "wgmma.mma_async.m64n64k16.f32.f16.f16.XS"], 2, "unknown operand mode 'XS'.*SS, RS"),

@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import fake_device
-from harness import references
+from harness.db import references
 from harness.cli import cli
 from harness.analysis.compare import compare
 from harness.measure.fakegpu import synthetic_result
@@ -26,7 +26,7 @@ def db(tmp_path):
     for run in (1, 2):
         run_id = store.start_run(fake_device(), prov, "wgmma-quick", None)
         for case in suite_cases("wgmma-quick"):
-            result = synthetic_result(case, None, np.random.default_rng(case.n))
+            result = synthetic_result(case, None, np.random.default_rng(case.n), fake_device())
             if run == 2 and case.n == 64 and case.operands == "SS":
                 for metric in result.metrics:
                     if metric.name == "issue_interval_cycles":
@@ -82,11 +82,12 @@ def test_the_report(db, tmp_path):
     assert report.directory.name == "nvidia-h100-80gb-hbm3-" + report.directory.name.split("-hbm3-")[1]
     assert all(f.exists() and f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for f in report.figures)
     text = report.markdown.read_text()
-    for heading in ("Summary", "Issue interval against N", "Against the paper", "Fitted model", "Residuals",
-                    "Disagreements", "Provenance"):
+    for heading in ("Summary", "wgmma: issue interval against N", "Against the paper", "wgmma: fitted model",
+                    "wgmma: residuals", "Tensor-core rates by family", "Disagreements", "Provenance"):
         assert f"## {heading}" in text
     assert "| wgmma.mma_async.m64n8k16.f32.f16.f16.SS | issue_interval_cycles | 18 |" in text
-    assert "abc123" in text and "![Issue interval against N](issue_interval_vs_n.png)" in text
+    assert "abc123" in text and "![wgmma: issue interval against N](issue_interval_vs_n.png)" in text
+    assert text.rstrip().endswith(f"every number comes from sqlite:///{db}.")
     page = report.html.read_text()
     assert page.count("data:image/png;base64,") == 3 and not re.search(r"(src|href)=['\"]http", page)
 

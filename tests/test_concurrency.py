@@ -31,7 +31,7 @@ def test_four_writers_and_a_reader_lose_nothing(tmp_path):
     assert [w.returncode for w in writers] == [0] * WRITERS, outputs
     assert not any("locked" in out for out in outputs), outputs
     store = Store.open(str(db))
-    per_run = store.query("SELECT run_id, COUNT(*) AS n, COUNT(DISTINCT ilp) AS distinct_rows FROM measurements "
+    per_run = store.query("SELECT run_id, COUNT(*) AS n, COUNT(DISTINCT launch) AS distinct_rows FROM measurements "
                           "GROUP BY run_id ORDER BY run_id")
     assert per_run.n.tolist() == [PER_WRITER] * WRITERS and per_run.distinct_rows.tolist() == [PER_WRITER] * WRITERS
     assert store.query("SELECT COUNT(*) AS n FROM samples").n[0] == 4 * WRITERS * PER_WRITER

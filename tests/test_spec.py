@@ -1,7 +1,7 @@
 import pytest
 
 from harness.errors import SpecError
-from harness.families import wgmma
+from harness.families.wgmma import FAMILY as wgmma
 from harness.spec import parse_case_id
 from harness.suites import SUITES, select, suite_cases
 
@@ -17,7 +17,7 @@ def test_case_id_spells_the_instruction():
     assert parse_case_id("wgmma.mma_async.sp.m64n64k32.f32.f16.f16.RS").sparse
 
 
-@pytest.mark.parametrize("bad", ["", "wgmma", "mma.sync.m16n8k16", "wgmma.mma_async.m64n128k16.f32.f16.f16.XX",
+@pytest.mark.parametrize("bad", ["", "wgmma", "mma.sync.m16n8k16", "tma.x", "wgmma.mma_async.m64n128k16.f32.f16.f16.XX",
                                  "wgmma.mma_async.m64n128k16.f32.f16.SS"])
 def test_malformed_ids_are_rejected(bad):
     with pytest.raises(SpecError):
@@ -31,7 +31,7 @@ def test_the_wgmma_suite_covers_every_legal_n_dtype_and_mode():
 
 
 def test_unknown_suite_lists_the_known_ones():
-    with pytest.raises(SpecError, match="expected one of wgmma"):
+    with pytest.raises(SpecError, match="expected one of wgmma, wgmma-quick, faults, mma"):
         suite_cases("nope")
 
 
@@ -46,4 +46,4 @@ def test_filters_are_comma_separated_globs():
 
 
 def test_every_suite_has_cases():
-    assert all(len(make()) for _, make in SUITES.values())
+    assert all(len(suite.make()) for suite in SUITES.values())

@@ -1,59 +1,76 @@
+"""The wgmma family on the CPU: decoding against the PTX ISA's fragment figures, inputs, checks, legality."""
+
 import numpy as np
 import pytest
 
-from harness import dtypes
 from harness.errors import IllegalShapeError, SpecError
-from harness.families import wgmma
-from harness.families.wgmma.fragments import accumulator_coords
-from harness.spec import parse_case_id
+from harness.families.wgmma import FAMILY as wgmma
+from harness.families.wgmma import descriptors
 from harness.measure.validate import compare
+from harness.spec import parse_case_id
+
+# PTX ISA, "Register Fragments" for wgmma .m64nNk16, accumulator D (f32): (thread, register) -> (row, col),
+# read off the figure: warp w = t // 32 owns rows 16w..16w+15; lane l: g = l // 4, q = l % 4.
+FIGURE_D_F32_N16 = [((0, 0), (0, 0)), ((0, 1), (0, 1)), ((0, 2), (8, 0)), ((0, 3), (8, 1)), ((0, 4), (0, 8)),
+                    ((5, 3), (9, 3)), ((37, 6), (25, 10)), ((127, 7), (63, 15))]
+# f16 accumulators pack two elements per register, the lower column in the low half: register r of a
+# thread holds elements 2r and 2r + 1 of the f32 order above.
+FIGURE_D_F16_N16 = [((0, 0), [(0, 0), (0, 1)]), ((0, 1), [(8, 0), (8, 1)]), ((37, 3), [(25, 10), (25, 11)])]
 
 
-def _kernel_output(case, d):
-    """What a correct kernel writes for D: each thread's accumulator words (the PTX layout)."""
-    rows, cols = accumulator_coords(case.n, case.dtype_acc)
-    bits = (dtypes.encode("f16", d) if case.dtype_acc == "f16"
-            else d.astype(np.float32).view(np.uint32))[rows, cols].astype(np.uint32)
-    return (bits[:, 0::2] | (bits[:, 1::2] << 16)) if case.dtype_acc == "f16" else bits
+def test_decode_places_each_register_where_the_ptx_figure_says():
+    case = parse_case_id("wgmma.mma_async.m64n16k16.f32.f16.f16.SS")
+    words = np.zeros((128, 8), dtype=np.float32)
+    for n, ((thread, reg), _) in enumerate(FIGURE_D_F32_N16):
+        words[thread, reg] = n + 1
+    d = wgmma.decode(case, words.view(np.uint32).ravel())
+    for n, (_, (row, col)) in enumerate(FIGURE_D_F32_N16):
+        assert d[row, col] == n + 1
+    assert np.count_nonzero(d) == len(FIGURE_D_F32_N16)
 
 
-@pytest.mark.parametrize("case_id", ["wgmma.mma_async.m64n8k16.f32.f16.f16.SS",
-                                     "wgmma.mma_async.m64n136k16.f16.f16.f16.RS",
-                                     "wgmma.mma_async.m64n256k16.f32.bf16.bf16.RS"])
-def test_a_correct_kernel_output_validates_and_a_wrong_one_does_not(case_id):
-    case = parse_case_id(case_id)
-    inputs = wgmma.make_inputs(case, np.random.default_rng(0))
-    reference = wgmma.reference(case, inputs)
-    words = _kernel_output(case, reference)
-    assert compare(wgmma.decode_output(case, words.ravel()), reference, wgmma.tolerance(case, inputs)).ok
-    swapped = words.copy()
-    swapped[[0, 1]] = swapped[[1, 0]]  # two threads' registers exchanged: a layout bug
-    result = compare(wgmma.decode_output(case, swapped.ravel()), reference, wgmma.tolerance(case, inputs))
-    assert not result.ok and "elements differ" in result.message
+def test_f16_accumulators_decode_two_elements_per_register():
+    case = parse_case_id("wgmma.mma_async.m64n16k16.f16.f16.f16.SS")
+    words = np.zeros((128, 4), dtype=np.uint32)
+    for n, ((thread, reg), _) in enumerate(FIGURE_D_F16_N16):
+        low, high = np.array([2 * n + 1, 2 * n + 2], dtype=np.float16).view(np.uint16)
+        words[thread, reg] = int(low) | int(high) << 16
+    d = wgmma.decode(case, words.ravel())
+    for n, (_, places) in enumerate(FIGURE_D_F16_N16):
+        assert [d[r, c] for r, c in places] == [2 * n + 1, 2 * n + 2]
 
 
 def test_unwritten_output_never_validates():
     case = parse_case_id("wgmma.mma_async.m64n16k16.f32.f16.f16.SS")
-    inputs = wgmma.make_inputs(case, np.random.default_rng(0))
+    inputs = wgmma.inputs(case, np.random.default_rng(0))
     poison = np.full(wgmma.output_words(case), 0xFFFFFFFF, dtype=np.uint32)
     huge = np.full((64, 16), np.inf)
-    assert not compare(wgmma.decode_output(case, poison), wgmma.reference(case, inputs), huge).ok
+    assert not compare(wgmma.decode(case, poison), wgmma.reference(case, inputs), huge).ok
+
+
+def test_checks_scale_the_reference_by_the_chain_length():
+    case = parse_case_id("wgmma.mma_async.m64n32k16.f32.bf16.bf16.RS")
+    inputs = wgmma.inputs(case, np.random.default_rng(0))
+    single, chain = wgmma.checks(case, inputs)
+    product = inputs.values["a"] @ inputs.values["b"].T  # B is stored N x K
+    assert np.array_equal(single.expected, product) and np.array_equal(chain.expected, chain.iters * product)
+    assert single.kernel == "probe_latency" and chain.kernel == "probe_chain" and chain.iters == 16
 
 
 def test_input_buffer_holds_the_layouts_and_fragments():
     ss = parse_case_id("wgmma.mma_async.m64n64k16.f32.f16.f16.SS")
     rs = parse_case_id("wgmma.mma_async.m64n64k16.f32.f16.f16.RS")
     rng = np.random.default_rng(0)
-    assert wgmma.make_inputs(ss, rng).buffer.size == 2048 + 64 * 32
-    assert wgmma.make_inputs(rs, rng).buffer.size == 64 * 32 + 128 * 4 * 4
-    inputs = wgmma.make_inputs(ss, rng)
-    assert inputs.a.std() > 0.5 and not (inputs.b == 0).all()  # never time on zeros
+    assert wgmma.inputs(ss, rng).buffer.size == 2048 + 64 * 32
+    assert wgmma.inputs(rs, rng).buffer.size == 64 * 32 + 128 * 4 * 4
+    inputs = wgmma.inputs(ss, rng)
+    assert inputs.values["a"].std() > 0.5 and not (inputs.values["b"] == 0).all()  # never time on zeros
 
 
 def test_descriptors_point_past_a_in_ss_mode():
-    desc_a, desc_b = wgmma.descriptors(parse_case_id("wgmma.mma_async.m64n32k16.f32.f16.f16.SS"))
+    desc_a, desc_b = descriptors(parse_case_id("wgmma.mma_async.m64n32k16.f32.f16.f16.SS"))
     assert desc_a.start_address == 0 and desc_b.start_address == 2048
-    desc_a, desc_b = wgmma.descriptors(parse_case_id("wgmma.mma_async.m64n32k16.f32.f16.f16.RS"))
+    desc_a, desc_b = descriptors(parse_case_id("wgmma.mma_async.m64n32k16.f32.f16.f16.RS"))
     assert desc_a is None and desc_b.start_address == 0
 
 
@@ -72,6 +89,7 @@ def test_illegal_or_unimplemented_cases_are_refused(case_id, error):
 
 def test_work_and_sass_names():
     case = parse_case_id("wgmma.mma_async.m64n128k16.f32.bf16.bf16.RS")
-    assert wgmma.flops(case) == 2 * 64 * 128 * 16
-    assert wgmma.expected_sass(case) == "HGMMA.64x128x16.F32.BF16"
-    assert wgmma.expected_sass(parse_case_id("wgmma.mma_async.m64n8k16.f16.f16.f16.SS")) == "HGMMA.64x8x16.F16"
+    assert wgmma.work(case).amount == 2 * 64 * 128 * 16 and wgmma.work(case).unit == "FLOP"
+    assert wgmma.sass_expectation(case).executes == "HGMMA.64x128x16.F32.BF16"
+    f16 = wgmma.sass_expectation(parse_case_id("wgmma.mma_async.m64n8k16.f16.f16.f16.SS"))
+    assert f16.executes == "HGMMA.64x8x16.F16" and not f16.emulated

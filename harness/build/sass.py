@@ -92,7 +92,7 @@ def check(build, expectation) -> SassCheck:
     """The whole check of one build against the family's SassExpectation."""
     kernels = disassemble(build.cubin_path)
     ok, notes = True, []
-    for kernel, expected in expectation.kernels.items():
+    for kernel, expected in expectation.kernels:
         good, note = check_kernel(kernels.get(kernel, []), expected)
         ok &= good
         notes.append(f"{kernel}: {note}")

@@ -172,23 +172,37 @@ class Store:
 
     def _upgrade(self) -> None:
         """Run the migrations to the newest schema in one write transaction. The state is read
-        again under the write lock: another process may have just done the same."""
+        again under the write lock: another process may have just done the same.
+
+        SQLite's batch migrations copy tables that other tables reference, so foreign keys are off
+        while they run (SQLite ignores that pragma inside a transaction) and checked before commit."""
         from alembic import command
 
+        sqlite = self.engine.dialect.name == "sqlite"
         try:
-            with self._writer.begin() as conn:
-                tables = set(inspect(conn).get_table_names())
-                cfg = migrations.config(conn)
-                if "alembic_version" not in tables and "meta" in tables:  # schema 1, before Alembic
-                    version = conn.execute(text("SELECT value FROM meta WHERE key = 'schema_version'")).scalar()
-                    command.stamp(cfg, f"{int(version):04d}")
-                command.upgrade(cfg, "head")
+            with self._writer.connect() as conn:
+                raw = conn.connection.dbapi_connection
+                if sqlite:
+                    raw.execute("PRAGMA foreign_keys=OFF")
+                try:
+                    with conn.begin():
+                        tables = set(inspect(conn).get_table_names())
+                        cfg = migrations.config(conn)
+                        if "alembic_version" not in tables and "meta" in tables:  # schema 1, before Alembic
+                            version = conn.execute(text("SELECT value FROM meta WHERE key = 'schema_version'")).scalar()
+                            command.stamp(cfg, f"{int(version):04d}")
+                        command.upgrade(cfg, "head")
+                        if sqlite and conn.exec_driver_sql("PRAGMA foreign_key_check").first():
+                            raise StoreError(f"cannot upgrade database {self.url}: a foreign key is broken")
+                finally:
+                    if sqlite:
+                        raw.execute("PRAGMA foreign_keys=ON")
         except SQLAlchemyError as exc:
             raise StoreError(f"cannot upgrade database {self.url}: {_first_line(exc)}") from None
 
     def _sync_references(self) -> None:
         """Load the shipped published figures when the database lacks them or holds an older set."""
-        from harness import references
+        from harness.db import references
 
         wanted = references.data_hash()
         with Session(self.engine) as session:

@@ -10,7 +10,7 @@ from harness.errors import SpecError
 from harness.families import mma, wgmma
 from harness.families.base import Family
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (wgmma.FAMILY, mma.FAMILY, mma.LOADERS) if f}
+FAMILIES: dict[str, Family] = {f.name: f for f in (wgmma.FAMILY, mma.FAMILY, mma.LOADERS) if f is not None}
 
 
 def get(name: str) -> Family:

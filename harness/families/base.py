@@ -63,7 +63,7 @@ class KernelExpectation:
 
 @dataclass(frozen=True)
 class SassExpectation:
-    kernels: dict[str, KernelExpectation]
+    kernels: tuple[tuple[str, KernelExpectation], ...]  # (kernel, what it must hold); a kernel may recur
     executes: str  # what really runs per PTX instruction, e.g. "HMMA.16816.F32" or "F2FP + 2x HMMA.16816.F32"
     emulated: bool = False  # no native instruction: the rate is not a tensor-core rate
     invalidating_notes: tuple[str, ...] = ()  # ptxas note codes (e.g. C7510) that invalidate the case

@@ -123,7 +123,7 @@ class WgmmaFamily:
         mnemonic = f"HGMMA.64x{case.n}x16.{case.dtype_acc.upper()}{suffix}"
         rz = (f"{mnemonic} RZ,",)
         chain = KernelExpectation(mnemonic, UNROLL, ("WARPGROUP.DEPBAR", "WARPGROUP.ARRIVE"), rz)
-        return SassExpectation({"probe_chain": chain, "probe_latency": KernelExpectation(mnemonic, 1, (), rz)},
+        return SassExpectation((("probe_chain", chain), ("probe_latency", KernelExpectation(mnemonic, 1, (), rz))),
                                executes=mnemonic, invalidating_notes=("C7510", "C7515"),
                                spill_kernels=("probe_chain", "probe_latency"))
 

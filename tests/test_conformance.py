@@ -1,0 +1,88 @@
+"""One conformance test over every registered family (docs/architecture.md, "Families as plug-ins"):
+every case id round-trips, renders, compiles for sm_90a through NVRTC, meets its SASS expectation,
+has checks that a correct output passes and a poisoned one fails, and runs end to end on the
+simulated GPU into a temporary database."""
+
+import os
+
+import numpy as np
+import pytest
+
+from harness.build.compile import compile_many
+from harness.build.render import render
+from harness.families import FAMILIES
+from harness.measure.runner import declared_metrics, sass_check
+from harness.measure.validate import compare
+from harness.spec import parse_case_id
+
+CASES = [case for family in FAMILIES.values() for case in family.cases()]
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory):
+    os.environ["HOPPER_BENCH_CACHE"] = str(tmp_path_factory.mktemp("cache"))
+    return compile_many([render(c) for c in CASES])
+
+
+def test_every_family_has_cases_suites_and_distinct_ids():
+    assert set(FAMILIES) >= {"wgmma", "mma"}
+    for family in FAMILIES.values():
+        assert family.cases() and family.suites(), family.name
+        assert parse_case_id(family.example_id).family == family.name
+    assert len({c.case_id for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_id_round_trips_and_the_case_is_legal(case):
+    assert parse_case_id(case.case_id) == case
+    FAMILIES[case.family].check(case)
+    assert case.params() and all(k in ("instruction", "m", "n", "k", "dtype_a", "dtype_b", "dtype_acc", "operands",
+                                       "sparse", "layout") for k in case.columns())
+
+
+def test_rendered_sources_are_complete_and_distinct():
+    sources = [render(c) for c in CASES]
+    assert all("${" not in s.text and s.name in s.text for s in sources)
+    assert len({s.source_hash for s in sources}) == len(sources)
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_case_compiles_and_meets_its_sass_expectation(case, builds):
+    check = sass_check(case, builds[case.case_id])
+    assert check.ok, check.note
+    assert check.executes
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_checks_pass_a_correct_output_and_fail_a_poisoned_one(case):
+    """The decoded poison (every word 0xFFFFFFFF, what the launcher writes first) never validates, and
+    each check expects the family's reference, scaled by the chain it runs."""
+    family = FAMILIES[case.family]
+    inputs = family.inputs(case, np.random.default_rng(0))
+    assert inputs.buffer.dtype == np.uint8 and inputs.buffer.size > 0 and inputs.distribution
+    poison = family.decode(case, np.full(family.output_words(case), 0xFFFFFFFF, dtype=np.uint32))
+    for check in family.checks(case, inputs):
+        assert np.isfinite(check.expected).all() and np.all(np.asarray(check.tolerance) >= 0)
+        assert compare(check.expected, check.expected, np.broadcast_to(check.tolerance, check.expected.shape)).ok
+        assert not compare(poison, check.expected, np.broadcast_to(check.tolerance, check.expected.shape)).ok
+
+
+def test_every_family_runs_end_to_end_on_the_simulated_gpu(tmp_path, monkeypatch, cache_dir):
+    from harness.db.store import Store
+    from harness.measure.fakegpu import simulated_device
+    from harness.measure.run import RunPlan, execute
+    from harness.measure.worker import Worker
+
+    monkeypatch.setenv("HOPPER_BENCH_BACKEND", "fake")
+    chosen = [family.cases()[0] for family in FAMILIES.values()]
+    db = str(tmp_path / "r.db")
+    with Worker(0) as worker:
+        worker.start()
+        outcome = execute(RunPlan("conformance", None, chosen), db, worker)
+    assert outcome.status == "complete" and all(r.valid for r in outcome.results)
+    stored = Store.open(db).query("SELECT family, case_id, metric, unit, launch, params FROM results")
+    assert set(stored.family) == set(FAMILIES)
+    for case in chosen:
+        rows = stored[stored.case_id == case.case_id]
+        assert set(zip(rows.metric, rows.unit)) == set(declared_metrics(case, simulated_device()))
+        assert rows.params.iloc[0].startswith("{") and len(set(rows.launch)) >= 1
