@@ -26,3 +26,14 @@ def compare(result: np.ndarray, expected: np.ndarray, tolerance: np.ndarray, lab
     return Validation(False, max_error,
                       f"{label}[{where}] = {result[index]!r}, expected {expected[index]!r} "
                       f"(tolerance {tolerance[index]:.3g}); {int(bad.sum())} of {bad.size} elements differ")
+
+
+def accumulation_tolerance(u: float, k: int, magnitude: np.ndarray, chain: int = 1) -> np.ndarray:
+    """Absolute error bound of `chain` back-to-back MMAs accumulating into one accumulator.
+
+    `magnitude` = |A|.|B| (element-wise sums of |a||b| over K), `u` the accumulator's unit roundoff.
+    Each instruction adds a K-long dot product (allow a full rounding per product added, 2K: tensor
+    cores need not round like IEEE adds) and rounds the running sum, which after i instructions is
+    at most i x magnitude: sum over i of (2K + i) u magnitude.
+    """
+    return (2 * k * chain + chain * (chain + 1) / 2) * u * magnitude

@@ -14,6 +14,7 @@ from harness.families.mma import cases as _cases
 from harness.families.mma import fragments, sass
 from harness.families.mma.cases import BITS, MmaCase
 from harness.measure.methods import ChainSlope, OccupancySweep, SweepPoint
+from harness.measure.validate import accumulation_tolerance
 
 UNROLL = 16  # rounds of ILP mma per unrolled loop body
 ILPS = (1, 2, 4, 8)  # the kernels the template renders: probe_chain_ilp<ILP>
@@ -140,19 +141,18 @@ class MmaFamily:
             return a @ (1 - b) + (1 - a) @ b
         return a @ b
 
-    def tolerance(self, case: MmaCase, inputs: Inputs) -> np.ndarray | float:
+    def tolerance(self, case: MmaCase, inputs: Inputs, chain: int = 1) -> np.ndarray | float:
         """Integer, b1 and f64 (on exactly representable inputs and sums): exact. Floating accumulators:
-        a full rounding of the accumulator per product added (2K) on sum |a||b|, plus one on |D|; the
-        products of f16, bf16, tf32 and fp8 values are exact in f32."""
+        harness/measure/validate.py accumulation_tolerance (the products of f16, bf16, tf32 and fp8
+        values are exact in f32)."""
         if case.dtype_d in ("s32", "f64"):
             return 0.0
-        u = dtypes.unit_roundoff(case.dtype_d)
         magnitude = np.abs(inputs.values["a"]) @ np.abs(inputs.values["b"])
-        return 2 * case.k * u * magnitude + u * np.abs(self.reference(case, inputs))
+        return accumulation_tolerance(dtypes.unit_roundoff(case.dtype_d), case.k, magnitude, chain)
 
     def checks(self, case: MmaCase, inputs: Inputs) -> list[Check]:
         """A dependent chain of UNROLL mma and the ISSUE_ILP kernel's first accumulator: UNROLL x A.B."""
-        ref, tol = UNROLL * self.reference(case, inputs), UNROLL * np.asarray(self.tolerance(case, inputs))
+        ref, tol = UNROLL * self.reference(case, inputs), self.tolerance(case, inputs, UNROLL)
         return [Check(f"probe_chain_ilp{ilp}", 32, UNROLL, 5, ref, tol, f"D (ILP {ilp}, chain of {UNROLL})")
                 for ilp in (1, ISSUE_ILP)]
 

@@ -20,6 +20,7 @@ from harness.families.wgmma.descriptors import KMajorLayout
 from harness.families.wgmma.fragments import (WARPGROUP_THREADS, a_fragment_words, accumulator_registers,
                                               gather_accumulators)
 from harness.measure.methods import BracketedLatency, ChainSlope, OccupancySweep, SweepPoint
+from harness.measure.validate import accumulation_tolerance
 from harness.spec import PLANTED_FAULTS
 
 # wgmma issued per unrolled loop body of the chain kernel. ptxas places one WARPGROUP.ARRIVE at
@@ -160,21 +161,17 @@ class WgmmaFamily:
         """D = A @ B in float64 (B is stored N x K)."""
         return inputs.values["a"] @ inputs.values["b"].T
 
-    def tolerance(self, case: WgmmaCase, inputs: Inputs) -> np.ndarray:
-        """Absolute tolerance per element: 2K roundings of the accumulator on sum |a||b|, plus one on |D|.
-
-        Tensor cores need not round like IEEE adds, so allow each of the K accumulations a full ulp.
-        Products of two 16-bit values are exact in f32.
-        """
-        u = dtypes.unit_roundoff(case.dtype_acc)
+    def tolerance(self, case: WgmmaCase, inputs: Inputs, chain: int = 1) -> np.ndarray:
+        """harness/measure/validate.py accumulation_tolerance; products of two 16-bit values are exact in f32."""
         magnitude = np.abs(inputs.values["a"]) @ np.abs(inputs.values["b"]).T
-        return 2 * case.k * u * magnitude + u * np.abs(self.reference(case, inputs))
+        return accumulation_tolerance(dtypes.unit_roundoff(case.dtype_acc), case.k, magnitude, chain)
 
     def checks(self, case: WgmmaCase, inputs: Inputs) -> list[Check]:
         """One wgmma (the latency kernel) must give A.B; one chain body must give UNROLL x A.B."""
-        ref, tol = self.reference(case, inputs), self.tolerance(case, inputs)
-        return [Check("probe_latency", WARPGROUP_THREADS, 1, WARPGROUP_THREADS, ref, tol, "D (one wgmma)"),
-                Check("probe_chain", WARPGROUP_THREADS, UNROLL, 5, UNROLL * ref, UNROLL * tol,
+        ref = self.reference(case, inputs)
+        return [Check("probe_latency", WARPGROUP_THREADS, 1, WARPGROUP_THREADS, ref, self.tolerance(case, inputs),
+                      "D (one wgmma)"),
+                Check("probe_chain", WARPGROUP_THREADS, UNROLL, 5, UNROLL * ref, self.tolerance(case, inputs, UNROLL),
                       f"D (chain of {UNROLL})")]
 
     def output_words(self, case: WgmmaCase) -> int:
