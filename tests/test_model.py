@@ -8,9 +8,9 @@ from harness.errors import SpecError
 from harness.families.wgmma.cases import WgmmaCase
 
 N_VALUES = (8, 16, 32, 64, 128, 256)
-# The seed article's tables (../shared/reference/article_wgmma_h800_h20.csv), f16 SS.
+# The seed article's tables (harness/db/data/references/article_wgmma_h800_h20.csv), f16 SS.
 ARTICLE = {"H800": (18, 20, 24, 32, 64, 128), "H20": (18, 32, 64, 128, 256, 512)}
-# arXiv 2402.13499 Tables IX-X, H800 PCIe, f16 inputs (../shared/reference/README.md).
+# arXiv 2402.13499 Tables IX-X, H800 PCIe, f16 inputs (as shipped in harness/db/data/references/luo2024_tables.csv).
 PAPER_RS = (13, 13, 16, 32, 64, 128)
 PAPER_SPARSE_SS = (20, 24, 32, 48, 80, 144)
 PAPER_SPARSE_RS = (16, 18, 18)  # N = 8, 16, 32, Table IX

@@ -6,7 +6,7 @@ from conftest import make_db
 from harness.errors import StoreError
 from harness.db.store import Store, resolve_url
 
-# DESIGN.md section 5: the columns the `results` view promises.
+# docs/architecture.md, "Database": the columns the `results` view promises.
 RESULTS_COLUMNS = {"run_id", "run_started_at", "run_status", "gpu_name", "sm_count", "sm_clock_mhz", "suite",
                    "family", "case_id", "m", "n", "k", "dtype_a", "dtype_b", "dtype_acc", "operands",
                    "sparse", "metric", "value", "unit", "n_samples", "valid"}

@@ -1,7 +1,7 @@
-"""Published figures (harness/data/references/, from ../shared/reference) mapped to our case ids
+"""Published figures (harness/db/data/references/) mapped to our case ids
 and metric names, ready for the `references` table and the `reference_values` view.
 
-Mapping rules (DESIGN.md section 2):
+Mapping rules (docs/architecture.md, "Names"):
   - the papers' wgmma "latency" is a back-to-back chain's issue interval: `issue_interval_cycles`;
     their mma "latency" (one warp, dependent loop) is our `latency_cycles`;
   - throughput in TFLOPS/TOPS is `throughput_tflops`, with the input initialisation the paper used

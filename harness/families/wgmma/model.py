@@ -1,4 +1,4 @@
-"""The analytical model of wgmma issue intervals (DESIGN.md section 6), and its fit to a run.
+"""The analytical model of wgmma issue intervals (docs/architecture.md, "The wgmma model"), and its fit to a run.
 
 A wgmma takes the longer of reading its shared-memory operands and doing its arithmetic, and no
 less than a floor:

@@ -17,7 +17,7 @@ TELEMETRY_COLUMNS = (
     ("temperature_c", sa.Float), ("throttle_reasons", sa.Text), ("throttled", sa.Boolean),
     ("power_capped", sa.Boolean), ("other_processes", sa.Integer))
 
-# The view users and scripts query (DESIGN.md section 5); later schemas only add columns.
+# The view users and scripts query (docs/architecture.md, "Database"); later schemas only add columns.
 # `flagged`: taken while the GPU was throttled (thermal/hardware slowdown) or shared with another
 # process; compare and report leave flagged measurements out unless asked.
 RESULTS_VIEW = """
