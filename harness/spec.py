@@ -4,7 +4,6 @@ A case id spells the PTX instruction as written, plus what the instruction alone
 (operand mode, layout, ...); each family owns its grammar (`Family.parse`):
     wgmma.mma_async.m64n128k16.f32.bf16.bf16.SS
     mma.sync.m16n8k16.row.col.f32.f16.f16.f32
-    ldmatrix.m8n8.x4.trans.b16
 The id is the database key, the report label and what `bench show` takes.
 
 A self-test probe that faults on purpose (suite `faults`) adds the fault: `...f16.SS+trap`.

@@ -1,7 +1,7 @@
 """Disassemble a cubin and check it against the family's SASS expectation (harness/families/base.py).
 
 For each kernel the expectation names: the measured loop must hold the expected number of the
-instruction that really runs (HGMMA, HMMA, LDSM, ...), with none of the forbidden instructions
+instruction that really runs (as the family names it), with none of the forbidden instructions
 (waits, fences, memory operations) between the first and the last of them, no spills, and no
 ptxas note that the family says invalidates the case (e.g. a serialized chain). What really runs
 is recorded with the check, and whether the PTX instruction is emulated by other instructions.

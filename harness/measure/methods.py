@@ -9,7 +9,7 @@ instructions each loop iteration issues, and the family says how much work one i
                        gives latency, independent accumulators (ILP) give the issue interval.
     BracketedLatency   each repetition times one sequence with and without the instruction, by
                        clock64 on every thread; the difference is the instruction's latency.
-    OccupancySweep     every SM runs U units (warps, warpgroups) x ILP independent chains; work per
+    OccupancySweep     every SM runs U units (warps, groups of warps) x ILP independent chains; work per
                        cycle per SM from clock64, and whole-GPU work per second from CUDA events.
 
 Every kernel has the argument shape of ptx/common.cuh and writes one timing record per unit.
