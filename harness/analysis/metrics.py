@@ -26,7 +26,7 @@ class MetricInfo:
 
 METRICS = {m.name: m for m in (
     MetricInfo("issue_interval_cycles", "cycles", "cycles", None, "lower",
-               "steady-state cycles per instruction of a back-to-back chain on one SM (the paper's wgmma 'latency')"),
+               "steady-state cycles per instruction of a back-to-back chain on one SM"),
     MetricInfo("latency_cycles", "cycles", "cycles", None, "lower",
                "one instruction from issue to completion: a dependent chain's slope, or net of a bracketing sequence"),
     MetricInfo("latency_raw_cycles", "cycles", "cycles", None, "lower",
