@@ -61,7 +61,8 @@ class SassCheck:
 
 def _count(instructions: list[str], expected) -> list[int]:
     return [i for i, ins in enumerate(instructions)
-            if ins.split(" ", 1)[0] == expected.mnemonic and not ins.startswith(expected.exclude)]
+            if ins.split(" ", 1)[0] == expected.mnemonic and not ins.startswith(expected.exclude)
+            and expected.contains in ins]
 
 
 def check_kernel(instructions: list[str], expected) -> tuple[bool, str]:
@@ -70,7 +71,8 @@ def check_kernel(instructions: list[str], expected) -> tuple[bool, str]:
     if len(positions) != expected.count:
         opcodes = sorted({ins.split(" ", 1)[0] for ins in instructions if ins.split(".", 1)[0].endswith("MMA")
                           or ins.startswith(expected.mnemonic.split(".", 1)[0])})
-        return False, (f"expected {expected.count} x {expected.mnemonic}, found {len(positions)} "
+        what = expected.mnemonic + (f" {expected.contains}" if expected.contains else "")
+        return False, (f"expected {expected.count} x {what}, found {len(positions)} "
                        f"({', '.join(opcodes) or 'none of its kind'})")
     if not positions:
         return True, "none expected"

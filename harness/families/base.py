@@ -59,6 +59,7 @@ class KernelExpectation:
     count: int
     forbidden: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()  # instruction prefixes that share the mnemonic but do not count
+    contains: str = ""  # text a counted instruction must also hold (e.g. a call's target routine)
 
 
 @dataclass(frozen=True)

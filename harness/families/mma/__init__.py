@@ -6,19 +6,20 @@ native or emulated: sass.py. Probe template: ptx/mma.cu.in.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from harness import dtypes
 from harness.families.base import Check, Inputs, KernelExpectation, SassExpectation, Suite, Work
 from harness.families.mma import cases as _cases
-from harness.families.mma import fragments, sass
+from harness.families.mma import fragments, sass, sparsity
 from harness.families.mma.cases import BITS, MmaCase
 from harness.measure.methods import ChainSlope, OccupancySweep, SweepPoint
 from harness.measure.validate import accumulation_tolerance
 
 UNROLL = 16  # rounds of ILP mma per unrolled loop body
-ILPS = (1, 2, 4, 8)  # the kernels the template renders: probe_chain_ilp<ILP>
-ISSUE_ILP = 8  # independent accumulators of the issue-interval chain (one warp)
+ILPS = (1, 2, 4, 8)  # the kernels the template renders: probe_chain_ilp<ILP>; the largest is the issue-interval chain
 SWEEP_WARPS = (1, 2, 4, 8, 16, 32)  # warps per SM (one block per SM)
 SWEEP_ILP = (1, 2, 4)  # independent accumulators per warp
 # Dense tensor-core work per SM per cycle at the datasheet rate of the type (4 tensor cores):
@@ -42,6 +43,32 @@ def _suites() -> dict[str, Suite]:
     }
 
 
+@dataclass(frozen=True)
+class Chains:
+    """The chain kernels one case renders: probe_chain_ilp<ILP> for each of `ilps`, `unroll` rounds
+    per loop body. The largest ILP measures the issue interval."""
+
+    unroll: int = UNROLL
+    ilps: tuple[int, ...] = ILPS
+
+    @property
+    def issue_ilp(self) -> int:
+        return max(self.ilps)
+
+    def kernel(self, ilp: int) -> str:
+        return f"probe_chain_ilp{ilp}"
+
+
+def chains(case: MmaCase) -> Chains:
+    """Sparse fp8 is emulated inline by about a hundred instructions per mma (F2FP, SHFL, SEL, two
+    HMMA.SP and FADD), whose conversions ptxas schedules across rounds: with 16 rounds per body its
+    kernels spill from ILP 2 on, with 4 from ILP 8 on. It gets 4 rounds and ILP 1, 2 and 4, which
+    compile without spilling (the SASS check enforces that for every kernel)."""
+    if case.sparse and case.dtype_a in _cases.FP8:
+        return Chains(4, (1, 2, 4))
+    return Chains()
+
+
 class MmaFamily:
     name = "mma"
     description = "mma.sync: warp-level MMA from registers"
@@ -58,10 +85,14 @@ class MmaFamily:
 
     @staticmethod
     def shapes(case: MmaCase) -> dict[str, int]:
-        """32-bit registers per lane of A, B and D."""
-        return {"a": fragments.registers(case.m * case.k // 32, BITS[case.dtype_a]),
-                "b": fragments.registers(case.k * case.n // 32, BITS[case.dtype_b]),
-                "d": fragments.registers(case.m * case.n // 32, BITS[case.dtype_d])}
+        """32-bit registers per lane of A, B, C, D and the sparsity metadata E."""
+        k_stored = case.k // 2 if case.sparse else case.k  # sparse A is held compressed
+        per_warp = fragments.QUAD_PAIRS if _quad_pairs(case) else 1
+        return {"a": fragments.registers(per_warp * case.m * k_stored // 32, BITS[case.dtype_a]),
+                "b": fragments.registers(per_warp * case.k * case.n // 32, BITS[case.dtype_b]),
+                "c": fragments.registers(per_warp * case.m * case.n // 32, BITS[case.dtype_c]),
+                "d": fragments.registers(per_warp * case.m * case.n // 32, BITS[case.dtype_d]),
+                "e": 1 if case.sparse else 0}
 
     def template_params(self, case: MmaCase) -> dict[str, object]:
         self.check(case)
@@ -69,51 +100,75 @@ class MmaFamily:
         doubles = case.dtype_a == "f64"
         if doubles:  # f64 operands are .f64 registers, one per element
             regs = {key: value // 2 for key, value in regs.items()}
+        vary = sass.form(case).emulated
+        accumulate = case.dtype_c == case.dtype_d  # else C is its own operand, chained to D through vary()
+        assert accumulate or vary, f"{case}: a separate C needs VARY_OPERANDS to chain"
         constraint = "d" if doubles else "r"
-        first = {"d": 0, "a": regs["d"], "b": regs["d"] + regs["a"]}
+        order = ["d", "a", "b"] + ([] if accumulate else ["c"]) + (["e"] if case.sparse else [])
+        first, at = {}, 0
+        for key in order:
+            first[key], at = at, at + regs[key]
 
         def operands(key):
             return ", ".join(f"%{first[key] + i}" for i in range(regs[key]))
 
+        def inputs(key, name):
+            return "".join(f', "{constraint}"({name}[{i}])' for i in range(regs[key]))
+
         return {
             "instruction": case.ptx,
             "reg_type": "double" if doubles else "u32",
-            "a_regs": regs["a"], "b_regs": regs["b"], "d_regs": regs["d"],
-            "unroll": UNROLL,
-            "vary_operands": "true" if sass.form(case).emulated else "false",
+            "a_regs": regs["a"], "b_regs": regs["b"], "c_regs": regs["c"], "d_regs": regs["d"],
+            "e_regs": regs["e"],
+            "unroll": chains(case).unroll,
+            "chain_kernels": "\n".join(f"PROBE_CHAIN({ilp})" for ilp in chains(case).ilps),
+            "vary_operands": "true" if vary else "false",
             "d_operands": operands("d"), "a_operands": operands("a"), "b_operands": operands("b"),
-            "d_constraints": ", ".join(f'"+{constraint}"(d[{i}])' for i in range(regs["d"])),
-            "a_constraints": ", ".join(f'"{constraint}"(a[{i}])' for i in range(regs["a"])),
-            "b_constraints": ", ".join(f'"{constraint}"(b[{i}])' for i in range(regs["b"])),
+            "c_operands": operands("d" if accumulate else "c"),
+            "metadata_operands": f", %{first['e']}, {sparsity.SELECTOR}" if case.sparse else "",
+            "d_constraints": ", ".join(f'"{"+" if accumulate else "="}{constraint}"(d[{i}])' for i in range(regs["d"])),
+            "input_constraints": (inputs("a", "a") + inputs("b", "b") + ("" if accumulate else inputs("c", "c"))
+                                  + (', "r"(e)' if case.sparse else ""))[2:],
         }
 
     def sass_expectation(self, case: MmaCase) -> SassExpectation:
         """Every mma of each chain kernel, as the instruction(s) sm_90a really runs (sass.py), with no
         memory access, barrier or branch between the first and the last of them."""
         form = sass.form(case)
-        forbidden = ("LD", "ST", "BAR", "MEMBAR", "BRA", "DEPBAR")
-        kernels = []
-        for ilp in ILPS:
-            kernel = f"probe_chain_ilp{ilp}"
-            if form.routine:  # a call per mma; the routine (in the kernel's code) holds the tensor instructions
-                kernels += [(kernel, KernelExpectation(sass.CALL, UNROLL * ilp, forbidden)),
+        # Memory loads of every kind but LDC: a constant-bank read of a kernel parameter (ptxas
+        # rematerialises the loop bound there under register pressure) does not stall the chain.
+        forbidden = ("LDG", "LDS", "LDL", "LD.", "ST", "BAR", "MEMBAR", "BRA", "DEPBAR")
+        kernels, plan = [], chains(case)
+        for ilp in plan.ilps:
+            kernel, per_body = plan.kernel(ilp), plan.unroll * ilp
+            if form.routine:  # a call per mma; the routine (in the kernel's code) holds the instructions
+                kernels += [(kernel, KernelExpectation(sass.CALL, per_body, forbidden)),
                             (kernel, KernelExpectation(form.mnemonic, form.count))]
             else:
-                kernels.append((kernel, KernelExpectation(form.mnemonic, UNROLL * ilp * form.count, forbidden)))
+                kernels.append((kernel, KernelExpectation(form.mnemonic, per_body * form.count, forbidden,
+                                                          contains=form.contains)))
         return SassExpectation(tuple(kernels), form.executes, form.emulated,
-                               spill_kernels=tuple(f"probe_chain_ilp{ilp}" for ilp in ILPS))
+                               spill_kernels=tuple(plan.kernel(ilp) for ilp in plan.ilps))
 
     # -- correctness -----------------------------------------------------------------------------
 
     def inputs(self, case: MmaCase, rng: np.random.Generator) -> Inputs:
-        a = self._values(case.dtype_a, (case.m, case.k), rng)
-        b = self._values(case.dtype_b, (case.k, case.n), rng)
-        a_rows, a_cols = fragments.a_coords(case.m, case.k, BITS[case.dtype_a])
-        b_rows, b_cols = fragments.b_coords(case.k, case.n, BITS[case.dtype_b])
-        a_words = fragments.pack(BITS[case.dtype_a], dtypes.encode(case.dtype_a, a)[a_rows, a_cols])
-        b_words = fragments.pack(BITS[case.dtype_b], dtypes.encode(case.dtype_b, b)[b_rows, b_cols])
+        """A and B drawn exactly representable in their types (sparse A: zero outside a drawn 2:4
+        pattern), packed into each lane's fragment registers; then the metadata words and the zero mask."""
+        batch = (fragments.QUAD_PAIRS,) if _quad_pairs(case) else ()
+        a = self._values(case.dtype_a, batch + (case.m, case.k), rng)
+        b = self._values(case.dtype_b, batch + (case.k, case.n), rng)
+        stored, metadata = a, np.zeros(0, dtype=np.uint32)
+        if case.sparse:
+            pattern = sparsity.draw(case.dtype_a, case.m, case.k, rng)
+            keep = sparsity.kept(case.dtype_a, pattern, case.k)
+            a = np.where(keep, a, 0.0)
+            stored = sparsity.compress(a, keep)
+            metadata = sparsity.metadata(case.dtype_a, pattern)
+        a_words = fragments.pack(BITS[case.dtype_a], dtypes.encode(case.dtype_a, stored)[_a_coords(case)])
+        b_words = fragments.pack(BITS[case.dtype_b], dtypes.encode(case.dtype_b, b)[_b_coords(case)])
         mask = np.zeros(2, dtype=np.uint32)  # the zero word of ptx/mma.cu.in (two: f64 reads 8 bytes)
-        buffer = np.concatenate([a_words.ravel(), b_words.ravel(), mask]).view(np.uint8)
+        buffer = np.concatenate([a_words.ravel(), b_words.ravel(), metadata, mask]).view(np.uint8)
         return Inputs(buffer, {"a": a, "b": b}, self._distribution(case))
 
     @staticmethod
@@ -128,14 +183,17 @@ class MmaFamily:
     @staticmethod
     def _distribution(case: MmaCase) -> str:
         if case.dtype_a in dtypes.INTEGER_RANGE:
-            return f"uniform over the {case.dtype_a}/{case.dtype_b} values"
-        if case.dtype_a == "f64":
-            return f"multiples of 1/{F64_INPUT_STEPS} in [-2, 2] (exact f64 arithmetic)"
-        return f"normal(0,1) rounded to {case.dtype_a}/{case.dtype_b}"
+            text = f"uniform over the {case.dtype_a}/{case.dtype_b} values"
+        elif case.dtype_a == "f64":
+            text = f"multiples of 1/{F64_INPUT_STEPS} in [-2, 2] (exact f64 arithmetic)"
+        else:
+            text = f"normal(0,1) rounded to {case.dtype_a}/{case.dtype_b}"
+        return text + ("; A zero outside a random structured-sparse pattern per chunk" if case.sparse else "")
 
     @staticmethod
     def reference(case: MmaCase, inputs: Inputs) -> np.ndarray:
-        """D = A.B in float64; b1: popc(A and B) or popc(A xor B) summed over K."""
+        """D = A.B in float64 (sparse: the dense A, zeros included; m8n8k4: four products, one per quad
+        pair); b1: popc(A and B) or popc(A xor B) summed over K."""
         a, b = inputs.values["a"], inputs.values["b"]
         if case.bit_op == "xor":
             return a @ (1 - b) + (1 - a) @ b
@@ -151,58 +209,99 @@ class MmaFamily:
         return accumulation_tolerance(dtypes.unit_roundoff(case.dtype_d), case.k, magnitude, chain)
 
     def checks(self, case: MmaCase, inputs: Inputs) -> list[Check]:
-        """A dependent chain of UNROLL mma and the ISSUE_ILP kernel's first accumulator: UNROLL x A.B."""
-        ref, tol = UNROLL * self.reference(case, inputs), self.tolerance(case, inputs, UNROLL)
-        return [Check(f"probe_chain_ilp{ilp}", 32, UNROLL, 5, ref, tol, f"D (ILP {ilp}, chain of {UNROLL})")
-                for ilp in (1, ISSUE_ILP)]
+        """A dependent chain of one loop body and the issue-interval kernel's first accumulator: `unroll`
+        x A.B (A.B where C is a separate zero operand: each mma then computes A.B + 0)."""
+        plan = chains(case)
+        chain = plan.unroll if case.dtype_c == case.dtype_d else 1
+        ref, tol = chain * self.reference(case, inputs), self.tolerance(case, inputs, chain)
+        return [Check(plan.kernel(ilp), 32, plan.unroll, 5, ref, tol, f"D (ILP {ilp}, chain of {plan.unroll})")
+                for ilp in (1, plan.issue_ilp)]
 
     def output_words(self, case: MmaCase) -> int:
         return max(ILPS) * 32 * self.shapes(case)["d"]
 
     def decode(self, case: MmaCase, words: np.ndarray) -> np.ndarray:
-        """The first accumulator's registers of warp 0 -> the M x N matrix (float64)."""
+        """The first accumulator's registers of warp 0 -> the M x N matrix (m8n8k4: 4 of them), float64."""
         regs = self.shapes(case)["d"]
         codes = fragments.unpack(BITS[case.dtype_d], words[:32 * regs].reshape(32, regs))
-        rows, cols = fragments.d_coords(case.m, case.n)
-        out = np.zeros((case.m, case.n))
-        out[rows, cols] = dtypes.decode(case.dtype_d, codes)
+        out = np.zeros(((fragments.QUAD_PAIRS,) if _quad_pairs(case) else ()) + (case.m, case.n))
+        out[_d_coords(case)] = dtypes.decode(case.dtype_d, codes)
         return out
 
     # -- measurement -----------------------------------------------------------------------------
 
     def work(self, case: MmaCase) -> Work:
+        """2 M N K per warp instruction (f16 m8n8k4: four such products). Sparse: the dense-equivalent
+        2 M N K, the convention of NVIDIA's "with sparsity" datasheet rates (half of it is multiplied
+        by zeros the hardware skips)."""
         unit = "FLOP" if case.dtype_d in ("f16", "f32", "f64") else "OP"
-        return Work(2 * case.m * case.n * case.k, unit)
+        products = fragments.QUAD_PAIRS if _quad_pairs(case) else 1
+        return Work(2 * case.m * case.n * case.k * products, unit)
 
     def peak(self, case: MmaCase) -> float | None:
-        return PEAK_PER_SM_PER_CYCLE.get(case.dtype_a)
+        """The type's dense tensor rate; sparse: twice it (dense-equivalent work, as the datasheet)."""
+        dense = PEAK_PER_SM_PER_CYCLE.get(case.dtype_a)
+        return dense * 2 if dense and case.sparse else dense
 
     def plan(self, case: MmaCase, device=None) -> list:
-        """One warp on one SM: a dependent chain (latency) and ISSUE_ILP independent chains (issue
-        interval); then every SM with 1..32 warps x 1, 2, 4 independent accumulators each."""
-        sweep = tuple(SweepPoint(f"probe_chain_ilp{ilp}", w, ilp, {"warps": w, "ilp": ilp})
+        """One warp on one SM: a dependent chain (latency) and the most independent chains the case
+        renders (issue interval); then every SM with 1..32 warps x 1, 2, 4 independent accumulators."""
+        plan = chains(case)
+        sweep = tuple(SweepPoint(plan.kernel(ilp), w, ilp, {"warps": w, "ilp": ilp})
                       for w in SWEEP_WARPS for ilp in SWEEP_ILP)
-        return [ChainSlope("latency_cycles", "probe_chain_ilp1", 32, unroll=UNROLL, launch={"warps": 1, "ilp": 1},
-                           notes="a dependent chain: each mma accumulates onto the result of the one before"),
-                ChainSlope("issue_interval_cycles", f"probe_chain_ilp{ISSUE_ILP}", 32, per_iter=ISSUE_ILP,
-                           unroll=UNROLL, launch={"warps": 1, "ilp": ISSUE_ILP},
-                           notes=f"{ISSUE_ILP} independent accumulators in one warp"),
-                OccupancySweep(sweep, 32, UNROLL, whole_gpu=True, stop_on="cycles")]
+        dependent = ("a dependent chain: each mma accumulates onto the result of the one before"
+                     if case.dtype_c == case.dtype_d else
+                     "a dependent chain: each mma's C operand is derived from the previous D (x ^ (d & 0))")
+        return [ChainSlope("latency_cycles", plan.kernel(1), 32, unroll=plan.unroll, launch={"warps": 1, "ilp": 1},
+                           notes=dependent),
+                ChainSlope("issue_interval_cycles", plan.kernel(plan.issue_ilp), 32, per_iter=plan.issue_ilp,
+                           unroll=plan.unroll, launch={"warps": 1, "ilp": plan.issue_ilp},
+                           notes=f"{plan.issue_ilp} independent accumulators in one warp"),
+                OccupancySweep(sweep, 32, plan.unroll, whole_gpu=True, stop_on="cycles")]
 
     def headline(self, metric: str) -> dict | None:
-        return {"latency_cycles": {"warps": 1, "ilp": 1},
-                "issue_interval_cycles": {"warps": 1, "ilp": ISSUE_ILP}}.get(metric)
+        """None: latency and issue interval have one launch per case; throughput is the best of the sweep."""
+        return None
 
     def describe(self, case: MmaCase) -> list[str]:
         form = sass.form(case)
         regs = self.shapes(case)
-        return [f"registers per lane: A {regs['a']}, B {regs['b']}, C/D {regs['d']}",
-                f"sm_90a runs: {form.executes}" + (" (emulated: no native instruction)" if form.emulated else "")]
+        lines = [f"registers per lane: A {regs['a']}, B {regs['b']}, C {regs['c']}, D {regs['d']}"
+                 + (", metadata 1" if case.sparse else ""),
+                 f"sm_90a runs: {form.executes}" + (" (emulated: no native instruction)" if form.emulated else "")]
+        if case.sparse:
+            lines.append(f"A structured-sparse, held compressed (M x K/2); metadata in "
+                         f"{sparsity.metadata_lanes(case.dtype_a, case.k)} lane(s) of each group of 4, selector "
+                         f"{sparsity.SELECTOR}; work counted dense-equivalent (2 M N K)")
+        if _quad_pairs(case):
+            lines.append("four independent 8x8x4 products per warp, one per quad pair (lanes 0-3 with 16-19, ...)")
+        return lines
 
     def figures(self, context) -> list:
         from harness.families.mma.figures import figures
 
         return figures(context)
+
+
+def _quad_pairs(case: MmaCase) -> bool:
+    """f16 m8n8k4: four independent products per warp, fragments by quad pair."""
+    return case.shape == "m8n8k4" and case.dtype_a == "f16"
+
+
+def _a_coords(case: MmaCase):
+    if _quad_pairs(case):
+        return fragments.m884_a_coords(case.layout_a)
+    return fragments.a_coords(case.m, case.k // 2 if case.sparse else case.k, BITS[case.dtype_a])
+
+
+def _b_coords(case: MmaCase):
+    if _quad_pairs(case):
+        return fragments.m884_b_coords(case.layout_b)
+    return fragments.b_coords(case.k, case.n, BITS[case.dtype_b])
+
+
+def _d_coords(case: MmaCase):
+    return fragments.m884_d_coords(case.dtype_d) if _quad_pairs(case) else fragments.d_coords(case.m, case.n)
 
 
 FAMILY = MmaFamily()

@@ -7,6 +7,13 @@ consecutive K elements (one element per slot for 32- and 64-bit types):
         m16: row g + 8 (s % 2), col q p + j + (s // 2) 4p        m8: row g, col q p + j + 4 p s
     B (K x N), slot s, element j:  row q p + j + 4 p s, col g
     C, D (M x N), element i:       m16: row g + 8 (i // 2), col 2q + i % 2    m8: row g, col 2q + i
+f16 m8n8k4 is four independent 8x8x4 products, one per quad pair (lanes 4c..4c+3 and 16+4c..16+4c+3
+for computation c; "Matrix Fragments for mma.m8n8k4 with .f16"): its maps return (computation, row,
+col), with h = 4 for the upper lane of the pair (l >= 16), 0 for the lower, i the element index:
+    A row-major: row l%4 + h, col i         A col-major: row i + h, col l%4
+    B row-major: row l%4, col i + h         B col-major: row i, col l%4 + h
+    C, D .f16:   row l%4 + h, col i         C, D .f32:   row (l&1) + (i&2) + h, col (i&4) + (l&2) + (i&1)
+Sparse A (mma.sp) is held compressed, in the dense layout of an M x K/2 matrix (sparsity.py).
 tests/test_mma_family.py checks these maps against entries of the PTX ISA's figures.
 """
 
@@ -80,3 +87,34 @@ def unpack(bits_per_element: int, words: np.ndarray) -> np.ndarray:
 def registers(elements_per_lane: int, bits: int) -> int:
     """32-bit registers per lane for that many elements (64-bit elements: two each)."""
     return elements_per_lane * 2 if bits == 64 else elements_per_lane // per_slot(bits)
+
+
+QUAD_PAIRS = 4  # f16 m8n8k4: independent 8x8x4 products per warp
+
+
+def _quad_pair(elements: int):
+    lane = np.arange(WARP)[:, None]
+    i = np.arange(elements)[None, :]
+    comp = np.broadcast_to((lane % 16) // 4, (WARP, elements))
+    return lane, i, comp, 4 * (lane >= 16)
+
+
+def m884_a_coords(layout: str):
+    lane, i, comp, h = _quad_pair(4)
+    if layout == "row":
+        return comp, np.broadcast_to(lane % 4 + h, comp.shape), np.broadcast_to(i, comp.shape)
+    return comp, i + h, np.broadcast_to(lane % 4, comp.shape)
+
+
+def m884_b_coords(layout: str):
+    lane, i, comp, h = _quad_pair(4)
+    if layout == "row":
+        return comp, np.broadcast_to(lane % 4, comp.shape), i + h
+    return comp, np.broadcast_to(i, comp.shape), np.broadcast_to(lane % 4 + h, comp.shape)
+
+
+def m884_d_coords(dtype: str):
+    lane, i, comp, h = _quad_pair(8)
+    if dtype == "f16":
+        return comp, np.broadcast_to(lane % 4 + h, comp.shape), np.broadcast_to(i, comp.shape)
+    return comp, (lane & 1) + (i & 2) + h, (i & 4) + (lane & 2) + (i & 1)
