@@ -305,4 +305,4 @@ def _d_coords(case: MmaCase):
 
 
 FAMILY = MmaFamily()
-LOADERS = None  # the ldmatrix/stmatrix family: loaders.py
+from harness.families.mma.loaders import LOADERS  # noqa: E402  the ldmatrix/stmatrix family
