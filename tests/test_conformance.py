@@ -86,3 +86,24 @@ def test_every_family_runs_end_to_end_on_the_simulated_gpu(tmp_path, monkeypatch
         rows = stored[stored.case_id == case.case_id]
         assert set(zip(rows.metric, rows.unit)) == set(declared_metrics(case, simulated_device()))
         assert rows.params.iloc[0].startswith("{") and len(set(rows.launch)) >= 1
+
+
+def test_every_published_figure_that_maps_names_a_legal_case():
+    """Family.paper_case: each mapped figure of the papers is a case the PTX ISA allows (a form a family
+    has not implemented yet, such as sparse or tf32 wgmma, may say so; an illegal one fails)."""
+    from harness.db import references
+    from harness.errors import IllegalShapeError, SpecError
+
+    mapped = references.mapped()
+    assert any(r.case_id.startswith("mma.sp.") for r in mapped) and any(r.case_id.startswith("wgmma") for r in mapped)
+    implemented = 0
+    for ref in mapped:
+        case = parse_case_id(ref.case_id)
+        try:
+            FAMILIES[case.family].check(case)
+            implemented += 1
+        except IllegalShapeError:
+            raise
+        except SpecError as error:
+            assert "not implemented" in str(error)
+    assert implemented > 100

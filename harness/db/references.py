@@ -1,9 +1,10 @@
 """Published figures (harness/db/data/references/) mapped to our case ids
 and metric names, ready for the `references` table and the `reference_values` view.
 
-Mapping rules (docs/architecture.md, "Names"):
-  - the papers' wgmma "latency" is a back-to-back chain's issue interval: `issue_interval_cycles`;
-    their mma "latency" (one warp, dependent loop) is our `latency_cycles`;
+Mapping rules (docs/architecture.md, "Names"): each family names its counterpart of a figure
+(Family.paper_case, e.g. the papers' wgmma "latency" is a back-to-back chain's issue interval,
+`issue_interval_cycles`; their mma "latency", one warp's dependent loop, is our `latency_cycles`);
+this module reads the files and applies what every family shares:
   - throughput in TFLOPS/TOPS is `throughput_tflops`, with the input initialisation the paper used
     (`condition`: zero or random inputs; only random matches our probes);
   - dtype names become PTX's (FP16 -> f16, FP8 -> e4m3: the authors' code uses E4M3, INT8 -> s8);
@@ -61,31 +62,37 @@ def _condition(notes: str) -> str | None:
     return match.group(1) if match else None
 
 
+def _counterpart(figure) -> tuple[str, str] | None:
+    """(case id, metric) from the first family that names one."""
+    from harness.families import FAMILIES
+
+    for family in FAMILIES.values():
+        found = getattr(family, "paper_case", None) and family.paper_case(figure)
+        if found:
+            return found
+    return None
+
+
 def _map_luo(row: dict) -> tuple[dict, str | None]:
     """(canonical fields, None) or ({}, why not)."""
+    from harness.families.base import PaperFigure
+
     instruction, metric = row["instruction"], row["metric"]
     if instruction == "na":
         return {}, "not an instruction figure (a device property or memory-system metric)"
-    if not (instruction.startswith("wgmma.mma_async") or instruction in ("mma", "mma.sp")):
-        return {}, f"no probe family for {instruction!r} yet"
     shape = _SHAPE.match(row["shape"])
     a, acc = PTX_DTYPES.get(row["dtype_ab"]), PTX_DTYPES.get(row["dtype_acc"])
     if not shape or not a or not acc:
         return {}, f"shape {row['shape']!r} or dtypes {row['dtype_ab']}/{row['dtype_acc']} not understood"
     m, n, k = map(int, shape.groups())
-    sparse = row["sparse"] == "1"
-    if instruction.startswith("wgmma"):
-        names = {"latency_cycles": "issue_interval_cycles", "throughput": "throughput_tflops"}
-        ops = row["operand_mode"]
-        case_id = f"wgmma.mma_async{'.sp' if sparse else ''}.m{m}n{n}k{k}.{acc}.{a}.{a}.{ops}"
-    else:
-        names = {"latency_cycles": "latency_cycles", "throughput": "throughput_tflops"}
-        ops = None
-        case_id = f"mma{'.sp' if sparse else ''}.sync.m{m}n{n}k{k}.row.col.{acc}.{a}.{a}.{acc}"
-    if metric not in names:
-        return {}, f"metric {metric!r} has no counterpart among ours"
-    return dict(case_id=case_id, metric=names[metric], m=m, n=n, k=k, dtype_a=a, dtype_acc=acc,
-                operands=ops, sparse=sparse), None
+    ops = row["operand_mode"] if row["operand_mode"] in ("SS", "RS") else None
+    figure = PaperFigure(instruction, m, n, k, a, acc, ops, row["sparse"] == "1", metric)
+    found = _counterpart(figure)
+    if found is None:
+        return {}, f"no probe family for {instruction!r} {row['shape']} {metric!r} yet"
+    case_id, ours = found
+    return dict(case_id=case_id, metric=ours, m=m, n=n, k=k, dtype_a=a, dtype_acc=acc, operands=ops,
+                sparse=figure.sparse), None
 
 
 def _read(name: str) -> list[dict]:
@@ -95,6 +102,8 @@ def _read(name: str) -> list[dict]:
 
 @cache
 def load() -> tuple[Reference, ...]:
+    from harness.families.base import PaperFigure
+
     """Every shipped figure, mapped where possible, duplicates across the two papers removed."""
     refs: list[Reference] = []
     seen: dict[tuple, int] = {}
@@ -117,16 +126,17 @@ def load() -> tuple[Reference, ...]:
                     continue
                 seen[key] = len(refs)
             refs.append(ref)
-    for row in _read(ARTICLE_FILE):
+    for row in _read(ARTICLE_FILE):  # wgmma issue intervals, already in our metric's terms
         shape = _SHAPE.match(row["shape"])
         m, n, k = map(int, shape.groups())
         a, acc = PTX_DTYPES[row["dtype_ab"]], PTX_DTYPES[row["dtype_acc"]]
+        figure = PaperFigure("wgmma.mma_async", m, n, k, a, acc, row["operand_mode"], False, "throughput")
+        case_id = _counterpart(figure)[0]
         refs.append(Reference(
             source=row["source"], citation=CITATIONS[row["source"]], table="wgmma issue interval vs N",
-            gpu=row["gpu"], case_id=f"wgmma.mma_async.m{m}n{n}k{k}.{acc}.{a}.{a}.{row['operand_mode']}",
-            metric=row["metric"], value=float(row["value"]), unit=row["unit"], condition=None,
-            notes=row["notes"], m=m, n=n, k=k, dtype_a=a, dtype_acc=acc, operands=row["operand_mode"],
-            sparse=False))
+            gpu=row["gpu"], case_id=case_id, metric=row["metric"], value=float(row["value"]), unit=row["unit"],
+            condition=None, notes=row["notes"], m=m, n=n, k=k, dtype_a=a, dtype_acc=acc,
+            operands=row["operand_mode"], sparse=False))
     return tuple(refs)
 
 

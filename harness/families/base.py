@@ -14,7 +14,8 @@ harness/families/ plus one line in the registry (harness/families/__init__.py).
                                           work(case), peak(case)
     what people read                      describe(case) (bench show), headline(metric), notes(case)
     optional                              model (an analytical model: prior, predict, fit),
-                                          figures(context) (report sections)
+                                          figures(context) (report sections),
+                                          paper_case(figure) (a published figure's case id and metric)
 """
 
 from __future__ import annotations
@@ -69,6 +70,22 @@ class SassExpectation:
     emulated: bool = False  # no native instruction: the rate is not a tensor-core rate
     invalidating_notes: tuple[str, ...] = ()  # ptxas note codes (e.g. C7510) that invalidate the case
     spill_kernels: tuple[str, ...] = ()  # kernels that must not spill
+
+
+@dataclass(frozen=True)
+class PaperFigure:
+    """A published figure as the papers describe it (harness/db/references.py reads them), for a
+    family's optional `paper_case(figure) -> (case_id, metric) | None` to name our counterpart."""
+
+    instruction: str  # as the paper writes it: "wgmma.mma_async", "mma", "mma.sp", ...
+    m: int
+    n: int
+    k: int
+    dtype_a: str  # PTX names (f16, e4m3, s8, ...)
+    dtype_acc: str
+    operands: str | None  # SS or RS (wgmma)
+    sparse: bool
+    metric: str  # the paper's: "latency_cycles" or "throughput"
 
 
 @dataclass(frozen=True)

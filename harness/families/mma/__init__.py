@@ -259,6 +259,19 @@ class MmaFamily:
                            notes=f"{plan.issue_ilp} independent accumulators in one warp"),
                 OccupancySweep(sweep, 32, plan.unroll, whole_gpu=True, stop_on="cycles")]
 
+    @staticmethod
+    def paper_case(figure) -> tuple[str, str] | None:
+        """A published mma.sync figure's case and metric: the papers' mma "latency" is one warp's
+        dependent loop, our latency_cycles. They print mma.sp's compressed shape: its k is twice the
+        printed one (the notes of those rows say so; their sparse TFLOPS, 1.46x dense at most, count
+        the dense-equivalent work, as ours do)."""
+        metric = {"latency_cycles": "latency_cycles", "throughput": "throughput_tflops"}.get(figure.metric)
+        if figure.instruction not in ("mma", "mma.sp") or metric is None:
+            return None
+        kind, k = (".sp", 2 * figure.k) if figure.sparse else ("", figure.k)
+        a, acc = figure.dtype_a, figure.dtype_acc
+        return f"mma{kind}.sync.m{figure.m}n{figure.n}k{k}.row.col.{acc}.{a}.{a}.{acc}", metric
+
     def headline(self, metric: str) -> dict | None:
         """None: latency and issue interval have one launch per case; throughput is the best of the sweep."""
         return None

@@ -202,6 +202,17 @@ class WgmmaFamily:
                                  "fence+commit+wait_group 0 without the wgmma", launch=one),
                 OccupancySweep(sweep, WARPGROUP_THREADS, UNROLL, whole_gpu=True, stop_on="time")]
 
+    @staticmethod
+    def paper_case(figure) -> tuple[str, str] | None:
+        """A published wgmma figure's case and metric: the papers' wgmma "latency" is a back-to-back
+        chain's issue interval (their loop issues the next wgmma without waiting on the previous)."""
+        metric = {"latency_cycles": "issue_interval_cycles", "throughput": "throughput_tflops"}.get(figure.metric)
+        if not figure.instruction.startswith("wgmma.mma_async") or metric is None:
+            return None
+        sp = ".sp" if figure.sparse else ""
+        a, acc = figure.dtype_a, figure.dtype_acc
+        return f"wgmma.mma_async{sp}.m{figure.m}n{figure.n}k{figure.k}.{acc}.{a}.{a}.{figure.operands}", metric
+
     def headline(self, metric: str) -> dict | None:
         """The launch whose value stands for the case where a metric has several (the paper's)."""
         return {"warpgroups": 1, "ilp": 1}
