@@ -105,3 +105,18 @@ def test_cli_compare_model_advise_report_references(db, tmp_path):
     out = run("report", "--run", "1", "--out", str(tmp_path / "rep"))
     assert out.exit_code == 0 and "report.html" in out.output
     assert "not an instruction figure" in run("references", "--unmapped").output
+
+
+def test_report_of_a_loaders_run_has_its_section_and_no_tensor_sections(tmp_path):
+    """A run of another family (ldmatrix/stmatrix, bytes per cycle) gets its own section; the paper table
+    and the tensor-core rates, which mean nothing for it, are left out rather than shown empty."""
+    store = Store.open(str(tmp_path / "l.db"), create=True)
+    prov = Provenance("bench run --suite loaders", "host", "abc123", False, "0.1.0", "3.12", "14.2", "13.0")
+    run_id = store.start_run(fake_device(), prov, "loaders", None)
+    for case in suite_cases("loaders"):
+        store.record_case(run_id, synthetic_result(case, None, np.random.default_rng(case.num), fake_device()))
+    store.finish_run(run_id, "complete")
+    text = build(store, run_id, tmp_path / "reports").markdown.read_text()
+    assert "## ldmatrix and stmatrix: latency and shared-memory bandwidth" in text
+    assert "| ldmatrix.sync.m8n8.x4.trans.shared.b16 |" in text
+    assert "## Tensor-core rates by family" not in text and "## Against the paper" not in text

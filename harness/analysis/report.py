@@ -74,20 +74,22 @@ def _paper_table(against: pd.DataFrame) -> pd.DataFrame:
 
 
 def rates_by_family(store: Store, gpu: str, include_flagged: bool = False) -> pd.DataFrame:
-    """Per input type, the best tensor work per cycle per SM of each family on this GPU, anywhere in the
-    database (any run): how much of the tensor core each instruction family reaches."""
+    """Per input type, dense and sparse apart, the best tensor work per cycle per SM of each family on this
+    GPU, anywhere in the database (any run): how much of the tensor core each instruction family reaches."""
     flagged = "" if include_flagged else "AND NOT flagged"
-    frame = store.query(f"""SELECT family, dtype_a, case_id, value, unit, emulated FROM results
+    frame = store.query(f"""SELECT family, dtype_a, sparse, case_id, value, unit, emulated FROM results
                            WHERE gpu_name = '{gpu.replace("'", "''")}' AND metric = 'sm_throughput' AND valid {flagged}
                            AND value IS NOT NULL AND unit IN {TENSOR_UNITS}""")
     if frame.empty:
         return frame
-    best = frame.sort_values("value", ascending=False, kind="stable").groupby(["dtype_a", "family"], as_index=False).first()
-    best["of the best family"] = (best.value / best.groupby("dtype_a").value.transform("max")).round(3)
+    frame["sparse"] = frame["sparse"].fillna(False).astype(bool)
+    keys = ["dtype_a", "sparse", "family"]
+    best = frame.sort_values("value", ascending=False, kind="stable").groupby(keys, as_index=False).first()
+    best["of the best family"] = (best.value / best.groupby(["dtype_a", "sparse"]).value.transform("max")).round(3)
     best["emulated"] = best.emulated.fillna(False).astype(bool)
     best["value"] = best.value.round(1)
     return best.rename(columns={"value": "best per SM per cycle"})[
-        ["dtype_a", "family", "best per SM per cycle", "unit", "of the best family", "emulated", "case_id"]]
+        ["dtype_a", "sparse", "family", "best per SM per cycle", "unit", "of the best family", "emulated", "case_id"]]
 
 
 def build(store: Store, run_id: int | None = None, root: Path = Path("reports"),
@@ -109,7 +111,8 @@ def build(store: Store, run_id: int | None = None, root: Path = Path("reports"),
         family = FAMILIES.get(name)
         if family is not None and hasattr(family, "figures"):
             family_sections += family.figures(ctx)
-    sections = _sections(store, run_id, facts, against, family_sections, include_flagged)
+    tensor_run = bool(measured.unit.isin(TENSOR_UNITS).any()) if len(measured) else False
+    sections = _sections(store, run_id, facts, against, family_sections, include_flagged, tensor_run)
     figures = [body for _, _, body in sections if isinstance(body, Path)]
     markdown = directory / "report.md"
     markdown.write_text(_markdown(sections, facts, run_id, store.url))
@@ -119,7 +122,7 @@ def build(store: Store, run_id: int | None = None, root: Path = Path("reports"),
 
 
 def _sections(store: Store, run_id: int, facts: dict, against: pd.DataFrame, family_sections: list,
-              include_flagged: bool) -> list:
+              include_flagged: bool, tensor_run: bool = True) -> list:
     """[(heading, text paragraphs, Path | DataFrame | None)] shared by the Markdown and the HTML."""
     disagree = against[(against.verdict == "DISAGREES") | (against.model_verdict == "DISAGREES")]
     summary = [f"{int(facts['cases'])} cases in {', '.join(sorted(set(against.family)) or ['no family'])}; "
@@ -165,15 +168,17 @@ def _sections(store: Store, run_id: int, facts: dict, against: pd.DataFrame, fam
     ], columns=["", "value"])
     disagree_table = disagree[["case_id", "metric", "value", "comparable", "paper", "paper_ratio", "model",
                                "model_ratio", "verdict", "model_verdict"]].round(3).dropna(axis=1, how="all")
-    rates = rates_by_family(store, facts["gpu"] or "", include_flagged)
-    rates_text = ["The best work per cycle per SM of each instruction family for each input type, over every run "
-                  "of this GPU in the database. An emulated instruction's rate is what its replacement "
-                  "instructions deliver, not a tensor-core rate."]
+    rates = rates_by_family(store, facts["gpu"] or "", include_flagged) if tensor_run else pd.DataFrame()
+    rates_text = ["The best work per cycle per SM of each instruction family for each input type, dense and sparse "
+                  "apart (sparse counts the dense-equivalent work, as NVIDIA's datasheets do), over every run of "
+                  "this GPU in the database. An emulated instruction's rate is what its replacement instructions "
+                  "deliver, not a tensor-core rate."]
+    paper = _paper_table(against)
     return [
         ("Summary", summary, None),
         *family_sections,
-        ("Against the paper (H800 PCIe, arXiv 2402.13499)", [], _paper_table(against)),
-        ("Tensor-core rates by family", rates_text, rates if len(rates) else None),
+        *([("Against the paper (H800 PCIe, arXiv 2402.13499)", [], paper)] if len(paper) else []),
+        *([("Tensor-core rates by family", rates_text, rates)] if len(rates) else []),
         ("Disagreements", ["Rows where the measurement and the paper or the datasheet model differ by more than "
                            "the measurement's spread plus 3 %." if len(disagree) else "None."],
          disagree_table if len(disagree) else None),
