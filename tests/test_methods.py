@@ -1,0 +1,100 @@
+"""The measurement methods on the CPU, driven by a scripted launcher whose timing records follow a known
+cost model: each method must recover the cost it was given (harness/measure/methods.py)."""
+
+import numpy as np
+import pytest
+
+from harness.families.base import Work
+from harness.measure import methods
+from harness.measure.launch import Launch
+from harness.measure.telemetry import NullSampler
+from harness.measure.timing import RECORD_WORDS, TimingPolicy
+
+CLOCK_MHZ = 1500.0  # the scripted SM clock: cycles per microsecond
+
+
+class Scripted:
+    """A launcher whose unit u of block b spends `fixed + iters * per_iter[kernel] * (1 + slow[b])` cycles;
+    whole-launch time follows at CLOCK_MHZ. `max_threads` caps the block size like a register limit."""
+
+    def __init__(self, per_iter: dict[str, float], fixed: float = 500.0, max_threads: int = 1024, slow_block=None):
+        self.per_iter, self.fixed, self.limit, self.slow_block = per_iter, fixed, max_threads, slow_block
+        self.launches: list[tuple[str, int, int, int]] = []
+
+    def max_threads(self, kernel: str) -> int:
+        return self.limit
+
+    def run(self, kernel, grid, block, iters, timing_words):
+        self.launches.append((kernel, grid, block, iters))
+        units = timing_words // RECORD_WORDS
+        cycles = np.full(units, self.fixed + iters * self.per_iter[kernel])
+        if self.slow_block is not None:  # one block's units all 10 % slower
+            per_block = units // grid
+            cycles[self.slow_block * per_block:(self.slow_block + 1) * per_block] *= 1.1
+        start = np.full(units, 1_000_000, dtype=np.int64)
+        stop = start + cycles.astype(np.int64)
+        ns0 = np.full(units, 5_000_000, dtype=np.int64)
+        ns1 = ns0 + (cycles / CLOCK_MHZ * 1e3).astype(np.int64)
+        smid = np.arange(units) // max(1, units // grid)
+        timing = np.stack([start, stop, ns0, ns1, smid], axis=1).ravel()
+        elapsed_ms = float(cycles.max()) / CLOCK_MHZ / 1e3
+        return Launch(np.zeros(1, dtype=np.uint32), timing, elapsed_ms)
+
+
+def context(probe, peak=4096.0, work=Work(4096, "FLOP"), sms=4):
+    policy = TimingPolicy(warmup=1, min_samples=3, max_samples=5, min_seconds=0.0)
+    return methods.Context(probe, sms, policy, NullSampler(), work, peak)
+
+
+def test_chain_slope_recovers_the_cost_per_instruction_and_cancels_fixed_costs():
+    probe = Scripted({"chain": 8 * 6.14}, fixed=12345.0)  # 8 independent mma per iteration, 6.14 cycles each
+    spec = methods.ChainSlope("issue_interval_cycles", "chain", 32, per_iter=8, unroll=16, launch={"ilp": 8})
+    (metric,) = methods.run(spec, context(probe))
+    assert metric.name == "issue_interval_cycles" and metric.launch == {"ilp": 8}
+    assert np.allclose(metric.samples, 6.14, atol=1e-3)
+    assert metric.sm_clock_mhz == pytest.approx(CLOCK_MHZ, rel=1e-3)
+    lengths = {iters for _, _, _, iters in probe.launches}
+    assert lengths == {16 * 16, 272 * 16}  # the two chain lengths, in loop bodies of `unroll`
+
+
+def test_bracketed_latency_subtracts_the_empty_sequence():
+    class Bracketed(Scripted):
+        def run(self, kernel, grid, block, iters, timing_words):
+            per_rep = {"with": 140.0, "without": 48.0}[kernel]
+            timing = np.full(timing_words, per_rep, dtype=np.int64)
+            return Launch(np.zeros(1, dtype=np.uint32), timing, 0.01)
+
+    spec = methods.BracketedLatency("with", "without", 128, overhead="fence, commit, wait")
+    latency, raw = methods.run(spec, context(Bracketed({})))
+    assert np.allclose(latency.samples, 92.0) and np.allclose(raw.samples, 140.0)
+    assert "48" in latency.notes
+
+
+def test_occupancy_sweep_counts_work_per_cycle_per_sm_from_the_slowest_unit():
+    probe = Scripted({"k1": 6.0, "k4": 4 * 8.0}, slow_block=1)
+    points = (methods.SweepPoint("k1", 2, 1, {"warps": 2, "ilp": 1}), methods.SweepPoint("k4", 8, 4, {"warps": 8, "ilp": 4}))
+    spec = methods.OccupancySweep(points, 32, unroll=16, target_cycles=100_000)
+    metrics = methods.run(spec, context(probe))
+    by = {(m.name, m.launch["warps"]): m for m in metrics}
+    assert set(by) == {(name, w) for name in ("sm_throughput", "throughput_tflops", "peak_fraction") for w in (2, 8)}
+    # 2 warps, one mma (4096 FLOP) per 6 cycles each -> 2 x 4096 / 6 per cycle per SM (median over SMs)
+    sm = by[("sm_throughput", 2)]
+    assert np.allclose(sm.samples, 2 * 4096 / 6, rtol=0.01) and sm.unit == "FLOP/cycle/SM"
+    # whole GPU: every SM's work over the launch time, which the slow block sets (10 % longer)
+    rate = by[("throughput_tflops", 8)]
+    per_sm_per_s = 8 * 4 * 4096 / 32 * CLOCK_MHZ * 1e6 / 1.1
+    assert np.allclose(rate.samples, 4 * per_sm_per_s / 1e12, rtol=0.01)
+    peak = 4 * 4096 * CLOCK_MHZ * 1e6 / 1e12
+    assert np.allclose(by[("peak_fraction", 8)].samples, rate.samples / peak, rtol=1e-3)  # ns are whole numbers
+
+
+def test_occupancy_sweep_sizes_its_launch_and_skips_what_does_not_fit():
+    probe = Scripted({"k": 10.0}, max_threads=256)
+    points = (methods.SweepPoint("k", 4, 1, {"warps": 4}), methods.SweepPoint("k", 16, 1, {"warps": 16}))
+    spec = methods.OccupancySweep(points, 32, unroll=16, whole_gpu=False, stop_on="cycles", target_cycles=200_000)
+    metrics = methods.run(spec, context(probe, peak=None, work=Work(512, "B")))
+    assert [m.launch for m in metrics] == [{"warps": 4}] and metrics[0].unit == "B/cycle/SM"
+    assert "not launched" in metrics[0].notes and "{'warps': 16}" in metrics[0].notes
+    # sized from one short launch (its fixed cost included): about target_cycles, never over
+    measured = [iters for kernel, grid, block, iters in probe.launches if grid == 4]
+    assert measured and all(iters % 16 == 0 and 0.9 * 200_000 <= iters * 10 <= 200_000 for iters in measured)
