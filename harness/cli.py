@@ -3,6 +3,7 @@ library function and formats the result; HarnessError becomes one line and a non
 
 from __future__ import annotations
 
+import math
 import signal
 import sys
 import time
@@ -10,30 +11,66 @@ import time
 import click
 
 from harness import output
-from harness.errors import HarnessError
+from harness.errors import HarnessError, redact
 from harness.measure.runner import RunSettings
 from harness.measure.worker import DEFAULT_WATCHDOG_S
 
+class Finite(click.ParamType):
+    """A finite float in [low, high]: NaN and infinities are refused with the valid range."""
+
+    name = "number"
+
+    def __init__(self, low: float, high: float):
+        self.low, self.high = low, high
+
+    def convert(self, value, param, ctx):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not (math.isfinite(number) and self.low <= number <= self.high):
+            self.fail(f"{value} is not in the range {self.low:g}..{self.high:g}", param, ctx)
+        return number
+
+
+RUN_ID = click.IntRange(1, 2**63 - 1)  # what a run id can be (SQLite's integer)
+GPU_INDEX = click.IntRange(0, 1023)
+DIMENSION = click.IntRange(1, 1 << 20)  # advise swapab's n and k: up to a million
 DB_HELP = "results database: a file path or SQLAlchemy URL (default: $HOPPER_BENCH_DB or ./results.db)"
 
 
+MAX_MESSAGE = 400  # characters of an error line
+
+
+def fail(message: object, code: int) -> None:
+    """The one way out of a failing command: one line on stderr (its first line, passwords masked,
+    at most MAX_MESSAGE characters) and the exit status."""
+    lines = redact(message).strip().splitlines() or ["failed"]
+    line = lines[0] if len(lines[0]) <= MAX_MESSAGE else lines[0][:MAX_MESSAGE - 3] + "..."
+    click.echo(f"error: {line}", err=True)
+    sys.exit(code)
+
+
 class BenchGroup(click.Group):
-    """Turns every user error (ours or click's) into one line on stderr and a non-zero status."""
+    """Turns every error (ours, click's, the operating system's, or a bug) into one line on stderr and
+    a non-zero status: no command prints a traceback."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except HarnessError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(exc.exit_code)
+            fail(exc, exc.exit_code)
         except click.ClickException as exc:
             command = " ".join(sys.argv[1:2]) if args is None else " ".join(list(args)[:1])
             hint = f" (see `bench {command} --help`)" if command and not command.startswith("-") else ""
-            click.echo(f"error: {exc.format_message()}{hint}", err=True)
-            sys.exit(exc.exit_code)
-        except click.exceptions.Abort:
-            click.echo("error: interrupted", err=True)
-            sys.exit(130)
+            fail(f"{exc.format_message()}{hint}", exc.exit_code)
+        except (click.exceptions.Abort, KeyboardInterrupt):
+            fail("interrupted", 130)
+        except OSError as exc:
+            where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+            fail(f"{exc.strerror or exc}{where}", 1)
+        except Exception as exc:  # a bug: still one line, with what to report
+            fail(f"internal error ({type(exc).__name__}: {exc}); please report it with the command line", 70)
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
@@ -71,28 +108,29 @@ def list_command(suite, filter_):
         click.echo(case.case_id)
 
 
-def open_store(db: str | None, create: bool = False):
-    """Store.open, telling the user (one line on stderr) when an older file was upgraded."""
+def open_store(db: str | None, write: bool = False):
+    """Store.open: read-only unless the command writes (`write`), and then telling the user (one line
+    on stderr) when an older file was upgraded."""
     from harness.db.store import Store
 
-    store = Store.open(db, create=create)
+    store = Store.open(db, read_only=not write)
     if store.migration:
         m = store.migration
         backup = f"; the old file is kept as {m.backup}" if m.backup else ""
-        click.echo(f"note: upgraded {store.url} from schema {m.from_version} to {m.to_version}{backup}", err=True)
+        click.echo(f"note: upgraded {redact(store.url)} from schema {m.from_version} to {m.to_version}{backup}", err=True)
     return store
 
 
 @cli.command()
 @click.option("--suite", default=None, help="suite to run (see `bench list`)")
 @click.option("--filter", "filter_", default=None, help="comma-separated globs on the case id")
-@click.option("--resume", "resume", default=None, type=int, metavar="RUN_ID",
+@click.option("--resume", "resume", default=None, type=RUN_ID, metavar="RUN_ID",
               help="measure only what an interrupted or failed run is missing")
-@click.option("--gpu", default=0, show_default=True, type=int, help="CUDA device index")
+@click.option("--gpu", default=0, show_default=True, type=GPU_INDEX, help="CUDA device index")
 @click.option("--db", default=None, help=DB_HELP)
-@click.option("--jobs", default=None, type=int, help="parallel compile jobs (default: CPU count)")
-@click.option("--seed", default=0, show_default=True, type=int, help="seed of the random inputs")
-@click.option("--watchdog", default=DEFAULT_WATCHDOG_S, show_default=True, type=float, metavar="SECONDS",
+@click.option("--jobs", default=None, type=click.IntRange(1, 1024), help="parallel compile jobs (default: CPU count)")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1), help="seed of the random inputs")
+@click.option("--watchdog", default=DEFAULT_WATCHDOG_S, show_default=True, type=Finite(1, 86400), metavar="SECONDS",
               help="a case with no result after this long is stored as a hang and its worker killed")
 def run(suite, filter_, resume, gpu, db, jobs, seed, watchdog):
     """Measure a suite on a GPU and store every measurement.
@@ -114,12 +152,6 @@ def run(suite, filter_, resume, gpu, db, jobs, seed, watchdog):
     from harness.db.store import resolve_url
     from harness.measure.worker import Worker
 
-    if jobs is not None and jobs < 1:
-        raise click.BadParameter("must be at least 1", param_hint="--jobs")
-    if watchdog <= 0:
-        raise click.BadParameter("must be a positive number of seconds", param_hint="--watchdog")
-    if gpu < 0:
-        raise click.BadParameter("must be 0 or more", param_hint="--gpu")
     resolve_url(db)  # a malformed URL fails here, before any GPU work
     if resume is not None:
         if suite or filter_:
@@ -199,7 +231,12 @@ def sql(query, db, fmt, write):
     """
     if not query.strip():
         raise click.BadParameter("is empty: give one SQL statement", param_hint="QUERY")
-    click.echo(output.render_frame(open_store(db).query(query, write=write), fmt))
+    store = open_store(db, write=write)
+    frame = store.query(query, write=write)
+    if write and frame.empty and store.last_rowcount is not None and store.last_rowcount >= 0:
+        click.echo(f"{store.last_rowcount} row{'s' if store.last_rowcount != 1 else ''} changed")
+        return
+    click.echo(output.render_frame(frame, fmt))
 
 
 @cli.command()
@@ -236,13 +273,13 @@ def show(case_id, sass):
 
 
 @cli.command()
-@click.option("--run", "run_id", default=None, type=int, help="run to compare (default: the newest complete run)")
+@click.option("--run", "run_id", default=None, type=RUN_ID, help="run to compare (default: the newest complete run)")
 @click.option("--against", default="paper", show_default=True, metavar="paper|model|RUN_ID",
               help="the paper's H800 figures, the model's predictions, or another run")
 @click.option("--metric", default=None, help="only this metric (e.g. issue_interval_cycles)")
 @click.option("--disagreements", is_flag=True, help="only the rows that disagree (or differ from the other run)")
 @click.option("--include-flagged", is_flag=True, help="keep measurements taken while throttled or shared")
-@click.option("--tolerance", default=0.03, show_default=True, type=float,
+@click.option("--tolerance", default=0.03, show_default=True, type=Finite(0, 10),
               help="relative difference allowed on top of the measurement's spread")
 @click.option("--db", default=None, help=DB_HELP)
 @click.option("--format", "fmt", type=click.Choice(output.FORMATS), default="table", show_default=True)
@@ -261,8 +298,9 @@ def compare(run_id, against, metric, disagreements, include_flagged, tolerance, 
     """
     from harness.analysis.compare import compare as compare_run
 
-    if tolerance < 0:
-        raise click.BadParameter("must be 0 or more", param_hint="--tolerance")
+    if against not in ("paper", "model") and not (against.isdigit() and 1 <= int(against) <= RUN_ID.max):
+        raise click.BadParameter(f"{against!r}: expected paper, model or a run id from 1 to {RUN_ID.max}",
+                                 param_hint="--against")
     frame = compare_run(open_store(db), run_id, against, include_flagged, tolerance)
     if metric is not None:
         if metric not in set(frame.metric):
@@ -277,7 +315,7 @@ def compare(run_id, against, metric, disagreements, include_flagged, tolerance, 
 
 @cli.command()
 @click.option("--gpu", default="H800 PCIe", show_default=True, help="a GPU of gpu_specs.csv (H100 SXM5, H800 PCIe, H20, ...)")
-@click.option("--run", "run_id", default=None, type=int, help="also fit the model to this run's issue intervals")
+@click.option("--run", "run_id", default=None, type=RUN_ID, help="also fit the model to this run's issue intervals")
 @click.option("--db", default=None, help=DB_HELP)
 @click.option("--format", "fmt", type=click.Choice(output.FORMATS), default="table", show_default=True)
 def model(gpu, run_id, db, fmt):
@@ -316,11 +354,11 @@ def advise():
 
 
 @advise.command("swapab")
-@click.option("--m", "m", required=True, type=int, help="rows of A and C")
-@click.option("--n", "n", required=True, type=int, help="rows of B, columns of C")
-@click.option("--k", "k", required=True, type=int, help="the reduction dimension")
+@click.option("--m", "m", required=True, type=click.IntRange(1, 65536), help="rows of A and C")
+@click.option("--n", "n", required=True, type=DIMENSION, help="rows of B, columns of C")
+@click.option("--k", "k", required=True, type=DIMENSION, help="the reduction dimension")
 @click.option("--gpu", default=None, help="predict with this GPU's datasheet parameters (default H100 SXM5)")
-@click.option("--run", "run_id", default=None, type=int, help="predict with the parameters fitted to this run")
+@click.option("--run", "run_id", default=None, type=RUN_ID, help="predict with the parameters fitted to this run")
 @click.option("--operands", type=click.Choice(("SS", "RS")), default="SS", show_default=True)
 @click.option("--db", default=None, help=DB_HELP)
 def swapab(m, n, k, gpu, run_id, operands, db):
@@ -369,30 +407,36 @@ def references(unmapped, db, fmt):
         frame = store.query("SELECT source, source_table, gpu, metric AS mapped_metric, value, unit, unmapped_reason "
                             "FROM reference_figures WHERE case_id IS NULL ORDER BY id")
     else:
-        frame = store.query("SELECT source, gpu_name, metric, COUNT(*) AS figures, COUNT(also_in) AS deduplicated "
+        frame = store.query("SELECT source, gpu_name, metric, COUNT(*) AS figures, COUNT(also_in) AS also_printed_elsewhere "
                             "FROM reference_values GROUP BY source, gpu_name, metric ORDER BY source, gpu_name")
     click.echo(output.render_frame(frame, fmt))
 
 
 @cli.command()
-@click.option("--run", "run_id", default=None, type=int, help="run to report (default: the newest complete run)")
+@click.option("--run", "run_id", default=None, type=RUN_ID, help="run to report (default: the newest complete run)")
 @click.option("--out", "out", default="reports", show_default=True, type=click.Path(file_okay=False),
-              help="directory under which reports/<gpu>-<date>-run<N>/ is written")
+              help="directory that receives <gpu>-<date>-run<N>/ (report.md, report.html, figures)")
 @click.option("--include-flagged", is_flag=True, help="keep measurements taken while throttled or shared")
 @click.option("--db", default=None, help=DB_HELP)
 def report(run_id, out, include_flagged, db):
-    """Write a Markdown and a self-contained HTML report of a run, with PNG figures.
+    """Write a Markdown and a self-contained HTML report of a run, with PNG figures, into
+    OUT/<gpu>-<date>-run<N>/ (reading the database only).
 
     \b
     Examples:
-      bench report
+      bench report                                  # reports/nvidia-h100-80gb-hbm3-<date>-run<N>/
       bench report --run 5 --out /tmp/reports
     """
     from pathlib import Path
 
     from harness.analysis.report import build
 
-    result = build(open_store(db), run_id, Path(out), include_flagged)
+    store = open_store(db)
+    try:
+        result = build(store, run_id, Path(out), include_flagged)
+    except OSError as exc:
+        raise click.BadParameter(f"cannot write the report under {out}: {exc.strerror or exc}",
+                                 param_hint="--out") from None
     click.echo(f"wrote {result.markdown}, {result.html} and {len(result.figures)} figures")
 
 
@@ -411,15 +455,16 @@ def db():
 def db_upgrade(db_path):
     """Upgrade an older results database to this harness's schema (a backup is kept).
 
-    Any command upgrades an older file when it opens it; this one does only that.
+    `bench run` and `bench sql --write` upgrade an older file when they open it; the commands that
+    only read leave it as it is and say to run this one.
 
     \b
     Example:
       bench db upgrade --db old-results.db
     """
-    store = open_store(db_path)
+    store = open_store(db_path, write=True)
     if store.migration is None:
-        click.echo(f"{store.url} is at schema {store.schema_version()}, the newest: nothing to do")
+        click.echo(f"{redact(store.url)} is at schema {store.schema_version()}, the newest: nothing to do")
 
 
 def main():

@@ -1,5 +1,15 @@
 """The exception hierarchy. Library code raises these; only the CLI turns them into exit codes."""
 
+import re
+
+_URL_PASSWORD = re.compile(r"(\b[a-zA-Z][\w+.-]*://[^/\s:@]*:)[^@\s/]*@")
+
+
+def redact(text: object) -> str:
+    """`text` with the password of every URL in it masked: scheme://user:***@host."""
+    return _URL_PASSWORD.sub(r"\1***@", str(text))
+
+
 
 class HarnessError(Exception):
     """A failure the user can act on; its message is one line that names the problem."""

@@ -1,6 +1,7 @@
 """Every command through click's CliRunner, including the error paths (no GPU needed)."""
 
 import hashlib
+import json
 import re
 from pathlib import Path
 
@@ -66,10 +67,15 @@ BAD_INPUTS = [
     (["run", "--suite", "wgmma", "--filter", "*m64n7k16*"], 2, "matches none of the 192 cases .*e.g."),
     (["run"], 2, "missing option --suite \\(or --resume RUN_ID\\)"),
     (["run", "--suite", "wgmma", "--gpu", "x"], 2, "'x' is not a valid integer"),
-    (["run", "--suite", "wgmma", "--gpu", "-1"], 2, "--gpu.*must be 0 or more"),
+    (["run", "--suite", "wgmma", "--gpu", "-1"], 2, "--gpu.*-1 is not in the range 0<=x<=1023"),
     (["run", "--suite", "wgmma", "--db", "bogus://::"], 4, "not a database URL.*expected a file path"),
-    (["run", "--suite", "wgmma", "--jobs", "0"], 2, "--jobs.*at least 1"),
-    (["run", "--suite", "wgmma", "--watchdog", "0"], 2, "--watchdog.*positive"),
+    (["run", "--suite", "wgmma", "--jobs", "0"], 2, "--jobs.*0 is not in the range 1<=x<=1024"),
+    (["run", "--suite", "wgmma", "--watchdog", "0"], 2, "--watchdog.*0 is not in the range 1..86400"),
+    (["run", "--suite", "wgmma", "--watchdog", "nan"], 2, "--watchdog.*nan is not in the range 1..86400"),
+    (["run", "--suite", "wgmma", "--watchdog", "inf"], 2, "--watchdog.*inf is not in the range"),
+    (["run", "--resume", "99999999999999999999"], 2, "--resume.*is not in the range 1<=x<=9223372036854775807"),
+    (["run", "--suite", "wgmma", "--seed", "-3"], 2, "--seed.*is not in the range 0<=x<=4294967295"),
+    (["run", "--suite", "wgmma", "--db", "~nosuchuser/r.db"], 4, "cannot use --db '~nosuchuser/r.db'"),
     (["run", "--resume", "99"], 4, "no run 99 .*runs 1..1; see `bench runs`"),
     (["run", "--resume", "1", "--suite", "wgmma"], 2, "--resume takes the suite and filter from the run"),
     (["run", "--resume", "1"], 2, "run 1 is complete: only interrupted or failed runs can be resumed"),
@@ -93,17 +99,27 @@ BAD_INPUTS = [
     (["runs", "--db", "TEXT"], 4, "not a hopper-bench database"),
     (["runs", "--format", "xml"], 2, "'xml' is not one of"),
     (["db", "upgrade", "--db", "DIR"], 4, "is a directory, not a database file"),
-    (["compare", "--against", "yesterday"], 2, "cannot compare against 'yesterday': expected paper, model or a run id"),
+    (["compare", "--against", "yesterday"], 2, "--against: 'yesterday': expected paper, model or a run id from 1"),
+    (["compare", "--against", "99999999999999999999"], 2, "--against.*a run id from 1 to 9223372036854775807"),
+    (["compare", "--run", "99999999999999999999"], 2, "--run.*is not in the range 1<=x<=9223372036854775807"),
+    (["compare", "--tolerance", "nan"], 2, "--tolerance.*nan is not in the range 0..10"),
+    (["runs", "--db", "postgresql://bob:hunter2@127.0.0.1:9/x"], 4, "postgresql://bob:\\*\\*\\*@127.0.0.1:9/x"),
     (["compare", "--run", "42"], 4, "no run 42 .*runs 1..1"),
     (["compare", "--metric", "speed"], 2, "'speed' is not among this comparison's metrics: issue_interval_cycles"),
-    (["compare", "--tolerance", "-1"], 2, "--tolerance.*must be 0 or more"),
+    (["compare", "--tolerance", "-1"], 2, "--tolerance.*-1 is not in the range 0..10"),
     (["model", "--gpu", "B200"], 2, "no datasheet figures for GPU 'B200': expected one of H100 SXM5, H100 PCIe"),
     (["model", "--run", "7"], 4, "no run 7"),
-    (["advise", "swapab", "--m", "0", "--n", "64", "--k", "16"], 2, "--m must be a positive size"),
+    (["advise", "swapab", "--m", "0", "--n", "64", "--k", "16"], 2, "--m.*0 is not in the range 1<=x<=65536"),
+    (["advise", "swapab", "--m", "16", "--n", "99999999999", "--k", "99999999999"], 2, "--n.*not in the range 1<=x<=1048576"),
+    (["advise", "swapab", "--m", "16", "--n", "64", "--k", "16", "--run", "99999999999999999999"], 2,
+     "--run.*not in the range"),
     (["advise", "swapab", "--m", "16", "--n", "64"], 2, "Missing option '--k'"),
     (["advise", "swapab", "--m", "16", "--n", "64", "--k", "16", "--gpu", "H20", "--run", "1"], 2, "--gpu or --run, not both"),
     (["advise", "splitk"], 2, "No such command 'splitk'"),
     (["report", "--run", "3"], 4, "no run 3 .*runs 1..1"),
+    (["report", "--out", "/proc/no/such/place"], 2, "--out: cannot write the report under /proc/no/such/place"),
+    (["sql", "PRAGMA query_only=OFF"], 4, "not authorized .*read-only: pass --write"),
+    (["sql", "PRAGMA journal_mode=DELETE"], 4, "not authorized"),
     (["report", "--out", "TEXT"], 2, "--out.*is a file"),
     (["references", "--format", "pdf"], 2, "'pdf' is not one of"),
     (["db", "downgrade"], 2, "No such command 'downgrade'"),
@@ -156,3 +172,51 @@ def test_every_command_has_help_with_an_example_and_is_in_the_readme():
         result = bench(name, "--help")
         assert result.exit_code == 0 and "Example" in result.output, name
         assert f"bench {name}" in readme, f"`bench {name}` is not documented in README.md"
+
+
+def test_read_only_commands_leave_the_file_byte_identical(tmp_path):
+    """A DELETE-journal file whose stored reference figures are out of date: reading commands neither
+    switch it to WAL, nor re-sync the figures, nor let SQL attach another file or lift query_only."""
+    import sqlite3
+
+    db = make_db(tmp_path / "r.db")
+    with sqlite3.connect(db) as con:
+        con.execute("PRAGMA journal_mode=DELETE")
+        con.execute("UPDATE meta SET value = 'stale' WHERE key = 'references_hash'")
+    before = digest(db)
+    attached = tmp_path / "x.db"
+    for args in (["runs"], ["sql", "SELECT COUNT(*) FROM results"], ["references"], ["compare"],
+                 ["compare", "--against", "1"], ["model", "--run", "1"], ["report", "--out", str(tmp_path / "rep")],
+                 ["sql", f"ATTACH DATABASE '{attached}' AS x"], ["sql", "PRAGMA query_only=OFF"]):
+        bench(*args, "--db", str(db))
+    assert digest(db) == before and not attached.exists()
+    with sqlite3.connect(db) as con:
+        assert con.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+        assert con.execute("SELECT value FROM meta WHERE key = 'references_hash'").fetchone()[0] == "stale"
+
+
+def test_sql_write_says_how_many_rows_changed(tmp_path):
+    db = str(make_db(tmp_path / "r.db"))
+    result = bench("sql", "--write", "UPDATE measurements SET notes = 'x' WHERE metric = 'issue_interval_cycles'",
+                   "--db", db)
+    assert result.exit_code == 0 and result.output.strip() == "3 rows changed"
+    assert bench("sql", "--write", "DELETE FROM samples WHERE 0", "--db", db).output.strip() == "0 rows changed"
+
+
+def test_an_older_file_is_upgraded_only_by_a_writing_command(tmp_path):
+    import shutil
+
+    fixture = Path(__file__).resolve().parent / "fixtures" / "schema_v3.db"
+    db = tmp_path / "old.db"
+    shutil.copy(fixture, db)
+    before = digest(db)
+    one_error_line(bench("runs", "--db", str(db)), 4, "has schema 3, this harness 4: run `bench db upgrade")
+    assert digest(db) == before
+    result = bench("db", "upgrade", "--db", str(db))
+    assert result.exit_code == 0 and "upgraded" in result.output and bench("runs", "--db", str(db)).exit_code == 0
+
+
+def test_json_output_of_duplicate_names_and_blobs(tmp_path):
+    db = str(make_db(tmp_path / "r.db"))
+    out = bench("sql", "SELECT 1 AS a, 2 AS a, x'00ff' AS b, NULL AS c", "--format", "json", "--db", db).output
+    assert json.loads(out) == [{"a": 1, "a_2": 2, "b": "x'00ff'", "c": None}]

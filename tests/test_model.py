@@ -90,7 +90,11 @@ def test_swapab_on_the_h100_gains_far_less():
 
 def test_swapab_large_shapes_and_bad_sizes():
     advice = perfmodel.swapab(200, 512, 64, perfmodel.datasheet("H100 SXM5"))
-    assert advice.direct.instruction == "m64n256k16+m64n256k16" and advice.direct.count == 4 * 4 * 2
+    assert advice.direct.instruction == "m64n256k16" and advice.direct.count == 4 * 4 * 2
+    odd = perfmodel.swapab(64, 1000, 16, perfmodel.datasheet("H100 SXM5")).direct  # 1000 = 3 x 256 + 232
+    assert odd.instruction == "m64n256k16 and m64n232k16" and odd.count == 4
+    huge = perfmodel.swapab(16, 1 << 20, 1 << 20, perfmodel.datasheet("H100 SXM5")).direct  # bounded work and text
+    assert huge.count == (1 << 16) * (1 << 12) and len(huge.instruction) < 40
     assert perfmodel.swapab(64, 64, 16, perfmodel.datasheet("H20")).recommendation.startswith("either")
     with pytest.raises(SpecError, match="--m must be a positive size"):
         perfmodel.swapab(0, 64, 16, perfmodel.datasheet("H20"))

@@ -13,6 +13,8 @@ Measurements flagged as throttled or shared are left out unless asked for.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -27,7 +29,13 @@ PAPER_GPU = "H800 PCIe"
 PAPER_SMS = 114
 PAPER_CLOCK_MHZ = 1755.0
 DEFAULT_TOLERANCE = 0.03  # relative, on top of the measurement's spread (printed figures are rounded)
-RUN_NOISE_FLOOR = 0.005  # run-to-run: differences under 0.5 % (or the spread, if larger) are "same"
+# Run against run (against_run): a difference counts only beyond the noise of both sides and a floor.
+RUN_NOISE_FLOOR = 0.005  # cycle metrics with sub-cycle resolution (a chain's slope): 0.5 %
+CYCLE_QUANTUM = 1.0  # a metric whose samples are whole cycles (clock64 differences) moves in steps of 1
+# Time-based metrics are first divided by the SM clock measured in the kernel; what stays is the clock's
+# movement within a launch, which the per-launch median does not see: up to 1.9 % between two runs of
+# one H100 and one commit (runs 1 and 2 of the shipped results.db, 738 pairs; 95 % within 0.7 %).
+CLOCK_DRIFT = 0.02
 
 
 def default_run(store: Store) -> int:
@@ -129,19 +137,54 @@ def against_model(store: Store, run_id: int, include_flagged: bool = False,
     return frame[["case_id", "metric", "unit", "value", "spread", "model", "model_ratio", "model_verdict"]]
 
 
-def against_run(store: Store, run_id: int, other: int, include_flagged: bool = False) -> pd.DataFrame:
-    """nvbench-style: 'same' when the difference is within the noise of either measurement."""
+def _whole_cycles(store: Store, run_id: int) -> set[tuple[str, str, str]]:
+    """(case_id, metric, launch) of the run's cycle measurements whose samples are all whole numbers."""
+    frame = store.query(f"""
+        SELECT r.case_id, r.metric, r.launch FROM results r JOIN samples s ON s.measurement_id = r.measurement_id
+        WHERE r.run_id = {int(run_id)} AND r.unit = 'cycles' GROUP BY r.measurement_id, r.case_id, r.metric, r.launch
+        HAVING SUM(CASE WHEN s.value = ROUND(s.value) THEN 0 ELSE 1 END) = 0""")
+    return set(zip(frame.case_id, frame.metric, frame.launch))
+
+
+def against_run(store: Store, run_id: int, other: int, include_flagged: bool = False,
+                tolerance: float = 0.0) -> pd.DataFrame:
+    """Same case, metric and launch in two runs, nvbench-style: "faster" or "slower" only when the relative
+    difference exceeds the noise of both sides (their spreads), the metric's floor, and `tolerance`.
+
+    Floors: a cycle metric whose samples are whole cycles on both sides moves in steps of
+    CYCLE_QUANTUM, and each side may sit one step off, so two steps are noise; other cycle metrics
+    RUN_NOISE_FLOOR.
+    Time-based metrics are compared per cycle (divided by each side's in-kernel SM clock), with the
+    floor CLOCK_DRIFT; so are ratios of them (peak_fraction, already per the clock)."""
     a, b = measured(store, run_id, include_flagged), measured(store, other, include_flagged)
     keys = ["case_id", "metric", "launch"]
-    frame = a.merge(b[keys + ["value", "spread"]], on=keys, suffixes=("", "_other"))
+    frame = a.merge(b[keys + ["value", "spread", "sm_clock_mhz"]], on=keys, suffixes=("", "_other"))
     frame = frame.rename(columns={"value_other": "other", "spread_other": "other_spread"})
     frame["ratio"] = frame.value / frame.other
-    noise = np.maximum.reduce([frame.spread.fillna(0), frame.other_spread.fillna(0),
-                               np.full(len(frame), RUN_NOISE_FLOOR)])
-    better = np.where(frame.metric.map(registry.lower_is_better).astype(bool), frame.ratio < 1, frame.ratio > 1)
-    frame["verdict"] = np.where((frame.ratio - 1).abs() <= noise, "same", np.where(better, "faster", "slower"))
+    basis = frame.metric.map(lambda m: registry.METRICS[m].basis if m in registry.METRICS else "cycles")
+    timed = (basis == "seconds").to_numpy()
+    per_clock = (frame.value / frame.sm_clock_mhz) / (frame.other / frame.sm_clock_mhz_other)
+    compared = np.where(timed & per_clock.notna().to_numpy(), per_clock, frame.ratio)
+    whole = _whole_cycles(store, run_id) & _whole_cycles(store, other)
+    stepped = np.array([key in whole for key in zip(frame.case_id, frame.metric, frame.launch)], dtype=bool)
+    quantum = 2 * CYCLE_QUANTUM / np.minimum(frame.value.abs(), frame.other.abs()).clip(lower=1e-12)
+    floor = np.where(stepped, quantum, np.where(basis == "cycles", RUN_NOISE_FLOOR, CLOCK_DRIFT))
+    noise = np.maximum.reduce([frame.spread.fillna(0).to_numpy(), frame.other_spread.fillna(0).to_numpy(),
+                               np.asarray(floor, dtype=float), np.full(len(frame), float(tolerance))])
+    frame["compared"] = compared
+    frame["noise"] = noise
+    better = np.where(frame.metric.map(registry.lower_is_better).astype(bool), compared < 1, compared > 1)
+    # the 1e-9 keeps an exact one-cycle step (quantum == difference) on the "same" side of the line
+    frame["verdict"] = np.where(np.abs(compared - 1) <= noise + 1e-9, "same", np.where(better, "faster", "slower"))
+    order = frame.case_id.map(_natural_key)
+    frame = frame.assign(_order=order).sort_values(["_order", "metric", "launch"], kind="stable").drop(columns="_order")
     return frame[["case_id", "metric", "launch", "unit", "value", "spread", "other", "other_spread",
-                  "ratio", "verdict"]]
+                  "ratio", "compared", "noise", "verdict"]].reset_index(drop=True)
+
+
+def _natural_key(text: str) -> tuple:
+    """'m64n8' before 'm64n104': numbers compare as numbers."""
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
 
 
 def compare(store: Store, run_id: int | None, against: str = "paper", include_flagged: bool = False,
@@ -153,5 +196,5 @@ def compare(store: Store, run_id: int | None, against: str = "paper", include_fl
         return against_model(store, run_id, include_flagged, tolerance)
     if against.isdigit():
         store.run_info(int(against))
-        return against_run(store, run_id, int(against), include_flagged)
+        return against_run(store, run_id, int(against), include_flagged, tolerance)
     raise SpecError(f"cannot compare against {against!r}: expected paper, model or a run id (see `bench runs`)")

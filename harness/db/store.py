@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 
 from harness import migrations
 from harness.measure.device import DeviceInfo
-from harness.errors import StoreError
+from harness.errors import StoreError, redact
 from harness.measure.measurement import CaseResult, launch_key
 from harness.provenance import Provenance
 from harness.stats import summarize
@@ -46,7 +46,10 @@ def resolve_url(db: str | None) -> str:
         except (ArgumentError, ValueError):
             raise StoreError(f"not a database URL: {db!r} (expected a file path or e.g. sqlite:///x.db)") from None
         return db
-    return f"sqlite:///{Path(db).expanduser().resolve()}"
+    try:
+        return f"sqlite:///{Path(db).expanduser().resolve()}"
+    except RuntimeError as exc:  # "~someone" with no such user
+        raise StoreError(f"cannot use --db {db!r}: {exc}") from None
 
 
 def _sqlite_path(url: str) -> Path | None:
@@ -86,10 +89,13 @@ class RunInfo:
 
 class Store:
     @classmethod
-    def open(cls, db: str | None = None, create: bool = False) -> "Store":
+    def open(cls, db: str | None = None, create: bool = False, read_only: bool = False) -> "Store":
         """Open the database, creating it if `create`, upgrading it if it is older.
 
-        With create=False a missing SQLite file is an error, never a new empty file.
+        With create=False a missing SQLite file is an error, never a new empty file. With read_only the
+        file is opened read-only (SQLite `mode=ro`, an authorizer refusing ATTACH and pragma changes;
+        PostgreSQL read-only transactions): nothing is upgraded, converted to WAL or re-synced, and
+        an older schema is an error naming `bench db upgrade`.
         """
         url = resolve_url(db)
         path = _sqlite_path(url)
@@ -103,16 +109,35 @@ class Store:
             if path.exists():
                 _check_sqlite_file(path)
         try:
-            engine = create_engine(url)
+            engine = create_engine(_read_only_url(url, path) if read_only and path else url)
         except (ArgumentError, SQLAlchemyError, ImportError) as exc:
-            raise StoreError(f"cannot open database {url}: {exc}") from None
+            raise StoreError(f"cannot open database {redact(url)}: {redact(_first_line(exc))}") from None
         if engine.dialect.name == "sqlite":
-            event.listen(engine, "connect", _sqlite_connect)
+            event.listen(engine, "connect", _sqlite_connect_read_only if read_only else _sqlite_connect)
             event.listen(engine, "begin", _sqlite_begin)
+        elif read_only and engine.dialect.name == "postgresql":
+            event.listen(engine, "connect", _postgresql_read_only)
         store = cls(url, engine)
-        store.migration = store._prepare(create, path)
-        store._sync_references()
+        store.read_only = read_only
+        if read_only:
+            store._check_current()
+        else:
+            store.migration = store._prepare(create, path)
+            store._sync_references()
         return store
+
+    def _check_current(self) -> None:
+        """A read-only open: the file must be ours and of the current schema (nothing is changed)."""
+        tables, revision = self._schema_revision()
+        if not tables or revision is None:
+            raise StoreError(f"{redact(self.url)} is not a hopper-bench database")
+        if revision != migrations.head():
+            if revision in migrations.known_revisions():
+                raise StoreError(f"{redact(self.url)} has schema {revision.lstrip('0')}, this harness "
+                                 f"{SCHEMA_VERSION}: run `bench db upgrade --db ...` first (this command "
+                                 "only reads, so it leaves the file as it is)")
+            raise StoreError(f"database {redact(self.url)} has schema version {revision.lstrip('0') or revision}; "
+                             f"this harness reads versions up to {SCHEMA_VERSION}: upgrade hopper-bench")
 
     def __init__(self, url: str, engine: Engine):
         self.url = url
@@ -121,6 +146,8 @@ class Store:
         # Writes take the lock up front: two writers never both read "absent" and insert the same row.
         self._writer = engine.execution_options(begin_immediate=True)
         self._reader: Engine | None = None
+        self.read_only = False
+        self.last_rowcount: int | None = None
 
     def _schema_revision(self) -> tuple[set[str], str | None]:
         try:
@@ -342,25 +369,31 @@ class Store:
     # -- reading -------------------------------------------------------------------------------
 
     def query(self, sql: str, write: bool = False) -> pd.DataFrame:
-        """Run one SQL statement; read-only unless `write` (then committed)."""
+        """Run one SQL statement; read-only unless `write` (then committed; `last_rowcount` says how
+        many rows it changed)."""
+        if write and self.read_only:
+            raise StoreError(f"{redact(self.url)} was opened read-only")
+        toggle = not write and not self.read_only  # a read-only store is read-only on every connection
         try:
             with (self._writer if write else self.engine).connect() as conn:
-                if not write:
+                if toggle:
                     _read_only(conn, True)
                 try:
                     result = conn.exec_driver_sql(sql)
                     frame = (pd.DataFrame(result.fetchall(), columns=list(result.keys()))
                              if result.returns_rows else pd.DataFrame())
+                    self.last_rowcount = result.rowcount if not result.returns_rows else None
                     if write:
                         conn.commit()
                     return frame
                 finally:
                     if not write:
                         conn.rollback()
+                    if toggle:
                         _read_only(conn, False)
         except SQLAlchemyError as exc:
             message = _first_line(exc)
-            if not write and ("readonly" in message or "read-only" in message or "read only" in message):
+            if not write and any(word in message for word in ("readonly", "read-only", "read only", "not authorized")):
                 message += " (`bench sql` is read-only: pass --write to change the database)"
             raise StoreError(f"SQL error: {message}") from None
         except (sqlite3.Warning, ValueError) as exc:  # e.g. more than one statement at a time
@@ -438,6 +471,44 @@ def _sqlite_connect(dbapi_connection, _record) -> None:
     cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
+
+
+# Authorizer action codes (sqlite3.SQLITE_*) a read-only connection refuses outright, and the pragmas
+# that take an argument only to read (every other pragma with an argument sets something).
+_REFUSED = {sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH}
+_READING_PRAGMAS = {"table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
+                    "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check"}
+
+
+def _read_only_authorizer(action, arg1, arg2, _db, _trigger):
+    if action in _REFUSED:
+        return sqlite3.SQLITE_DENY
+    if action == sqlite3.SQLITE_PRAGMA and arg2 is not None and (arg1 or "").lower() not in _READING_PRAGMAS:
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK
+
+
+def _sqlite_connect_read_only(dbapi_connection, _record) -> None:
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA query_only=ON")
+    cursor.close()
+    dbapi_connection.set_authorizer(_read_only_authorizer)
+
+
+def _postgresql_read_only(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("SET default_transaction_read_only = on")
+    cursor.close()
+    dbapi_connection.commit()
+
+
+def _read_only_url(url: str, path: Path) -> str:
+    """SQLite's read-only URI for `path` (the driver opens it with SQLITE_OPEN_READONLY)."""
+    from urllib.parse import quote
+
+    return f"sqlite:///file:{quote(str(path))}?mode=ro&uri=true"
 
 
 def _sqlite_begin(conn) -> None:

@@ -29,9 +29,18 @@ DTYPE_RATE = {"f16": 1.0, "bf16": 1.0, "tf32": 0.5, "e4m3": 2.0, "e5m2": 2.0, "s
 # Our GPU names (as CUDA reports them) -> rows of gpu_specs.csv
 GPU_ALIASES = {"NVIDIA H100 80GB HBM3": "H100 SXM5", "H100": "H100 SXM5", "H800": "H800 PCIe",
                "NVIDIA H800 PCIe": "H800 PCIe", "NVIDIA H100 PCIe": "H100 PCIe", "NVIDIA H20": "H20",
-               # gpu_specs.csv has no H200 row; its SM (GH100: 4 tensor cores, 1024 FLOP/cycle each
-               # for 16-bit inputs) is the H100 SXM5's, so that row stands in, and says so.
-               "NVIDIA H200": "H100 SXM5", "H200": "H100 SXM5"}
+               "NVIDIA H200": "H200 SXM", "H200": "H200 SXM"}
+
+
+def _row(gpu: str, specs: dict) -> str | None:
+    """The gpu_specs.csv row of `gpu`: an alias, else the same name up to case, spaces and 'NVIDIA'."""
+    if gpu in GPU_ALIASES:
+        return GPU_ALIASES[gpu]
+
+    def plain(name: str) -> str:
+        return "".join(name.lower().replace("nvidia", "").split())
+
+    return next((row for row in specs if plain(row) == plain(gpu)), None)
 
 
 @dataclass(frozen=True)
@@ -54,12 +63,11 @@ class Prediction:
 def datasheet(gpu: str) -> Params:
     """Parameters from the shipped gpu_specs.csv (B_smem and L_min: Hopper's, per the article)."""
     specs = gpu_specs()
-    name = GPU_ALIASES.get(gpu, gpu)
+    name = _row(gpu, specs)
     if name not in specs:
         raise SpecError(f"no datasheet figures for GPU {gpu!r}: expected one of {', '.join(specs)} "
                         f"(or {', '.join(sorted(GPU_ALIASES))})")
-    source = f"datasheet of {name}: gpu_specs.csv has no H200 row" if "H200" in gpu else "datasheet"
-    return Params(name, B_SMEM_HOPPER, specs[name].flops_per_tc_per_clk_fp16, L_MIN_HOPPER, source)
+    return Params(name, B_SMEM_HOPPER, specs[name].flops_per_tc_per_clk_fp16, L_MIN_HOPPER, "datasheet")
 
 
 ELEMENT_BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1, "s8": 1, "u8": 1}
@@ -171,11 +179,12 @@ def _choice(name: str, rows: int, cols: int, k: int, dtype: str, operands: str, 
     m_tiles = -(-rows // 64)
     k_steps = -(-k // 16)
     n_total = max(8, -(-cols // 8) * 8)
-    chunks = [min(256, n_total - start) for start in range(0, n_total, 256)]
-    predictions = [predict(Case(64, n, 16, dtype, dtype, "f32", operands), params) for n in chunks]
-    cycles = m_tiles * k_steps * sum(p.cycles for p in predictions)
-    shape = "+".join(f"m64n{n}k16" for n in chunks)
-    return Choice(name, shape, m_tiles * k_steps * len(chunks), cycles, predictions[0].bound)
+    full, rest = divmod(n_total, 256)
+    parts = [(256, full)] * bool(full) + [(rest, 1)] * bool(rest)  # (N, instructions of it per row of tiles)
+    predictions = [(predict(Case(64, n, 16, dtype, dtype, "f32", operands), params), count) for n, count in parts]
+    cycles = m_tiles * k_steps * sum(p.cycles * count for p, count in predictions)
+    shape = " and ".join(f"m64n{n}k16" for n, _ in parts)
+    return Choice(name, shape, m_tiles * k_steps * (full + bool(rest)), cycles, predictions[0][0].bound)
 
 
 def swapab(m: int, n: int, k: int, params: Params, dtype: str = "f16", operands: str = "SS") -> SwapAdvice:
