@@ -302,6 +302,9 @@ def compare(run_id, against, metric, disagreements, include_flagged, tolerance, 
         raise click.BadParameter(f"{against!r}: expected paper, model or a run id from 1 to {RUN_ID.max}",
                                  param_hint="--against")
     frame = compare_run(open_store(db), run_id, against, include_flagged, tolerance)
+    if against in ("paper", "model") and "model" in frame and len(frame) and frame.model.isna().all():
+        click.echo("note: no model prediction for this run (its GPU has no row in gpu_specs.csv, or its "
+                   "families have no model): the model columns are empty", err=True)
     if metric is not None:
         if metric not in set(frame.metric):
             raise click.BadParameter(f"{metric!r} is not among this comparison's metrics: "

@@ -220,3 +220,27 @@ def test_json_output_of_duplicate_names_and_blobs(tmp_path):
     db = str(make_db(tmp_path / "r.db"))
     out = bench("sql", "SELECT 1 AS a, 2 AS a, x'00ff' AS b, NULL AS c", "--format", "json", "--db", db).output
     assert json.loads(out) == [{"a": 1, "a_2": 2, "b": "x'00ff'", "c": None}]
+
+
+def test_a_gpu_without_a_datasheet_row_gets_answers_that_say_so(tmp_path):
+    """An H100 PCIe user, a GH200, the simulated GPU: the paper comparison and the fit need no datasheet."""
+    import sqlite3
+
+    db = make_db(tmp_path / "r.db")
+    with sqlite3.connect(db) as con:
+        con.execute("UPDATE devices SET name = 'NVIDIA GH200 480GB'")
+    compare = CliRunner().invoke(cli, ["compare", "--db", str(db)])
+    assert compare.exit_code == 0 and "no model prediction for this run" in compare.output
+    model = bench("model", "--run", "1", "--db", str(db))
+    assert model.exit_code == 0 and "NVIDIA GH200 480GB" in model.output
+    advise = bench("advise", "swapab", "--m", "16", "--n", "512", "--k", "64", "--run", "1", "--db", str(db))
+    assert advise.exit_code == 0 and "fitted to run 1" in advise.output
+    report = bench("report", "--db", str(db), "--out", str(tmp_path / "rep"))
+    assert report.exit_code == 0
+    text = next((tmp_path / "rep").glob("*/report.md")).read_text()
+    assert "no gpu_specs.csv row for NVIDIA GH200 480GB: started from the H100 SXM5's" in text
+
+
+def test_model_finds_the_h200_row():
+    result = bench("model", "--gpu", "H200")
+    assert result.exit_code == 0 and result.output.startswith("H200 SXM: ") and "no H200 row" not in result.output

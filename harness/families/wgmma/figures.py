@@ -119,8 +119,8 @@ def figures(ctx) -> list:
     fit_text = [
         f"Fitted model: B_smem = {params.B_smem.min():g}..{params.B_smem.max():g} B/cycle/SM, "
         f"F_tc = {params.F_tc.min():g}..{params.F_tc.max():g} FLOP/cycle per tensor core, "
-        f"L_min = {params.L_min.min():g}..{params.L_min.max():g} cycles (datasheet: {prior.b_smem:g}, "
-        f"{prior.f_tc:g}, {prior.l_min:g}; {prior.source}); the largest residual is {worst:.3f} cycles "
+        f"L_min = {params.L_min.min():g}..{params.L_min.max():g} cycles (starting from {prior.b_smem:g}, "
+        f"{prior.f_tc:g}, {prior.l_min:g}: {prior.source}); the largest residual is {worst:.3f} cycles "
         f"over {len(fits.residuals)} cases.",
         "Least squares per dtype (harness/families/wgmma/model.py fit): each case is assigned to the term "
         "that bounds it, each term is fitted on its cases, until the assignment is stable. Crossover N: where "

@@ -65,7 +65,10 @@ class WgmmaModel:
         frame = frame[frame.metric == self.metric]
         if frame.empty:
             return None
-        prior = self.prior(gpu) or perfmodel.datasheet("H100 SXM5")
+        prior = self.prior(gpu)
+        if prior is None:  # no datasheet row: start from the H100 SXM5's, and say so
+            start = perfmodel.datasheet("H100 SXM5")
+            prior = replace(start, source=f"no gpu_specs.csv row for {gpu}: started from the H100 SXM5's")
         prior = replace(prior, gpu=gpu)
         fits = {}
         for (a, acc), group in frame.groupby(["dtype_a", "dtype_acc"]):
