@@ -193,7 +193,7 @@ def run(suite, filter_, resume, gpu, db, jobs, seed, watchdog):
                               on_case=on_case)
     faults = sum(r.status == "fault" for r in failed)
     click.echo(f"run {outcome.run_id}: {len(outcome.results)} cases measured, {len(failed) - faults} invalid, "
-               f"{faults} faults, {time.monotonic() - started:.0f} s; stored in {resolve_url(db)}")
+               f"{faults} faults, {time.monotonic() - started:.0f} s; stored in {redact(resolve_url(db))}")
     shown = 5  # the database holds every error; the console shows the first few
     for result in failed[:shown]:
         click.echo(f"  {result.status}: {result.case.case_id}: {result.error[:300]}", err=True)

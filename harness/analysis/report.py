@@ -19,6 +19,7 @@ import pandas as pd
 from harness import output
 from harness.analysis import compare as comparing
 from harness.db.store import Store
+from harness.errors import redact
 from harness.families import FAMILIES
 
 TENSOR_UNITS = ("FLOP/cycle/SM", "OP/cycle/SM")
@@ -115,9 +116,10 @@ def build(store: Store, run_id: int | None = None, root: Path = Path("reports"),
     sections = _sections(store, run_id, facts, against, family_sections, include_flagged, tensor_run)
     figures = [body for _, _, body in sections if isinstance(body, Path)]
     markdown = directory / "report.md"
-    markdown.write_text(_markdown(sections, facts, run_id, store.url))
+    url = redact(store.url)  # a PostgreSQL password never lands in a report
+    markdown.write_text(_markdown(sections, facts, run_id, url))
     page = directory / "report.html"
-    page.write_text(_html(sections, facts, run_id, store.url))
+    page.write_text(_html(sections, facts, run_id, url))
     return Report(directory, markdown, page, figures)
 
 
