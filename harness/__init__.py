@@ -1,3 +1,21 @@
-"""hopper-bench: microbenchmarks for NVIDIA Hopper tensor-core and data-movement instructions."""
+"""hopper-bench: microbenchmarks for NVIDIA Hopper tensor-core and data-movement instructions.
+
+From Python (notebooks): `harness.results(db, **filters)` and `harness.references(db)` return the
+documented views as pandas DataFrames (harness/db/frames.py).
+"""
 
 __version__ = "0.1.0"
+
+
+def results(db=None, **filters):
+    """The `results` view as a DataFrame: harness/db/frames.py results."""
+    from harness.db.frames import results as view
+
+    return view(db, **filters)
+
+
+def references(db=None, **filters):
+    """The `reference_values` view as a DataFrame: harness/db/frames.py references."""
+    from harness.db.frames import references as view
+
+    return view(db, **filters)

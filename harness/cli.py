@@ -443,6 +443,24 @@ def report(run_id, out, include_flagged, db):
     click.echo(f"wrote {result.markdown}, {result.html} and {len(result.figures)} figures")
 
 
+@cli.command()
+@click.argument("sources", nargs=-1, required=True)
+@click.option("--into", required=True, help="the database to merge into (a path or URL; created if missing)")
+def merge(sources, into):
+    """Bring the runs of other results databases into one, without duplicates (merging twice adds
+    nothing). Older files are read through an upgraded copy; each source is only read.
+
+    \b
+    Examples:
+      bench merge h100.db h200.db --into results.db
+      bench merge node*/results.db --into sqlite:///fleet.db
+    """
+    from harness.db.merge import merge as merge_databases
+
+    for report in merge_databases(list(sources), into):
+        click.echo(report.line())
+
+
 @cli.group()
 def db():
     """Inspect or upgrade the results database's schema.

@@ -1,0 +1,161 @@
+"""`bench merge`: bring the runs of other results databases into one, without duplicates.
+
+A run is the same run in two files when its device (by UUID), start time, host and command line
+agree: merging a file twice, or a file that already holds some of the target's runs, adds nothing
+twice. Devices are matched by UUID, cases by case id, builds by build hash; measurements and their
+samples come with their run. An older source is upgraded in a temporary copy (the file itself is
+only read); a file that is not a hopper-bench database is refused with one line.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy import insert, select
+from sqlalchemy.orm import Session
+
+from harness.db.store import Store, resolve_url
+from harness.db.tables import BuildRow, CaseRow, Device, Measurement, Run, Sample
+from harness.errors import StoreError, redact
+
+
+@dataclass
+class MergeReport:
+    source: str
+    added: list[int] = field(default_factory=list)  # run ids in the target
+    already: list[int] = field(default_factory=list)  # source run ids the target held
+    measurements: int = 0
+    samples: int = 0
+    upgraded_from: int | None = None  # the source's schema, when a copy was upgraded
+
+    def line(self) -> str:
+        added = (f"{len(self.added)} run{'s' if len(self.added) != 1 else ''} added "
+                 f"(as {', '.join(map(str, self.added))})" if self.added else "no run added")
+        held = f", {len(self.already)} already there" if self.already else ""
+        copy = f" (read from an upgraded copy of schema {self.upgraded_from})" if self.upgraded_from else ""
+        return f"{self.source}: {added}{held}; {self.measurements} measurements, {self.samples} samples{copy}"
+
+
+def _values(row, model, skip=("id",)) -> dict:
+    return {a.key: getattr(row, a.key) for a in model.__mapper__.column_attrs if a.key not in skip}
+
+
+def _open_source(source: str, scratch: Path) -> tuple[Store, int | None]:
+    """The source read-only; an older one through an upgraded copy in `scratch`."""
+    try:
+        return Store.open(source, read_only=True), None
+    except StoreError as exc:
+        if "bench db upgrade" not in str(exc):
+            raise
+    url = resolve_url(source)
+    path = Path(url.removeprefix("sqlite:///"))
+    copy = scratch / path.name
+    shutil.copyfile(path, copy)
+    store = Store.open(str(copy))
+    return store, store.migration.from_version if store.migration else None
+
+
+def _run_key(run: Run, uuid: str | None) -> tuple:
+    return (uuid, run.started_at, run.host, run.command_line)
+
+
+def merge(sources: list[str], into: str) -> list[MergeReport]:
+    """Merge every source into `into` (created if missing); one report per source."""
+    target = Store.open(into, create=True)
+    target_path = Path(resolve_url(into).removeprefix("sqlite:///")).resolve() if "sqlite" in target.url else None
+    reports = []
+    with tempfile.TemporaryDirectory() as scratch:
+        for source in sources:
+            url = resolve_url(source)
+            if target_path is not None and url.startswith("sqlite:///") and \
+                    Path(url.removeprefix("sqlite:///")).resolve() == target_path:
+                raise StoreError(f"{source} is the database merged into: nothing to merge")
+            store, upgraded = _open_source(source, Path(scratch))
+            report = _merge_one(store, target, redact(source))
+            report.upgraded_from = upgraded
+            store.engine.dispose()
+            reports.append(report)
+    target.engine.dispose()
+    return reports
+
+
+def _merge_one(source: Store, target: Store, name: str) -> MergeReport:
+    report = MergeReport(name)
+    with Session(source.engine) as src:
+        devices = {d.id: d for d in src.scalars(select(Device))}
+        runs = list(src.scalars(select(Run).order_by(Run.id)))
+        cases = {c.id: c for c in src.scalars(select(CaseRow))}
+        builds = {b.id: b for b in src.scalars(select(BuildRow))}
+
+        def work(dst: Session) -> None:
+            report.added.clear(), report.already.clear()  # a retried transaction starts over
+            report.measurements = report.samples = 0
+            known_devices = {d.uuid: d.id for d in dst.scalars(select(Device))}
+            known_runs = {_run_key(r, uuid): r.id for r, uuid in dst.execute(
+                select(Run, Device.uuid).outerjoin(Device, Run.device_id == Device.id))}
+            known_cases = dict(dst.execute(select(CaseRow.case_id, CaseRow.id)).all())
+            known_builds = dict(dst.execute(select(BuildRow.build_hash, BuildRow.id)).all())
+
+            def device_id(source_id):
+                if source_id is None:
+                    return None
+                device = devices[source_id]
+                if device.uuid not in known_devices:
+                    row = Device(**_values(device, Device))
+                    dst.add(row)
+                    dst.flush()
+                    known_devices[device.uuid] = row.id
+                return known_devices[device.uuid]
+
+            def case_pk(source_id):
+                case = cases[source_id]
+                if case.case_id not in known_cases:
+                    row = CaseRow(**_values(case, CaseRow))
+                    dst.add(row)
+                    dst.flush()
+                    known_cases[case.case_id] = row.id
+                return known_cases[case.case_id]
+
+            def build_id(source_id):
+                if source_id is None:
+                    return None
+                build = builds[source_id]
+                if build.build_hash not in known_builds:
+                    row = BuildRow(**_values(build, BuildRow))
+                    dst.add(row)
+                    dst.flush()
+                    known_builds[build.build_hash] = row.id
+                return known_builds[build.build_hash]
+
+            for run in runs:
+                uuid = devices[run.device_id].uuid if run.device_id in devices else None
+                if _run_key(run, uuid) in known_runs:
+                    report.already.append(run.id)
+                    continue
+                new_run = Run(**{**_values(run, Run), "device_id": device_id(run.device_id)})
+                dst.add(new_run)
+                dst.flush()
+                report.added.append(new_run.id)
+                by_measurement: dict[int, list] = {}
+                for sample in src.scalars(select(Sample).join(Measurement, Sample.measurement_id == Measurement.id)
+                                          .where(Measurement.run_id == run.id)):
+                    by_measurement.setdefault(sample.measurement_id, []).append(sample)
+                for measurement in src.scalars(select(Measurement).where(Measurement.run_id == run.id)
+                                               .order_by(Measurement.id)):
+                    row = Measurement(**{**_values(measurement, Measurement), "run_id": new_run.id,
+                                         "case_pk": case_pk(measurement.case_pk),
+                                         "build_id": build_id(measurement.build_id)})
+                    dst.add(row)
+                    dst.flush()
+                    samples = [{"measurement_id": row.id, "idx": s.idx, "value": s.value}
+                               for s in by_measurement.get(measurement.id, [])]
+                    if samples:
+                        dst.execute(insert(Sample), samples)
+                    report.measurements += 1
+                    report.samples += len(samples)
+
+        target._write(work)
+    return report

@@ -1,0 +1,65 @@
+"""`bench merge`: runs, devices, cases, builds, measurements and samples come across once; merging twice
+changes nothing; older files are read through an upgraded copy; a file that is not ours is refused."""
+
+import hashlib
+import sqlite3
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from conftest import copy_fixture, make_db
+from harness.cli import cli
+
+TABLES = ("devices", "runs", "cases", "builds", "measurements", "samples")
+
+
+def counts(path):
+    with sqlite3.connect(path) as con:
+        return {t: con.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in TABLES}
+
+
+def results(path):
+    with sqlite3.connect(path) as con:
+        return sorted(con.execute("SELECT run_started_at, case_id, metric, launch, value, n_samples, valid "
+                                  "FROM results").fetchall(), key=repr)
+
+
+def bench(*args):
+    return CliRunner().invoke(cli, list(args))
+
+
+def test_merging_two_files_brings_every_row_once_and_twice_changes_nothing(tmp_path):
+    a, b = make_db(tmp_path / "a.db"), make_db(tmp_path / "b.db")  # the same GPU, two runs
+    into = tmp_path / "all.db"
+    first = bench("merge", str(a), str(b), "--into", str(into))
+    assert first.exit_code == 0, first.output
+    assert "a.db: 1 run added (as 1); 6 measurements, 16 samples" in first.output and "b.db: 1 run added (as 2)" in first.output
+    merged = counts(into)
+    assert merged["runs"] == 2 and merged["devices"] == 1 and merged["cases"] == 3
+    assert merged["measurements"] == counts(a)["measurements"] + counts(b)["measurements"]
+    assert merged["samples"] == counts(a)["samples"] + counts(b)["samples"]
+    assert results(into) == sorted(results(a) + results(b), key=repr)
+    again = bench("merge", str(b), str(a), "--into", str(into))
+    assert again.exit_code == 0 and again.output.count("no run added, 1 already there") == 2
+    assert counts(into) == merged
+
+
+def test_an_older_source_is_read_through_an_upgraded_copy(tmp_path):
+    old = copy_fixture("schema_v1.db", tmp_path)
+    before = hashlib.sha256(old.read_bytes()).hexdigest()
+    result = bench("merge", str(old), "--into", str(tmp_path / "new.db"))
+    assert result.exit_code == 0 and "read from an upgraded copy of schema 1" in result.output, result.output
+    assert hashlib.sha256(old.read_bytes()).hexdigest() == before and not list(tmp_path.glob("*.bak"))
+    assert counts(tmp_path / "new.db")["runs"] == 1
+
+
+def test_a_file_that_is_not_ours_is_refused_in_one_line_and_changes_nothing(tmp_path):
+    into = make_db(tmp_path / "into.db")
+    before = counts(into)
+    (tmp_path / "notes.txt").write_text("hello")
+    for source, message in ((tmp_path / "notes.txt", "not a hopper-bench database"),
+                            (tmp_path / "none.db", "no results database at"), (into, "is the database merged into")):
+        result = bench("merge", str(source), "--into", str(into))
+        lines = result.output.strip().splitlines()
+        assert result.exit_code == 4 and len(lines) == 1 and message in lines[0], result.output
+    assert counts(into) == before
