@@ -444,6 +444,40 @@ def report(run_id, out, include_flagged, db):
 
 
 @cli.command()
+@click.option("--case", "case_glob", default=None, help="comma-separated globs on the case id (default: every case)")
+@click.option("--metric", default=None, help="only this metric (or sm_clock_mhz, each GPU's measured clock)")
+@click.option("--tolerance", default=0.0, show_default=True, type=Finite(0, 10),
+              help="relative difference allowed on top of the noise")
+@click.option("--db", default=None, help=DB_HELP)
+@click.option("--format", "fmt", type=click.Choice(output.FORMATS), default="table", show_default=True)
+def fleet(case_glob, metric, tolerance, db, fmt):
+    """The same case side by side on every GPU in the database, and the GPUs that stand apart from their
+    siblings (same model) by more than the noise. Time-based metrics compare per cycle (divided by the
+    clock measured in the kernel); the clock is a row of its own.
+
+    \b
+    Examples:
+      bench fleet --metric issue_interval_cycles
+      bench fleet --case '*m64n256k16*' --db postgresql+psycopg://bench@db/fleet
+    """
+    from harness.analysis.fleet import table
+
+    rows, outliers = table(open_store(db), case_glob, metric, tolerance)
+    if fmt != "table":
+        click.echo(output.render_frame(rows, fmt))
+        return
+    side = rows.pivot_table(index=["case_id", "metric", "launch"], columns="gpu", values="value", aggfunc="first")
+    apart = rows[rows.outlier].groupby(["case_id", "metric", "launch"]).gpu.agg(lambda g: ", ".join(sorted(g)))
+    side = side.join(apart.rename("apart"), how="left").reset_index()
+    click.echo(output.render_frame(side, "table"))
+    if outliers.empty:
+        click.echo("no GPU stands apart from its siblings (GPUs need at least 2 siblings of the same model)")
+    for row in outliers.itertuples(index=False):
+        click.echo(f"outlier: {row.gpu}: {row.rows_apart} of {row.of_rows} rows apart; most on {row.worst_case} "
+                   f"{row.worst_metric} ({row.worst_difference:+.1%} against its siblings' median)")
+
+
+@cli.command()
 @click.argument("sources", nargs=-1, required=True)
 @click.option("--into", required=True, help="the database to merge into (a path or URL; created if missing)")
 def merge(sources, into):

@@ -1,0 +1,110 @@
+"""`bench fleet`: the same case side by side on every GPU in the database, and the GPUs that stand apart.
+
+Each GPU (by UUID) contributes its newest valid, unflagged measurement of each case, metric and
+launch. Cycle metrics compare as they are; time-based metrics are divided by the SM clock measured in
+the kernel first (work per cycle), so a GPU that is merely clocked lower is not called slow on them;
+the clock itself is a row of its own (the median SM clock of the GPU's time-based measurements),
+so a GPU whose clock sags is named for that.
+
+An outlier is a GPU whose value differs from the median of its siblings (the other GPUs of the same
+model) by more than their noise: the largest spread among them, the floors of run-against-run
+comparison (harness/analysis/compare.py: two whole cycles, 0.5 % for other cycle metrics, the
+clock's drift for time-based ones), and `tolerance`. A GPU needs at least MIN_SIBLINGS siblings
+for "stands apart" to mean anything.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+
+import numpy as np
+import pandas as pd
+
+from harness.analysis import metrics as registry
+from harness.analysis.compare import CLOCK_DRIFT, CYCLE_QUANTUM, RUN_NOISE_FLOOR
+from harness.db.store import Store
+from harness.errors import SpecError
+
+MIN_SIBLINGS = 2  # other GPUs of the same model needed to call one an outlier
+CLOCK_ROW = "sm_clock_mhz"  # the per-GPU clock row's metric name
+
+
+def _latest(store: Store) -> pd.DataFrame:
+    """Every GPU's newest valid, unflagged measurement per case, metric and launch."""
+    frame = store.query("""
+        SELECT d.uuid, d.name AS gpu_name, r.id AS run_id, c.case_id, m.metric, m.launch, m.unit, m.value,
+               m.spread, m.sm_clock_mhz
+        FROM measurements m JOIN runs r ON r.id = m.run_id JOIN devices d ON d.id = r.device_id
+             JOIN cases c ON c.id = m.case_pk
+        WHERE m.valid AND m.value IS NOT NULL
+              AND NOT (COALESCE(m.throttled, FALSE) OR COALESCE(m.other_processes, 0) > 0)""")
+    if frame.empty:
+        return frame
+    frame = frame.sort_values("run_id").groupby(["uuid", "case_id", "metric", "launch"], as_index=False).last()
+    return frame
+
+
+def table(store: Store, case_glob: str | None = None, metric: str | None = None,
+          tolerance: float = 0.0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(rows: one per GPU, case, metric and launch with the compared value and its verdict;
+    outliers: one per GPU that stands apart, with how often and where most)."""
+    frame = _latest(store)
+    if frame.empty:
+        raise SpecError(f"no valid measurements in {store.url} (see `bench runs`)")
+    if metric is not None:
+        known = sorted(set(frame.metric) | {CLOCK_ROW})
+        if metric not in known:
+            raise SpecError(f"no metric {metric!r} in the database: metrics are {', '.join(known)}")
+    basis = frame.metric.map(lambda m: registry.METRICS[m].basis if m in registry.METRICS else "cycles")
+    timed = basis == "seconds"
+    clocks = (frame[timed & frame.sm_clock_mhz.notna()].groupby(["uuid", "gpu_name"], as_index=False)
+              .sm_clock_mhz.median().assign(case_id="(every time-based measurement)", metric=CLOCK_ROW,
+                                            launch="{}", unit="MHz", spread=0.0))
+    clocks["value"] = clocks.sm_clock_mhz
+    frame = frame.assign(compared=np.where(timed & frame.sm_clock_mhz.notna(), frame.value / frame.sm_clock_mhz,
+                                           frame.value), basis=basis)
+    clocks = clocks.assign(compared=clocks.value, basis="seconds")
+    rows = pd.concat([frame, clocks], ignore_index=True)
+    if case_glob:
+        rows = rows[rows.case_id.map(lambda c: any(fnmatch.fnmatchcase(c, g.strip()) for g in case_glob.split(",")))
+                    | (rows.metric == CLOCK_ROW)]
+        if not (rows.metric != CLOCK_ROW).any():
+            raise SpecError(f"--case {case_glob!r} matches no measured case")
+    if metric is not None:
+        rows = rows[rows.metric == metric]
+    rows = rows.reset_index(drop=True)
+    rows["siblings"], rows["median_of_siblings"], rows["difference"], rows["noise"] = 0, np.nan, np.nan, np.nan
+    whole = rows.unit.eq("cycles") & rows.value.eq(rows.value.round())
+    for _, group in rows.groupby(["gpu_name", "case_id", "metric", "launch"]):
+        if len(group) < MIN_SIBLINGS + 1:
+            rows.loc[group.index, "siblings"] = len(group) - 1
+            continue
+        for index in group.index:
+            others = group.drop(index)
+            median = float(others.compared.median())
+            value = float(rows.at[index, "compared"])
+            if rows.at[index, "metric"] == CLOCK_ROW or rows.at[index, "basis"] != "cycles":
+                floor = CLOCK_DRIFT
+            elif whole[group.index].all():
+                floor = 2 * CYCLE_QUANTUM / max(min(abs(value), abs(median)), 1e-12)
+            else:
+                floor = RUN_NOISE_FLOOR
+            noise = max(float(group.spread.fillna(0).max()), floor, tolerance)
+            rows.loc[index, ["siblings", "median_of_siblings", "difference", "noise"]] = [
+                len(others), median, value / median - 1 if median else np.nan, noise]
+    rows["outlier"] = rows.difference.abs() > rows.noise + 1e-9
+    rows["gpu"] = rows.gpu_name + " " + rows.uuid.str[-8:]
+    shown = rows[["gpu", "case_id", "metric", "launch", "unit", "value", "compared", "siblings",
+                  "median_of_siblings", "difference", "noise", "outlier"]]
+    flagged = rows[rows.outlier]
+    if flagged.empty:
+        return shown, pd.DataFrame(columns=["gpu", "rows_apart", "of_rows", "worst_case", "worst_metric",
+                                            "worst_difference"])
+    summary = []
+    for gpu, group in flagged.groupby("gpu"):
+        worst = group.loc[group.difference.abs().idxmax()]
+        summary.append((gpu, len(group), int((rows.gpu == gpu).sum()), worst.case_id, worst.metric,
+                        round(float(worst.difference), 4)))
+    outliers = pd.DataFrame(summary, columns=["gpu", "rows_apart", "of_rows", "worst_case", "worst_metric",
+                                              "worst_difference"])
+    return shown, outliers.sort_values("rows_apart", ascending=False).reset_index(drop=True)

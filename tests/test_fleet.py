@@ -1,0 +1,60 @@
+"""`bench fleet`: a planted outlier among four GPUs of one model is named; three healthy siblings and a
+GPU merely clocked lower are not."""
+
+import numpy as np
+from click.testing import CliRunner
+
+from conftest import fake_device, fake_result
+from harness.cli import cli
+from harness.db.store import Store
+from harness.provenance import Provenance
+
+CASES = ("wgmma.mma_async.m64n8k16.f32.f16.f16.SS", "wgmma.mma_async.m64n256k16.f32.f16.f16.SS")
+
+
+def fleet_db(path, slow_gpu=3, slower=1.06, low_clock_gpu=2):
+    """Four H100s: GPU `slow_gpu` has issue intervals `slower` times the others'; GPU `low_clock_gpu`
+    runs its time-based measurements at 1500 instead of 1755 MHz, its TFLOPS scaled with the clock."""
+    store = Store.open(str(path), create=True)
+    prov = Provenance("bench run --suite wgmma", "node", "abc123", False, "0.1.0", "3.12", "14.2", "13.0")
+    rng = np.random.default_rng(0)
+    for gpu in range(4):
+        run = store.start_run(fake_device(f"GPU-0000000{gpu}-fleet"), prov, "wgmma", None)
+        for case_id, interval in zip(CASES, (18.0, 128.0)):
+            result = fake_result(case_id, interval * (slower if gpu == slow_gpu else 1.0))
+            for metric in result.metrics:
+                if metric.name == "throughput_tflops":
+                    metric.samples = metric.samples * (1 + rng.normal(0, 0.001))
+                    if gpu == low_clock_gpu:
+                        metric.sm_clock_mhz = 1500.0
+                        metric.samples = metric.samples * 1500.0 / 1755.0
+            store.record_case(run, result)
+        store.finish_run(run, "complete")
+    store.engine.dispose()
+    return path
+
+
+def test_fleet_names_the_planted_outlier_and_only_it(tmp_path):
+    db = fleet_db(tmp_path / "fleet.db")
+    result = CliRunner().invoke(cli, ["fleet", "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    outliers = [line for line in result.output.splitlines() if line.startswith("outlier:")]
+    assert len(outliers) == 2, result.output
+    assert any(line.startswith("outlier: NVIDIA H100 80GB HBM3 03-fleet: 4 of 5 rows apart") for line in outliers)
+    assert any("02-fleet: 1 of 5 rows apart" in line and "sm_clock_mhz (-14.5%" in line for line in outliers)
+    intervals = [line for line in result.output.splitlines() if "issue_interval_cycles" in line]
+    assert len(intervals) == 2 and all(line.rstrip().endswith("03-fleet") for line in intervals)
+    table = CliRunner().invoke(cli, ["fleet", "--db", str(db), "--metric", "throughput_tflops", "--format", "csv"])
+    low = [line for line in table.output.splitlines() if "02-fleet" in line]
+    assert len(low) == 2 and all(line.endswith(",False") for line in low)  # per cycle, like its siblings'
+
+
+def test_a_healthy_fleet_has_no_outlier_and_bad_options_are_one_line(tmp_path):
+    db = fleet_db(tmp_path / "fleet.db", slower=1.0, low_clock_gpu=None)
+    result = CliRunner().invoke(cli, ["fleet", "--db", str(db)])
+    assert result.exit_code == 0 and "no GPU stands apart" in result.output, result.output
+    for args, message in ((["--metric", "speed"], "no metric 'speed' in the database"),
+                          (["--case", "*m64n7k16*"], "matches no measured case"),
+                          (["--tolerance", "nan"], "not in the range 0..10")):
+        bad = CliRunner().invoke(cli, ["fleet", "--db", str(db), *args])
+        assert bad.exit_code != 0 and bad.output.count("\n") == 1 and message in bad.output, bad.output
