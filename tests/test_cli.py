@@ -123,6 +123,15 @@ BAD_INPUTS = [
     (["report", "--out", "TEXT"], 2, "--out.*is a file"),
     (["references", "--format", "pdf"], 2, "'pdf' is not one of"),
     (["db", "downgrade"], 2, "No such command 'downgrade'"),
+    (["fleet", "--metric", "speed"], 2, "no metric 'speed' in the database: metrics are"),
+    (["fleet", "--tolerance", "-2"], 2, "--tolerance.*-2 is not in the range 0..10"),
+    (["merge", "TEXT", "--into", "DB"], 4, "not a hopper-bench database"),
+    (["merge", "DB", "--into", "DB"], 4, "is the database merged into: nothing to merge"),
+    (["merge", "--into", "DB"], 2, "Missing argument 'SOURCES...'"),
+    (["run", "--suite", "wgmma", "--gpus", "0,0"], 2, "--gpus '0,0' names a GPU twice"),
+    (["run", "--suite", "wgmma", "--gpus", "0,x"], 2, "--gpus '0,x': expected 'all' or comma-separated GPU indices"),
+    (["run", "--suite", "wgmma", "--gpus", "all", "--gpu", "1"], 2, "--gpus runs a suite on several GPUs: drop --gpu"),
+    (["run", "--suite", "nope", "--gpus", "all"], 2, "unknown suite 'nope'"),
     (["bogus-command"], 2, "No such command 'bogus-command'"),
 ]
 

@@ -26,12 +26,37 @@ class DeviceInfo:
     cuda_driver_version: str
 
 
-def _nvml(index: int) -> dict:
+def format_uuid(raw: bytes) -> str:
+    """CUDA's 16-byte device UUID as NVML writes it: GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx."""
+    h = bytes(raw).hex()
+    return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+def cuda_uuid(index: int) -> str | None:
+    """The UUID of CUDA's device `index` (its properties only: no context is created); None if unknown."""
+    try:
+        from cupy.cuda import runtime
+
+        raw = runtime.getDeviceProperties(index).get("uuid")
+        return format_uuid(raw) if raw else None
+    except Exception:
+        return None
+
+
+def nvml_handle(uuid: str):
+    """NVML's handle of the GPU with this UUID. Never by index: CUDA_VISIBLE_DEVICES and CUDA's
+    fastest-first order make CUDA's index i another GPU than NVML's index i."""
+    import pynvml
+
+    pynvml.nvmlInit()
+    return pynvml.nvmlDeviceGetHandleByUUID(uuid)
+
+
+def _nvml(uuid: str) -> dict:
     try:
         import pynvml
 
-        pynvml.nvmlInit()
-        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        handle = nvml_handle(uuid)
         return {
             "uuid": pynvml.nvmlDeviceGetUUID(handle),
             "max_sm_clock_mhz": pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM),
@@ -43,13 +68,12 @@ def _nvml(index: int) -> dict:
         return {}
 
 
-def sm_clock_now_mhz(index: int) -> int | None:
-    """The SM clock NVML reports right now (None without NVML)."""
+def sm_clock_now_mhz(uuid: str) -> int | None:
+    """The SM clock NVML reports right now for the GPU with this UUID (None without NVML)."""
     try:
         import pynvml
 
-        pynvml.nvmlInit()
-        return pynvml.nvmlDeviceGetClockInfo(pynvml.nvmlDeviceGetHandleByIndex(index), pynvml.NVML_CLOCK_SM)
+        return pynvml.nvmlDeviceGetClockInfo(nvml_handle(uuid), pynvml.NVML_CLOCK_SM)
     except Exception:
         return None
 
@@ -74,10 +98,11 @@ def open_device(index: int = 0) -> DeviceInfo:
     cc = (props["major"], props["minor"])
     if cc != REQUIRED_CC:
         raise DeviceError(f"GPU {index} ({name}) is sm_{cc[0]}{cc[1]}: the probes need sm_90 (Hopper)")
-    nvml = _nvml(index)
+    uuid = format_uuid(props["uuid"]) if props.get("uuid") else f"unknown-{index}"
+    nvml = _nvml(uuid)
     driver = runtime.driverGetVersion()
     return DeviceInfo(
-        index=index, name=name, uuid=nvml.get("uuid", f"unknown-{index}"),
+        index=index, name=name, uuid=uuid,
         sm_count=props["multiProcessorCount"], cc_major=cc[0], cc_minor=cc[1],
         total_memory_bytes=props["totalGlobalMem"], l2_bytes=props["l2CacheSize"],
         max_sm_clock_mhz=nvml.get("max_sm_clock_mhz"), max_mem_clock_mhz=nvml.get("max_mem_clock_mhz"),

@@ -6,7 +6,8 @@ measurement. Planted faults behave like the real ones do to a worker process:
     trap  raises a CUDA-style launch failure (the worker reports it and exits)
     oob   kills the worker process outright (SIGSEGV), the worst a driver fault can do
     hang  never returns (the watchdog must kill it)
-HOPPER_BENCH_FAKE_DELAY (seconds, default 0) makes each case take that long.
+HOPPER_BENCH_FAKE_DELAY (seconds, default 0) makes each case take that long; HOPPER_BENCH_FAKE_GPUS
+(default 2) is how many simulated GPUs `bench run --gpus all` finds.
 """
 
 from __future__ import annotations

@@ -148,12 +148,13 @@ class NullSampler:
 
 
 class NvmlReader:
-    def __init__(self, index: int):
+    def __init__(self, uuid: str):
         import pynvml
 
-        pynvml.nvmlInit()
+        from harness.measure.device import nvml_handle
+
         self._nvml = pynvml
-        self._handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        self._handle = nvml_handle(uuid)  # by UUID: the GPU CUDA measures, whatever the index order
         self._reasons = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
             pynvml.nvmlDeviceGetCurrentClocksThrottleReasons  # the older name
 
@@ -169,9 +170,9 @@ class NvmlReader:
         return {p.pid for p in self._nvml.nvmlDeviceGetComputeRunningProcesses(self._handle)}
 
 
-def nvml_reader(index: int) -> NvmlReader | None:
+def nvml_reader(uuid: str) -> NvmlReader | None:
     try:
-        reader = NvmlReader(index)
+        reader = NvmlReader(uuid)
         reader.read()
         return reader
     except Exception:  # NVML is optional: no library, no permission, or no such GPU

@@ -47,9 +47,10 @@ class CudaBackend:
 
     def open(self, gpu_index: int) -> DeviceInfo:
         from harness.measure import telemetry
-        from harness.measure.device import open_device
+        from harness.measure.device import cuda_uuid, open_device
 
-        reader = telemetry.nvml_reader(gpu_index)
+        uuid = cuda_uuid(gpu_index)  # NVML reads the GPU CUDA measures: matched by UUID, never by index
+        reader = telemetry.nvml_reader(uuid) if uuid else None
         before = _pids(reader)
         self.device = open_device(gpu_index)
         import cupy

@@ -42,7 +42,7 @@ def test_clock64_rate_matches_the_sm_clock(probe):
     device, loaded = probe
     records = _cycles(loaded, 10_000)  # a few ms: long enough for %globaltimer's resolution
     measured = records.sm_clock_mhz()
-    reported = sm_clock_now_mhz(device.index)
+    reported = sm_clock_now_mhz(device.uuid)
     assert 500 < measured <= (device.max_sm_clock_mhz or 3000) * 1.02
     if reported:
         assert measured == pytest.approx(reported, rel=0.05)

@@ -73,7 +73,7 @@ def test_measure_case_produces_every_declared_metric(case_id, device):
     from harness.measure.telemetry import Sampler, nvml_reader
 
     case = parse_case_id(case_id)
-    result = measure_case(case, compile_probe(render(case)), device, sampler=Sampler(nvml_reader(0), set()))
+    result = measure_case(case, compile_probe(render(case)), device, sampler=Sampler(nvml_reader(device.uuid), set()))
     assert result.valid, result.error
     for metric in result.metrics:  # NVML was sampled during every measurement, the clock is plausible
         assert metric.gpu_state.samples >= 1 and 300 < metric.gpu_state.sm_clock_mhz <= 2100, metric
