@@ -70,6 +70,8 @@ def table(store: Store, case_glob: str | None = None, metric: str | None = None,
                     | (rows.metric == CLOCK_ROW)]
         if not (rows.metric != CLOCK_ROW).any():
             raise SpecError(f"--case {case_glob!r} matches no measured case")
+        measured = set(rows[rows.metric != CLOCK_ROW].uuid)
+        rows = rows[(rows.metric != CLOCK_ROW) | rows.uuid.isin(measured)]  # the clock of GPUs that ran them
     if metric is not None:
         rows = rows[rows.metric == metric]
     rows = rows.reset_index(drop=True)
