@@ -55,3 +55,19 @@ def test_ctrl_c_interrupts_every_run_and_each_resumes_on_its_gpu(tmp_path, cache
         assert resumed.returncode == 0, out
     runs = Store.open(str(db), read_only=True).query("SELECT status FROM runs")
     assert set(runs.status) == {"complete"}
+
+
+def test_the_slurm_script_is_valid_bash_and_uses_existing_options():
+    import re
+    import subprocess
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from harness.cli import cli
+
+    script = Path(__file__).resolve().parent.parent / "scripts" / "slurm" / "bench-node.sbatch"
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+    line = next(l for l in script.read_text().splitlines() if "bench run" in l and not l.lstrip().startswith("#"))
+    help_text = CliRunner().invoke(cli, ["run", "--help"]).output
+    assert all(option in help_text for option in re.findall(r"--[a-z]+", line))
