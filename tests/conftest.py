@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 
 import pytest
 
@@ -103,3 +104,79 @@ def bench_process(*args, env=None, **popen):
 
     return subprocess.Popen([sys.executable, "-m", "harness", *args], env={**os.environ, **(env or {})},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen)
+
+
+# -- a real PostgreSQL server for the tests that run against it (tests/test_postgres.py) -----------
+
+def _postgres_binaries():
+    import shutil
+    from pathlib import Path
+
+    found = {name: shutil.which(name) for name in ("initdb", "pg_ctl")}
+    if not all(found.values()):  # Debian keeps them under /usr/lib/postgresql/<version>/bin
+        versions = sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True)
+        found = {name: next((str(v / name) for v in versions if (v / name).exists()), None) for name in found}
+    return found
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory):
+    """A PostgreSQL server of its own: initdb and pg_ctl on a temporary directory, Unix socket only.
+    As root (CI containers) it runs as the `postgres` user, as PostgreSQL requires. Skips, saying why,
+    where the server or psycopg is not installed."""
+    import os
+    import pwd
+    import shutil
+    import subprocess
+
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        pytest.skip("psycopg is not installed (pip install -e '.[test]')")
+    binaries = _postgres_binaries()
+    if not all(binaries.values()):
+        pytest.skip("no PostgreSQL server here (Debian: apt-get install postgresql)")
+    import tempfile
+    from pathlib import Path
+
+    prefix = []
+    # Not under pytest's own temporary directory: as root that is closed to the `postgres` user.
+    base = Path(tempfile.mkdtemp(prefix="hopper-bench-pg-"))
+    if os.geteuid() == 0:
+        try:
+            user = pwd.getpwnam("postgres")
+        except KeyError:
+            pytest.skip("running as root without a `postgres` user to run the server as")
+        runuser = shutil.which("runuser")
+        if runuser is None:
+            pytest.skip("running as root without runuser to start the server as `postgres`")
+        prefix = [runuser, "-u", "postgres", "--"]
+        os.chown(base, user.pw_uid, user.pw_gid)
+    data = base / "data"
+    port = 55000 + os.getpid() % 5000
+    run = lambda *args: subprocess.run([*prefix, *args], capture_output=True, text=True)  # noqa: E731
+    init = run(binaries["initdb"], "-D", str(data), "-A", "trust", "-U", "bench", "--no-sync")
+    if init.returncode:
+        pytest.skip(f"initdb failed: {init.stderr.strip().splitlines()[-1] if init.stderr.strip() else init.returncode}")
+    start = run(binaries["pg_ctl"], "-D", str(data), "-w", "-l", str(base / "log"),
+                "-o", f"-k {base} -p {port} -c listen_addresses='' -c fsync=off", "start")
+    if start.returncode:
+        pytest.skip(f"the PostgreSQL server did not start: {start.stderr.strip()[-200:]}")
+    yield {"host": str(base), "port": port}
+    run(binaries["pg_ctl"], "-D", str(data), "-m", "immediate", "stop")
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def pg_url(postgres_server, request):
+    """A fresh, empty database on the test server; its URL (postgresql+psycopg, no password)."""
+    import re
+
+    import psycopg
+
+    name = "t_" + re.sub(r"\W", "_", request.node.name)[:40].lower() + f"_{os.getpid()}"
+    with psycopg.connect(host=postgres_server["host"], port=postgres_server["port"], user="bench",
+                         dbname="postgres", autocommit=True) as con:
+        con.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        con.execute(f'CREATE DATABASE "{name}"')
+    return f"postgresql+psycopg://bench@/{name}?host={postgres_server['host']}&port={postgres_server['port']}"

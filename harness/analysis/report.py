@@ -57,7 +57,8 @@ def _run_facts(store: Store, run_id: int) -> dict:
             COUNT(DISTINCT CASE WHEN status = 'fault' THEN case_id END) AS faults,
             MIN(sm_clock_mhz) AS clock_min, MAX(sm_clock_mhz) AS clock_max,
             MAX(power_w) AS power_max, MAX(temperature_c) AS temp_max,
-            SUM(flagged) AS flagged, SUM(power_capped) AS power_capped, COUNT(*) AS measurements,
+            SUM(CASE WHEN flagged THEN 1 ELSE 0 END) AS flagged,
+            SUM(CASE WHEN power_capped THEN 1 ELSE 0 END) AS power_capped, COUNT(*) AS measurements,
             SUM(CASE WHEN nvml_sm_clock_mhz IS NOT NULL THEN 1 ELSE 0 END) AS with_telemetry
             FROM results WHERE run_id = {int(run_id)}""").iloc[0]
     return {**run.to_dict(), **stats.to_dict()}

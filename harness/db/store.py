@@ -213,6 +213,7 @@ class Store:
                     raw.execute("PRAGMA foreign_keys=OFF")
                 try:
                     with conn.begin():
+                        _schema_lock(conn)
                         tables = set(inspect(conn).get_table_names())
                         cfg = migrations.config(conn)
                         if "alembic_version" not in tables and "meta" in tables:  # schema 1, before Alembic
@@ -238,6 +239,10 @@ class Store:
                 return
 
         def work(session: Session) -> None:
+            _schema_lock(session.connection())
+            current = session.get(Meta, "references_hash")
+            if current is not None and current.value == wanted:  # another process just did it
+                return
             session.query(ReferenceFigure).delete()
             session.add_all(ReferenceFigure(
                 source=r.source, citation=r.citation, source_table=r.table, gpu=r.gpu, case_id=r.case_id,
@@ -258,6 +263,7 @@ class Store:
         for attempt in range(WRITE_ATTEMPTS):
             try:
                 with Session(self._writer) as session, session.begin():
+                    _schema_lock(session.connection())  # PostgreSQL: one writer at a time, as SQLite's IMMEDIATE
                     return work(session)
             except OperationalError as exc:
                 if ("locked" not in str(exc) and "busy" not in str(exc)) or attempt == WRITE_ATTEMPTS - 1:
@@ -379,7 +385,9 @@ class Store:
                 if toggle:
                     _read_only(conn, True)
                 try:
-                    result = conn.exec_driver_sql(sql)
+                    # psycopg reads % as a placeholder even without parameters: a literal % is %%
+                    statement = sql.replace("%", "%%") if conn.dialect.name == "postgresql" else sql
+                    result = conn.exec_driver_sql(statement)
                     frame = (pd.DataFrame(result.fetchall(), columns=list(result.keys()))
                              if result.returns_rows else pd.DataFrame())
                     self.last_rowcount = result.rowcount if not result.returns_rows else None
@@ -509,6 +517,17 @@ def _read_only_url(url: str, path: Path) -> str:
     from urllib.parse import quote
 
     return f"sqlite:///file:{quote(str(path))}?mode=ro&uri=true"
+
+
+SCHEMA_LOCK = 0x68627368  # PostgreSQL advisory lock key ("hbsh") of every write transaction
+
+
+def _schema_lock(conn) -> None:
+    """Serialise write transactions (schema upgrades, reference syncs, runs and cases) between processes
+    until the transaction ends, so that get-or-create never races. SQLite's BEGIN IMMEDIATE already
+    does; PostgreSQL takes a transaction-level advisory lock. (Re-entrant within a transaction.)"""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({SCHEMA_LOCK})")
 
 
 def _sqlite_begin(conn) -> None:

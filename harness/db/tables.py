@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 SCHEMA_VERSION = 4  # = the number of the newest migration in harness/migrations/versions
@@ -32,8 +32,8 @@ class Device(Base):
     sm_count: Mapped[int]
     cc_major: Mapped[int]
     cc_minor: Mapped[int]
-    total_memory_bytes: Mapped[int | None]
-    l2_bytes: Mapped[int | None]
+    total_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    l2_bytes: Mapped[int | None] = mapped_column(BigInteger)
     max_sm_clock_mhz: Mapped[int | None]
     max_mem_clock_mhz: Mapped[int | None]
     power_limit_w: Mapped[float | None]

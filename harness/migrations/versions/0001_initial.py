@@ -40,8 +40,10 @@ def upgrade() -> None:
         sa.Column("sm_count", sa.Integer, nullable=False),
         sa.Column("cc_major", sa.Integer, nullable=False),
         sa.Column("cc_minor", sa.Integer, nullable=False),
-        sa.Column("total_memory_bytes", sa.Integer),
-        sa.Column("l2_bytes", sa.Integer),
+        # 64-bit: an H200 holds 141 GB. (SQLite's INTEGER always was; PostgreSQL needs BIGINT. No
+        # PostgreSQL database could be written before this fix, so none exists to migrate.)
+        sa.Column("total_memory_bytes", sa.BigInteger),
+        sa.Column("l2_bytes", sa.BigInteger),
         sa.Column("max_sm_clock_mhz", sa.Integer),
         sa.Column("max_mem_clock_mhz", sa.Integer),
         sa.Column("power_limit_w", sa.Float))

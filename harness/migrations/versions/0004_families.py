@@ -43,7 +43,7 @@ SELECT m.id AS measurement_id, r.id AS run_id, r.started_at AS run_started_at, r
        m.nvml_sm_clock_mhz AS nvml_sm_clock_mhz, m.nvml_mem_clock_mhz AS nvml_mem_clock_mhz,
        m.power_w AS power_w, m.temperature_c AS temperature_c, m.throttle_reasons AS throttle_reasons,
        m.throttled AS throttled, m.power_capped AS power_capped, m.other_processes AS other_processes,
-       CASE WHEN m.throttled OR COALESCE(m.other_processes, 0) > 0 THEN 1 ELSE 0 END AS flagged,
+       {flagged} AS flagged,
        c.params AS params, m.launch AS launch, b.executes AS executes, b.emulated AS emulated
 FROM measurements m
 JOIN runs r ON r.id = m.run_id
@@ -51,6 +51,13 @@ JOIN cases c ON c.id = m.case_pk
 LEFT JOIN devices d ON d.id = r.device_id
 LEFT JOIN builds b ON b.id = m.build_id
 """
+
+
+def _flagged() -> str:
+    """Throttled or shared: a boolean on PostgreSQL (NOT flagged must work), 0/1 on SQLite as before."""
+    if op.get_bind().dialect.name == "postgresql":
+        return "(COALESCE(m.throttled, FALSE) OR COALESCE(m.other_processes, 0) > 0)"
+    return "CASE WHEN m.throttled OR COALESCE(m.other_processes, 0) > 0 THEN 1 ELSE 0 END"
 
 
 def _json_int(column: str, key: str) -> str:
@@ -87,7 +94,8 @@ def upgrade() -> None:
         batch.drop_column("warpgroups")
         batch.drop_column("ilp")
         batch.create_unique_constraint("uq_measurements_run_case_metric_launch", ["run_id", "case_pk", "metric", "launch"])
-    op.execute(RESULTS_VIEW.format(warpgroups=_json_int("m.launch", "warpgroups"), ilp=_json_int("m.launch", "ilp")))
+    op.execute(RESULTS_VIEW.format(warpgroups=_json_int("m.launch", "warpgroups"), ilp=_json_int("m.launch", "ilp"),
+                                   flagged=_flagged()))
     op.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
 
 
