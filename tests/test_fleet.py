@@ -58,3 +58,13 @@ def test_a_healthy_fleet_has_no_outlier_and_bad_options_are_one_line(tmp_path):
                           (["--tolerance", "nan"], "not in the range 0..10")):
         bad = CliRunner().invoke(cli, ["fleet", "--db", str(db), *args])
         assert bad.exit_code != 0 and bad.output.count("\n") == 1 and message in bad.output, bad.output
+
+
+def test_the_report_names_the_outliers_among_its_gpus_siblings(tmp_path):
+    from harness.analysis.report import build
+
+    db = fleet_db(tmp_path / "fleet.db")
+    text = build(Store.open(str(db), read_only=True), 1, tmp_path / "rep").markdown.read_text()
+    section = text.split("## Fleet: this GPU's siblings", 1)[1].split("\n## ", 1)[0]
+    assert "4 GPUs of this model (NVIDIA H100 80GB HBM3)" in section and "2 do:" in section
+    assert "| NVIDIA H100 80GB HBM3 03-fleet | 4 | 5 |" in section

@@ -177,16 +177,40 @@ def _sections(store: Store, run_id: int, facts: dict, against: pd.DataFrame, fam
                   "this GPU in the database. An emulated instruction's rate is what its replacement instructions "
                   "deliver, not a tensor-core rate."]
     paper = _paper_table(against)
+    fleet = _fleet_section(store, facts)
     return [
         ("Summary", summary, None),
         *family_sections,
         *([("Against the paper (H800 PCIe, arXiv 2402.13499)", [], paper)] if len(paper) else []),
         *([("Tensor-core rates by family", rates_text, rates)] if len(rates) else []),
+        *fleet,
         ("Disagreements", ["Rows where the measurement and the paper or the datasheet model differ by more than "
                            "the measurement's spread plus 3 %." if len(disagree) else "None."],
          disagree_table if len(disagree) else None),
         ("Provenance", [], provenance),
     ]
+
+
+def _fleet_section(store: Store, facts: dict) -> list:
+    """Where the database holds this GPU's model at least MIN_SIBLINGS + 1 times: which of those GPUs
+    stand apart from their siblings (harness/analysis/fleet.py)."""
+    from harness.analysis import fleet
+
+    try:
+        rows, outliers = fleet.table(store)
+    except Exception:  # no valid measurement anywhere: nothing to say
+        return []
+    model = facts.get("gpu") or ""
+    mine = rows[rows.gpu.str.startswith(model + " ")]
+    gpus = mine.gpu.nunique()
+    if gpus < fleet.MIN_SIBLINGS + 1:
+        return []
+    apart = outliers[outliers.gpu.str.startswith(model + " ")]
+    text = [f"{gpus} GPUs of this model ({model}) in the database, each with its newest measurement of every "
+            "case; a GPU stands apart where it differs from the median of the others by more than their noise "
+            "(cycle metrics as they are, time-based ones per cycle, the SM clock on its own; `bench fleet`). "
+            + ("None does." if apart.empty else f"{len(apart)} do{'es' if len(apart) == 1 else ''}:")]
+    return [("Fleet: this GPU's siblings", text, apart if len(apart) else None)]
 
 
 def _footer(url: str) -> str:
