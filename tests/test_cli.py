@@ -63,7 +63,7 @@ def test_runs(tmp_path):
 # a file that is not a database, DIR a directory; every other command reads the database through
 # $HOPPER_BENCH_DB, which points at the same file.
 BAD_INPUTS = [
-    (["run", "--suite", "nope"], 2, "unknown suite 'nope': expected one of wgmma, wgmma-quick, faults, mma"),
+    (["run", "--suite", "nope"], 2, "unknown suite 'nope': expected one of wgmma, wgmma-quick, faults, wgmma-all, wgmma-tf32"),
     (["run", "--suite", "wgmma", "--filter", "*m64n7k16*"], 2, "matches none of the 192 cases .*e.g."),
     (["run"], 2, "missing option --suite \\(or --resume RUN_ID\\)"),
     (["run", "--suite", "wgmma", "--gpu", "x"], 2, "'x' is not a valid integer"),
@@ -87,7 +87,11 @@ BAD_INPUTS = [
     (["show", "mma.sync.m16n8k16.row.col.f32.f16.f16.f16"], 2, "not a legal f16 m16n8k16 mma.sync form; legal: row.col.f16"),
     (["show", "mma.sync.m16n8k16.row.col.f32.f8.f8.f32"], 2, "mma.sync has no input type 'f8'; types: b1, bf16"),
     (["show", "wgmma.mma_async.m64n64k16.f32.f16.f16.SS+boom"], 2, "unknown planted fault 'boom'.*trap, oob, hang"),
-    (["show", "wgmma.mma_async.m64n64k32.f32.e4m3.e4m3.SS"], 2, "not implemented; implemented: f32.f16.f16"),
+    (["show", "wgmma.mma_async.m64n64k16.f32.e4m3.e4m3.SS"], 2, "e4m3 wgmma has K = 32, got K = 16"),
+    (["show", "wgmma.mma_async.m64n40k32.s32.s8.s8.SS"], 2, "s8 wgmma takes N in 8, 16, 24, 32, 48, .*got N = 40"),
+    (["show", "wgmma.mma_async.m64n64k256.s32.b1.b1.SS"], 2, "b1 wgmma is written .s32.b1.b1.and.popc"),
+    (["show", "wgmma.mma_async.m64n64k16.satfinite.f32.f16.f16.SS"], 2, ".satfinite is for s8/u8 wgmma only"),
+    (["show", "wgmma.mma_async.sp.m64n64k32.f32.f16.f16.SS"], 2, "sparse wgmma is not implemented yet"),
     (["show", "wgmma.mma_async.m64n64k16.f32.f16.f16.XS"], 2, "unknown operand mode 'XS'.*SS, RS"),
     (["sql", "SELECT 1", "--format", "yaml"], 2, "'yaml' is not one of 'table', 'csv', 'json', 'markdown'"),
     (["sql", "SELEC nonsense"], 4, "SQL error: near \"SELEC\""),

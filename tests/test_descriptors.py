@@ -32,18 +32,35 @@ def test_invalid_fields_are_rejected(kwargs):
 
 
 def test_k_major_layout_places_core_matrices():
-    layout = KMajorLayout(rows=64, k=16, element_bytes=2)
-    offsets = layout.byte_offsets()
+    layout = KMajorLayout(rows=64, k=16, element_bits=16)
+    offsets = layout.byte_offsets()  # per byte of a row's 32 bytes of K
     assert (layout.leading_byte_offset, layout.stride_byte_offset, layout.size_bytes) == (128, 256, 2048)
-    assert offsets[0, 0] == 0 and offsets[0, 1] == 2 and offsets[1, 0] == 16  # one core-matrix row = 16 B
-    assert offsets[0, 8] == 128  # next core matrix in K: LBO
+    assert offsets[0, 0] == 0 and offsets[0, 2] == 2 and offsets[1, 0] == 16  # one core-matrix row = 16 B
+    assert offsets[0, 16] == 128  # next core matrix in K (byte 16 = element 8): LBO
     assert offsets[8, 0] == 256  # next core matrix in rows: SBO
-    assert sorted(offsets.ravel()) == list(range(0, 2048, 2))  # every element once, no gaps
+    assert sorted(offsets.ravel()) == list(range(2048))  # every byte once, no gaps
 
 
 def test_image_scatters_bits_little_endian():
-    layout = KMajorLayout(rows=8, k=16, element_bytes=2)
+    layout = KMajorLayout(rows=8, k=16, element_bits=16)
     bits = np.arange(8 * 16, dtype=np.uint16).reshape(8, 16) * 257
     image = layout.image(bits)
-    offsets = layout.byte_offsets()
+    offsets = layout.byte_offsets()[:, ::2]
     assert np.array_equal(image[offsets] | (image[offsets + 1].astype(np.uint16) << 8), bits)
+
+
+@pytest.mark.parametrize("bits,k", [(32, 8), (8, 32), (1, 256)])
+def test_every_type_fills_32_bytes_of_k_per_row(bits, k):
+    """tf32 K = 8, 8-bit K = 32, b1 K = 256: the same two core matrices along K; sub-byte elements
+    fill a byte from its lowest bit."""
+    layout = KMajorLayout(rows=8, k=k, element_bits=bits)
+    assert (layout.k_bytes, layout.stride_byte_offset, layout.size_bytes) == (32, 256, 256)
+    codes = np.zeros((8, k), dtype=np.uint64)
+    codes[1, 1] = 1 if bits == 1 else 0xA5
+    image = layout.image(codes)
+    if bits == 1:
+        assert image[16] == 0b10  # row 1 starts at byte 16; element 1 is bit 1 of its first byte
+    elif bits == 8:
+        assert image[17] == 0xA5
+    else:
+        assert image[16 + 4] == 0xA5 and image[16 + 5] == 0  # element 1 = bytes 4..7, little-endian

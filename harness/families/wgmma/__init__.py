@@ -29,15 +29,19 @@ UNROLL = 16
 MAX_WARPGROUPS_PER_SM = 4  # 512 threads: what 4 SM sub-partitions issue from
 PAPER_N = (8, 16, 32, 64, 128, 256)  # the N values of the paper's wgmma tables
 # Dense tensor-core work per SM per cycle (4 tensor cores x 1024 FLOP for 16-bit inputs).
-# Source: datasheet arithmetic, H100 SXM 989.4 TFLOPS / (528 tensor cores x 1830 MHz) = 1024.
-DENSE_FLOP_PER_SM_PER_CYCLE = {"f16": 4096, "bf16": 4096}
+# Source: datasheet arithmetic, H100 SXM 989.4 TFLOPS / (528 tensor cores x 1830 MHz) = 1024; tf32
+# 494.7 TFLOPS (half), fp8 and int8 1978.9 TFLOPS or TOPS (twice). Hopper datasheets give no binary
+# rate: b1 has no peak_fraction.
+DENSE_FLOP_PER_SM_PER_CYCLE = {"f16": 4096, "bf16": 4096, "tf32": 2048, "e4m3": 8192, "e5m2": 8192,
+                               "s8": 8192, "u8": 8192}
+EVERYDAY = ("f16", "bf16")  # the `wgmma` suite's input types (the paper's)
 
 
 def layouts(case: WgmmaCase) -> tuple[KMajorLayout | None, KMajorLayout]:
     """Shared-memory layouts of A (None in RS mode) and B (N x K, K-major)."""
-    element_bytes = dtypes.size_bytes(case.dtype_a)
-    a = KMajorLayout(M, case.k, element_bytes) if case.operands == "SS" else None
-    return a, KMajorLayout(case.n, case.k, element_bytes)
+    bits = dtypes.BITS[case.dtype_a]
+    a = KMajorLayout(M, case.k, bits) if case.operands == "SS" else None
+    return a, KMajorLayout(case.n, case.k, bits)
 
 
 def descriptors(case: WgmmaCase):
@@ -45,6 +49,30 @@ def descriptors(case: WgmmaCase):
     a, b = layouts(case)
     a_bytes = a.size_bytes if a else 0
     return (a.descriptor(0) if a else None), b.descriptor(a_bytes)
+
+
+def sass_mnemonic(case: WgmmaCase) -> str:
+    """What ptxas 13 emits for sm_90a (checked by tests/test_conformance.py on every case):
+    HGMMA for 16-bit and tf32 inputs, QGMMA for fp8, IGMMA for s8/u8, BGMMA for b1."""
+    shape = f"64x{case.n}x{case.k}"
+    a, b = case.dtype_a.upper(), case.dtype_b.upper()
+    if case.dtype_a in ("f16", "bf16"):
+        return f"HGMMA.{shape}.{case.dtype_acc.upper()}" + (".BF16" if case.dtype_a == "bf16" else "")
+    if case.dtype_a == "tf32":
+        return f"HGMMA.{shape}.F32.TF32"
+    if case.dtype_a in _cases.FP8:
+        return f"QGMMA.{shape}.{case.dtype_acc.upper()}.{a}.{b}"
+    if case.dtype_a in _cases.INT8:
+        return f"IGMMA.{shape}.{a}.{b}" + (".SAT" if case.satfinite else "")
+    return f"BGMMA.{shape}.AND.POPC"
+
+
+def _everyday() -> list[WgmmaCase]:
+    return [c for c in _cases.cases() if c.dtype_a in EVERYDAY]
+
+
+def _of(*types: str):
+    return lambda: [c for c in _cases.cases() if c.dtype_a in types]
 
 
 def _quick() -> list[WgmmaCase]:
@@ -76,11 +104,18 @@ class WgmmaFamily:
     def suites(self) -> dict[str, Suite]:
         return {
             "wgmma": Suite("dense wgmma m64nNk16: f16 (f32 and f16 accumulate) and bf16, N = 8..256, SS and RS",
-                           _cases.cases),
+                           _everyday),
             "wgmma-quick": Suite("f16 inputs, f32 accumulate, SS and RS, at the paper's N = 8, 16, 32, 64, 128, 256",
                                  _quick),
             "faults": Suite("self-test: wgmma-quick with planted faulting probes (trap, out-of-bounds store, "
                             "endless loop); expect 3 faults and 12 valid cases", _faults),
+            "wgmma-all": Suite("every dense wgmma: f16, bf16, tf32, e4m3/e5m2 pairs, s8/u8 pairs (with and without "
+                               ".satfinite), b1; every legal N; SS and RS", _cases.cases),
+            "wgmma-tf32": Suite("dense wgmma m64nNk8 with tf32 inputs", _of("tf32")),
+            "wgmma-fp8": Suite("dense wgmma m64nNk32 with e4m3/e5m2 inputs, f32 and f16 accumulate", _of(*_cases.FP8)),
+            "wgmma-int8": Suite("dense wgmma m64nNk32 with s8/u8 inputs, s32, with and without .satfinite",
+                                _of(*_cases.INT8)),
+            "wgmma-b1": Suite("dense wgmma m64nNk256 .and.popc with b1 inputs", _of("b1")),
         }
 
     # -- the probe -------------------------------------------------------------------------------
@@ -91,16 +126,20 @@ class WgmmaFamily:
         a_layout, b_layout = layouts(case)
         desc_a, desc_b = descriptors(case)
         d_constraints = ", ".join(f'"+r"(d[{i}])' for i in range(acc_regs))
+        # PTX: 16-bit types take imm-scale-a, imm-scale-b and the transposes (imm-trans-a in SS only);
+        # tf32 and fp8 the two scales; integer and b1 types nothing after scale-d.
+        scales = case.dtype_a not in _cases.INT8 + ("b1",)
+        trans = case.dtype_a in ("f16", "bf16")
         if case.operands == "SS":
             a_regs, a_operand, a_constraints = 0, f"%{acc_regs}", '"l"(desc_a)'
-            immediates = "1, 1, 0, 0"  # imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b
+            immediates = (", 1, 1" if scales else "") + (", 0, 0" if trans else "")
         else:
             a_regs = 4
             a_operand = "{" + ", ".join(f"%{acc_regs + i}" for i in range(a_regs)) + "}"
             a_constraints = ", ".join(f'"r"(a[{i}])' for i in range(a_regs))
-            immediates = "1, 1, 0"  # imm-scale-a, imm-scale-b, imm-trans-b
+            immediates = (", 1, 1" if scales else "") + (", 0" if trans else "")
         return {
-            "instruction": f"wgmma.mma_async.sync.aligned.{case.shape}.{case.dtype_acc}.{case.dtype_a}.{case.dtype_b}",
+            "instruction": f"wgmma.mma_async.sync.aligned.{case.shape}{case.types}",
             "acc_regs": acc_regs,
             "a_regs": a_regs,
             "smem_a_bytes": a_layout.size_bytes if a_layout else 0,
@@ -120,8 +159,7 @@ class WgmmaFamily:
         """HGMMA of the case's shape and types; in the chain, UNROLL of them with no WARPGROUP.DEPBAR
         (a wait) or WARPGROUP.ARRIVE (a fence) between them. wgmma.commit_group compiles to an HGMMA
         into RZ, which does not count. ptxas notes C7510/C7515 say it serialized the chain."""
-        suffix = ".BF16" if case.dtype_a == "bf16" else ""
-        mnemonic = f"HGMMA.64x{case.n}x16.{case.dtype_acc.upper()}{suffix}"
+        mnemonic = sass_mnemonic(case)
         rz = (f"{mnemonic} RZ,",)
         chain = KernelExpectation(mnemonic, UNROLL, ("WARPGROUP.DEPBAR", "WARPGROUP.ARRIVE"), rz)
         return SassExpectation((("probe_chain", chain), ("probe_latency", KernelExpectation(mnemonic, 1, (), rz))),
@@ -137,15 +175,17 @@ class WgmmaFamily:
         and clock differ). pattern="index": small distinct values that make a layout bug readable.
         """
         if pattern == "random":
-            a = dtypes.round_to(case.dtype_a, rng.standard_normal((M, case.k)))
-            b = dtypes.round_to(case.dtype_b, rng.standard_normal((case.n, case.k)))
-            distribution = f"normal(0,1) rounded to {case.dtype_a}"
-        elif pattern == "index":
+            a = self._values(case.dtype_a, (M, case.k), rng)
+            b = self._values(case.dtype_b, (case.n, case.k), rng)
+            distribution = (f"uniform over the {case.dtype_a}/{case.dtype_b} values" if case.dtype_a in dtypes.INTEGER_RANGE
+                            else f"normal(0,1) rounded to {case.dtype_a}/{case.dtype_b}")
+        elif pattern == "index" and case.dtype_a in EVERYDAY:
             a = np.fromfunction(lambda i, k: (i % 8) + k / 16, (M, case.k))
             b = np.fromfunction(lambda j, k: ((j + k) % 4) / 4, (case.n, case.k))
             distribution = "index pattern"
         else:
-            raise SpecError(f"unknown input pattern {pattern!r}: expected random or index")
+            raise SpecError(f"unknown input pattern {pattern!r} for {case.dtype_a}: expected random"
+                            + (" or index" if case.dtype_a in EVERYDAY else ""))
         a_bits, b_bits = dtypes.encode(case.dtype_a, a), dtypes.encode(case.dtype_b, b)
         a_layout, b_layout = layouts(case)
         parts = []
@@ -153,18 +193,35 @@ class WgmmaFamily:
             parts.append(a_layout.image(a_bits))
         parts.append(b_layout.image(b_bits))
         if case.operands == "RS":
-            parts.append(a_fragment_words(a_bits).view(np.uint8).ravel())
+            parts.append(a_fragment_words(a_bits, dtypes.BITS[case.dtype_a]).view(np.uint8).ravel())
         return Inputs(np.concatenate(parts), {"a": a, "b": b}, distribution)
+
+    @staticmethod
+    def _values(dtype: str, shape, rng: np.random.Generator) -> np.ndarray:
+        """Exactly representable values: uniform over an integer type's range (0/1 for b1), else
+        normal(0,1) rounded to the type (fp8 through ml_dtypes, tf32 by masking the low mantissa)."""
+        if dtype in dtypes.INTEGER_RANGE:
+            low, high = dtypes.INTEGER_RANGE[dtype]
+            return rng.integers(low, high + 1, shape).astype(np.float64)
+        return dtypes.round_to(dtype, rng.standard_normal(shape))
 
     @staticmethod
     def reference(case: WgmmaCase, inputs: Inputs) -> np.ndarray:
         """D = A @ B in float64 (B is stored N x K)."""
         return inputs.values["a"] @ inputs.values["b"].T
 
-    def tolerance(self, case: WgmmaCase, inputs: Inputs, chain: int = 1) -> np.ndarray:
-        """harness/measure/validate.py accumulation_tolerance; products of two 16-bit values are exact in f32."""
+    def tolerance(self, case: WgmmaCase, inputs: Inputs, chain: int = 1) -> np.ndarray | float:
+        """Integer and b1: exact. Float: harness/measure/validate.py accumulation_tolerance (products of
+        two 16-bit, tf32 or fp8 values are exact in f32). fp8 into f32 accumulates with fewer bits
+        than f32 holds: DeepSeek-V3's technical report (arXiv 2412.19437, section 3.3.2) measured about
+        14 bits on H800, so its unit roundoff is taken as 2^-13."""
+        if case.dtype_acc == "s32":
+            return 0.0
         magnitude = np.abs(inputs.values["a"]) @ np.abs(inputs.values["b"]).T
-        return accumulation_tolerance(dtypes.unit_roundoff(case.dtype_acc), case.k, magnitude, chain)
+        roundoff = dtypes.unit_roundoff(case.dtype_acc)
+        if case.dtype_a in _cases.FP8 and case.dtype_acc == "f32":
+            roundoff = 2.0 ** -13
+        return accumulation_tolerance(roundoff, case.k, magnitude, chain)
 
     def checks(self, case: WgmmaCase, inputs: Inputs) -> list[Check]:
         """One wgmma (the latency kernel) must give A.B; one chain body must give UNROLL x A.B."""
@@ -186,10 +243,10 @@ class WgmmaFamily:
     # -- measurement -----------------------------------------------------------------------------
 
     def work(self, case: WgmmaCase) -> Work:
-        return Work(2 * case.m * case.n * case.k, "FLOP")
+        return Work(2 * case.m * case.n * case.k, "OP" if case.dtype_acc == "s32" else "FLOP")
 
-    def peak(self, case: WgmmaCase) -> float:
-        return DENSE_FLOP_PER_SM_PER_CYCLE[case.dtype_a]
+    def peak(self, case: WgmmaCase) -> float | None:
+        return DENSE_FLOP_PER_SM_PER_CYCLE.get(case.dtype_a)
 
     def plan(self, case: WgmmaCase, device=None) -> list:
         """The issue interval of one warpgroup's chain; fence+wgmma+commit+wait against the same

@@ -1,8 +1,13 @@
 """wgmma.mma_async cases: the case type, the legal shapes and dtypes, and the id grammar.
 
-    wgmma.mma_async[.sp].m64n<N>k<K>.<acc>.<a>.<b>.<SS|RS>
-Implemented so far: dense m64nNk16 with 16-bit inputs, A and B K-major without swizzle,
-operand modes SS (A and B in shared memory) and RS (A in registers).
+    wgmma.mma_async[.sp].m64n<N>k<K>[.satfinite].<acc>.<a>.<b>[.and.popc].<SS|RS>
+Dense wgmma in every type the PTX ISA allows on sm_90a ("Asynchronous Warpgroup Level Matrix
+Multiply-Accumulate", shapes and types): f16 (f32 or f16 accumulate) and bf16 at K = 16, tf32 at
+K = 8, e4m3/e5m2 in every pair at K = 32 (f32 or f16 accumulate), s8/u8 in every pair at K = 32
+(s32, with and without .satfinite), b1 .and.popc at K = 256. Every row of A and B is 32 bytes of K
+whatever the type. N: every multiple of 8 up to 256 for the float types; for s8/u8 and b1 only
+8, 16, 24 and then multiples of 16. Operand modes SS (A and B in shared memory) and RS (A in
+registers); A and B K-major without swizzle. Sparse wgmma is not implemented yet.
 """
 
 from __future__ import annotations
@@ -16,15 +21,21 @@ from harness.spec import Case
 
 M = 64
 K_16BIT = 16
-LEGAL_N = tuple(range(8, 257, 8))  # PTX ISA: N = 8..256 in steps of 8 for 16-bit inputs
+LEGAL_N = tuple(range(8, 257, 8))  # PTX ISA: N = 8..256 in steps of 8 for the float types
+INTEGER_N = (8, 16, 24) + tuple(range(32, 257, 16))  # s8/u8 and b1: 18 values
 OPERAND_MODES = ("SS", "RS")
-# (A, B, accumulator) combinations the PTX ISA allows for k16, and those implemented here.
+K_OF = {"f16": 16, "bf16": 16, "tf32": 8, "e4m3": 32, "e5m2": 32, "s8": 32, "u8": 32, "b1": 256}
+FP8, INT8 = ("e4m3", "e5m2"), ("s8", "u8")
+# (A, B, accumulator) combinations the PTX ISA allows for dense wgmma.
 LEGAL_16BIT_DTYPES = (("f16", "f16", "f32"), ("f16", "f16", "f16"), ("bf16", "bf16", "f32"))
-IMPLEMENTED_DTYPES = LEGAL_16BIT_DTYPES
+LEGAL_DTYPES = (LEGAL_16BIT_DTYPES + (("tf32", "tf32", "f32"),)
+                + tuple((a, b, acc) for a in FP8 for b in FP8 for acc in ("f32", "f16"))
+                + tuple((a, b, "s32") for a in INT8 for b in INT8) + (("b1", "b1", "s32"),))
+IMPLEMENTED_DTYPES = LEGAL_DTYPES
 LAYOUT = "K-major, no swizzle"  # shared-memory layout of A and B (descriptors.py KMajorLayout)
 
-_ID = re.compile(r"^wgmma\.mma_async(?P<sp>\.sp)?\.m(?P<m>\d+)n(?P<n>\d+)k(?P<k>\d+)"
-                 r"\.(?P<acc>\w+)\.(?P<a>\w+)\.(?P<b>\w+)\.(?P<ops>[A-Z]{2})$")
+_ID = re.compile(r"^wgmma\.mma_async(?P<sp>\.sp)?\.m(?P<m>\d+)n(?P<n>\d+)k(?P<k>\d+)(?P<sat>\.satfinite)?"
+                 r"\.(?P<acc>\w+?)\.(?P<a>\w+?)\.(?P<b>\w+?)(?P<popc>\.and\.popc)?\.(?P<ops>[A-Z]{2})$")
 
 
 @dataclass(frozen=True)
@@ -38,6 +49,7 @@ class WgmmaCase(Case):
     dtype_acc: str
     operands: str  # "SS": A and B in shared memory; "RS": A in registers, B in shared memory
     sparse: bool = False
+    satfinite: bool = False  # s8/u8: clamp the s32 result instead of wrapping
 
     @property
     def instruction(self) -> str:
@@ -48,8 +60,15 @@ class WgmmaCase(Case):
         return f"m{self.m}n{self.n}k{self.k}"
 
     @property
+    def types(self) -> str:
+        """As PTX writes them after the shape: [.satfinite].acc.a.b[.and.popc]."""
+        sat = ".satfinite" if self.satfinite else ""
+        popc = ".and.popc" if self.dtype_a == "b1" else ""
+        return f"{sat}.{self.dtype_acc}.{self.dtype_a}.{self.dtype_b}{popc}"
+
+    @property
     def base_id(self) -> str:
-        return f"{self.instruction}.{self.shape}.{self.dtype_acc}.{self.dtype_a}.{self.dtype_b}.{self.operands}"
+        return f"{self.instruction}.{self.shape}{self.types}.{self.operands}"
 
     def columns(self) -> dict[str, object]:
         return dict(instruction=self.instruction, m=self.m, n=self.n, k=self.k, dtype_a=self.dtype_a,
@@ -65,13 +84,25 @@ def parse(case_id: str) -> WgmmaCase:
     if match["ops"] not in OPERAND_MODES:
         raise SpecError(f"unknown operand mode {match['ops']!r} in {case_id!r}: "
                         f"expected one of {', '.join(OPERAND_MODES)}")
-    return WgmmaCase(int(match["m"]), int(match["n"]), int(match["k"]), match["a"], match["b"], match["acc"],
-                     match["ops"], bool(match["sp"]))
+    case = WgmmaCase(int(match["m"]), int(match["n"]), int(match["k"]), match["a"], match["b"], match["acc"],
+                     match["ops"], bool(match["sp"]), bool(match["sat"]))
+    if bool(match["popc"]) != (case.dtype_a == "b1"):
+        raise SpecError(f"{case_id!r}: b1 wgmma is written .s32.b1.b1.and.popc, and only b1 takes .and.popc")
+    return case
+
+
+def legal_n(dtype_a: str) -> tuple[int, ...]:
+    return INTEGER_N if dtype_a in INT8 + ("b1",) else LEGAL_N
 
 
 def cases() -> list[WgmmaCase]:
-    return [WgmmaCase(M, n, K_16BIT, a, b, acc, ops)
-            for a, b, acc in IMPLEMENTED_DTYPES for ops in OPERAND_MODES for n in LEGAL_N]
+    """Every dense form: each legal type combination (s8/u8 with and without .satfinite), N and mode."""
+    out = []
+    for a, b, acc in IMPLEMENTED_DTYPES:
+        for sat in ((False, True) if a in INT8 else (False,)):
+            out += [WgmmaCase(M, n, K_OF[a], a, b, acc, ops, satfinite=sat)
+                    for ops in OPERAND_MODES for n in legal_n(a)]
+    return out
 
 
 def check(case: WgmmaCase) -> None:
@@ -81,11 +112,16 @@ def check(case: WgmmaCase) -> None:
         raise IllegalShapeError(f"{case}: wgmma has M = 64 only, got M = {case.m}")
     if case.sparse:
         raise SpecError(f"{case}: sparse wgmma is not implemented yet")
-    if dtypes_ not in LEGAL_16BIT_DTYPES:
-        legal = ", ".join(".".join((acc, a, b)) for a, b, acc in LEGAL_16BIT_DTYPES)
-        raise SpecError(f"{case}: dtypes {case.dtype_acc}.{case.dtype_a}.{case.dtype_b} are not "
-                        f"implemented; implemented: {legal}")
-    if case.k != K_16BIT:
-        raise IllegalShapeError(f"{case}: 16-bit wgmma has K = 16, got K = {case.k}")
-    if case.n not in LEGAL_N:
+    if dtypes_ not in LEGAL_DTYPES:
+        legal = ", ".join(".".join((acc, a, b)) for a, b, acc in LEGAL_DTYPES)
+        raise IllegalShapeError(f"{case}: dtypes {case.dtype_acc}.{case.dtype_a}.{case.dtype_b} are not a dense "
+                                f"wgmma form; legal: {legal}")
+    if case.satfinite and case.dtype_a not in INT8:
+        raise IllegalShapeError(f"{case}: .satfinite is for s8/u8 wgmma only")
+    if case.k != K_OF[case.dtype_a]:
+        raise IllegalShapeError(f"{case}: {case.dtype_a} wgmma has K = {K_OF[case.dtype_a]}, got K = {case.k}")
+    if case.n not in legal_n(case.dtype_a):
+        if case.dtype_a in INT8 + ("b1",):
+            raise IllegalShapeError(f"{case}: {case.dtype_a} wgmma takes N in {', '.join(map(str, INTEGER_N))}; "
+                                    f"got N = {case.n}")
         raise IllegalShapeError(f"{case}: N must be a multiple of 8 from 8 to 256, got N = {case.n}")

@@ -67,16 +67,17 @@ class KMajorLayout:
 
     Core matrices adjacent in K are LBO apart; adjacent in rows, SBO apart. The default packs one
     row-block of core matrices contiguously (LBO = 128 B, SBO = 128 B x core matrices along K),
-    the layout the paper's code uses for k = 16 (LBO 128 B, SBO 256 B).
+    the layout the paper's code uses for k = 16 (LBO 128 B, SBO 256 B). Every dense wgmma type
+    has 32 bytes of K per row (16 x 16-bit, 8 x tf32, 32 x 8-bit, 256 x b1).
     """
 
     rows: int
     k: int
-    element_bytes: int
+    element_bits: int
 
     @property
     def k_bytes(self) -> int:
-        return self.k * self.element_bytes
+        return self.k * self.element_bits // 8
 
     @property
     def leading_byte_offset(self) -> int:
@@ -94,18 +95,30 @@ class KMajorLayout:
         return SmemDescriptor(start_address, self.leading_byte_offset, self.stride_byte_offset)
 
     def byte_offsets(self) -> np.ndarray:
-        """Byte offset of element (row, k), as a rows x k array."""
+        """Shared-memory offset of byte kb of row `row`, as a rows x k_bytes array."""
         row = np.arange(self.rows)[:, None]
-        kb = np.arange(self.k)[None, :] * self.element_bytes
+        kb = np.arange(self.k_bytes)[None, :]
         return ((row % CORE_ROWS) * CORE_ROW_BYTES + (row // CORE_ROWS) * self.stride_byte_offset
                 + kb % CORE_ROW_BYTES + (kb // CORE_ROW_BYTES) * self.leading_byte_offset)
 
-    def image(self, bits: np.ndarray) -> np.ndarray:
-        """Scatter a rows x k array of 16-bit patterns into the shared-memory byte image."""
-        if bits.shape != (self.rows, self.k) or self.element_bytes != 2:
-            raise SpecError(f"layout wants a {self.rows}x{self.k} array of 16-bit values")
+    def image(self, codes: np.ndarray) -> np.ndarray:
+        """Scatter a rows x k array of element codes (of element_bits each, little-endian, sub-byte
+        elements first in the low bits) into the shared-memory byte image."""
+        if codes.shape != (self.rows, self.k):
+            raise SpecError(f"layout wants a {self.rows}x{self.k} array of {self.element_bits}-bit values")
         image = np.zeros(self.size_bytes, dtype=np.uint8)
-        offsets = self.byte_offsets()
-        image[offsets] = (bits & 0xFF).astype(np.uint8)
-        image[offsets + 1] = (bits >> 8).astype(np.uint8)
+        image[self.byte_offsets()] = row_bytes(codes, self.element_bits)
         return image
+
+
+def row_bytes(codes: np.ndarray, bits: int) -> np.ndarray:
+    """(rows, k) element codes -> (rows, k * bits / 8) bytes as memory holds them."""
+    codes = np.asarray(codes, dtype=np.uint64)
+    if bits >= 8:
+        per = bits // 8
+        shifts = (8 * np.arange(per, dtype=np.uint64))[None, None, :]
+        return ((codes[..., None] >> shifts) & np.uint64(0xFF)).astype(np.uint8).reshape(codes.shape[0], -1)
+    per = 8 // bits
+    grouped = codes.reshape(codes.shape[0], -1, per)
+    shifts = (bits * np.arange(per, dtype=np.uint64))[None, None, :]
+    return np.bitwise_or.reduce(grouped << shifts, axis=-1).astype(np.uint8)

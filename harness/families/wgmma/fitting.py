@@ -56,8 +56,8 @@ class WgmmaModel:
             return None
 
     def predict(self, case, metric: str, params: perfmodel.Params | None) -> float | None:
-        if metric != self.metric or params is None:
-            return None
+        if metric != self.metric or params is None or case.dtype_a not in perfmodel.DTYPE_RATE:
+            return None  # b1: no published rate to model it with
         return perfmodel.predict(case, params).cycles
 
     def fit(self, frame: pd.DataFrame, gpu: str, source: str) -> FitReport | None:
@@ -72,6 +72,8 @@ class WgmmaModel:
         prior = replace(prior, gpu=gpu)
         fits = {}
         for (a, acc), group in frame.groupby(["dtype_a", "dtype_acc"]):
+            if a not in perfmodel.DTYPE_RATE:
+                continue
             points = [(parse(c), float(v)) for c, v in zip(group.case_id, group.value)]
             fits[f"{a}/{acc}"] = perfmodel.fit(points, prior, source)
         return FitReport(gpu, fits, prior)

@@ -17,21 +17,23 @@ def _thread_coords():
     return 16 * warp + lane // 4, lane % 4  # first row, q
 
 
-def a_fragment_words(a_bits: np.ndarray) -> np.ndarray:
-    """64x16 16-bit A -> (128, 4) uint32 registers for RS mode.
+def a_fragment_words(a_codes: np.ndarray, bits: int = 16) -> np.ndarray:
+    """64 x K A (element codes of `bits` each) -> (128, 4) uint32 registers for RS mode.
 
-    Register r of a thread holds row g + 8*(r % 2) and columns 2q + 8*(r // 2) + {0, 1}, the lower
-    column in the low half.
+    With p = 32 / bits elements per register (one for tf32), register r of a thread holds row
+    g + 8 (r % 2) and columns p q + 4 p (r // 2) + j for j < p, the lowest column in the lowest bits:
+    16-bit 2q + 8 (r // 2) + {0, 1}; tf32 q + 4 (r // 2); 8-bit 4q + 16 (r // 2) + {0..3};
+    b1 32q + 128 (r // 2) + {0..31} (PTX ISA, wgmma register fragments of A for each type).
     """
     row0, q = _thread_coords()
-    words = np.zeros((WARPGROUP_THREADS, 4), dtype=np.uint32)
+    per = max(1, 32 // bits)
+    words = np.zeros((WARPGROUP_THREADS, 4), dtype=np.uint64)
     for r in range(4):
         rows = row0 + 8 * (r % 2)
-        cols = 2 * q + 8 * (r // 2)
-        lo = a_bits[rows, cols].astype(np.uint32)
-        hi = a_bits[rows, cols + 1].astype(np.uint32)
-        words[:, r] = lo | (hi << 16)
-    return words
+        for j in range(per):
+            cols = per * q + 4 * per * (r // 2) + j
+            words[:, r] |= a_codes[rows, cols].astype(np.uint64) << np.uint64(bits * j)
+    return words.astype(np.uint32)
 
 
 def accumulator_registers(n: int, dtype_acc: str) -> int:
