@@ -38,3 +38,23 @@ def test_a_fragments_hold_each_element_once_in_ptx_order():
     assert sorted(halves) == list(range(64 * 16))
     # thread 0: a0 = row 0 cols 0,1; a1 = row 8; a2 = row 0 cols 8,9; a3 = row 8 cols 8,9.
     assert [(w & 0xFFFF, w >> 16) for w in words[0]] == [(0, 1), (128, 129), (8, 9), (136, 137)]
+
+
+@pytest.mark.parametrize("bits,k,thread,register,expected", [
+    # PTX ISA, wgmma register fragments of A: tf32 (m64nNk8) a0..a3 = (row g, col q), (g+8, q),
+    # (g, q+4), (g+8, q+4); 8-bit (m64nNk32) four elements per register from col 4q (+16 for a2, a3);
+    # b1 (m64nNk256) 32 per register from col 32q (+128).
+    (32, 8, 5, 2, [(1, 5)]),
+    (8, 32, 37, 1, [(8 + 16 + 1, 4 + j) for j in range(4)]),
+    (8, 32, 37, 3, [(8 + 16 + 1, 4 + 16 + j) for j in range(4)]),
+    (1, 256, 2, 2, [(0, 64 + 128 + j) for j in range(32)]),
+])
+def test_a_fragments_of_every_type_follow_the_ptx_layout(bits, k, thread, register, expected):
+    """Each element gets a distinct code; the register must hold the codes of the expected elements,
+    the first in the lowest bits."""
+    rng = np.random.default_rng(0)
+    codes = rng.integers(0, 1 << min(bits, 16), (64, k)).astype(np.uint64) if bits > 1 else \
+        rng.integers(0, 2, (64, k)).astype(np.uint64)
+    words = a_fragment_words(codes, bits)
+    value = sum(int(codes[r, c]) << (bits * j) for j, (r, c) in enumerate(expected))
+    assert int(words[thread, register]) == value
