@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One call on a GPU node: the GPU tests, the crash-isolation self-test (suite `faults`, into its own
-# database), then the real suite into results.db, with logs and databases in $OUT.
+# database), then the real suite into a new database, $OUT/new.db.gz: bring its runs home with
+# `bench merge new.db --into results.db` (the whole results.db is too large to come back).
 # Usage: scripts/device_run.sh [SUITE] [EXTRA bench run ARGS...]
 # Carried wheels in .whl/ (packages the device image lacks) are installed first.
 set -uo pipefail
@@ -25,7 +26,7 @@ fi
 for pass in ${PASSES:-cold}; do
   [ "$pass" = cold ] && rm -rf "$HOPPER_BENCH_CACHE"
   start=$(date +%s)
-  python3 -m harness run --suite "$suite" --db results.db "$@" 2>&1 | tee "$out/run-$pass.log" | grep -v "^\s*$" | tail -8
+  python3 -m harness run --suite "$suite" --db "$out/new.db" "$@" 2>&1 | tee "$out/run-$pass.log" | grep -v "^\s*$" | tail -8
   echo "$pass pass: $(( $(date +%s) - start )) s wall" | tee -a "$out/timings.txt"
 done
-gzip -c results.db > "$out/results.db.gz"  # over 16 MiB a plain copy would not come back
+gzip -c "$out/new.db" > "$out/new.db.gz" && rm -f "$out/new.db" "$out/new.db-wal" "$out/new.db-shm"

@@ -120,3 +120,18 @@ def test_report_of_a_loaders_run_has_its_section_and_no_tensor_sections(tmp_path
     assert "## ldmatrix and stmatrix: latency and shared-memory bandwidth" in text
     assert "| ldmatrix.sync.m8n8.x4.trans.shared.b16 |" in text
     assert "## Tensor-core rates by family" not in text and "## Against the paper" not in text
+
+
+@pytest.mark.parametrize("suite", ["wgmma-b1", "wgmma-tf32"])
+def test_report_of_a_run_of_another_wgmma_type(tmp_path, suite):
+    """Types without a model (b1) or with another K (tf32 k8) get the same sections, drawn for them."""
+    store = Store.open(str(tmp_path / "t.db"), create=True)
+    prov = Provenance(f"bench run --suite {suite}", "host", "abc123", False, "0.1.0", "3.12", "14.2", "13.0")
+    run_id = store.start_run(fake_device(), prov, suite, None)
+    for case in suite_cases(suite)[:12]:
+        store.record_case(run_id, synthetic_result(case, None, np.random.default_rng(case.n), fake_device()))
+    store.finish_run(run_id, "complete")
+    report = build(store, run_id, tmp_path / "reports")
+    text = report.markdown.read_text()
+    assert "## wgmma: issue interval against N" in text and report.figures
+    assert ("## wgmma: fitted model" in text) == (suite != "wgmma-b1")

@@ -50,7 +50,7 @@ def measured(store: Store, run_id: int, include_flagged: bool = False) -> pd.Dat
     store.run_info(run_id)  # StoreError naming the valid runs if there is no such run
     flagged = "" if include_flagged else "AND NOT flagged"
     return store.query(f"""
-        SELECT run_id, gpu_name, sm_count, family, case_id, instruction, n, dtype_a, dtype_acc, operands, sparse,
+        SELECT run_id, gpu_name, sm_count, family, case_id, instruction, n, dtype_a, dtype_b, dtype_acc, operands, sparse,
                metric, launch, value, spread, sm_clock_mhz, unit, emulated, executes
         FROM results WHERE run_id = {int(run_id)} AND valid {flagged} AND value IS NOT NULL
         ORDER BY family, case_id, metric, launch""")
