@@ -69,7 +69,11 @@ class BenchGroup(click.Group):
         except OSError as exc:
             where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
             fail(f"{exc.strerror or exc}{where}", 1)
-        except Exception as exc:  # a bug: still one line, with what to report
+        except Exception as exc:
+            from sqlalchemy.exc import DatabaseError
+
+            if isinstance(exc, DatabaseError):  # e.g. a file damaged under us: the database's fault, not ours
+                fail(f"database error: {str(getattr(exc, 'orig', exc))}", 4)
             fail(f"internal error ({type(exc).__name__}: {exc}); please report it with the command line", 70)
         sys.exit(rv if isinstance(rv, int) else 0)
 
