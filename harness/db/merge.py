@@ -93,49 +93,32 @@ def _merge_one(source: Store, target: Store, name: str) -> MergeReport:
         def work(dst: Session) -> None:
             report.added.clear(), report.already.clear()  # a retried transaction starts over
             report.measurements = report.samples = 0
-            known_devices = {d.uuid: d.id for d in dst.scalars(select(Device))}
             known_runs = {_run_key(r, uuid): r.id for r, uuid in dst.execute(
                 select(Run, Device.uuid).outerjoin(Device, Run.device_id == Device.id))}
-            known_cases = dict(dst.execute(select(CaseRow.case_id, CaseRow.id)).all())
-            known_builds = dict(dst.execute(select(BuildRow.build_hash, BuildRow.id)).all())
+            # The target's id of a source row, matched by its natural key; copied in where missing.
+            matchers = {model: (rows, key, dict(dst.execute(select(getattr(model, key), model.id)).all()))
+                        for model, rows, key in ((Device, devices, "uuid"), (CaseRow, cases, "case_id"),
+                                                 (BuildRow, builds, "build_hash"))}
 
-            def device_id(source_id):
+            def target_id(model, source_id):
                 if source_id is None:
                     return None
-                device = devices[source_id]
-                if device.uuid not in known_devices:
-                    row = Device(**_values(device, Device))
-                    dst.add(row)
+                rows, key, known = matchers[model]
+                row = rows[source_id]
+                natural = getattr(row, key)
+                if natural not in known:
+                    copy = model(**_values(row, model))
+                    dst.add(copy)
                     dst.flush()
-                    known_devices[device.uuid] = row.id
-                return known_devices[device.uuid]
-
-            def case_pk(source_id):
-                case = cases[source_id]
-                if case.case_id not in known_cases:
-                    row = CaseRow(**_values(case, CaseRow))
-                    dst.add(row)
-                    dst.flush()
-                    known_cases[case.case_id] = row.id
-                return known_cases[case.case_id]
-
-            def build_id(source_id):
-                if source_id is None:
-                    return None
-                build = builds[source_id]
-                if build.build_hash not in known_builds:
-                    row = BuildRow(**_values(build, BuildRow))
-                    dst.add(row)
-                    dst.flush()
-                    known_builds[build.build_hash] = row.id
-                return known_builds[build.build_hash]
+                    known[natural] = copy.id
+                return known[natural]
 
             for run in runs:
                 uuid = devices[run.device_id].uuid if run.device_id in devices else None
                 if _run_key(run, uuid) in known_runs:
                     report.already.append(run.id)
                     continue
-                new_run = Run(**{**_values(run, Run), "device_id": device_id(run.device_id)})
+                new_run = Run(**{**_values(run, Run), "device_id": target_id(Device, run.device_id)})
                 dst.add(new_run)
                 dst.flush()
                 report.added.append(new_run.id)
@@ -146,8 +129,8 @@ def _merge_one(source: Store, target: Store, name: str) -> MergeReport:
                 for measurement in src.scalars(select(Measurement).where(Measurement.run_id == run.id)
                                                .order_by(Measurement.id)):
                     row = Measurement(**{**_values(measurement, Measurement), "run_id": new_run.id,
-                                         "case_pk": case_pk(measurement.case_pk),
-                                         "build_id": build_id(measurement.build_id)})
+                                         "case_pk": target_id(CaseRow, measurement.case_pk),
+                                         "build_id": target_id(BuildRow, measurement.build_id)})
                     dst.add(row)
                     dst.flush()
                     samples = [{"measurement_id": row.id, "idx": s.idx, "value": s.value}
