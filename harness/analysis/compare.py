@@ -137,6 +137,19 @@ def against_model(store: Store, run_id: int, include_flagged: bool = False,
     return frame[["case_id", "metric", "unit", "value", "spread", "model", "model_ratio", "model_verdict"]]
 
 
+def basis_of(metrics: pd.Series) -> pd.Series:
+    """Each metric's basis (metrics registry); unknown names count as cycles."""
+    return metrics.map(lambda m: registry.METRICS[m].basis if m in registry.METRICS else "cycles")
+
+
+def noise_floor(basis, whole_cycles, a, b):
+    """The relative difference of a and b that is noise whatever the spreads say (arrays or scalars):
+    two cycle steps where both are counted in whole cycles, RUN_NOISE_FLOOR for other cycle metrics,
+    CLOCK_DRIFT for time-based ones compared per cycle and their ratios."""
+    steps = 2 * CYCLE_QUANTUM / np.maximum(np.minimum(np.abs(a), np.abs(b)), 1e-12)
+    return np.where(whole_cycles, steps, np.where(np.asarray(basis) == "cycles", RUN_NOISE_FLOOR, CLOCK_DRIFT))
+
+
 def _whole_cycles(store: Store, run_id: int) -> set[tuple[str, str, str]]:
     """(case_id, metric, launch) of the run's cycle measurements whose samples are all whole numbers."""
     frame = store.query(f"""
@@ -161,14 +174,13 @@ def against_run(store: Store, run_id: int, other: int, include_flagged: bool = F
     frame = a.merge(b[keys + ["value", "spread", "sm_clock_mhz"]], on=keys, suffixes=("", "_other"))
     frame = frame.rename(columns={"value_other": "other", "spread_other": "other_spread"})
     frame["ratio"] = frame.value / frame.other
-    basis = frame.metric.map(lambda m: registry.METRICS[m].basis if m in registry.METRICS else "cycles")
+    basis = basis_of(frame.metric)
     timed = (basis == "seconds").to_numpy()
     per_clock = (frame.value / frame.sm_clock_mhz) / (frame.other / frame.sm_clock_mhz_other)
     compared = np.where(timed & per_clock.notna().to_numpy(), per_clock, frame.ratio)
     whole = _whole_cycles(store, run_id) & _whole_cycles(store, other)
     stepped = np.array([key in whole for key in zip(frame.case_id, frame.metric, frame.launch)], dtype=bool)
-    quantum = 2 * CYCLE_QUANTUM / np.minimum(frame.value.abs(), frame.other.abs()).clip(lower=1e-12)
-    floor = np.where(stepped, quantum, np.where(basis == "cycles", RUN_NOISE_FLOOR, CLOCK_DRIFT))
+    floor = noise_floor(basis, stepped, frame.value.to_numpy(), frame.other.to_numpy())
     noise = np.maximum.reduce([frame.spread.fillna(0).to_numpy(), frame.other_spread.fillna(0).to_numpy(),
                                np.asarray(floor, dtype=float), np.full(len(frame), float(tolerance))])
     frame["compared"] = compared

@@ -20,8 +20,7 @@ import fnmatch
 import numpy as np
 import pandas as pd
 
-from harness.analysis import metrics as registry
-from harness.analysis.compare import CLOCK_DRIFT, CYCLE_QUANTUM, RUN_NOISE_FLOOR
+from harness.analysis.compare import basis_of, noise_floor
 from harness.db.store import Store
 from harness.errors import SpecError
 
@@ -55,7 +54,7 @@ def table(store: Store, case_glob: str | None = None, metric: str | None = None,
         known = sorted(set(frame.metric) | {CLOCK_ROW})
         if metric not in known:
             raise SpecError(f"no metric {metric!r} in the database: metrics are {', '.join(known)}")
-    basis = frame.metric.map(lambda m: registry.METRICS[m].basis if m in registry.METRICS else "cycles")
+    basis = basis_of(frame.metric)
     timed = basis == "seconds"
     clocks = (frame[timed & frame.sm_clock_mhz.notna()].groupby(["uuid", "gpu_name"], as_index=False)
               .sm_clock_mhz.median().assign(case_id="(every time-based measurement)", metric=CLOCK_ROW,
@@ -85,12 +84,8 @@ def table(store: Store, case_glob: str | None = None, metric: str | None = None,
             others = group.drop(index)
             median = float(others.compared.median())
             value = float(rows.at[index, "compared"])
-            if rows.at[index, "metric"] == CLOCK_ROW or rows.at[index, "basis"] != "cycles":
-                floor = CLOCK_DRIFT
-            elif whole[group.index].all():
-                floor = 2 * CYCLE_QUANTUM / max(min(abs(value), abs(median)), 1e-12)
-            else:
-                floor = RUN_NOISE_FLOOR
+            basis = "seconds" if rows.at[index, "metric"] == CLOCK_ROW else rows.at[index, "basis"]
+            floor = float(noise_floor(basis, whole[group.index].all(), value, median))
             noise = max(float(group.spread.fillna(0).max()), floor, tolerance)
             rows.loc[index, ["siblings", "median_of_siblings", "difference", "noise"]] = [
                 len(others), median, value / median - 1 if median else np.nan, noise]
