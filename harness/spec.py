@@ -1,10 +1,9 @@
 """Case: one probed instruction configuration, and its canonical id (docs/architecture.md, "Names").
 
 A case id spells the PTX instruction as written, plus what the instruction alone does not say
-(operand mode, layout, ...); each family owns its grammar (`Family.parse`):
-    wgmma.mma_async.m64n128k16.f32.bf16.bf16.SS
-    mma.sync.m16n8k16.row.col.f32.f16.f16.f32
-The id is the database key, the report label and what `bench show` takes.
+(operand mode, layout, ...); each family owns its grammar (`Family.parse`, and an example in
+`Family.example_id`; `bench list --suite NAME` prints them). The id is the database key, the report
+label and what `bench show` takes.
 
 A self-test probe that faults on purpose (suite `faults`) adds the fault: `...f16.SS+trap`.
 Every family's case type derives from `Case`; the shared stages use only what `Case` declares.

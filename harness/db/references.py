@@ -2,13 +2,13 @@
 and metric names, ready for the `references` table and the `reference_values` view.
 
 Mapping rules (docs/architecture.md, "Names"): each family names its counterpart of a figure
-(Family.paper_case, e.g. the papers' wgmma "latency" is a back-to-back chain's issue interval,
-`issue_interval_cycles`; their mma "latency", one warp's dependent loop, is our `latency_cycles`);
-this module reads the files and applies what every family shares:
+(Family.paper_case: which of our cases and metrics a source's "latency" or "throughput" is); this
+module reads the files and applies what every family shares:
   - throughput in TFLOPS/TOPS is `throughput_tflops`, with the input initialisation the paper used
     (`condition`: zero or random inputs; only random matches our probes);
   - dtype names become PTX's (FP16 -> f16, FP8 -> e4m3: the authors' code uses E4M3, INT8 -> s8);
-  - the mma and wgmma tables that both Luo et al. papers print are kept once (2402.13499 first).
+  - tables that both Luo et al. papers print are kept once (2402.13499 first);
+  - article_*.csv rows are already in our metric names; citations.csv cites every source.
 Every other row stays listed as unmapped, with the reason (`bench references --unmapped`).
 """
 
@@ -23,12 +23,8 @@ from pathlib import Path
 
 DATA = Path(__file__).resolve().parent / "data" / "references"
 LUO_FILES = ("luo2024_tables.csv", "luo2024_repo_logs.csv")
-ARTICLE_FILE = "article_wgmma_h800_h20.csv"
-CITATIONS = {
-    "2402.13499v1": "Luo et al., Benchmarking and Dissecting the Nvidia Hopper GPU Architecture, arXiv 2402.13499 v1 (IPDPS 2024)",
-    "2501.12084v1": "Luo et al., Dissecting the NVIDIA Hopper Architecture through Microbenchmarking and Multiple Level Analysis, arXiv 2501.12084 v1",
-    "zhihu-2025-wgmma-swapab": "Zhihu article on wgmma latency and the SwapAB optimisation (2025), H800 and H20 figures",
-}
+ARTICLE_GLOB = "article_*.csv"  # figures already in our terms: instruction, shape, types, metric, value
+CITATIONS_FILE = "citations.csv"
 PTX_DTYPES = {"FP16": "f16", "BF16": "bf16", "TF32": "tf32", "FP8": "e4m3", "INT8": "s8", "FP32": "f32",
               "INT32": "s32", "FP64": "f64", "f16": "f16", "f32": "f32"}
 _SHAPE = re.compile(r"^(?:sp\.)?m(\d+)n(\d+)k(\d+)$")
@@ -100,9 +96,19 @@ def _read(name: str) -> list[dict]:
         return list(csv.DictReader(f))
 
 
+def _citations() -> dict[str, str]:
+    return {row["source"]: row["citation"] for row in _read(CITATIONS_FILE)}
+
+
+def _article_files() -> list[str]:
+    return sorted(path.name for path in DATA.glob(ARTICLE_GLOB))
+
+
 @cache
 def load() -> tuple[Reference, ...]:
     from harness.families.base import PaperFigure
+
+    citations = _citations()
 
     """Every shipped figure, mapped where possible, duplicates across the two papers removed."""
     refs: list[Reference] = []
@@ -111,7 +117,7 @@ def load() -> tuple[Reference, ...]:
         for row in _read(name):
             fields, reason = _map_luo(row)
             source = row["paper"].split(" ")[0] if row["paper"].startswith("repo") else row["paper"]
-            ref = Reference(source=row["paper"], citation=CITATIONS.get(source, row["paper"]),
+            ref = Reference(source=row["paper"], citation=citations.get(source, row["paper"]),
                             table=row["table_or_figure"], gpu=row["gpu"], value=float(row["value"]),
                             unit=row["unit"], notes=row["notes"],
                             condition=_condition(row["notes"]) if fields.get("metric") == "throughput_tflops" else None,
@@ -126,17 +132,19 @@ def load() -> tuple[Reference, ...]:
                     continue
                 seen[key] = len(refs)
             refs.append(ref)
-    for row in _read(ARTICLE_FILE):  # wgmma issue intervals, already in our metric's terms
-        shape = _SHAPE.match(row["shape"])
-        m, n, k = map(int, shape.groups())
-        a, acc = PTX_DTYPES[row["dtype_ab"]], PTX_DTYPES[row["dtype_acc"]]
-        figure = PaperFigure("wgmma.mma_async", m, n, k, a, acc, row["operand_mode"], False, "throughput")
-        case_id = _counterpart(figure)[0]
-        refs.append(Reference(
-            source=row["source"], citation=CITATIONS[row["source"]], table="wgmma issue interval vs N",
-            gpu=row["gpu"], case_id=case_id, metric=row["metric"], value=float(row["value"]), unit=row["unit"],
-            condition=None, notes=row["notes"], m=m, n=n, k=k, dtype_a=a, dtype_acc=acc,
-            operands=row["operand_mode"], sparse=False))
+    for name in _article_files():  # rows already in our metric names
+        for row in _read(name):
+            shape = _SHAPE.match(row["shape"])
+            m, n, k = map(int, shape.groups())
+            a, acc = PTX_DTYPES[row["dtype_ab"]], PTX_DTYPES[row["dtype_acc"]]
+            ops = row["operand_mode"] if row["operand_mode"] in ("SS", "RS") else None
+            found = _counterpart(PaperFigure(row["instruction"], m, n, k, a, acc, ops, False, row["metric"]))
+            refs.append(Reference(
+                source=row["source"], citation=citations[row["source"]], table=f"{row['metric']} against N",
+                gpu=row["gpu"], case_id=found[0] if found else None, metric=row["metric"], value=float(row["value"]),
+                unit=row["unit"], condition=None, notes=row["notes"], m=m, n=n, k=k, dtype_a=a, dtype_acc=acc,
+                operands=ops, sparse=False,
+                unmapped_reason=None if found else f"no probe family for {row['instruction']!r} yet"))
     return tuple(refs)
 
 
@@ -150,7 +158,7 @@ def unmapped() -> list[Reference]:
 
 def data_hash() -> str:
     """Changes whenever the shipped figures or the mapping code change: the database reloads."""
-    material = b"".join((DATA / name).read_bytes() for name in (*LUO_FILES, ARTICLE_FILE))
+    material = b"".join((DATA / name).read_bytes() for name in (*LUO_FILES, *_article_files(), CITATIONS_FILE))
     material += Path(__file__).read_bytes()
     return hashlib.sha256(material).hexdigest()[:16]
 

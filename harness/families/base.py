@@ -85,7 +85,7 @@ class PaperFigure:
     dtype_acc: str
     operands: str | None  # SS or RS (wgmma)
     sparse: bool
-    metric: str  # the paper's: "latency_cycles" or "throughput"
+    metric: str  # the source's: "latency_cycles" or "throughput" as the papers mean them, or one of ours
 
 
 @dataclass(frozen=True)

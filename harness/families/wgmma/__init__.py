@@ -263,7 +263,8 @@ class WgmmaFamily:
     def paper_case(figure) -> tuple[str, str] | None:
         """A published wgmma figure's case and metric: the papers' wgmma "latency" is a back-to-back
         chain's issue interval (their loop issues the next wgmma without waiting on the previous)."""
-        metric = {"latency_cycles": "issue_interval_cycles", "throughput": "throughput_tflops"}.get(figure.metric)
+        metric = {"latency_cycles": "issue_interval_cycles", "throughput": "throughput_tflops",
+                  "issue_interval_cycles": "issue_interval_cycles"}.get(figure.metric)
         if not figure.instruction.startswith("wgmma.mma_async") or metric is None:
             return None
         sp = ".sp" if figure.sparse else ""
