@@ -17,7 +17,7 @@ from pathlib import Path
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
-from harness.db.store import Store, resolve_url
+from harness.db.store import Store, resolve_url, sqlite_path
 from harness.db.tables import BuildRow, CaseRow, Device, Measurement, Run, Sample
 from harness.errors import StoreError, redact
 
@@ -50,8 +50,9 @@ def _open_source(source: str, scratch: Path) -> tuple[Store, int | None]:
     except StoreError as exc:
         if "bench db upgrade" not in str(exc):
             raise
-    url = resolve_url(source)
-    path = Path(url.removeprefix("sqlite:///"))
+    path = sqlite_path(resolve_url(source))
+    if path is None:  # an older PostgreSQL database: upgrade it first, where it is
+        raise StoreError(f"{source} has an older schema: run `bench db upgrade --db ...` on it first")
     copy = scratch / path.name
     shutil.copyfile(path, copy)
     store = Store.open(str(copy))
@@ -65,13 +66,12 @@ def _run_key(run: Run, uuid: str | None) -> tuple:
 def merge(sources: list[str], into: str) -> list[MergeReport]:
     """Merge every source into `into` (created if missing); one report per source."""
     target = Store.open(into, create=True)
-    target_path = Path(resolve_url(into).removeprefix("sqlite:///")).resolve() if "sqlite" in target.url else None
+    target_path = sqlite_path(target.url)
     reports = []
     with tempfile.TemporaryDirectory() as scratch:
         for source in sources:
-            url = resolve_url(source)
-            if target_path is not None and url.startswith("sqlite:///") and \
-                    Path(url.removeprefix("sqlite:///")).resolve() == target_path:
+            source_path = sqlite_path(resolve_url(source))
+            if target_path is not None and source_path is not None and source_path.resolve() == target_path.resolve():
                 raise StoreError(f"{source} is the database merged into: nothing to merge")
             store, upgraded = _open_source(source, Path(scratch))
             report = _merge_one(store, target, redact(source))

@@ -52,7 +52,7 @@ def resolve_url(db: str | None) -> str:
         raise StoreError(f"cannot use --db {db!r}: {exc}") from None
 
 
-def _sqlite_path(url: str) -> Path | None:
+def sqlite_path(url: str) -> Path | None:
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
         return Path(parsed.database)
@@ -98,7 +98,7 @@ class Store:
         an older schema is an error naming `bench db upgrade`.
         """
         url = resolve_url(db)
-        path = _sqlite_path(url)
+        path = sqlite_path(url)
         if path is not None:
             if path.exists() and path.is_dir():
                 raise StoreError(f"{path} is a directory, not a database file")
