@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import make_db
+from harness.db.tables import SCHEMA_VERSION
 from harness.cli import cli
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -213,7 +214,7 @@ def test_sql_write_says_how_many_rows_changed(tmp_path):
     result = bench("sql", "--write", "UPDATE measurements SET notes = 'x' WHERE metric = 'issue_interval_cycles'",
                    "--db", db)
     assert result.exit_code == 0 and result.output.strip() == "3 rows changed"
-    assert bench("sql", "--write", "DELETE FROM samples WHERE 0", "--db", db).output.strip() == "0 rows changed"
+    assert bench("sql", "--write", "DELETE FROM sample_arrays WHERE 0", "--db", db).output.strip() == "0 rows changed"
 
 
 def test_an_older_file_is_upgraded_only_by_a_writing_command(tmp_path):
@@ -223,7 +224,7 @@ def test_an_older_file_is_upgraded_only_by_a_writing_command(tmp_path):
     db = tmp_path / "old.db"
     shutil.copy(fixture, db)
     before = digest(db)
-    one_error_line(bench("runs", "--db", str(db)), 4, "has schema 3, this harness 4: run `bench db upgrade")
+    one_error_line(bench("runs", "--db", str(db)), 4, f"has schema 3, this harness {SCHEMA_VERSION}: run `bench db upgrade")
     assert digest(db) == before
     result = bench("db", "upgrade", "--db", str(db))
     assert result.exit_code == 0 and "upgraded" in result.output and bench("runs", "--db", str(db)).exit_code == 0

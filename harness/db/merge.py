@@ -14,11 +14,11 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy import insert, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from harness.db.store import Store, resolve_url, sqlite_path
-from harness.db.tables import BuildRow, CaseRow, Device, Measurement, Run, Sample
+from harness.db.tables import BuildRow, CaseRow, Device, Measurement, Run, SampleArray
 from harness.errors import StoreError, redact
 
 
@@ -122,10 +122,9 @@ def _merge_one(source: Store, target: Store, name: str) -> MergeReport:
                 dst.add(new_run)
                 dst.flush()
                 report.added.append(new_run.id)
-                by_measurement: dict[int, list] = {}
-                for sample in src.scalars(select(Sample).join(Measurement, Sample.measurement_id == Measurement.id)
-                                          .where(Measurement.run_id == run.id)):
-                    by_measurement.setdefault(sample.measurement_id, []).append(sample)
+                arrays = {a.measurement_id: a.samples for a in src.scalars(
+                    select(SampleArray).join(Measurement, SampleArray.measurement_id == Measurement.id)
+                    .where(Measurement.run_id == run.id))}
                 for measurement in src.scalars(select(Measurement).where(Measurement.run_id == run.id)
                                                .order_by(Measurement.id)):
                     row = Measurement(**{**_values(measurement, Measurement), "run_id": new_run.id,
@@ -133,12 +132,10 @@ def _merge_one(source: Store, target: Store, name: str) -> MergeReport:
                                          "build_id": target_id(BuildRow, measurement.build_id)})
                     dst.add(row)
                     dst.flush()
-                    samples = [{"measurement_id": row.id, "idx": s.idx, "value": s.value}
-                               for s in by_measurement.get(measurement.id, [])]
-                    if samples:
-                        dst.execute(insert(Sample), samples)
+                    if measurement.id in arrays:
+                        dst.add(SampleArray(measurement_id=row.id, samples=arrays[measurement.id]))
                     report.measurements += 1
-                    report.samples += len(samples)
+                    report.samples += measurement.n_samples
 
         target._write(work)
     return report

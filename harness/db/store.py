@@ -30,7 +30,7 @@ from harness.measure.measurement import CaseResult, launch_key
 from harness.provenance import Provenance
 from harness.stats import summarize
 from harness.db.tables import (SCHEMA_VERSION, BuildRow, CaseRow, Device, Measurement, Meta, ReferenceFigure,
-                            Run, Sample)
+                            Run, SampleArray)
 
 DEFAULT_DB = "results.db"
 BUSY_TIMEOUT_MS = 30_000  # several writers (one per GPU) share one SQLite file
@@ -343,8 +343,7 @@ class Store:
             session.add(row)
             session.flush()
             if row.n_samples:
-                session.add_all(Sample(measurement_id=row.id, idx=i, value=float(v))
-                                for i, v in enumerate(metric.samples))
+                session.add(SampleArray(measurement_id=row.id, samples=SampleArray.encode(metric.samples)))
 
     @staticmethod
     def _case_pk(session: Session, case) -> int:

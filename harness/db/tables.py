@@ -6,12 +6,14 @@ step by step. A change here needs a new migration, and tests/fixtures/ a databas
 
 from __future__ import annotations
 
+import json
+
 from datetime import datetime
 
 from sqlalchemy import BigInteger, Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 4  # = the number of the newest migration in harness/migrations/versions
+SCHEMA_VERSION = 5  # = the number of the newest migration in harness/migrations/versions
 
 
 class Base(DeclarativeBase):
@@ -138,11 +140,21 @@ class Measurement(Base):
     other_processes: Mapped[int | None] = mapped_column(Integer)  # most other compute processes seen
 
 
-class Sample(Base):
-    __tablename__ = "samples"
+class SampleArray(Base):
+    """A measurement's raw samples as one JSON array (the `samples` view lists them one per row)."""
+
+    __tablename__ = "sample_arrays"
     measurement_id: Mapped[int] = mapped_column(ForeignKey("measurements.id"), primary_key=True)
-    idx: Mapped[int] = mapped_column(primary_key=True)
-    value: Mapped[float] = mapped_column(Float)
+    samples: Mapped[str] = mapped_column(Text)
+
+    @staticmethod
+    def encode(values) -> str:
+        """Exact and short: whole numbers without ".0", others as the shortest round-trip repr."""
+        return json.dumps([int(v) if float(v).is_integer() and abs(v) < 2 ** 53 else float(v) for v in values],
+                          separators=(",", ":"))
+
+    def values(self) -> list[float]:
+        return [float(v) for v in json.loads(self.samples)]
 
 
 class ReferenceFigure(Base):
