@@ -84,6 +84,7 @@ class SweepPoint:
     units: int  # issuing units per block; one block per SM
     per_iter: int  # instructions per loop iteration of one unit (its ILP)
     launch: dict
+    fallback: tuple["SweepPoint", ...] = ()  # tried in order when this point's block does not fit
 
 
 @dataclass(frozen=True)
@@ -161,11 +162,16 @@ def occupancy_sweep(spec: OccupancySweep, ctx: Context) -> list[Metric]:
     metrics: list[Metric] = []
     skipped = []
     grid = ctx.sm_count
-    for point in spec.points:
-        block = point.units * spec.unit_threads
-        if block > ctx.probe.max_threads(point.kernel):
-            skipped.append(point.launch)
+    measured: list[dict] = []
+    for wanted in spec.points:
+        fits = [p for p in (wanted, *wanted.fallback)
+                if p.units * spec.unit_threads <= ctx.probe.max_threads(p.kernel) and p.launch not in measured]
+        if not fits:
+            skipped.append(wanted.launch)
             continue
+        point = fits[0]
+        measured.append(point.launch)
+        block = point.units * spec.unit_threads
         iters = _iterations(spec, point, ctx, block)
         per_block = ctx.work.amount * point.per_iter * iters * point.units
         clocks, per_sm, sms, rates = [], [], [], []
