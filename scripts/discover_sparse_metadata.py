@@ -1,5 +1,5 @@
 """Find, on the GPU, which lane and nibble of mma.sp's metadata register selects the non-zeros of
-each (row, chunk) of A: the experiment behind harness/families/mma/sparsity.py.
+each (row, chunk) of A: the experiment behind harness/sparsity.py.
 
     python3 scripts/discover_sparse_metadata.py mma.sp.sync.m16n8k32.row.col.s32.s8.s8.s32 ...
 
@@ -20,7 +20,8 @@ import numpy as np
 from harness import dtypes
 from harness.build.compile import compile_probe
 from harness.build.render import render
-from harness.families.mma import FAMILY, chains, fragments, sparsity
+from harness import sparsity
+from harness.families.mma import FAMILY, chains, fragments
 from harness.families.mma.cases import BITS
 from harness.measure.launch import LoadedProbe
 from harness.spec import parse_case_id

@@ -44,3 +44,25 @@ def test_compile_errors_carry_the_log(cache_dir):
     with pytest.raises(CompileError) as info:
         compile_probe(ProbeSource("broken", "extern \"C\" __global__ void k() { undeclared(); }"))
     assert "undeclared" in info.value.log and "source:" in str(info.value)
+
+
+def test_batched_disassembly_reads_as_nvdisasm_reads_each_file(cache_dir):
+    """disassemble_many cuts the kernels out of their ELF files and disassembles them as one raw binary:
+    every instruction must read as nvdisasm prints it from the file itself, but for branch targets
+    (addresses instead of labels); a cubin with a CALL keeps its routine names (m8n8k4's emulation)."""
+    import re
+
+    from harness.build import sass
+
+    cases = [CASE, parse_case_id("wgmma.mma_async.sp.m64n256k64.s32.u8.s8.RS"),
+             parse_case_id("mma.sync.m8n8k4.row.col.f32.f16.f16.f32")]
+    cubins = [compile_probe(render(c)).cubin_path for c in cases]
+    batched = sass.disassemble_many(cubins)
+    target = re.compile(r"`\(\.L_x_\d+\)|0x[0-9a-f]+$")
+    for cubin in cubins:
+        alone = sass._disassemble_elf(cubin)
+        assert batched[cubin].keys() == alone.keys() and alone
+        for kernel, instructions in alone.items():
+            assert [target.sub("T", i) for i in batched[cubin][kernel]] == [target.sub("T", i) for i in instructions]
+        assert sass.disassemble(cubin) == batched[cubin]  # from the cache next to the cubin
+    assert any("__cuda_sm_8x_mma" in i for k in batched[cubins[2]].values() for i in k)

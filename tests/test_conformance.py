@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from harness.build.compile import compile_many
+from harness.build.sass import disassemble_many
 from harness.build.render import render
 from harness.families import FAMILIES
 from harness.measure.runner import declared_metrics, sass_check
@@ -21,7 +22,9 @@ CASES = [case for family in FAMILIES.values() for case in family.cases()]
 @pytest.fixture(scope="module")
 def builds(tmp_path_factory):
     os.environ["HOPPER_BENCH_CACHE"] = str(tmp_path_factory.mktemp("cache"))
-    return compile_many([render(c) for c in CASES])
+    builds = compile_many([render(c) for c in CASES])
+    disassemble_many(b.cubin_path for b in builds.values())
+    return builds
 
 
 def test_every_family_has_cases_suites_and_distinct_ids():

@@ -6,7 +6,8 @@ import pytest
 
 from harness.errors import IllegalShapeError
 from harness.families.mma import FAMILY as mma
-from harness.families.mma import fragments, sass, sparsity
+from harness import sparsity
+from harness.families.mma import fragments, sass
 from harness.spec import parse_case_id
 
 # (lane, element index in the lane's order) -> (row, col), read off the PTX ISA figures

@@ -9,11 +9,15 @@ is recorded with the check, and whether the PTX instruction is emulated by other
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sysconfig
+import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +25,8 @@ from harness.errors import HarnessError
 
 _SECTION = re.compile(r"^\s*\.section\s+\.text\.(\w+)")
 _INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;")
+_ADDRESSED = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
+INSTRUCTION_BYTES = 16  # every sm_90 instruction
 
 
 def find_nvdisasm() -> str:
@@ -36,8 +42,23 @@ def find_nvdisasm() -> str:
     raise HarnessError("nvdisasm not found: install the nvidia-cuda-nvdisasm wheel or put CUDA's bin on PATH")
 
 
-def disassemble(cubin: Path) -> dict[str, list[str]]:
-    """Instructions of every kernel in `cubin`, by kernel name."""
+def _elf_text_sections(data: bytes) -> dict[str, bytes]:
+    """The instruction bytes of every kernel of a 64-bit little-endian ELF cubin (.text.<kernel>)."""
+    if data[:4] != b"\x7fELF" or data[4] != 2:
+        raise HarnessError("not a 64-bit ELF cubin")
+    (shoff,), (shentsize, shnum, shstrndx) = struct.unpack_from("<Q", data, 0x28), struct.unpack_from("<HHH", data, 0x3A)
+    headers = [struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    names_at = headers[shstrndx][4]
+    sections = {}
+    for name, _type, _flags, _addr, offset, size in headers:
+        start = names_at + name
+        title = data[start:data.index(b"\0", start)].decode()
+        if title.startswith(".text."):
+            sections[title[len(".text."):]] = data[offset:offset + size]
+    return sections
+
+
+def _disassemble_elf(cubin: Path) -> dict[str, list[str]]:
     result = subprocess.run([find_nvdisasm(), "-c", str(cubin)], capture_output=True, text=True)
     if result.returncode:
         raise HarnessError(f"nvdisasm failed on {cubin}: {result.stderr.strip()}")
@@ -49,6 +70,58 @@ def disassemble(cubin: Path) -> dict[str, list[str]]:
         elif current is not None and (match := _INSTRUCTION.search(line)):
             current.append(match.group(1))
     return functions
+
+
+def _cached(cubin: Path) -> Path:
+    return cubin.with_suffix(".sass.json")
+
+
+def disassemble(cubin: Path) -> dict[str, list[str]]:
+    """Instructions of every kernel in `cubin`, by kernel name (from the cache disassemble_many fills)."""
+    cubin = Path(cubin)
+    if _cached(cubin).is_file():
+        return json.loads(_cached(cubin).read_text())
+    return disassemble_many([cubin])[cubin]
+
+
+def disassemble_many(cubins: Iterable[Path], batch_bytes: int = 8 << 20) -> dict[Path, dict[str, list[str]]]:
+    """Disassemble many cubins with few nvdisasm processes, caching each next to its cubin.
+
+    nvdisasm spends about 0.4 s starting on each file, far more than the disassembly of a probe; so the
+    kernels' instruction bytes are cut out of their ELF files, concatenated, and disassembled as one raw
+    SM90a binary, then split again by address. Raw mode prints branch and call targets as addresses:
+    a cubin with a CALL is disassembled again from its ELF, so that routine names stay readable.
+    """
+    cubins = [Path(c) for c in cubins]
+    out = {c: json.loads(_cached(c).read_text()) for c in cubins if _cached(c).is_file()}
+    todo = [c for c in dict.fromkeys(cubins) if c not in out]
+    while todo:
+        pieces, size = [], 0
+        while todo and (not pieces or size < batch_bytes):
+            cubin = todo.pop()
+            for kernel, code in _elf_text_sections(cubin.read_bytes()).items():
+                pieces.append((cubin, kernel, size, code))
+                size += len(code)
+        by_address = _disassemble_raw(b"".join(code for *_, code in pieces))
+        for cubin, kernel, start, code in pieces:
+            instructions = [by_address[a] for a in range(start, start + len(code), INSTRUCTION_BYTES) if a in by_address]
+            out.setdefault(cubin, {})[kernel] = instructions
+        for cubin in {c for c, *_ in pieces}:
+            if any(ins.startswith("CALL") for kernel in out[cubin].values() for ins in kernel):
+                out[cubin] = _disassemble_elf(cubin)
+            _cached(cubin).write_text(json.dumps(out[cubin]))
+    return out
+
+
+def _disassemble_raw(code: bytes) -> dict[int, str]:
+    with tempfile.NamedTemporaryFile(suffix=".bin") as raw:
+        raw.write(code)
+        raw.flush()
+        result = subprocess.run([find_nvdisasm(), "-b", "SM90a", raw.name], capture_output=True, text=True)
+    if result.returncode:
+        raise HarnessError(f"nvdisasm failed: {result.stderr.strip()}")
+    return {int(m.group(1), 16): m.group(2) for line in result.stdout.splitlines()
+            if (m := _ADDRESSED.search(line))}
 
 
 @dataclass(frozen=True)

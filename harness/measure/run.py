@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from harness import provenance
+from harness.build import sass
 from harness.build.compile import Build, compile_many
 from harness.measure.device import DeviceInfo
 from harness.errors import DeviceError, RunInterrupted, SpecError
@@ -76,7 +77,9 @@ class RunOutcome:
 
 def compile_plan(cases: list[Case], jobs: int | None = None,
                  on_compiled: Callable[[Build], None] | None = None) -> dict[str, Build]:
-    return compile_many([render(c) for c in cases], jobs=jobs, on_done=on_compiled)
+    builds = compile_many([render(c) for c in cases], jobs=jobs, on_done=on_compiled)
+    sass.disassemble_many(b.cubin_path for b in builds.values() if b.cubin_path)  # cached for the SASS checks
+    return builds
 
 
 def check_resumable(run_plan: RunPlan, device: DeviceInfo, commit: str | None) -> None:

@@ -13,7 +13,8 @@ import numpy as np
 from harness import dtypes
 from harness.families.base import Check, Inputs, KernelExpectation, SassExpectation, Suite, Work
 from harness.families.mma import cases as _cases
-from harness.families.mma import fragments, sass, sparsity
+from harness import sparsity
+from harness.families.mma import fragments, sass
 from harness.families.mma.cases import BITS, MmaCase
 from harness.measure.methods import ChainSlope, OccupancySweep, SweepPoint
 from harness.measure.validate import accumulation_tolerance

@@ -9,7 +9,7 @@ accepts for sm_90a (checked by tests/test_conformance.py, which compiles every c
   (ptxas refuses d f16 with c f32);
 - mma.sp: f16, bf16, tf32, s8/u8, s4/u4 and e4m3/e5m2 in the shapes of SPARSE_TABLE, f32 or s32
   accumulators (and f16 for f16 inputs); A is 2:4 sparse (1:2 for tf32, pairs of 4:8 for s4/u4),
-  harness/families/mma/sparsity.py.
+  harness/sparsity.py.
 """
 
 from __future__ import annotations

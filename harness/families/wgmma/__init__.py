@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from harness import dtypes
+from harness import dtypes, sparsity
 from harness.errors import SpecError
 from harness.families.base import Check, Inputs, KernelExpectation, SassExpectation, Suite, Work
 from harness.families.wgmma import cases as _cases
@@ -37,10 +37,33 @@ DENSE_FLOP_PER_SM_PER_CYCLE = {"f16": 4096, "bf16": 4096, "tf32": 2048, "e4m3": 
 EVERYDAY = ("f16", "bf16")  # the `wgmma` suite's input types (the paper's)
 
 
+def stored_k(case: WgmmaCase) -> int:
+    """Columns of A as held: sparse A is compressed to K / 2."""
+    return case.k // 2 if case.sparse else case.k
+
+
+def latency_selector(case: WgmmaCase) -> int:
+    """The sparsity selector of the latency kernel; the chain uses 0. ptxas accepts 0 or 1 for 16-bit
+    and tf32 inputs (metadata in lanes 0-1 or 2-3 of each group of four) and only 0 for 8-bit inputs
+    (all four lanes hold metadata), so every sparse probe validates each selector its type allows."""
+    return 1 if case.sparse and sparsity.metadata_lanes(case.dtype_a, case.k) < 4 else 0
+
+
+def warpgroup_metadata(case: WgmmaCase, pattern: np.ndarray) -> np.ndarray:
+    """(128, 2) uint32: each thread's metadata word for selector 0 (the chain) and for the latency
+    kernel's selector. Warp w holds rows 16w..16w+15 as one warp's mma.sp of the same K does."""
+    words = np.zeros((WARPGROUP_THREADS, 2), dtype=np.uint32)
+    for warp in range(WARPGROUP_THREADS // 32):
+        rows = pattern[16 * warp:16 * (warp + 1)]
+        for column, selector in enumerate((0, latency_selector(case))):
+            words[32 * warp:32 * (warp + 1), column] = sparsity.metadata(case.dtype_a, rows, selector)
+    return words
+
+
 def layouts(case: WgmmaCase) -> tuple[KMajorLayout | None, KMajorLayout]:
-    """Shared-memory layouts of A (None in RS mode) and B (N x K, K-major)."""
+    """Shared-memory layouts of A (None in RS mode; M x K/2 when sparse) and B (N x K, K-major)."""
     bits = dtypes.BITS[case.dtype_a]
-    a = KMajorLayout(M, case.k, bits) if case.operands == "SS" else None
+    a = KMajorLayout(M, stored_k(case), bits) if case.operands == "SS" else None
     return a, KMajorLayout(case.n, case.k, bits)
 
 
@@ -54,7 +77,7 @@ def descriptors(case: WgmmaCase):
 def sass_mnemonic(case: WgmmaCase) -> str:
     """What ptxas 13 emits for sm_90a (checked by tests/test_conformance.py on every case):
     HGMMA for 16-bit and tf32 inputs, QGMMA for fp8, IGMMA for s8/u8, BGMMA for b1."""
-    shape = f"64x{case.n}x{case.k}"
+    shape = ("SP." if case.sparse else "") + f"64x{case.n}x{case.k}"
     a, b = case.dtype_a.upper(), case.dtype_b.upper()
     if case.dtype_a in ("f16", "bf16"):
         return f"HGMMA.{shape}.{case.dtype_acc.upper()}" + (".BF16" if case.dtype_a == "bf16" else "")
@@ -71,8 +94,13 @@ def _everyday() -> list[WgmmaCase]:
     return [c for c in _cases.cases() if c.dtype_a in EVERYDAY]
 
 
+def _all() -> list[WgmmaCase]:
+    """Every wgmma form: dense, then sparse."""
+    return _cases.cases() + _cases.sparse_cases()
+
+
 def _of(*types: str):
-    return lambda: [c for c in _cases.cases() if c.dtype_a in types]
+    return lambda: [c for c in _all() if c.dtype_a in types]
 
 
 def _quick() -> list[WgmmaCase]:
@@ -97,7 +125,7 @@ class WgmmaFamily:
     example_id = "wgmma.mma_async.m64n128k16.f32.f16.f16.SS"
     template = "wgmma.cu.in"
 
-    cases = staticmethod(_cases.cases)
+    cases = staticmethod(_all)
     parse = staticmethod(_cases.parse)
     check = staticmethod(_cases.check)
 
@@ -109,13 +137,18 @@ class WgmmaFamily:
                                  _quick),
             "faults": Suite("self-test: wgmma-quick with planted faulting probes (trap, out-of-bounds store, "
                             "endless loop); expect 3 faults and 12 valid cases", _faults),
-            "wgmma-all": Suite("every dense wgmma: f16, bf16, tf32, e4m3/e5m2 pairs, s8/u8 pairs (with and without "
-                               ".satfinite), b1; every legal N; SS and RS", _cases.cases),
-            "wgmma-tf32": Suite("dense wgmma m64nNk8 with tf32 inputs", _of("tf32")),
-            "wgmma-fp8": Suite("dense wgmma m64nNk32 with e4m3/e5m2 inputs, f32 and f16 accumulate", _of(*_cases.FP8)),
-            "wgmma-int8": Suite("dense wgmma m64nNk32 with s8/u8 inputs, s32, with and without .satfinite",
-                                _of(*_cases.INT8)),
-            "wgmma-b1": Suite("dense wgmma m64nNk256 .and.popc with b1 inputs", _of("b1")),
+            "wgmma-all": Suite("every wgmma: dense in f16, bf16, tf32, e4m3/e5m2 pairs, s8/u8 pairs (with and "
+                               "without .satfinite) and b1, and sparse in every type but b1; every legal N; SS and RS",
+                               _all),
+            "wgmma-dense": Suite("every dense wgmma (every type, every legal N, SS and RS)", _cases.cases),
+            "wgmma-sparse": Suite("every sparse wgmma.mma_async.sp: every type but b1, every legal N, SS and RS",
+                                  _cases.sparse_cases),
+            "wgmma-tf32": Suite("wgmma with tf32 inputs: dense m64nNk8 and sparse m64nNk16", _of("tf32")),
+            "wgmma-fp8": Suite("wgmma with e4m3/e5m2 inputs, f32 and f16 accumulate: dense m64nNk32 and sparse "
+                               "m64nNk64", _of(*_cases.FP8)),
+            "wgmma-int8": Suite("wgmma with s8/u8 inputs, s32, with and without .satfinite: dense m64nNk32 and "
+                                "sparse m64nNk64", _of(*_cases.INT8)),
+            "wgmma-b1": Suite("dense wgmma m64nNk256 .and.popc with b1 inputs (there is no sparse b1)", _of("b1")),
         }
 
     # -- the probe -------------------------------------------------------------------------------
@@ -126,6 +159,7 @@ class WgmmaFamily:
         a_layout, b_layout = layouts(case)
         desc_a, desc_b = descriptors(case)
         d_constraints = ", ".join(f'"+r"(d[{i}])' for i in range(acc_regs))
+        b_index = acc_regs + (1 if case.operands == "SS" else 4)
         # PTX: 16-bit types take imm-scale-a, imm-scale-b and the transposes (imm-trans-a in SS only);
         # tf32 and fp8 the two scales; integer and b1 types nothing after scale-d.
         scales = case.dtype_a not in _cases.INT8 + ("b1",)
@@ -139,7 +173,7 @@ class WgmmaFamily:
             a_constraints = ", ".join(f'"r"(a[{i}])' for i in range(a_regs))
             immediates = (", 1, 1" if scales else "") + (", 0" if trans else "")
         return {
-            "instruction": f"wgmma.mma_async.sync.aligned.{case.shape}{case.types}",
+            "instruction": f"{case.instruction}.sync.aligned.{case.shape}{case.types}",
             "acc_regs": acc_regs,
             "a_regs": a_regs,
             "smem_a_bytes": a_layout.size_bytes if a_layout else 0,
@@ -151,8 +185,13 @@ class WgmmaFamily:
             "d_constraints": d_constraints,
             "a_operand": a_operand,
             "a_constraints": a_constraints,
-            "b_operand_index": acc_regs + (1 if case.operands == "SS" else a_regs),
+            "b_operand_index": b_index,
             "immediates": immediates,
+            "meta_words": 2 if case.sparse else 0,
+            "latency_selector": latency_selector(case),
+            # sparse: sp-meta (a register) and sp-sel (an immediate) come after b-desc
+            "sparse_operands": f"%{b_index + 1}, %{b_index + 2}, " if case.sparse else "",
+            "sparse_constraints": ', "r"(e), "n"(SEL)' if case.sparse else "",
         }
 
     def sass_expectation(self, case: WgmmaCase) -> SassExpectation:
@@ -186,7 +225,14 @@ class WgmmaFamily:
         else:
             raise SpecError(f"unknown input pattern {pattern!r} for {case.dtype_a}: expected random"
                             + (" or index" if case.dtype_a in EVERYDAY else ""))
-        a_bits, b_bits = dtypes.encode(case.dtype_a, a), dtypes.encode(case.dtype_b, b)
+        stored = a
+        if case.sparse:  # zero outside a pattern drawn per chunk; held compressed, with its metadata
+            chosen = sparsity.draw(case.dtype_a, M, case.k, rng)
+            keep = sparsity.kept(case.dtype_a, chosen, case.k)
+            a = np.where(keep, a, 0.0)
+            stored = sparsity.compress(a, keep)
+            distribution += "; A zero outside a random structured-sparse pattern per chunk"
+        a_bits, b_bits = dtypes.encode(case.dtype_a, stored), dtypes.encode(case.dtype_b, b)
         a_layout, b_layout = layouts(case)
         parts = []
         if a_layout:
@@ -194,6 +240,8 @@ class WgmmaFamily:
         parts.append(b_layout.image(b_bits))
         if case.operands == "RS":
             parts.append(a_fragment_words(a_bits, dtypes.BITS[case.dtype_a]).view(np.uint8).ravel())
+        if case.sparse:
+            parts.append(warpgroup_metadata(case, chosen).view(np.uint8).ravel())
         return Inputs(np.concatenate(parts), {"a": a, "b": b}, distribution)
 
     @staticmethod

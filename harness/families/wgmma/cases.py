@@ -7,7 +7,9 @@ K = 8, e4m3/e5m2 in every pair at K = 32 (f32 or f16 accumulate), s8/u8 in every
 (s32, with and without .satfinite), b1 .and.popc at K = 256. Every row of A and B is 32 bytes of K
 whatever the type. N: every multiple of 8 up to 256 for the float types; for s8/u8 and b1 only
 8, 16, 24 and then multiples of 16. Operand modes SS (A and B in shared memory) and RS (A in
-registers); A and B K-major without swizzle. Sparse wgmma is not implemented yet.
+registers); A and B K-major without swizzle.
+Sparse wgmma.mma_async.sp: every dense type but b1, at twice the dense K (f16/bf16 k32, tf32 k16,
+fp8 and int8 k64), the same N; A is 2:4 structured sparse (1:2 pairs for tf32) and held compressed.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ LEGAL_16BIT_DTYPES = (("f16", "f16", "f32"), ("f16", "f16", "f16"), ("bf16", "bf
 LEGAL_DTYPES = (LEGAL_16BIT_DTYPES + (("tf32", "tf32", "f32"),)
                 + tuple((a, b, acc) for a in FP8 for b in FP8 for acc in ("f32", "f16"))
                 + tuple((a, b, "s32") for a in INT8 for b in INT8) + (("b1", "b1", "s32"),))
-IMPLEMENTED_DTYPES = LEGAL_DTYPES
+SPARSE_DTYPES = tuple(d for d in LEGAL_DTYPES if d[0] != "b1")  # PTX ISA: no sparse b1
 LAYOUT = "K-major, no swizzle"  # shared-memory layout of A and B (descriptors.py KMajorLayout)
 
 _ID = re.compile(r"^wgmma\.mma_async(?P<sp>\.sp)?\.m(?P<m>\d+)n(?P<n>\d+)k(?P<k>\d+)(?P<sat>\.satfinite)?"
@@ -98,9 +100,19 @@ def legal_n(dtype_a: str) -> tuple[int, ...]:
 def cases() -> list[WgmmaCase]:
     """Every dense form: each legal type combination (s8/u8 with and without .satfinite), N and mode."""
     out = []
-    for a, b, acc in IMPLEMENTED_DTYPES:
+    for a, b, acc in LEGAL_DTYPES:
         for sat in ((False, True) if a in INT8 else (False,)):
             out += [WgmmaCase(M, n, K_OF[a], a, b, acc, ops, satfinite=sat)
+                    for ops in OPERAND_MODES for n in legal_n(a)]
+    return out
+
+
+def sparse_cases() -> list[WgmmaCase]:
+    """Every sparse form: each type but b1 (s8/u8 with and without .satfinite), every N and mode."""
+    out = []
+    for a, b, acc in SPARSE_DTYPES:
+        for sat in ((False, True) if a in INT8 else (False,)):
+            out += [WgmmaCase(M, n, 2 * K_OF[a], a, b, acc, ops, sparse=True, satfinite=sat)
                     for ops in OPERAND_MODES for n in legal_n(a)]
     return out
 
@@ -110,16 +122,18 @@ def check(case: WgmmaCase) -> None:
     dtypes_ = (case.dtype_a, case.dtype_b, case.dtype_acc)
     if case.m != M:
         raise IllegalShapeError(f"{case}: wgmma has M = 64 only, got M = {case.m}")
-    if case.sparse:
-        raise SpecError(f"{case}: sparse wgmma is not implemented yet")
+    if case.sparse and case.dtype_a == "b1":
+        raise IllegalShapeError(f"{case}: there is no sparse b1 wgmma")
     if dtypes_ not in LEGAL_DTYPES:
         legal = ", ".join(".".join((acc, a, b)) for a, b, acc in LEGAL_DTYPES)
         raise IllegalShapeError(f"{case}: dtypes {case.dtype_acc}.{case.dtype_a}.{case.dtype_b} are not a dense "
                                 f"wgmma form; legal: {legal}")
     if case.satfinite and case.dtype_a not in INT8:
         raise IllegalShapeError(f"{case}: .satfinite is for s8/u8 wgmma only")
-    if case.k != K_OF[case.dtype_a]:
-        raise IllegalShapeError(f"{case}: {case.dtype_a} wgmma has K = {K_OF[case.dtype_a]}, got K = {case.k}")
+    k = K_OF[case.dtype_a] * (2 if case.sparse else 1)
+    if case.k != k:
+        kind = "sparse" if case.sparse else "dense"
+        raise IllegalShapeError(f"{case}: {kind} {case.dtype_a} wgmma has K = {k}, got K = {case.k}")
     if case.n not in legal_n(case.dtype_a):
         if case.dtype_a in INT8 + ("b1",):
             raise IllegalShapeError(f"{case}: {case.dtype_a} wgmma takes N in {', '.join(map(str, INTEGER_N))}; "

@@ -1,4 +1,6 @@
-"""Structured sparsity of mma.sp's A operand: a pattern, the compressed A, and the metadata words.
+"""Structured sparsity of the A operand of mma.sp and wgmma.mma_async.sp: a pattern, the compressed
+A, and the metadata words. Shared by the mma and wgmma families: a warpgroup's wgmma.sp holds the
+metadata of rows 16w..16w+15 in warp w exactly as one warp's mma.sp of the same K does.
 
 PTX ISA, "Sparse matrix storage" and "Matrix fragments for multiply-accumulate operation with sparse
 matrix A". Each row of A is cut into chunks of four *slots*; two slots of every chunk hold the
