@@ -15,8 +15,8 @@ from harness import dtypes, sparsity
 from harness.errors import SpecError
 from harness.families.base import Check, Inputs, KernelExpectation, SassExpectation, Suite, Work
 from harness.families.wgmma import cases as _cases
-from harness.families.wgmma.cases import LAYOUT, M, OPERAND_MODES, WgmmaCase
-from harness.families.wgmma.descriptors import KMajorLayout
+from harness.families.wgmma.cases import LAYOUTS, M, OPERAND_MODES, WgmmaCase
+from harness.families.wgmma.descriptors import Layout
 from harness.families.wgmma.fragments import (WARPGROUP_THREADS, a_fragment_words, accumulator_registers,
                                               gather_accumulators)
 from harness.measure.methods import BracketedLatency, ChainSlope, OccupancySweep, SweepPoint
@@ -60,18 +60,29 @@ def warpgroup_metadata(case: WgmmaCase, pattern: np.ndarray) -> np.ndarray:
     return words
 
 
-def layouts(case: WgmmaCase) -> tuple[KMajorLayout | None, KMajorLayout]:
-    """Shared-memory layouts of A (None in RS mode; M x K/2 when sparse) and B (N x K, K-major)."""
+TILE_ALIGN = 1024  # B starts here after A: the 128-byte swizzle's repeat, so every base offset is 0
+DECOY_BYTE = 0x55  # fills the bytes of a swizzled tile that no element uses (finite in every type)
+
+
+def layouts(case: WgmmaCase) -> tuple[Layout | None, Layout]:
+    """Shared-memory layouts of A (None in RS mode; M x K/2 when sparse) and B (N x K), both in the
+    case's layout; MN-major tiles pack their blocks along MN first, as the PTX ISA's examples do."""
     bits = dtypes.BITS[case.dtype_a]
-    a = KMajorLayout(M, stored_k(case), bits) if case.operands == "SS" else None
-    return a, KMajorLayout(case.n, case.k, bits)
+    major, swizzle = LAYOUTS[case.layout]
+    packing = "mn-first" if major == "MN" else "k-first"
+    a = Layout(M, stored_k(case), bits, major, swizzle, packing) if case.operands == "SS" else None
+    return a, Layout(case.n, case.k, bits, major, swizzle, packing)
+
+
+def b_offset(case: WgmmaCase) -> int:
+    a, _ = layouts(case)
+    return -(-a.size_bytes // TILE_ALIGN) * TILE_ALIGN if a else 0
 
 
 def descriptors(case: WgmmaCase):
     """(A descriptor or None, B descriptor), start addresses relative to the shared buffer."""
     a, b = layouts(case)
-    a_bytes = a.size_bytes if a else 0
-    return (a.descriptor(0) if a else None), b.descriptor(a_bytes)
+    return (a.descriptor(0) if a else None), b.descriptor(b_offset(case))
 
 
 def sass_mnemonic(case: WgmmaCase) -> str:
@@ -95,8 +106,8 @@ def _everyday() -> list[WgmmaCase]:
 
 
 def _all() -> list[WgmmaCase]:
-    """Every wgmma form: dense, then sparse."""
-    return _cases.cases() + _cases.sparse_cases()
+    """Every wgmma form: dense, sparse, then the dense forms in the other shared-memory layouts."""
+    return _cases.cases() + _cases.sparse_cases() + _cases.layout_cases()
 
 
 def _of(*types: str):
@@ -138,11 +149,15 @@ class WgmmaFamily:
             "faults": Suite("self-test: wgmma-quick with planted faulting probes (trap, out-of-bounds store, "
                             "endless loop); expect 3 faults and 12 valid cases", _faults),
             "wgmma-all": Suite("every wgmma: dense in f16, bf16, tf32, e4m3/e5m2 pairs, s8/u8 pairs (with and "
-                               "without .satfinite) and b1, and sparse in every type but b1; every legal N; SS and RS",
+                               "without .satfinite) and b1, and sparse in every type but b1; every legal N; SS and RS; "
+                               "and the wgmma-layouts cases",
                                _all),
             "wgmma-dense": Suite("every dense wgmma (every type, every legal N, SS and RS)", _cases.cases),
             "wgmma-sparse": Suite("every sparse wgmma.mma_async.sp: every type but b1, every legal N, SS and RS",
                                   _cases.sparse_cases),
+            "wgmma-layouts": Suite("shared-memory layouts: K-major with 32, 64 and 128-byte swizzle for one form "
+                                   "per type, MN-major with and without swizzle for f16/bf16; N = 8, 64, 128, 256; "
+                                   "SS and RS", _cases.layout_cases),
             "wgmma-tf32": Suite("wgmma with tf32 inputs: dense m64nNk8 and sparse m64nNk16", _of("tf32")),
             "wgmma-fp8": Suite("wgmma with e4m3/e5m2 inputs, f32 and f16 accumulate: dense m64nNk32 and sparse "
                                "m64nNk64", _of(*_cases.FP8)),
@@ -163,20 +178,22 @@ class WgmmaFamily:
         # PTX: 16-bit types take imm-scale-a, imm-scale-b and the transposes (imm-trans-a in SS only);
         # tf32 and fp8 the two scales; integer and b1 types nothing after scale-d.
         scales = case.dtype_a not in _cases.INT8 + ("b1",)
-        trans = case.dtype_a in ("f16", "bf16")
+        trans = case.dtype_a in _cases.TRANSPOSABLE
+        trans_b = int(LAYOUTS[case.layout][0] == "MN")  # imm-trans: 1 reads the operand MN-major
+        trans_a = trans_b if case.operands == "SS" else 0
         if case.operands == "SS":
             a_regs, a_operand, a_constraints = 0, f"%{acc_regs}", '"l"(desc_a)'
-            immediates = (", 1, 1" if scales else "") + (", 0, 0" if trans else "")
+            immediates = (", 1, 1" if scales else "") + (f", {trans_a}, {trans_b}" if trans else "")
         else:
             a_regs = 4
             a_operand = "{" + ", ".join(f"%{acc_regs + i}" for i in range(a_regs)) + "}"
             a_constraints = ", ".join(f'"r"(a[{i}])' for i in range(a_regs))
-            immediates = (", 1, 1" if scales else "") + (", 0" if trans else "")
+            immediates = (", 1, 1" if scales else "") + (f", {trans_b}" if trans else "")
         return {
             "instruction": f"{case.instruction}.sync.aligned.{case.shape}{case.types}",
             "acc_regs": acc_regs,
             "a_regs": a_regs,
-            "smem_a_bytes": a_layout.size_bytes if a_layout else 0,
+            "smem_a_bytes": b_offset(case),
             "smem_b_bytes": b_layout.size_bytes,
             "unroll": UNROLL,
             "desc_a": f"0x{desc_a.encode():016x}" if desc_a else "0x0",
@@ -236,8 +253,9 @@ class WgmmaFamily:
         a_layout, b_layout = layouts(case)
         parts = []
         if a_layout:
-            parts.append(a_layout.image(a_bits))
-        parts.append(b_layout.image(b_bits))
+            a_image = a_layout.image(a_bits, DECOY_BYTE)
+            parts.append(np.pad(a_image, (0, b_offset(case) - a_image.size), constant_values=DECOY_BYTE))
+        parts.append(b_layout.image(b_bits, DECOY_BYTE))
         if case.operands == "RS":
             parts.append(a_fragment_words(a_bits, dtypes.BITS[case.dtype_a]).view(np.uint8).ravel())
         if case.sparse:
