@@ -80,7 +80,11 @@ def test_descriptors_point_past_a_in_ss_mode():
     ("wgmma.mma_async.m32n64k16.f32.f16.f16.SS", IllegalShapeError),
     ("wgmma.mma_async.m64n64k32.f32.f16.f16.SS", IllegalShapeError),
     ("wgmma.mma_async.m64n64k16.f32.s8.s8.SS", SpecError),
-    ("wgmma.mma_async.sp.m64n64k32.f32.f16.f16.SS", SpecError),
+    ("wgmma.mma_async.sp.m64n64k512.s32.b1.b1.and.popc.SS", IllegalShapeError),  # no sparse b1
+    ("wgmma.mma_async.sp.m64n64k16.f32.f16.f16.SS", IllegalShapeError),  # sparse f16 is k32
+    ("wgmma.mma_async.sp.m64n64k32.f32.f16.f16.SS.K-SW128", SpecError),  # sparse: default layout only
+    ("wgmma.mma_async.m64n64k8.f32.tf32.tf32.SS.MN", IllegalShapeError),  # only f16/bf16 transpose
+    ("wgmma.mma_async.m64n64k16.f32.f16.f16.SS.K-SW16", SpecError),
 ])
 def test_illegal_or_unimplemented_cases_are_refused(case_id, error):
     with pytest.raises(error):
@@ -93,3 +97,42 @@ def test_work_and_sass_names():
     assert wgmma.sass_expectation(case).executes == "HGMMA.64x128x16.F32.BF16"
     f16 = wgmma.sass_expectation(parse_case_id("wgmma.mma_async.m64n8k16.f16.f16.f16.SS"))
     assert f16.executes == "HGMMA.64x8x16.F16" and not f16.emulated
+
+
+def test_sparse_inputs_are_2_of_4_with_each_warps_metadata():
+    """PTX ISA, sparse wgmma: at most two non-zeros in every chunk of four of A (one of two for tf32),
+    A held compressed; warp w's metadata covers rows 16w..16w+15 (selector 0, and 1 where allowed)."""
+    from harness import sparsity
+    from harness.families.wgmma import latency_selector, warpgroup_metadata
+
+    for case_id, group in (("wgmma.mma_async.sp.m64n64k32.f32.f16.f16.SS", 4), ("wgmma.mma_async.sp.m64n64k16.f32.tf32.tf32.RS", 2),
+                           ("wgmma.mma_async.sp.m64n64k64.s32.s8.u8.SS", 4)):
+        case = parse_case_id(case_id)
+        inputs = wgmma.inputs(case, np.random.default_rng(3))
+        a = inputs.values["a"]
+        nonzero = (a != 0).reshape(64, -1, group).sum(axis=2)
+        assert nonzero.max() <= group // 2 and a.shape == (64, case.k)
+        assert latency_selector(case) == (0 if case.dtype_a == "s8" else 1)
+        rng = np.random.default_rng(3)
+        pattern = sparsity.draw(case.dtype_a, 64, case.k, rng)
+        words = warpgroup_metadata(case, pattern)
+        for warp in range(4):
+            expected = sparsity.metadata(case.dtype_a, pattern[16 * warp:16 * warp + 16], 0)
+            assert np.array_equal(words[32 * warp:32 * warp + 32, 0], expected)
+
+
+@pytest.mark.parametrize("pattern,low,high", [("zeros", 0, 0), ("small-int", -2, 2), ("uniform01", 0, 1)])
+def test_input_distributions(pattern, low, high):
+    for case_id in ("wgmma.mma_async.m64n256k16.f32.f16.f16.SS", "wgmma.mma_async.m64n256k32.f32.e4m3.e5m2.RS",
+                    "wgmma.mma_async.m64n256k32.s32.u8.s8.SS"):
+        case = parse_case_id(case_id)
+        values = wgmma.inputs(case, np.random.default_rng(0), pattern).values
+        for v in values.values():
+            assert v.min() >= low and v.max() <= high
+            assert pattern == "zeros" or len(np.unique(v)) > 1
+
+
+def test_throughput_at_n256_is_measured_on_every_distribution():
+    plan = wgmma.plan(parse_case_id("wgmma.mma_async.m64n256k16.f32.f16.f16.SS"))
+    assert sorted(s.inputs for s in plan if getattr(s, "inputs", None)) == ["small-int", "uniform01", "zeros"]
+    assert not [s for s in wgmma.plan(parse_case_id("wgmma.mma_async.m64n128k16.f32.f16.f16.SS")) if getattr(s, "inputs", None)]

@@ -325,7 +325,8 @@ class Store:
                               unit=metric.unit, launch=launch_key(metric.launch),
                               sm_clock_mhz=metric.sm_clock_mhz, valid=result.valid, status=result.status,
                               error=result.error, validation_max_error=result.validation_max_error,
-                              input_distribution=result.input_distribution, notes=metric.notes,
+                              input_distribution=metric.input_distribution or result.input_distribution,
+                              notes=metric.notes,
                               stop_reason=metric.stop_reason, created_at=_now(), n_samples=0,
                               telemetry_samples=0)
             if result.valid and metric.samples is not None and len(metric.samples):

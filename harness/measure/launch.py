@@ -27,10 +27,14 @@ class LoadedProbe:
         self._cupy = cupy
         self.build = build
         self.module = cupy.RawModule(path=str(build.cubin_path))
+        self.load(input_bytes)
+        self.out_words = out_words
+
+    def load(self, input_bytes: np.ndarray) -> None:
+        """Make `input_bytes` the input buffer of every later launch."""
         padded = np.zeros(-(-input_bytes.size // 16) * 16 + 16, dtype=np.uint8)
         padded[:input_bytes.size] = input_bytes
-        self.inputs = cupy.asarray(padded)
-        self.out_words = out_words
+        self.inputs = self._cupy.asarray(padded)
 
     def max_threads(self, kernel: str) -> int:
         return self.module.get_function(kernel).max_threads_per_block

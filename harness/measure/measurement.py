@@ -29,6 +29,7 @@ class Metric:
     notes: str | None = None
     stop_reason: str | None = None  # why sampling stopped (harness/measure/timing.py)
     gpu_state: GpuState | None = None  # NVML telemetry while the samples were taken
+    input_distribution: str | None = None  # when not the case's validation inputs (launch key "inputs")
 
     @property
     def value(self) -> float | None:

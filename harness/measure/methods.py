@@ -45,6 +45,8 @@ class Context:
     sampler: object  # harness.measure.telemetry Sampler or NullSampler
     work: Work
     peak: float | None  # work per cycle per SM at full rate (None: no published peak)
+    # Load and validate inputs of another distribution (None: the case's own); returns its description.
+    use_inputs: object = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,7 @@ class OccupancySweep:
     unit_threads: int  # threads per unit (32: a warp)
     unroll: int = 16
     whole_gpu: bool = True  # also throughput_tflops and peak_fraction (time-based)
+    inputs: str | None = None  # another input distribution (Family.inputs pattern), validated first
     stop_on: str = "time"  # the samples the stopping rule watches: "time" (whole GPU) or "cycles"
     target_cycles: int = THROUGHPUT_CYCLES
 
@@ -159,6 +162,19 @@ def _iterations(spec: OccupancySweep, point: SweepPoint, ctx: Context, block: in
 
 
 def occupancy_sweep(spec: OccupancySweep, ctx: Context) -> list[Metric]:
+    if spec.inputs is None:
+        return _occupancy_sweep(spec, ctx)
+    distribution = ctx.use_inputs(spec.inputs)
+    try:
+        metrics = _occupancy_sweep(spec, ctx)
+    finally:
+        ctx.use_inputs(None)
+    for metric in metrics:
+        metric.input_distribution = distribution
+    return metrics
+
+
+def _occupancy_sweep(spec: OccupancySweep, ctx: Context) -> list[Metric]:
     metrics: list[Metric] = []
     skipped = []
     grid = ctx.sm_count

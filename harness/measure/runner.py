@@ -77,7 +77,16 @@ def measure_case(case: Case, build: Build, device: DeviceInfo, settings: RunSett
         if not validation.ok:
             return unmeasured(case, f"validation failed: {validation.message}", build, check, metrics=declared,
                               distribution=inputs.distribution, max_error=validation.max_error)
-        ctx = methods.Context(probe, device.sm_count, settings.policy, sampler, family.work(case), family.peak(case))
+        def use_inputs(pattern: str | None) -> str:
+            """Swap in another input distribution, validated like the case's own, or restore those."""
+            other = inputs if pattern is None else family.inputs(case, np.random.default_rng(settings.seed), pattern)
+            probe.load(other.buffer)
+            if pattern is not None and not (check := validate(case, probe, other)).ok:
+                raise HarnessError(f"validation failed with {pattern} inputs: {check.message}")
+            return other.distribution
+
+        ctx = methods.Context(probe, device.sm_count, settings.policy, sampler, family.work(case), family.peak(case),
+                              use_inputs)
         metrics = [metric for spec in family.plan(case, device) for metric in methods.run(spec, ctx)]
     except HarnessError as exc:
         return unmeasured(case, str(exc), build, check, metrics=declared, distribution=inputs.distribution)

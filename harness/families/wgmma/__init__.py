@@ -35,6 +35,17 @@ PAPER_N = (8, 16, 32, 64, 128, 256)  # the N values of the paper's wgmma tables
 DENSE_FLOP_PER_SM_PER_CYCLE = {"f16": 4096, "bf16": 4096, "tf32": 2048, "e4m3": 8192, "e5m2": 8192,
                                "s8": 8192, "u8": 8192}
 EVERYDAY = ("f16", "bf16")  # the `wgmma` suite's input types (the paper's)
+# Input distributions (Family.inputs patterns) and how each is described in the database. "random" is
+# what every case validates and is timed on; at N = 256 throughput is measured on the others too.
+INPUT_DISTRIBUTIONS = {
+    "random": lambda c: (f"uniform over the {c.dtype_a}/{c.dtype_b} values" if c.dtype_a in dtypes.INTEGER_RANGE
+                         else f"normal(0,1) rounded to {c.dtype_a}/{c.dtype_b}"),
+    "zeros": lambda c: "zeros",
+    "uniform01": lambda c: (f"uniform in [0, 1) rounded to {c.dtype_a}/{c.dtype_b} (a C rand()/RAND_MAX fill)"
+                            if c.dtype_a not in dtypes.INTEGER_RANGE else "uniform over {0, 1}"),
+    "small-int": lambda c: "integers in [-2, 2] (unsigned: [0, 2]; b1: 0/1)",
+}
+DISTRIBUTION_N = 256  # the N whose throughput is measured on every input distribution
 
 
 def stored_k(case: WgmmaCase) -> int:
@@ -227,21 +238,22 @@ class WgmmaFamily:
     def inputs(self, case: WgmmaCase, rng: np.random.Generator, pattern: str = "random") -> Inputs:
         """Inputs laid out as the descriptors and fragments say.
 
-        pattern="random": standard normal values rounded to the dtype (never zeros alone: their power
-        and clock differ). pattern="index": small distinct values that make a layout bug readable.
+        pattern="random": standard normal values rounded to the dtype (uniform over an integer type's
+        values); the validation inputs. The other distributions of INPUT_DISTRIBUTIONS are what the
+        throughput at N = 256 is also measured on (power, and so the clock, follow the data).
+        pattern="index": small distinct values that make a layout bug readable.
         """
-        if pattern == "random":
-            a = self._values(case.dtype_a, (M, case.k), rng)
-            b = self._values(case.dtype_b, (case.n, case.k), rng)
-            distribution = (f"uniform over the {case.dtype_a}/{case.dtype_b} values" if case.dtype_a in dtypes.INTEGER_RANGE
-                            else f"normal(0,1) rounded to {case.dtype_a}/{case.dtype_b}")
+        if pattern in INPUT_DISTRIBUTIONS:
+            a = self._values(case.dtype_a, (M, case.k), rng, pattern)
+            b = self._values(case.dtype_b, (case.n, case.k), rng, pattern)
+            distribution = INPUT_DISTRIBUTIONS[pattern](case)
         elif pattern == "index" and case.dtype_a in EVERYDAY:
             a = np.fromfunction(lambda i, k: (i % 8) + k / 16, (M, case.k))
             b = np.fromfunction(lambda j, k: ((j + k) % 4) / 4, (case.n, case.k))
             distribution = "index pattern"
         else:
-            raise SpecError(f"unknown input pattern {pattern!r} for {case.dtype_a}: expected random"
-                            + (" or index" if case.dtype_a in EVERYDAY else ""))
+            raise SpecError(f"unknown input pattern {pattern!r} for {case.dtype_a}: expected "
+                            + ", ".join(INPUT_DISTRIBUTIONS) + (" or index" if case.dtype_a in EVERYDAY else ""))
         stored = a
         if case.sparse:  # zero outside a pattern drawn per chunk; held compressed, with its metadata
             chosen = sparsity.draw(case.dtype_a, M, case.k, rng)
@@ -263,13 +275,20 @@ class WgmmaFamily:
         return Inputs(np.concatenate(parts), {"a": a, "b": b}, distribution)
 
     @staticmethod
-    def _values(dtype: str, shape, rng: np.random.Generator) -> np.ndarray:
-        """Exactly representable values: uniform over an integer type's range (0/1 for b1), else
-        normal(0,1) rounded to the type (fp8 through ml_dtypes, tf32 by masking the low mantissa)."""
+    def _values(dtype: str, shape, rng: np.random.Generator, pattern: str = "random") -> np.ndarray:
+        """Exactly representable values of `pattern` (INPUT_DISTRIBUTIONS): "random" is uniform over an
+        integer type's range (0/1 for b1), else normal(0,1) rounded to the type (fp8 through ml_dtypes,
+        tf32 by masking the low mantissa); "uniform01" uniform in [0, 1) rounded (0/1 for integer
+        types); "small-int" integers in [-2, 2] ([0, 2] unsigned, 0/1 for b1); "zeros" zeros."""
+        low, high = dtypes.INTEGER_RANGE.get(dtype, (-2, 2))
+        if pattern == "zeros":
+            return np.zeros(shape)
+        if pattern == "small-int":
+            return rng.integers(max(low, -2), min(high, 2) + 1, shape).astype(np.float64)
         if dtype in dtypes.INTEGER_RANGE:
-            low, high = dtypes.INTEGER_RANGE[dtype]
+            low, high = (0, 1) if pattern == "uniform01" else (low, high)
             return rng.integers(low, high + 1, shape).astype(np.float64)
-        return dtypes.round_to(dtype, rng.standard_normal(shape))
+        return dtypes.round_to(dtype, rng.random(shape) if pattern == "uniform01" else rng.standard_normal(shape))
 
     @staticmethod
     def reference(case: WgmmaCase, inputs: Inputs) -> np.ndarray:
@@ -317,17 +336,23 @@ class WgmmaFamily:
     def plan(self, case: WgmmaCase, device=None) -> list:
         """The issue interval of one warpgroup's chain; fence+wgmma+commit+wait against the same
         without the wgmma; and every SM with 1 warpgroup, then with 4 (or the most the registers
-        allow), by CUDA events and clock64. Runs 1-19 swept 1, 2, 3 and 4 warpgroups: one warpgroup
+        allow), by CUDA events and clock64; at N = 256 (default layout) also with one warpgroup on each
+        other input distribution (validated first), to show what the data do to power and clock. Runs 1-19 swept 1, 2, 3 and 4 warpgroups: one warpgroup
         already issued at the full rate of every case (2244 cases, all within 0.04 %), so 2 and 3 added no
         information, only time."""
         one = {"warpgroups": 1, "ilp": 1}
         point = lambda w: SweepPoint("probe_chain", w, 1, {"warpgroups": w, "ilp": 1})  # noqa: E731
         full = range(MAX_WARPGROUPS_PER_SM, 1, -1)
         sweep = (point(1), replace(point(full[0]), fallback=tuple(point(w) for w in full[1:])))
+        others = []
+        if case.n == DISTRIBUTION_N and case.layout == _cases.DEFAULT_LAYOUT:
+            others = [OccupancySweep((SweepPoint("probe_chain", 1, 1, {**one, "inputs": name}),), WARPGROUP_THREADS,
+                                     UNROLL, whole_gpu=True, stop_on="time", inputs=name)
+                      for name in INPUT_DISTRIBUTIONS if name != "random"]
         return [ChainSlope("issue_interval_cycles", "probe_chain", WARPGROUP_THREADS, unroll=UNROLL, launch=one),
                 BracketedLatency("probe_latency", "probe_latency_empty", WARPGROUP_THREADS,
                                  "fence+commit+wait_group 0 without the wgmma", launch=one),
-                OccupancySweep(sweep, WARPGROUP_THREADS, UNROLL, whole_gpu=True, stop_on="time")]
+                OccupancySweep(sweep, WARPGROUP_THREADS, UNROLL, whole_gpu=True, stop_on="time")] + others
 
     @staticmethod
     def paper_case(figure) -> tuple[str, str] | None:
