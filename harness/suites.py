@@ -20,7 +20,21 @@ def all_suites() -> dict[str, Suite]:
     return suites
 
 
-SUITES = all_suites()
+# Suites made of other suites, across families.
+COMPOSED = {"tensor": ("every tensor-core case: wgmma-all and mma", ("wgmma-all", "mma"))}
+
+
+def _composed(parts: tuple[str, ...], suites: dict[str, Suite]):
+    return lambda: [case for part in parts for case in suites[part].make()]
+
+
+def with_composed(suites: dict[str, Suite]) -> dict[str, Suite]:
+    for name, (description, parts) in COMPOSED.items():
+        suites[name] = Suite(description, _composed(parts, suites))
+    return suites
+
+
+SUITES = with_composed(all_suites())
 
 
 def suite_cases(name: str) -> list[Case]:
