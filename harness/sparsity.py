@@ -1,11 +1,10 @@
-"""Structured sparsity of the A operand of mma.sp and wgmma.mma_async.sp: a pattern, the compressed
-A, and the metadata words. Shared by the mma and wgmma families: a warpgroup's wgmma.sp holds the
-metadata of rows 16w..16w+15 in warp w exactly as one warp's mma.sp of the same K does.
+"""Structured sparsity of a sparse MMA's A operand: a pattern, the compressed A, and one warp's
+metadata words for 16 rows of A (PTX ISA; families with warpgroup-wide forms call it per warp).
 
 PTX ISA, "Sparse matrix storage" and "Matrix fragments for multiply-accumulate operation with sparse
 matrix A". Each row of A is cut into chunks of four *slots*; two slots of every chunk hold the
 non-zeros, and the chunk's 4-bit metadata nibble names them: the first slot index in bits 1:0, the
-second in bits 3:2, in increasing order (what mma.sp::ordered_metadata requires; mma.sp accepts it
+second in bits 3:2, in increasing order (what the ordered-metadata forms require; the others accept it
 too). Those index pairs give the six legal nibbles 0b0100, 0b1000, 0b1100, 0b1001, 0b1101, 0b1110.
 A slot is
     one element      f16, bf16, s8, u8, e4m3, e5m2    (2:4 sparsity)

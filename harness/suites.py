@@ -20,17 +20,18 @@ def all_suites() -> dict[str, Suite]:
     return suites
 
 
-# Suites made of other suites, across families.
-COMPOSED = {"tensor": ("every tensor-core case: wgmma-all and mma", ("wgmma-all", "mma"))}
+# Suites made of the family suites that name them in Suite.part_of, across families.
+COMPOSED = {"tensor": "every tensor-core case"}
 
 
-def _composed(parts: tuple[str, ...], suites: dict[str, Suite]):
-    return lambda: [case for part in parts for case in suites[part].make()]
+def _composed(parts: list[Suite]):
+    return lambda: [case for part in parts for case in part.make()]
 
 
 def with_composed(suites: dict[str, Suite]) -> dict[str, Suite]:
-    for name, (description, parts) in COMPOSED.items():
-        suites[name] = Suite(description, _composed(parts, suites))
+    for name, description in COMPOSED.items():
+        parts = {key: suite for key, suite in suites.items() if name in suite.part_of}
+        suites[name] = Suite(f"{description}: {', '.join(parts)}", _composed(list(parts.values())))
     return suites
 
 

@@ -92,7 +92,7 @@ BAD_INPUTS = [
     (["show", "wgmma.mma_async.m64n40k32.s32.s8.s8.SS"], 2, "s8 wgmma takes N in 8, 16, 24, 32, 48, .*got N = 40"),
     (["show", "wgmma.mma_async.m64n64k256.s32.b1.b1.SS"], 2, "b1 wgmma is written .s32.b1.b1.and.popc"),
     (["show", "wgmma.mma_async.m64n64k16.satfinite.f32.f16.f16.SS"], 2, ".satfinite is for s8/u8 wgmma only"),
-    (["show", "wgmma.mma_async.sp.m64n64k32.f32.f16.f16.SS"], 2, "sparse wgmma is not implemented yet"),
+    (["show", "wgmma.mma_async.sp.m64n64k512.s32.b1.b1.and.popc.SS"], 2, "there is no sparse b1 wgmma"),
     (["show", "wgmma.mma_async.m64n64k16.f32.f16.f16.XS"], 2, "unknown operand mode 'XS'.*SS, RS"),
     (["sql", "SELECT 1", "--format", "yaml"], 2, "'yaml' is not one of 'table', 'csv', 'json', 'markdown'"),
     (["sql", "SELEC nonsense"], 4, "SQL error: near \"SELEC\""),

@@ -124,3 +124,4 @@ class Family(Protocol):
 class Suite:
     description: str
     make: Callable[[], list[Case]] = field(repr=False)
+    part_of: tuple[str, ...] = ()  # composed suites (harness/suites.py COMPOSED) this suite belongs to

@@ -38,7 +38,7 @@ def _suites() -> dict[str, Suite]:
 
     return {
         "mma": Suite("mma.sync, every shape and type sm_90 accepts (emulated forms marked): latency, issue "
-                     "interval, warps x ILP throughput", _cases.cases),
+                     "interval, warps x ILP throughput", _cases.cases, part_of=("tensor",)),
         "mma-f16": Suite("mma.sync with f16 and bf16 inputs", subset("f16", "bf16")),
         "mma-int": Suite("mma.sync with s8/u8, s4/u4 and b1 inputs", subset("s8", "u8", "s4", "u4", "b1")),
     }

@@ -162,7 +162,7 @@ class WgmmaFamily:
             "wgmma-all": Suite("every wgmma: dense in f16, bf16, tf32, e4m3/e5m2 pairs, s8/u8 pairs (with and "
                                "without .satfinite) and b1, and sparse in every type but b1; every legal N; SS and RS; "
                                "and the wgmma-layouts cases",
-                               _all),
+                               _all, part_of=("tensor",)),
             "wgmma-dense": Suite("every dense wgmma (every type, every legal N, SS and RS)", _cases.cases),
             "wgmma-sparse": Suite("every sparse wgmma.mma_async.sp: every type but b1, every legal N, SS and RS",
                                   _cases.sparse_cases),
