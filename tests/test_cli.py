@@ -211,7 +211,8 @@ def test_read_only_commands_leave_the_file_byte_identical(tmp_path):
 
 def test_sql_write_says_how_many_rows_changed(tmp_path):
     db = str(make_db(tmp_path / "r.db"))
-    result = bench("sql", "--write", "UPDATE measurements SET notes = 'x' WHERE metric = 'issue_interval_cycles'",
+    result = bench("sql", "--write", "UPDATE measurement_rows SET notes_id = NULL WHERE metric_id = "
+                   "(SELECT id FROM texts WHERE text = 'issue_interval_cycles')",
                    "--db", db)
     assert result.exit_code == 0 and result.output.strip() == "3 rows changed"
     assert bench("sql", "--write", "DELETE FROM sample_arrays WHERE 0", "--db", db).output.strip() == "0 rows changed"

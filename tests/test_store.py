@@ -72,7 +72,7 @@ def test_foreign_databases_and_other_files_are_refused_untouched(tmp_path):
 
 def test_sql_is_read_only_unless_asked(tmp_path):
     store = Store.open(str(make_db(tmp_path / "r.db")))
-    for statement in ("DELETE FROM measurements", "DROP VIEW results", "UPDATE runs SET status = 'x'",
+    for statement in ("DELETE FROM measurement_rows", "DROP VIEW results", "UPDATE runs SET status = 'x'",
                       "CREATE TABLE t (x)"):
         with pytest.raises(StoreError, match="read-only: pass --write"):
             store.query(statement)
@@ -104,3 +104,55 @@ def test_urls_and_paths(tmp_path, monkeypatch):
     assert resolve_url(None).endswith("env.db")
     with pytest.raises(StoreError, match="not a database URL"):
         resolve_url("bogus://::")
+
+
+def test_derived_sample_arrays_come_back_bit_for_bit(tmp_path):
+    """Schema 6 stores a peak fraction (throughput / peak) and a net latency (raw - empty) as rules over
+    the arrays they come from; the samples view must give back exactly what was measured."""
+    import numpy as np
+
+    from conftest import fake_device, fake_result
+    from harness.measure.measurement import Metric
+    from harness.provenance import Provenance
+
+    rng = np.random.default_rng(1)
+    tflops = rng.uniform(600, 900, 7)
+    peak = 132 * 4096 * 1755.0 * 1e6 / 1e12
+    raw = rng.integers(100, 140, 9).astype(float)
+    launch = {"warpgroups": 1, "ilp": 1}
+    result = fake_result("wgmma.mma_async.m64n256k16.f32.f16.f16.SS", 128.0)
+    result.metrics = [Metric("throughput_tflops", "TFLOPS", tflops, launch),
+                      Metric("peak_fraction", "ratio", tflops / peak, launch),
+                      Metric("latency_raw_cycles", "cycles", raw, launch),
+                      Metric("latency_cycles", "cycles", raw - 48, launch),
+                      Metric("sm_throughput", "FLOP/cycle/SM", rng.uniform(4000, 4096, 7), launch)]
+    store = Store.open(str(tmp_path / "r.db"), create=True)
+    prov = Provenance("bench run", "h", "abc", False, "0.1.0", "3.12", "14.2", "13.0")
+    run_id = store.start_run(fake_device(), prov, "wgmma", None)
+    store.record_case(run_id, result)
+    stored = store.query("SELECT m.metric, a.samples IS NULL AS derived FROM sample_arrays a "
+                         "JOIN measurements m ON m.id = a.measurement_id ORDER BY m.id")
+    assert dict(zip(stored.metric, stored.derived)) == {"throughput_tflops": 0, "peak_fraction": 1,
+                                                        "latency_raw_cycles": 0, "latency_cycles": 1,
+                                                        "sm_throughput": 0}
+    for metric in result.metrics:
+        got = store.query(f"SELECT s.value FROM samples s JOIN measurements m ON m.id = s.measurement_id "
+                          f"WHERE m.metric = '{metric.name}' ORDER BY s.idx").value.to_numpy()
+        assert got.tolist() == metric.samples.tolist()  # equal as float64, not merely close
+    store.engine.dispose()
+    from harness.db.merge import merge
+
+    merge([str(tmp_path / "r.db")], str(tmp_path / "m.db"))
+    query = "SELECT m.metric, s.idx, s.value FROM samples s JOIN measurements m ON m.id = s.measurement_id ORDER BY 1, 2"
+    assert (Store.open(str(tmp_path / "m.db")).query(query).values.tolist()
+            == Store.open(str(tmp_path / "r.db")).query(query).values.tolist())
+
+
+def test_strings_are_stored_once_and_logs_compressed(tmp_path):
+    store = Store.open(str(make_db(tmp_path / "r.db")))
+    texts = store.query("SELECT text FROM texts").text.tolist()
+    assert len(texts) == len(set(texts)) and "issue_interval_cycles" in texts
+    assert store.query("SELECT COUNT(*) AS n FROM measurement_rows").n[0] == 6
+    import zlib
+    logs = store.query("SELECT compile_log_zlib FROM builds").compile_log_zlib
+    assert all("Compiling entry function 'probe_chain'" in zlib.decompress(blob).decode() for blob in logs)

@@ -17,8 +17,8 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from harness.db.store import Store, resolve_url, sqlite_path
-from harness.db.tables import BuildRow, CaseRow, Device, Measurement, Run, SampleArray
+from harness.db.store import Store, Texts, resolve_url, sqlite_path
+from harness.db.tables import TEXT_COLUMNS, BuildRow, CaseRow, Device, Measurement, Run, SampleArray, TextRow
 from harness.errors import StoreError, redact
 
 
@@ -89,6 +89,7 @@ def _merge_one(source: Store, target: Store, name: str) -> MergeReport:
         runs = list(src.scalars(select(Run).order_by(Run.id)))
         cases = {c.id: c for c in src.scalars(select(CaseRow))}
         builds = {b.id: b for b in src.scalars(select(BuildRow))}
+        source_texts = dict(src.execute(select(TextRow.id, TextRow.text)).all())
 
         def work(dst: Session) -> None:
             report.added.clear(), report.already.clear()  # a retried transaction starts over
@@ -113,6 +114,7 @@ def _merge_one(source: Store, target: Store, name: str) -> MergeReport:
                     known[natural] = copy.id
                 return known[natural]
 
+            texts = Texts(dst)
             for run in runs:
                 uuid = devices[run.device_id].uuid if run.device_id in devices else None
                 if _run_key(run, uuid) in known_runs:
@@ -122,18 +124,25 @@ def _merge_one(source: Store, target: Store, name: str) -> MergeReport:
                 dst.add(new_run)
                 dst.flush()
                 report.added.append(new_run.id)
-                arrays = {a.measurement_id: a.samples for a in src.scalars(
+                arrays = {a.measurement_id: a for a in src.scalars(
                     select(SampleArray).join(Measurement, SampleArray.measurement_id == Measurement.id)
                     .where(Measurement.run_id == run.id))}
+                new_ids: dict[int, int] = {}  # source measurement id -> target's
                 for measurement in src.scalars(select(Measurement).where(Measurement.run_id == run.id)
                                                .order_by(Measurement.id)):
+                    strings = {f"{name}_id": source_texts.get(getattr(measurement, f"{name}_id"))
+                               for name in TEXT_COLUMNS}
                     row = Measurement(**{**_values(measurement, Measurement), "run_id": new_run.id,
                                          "case_pk": target_id(CaseRow, measurement.case_pk),
-                                         "build_id": target_id(BuildRow, measurement.build_id)})
+                                         "build_id": target_id(BuildRow, measurement.build_id),
+                                         **{key: texts.id(value) for key, value in strings.items()}})
                     dst.add(row)
                     dst.flush()
-                    if measurement.id in arrays:
-                        dst.add(SampleArray(measurement_id=row.id, samples=arrays[measurement.id]))
+                    new_ids[measurement.id] = row.id
+                    if measurement.id in arrays:  # a derived array's source is stored before it
+                        array = arrays[measurement.id]
+                        dst.add(SampleArray(**{**_values(array, SampleArray, skip=()), "measurement_id": row.id,
+                                               "derived_from": new_ids.get(array.derived_from)}))
                     report.measurements += 1
                     report.samples += measurement.n_samples
 

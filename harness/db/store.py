@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from sqlalchemy import create_engine, event, func, inspect, select, text
 from sqlalchemy.engine import Engine, make_url
@@ -30,6 +31,7 @@ from harness.measure.measurement import CaseResult, launch_key
 from harness.provenance import Provenance
 from harness.stats import summarize
 from harness.db.tables import (SCHEMA_VERSION, BuildRow, CaseRow, Device, Measurement, Meta, ReferenceFigure,
+                            TextRow,
                             Run, SampleArray)
 
 DEFAULT_DB = "results.db"
@@ -320,15 +322,17 @@ class Store:
     def _add_case(self, session: Session, run_id: int, result: CaseResult) -> None:
         case_pk = self._case_pk(session, result.case)
         build_id = self._build_id(session, result) if result.build else None
+        texts = Texts(session)
+        explicit: dict[str, list[tuple[int, np.ndarray]]] = {}  # launch key -> arrays stored as numbers
         for metric in result.metrics:
-            row = Measurement(run_id=run_id, case_pk=case_pk, build_id=build_id, metric=metric.name,
-                              unit=metric.unit, launch=launch_key(metric.launch),
-                              sm_clock_mhz=metric.sm_clock_mhz, valid=result.valid, status=result.status,
-                              error=result.error, validation_max_error=result.validation_max_error,
-                              input_distribution=metric.input_distribution or result.input_distribution,
-                              notes=metric.notes,
-                              stop_reason=metric.stop_reason, created_at=_now(), n_samples=0,
-                              telemetry_samples=0)
+            launch = launch_key(metric.launch)
+            row = Measurement(run_id=run_id, case_pk=case_pk, build_id=build_id,
+                              sm_clock_mhz=metric.sm_clock_mhz, valid=result.valid, error=result.error,
+                              validation_max_error=result.validation_max_error, created_at=_now(), n_samples=0,
+                              telemetry_samples=0, **texts.ids(
+                                  metric=metric.name, unit=metric.unit, launch=launch, status=result.status,
+                                  input_distribution=metric.input_distribution or result.input_distribution,
+                                  notes=metric.notes, stop_reason=metric.stop_reason))
             if result.valid and metric.samples is not None and len(metric.samples):
                 s = summarize(metric.samples)
                 row.value, row.mean, row.minimum, row.maximum = s.median, s.mean, s.minimum, s.maximum
@@ -338,13 +342,14 @@ class Store:
                 row.telemetry_samples = state.samples
                 row.nvml_sm_clock_mhz, row.nvml_mem_clock_mhz = state.sm_clock_mhz, state.mem_clock_mhz
                 row.power_w, row.temperature_c = state.power_w, state.temperature_c
-                row.throttle_reasons = ",".join(state.reasons) if state.samples else None
+                row.throttle_reasons_id = texts.id(",".join(state.reasons) if state.samples else None)
                 row.throttled, row.power_capped = state.throttled, state.power_capped
                 row.other_processes = state.other_processes
             session.add(row)
             session.flush()
             if row.n_samples:
-                session.add(SampleArray(measurement_id=row.id, samples=SampleArray.encode(metric.samples)))
+                session.add(_sample_array(row.id, np.asarray(metric.samples, dtype=float),
+                                          explicit.setdefault(launch, [])))
 
     @staticmethod
     def _case_pk(session: Session, case) -> int:
@@ -367,7 +372,7 @@ class Store:
                            sass_ok=result.sass.ok if result.sass else None,
                            sass_note=result.sass.note if result.sass else None,
                            executes=result.sass.executes if result.sass else None,
-                           emulated=result.sass.emulated if result.sass else None, compile_log=build.log)
+                           emulated=result.sass.emulated if result.sass else None, compile_log_zlib=BuildRow.pack_log(build.log))
             session.add(row)
             session.flush()
         return row.id
@@ -540,3 +545,42 @@ def _read_only(conn, on: bool) -> None:
         conn.exec_driver_sql(f"PRAGMA query_only = {'ON' if on else 'OFF'}")
     elif conn.dialect.name == "postgresql" and on:
         conn.exec_driver_sql("SET TRANSACTION READ ONLY")
+
+
+class Texts:
+    """The ids of strings in `texts` within one write transaction: looked up by digest, added when
+    new. (A cache per transaction: a retried transaction starts again from the database.)"""
+
+    def __init__(self, session: Session):
+        self.session, self.known = session, {}
+
+    def id(self, text: str | None) -> int | None:
+        if text is None:
+            return None
+        if text not in self.known:
+            digest = TextRow.digest_of(text)
+            row = self.session.scalars(select(TextRow).where(TextRow.digest == digest)).first()
+            if row is None:
+                row = TextRow(digest=digest, text=text)
+                self.session.add(row)
+                self.session.flush()
+            elif row.text != text:
+                raise StoreError(f"two strings share the digest {digest}: {row.text!r} and {text!r}")
+            self.known[text] = row.id
+        return self.known[text]
+
+    def ids(self, **columns: str | None) -> dict[str, int | None]:
+        """{"metric": "x", ...} -> {"metric_id": id, ...}"""
+        return {f"{name}_id": self.id(value) for name, value in columns.items()}
+
+
+def _sample_array(measurement_id: int, values: np.ndarray, explicit: list[tuple[int, np.ndarray]]) -> SampleArray:
+    """The samples as numbers, or as a rule over an array of the same case and launch stored as numbers
+    (a peak fraction is its throughput over the peak, exactly): `explicit` lists those, and grows."""
+    for source_id, source in explicit:
+        rule = SampleArray.derivation(source, values)
+        if rule is not None:
+            return SampleArray(measurement_id=measurement_id, derived_from=source_id,
+                               subtract=rule[0], divide_by=rule[1])
+    explicit.append((measurement_id, values))
+    return SampleArray(measurement_id=measurement_id, samples=SampleArray.encode(values))

@@ -6,14 +6,17 @@ step by step. A change here needs a new migration, and tests/fixtures/ a databas
 
 from __future__ import annotations
 
+import hashlib
 import json
+import zlib
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (BigInteger, Boolean, DateTime, Float, ForeignKey, Integer, LargeBinary, String, Text,
+                        UniqueConstraint)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 5  # = the number of the newest migration in harness/migrations/versions
+SCHEMA_VERSION = 6  # = the number of the newest migration in harness/migrations/versions
 
 
 class Base(DeclarativeBase):
@@ -98,19 +101,54 @@ class BuildRow(Base):
     sass_note: Mapped[str | None] = mapped_column(Text)
     executes: Mapped[str | None] = mapped_column(String(96))  # what the SASS check found really runs
     emulated: Mapped[bool | None] = mapped_column(Boolean)  # the PTX instruction runs as other instructions
-    compile_log: Mapped[str] = mapped_column(Text)
+    compile_log_zlib: Mapped[bytes] = mapped_column(LargeBinary)  # ptxas's log, zlib-compressed (schema 6)
+
+    @property
+    def compile_log(self) -> str:
+        return zlib.decompress(self.compile_log_zlib).decode()
+
+    @staticmethod
+    def pack_log(log: str) -> bytes:
+        return zlib.compress(log.encode(), 9)
+
+
+class TextRow(Base):
+    """Each distinct string of the measurements once (schema 6): the rows hold its id."""
+
+    __tablename__ = "texts"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    digest: Mapped[str] = mapped_column(String(16), unique=True)  # 64-bit BLAKE2b of the text
+    text: Mapped[str] = mapped_column(Text)
+
+    @staticmethod
+    def digest_of(text: str) -> str:
+        return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+# The string columns of a measurement, stored as ids into `texts`; the `measurements` view shows the text.
+TEXT_COLUMNS = ("metric", "unit", "launch", "status", "input_distribution", "notes", "stop_reason",
+                "throttle_reasons")
 
 
 class Measurement(Base):
-    __tablename__ = "measurements"
-    __table_args__ = (UniqueConstraint("run_id", "case_pk", "metric", "launch",
-                                       name="uq_measurements_run_case_metric_launch"),)
+    """One measurement, as stored: its strings are ids into `texts` (see TEXT_COLUMNS and
+    harness.db.store.Texts). Queries read the `measurements` view, which has the strings."""
+
+    __tablename__ = "measurement_rows"
+    __table_args__ = (UniqueConstraint("run_id", "case_pk", "metric_id", "launch_id",
+                                       name="uq_measurement_rows_run_case_metric_launch"),)
     id: Mapped[int] = mapped_column(primary_key=True)
-    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"), index=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"))
     case_pk: Mapped[int] = mapped_column(ForeignKey("cases.id"), index=True)
     build_id: Mapped[int | None] = mapped_column(ForeignKey("builds.id"))
-    metric: Mapped[str] = mapped_column(String(48))
-    unit: Mapped[str] = mapped_column(String(24))
+    metric_id: Mapped[int] = mapped_column(ForeignKey("texts.id"))
+    unit_id: Mapped[int] = mapped_column(ForeignKey("texts.id"))
+    launch_id: Mapped[int] = mapped_column(ForeignKey("texts.id"))  # JSON launch key (measurement.launch_key)
+    status_id: Mapped[int] = mapped_column(ForeignKey("texts.id"))  # valid, invalid (SASS/validation), fault
+    input_distribution_id: Mapped[int | None] = mapped_column(ForeignKey("texts.id"))
+    notes_id: Mapped[int | None] = mapped_column(ForeignKey("texts.id"))
+    stop_reason_id: Mapped[int | None] = mapped_column(ForeignKey("texts.id"))  # why sampling stopped
+    throttle_reasons_id: Mapped[int | None] = mapped_column(ForeignKey("texts.id"))  # every NVML reason seen
     value: Mapped[float | None] = mapped_column(Float)  # the median of the samples
     mean: Mapped[float | None] = mapped_column(Float)
     minimum: Mapped[float | None] = mapped_column(Float)
@@ -118,15 +156,10 @@ class Measurement(Base):
     stdev: Mapped[float | None] = mapped_column(Float)
     spread: Mapped[float | None] = mapped_column(Float)  # IQR / median
     n_samples: Mapped[int] = mapped_column(Integer, default=0)
-    launch: Mapped[str] = mapped_column(Text, default="{}")  # JSON launch key (measurement.launch_key)
     sm_clock_mhz: Mapped[float | None] = mapped_column(Float)  # measured in the kernel
     valid: Mapped[bool] = mapped_column(Boolean)
-    status: Mapped[str] = mapped_column(String(8))  # valid, invalid (SASS/validation), fault (crash/hang)
     error: Mapped[str | None] = mapped_column(Text)
     validation_max_error: Mapped[float | None] = mapped_column(Float)
-    input_distribution: Mapped[str | None] = mapped_column(String(64))
-    notes: Mapped[str | None] = mapped_column(Text)
-    stop_reason: Mapped[str | None] = mapped_column(String(64))  # why sampling stopped
     created_at: Mapped[datetime] = mapped_column(DateTime)
     # How the GPU behaved while the samples were taken (NVML, harness/telemetry.py).
     telemetry_samples: Mapped[int] = mapped_column(Integer, default=0)
@@ -134,18 +167,22 @@ class Measurement(Base):
     nvml_mem_clock_mhz: Mapped[float | None] = mapped_column(Float)  # median
     power_w: Mapped[float | None] = mapped_column(Float)  # maximum
     temperature_c: Mapped[float | None] = mapped_column(Float)  # maximum
-    throttle_reasons: Mapped[str | None] = mapped_column(Text)  # every NVML clock-event reason seen
     throttled: Mapped[bool | None] = mapped_column(Boolean)  # thermal or hardware slowdown seen
     power_capped: Mapped[bool | None] = mapped_column(Boolean)  # software power cap seen
     other_processes: Mapped[int | None] = mapped_column(Integer)  # most other compute processes seen
 
 
 class SampleArray(Base):
-    """A measurement's raw samples as one JSON array (the `samples` view lists them one per row)."""
+    """A measurement's raw samples as one JSON array (the `samples` view lists them one per row), or,
+    where another array of its case and launch gives them exactly, that rule:
+    sample i = (sample i of `derived_from` - subtract) / divide_by."""
 
     __tablename__ = "sample_arrays"
-    measurement_id: Mapped[int] = mapped_column(ForeignKey("measurements.id"), primary_key=True)
-    samples: Mapped[str] = mapped_column(Text)
+    measurement_id: Mapped[int] = mapped_column(ForeignKey("measurement_rows.id"), primary_key=True)
+    samples: Mapped[str | None] = mapped_column(Text)
+    derived_from: Mapped[int | None] = mapped_column(ForeignKey("measurement_rows.id"))
+    subtract: Mapped[float | None] = mapped_column(Float)
+    divide_by: Mapped[float | None] = mapped_column(Float)
 
     @staticmethod
     def encode(values) -> str:
@@ -153,8 +190,18 @@ class SampleArray(Base):
         return json.dumps([int(v) if float(v).is_integer() and abs(v) < 2 ** 53 else float(v) for v in values],
                           separators=(",", ":"))
 
-    def values(self) -> list[float]:
-        return [float(v) for v in json.loads(self.samples)]
+    @staticmethod
+    def derivation(source, values) -> tuple[float, float] | None:
+        """(subtract, divide_by) such that (s - subtract) / divide_by == v for every pair, in float64,
+        exactly (the samples view repeats the same two IEEE operations); None if there is none."""
+        if len(source) != len(values) or not len(values):
+            return None
+        s0, v0 = float(source[0]), float(values[0])
+        candidates = [(s0 - v0, 1.0)] + ([(0.0, s0 / v0)] if v0 != 0.0 and s0 != 0.0 else [])
+        for subtract, divide_by in candidates:
+            if all((float(s) - subtract) / divide_by == float(v) for s, v in zip(source, values)):
+                return subtract, divide_by
+        return None
 
 
 class ReferenceFigure(Base):
