@@ -89,7 +89,7 @@ def test_the_report(db, tmp_path):
     assert "abc123" in text and "![wgmma: issue interval against N](issue_interval_vs_n.png)" in text
     assert text.rstrip().endswith(f"every number comes from sqlite:///{db}.")
     page = report.html.read_text()
-    assert page.count("data:image/png;base64,") == 3 and not re.search(r"(src|href)=['\"]http", page)
+    assert page.count("data:image/png;base64,") == 4 and not re.search(r"(src|href)=['\"]http", page)
 
 
 def test_cli_compare_model_advise_report_references(db, tmp_path):

@@ -98,3 +98,32 @@ def test_swapab_large_shapes_and_bad_sizes():
     assert perfmodel.swapab(64, 64, 16, perfmodel.datasheet("H20")).recommendation.startswith("either")
     with pytest.raises(SpecError, match="--m must be a positive size"):
         perfmodel.swapab(0, 64, 16, perfmodel.datasheet("H20"))
+
+
+def test_the_per_type_fit_keeps_sparse_apart_and_ignores_other_layouts():
+    """Synthetic intervals from the datasheet model, except sparse RS whose floor is 16 (measured on H100
+    and H200) and a layout case given an absurd value: the dense fit must not see either."""
+    import pandas as pd
+
+    from harness.families.wgmma.cases import WgmmaCase
+    from harness.families.wgmma.fitting import WgmmaModel
+
+    params = perfmodel.datasheet("H100 SXM5")
+    rows = []
+    for sparse in (False, True):
+        for ops in ("SS", "RS"):
+            for n in range(8, 257, 8):
+                case = WgmmaCase(64, n, 32 if sparse else 16, "f16", "f16", "f32", ops, sparse)
+                value = perfmodel.predict(case, params).cycles
+                if sparse and ops == "RS":
+                    value = max(value, 16.0)
+                rows.append((str(case), value))
+    rows.append(("wgmma.mma_async.m64n64k16.f32.f16.f16.SS.K-SW128", 1000.0))
+    frame = pd.DataFrame(rows, columns=["case_id", "value"]).assign(metric="issue_interval_cycles")
+    fits = WgmmaModel().fit(frame, "NVIDIA H100 80GB HBM3", "test")
+    assert sorted(fits.fits) == ["f16/f32", "f16/f32 sparse"]
+    dense, sparse = fits.fits["f16/f32"], fits.fits["f16/f32 sparse"]
+    assert len(dense.residuals) == 64 and dense.rms < 1e-9 and dense.params.l_min == pytest.approx(13)
+    assert sparse.params.l_min == pytest.approx(16) and sparse.rms < 1e-9
+    table = fits.parameters.set_index("types")
+    assert table.loc["f16/f32 sparse", "crossover_N_SS"] == float("inf")  # SS sparse: shared memory bound

@@ -132,7 +132,17 @@ def test_input_distributions(pattern, low, high):
             assert pattern == "zeros" or len(np.unique(v)) > 1
 
 
+def test_the_paper_programs_fill():
+    """uniform11 is HPMLL's `random`: uniform(-1, 1) for float types, every value of an integer type."""
+    rng = np.random.default_rng(0)
+    f16 = wgmma.inputs(parse_case_id("wgmma.mma_async.m64n256k16.f32.f16.f16.SS"), rng, "uniform11").values["a"]
+    assert -1 <= f16.min() < -0.9 and 0.9 < f16.max() < 1
+    s8 = wgmma.inputs(parse_case_id("wgmma.mma_async.m64n256k32.s32.s8.s8.SS"), rng, "uniform11").values["b"]
+    assert s8.min() == -128 and s8.max() == 127
+
+
 def test_throughput_at_n256_is_measured_on_every_distribution():
     plan = wgmma.plan(parse_case_id("wgmma.mma_async.m64n256k16.f32.f16.f16.SS"))
-    assert sorted(s.inputs for s in plan if getattr(s, "inputs", None)) == ["small-int", "uniform01", "zeros"]
+    assert sorted(s.inputs for s in plan if getattr(s, "inputs", None)) == ["small-int", "uniform01", "uniform11",
+                                                                            "zeros"]
     assert not [s for s in wgmma.plan(parse_case_id("wgmma.mma_async.m64n128k16.f32.f16.f16.SS")) if getattr(s, "inputs", None)]

@@ -51,7 +51,7 @@ def measured(store: Store, run_id: int, include_flagged: bool = False) -> pd.Dat
     flagged = "" if include_flagged else "AND NOT flagged"
     return store.query(f"""
         SELECT run_id, gpu_name, sm_count, family, case_id, instruction, n, dtype_a, dtype_b, dtype_acc, operands, sparse,
-               metric, launch, value, spread, sm_clock_mhz, unit, emulated, executes
+               metric, launch, value, spread, sm_clock_mhz, nvml_sm_clock_mhz, unit, emulated, executes
         FROM results WHERE run_id = {int(run_id)} AND valid {flagged} AND value IS NOT NULL
         ORDER BY family, case_id, metric, launch""")
 

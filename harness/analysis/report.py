@@ -178,17 +178,40 @@ def _sections(store: Store, run_id: int, facts: dict, against: pd.DataFrame, fam
                   "deliver, not a tensor-core rate."]
     paper = _paper_table(against)
     fleet = _fleet_section(store, facts)
+    spread = _spread_section(store, run_id)
     return [
         ("Summary", summary, None),
         *family_sections,
         *([("Against the paper (H800 PCIe, arXiv 2402.13499)", [], paper)] if len(paper) else []),
         *([("Tensor-core rates by family", rates_text, rates)] if len(rates) else []),
         *fleet,
+        *spread,
         ("Disagreements", ["Rows where the measurement and the paper or the datasheet model differ by more than "
                            "the measurement's spread plus 3 %." if len(disagree) else "None."],
          disagree_table if len(disagree) else None),
         ("Provenance", [], provenance),
     ]
+
+
+SPREAD_LIMIT = 0.01  # repeated cycle measurements that spread more than this are listed
+
+
+def _spread_section(store: Store, run_id: int) -> list:
+    """The cycle measurements of the run (metrics counted by clock64) whose samples spread by more than
+    SPREAD_LIMIT (interquartile range over the median): where a number is less settled than the rest."""
+    from harness.analysis import metrics
+
+    cycle_metrics = ", ".join(f"'{name}'" for name in metrics.names("cycles"))
+    rows = store.query(f"""SELECT case_id, metric, launch, value, spread, n_samples FROM results
+                          WHERE run_id = {int(run_id)} AND valid AND metric IN ({cycle_metrics})
+                          AND spread > {SPREAD_LIMIT} ORDER BY spread DESC""")
+    total = store.query(f"""SELECT COUNT(*) AS n FROM results WHERE run_id = {int(run_id)} AND valid
+                           AND metric IN ({cycle_metrics}) AND spread IS NOT NULL""").n[0]
+    text = [f"{len(rows)} of {int(total)} cycle measurements (clock64, independent of the clock) spread by more "
+            f"than {SPREAD_LIMIT:.0%} (interquartile range over the median of their samples)"
+            + (": the rows below, widest first. Their medians are what the tables use." if len(rows) else ".")]
+    return [("Repeatability: cycle measurements that spread more than 1 %", text,
+             rows.assign(spread=rows.spread.round(4), value=rows.value.round(3)) if len(rows) else None)]
 
 
 def _fleet_section(store: Store, facts: dict) -> list:

@@ -44,6 +44,9 @@ INPUT_DISTRIBUTIONS = {
     "uniform01": lambda c: (f"uniform in [0, 1) rounded to {c.dtype_a}/{c.dtype_b} (a C rand()/RAND_MAX fill)"
                             if c.dtype_a not in dtypes.INTEGER_RANGE else "uniform over {0, 1}"),
     "small-int": lambda c: "integers in [-2, 2] (unsigned: [0, 2]; b1: 0/1)",
+    "uniform11": lambda c: (f"uniform in [-1, 1) rounded to {c.dtype_a}/{c.dtype_b} (the paper's program's "
+                            f"random fill)" if c.dtype_a not in dtypes.INTEGER_RANGE
+                            else f"uniform over the {c.dtype_a}/{c.dtype_b} values (the paper's program's random fill)"),
 }
 DISTRIBUTION_N = 256  # the N whose throughput is measured on every input distribution
 
@@ -279,7 +282,9 @@ class WgmmaFamily:
         """Exactly representable values of `pattern` (INPUT_DISTRIBUTIONS): "random" is uniform over an
         integer type's range (0/1 for b1), else normal(0,1) rounded to the type (fp8 through ml_dtypes,
         tf32 by masking the low mantissa); "uniform01" uniform in [0, 1) rounded (0/1 for integer
-        types); "small-int" integers in [-2, 2] ([0, 2] unsigned, 0/1 for b1); "zeros" zeros."""
+        types); "uniform11" uniform in [-1, 1) rounded, as HPMLL/NVIDIA-Hopper-Benchmark's throughput
+        program fills A and B (integer types: uniform over the type's values, as it does);
+        "small-int" integers in [-2, 2] ([0, 2] unsigned, 0/1 for b1); "zeros" zeros."""
         low, high = dtypes.INTEGER_RANGE.get(dtype, (-2, 2))
         if pattern == "zeros":
             return np.zeros(shape)
@@ -288,7 +293,8 @@ class WgmmaFamily:
         if dtype in dtypes.INTEGER_RANGE:
             low, high = (0, 1) if pattern == "uniform01" else (low, high)
             return rng.integers(low, high + 1, shape).astype(np.float64)
-        return dtypes.round_to(dtype, rng.random(shape) if pattern == "uniform01" else rng.standard_normal(shape))
+        drawn = {"uniform01": lambda: rng.random(shape), "uniform11": lambda: rng.uniform(-1.0, 1.0, shape)}
+        return dtypes.round_to(dtype, drawn.get(pattern, lambda: rng.standard_normal(shape))())
 
     @staticmethod
     def reference(case: WgmmaCase, inputs: Inputs) -> np.ndarray:

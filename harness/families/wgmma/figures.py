@@ -7,18 +7,23 @@ import numpy as np
 import pandas as pd
 
 from harness.families.wgmma import model as perfmodel
-from harness.families.wgmma.cases import K_OF, WgmmaCase
+from harness.families.wgmma.cases import DEFAULT_LAYOUT, K_OF, WgmmaCase, parse
+from harness.families.wgmma.fitting import SPARSE
 
 DTYPE_ORDER = ("f16/f32", "f16/f16", "bf16/f32")
 COLORS = {"SS": "#1f77b4", "RS": "#d62728"}
 PAPER_GPU = "H800 PCIe"
 PAPER_N_TICKS = [8, 16, 32, 64, 128, 256]
+PANELS_PER_ROW = 6
+LAYOUT_NOISE = 0.01  # a layout "changes" the interval when it moves it by more than this fraction
 
 
 def _paper_points(store) -> pd.DataFrame:
-    return store.query(f"""SELECT n, operands, dtype_a || '/' || dtype_acc AS types, value FROM reference_values
-                          WHERE gpu_name = '{PAPER_GPU}' AND metric = 'issue_interval_cycles'
-                          AND case_id LIKE 'wgmma.%' AND NOT sparse AND k = 16""").drop_duplicates()
+    frame = store.query(f"""SELECT n, operands, dtype_a || '/' || dtype_acc AS types, sparse, value
+                           FROM reference_values WHERE gpu_name = '{PAPER_GPU}' AND metric = 'issue_interval_cycles'
+                           AND case_id LIKE 'wgmma.%'""").drop_duplicates()
+    frame["key"] = frame.types + np.where(frame["sparse"].astype(bool), SPARSE, "")
+    return frame
 
 
 def _type_keys(frame: pd.DataFrame) -> list[str]:
@@ -29,37 +34,50 @@ def _type_keys(frame: pd.DataFrame) -> list[str]:
 
 
 def _figure_intervals(path, intervals: pd.DataFrame, fits, paper: pd.DataFrame, title: str) -> None:
+    """Types side by side (columns), dense above sparse (rows): measured SS and RS, the model fitted to
+    each, and the paper's points."""
     import matplotlib.pyplot as plt
 
     keys = _type_keys(intervals)
-    fig, axes = plt.subplots(1, len(keys), figsize=(5.2 * len(keys), 4.4), sharey=True, squeeze=False)
+    panels = [(key, sparse) for sparse in (False, True) for key in keys
+              if ((intervals.types == key) & (intervals["sparse"].astype(bool) == sparse)).any()]
+    columns = min(PANELS_PER_ROW, len(panels))
+    rows = -(-len(panels) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(3.4 * columns, 3.0 * rows), sharey=True, squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
     grid = np.arange(8, 257, 8)
-    for ax, key in zip(axes[0], keys):
+    for ax, (key, sparse) in zip(axes.flat, panels):
         a, acc = key.split("/")
-        fit = fits.fits.get(key) if fits else None
+        fit_key = key + (SPARSE if sparse else "")
+        fit = fits.fits.get(fit_key) if fits else None
+        k = K_OF[a] * (2 if sparse else 1)
+        mine = intervals[(intervals.types == key) & (intervals["sparse"].astype(bool) == sparse)]
         for ops in ("SS", "RS"):
-            data = intervals[(intervals.types == key) & (intervals.operands == ops)].sort_values("n")
-            ax.plot(data.n, data.value, "o", ms=4, color=COLORS[ops], label=f"measured {ops}")
+            data = mine[mine.operands == ops].sort_values("n")
+            ax.plot(data.n, data.value, "o", ms=3, color=COLORS[ops], label=f"measured {ops}")
             if fit is not None:  # b1 has no model
-                model = [perfmodel.predict(WgmmaCase(64, int(n), K_OF[a], a, a, acc, ops), fit.params).cycles
+                model = [perfmodel.predict(WgmmaCase(64, int(n), k, a, a, acc, ops, sparse), fit.params).cycles
                          for n in grid]
                 ax.plot(grid, model, "-", lw=1.2, color=COLORS[ops], alpha=0.6, label=f"fitted model {ops}")
-            points = paper[(paper.types == key) & (paper.operands == ops)]
+            points = paper[(paper.key == fit_key) & (paper.operands == ops)]
             if len(points):
-                ax.plot(points.n, points.value, "s", ms=10, mfc="none", mew=1.5, color="black",
-                        label=f"paper (H800 PCIe) {ops}" if ops == "SS" else "_nolegend_")
-        ax.set_title(f"{a} inputs, {acc} accumulate")
-        ax.set_xlabel(f"N (m64nNk{K_OF[a]})")
+                ax.plot(points.n, points.value, "s", ms=9, mfc="none", mew=1.3, color=COLORS[ops],
+                        label=f"paper (H800 PCIe) {ops}")
+        ax.set_title(f"{'sparse' if sparse else 'dense'} {a} -> {acc}", fontsize=10)
+        ax.set_xlabel(f"N (m64nNk{k})", fontsize=8)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log", base=2)
-        ax.set_xticks(PAPER_N_TICKS, labels=[str(n) for n in PAPER_N_TICKS])
-        ax.set_yticks([8, 16, 32, 64, 128], labels=["8", "16", "32", "64", "128"])
+        ax.set_xticks(PAPER_N_TICKS, labels=[str(n) for n in PAPER_N_TICKS], fontsize=7)
+        ax.set_yticks([8, 16, 32, 64, 128, 256], labels=["8", "16", "32", "64", "128", "256"], fontsize=7)
         ax.grid(True, which="major", alpha=0.3)
-    axes[0][0].set_ylabel("issue interval (cycles per wgmma)")
-    axes[0][0].legend(fontsize=8, loc="upper left")
+    for row in axes:
+        row[0].set_ylabel("cycles per wgmma")
+    handles = {label: h for ax in axes.flat for h, label in zip(*ax.get_legend_handles_labels())}
+    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=len(handles), fontsize=8)
     fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    fig.savefig(path, dpi=100)
     plt.close(fig)
 
 
@@ -109,14 +127,82 @@ def _figure_residuals(path, fits, title: str) -> None:
     plt.close(fig)
 
 
+def _layout_table(intervals: pd.DataFrame) -> pd.DataFrame:
+    """Per type, layout and operand mode: the largest change of the issue interval against the same
+    instruction in the default layout (K-major, no swizzle)."""
+    from dataclasses import replace
+
+    default = intervals[intervals.layout_key == DEFAULT_LAYOUT].set_index("case_id").value
+    others = intervals[intervals.layout_key != DEFAULT_LAYOUT].copy()
+    others["base"] = [default.get(str(replace(parse(case_id), layout=DEFAULT_LAYOUT)), np.nan)
+                      for case_id in others.case_id]
+    others["change"] = others.value - others.base
+    rows = []
+    for (types, b, ops, layout), group in others.groupby(["types", "dtype_b", "operands", "layout_key"]):
+        rows.append({"types": types if b == types.split("/")[0] else f"{types} (B {b})", "operands": ops,
+                     "layout": layout, "N": ", ".join(str(int(n)) for n in sorted(group.n)),
+                     "max |change| (cycles)": group.change.abs().max(),
+                     "max |change| / interval": (group.change.abs() / group.base).max()})
+    return pd.DataFrame(rows)
+
+
+def _figure_inputs(path, inputs: pd.DataFrame, title: str) -> None:
+    """Throughput at N = 256 (SS, one warpgroup) by input distribution, types side by side, with the
+    in-kernel and NVML clocks."""
+    import matplotlib.pyplot as plt
+
+    keys = _type_keys(inputs)
+    order = [d for d in ("zeros", "small-int", "uniform01", "uniform11", "normal") if d in set(inputs.inputs)]
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(max(7.0, 1.3 * len(keys)), 6.4), sharex=True)
+    width = 0.8 / max(1, len(order))
+    x = np.arange(len(keys))
+    best = inputs.groupby("types").value.max().reindex(keys)
+    for i, dist in enumerate(order):
+        rows = inputs[inputs.inputs == dist].set_index("types").reindex(keys)
+        top.bar(x + i * width, rows.value / best, width, label=dist)
+        bottom.bar(x + i * width, rows.sm_clock_mhz, width, label=f"{dist}: in-kernel clock")
+    nvml = inputs.groupby("types").nvml_sm_clock_mhz.median().reindex(keys)
+    bottom.plot(x + 0.4 - width / 2, nvml, "k_", ms=22, mew=2, label="NVML SM clock (median)")
+    top.set_ylabel("whole-GPU rate / the type's best")
+    top.set_ylim(0.8, 1.01)
+    bottom.set_ylabel("SM clock (MHz)")
+    bottom.set_ylim(min(1000.0, float(np.nanmin(inputs.sm_clock_mhz)) - 100), None)
+    bottom.set_xticks(x + 0.4 - width / 2, labels=keys, rotation=30, fontsize=8)
+    top.legend(fontsize=8, ncol=len(order))
+    bottom.legend(fontsize=7, ncol=3, loc="lower right")
+    for ax in (top, bottom):
+        ax.grid(True, axis="y", alpha=0.3)
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _inputs_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """throughput_tflops at N = 256, SS, one warpgroup, default layout, dense: one row per type and input
+    distribution (the launch without an `inputs` key is the normal(0,1) one)."""
+    import json
+
+    rows = frame[(frame.metric == "throughput_tflops") & (frame.n == 256) & (frame.operands == "SS")
+                 & (~frame["sparse"].astype(bool)) & (frame.layout_key == DEFAULT_LAYOUT)
+                 & (frame.warpgroups == 1) & (frame.dtype_a == frame.dtype_b)
+                 & np.array([not parse(case_id).satfinite for case_id in frame.case_id])].copy()
+    rows["inputs"] = [json.loads(launch).get("inputs", "normal") for launch in rows.launch]
+    return rows
+
+
 def figures(ctx) -> list:
     """[(heading, paragraphs, Path | DataFrame | None)] for the report (harness/analysis/report.py)."""
     import json
 
     frame = ctx.measured[ctx.measured.family == "wgmma"].copy()
+    if frame.empty:
+        return []
     frame["types"] = frame.dtype_a + "/" + frame.dtype_acc
     frame["warpgroups"] = [json.loads(launch).get("warpgroups") for launch in frame.launch]
-    intervals = frame[frame.metric == "issue_interval_cycles"]
+    frame["layout_key"] = [parse(case_id).layout for case_id in frame.case_id]
+    every_layout = frame[frame.metric == "issue_interval_cycles"]
+    intervals = every_layout[every_layout.layout_key == DEFAULT_LAYOUT]
     if intervals.empty:
         return []
     from harness.families.wgmma.fitting import WgmmaModel
@@ -125,34 +211,65 @@ def figures(ctx) -> list:
     if fits is not None and not fits.fits:
         fits = None  # only types without a model (b1)
     gpu, run = ctx.gpu, ctx.run_id
-    paths = [ctx.directory / name for name in ("issue_interval_vs_n.png", "sm_throughput_vs_n.png", "residuals.png")]
+    paths = [ctx.directory / name for name in ("issue_interval_vs_n.png", "sm_throughput_vs_n.png", "residuals.png",
+                                                "inputs_vs_clock.png")]
     _figure_intervals(paths[0], intervals, fits, _paper_points(ctx.store),
-                      f"{gpu}, run {run}: wgmma issue interval against N (measured, fitted model, paper)")
+                      f"{gpu}, run {run}: wgmma issue interval against N, every type (measured, fitted model, paper)")
     _figure_throughput(paths[1], frame, f"{gpu}, run {run}: tensor-core throughput per SM (clock-independent)")
-    throughput = ("wgmma: throughput against N", [
-        "Work per cycle per SM with W warpgroups per SM on every SM, for the run's first input type; the "
-        "peak is 4 tensor cores x 1024 FLOP per cycle for 16-bit inputs (half for tf32, twice for fp8 and "
-        "int8). The W lines lie on top of each other: one warpgroup's chain already keeps the tensor cores "
-        "as busy as four do."], paths[1])
+    sections = [("wgmma: issue interval against N", [
+        "Cycles per wgmma in a chain of one warpgroup, default layout (K-major, no swizzle); dense above, "
+        "sparse below; the model is fitted to each panel alone (harness/families/wgmma/model.py)."], paths[0]),
+        ("wgmma: throughput against N", [
+            "Work per cycle per SM with W warpgroups per SM on every SM, for the run's first input type; the "
+            "peak is 4 tensor cores x 1024 FLOP per cycle for 16-bit inputs (half for tf32, twice for fp8 and "
+            "int8)."], paths[1])]
+    layouts = _layout_table(every_layout)
+    if len(layouts):
+        worst = layouts["max |change| (cycles)"].max()
+        relative = layouts["max |change| / interval"].max()
+        verdict = (f"No layout changes the issue interval: across every swizzle and major-ness, N and operand "
+                   f"mode, the interval differs from the default layout's by at most {worst:.3g} cycles "
+                   f"({relative:.2%}), within the chain's noise (under 1 %)." if relative < LAYOUT_NOISE else
+                   f"The layout changes the issue interval by up to {worst:.3g} cycles ({relative:.1%}): see "
+                   f"the rows below.")
+        sections.append(("wgmma: shared-memory layouts", [verdict], layouts))
+    inputs = _inputs_frame(frame)
+    if inputs.inputs.nunique() > 1:
+        _figure_inputs(paths[3], inputs, f"{gpu}, run {run}: whole-GPU rate by input distribution, N = 256 SS")
+        rate = inputs.value / inputs.groupby("types").value.transform("max")
+        clock = inputs.sm_clock_mhz / inputs.groupby("types").sm_clock_mhz.transform("max")
+        follows = (f"Across types and inputs the TFLOPS follow the in-kernel clock (correlation of the two, each "
+                   f"relative to its type's best: {np.corrcoef(rate, clock)[0, 1]:.3f}); FLOP per cycle does not "
+                   f"move." if rate.std() > 0 and clock.std() > 0 else
+                   "The in-kernel clock and the rate did not move with the inputs in this run.")
+        table = inputs.pivot_table(index="types", columns="inputs", values=["value", "sm_clock_mhz"]).round(0)
+        table.columns = [f"{'TFLOPS' if what == 'value' else 'MHz'} {dist}" for what, dist in table.columns]
+        nvml = inputs.nvml_sm_clock_mhz.dropna()
+        sections.append(("wgmma: inputs and the clock", [
+            "The same instruction on different data: the whole-GPU rate (CUDA events) and the SM clock measured "
+            "in the kernel (%clock64 against %globaltimer) for each input distribution, with NVML's SM clock. "
+            + (f"NVML reported {nvml.min():.0f}-{nvml.max():.0f} MHz throughout; " if len(nvml) else
+               "NVML reported no SM clock (no telemetry); ")
+            + f"the in-kernel clock ranged "
+            f"{inputs.sm_clock_mhz.min():.0f}-{inputs.sm_clock_mhz.max():.0f} MHz. {follows}"], paths[3]))
+        sections.append(("wgmma: inputs and the clock, the numbers", [], table.reset_index()))
     if fits is None:
-        return [("wgmma: issue interval against N", [], paths[0]), throughput]
+        return sections
     _figure_residuals(paths[2], fits, f"{gpu}, run {run}: residuals of the fitted model")
     params = fits.parameters
     prior = fits.prior
     worst = fits.residuals.residual.abs().max()
     fit_text = [
-        f"Fitted model: B_smem = {params.B_smem.min():g}..{params.B_smem.max():g} B/cycle/SM, "
-        f"F_tc = {params.F_tc.min():g}..{params.F_tc.max():g} FLOP/cycle per tensor core, "
-        f"L_min = {params.L_min.min():g}..{params.L_min.max():g} cycles (starting from {prior.b_smem:g}, "
-        f"{prior.f_tc:g}, {prior.l_min:g}: {prior.source}); the largest residual is {worst:.3f} cycles "
-        f"over {len(fits.residuals)} cases.",
-        "Least squares per dtype (harness/families/wgmma/model.py fit): each case is assigned to the term "
+        f"Fitted per type, dense and sparse apart: B_smem = {params.B_smem.min():g}..{params.B_smem.max():g} "
+        f"B/cycle/SM, F_tc = {params.F_tc.min():g}..{params.F_tc.max():g} dense 16-bit FLOP/cycle per tensor "
+        f"core (the dtype's rate, and twice it for sparse, applied on top), L_min = {params.L_min.min():g}.."
+        f"{params.L_min.max():g} cycles (starting from {prior.b_smem:g}, {prior.f_tc:g}, {prior.l_min:g}: "
+        f"{prior.source}); the largest residual is {worst:.3f} cycles over {len(fits.residuals)} cases.",
+        "Least squares per panel (harness/families/wgmma/model.py fit): each case is assigned to the term "
         "that bounds it, each term is fitted on its cases, until the assignment is stable. Crossover N: where "
         "the instruction turns tensor-core bound (SS: arithmetic overtakes reading A and B; RS: overtakes "
         "the floor)."]
-    return [
-        ("wgmma: issue interval against N", [], paths[0]),
-        throughput,
+    return sections + [
         ("wgmma: fitted model", fit_text, params.round(4)),
         ("wgmma: residuals", [], paths[2]),
     ]

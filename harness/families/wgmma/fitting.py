@@ -9,13 +9,15 @@ import pandas as pd
 
 from harness.errors import SpecError
 from harness.families.wgmma import model as perfmodel
-from harness.families.wgmma.cases import parse
+from harness.families.wgmma.cases import DEFAULT_LAYOUT, parse
+
+SPARSE = " sparse"  # the suffix of a fit key of the sparse instruction
 
 
 @dataclass(frozen=True)
 class FitReport:
     gpu: str
-    fits: dict[str, perfmodel.Fit]  # by "dtype_a/dtype_acc"
+    fits: dict[str, perfmodel.Fit]  # by "dtype_a/dtype_acc", plus " sparse" for the sparse instruction
     prior: perfmodel.Params
 
     @property
@@ -23,10 +25,12 @@ class FitReport:
         rows = []
         for key, fit in self.fits.items():
             p = fit.params
+            dtype, sparse = key.split("/")[0], key.endswith(SPARSE)
+            k = fit.residuals[0][0].k if fit.residuals else 16
             rows.append({"gpu": self.gpu, "types": key, "B_smem": round(p.b_smem, 3), "F_tc": round(p.f_tc, 2),
                          "L_min": round(p.l_min, 3), "points": len(fit.residuals), "rms_cycles": fit.rms,
-                         "crossover_N_SS": perfmodel.crossover_n(key.split("/")[0], "SS", p),
-                         "crossover_N_RS": perfmodel.crossover_n(key.split("/")[0], "RS", p)})
+                         "crossover_N_SS": perfmodel.crossover_n(dtype, "SS", p, sparse, k),
+                         "crossover_N_RS": perfmodel.crossover_n(dtype, "RS", p, sparse, k)})
         return pd.DataFrame(rows)
 
     @property
@@ -37,8 +41,9 @@ class FitReport:
         return pd.DataFrame(rows)
 
     def params_for(self, dtype_a: str) -> perfmodel.Params:
+        """The dense fit of `dtype_a` (its first accumulator type)."""
         for key, fit in self.fits.items():
-            if key.startswith(dtype_a + "/"):
+            if key.startswith(dtype_a + "/") and not key.endswith(SPARSE):
                 return fit.params
         raise SpecError(f"no {dtype_a} issue intervals were fitted")
 
@@ -70,10 +75,14 @@ class WgmmaModel:
             start = perfmodel.datasheet("H100 SXM5")
             prior = replace(start, source=f"no gpu_specs.csv row for {gpu}: started from the H100 SXM5's")
         prior = replace(prior, gpu=gpu)
-        fits = {}
-        for (a, acc), group in frame.groupby(["dtype_a", "dtype_acc"]):
-            if a not in perfmodel.DTYPE_RATE:
-                continue
-            points = [(parse(c), float(v)) for c, v in zip(group.case_id, group.value)]
-            fits[f"{a}/{acc}"] = perfmodel.fit(points, prior, source)
+        cases = [parse(c) for c in frame.case_id]
+        # One fit per instruction and types: dense and sparse apart (sparse has its own floor: 16 cycles
+        # in RS at N = 8 where dense has 13), each over the default layout (the layout cases repeat
+        # some N in other layouts: the interval is the same, and they would weigh those N twice).
+        points: dict[str, list] = {}
+        for case, value in zip(cases, frame.value):
+            if case.dtype_a in perfmodel.DTYPE_RATE and case.layout == DEFAULT_LAYOUT:
+                key = f"{case.dtype_a}/{case.dtype_acc}{SPARSE if case.sparse else ''}"
+                points.setdefault(key, []).append((case, float(value)))
+        fits = {key: perfmodel.fit(group, prior, source) for key, group in sorted(points.items())}
         return FitReport(gpu, fits, prior)
