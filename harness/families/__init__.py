@@ -7,10 +7,10 @@ protocol of harness/families/base.py. Adding one is a new package and one entry 
 from __future__ import annotations
 
 from harness.errors import SpecError
-from harness.families import mma, wgmma
+from harness.families import mma, tma, wgmma
 from harness.families.base import Family
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (wgmma.FAMILY, mma.FAMILY, mma.LOADERS) if f is not None}
+FAMILIES: dict[str, Family] = {f.name: f for f in (wgmma.FAMILY, mma.FAMILY, mma.LOADERS, tma.FAMILY) if f is not None}
 
 
 def get(name: str) -> Family:

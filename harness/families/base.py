@@ -15,6 +15,8 @@ harness/families/ plus one line in the registry (harness/families/__init__.py).
     what people read                      describe(case) (bench show), headline(metric), notes(case)
     optional                              model (an analytical model: prior, predict, fit),
                                           figures(context) (report sections),
+                                          attach(case, probe, device) (GPU resources: buffers,
+                                          tensor maps, shared memory, extra kernel arguments),
                                           paper_case(figure) (a published figure's case id and metric)
 """
 
@@ -49,6 +51,7 @@ class Check:
     expected: np.ndarray
     tolerance: np.ndarray | float
     label: str
+    grid: int = 1  # blocks (a cluster kernel's cluster size)
 
 
 @dataclass(frozen=True)

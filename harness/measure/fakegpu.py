@@ -83,6 +83,9 @@ def _values(spec, case: Case, device: DeviceInfo, interval: float) -> list[tuple
     if isinstance(spec, methods.BracketedLatency):
         return [("latency_cycles", "cycles", interval + 40, spec.launch),
                 ("latency_raw_cycles", "cycles", interval + 90, spec.launch)]
+    if isinstance(spec, methods.Bandwidth):  # more in flight, more bytes per second, up to 3000 GB/s
+        return [("bandwidth_gbps", "GB/s", min(3000.0, 250.0 * point.blocks_per_sm * point.launch.get("stages", 4)),
+                 point.launch) for point in spec.points]
     rows = []
     for point in spec.points:
         per_sm = work.amount * min(point.units * point.per_iter, 4) / interval

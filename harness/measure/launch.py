@@ -1,5 +1,6 @@
 """Load a compiled probe into CuPy and launch its kernels with the common argument shape
-(const uint4* in, u32* out, long long* timing, int iters): ptx/common.cuh."""
+(const uint4* in, u32* out, long long* timing, int iters): ptx/common.cuh, followed by any arguments
+the family attaches (Family.attach: tensor maps, buffers), with the dynamic shared memory it asks for."""
 
 from __future__ import annotations
 
@@ -29,6 +30,9 @@ class LoadedProbe:
         self.module = cupy.RawModule(path=str(build.cubin_path))
         self.load(input_bytes)
         self.out_words = out_words
+        self.extra_args: tuple = ()  # appended to every launch's arguments (Family.attach)
+        self.dynamic_smem: dict[str, int] = {}  # kernel -> dynamic shared memory bytes (Family.attach)
+        self.resources: list = []  # GPU buffers the extra arguments point into, kept alive with the probe
 
     def load(self, input_bytes: np.ndarray) -> None:
         """Make `input_bytes` the input buffer of every later launch."""
@@ -42,12 +46,15 @@ class LoadedProbe:
     def run(self, kernel: str, grid: int, block: int, iters: int, timing_words: int) -> Launch:
         cupy = self._cupy
         function = self.module.get_function(kernel)
+        smem = self.dynamic_smem.get(kernel, 0)
+        if smem > 48 * 1024 and function.max_dynamic_shared_size_bytes < smem:
+            function.max_dynamic_shared_size_bytes = smem
         # Poison the outputs: a word the probe failed to write cannot pass validation.
         out = cupy.full(self.out_words, 0xFFFFFFFF, dtype=cupy.uint32)
         timing = cupy.full(timing_words, -1, dtype=cupy.int64)
         start, stop = cupy.cuda.Event(), cupy.cuda.Event()
         start.record()
-        function((grid,), (block,), (self.inputs, out, timing, np.int32(iters)))
+        function((grid,), (block,), (self.inputs, out, timing, np.int32(iters), *self.extra_args), shared_mem=smem)
         stop.record()
         stop.synchronize()
         return Launch(out.get(), timing.get(), cupy.cuda.get_elapsed_time(start, stop))

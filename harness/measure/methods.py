@@ -11,6 +11,8 @@ instructions each loop iteration issues, and the family says how much work one i
                        clock64 on every thread; the difference is the instruction's latency.
     OccupancySweep     every SM runs U units (warps, groups of warps) x ILP independent chains; work per
                        cycle per SM from clock64, and whole-GPU work per second from CUDA events.
+    Bandwidth          every SM runs B blocks that each move a known number of bytes per loop iteration;
+                       whole-GPU bytes per second from CUDA events, launches sized to a few milliseconds.
 
 Every kernel has the argument shape of ptx/common.cuh and writes one timing record per unit.
 """
@@ -61,6 +63,7 @@ class ChainSlope:
     notes: str | None = None
     short_bodies: int = 16  # chain lengths (in loop bodies) of the two launches
     long_bodies: int = 272
+    grid: int = 1  # blocks launched (a cluster kernel's cluster size); the first block's record is read
 
     def declares(self, work: Work) -> list[tuple[str, str]]:
         return [(self.metric, "cycles")]
@@ -75,6 +78,7 @@ class BracketedLatency:
     launch: dict = field(default_factory=dict)
     reps: int = 64  # repetitions per launch
     skip: int = 4  # first repetitions dropped (instruction cache, first touch)
+    grid: int = 1  # blocks launched (a cluster kernel's cluster size); block 0 writes the times
 
     def declares(self, work: Work) -> list[tuple[str, str]]:
         return [("latency_cycles", "cycles"), ("latency_raw_cycles", "cycles")]
@@ -106,13 +110,34 @@ class OccupancySweep:
         return names
 
 
+@dataclass(frozen=True)
+class BandwidthPoint:
+    kernel: str
+    blocks_per_sm: int
+    threads: int
+    bytes_per_iter: int  # bytes one block moves per loop iteration
+    launch: dict
+
+
+@dataclass(frozen=True)
+class Bandwidth:
+    points: tuple[BandwidthPoint, ...]
+    grid_multiple: int = 1  # the kernel's cluster size: the grid is a multiple of it
+    notes: str = ""
+    target_ms: float = 3.0  # the length of a timed launch
+
+    def declares(self, work: Work) -> list[tuple[str, str]]:
+        return [("bandwidth_gbps", "GB/s")] if self.points else []
+
+
 def throughput_unit(work: Work) -> str:
     return {"FLOP": "TFLOPS", "OP": "TOPS"}.get(work.unit, f"T{work.unit}/s")
 
 
 def run(spec, ctx: Context) -> list[Metric]:
     """The metrics of one spec; each is taken inside a telemetry window, whose state it carries."""
-    method = {ChainSlope: chain_slope, BracketedLatency: bracketed_latency, OccupancySweep: occupancy_sweep}
+    method = {ChainSlope: chain_slope, BracketedLatency: bracketed_latency, OccupancySweep: occupancy_sweep,
+              Bandwidth: bandwidth}
     return method[type(spec)](spec, ctx)
 
 
@@ -122,8 +147,8 @@ def chain_slope(spec: ChainSlope, ctx: Context) -> list[Metric]:
     clocks: list[float] = []
 
     def sample() -> float:
-        a = Records.from_words(ctx.probe.run(spec.kernel, 1, spec.threads, short, words).timing)
-        b = Records.from_words(ctx.probe.run(spec.kernel, 1, spec.threads, long_, words).timing)
+        a = Records.from_words(ctx.probe.run(spec.kernel, spec.grid, spec.threads, short, words).timing)
+        b = Records.from_words(ctx.probe.run(spec.kernel, spec.grid, spec.threads, long_, words).timing)
         clocks.append(b.sm_clock_mhz())
         return float(b.cycles[0] - a.cycles[0]) / ((long_ - short) * spec.per_iter)
 
@@ -137,8 +162,8 @@ def chain_slope(spec: ChainSlope, ctx: Context) -> list[Metric]:
 def bracketed_latency(spec: BracketedLatency, ctx: Context) -> list[Metric]:
     def series(kernel: str) -> np.ndarray:
         words = spec.reps * spec.threads
-        ctx.probe.run(kernel, 1, spec.threads, spec.reps, words)  # warm-up
-        launch = ctx.probe.run(kernel, 1, spec.threads, spec.reps, words)
+        ctx.probe.run(kernel, spec.grid, spec.threads, spec.reps, words)  # warm-up
+        launch = ctx.probe.run(kernel, spec.grid, spec.threads, spec.reps, words)
         per_rep = launch.timing.reshape(spec.reps, spec.threads)[:, 0]  # thread 0's view
         return per_rep[spec.skip:].astype(np.float64)
 
@@ -223,4 +248,40 @@ def _occupancy_sweep(spec: OccupancySweep, ctx: Context) -> list[Metric]:
                                       notes=f"peak {peak:.1f} at {clock:.0f} MHz", **common))
     if skipped and metrics:
         metrics[-1].notes += f"; not launched (too many threads for the kernel's registers): {skipped}"
+    return metrics
+
+
+CALIBRATION_COPIES = 32  # loop iterations of the first launch that sizes a bandwidth launch
+
+
+def bandwidth(spec: Bandwidth, ctx: Context) -> list[Metric]:
+    """Per point: two short launches size the loop to about `target_ms` (the second one long enough that
+    the launch's fixed cost no longer skews the estimate), then samples of bytes moved / event time."""
+    metrics = []
+    for point in spec.points:
+        grid = ctx.sm_count * point.blocks_per_sm // spec.grid_multiple * spec.grid_multiple
+        words = grid * RECORD_WORDS
+
+        def elapsed(iters: int) -> float:
+            return ctx.probe.run(point.kernel, grid, point.threads, iters, words).elapsed_ms
+
+        iters = CALIBRATION_COPIES
+        for _ in range(2):
+            iters = max(CALIBRATION_COPIES, int(iters * spec.target_ms / max(elapsed(iters), 1e-3)))
+        moved = grid * iters * point.bytes_per_iter
+        clocks: list[float] = []
+
+        def sample() -> float:
+            launch = ctx.probe.run(point.kernel, grid, point.threads, iters, words)
+            clocks.append(Records.from_words(launch.timing).sm_clock_mhz())
+            return moved / (launch.elapsed_ms * 1e-3) / 1e9
+
+        window = ctx.sampler.window()
+        with window:
+            collected = collect(sample, ctx.policy)
+        kept = len(collected.values)
+        note = f"{grid} blocks x {iters} iterations x {point.bytes_per_iter} B" + (f"; {spec.notes}" if spec.notes else "")
+        metrics.append(Metric("bandwidth_gbps", "GB/s", np.asarray(collected.values), dict(point.launch),
+                              sm_clock_mhz=float(np.median(clocks[-kept:])), notes=note,
+                              stop_reason=collected.stop_reason, gpu_state=window.state))
     return metrics

@@ -49,7 +49,7 @@ def validate(case: Case, probe, inputs) -> Validation:
     family = family_of(case)
     result = Validation(True, 0.0, None)
     for check in family.checks(case, inputs):
-        launch = probe.run(check.kernel, 1, check.threads, check.iters, check.timing_words)
+        launch = probe.run(check.kernel, check.grid, check.threads, check.iters, check.timing_words)
         tolerance = np.broadcast_to(np.asarray(check.tolerance, dtype=np.float64), check.expected.shape)
         result = compare(family.decode(case, launch.out), check.expected, tolerance, check.label)
         if not result.ok:
@@ -73,6 +73,8 @@ def measure_case(case: Case, build: Build, device: DeviceInfo, settings: RunSett
     inputs = family.inputs(case, np.random.default_rng(settings.seed))
     try:
         probe = LoadedProbe(build, inputs.buffer, family.output_words(case))
+        if hasattr(family, "attach"):  # the family's GPU resources: buffers, tensor maps, shared memory
+            family.attach(case, probe, device)
         validation = validate(case, probe, inputs)
         if not validation.ok:
             return unmeasured(case, f"validation failed: {validation.message}", build, check, metrics=declared,

@@ -1,0 +1,358 @@
+"""TMA and clusters (sm_90a): the Family object.
+
+Cases and ids: cases.py. What lands where (the source, boxes, swizzles): model.py. Probe template:
+ptx/tma.cu.in. Each copy case validates the bytes that landed (every CTA of a multicast, global
+memory for stores) for every kernel it times, then measures:
+
+    latency_cycles   one copy from issue to its mbarrier's completion (a store: to its bulk group's),
+                     net of the same arrive.expect_tx/try_wait sequence without the copy; from L2
+                     (the same tile again: launch {"source": "L2"}) and from HBM (a fresh tile each
+                     time, across a tensor several times the L2: {"source": "HBM"})
+    bandwidth_gbps   the whole GPU, CUDA events: one thread per block streaming copies with
+                     `stages` in flight, `blocks_per_sm` blocks per SM ({"stages", "blocks_per_sm"});
+                     a multicast counts the bytes that land in shared memory (each copy lands in
+                     every CTA of the cluster: global memory is read once per cluster)
+
+The baselines move 16-byte words with every thread (ld.global, the load roofline; cp.async;
+ld.global + st.shared into the same kind of shared ring); the mbarrier case times the barrier
+sequence alone; DSMEM cases chase pointers through, and stream from, another CTA's shared memory.
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+
+from harness.families.base import Check, Inputs, KernelExpectation, SassExpectation, Suite, Work
+from harness.families.tma import cases as _cases
+from harness.families.tma import model
+from harness.families.tma.cases import TmaCase
+from harness.measure.methods import Bandwidth, BandwidthPoint, BracketedLatency, ChainSlope
+
+OP_CODES = {"load": 0, "store": 1, "bulk": 2, "read": 3, "cp.async": 4, "ld+st": 5, "mbarrier": 6, "dsmem": 7}
+STAGES = (1, 2, 4, 8, 16)  # copies in flight per block: the stream kernels probe_stream_k<STAGES>
+BLOCKS_PER_SM = (1, 2, 4)
+MULTICAST_STAGES = (1, 2)  # a multicast stage holds CLUSTER boxes
+SMEM_PER_SM = 228 * 1024  # bytes of shared memory per SM (sm_90), 1 KB of it reserved per block
+SMEM_PER_BLOCK = 227 * 1024  # the most one block may have
+COPY_THREADS = 32  # copy kernels: one warp, thread 0 issues
+BASELINE_THREADS = 256
+BASELINE_BLOCKS_PER_SM = (1, 2, 4, 8)
+UNROLL = 4  # 16-byte accesses per thread per iteration (baselines, DSMEM stream)
+RING_WORDS = 8192  # DSMEM: 32 KB per CTA (THREADS x UNROLL 16-byte words: no two loads of a thread alike)
+DSMEM_THREADS = 512
+LATENCY_REPS = 64
+CHECK_REPS = 8  # repetitions of a latency check (the cold one: tiles 0, 97, ... 679)
+COLD_STRIDE = 97  # tiles between two cold repetitions (tiles of the tensor are 8 KB or more apart)
+SOURCE_L2_MULTIPLE = 8  # the source tensor is this many times the device's L2
+SOURCE_MIN_BYTES = 256 << 20
+POISON = 0xFFFFFFFF  # what LoadedProbe fills `out` with: words a kernel did not write
+
+
+def _mnemonic(case: TmaCase) -> str:
+    """SASS of the copy on sm_90a (ptxas 13): UTMALDG/UTMASTG.<rank>D, UBLKCP.S.G."""
+    if case.op == "load":
+        return f"UTMALDG.{case.rank}D" + (".MULTICAST" if case.multicast else "")
+    if case.op == "store":
+        return f"UTMASTG.{case.rank}D"
+    return "UBLKCP.S.G"
+
+
+def stage_bytes(case: TmaCase) -> int:
+    per_stage = case.box_bytes * (case.cluster if case.multicast else 1)
+    return -(-per_stage // model.STAGE_ALIGN) * model.STAGE_ALIGN
+
+
+def dynamic_smem(case: TmaCase, stages: int) -> int:
+    return stages * stage_bytes(case) + model.STAGE_ALIGN  # slack to align the first stage
+
+
+def stream_points(case: TmaCase) -> list[tuple[int, int]]:
+    """(stages, blocks per SM) that fit in shared memory."""
+    stages = MULTICAST_STAGES if case.multicast else STAGES
+    return [(k, b) for k in stages for b in BLOCKS_PER_SM
+            if dynamic_smem(case, k) <= SMEM_PER_BLOCK and b * (dynamic_smem(case, k) + 2048) <= SMEM_PER_SM]
+
+
+def stream_stages(case: TmaCase) -> tuple[int, ...]:
+    return tuple(sorted({k for k, _ in stream_points(case)}))
+
+
+def geometry(case: TmaCase, tiles: int) -> model.Geometry:
+    if case.op == "bulk":  # a contiguous run of bytes: a rank-1 tensor of bytes
+        return model.Geometry(1, 1, case.box, tiles)
+    return model.Geometry(case.rank, case.elem, case.box, tiles)
+
+
+def _suites() -> dict[str, Suite]:
+    return {
+        "tma": Suite("TMA and clusters: tensor loads (box size, element size, swizzle, rank 1-5, the map in global "
+                     "memory, multicast to 2/4/8 CTAs), tensor stores, bulk copies, the baselines (ld.global, "
+                     "cp.async, ld+st.shared), the mbarrier sequence, distributed shared memory",
+                     _cases.cases),
+        "tma-quick": Suite("one tensor load, one store, the read baseline and the barrier",
+                           lambda: [c for c in _cases.cases() if c.case_id in QUICK]),
+    }
+
+
+QUICK = ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128",
+         "cp.async.bulk.tensor.2d.global.shared::cta.tile.b16.box64x64.sw128", "ld.global.v4.u32",
+         "mbarrier.arrive.expect_tx.then.try_wait")
+
+
+class TmaFamily:
+    name = "tma"
+    description = "TMA and clusters: cp.async.bulk(.tensor) copies, multicast, mbarrier, distributed shared memory"
+    id_prefixes = ("cp.async.bulk", "cp.async.cg", "ld.global", "mbarrier.", "ld.shared::cluster")
+    example_id = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128"
+    template = "tma.cu.in"
+
+    cases = staticmethod(_cases.cases)
+    parse = staticmethod(_cases.parse)
+    check = staticmethod(_cases.check)
+    suites = staticmethod(_suites)
+
+    # -- the probe ---------------------------------------------------------------------------------
+
+    def template_params(self, case: TmaCase) -> dict[str, object]:
+        self.check(case)
+        rank = case.rank if case.tensor else 1
+        box = list(case.box if case.tensor else (case.box_bytes or 16,)) + [1] * (5 - rank)
+        coords = ", ".join(f"%{3 + d}" for d in range(rank))
+        kernels = "\n".join(f"KERNEL probe_stream_k{k}(ARGS) {{\n  planted_fault<PLANTED_FAULT>(iters, out);\n"
+                            f"  stream<{k}>(in, out, timing, iters, map, gmap, src, tiles);\n}}"
+                            for k in stream_stages(case)) if case.op in ("load", "store", "bulk") else ""
+        return {
+            "op": OP_CODES[case.op],
+            "rank": rank,
+            "box": ", ".join(map(str, box)),
+            "tiles": ", ".join(str(model.INNER_TILES) for _ in range(5)),
+            "box_bytes": case.box_bytes or 16,
+            "stage_bytes": stage_bytes(case) if case.box_bytes else model.STAGE_ALIGN,
+            "cluster": case.cluster,
+            "cluster_attr": f"__cluster_dims__({case.cluster}, 1, 1)" if case.cluster > 1 else "",
+            "gmap": "true" if case.gmap else "false",
+            "cold_stride": COLD_STRIDE,
+            "threads": DSMEM_THREADS if case.op == "dsmem" else BASELINE_THREADS,
+            "unroll": UNROLL,
+            "ring_words": RING_WORDS,
+            "elem": case.elem if case.tensor else 1,
+            "check_tile": model.check_tile(rank),
+            "load_instruction": f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+            "store_instruction": f"cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group",
+            "coord_operands": coords,
+            "coord_operands_store": ", ".join(f"%{2 + d}" for d in range(rank)),
+            "coord_inputs": ", ".join(f'"r"(k.c[{d}])' for d in range(rank)),
+            "mask_operand": 3 + rank,
+            "stream_kernels": kernels,
+        }
+
+    def sass_expectation(self, case: TmaCase) -> SassExpectation:
+        """The copy once in each copy kernel (nothing else may issue one); the baselines' UNROLL
+        16-byte accesses per loop body; the barrier's arrive; the DSMEM loads."""
+        if case.op in ("load", "store", "bulk"):
+            copy = KernelExpectation(_mnemonic(case), 1)
+            kernels = [("probe_check", copy), ("probe_latency", copy)]
+            kernels += [("probe_latency_cold", copy)] if case.op != "store" else []
+            kernels += [(f"probe_stream_k{k}", copy) for k in stream_stages(case)]
+            return SassExpectation(tuple(kernels), executes=_mnemonic(case))
+        if case.op == "read":
+            return SassExpectation((("probe_stream_baseline", KernelExpectation("LDG.E.128", UNROLL)),),
+                                   executes="LDG.E.128")
+        if case.op == "cp.async":
+            return SassExpectation((("probe_stream_baseline", KernelExpectation("LDGSTS.E.BYPASS.128", UNROLL)),),
+                                   executes="LDGSTS.E.BYPASS.128")
+        if case.op == "ld+st":
+            return SassExpectation((("probe_stream_baseline", KernelExpectation("LDG.E.128", UNROLL)),
+                                    ("probe_stream_baseline", KernelExpectation("STS.128", UNROLL))),
+                                   executes="LDG.E.128 + STS.128")
+        if case.op == "mbarrier":
+            return SassExpectation((("probe_barrier", KernelExpectation("SYNCS.ARRIVE.TRANS64", 1)),),
+                                   executes="SYNCS.ARRIVE.TRANS64 + SYNCS.PHASECHK.TRANS64.TRYWAIT")
+        return SassExpectation((("probe_dsmem_chain", KernelExpectation("LD.E", UNROLL)),
+                                ("probe_dsmem_stream", KernelExpectation("LD.E.128", UNROLL))), executes="LD.E")
+
+    # -- correctness -------------------------------------------------------------------------------
+
+    def inputs(self, case: TmaCase, rng: np.random.Generator) -> Inputs:
+        """Stores: random box bytes for shared memory. DSMEM: a random cyclic ring of word indices.
+        Copies and baselines read the source tensor, which attach() fills on the GPU."""
+        if case.op == "store":
+            pattern = rng.integers(0, 256, case.box_bytes, dtype=np.uint8)
+            return Inputs(pattern, {"pattern": pattern}, "source word w = mix(w); random box bytes to store")
+        if case.op == "dsmem":
+            order = rng.permutation(RING_WORDS)
+            ring = np.empty(RING_WORDS, dtype=np.uint32)
+            ring[order] = np.roll(order, -1)
+            return Inputs(ring.view(np.uint8), {"ring": ring}, "a random cycle through the ring's words")
+        return Inputs(np.zeros(16, dtype=np.uint8), {}, "source word w = mix(w) (harness/families/tma/model.py)")
+
+    def output_words(self, case: TmaCase) -> int:
+        if case.op in ("load", "store", "bulk"):
+            per_stage = (case.box_bytes * (case.cluster if case.multicast else 1)) // 4
+            return case.cluster * max(stream_stages(case)) * per_stage
+        if case.op in ("cp.async", "ld+st"):
+            return 2 * UNROLL * BASELINE_THREADS * 4
+        return max(BASELINE_THREADS, DSMEM_THREADS, 1)
+
+    def decode(self, case: TmaCase, words: np.ndarray) -> np.ndarray:
+        return np.asarray(words[:self.output_words(case)], dtype=np.uint32).astype(np.float64)
+
+    def _expected(self, case: TmaCase, *parts: np.ndarray) -> np.ndarray:
+        """The output: `parts` (uint32 words) from word 0 on, every other word still poison."""
+        out = np.full(self.output_words(case), POISON, dtype=np.float64)
+        data = np.concatenate([np.asarray(p, dtype=np.uint32) for p in parts]) if parts else np.zeros(0)
+        out[:data.size] = data
+        return out
+
+    def _stage(self, case: TmaCase, geom: model.Geometry, first_tile: int) -> np.ndarray:
+        """A stage's bytes after a copy round: slot r holds tile first_tile + r (one slot unless multicast)."""
+        slots = case.cluster if case.multicast else 1
+        span = case.swizzle if case.tensor else 0
+        return np.concatenate([model.landed(geom.logical_box(first_tile + r), span) for r in range(slots)])
+
+    def checks(self, case: TmaCase, inputs: Inputs) -> list[Check]:
+        if case.op in ("load", "bulk"):
+            return self._copy_checks(case)
+        if case.op == "store":
+            return self._store_checks(case, inputs.values["pattern"])
+        if case.op in ("read", "cp.async", "ld+st"):
+            return [self._baseline_check(case)]
+        if case.op == "mbarrier":
+            return [Check("probe_barrier", COPY_THREADS, CHECK_REPS, CHECK_REPS * COPY_THREADS,
+                          self._expected(case, [CHECK_REPS]), 0.0, f"{CHECK_REPS} phases completed")]
+        return self._dsmem_checks(case, inputs.values["ring"])
+
+    def _copy_checks(self, case: TmaCase) -> list[Check]:
+        # Tiles below 1000 only: every tensor has more, so no tile number wraps in a check.
+        geom = geometry(case, tiles=1 << 20)
+        rank = case.rank if case.tensor else 1
+        tile, c = model.check_tile(rank), case.cluster
+        one = model.words(self._stage(case, geom, tile))
+        checks = [Check("probe_check", COPY_THREADS, 1, 1, self._expected(case, *[one] * c), 0.0,
+                        "one copy: the box, swizzled, in shared memory" + (f" of all {c} CTAs" if c > 1 else ""),
+                        grid=c),
+                  Check("probe_latency", COPY_THREADS, CHECK_REPS, CHECK_REPS * COPY_THREADS,
+                        self._expected(case, one), 0.0, f"after {CHECK_REPS} copies of the same tile", grid=c)]
+        cold = (CHECK_REPS - 1) * COLD_STRIDE
+        checks.append(Check("probe_latency_cold", COPY_THREADS, CHECK_REPS, CHECK_REPS * COPY_THREADS,
+                            self._expected(case, model.words(self._stage(case, geom, cold))), 0.0,
+                            f"after {CHECK_REPS} copies of fresh tiles (the last: tile {cold})", grid=c))
+        for k in stream_stages(case):
+            n = 2 * k + 1
+            last = {i % k: i for i in range(n)}  # the copy each stage holds last
+            parts = [model.words(self._stage(case, geom, last[s] * c)) for _ in range(c) for s in range(k)]
+            checks.append(Check(f"probe_stream_k{k}", COPY_THREADS, n, c * 5, self._expected(case, *parts), 0.0,
+                                f"{k} stages after {n} copies" + (f", every CTA of {c}" if c > 1 else ""), grid=c))
+        return checks
+
+    def _store_checks(self, case: TmaCase, pattern: np.ndarray) -> list[Check]:
+        back = model.words(model.stored(pattern, case.swizzle))
+        checks = [Check("probe_check", COPY_THREADS, 1, 1, self._expected(case, back), 0.0,
+                        "one store: the box in global memory, unswizzled"),
+                  Check("probe_latency", COPY_THREADS, CHECK_REPS, CHECK_REPS * COPY_THREADS,
+                        self._expected(case, back), 0.0, f"after {CHECK_REPS} stores of the same tile")]
+        for k in stream_stages(case):
+            checks.append(Check(f"probe_stream_k{k}", COPY_THREADS, 2 * k + 1, 5, self._expected(case, back), 0.0,
+                                f"the last of {2 * k + 1} stores with {k} in flight, read back"))
+        return checks
+
+    def _baseline_check(self, case: TmaCase, iters: int = 3) -> Check:
+        """One block of BASELINE_THREADS: thread x reads 16-byte word x + (i UNROLL + u) THREADS."""
+        x = np.arange(BASELINE_THREADS)
+        index = x[None, :] + (np.arange(iters * UNROLL)[:, None]) * BASELINE_THREADS  # (iters*UNROLL, threads)
+        quads = model.source_words(4 * index[..., None] + np.arange(4)).astype(np.uint64)  # (.., threads, 4)
+        if case.op == "read":
+            sums = (quads.sum(axis=(0, 2)) % (1 << 32)).astype(np.uint32)
+            return Check("probe_stream_baseline", BASELINE_THREADS, iters, 5, self._expected(case, sums), 0.0,
+                         f"each thread's sum of {iters * UNROLL} 16-byte words")
+        ring = np.zeros((2, UNROLL, BASELINE_THREADS, 4), dtype=np.uint32)
+        for i in range(iters):
+            ring[i % 2] = quads[i * UNROLL:(i + 1) * UNROLL]
+        return Check("probe_stream_baseline", BASELINE_THREADS, iters, 5, self._expected(case, ring.ravel()), 0.0,
+                     f"the shared ring after {iters} iterations")
+
+    def _dsmem_checks(self, case: TmaCase, ring: np.ndarray) -> list[Check]:
+        steps, word = 16 * UNROLL, 0
+        for _ in range(steps):
+            word = int(ring[word])
+        quads = ring.reshape(-1, 4).astype(np.uint64).sum(axis=1)
+        x = np.arange(DSMEM_THREADS)
+        iters = 3
+        sums = sum(quads[(x + u * DSMEM_THREADS + i) % quads.size] for u in range(UNROLL) for i in range(iters))
+        sums = sums % (1 << 32)
+        return [Check("probe_dsmem_chain", COPY_THREADS, steps, 5, self._expected(case, [word]), 0.0,
+                      f"{steps} steps through CTA 1's ring", grid=case.cluster),
+                Check("probe_dsmem_stream", DSMEM_THREADS, iters, 5 * case.cluster,
+                      self._expected(case, sums.astype(np.uint32)), 0.0,
+                      f"each thread's sum over the next CTA's ring, {iters} iterations", grid=case.cluster)]
+
+    # -- on the GPU: the source tensor, the maps, shared memory --------------------------------------
+
+    def attach(self, case: TmaCase, probe, device) -> None:
+        """Allocate and fill the source (SOURCE_L2_MULTIPLE x the device's L2), encode the tensor map,
+        set each kernel's dynamic shared memory, and append the family's kernel arguments."""
+        from harness.families.tma import gpu
+
+        gpu.attach(self, case, probe, device)
+
+    # -- measurement ---------------------------------------------------------------------------------
+
+    def work(self, case: TmaCase) -> Work:
+        return Work(case.box_bytes or 16, "B")
+
+    def peak(self, case: TmaCase) -> float | None:
+        return None  # bandwidth is compared with the read baseline measured in the same run
+
+    def plan(self, case: TmaCase, device=None) -> list:
+        c = case.cluster
+        if case.op in ("load", "bulk", "store"):
+            what = "the bulk group's wait_group 0" if case.op == "store" else "its mbarrier's completion"
+            empty = ("commit_group + wait_group 0 without a store" if case.op == "store" else
+                     "arrive.expect_tx of 0 bytes + try_wait without a copy")
+            latency = [BracketedLatency("probe_latency", "probe_latency_empty", COPY_THREADS, empty,
+                                        launch={"source": "L2"}, reps=LATENCY_REPS, grid=c)]
+            if case.op != "store":
+                latency.append(BracketedLatency("probe_latency_cold", "probe_latency_empty", COPY_THREADS, empty,
+                                                launch={"source": "HBM"}, reps=LATENCY_REPS, grid=c))
+            delivered = case.box_bytes * (c if case.multicast else 1)
+            points = tuple(BandwidthPoint(f"probe_stream_k{k}", b, COPY_THREADS, delivered,
+                                          {"stages": k, "blocks_per_sm": b}) for k, b in stream_points(case))
+            note = (f"one thread per block; {what}" + (f"; bytes landed in shared memory, {c} per byte read"
+                                                       if case.multicast else ""))
+            return latency + [Bandwidth(points, grid_multiple=c, notes=note)]
+        if case.op in ("read", "cp.async", "ld+st"):
+            points = tuple(BandwidthPoint("probe_stream_baseline", b, BASELINE_THREADS,
+                                          BASELINE_THREADS * UNROLL * 16, {"blocks_per_sm": b})
+                           for b in BASELINE_BLOCKS_PER_SM)
+            return [Bandwidth(points, notes=f"{BASELINE_THREADS} threads per block, {UNROLL} x 16 B each per "
+                                            "iteration")]
+        if case.op == "mbarrier":
+            return [BracketedLatency("probe_barrier", "probe_barrier_empty", COPY_THREADS, "the two clock reads",
+                                     launch={}, reps=LATENCY_REPS)]
+        points = tuple(BandwidthPoint("probe_dsmem_stream", b, DSMEM_THREADS, DSMEM_THREADS * UNROLL * 16,
+                                      {"blocks_per_sm": b, "cluster": c}) for b in (1, 2))
+        return [ChainSlope("latency_cycles", "probe_dsmem_chain", COPY_THREADS, unroll=UNROLL, launch={"cluster": c},
+                           notes="a pointer chase through another CTA's shared memory", grid=c),
+                Bandwidth(points, grid_multiple=c, notes="every thread reads the next CTA's shared memory")]
+
+    def headline(self, metric: str) -> dict | None:
+        return {"source": "HBM"} if metric == "latency_cycles" else None
+
+    def describe(self, case: TmaCase) -> list[str]:
+        if case.tensor:
+            geometry_text = (f"rank {case.rank}, box {' x '.join(map(str, case.box))} of {case.elem}-byte elements "
+                             f"({case.box_bytes} B), swizzle {case.swizzle or 'none'}")
+            where = "map in global memory (acquire fence per block)" if case.gmap else "map by value (__grid_constant__)"
+            extra = [f"multicast to the {case.cluster} CTAs of a cluster"] if case.multicast else []
+            return [geometry_text, where, *extra, f"sm_90a runs: {_mnemonic(case)}"]
+        return [f"{case.instruction}" + (f", {case.box_bytes} B per copy" if case.op == "bulk" else "")]
+
+    def figures(self, context) -> list:
+        from harness.families.tma.figures import figures
+
+        return figures(context)
+
+
+FAMILY = TmaFamily()

@@ -1,0 +1,182 @@
+"""TMA and cluster cases: what each measures, its canonical id, and what is legal.
+
+Ids spell the PTX instruction (without the operands) and add what it does not say:
+
+    cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128      tensor load, map by value
+    cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128.gmap the map in global memory
+    cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128.multicast4   to 4 CTAs
+    cp.async.bulk.tensor.2d.global.shared::cta.tile.b16.box64x64.sw128          tensor store
+    cp.async.bulk.shared::cluster.global.8192B                                  non-tensor bulk load
+    ld.global.v4.u32 | cp.async.cg.shared.global.16 | ld.global.v4.u32.then.st.shared.v4.u32   baselines
+    mbarrier.arrive.expect_tx.then.try_wait                                    the barrier sequence alone
+    ld.shared::cluster.u32.cluster4                                            distributed shared memory
+
+b8/b16/b32/b64 are the element sizes (1, 2, 4, 8 bytes); `box` lists the box's extent per dimension,
+innermost first; `sw` the swizzle span in bytes (absent: none).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from math import prod
+from typing import ClassVar
+
+from harness.errors import IllegalShapeError, SpecError
+from harness.spec import Case
+
+ELEMENT_BYTES = (1, 2, 4, 8)
+SWIZZLES = (0, 32, 64, 128)
+MAX_BOX = 256  # elements per box dimension (cuTensorMapEncodeTiled)
+CLUSTERS = (2, 4, 8)  # portable cluster sizes (16 needs a non-portable launch: not measured)
+OPS = ("load", "store", "bulk", "read", "cp.async", "ld+st", "mbarrier", "dsmem")
+TENSOR_OPS = ("load", "store")
+
+LOAD = "cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile"
+STORE = "cp.async.bulk.tensor.{rank}d.global.shared::cta.tile"
+BULK = "cp.async.bulk.shared::cluster.global"
+FIXED_IDS = {"read": "ld.global.v4.u32", "cp.async": "cp.async.cg.shared.global.16",
+             "ld+st": "ld.global.v4.u32.then.st.shared.v4.u32", "mbarrier": "mbarrier.arrive.expect_tx.then.try_wait"}
+DSMEM = "ld.shared::cluster.u32.cluster{cluster}"
+
+_TENSOR = re.compile(r"^cp\.async\.bulk\.tensor\.(?P<rank>\d)d\.(?P<dir>shared::cluster\.global|global\.shared::cta)"
+                     r"\.tile\.b(?P<bits>\d+)\.box(?P<box>\d+(?:x\d+)*)(?:\.sw(?P<sw>\d+))?(?P<gmap>\.gmap)?"
+                     r"(?:\.multicast(?P<mc>\d+))?$")
+_BULK = re.compile(r"^cp\.async\.bulk\.shared::cluster\.global\.(?P<bytes>\d+)B$")
+_DSMEM = re.compile(r"^ld\.shared::cluster\.u32\.cluster(?P<cluster>\d+)$")
+
+
+@dataclass(frozen=True)
+class TmaCase(Case):
+    family: ClassVar[str] = "tma"
+    op: str  # one of OPS
+    rank: int = 1
+    elem: int = 1  # bytes per element
+    box: tuple[int, ...] = ()  # elements per dimension, innermost first (bulk: (bytes,))
+    swizzle: int = 0  # bytes: 0 (none), 32, 64, 128
+    gmap: bool = False  # the tensor map in global memory (with the acquire fence), not a kernel parameter
+    cluster: int = 1  # CTAs per cluster: multicast destinations (load) or the DSMEM cluster
+
+    @property
+    def box_bytes(self) -> int:
+        return prod(self.box) * (self.elem if self.op in TENSOR_OPS else 1) if self.box else 0
+
+    @property
+    def tensor(self) -> bool:
+        return self.op in TENSOR_OPS
+
+    @property
+    def multicast(self) -> bool:
+        return self.op == "load" and self.cluster > 1
+
+    @property
+    def instruction(self) -> str:
+        if self.op == "load":
+            return LOAD.format(rank=self.rank)
+        if self.op == "store":
+            return STORE.format(rank=self.rank)
+        if self.op == "bulk":
+            return BULK
+        if self.op == "dsmem":
+            return "ld.shared::cluster.u32"
+        return FIXED_IDS[self.op]
+
+    @property
+    def base_id(self) -> str:
+        if self.tensor:
+            box = "x".join(map(str, self.box))
+            return (f"{self.instruction}.b{8 * self.elem}.box{box}{f'.sw{self.swizzle}' if self.swizzle else ''}"
+                    f"{'.gmap' if self.gmap else ''}{f'.multicast{self.cluster}' if self.multicast else ''}")
+        if self.op == "bulk":
+            return f"{BULK}.{self.box_bytes}B"
+        if self.op == "dsmem":
+            return DSMEM.format(cluster=self.cluster)
+        return FIXED_IDS[self.op]
+
+    def columns(self) -> dict[str, object]:
+        dtype = f"b{8 * self.elem}" if self.tensor else None
+        return dict(instruction=self.instruction, dtype_a=dtype, layout=f"sw{self.swizzle}" if self.tensor else None)
+
+
+def parse(case_id: str) -> TmaCase:
+    if match := _TENSOR.match(case_id):
+        bits = int(match["bits"])
+        if bits % 8:
+            raise SpecError(f"{case_id!r}: element sizes are b8, b16, b32 or b64")
+        op = "load" if match["dir"].startswith("shared") else "store"
+        case = TmaCase(op, int(match["rank"]), bits // 8, tuple(int(b) for b in match["box"].split("x")),
+                       int(match["sw"] or 0), bool(match["gmap"]), int(match["mc"] or 1))
+    elif match := _BULK.match(case_id):
+        case = TmaCase("bulk", box=(int(match["bytes"]),))
+    elif match := _DSMEM.match(case_id):
+        case = TmaCase("dsmem", cluster=int(match["cluster"]))
+    elif case_id in FIXED_IDS.values():
+        case = TmaCase(next(op for op, spelled in FIXED_IDS.items() if spelled == case_id))
+    else:
+        raise SpecError(f"cannot parse case id {case_id!r}: expected e.g. "
+                        "'cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128' "
+                        "(see `bench list --suite tma`)")
+    check(case)
+    return case
+
+
+def check(case: TmaCase) -> None:
+    """One line for anything the hardware or the driver refuses, before anything runs."""
+    if case.op not in OPS:
+        raise SpecError(f"unknown TMA operation {case.op!r}: expected one of {', '.join(OPS)}")
+    if case.tensor:
+        if not 1 <= case.rank <= 5:
+            raise IllegalShapeError(f"{case}: a tensor copy has rank 1 to 5, not {case.rank}")
+        if case.elem not in ELEMENT_BYTES:
+            raise IllegalShapeError(f"{case}: elements are 1, 2, 4 or 8 bytes, not {case.elem}")
+        if len(case.box) != case.rank:
+            raise IllegalShapeError(f"{case}: a rank-{case.rank} box has {case.rank} extents, not {len(case.box)}")
+        if any(not 1 <= b <= MAX_BOX for b in case.box):
+            raise IllegalShapeError(f"{case}: every box extent is 1 to {MAX_BOX} elements (box {case.box})")
+        inner = case.box[0] * case.elem
+        if inner % 16:
+            raise IllegalShapeError(f"{case}: the box's inner extent must be a multiple of 16 bytes, "
+                                    f"not {inner} ({case.box[0]} x {case.elem} B)")
+        if case.swizzle not in SWIZZLES:
+            raise IllegalShapeError(f"{case}: swizzle is none, 32, 64 or 128 bytes, not {case.swizzle}")
+        if case.swizzle and inner > case.swizzle:
+            raise IllegalShapeError(f"{case}: with a {case.swizzle}-byte swizzle the box's inner extent is at "
+                                    f"most {case.swizzle} bytes, not {inner}")
+        if case.op == "store" and (case.gmap or case.cluster > 1):
+            raise IllegalShapeError(f"{case}: stores are measured with the map by value, without a cluster")
+        if case.cluster > 1 and case.cluster not in CLUSTERS:
+            raise IllegalShapeError(f"{case}: multicast goes to a cluster of {', '.join(map(str, CLUSTERS))} "
+                                    f"CTAs, not {case.cluster}")
+        if case.box_bytes * max(case.cluster, 1) > MAX_STAGE_BYTES:
+            raise IllegalShapeError(f"{case}: {case.box_bytes * case.cluster} bytes per stage exceed the "
+                                    f"{MAX_STAGE_BYTES} bytes of shared memory a block can hold")
+    elif case.op == "bulk":
+        size = case.box_bytes
+        if size <= 0 or size % 16 or size > MAX_STAGE_BYTES:
+            raise IllegalShapeError(f"{case}: a bulk copy moves a multiple of 16 bytes, up to {MAX_STAGE_BYTES}")
+    elif case.op == "dsmem" and case.cluster not in CLUSTERS:
+        raise IllegalShapeError(f"{case}: clusters of {', '.join(map(str, CLUSTERS))} CTAs, not {case.cluster}")
+
+
+MAX_STAGE_BYTES = 64 * 1024  # one stage (box, or boxes of a multicast round) fits 3 times in 227 KB
+
+
+def _load(rank, elem, box, swizzle=128, **kw) -> TmaCase:
+    return TmaCase("load", rank, elem, tuple(box), swizzle, **kw)
+
+
+def cases() -> list[TmaCase]:
+    """The `tma` suite: box size, element size, swizzle and rank each varied alone around a 2-D b16
+    box of 128-byte rows with the 128-byte swizzle; the map in global memory; multicast; a store; bulk
+    copies; the baselines; the barrier alone; distributed shared memory."""
+    out = [_load(2, 2, (64, rows)) for rows in (1, 2, 4, 8, 16, 32, 64, 128, 256)]  # 128 B .. 32 KB
+    out += [_load(2, elem, (128 // elem, 64)) for elem in (1, 4, 8)]  # 8 KB each (b16 above)
+    out += [_load(2, 2, (16 * span // 32 if span else 64, 64), span) for span in (0, 32, 64)]
+    out += [_load(1, 2, (256,), 0), _load(3, 2, (64, 8, 8)), _load(4, 2, (64, 4, 4, 4)), _load(5, 2, (64, 4, 4, 2, 2))]
+    out += [_load(2, 2, (64, 64), gmap=True)]
+    out += [_load(2, 2, (64, 64), cluster=c) for c in CLUSTERS]
+    out += [TmaCase("store", 2, 2, (64, 64), 128), TmaCase("store", 2, 2, (64, 256), 128)]
+    out += [TmaCase("bulk", box=(size,)) for size in (2048, 8192, 32768)]
+    out += [TmaCase(op) for op in ("read", "cp.async", "ld+st", "mbarrier")]
+    out += [TmaCase("dsmem", cluster=c) for c in CLUSTERS]
+    return out

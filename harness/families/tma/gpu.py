@@ -1,0 +1,93 @@
+"""The TMA family's GPU resources (Family.attach): the source tensor, its tensor map (by value and in
+global memory), each kernel's dynamic shared memory, and the kernel arguments after the common four
+(ptx/tma.cu.in: map, gmap, src, tiles). Runs in the worker process, on the GPU only."""
+
+from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+
+from harness.errors import HarnessError
+from harness.families.tma import model
+
+FILL_CHUNK_WORDS = 1 << 24
+MAP_DTYPE = np.dtype([("w", np.uint64, (16,))], align=True)  # CUtensorMap: 128 opaque bytes, passed by value
+
+
+def source_size(family, device) -> int:
+    from harness.families.tma import SOURCE_L2_MULTIPLE, SOURCE_MIN_BYTES
+
+    l2 = device.l2_bytes or 50 << 20
+    return max(SOURCE_L2_MULTIPLE * l2, SOURCE_MIN_BYTES)
+
+
+def fill_source(cupy, nbytes: int):
+    """A device buffer whose 32-bit word w is model.source_words(w), computed on the GPU."""
+    words = cupy.empty(nbytes // 4, dtype=cupy.uint32)
+    for start in range(0, words.size, FILL_CHUNK_WORDS):
+        stop = min(start + FILL_CHUNK_WORDS, words.size)
+        x = cupy.arange(start, stop, dtype=cupy.uint64) * cupy.uint64(0x9E3779B1) + cupy.uint64(0x7F4A7C15)
+        x = (x ^ (x >> cupy.uint64(15))) * cupy.uint64(0x2C1B3C6D)
+        words[start:stop] = ((x ^ (x >> cupy.uint64(12))) & cupy.uint64(0xFFFFFFFF)).astype(cupy.uint32)
+    return words
+
+
+def evict_l2(cupy, l2_bytes: int) -> None:
+    """Write twice the L2 elsewhere, so that no part of the source starts out in the L2."""
+    scratch = cupy.ones(max(2 * l2_bytes, 1 << 20) // 4, dtype=cupy.uint32)
+    scratch += 1
+    cupy.cuda.get_current_stream().synchronize()
+    del scratch
+
+
+def encode_map(case, geometry: model.Geometry, address: int) -> np.ndarray:
+    """cuTensorMapEncodeTiled over the source, as the by-value kernel argument."""
+    from cuda.bindings import driver
+
+    types = {1: "UINT8", 2: "UINT16", 4: "UINT32", 8: "UINT64"}
+    dtype = getattr(driver.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{types[geometry.elem]}")
+    swizzle = getattr(driver.CUtensorMapSwizzle,
+                      "CU_TENSOR_MAP_SWIZZLE_" + (f"{case.swizzle}B" if case.swizzle else "NONE"))
+    err, tmap = driver.cuTensorMapEncodeTiled(
+        dtype, geometry.rank, address,
+        [driver.cuuint64_t(d) for d in geometry.dims],
+        [driver.cuuint64_t(s) for s in geometry.strides[1:]],
+        [driver.cuuint32_t(b) for b in geometry.box],
+        [driver.cuuint32_t(1) for _ in geometry.box],
+        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise HarnessError(f"{case}: cuTensorMapEncodeTiled refused the map: {err.name} (dims {geometry.dims}, "
+                           f"strides {geometry.strides[1:]}, box {geometry.box})")
+    return np.array([int(w) for w in tmap.opaque], dtype=np.uint64).view(MAP_DTYPE)
+
+
+def attach(family, case, probe, device) -> None:
+    import cupy
+
+    from harness.families.tma import dynamic_smem, geometry, stream_stages
+
+    copies = case.op in ("load", "store", "bulk")
+    nbytes = source_size(family, device) if case.op not in ("mbarrier", "dsmem") else 1 << 20
+    if copies:
+        unit = case.box_bytes * (model.INNER_TILES ** (case.rank - 1) if case.tensor else 1)
+        tiles = nbytes // unit * (unit // case.box_bytes)
+        nbytes = tiles * case.box_bytes
+    else:
+        tiles = nbytes // 16  # the baselines walk the source in 16-byte words
+    source = fill_source(cupy, nbytes)
+    tensor_map = np.zeros(1, dtype=MAP_DTYPE)
+    if case.tensor:
+        tensor_map = encode_map(case, geometry(case, tiles), source.data.ptr)
+    global_map = cupy.asarray(tensor_map.view(np.uint64))  # 256-byte aligned: CuPy's allocations are
+    evict_l2(cupy, device.l2_bytes or 50 << 20)
+    if copies:
+        probe.dynamic_smem = {"probe_check": dynamic_smem(case, 1), "probe_latency": dynamic_smem(case, 1),
+                              "probe_latency_cold": dynamic_smem(case, 1), "probe_latency_empty": dynamic_smem(case, 1),
+                              **{f"probe_stream_k{k}": dynamic_smem(case, k) for k in stream_stages(case)}}
+    probe.resources = [source, global_map]
+    probe.extra_args = (tensor_map, global_map, source, np.int64(tiles))
+    if copies and prod(case.box) and tiles < 1000:
+        raise HarnessError(f"{case}: the source holds only {tiles} boxes; the checks need 1000")
