@@ -33,7 +33,10 @@ def device():
 def loaded(case, seed=1):
     family = FAMILIES[case.family]
     inputs = family.inputs(case, np.random.default_rng(seed))
-    return LoadedProbe(compile_probe(render(case)), inputs.buffer, family.output_words(case)), inputs
+    probe = LoadedProbe(compile_probe(render(case)), inputs.buffer, family.output_words(case))
+    if hasattr(family, "attach"):  # GPU resources: the TMA family's source tensor and tensor map
+        family.attach(case, probe, open_device(0))
+    return probe, inputs
 
 
 @pytest.mark.parametrize("case", ALL_CASES, ids=str)
