@@ -19,7 +19,8 @@ def source_size(family, device) -> int:
     from harness.families.tma import SOURCE_L2_MULTIPLE, SOURCE_MIN_BYTES
 
     l2 = device.l2_bytes or 50 << 20
-    return max(SOURCE_L2_MULTIPLE * l2, SOURCE_MIN_BYTES)
+    wanted = max(SOURCE_L2_MULTIPLE * l2, SOURCE_MIN_BYTES)
+    return min(wanted, (device.total_memory_bytes or 16 << 30) // 8)
 
 
 def fill_source(cupy, nbytes: int):
@@ -52,7 +53,8 @@ def encode_map(case, geometry: model.Geometry, address: int) -> np.ndarray:
     err, tmap = driver.cuTensorMapEncodeTiled(
         dtype, geometry.rank, address,
         [driver.cuuint64_t(d) for d in geometry.dims],
-        [driver.cuuint64_t(s) for s in geometry.strides[1:]],
+        # rank 1 has no stride; an empty list reaches the driver as a null pointer, which it refuses
+        [driver.cuuint64_t(s) for s in geometry.strides[1:] or (-(-geometry.dims[0] * geometry.elem // 16) * 16,)],
         [driver.cuuint32_t(b) for b in geometry.box],
         [driver.cuuint32_t(1) for _ in geometry.box],
         driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
