@@ -65,9 +65,14 @@ def their_round(binaries: dict[str, Path], repeat: int, sms: int, label: str) ->
         for ops in ("ss", "rs"):
             for fill in INPUTS:
                 for _ in range(repeat):
-                    text = subprocess.run([str(binary), fill, "256", ops], check=True, capture_output=True,
-                                          text=True).stdout
-                    ms = float(re.search(r"elapsed_time:\s*([0-9.eE+-]+)\s*ms", text).group(1))
+                    done = subprocess.run([str(binary), fill, "256", ops], capture_output=True, text=True)
+                    found = re.search(r"elapsed_time:\s*([0-9.eE+-]+)\s*ms", done.stdout)
+                    if done.returncode or not found:  # their program failed: say how, measure the rest
+                        failure = (done.stdout + done.stderr).strip().splitlines()[-1:] or [f"exit {done.returncode}"]
+                        rows.append({"program": name, "operands": ops.upper(), "inputs": INPUTS[fill], "round": label,
+                                     "elapsed_ms": float("nan"), "tflops": float("nan"), "error": failure[0]})
+                        break
+                    ms = float(found.group(1))
                     rate = 2.0 * 64 * 256 * k * ITERATIONS * sms / (ms * 1e-3) / 1e12
                     rows.append({"program": name, "operands": ops.upper(), "inputs": INPUTS[fill], "round": label,
                                  "elapsed_ms": ms, "tflops": rate})
@@ -116,8 +121,13 @@ def main() -> int:
     for name, (_, stem, _) in PROGRAMS.items():
         for ops in ("SS", "RS"):
             for inputs in INPUTS.values():
-                theirs = [r["tflops"] for r in rows if (r["program"], r["operands"], r["inputs"]) == (name, ops, inputs)]
+                mine_rows = [r for r in rows if (r["program"], r["operands"], r["inputs"]) == (name, ops, inputs)]
+                theirs = [r["tflops"] for r in mine_rows if r["tflops"] == r["tflops"]]
                 value, mhz = mine.get((f"{stem}.{ops}", inputs), (float("nan"), float("nan")))
+                if not theirs:
+                    error = next((r["error"] for r in mine_rows if "error" in r), "no output")
+                    lines.append(f"| {stem}.{ops} | {inputs} | failed: {error} | {value:.1f} | | {mhz:.0f} |")
+                    continue
                 median = statistics.median(theirs)
                 lines.append(f"| {stem}.{ops} | {inputs} | {median:.1f} ({min(theirs):.1f}..{max(theirs):.1f}) | "
                              f"{value:.1f} | {value / median:.3f} | {mhz:.0f} |")

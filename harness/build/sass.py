@@ -132,8 +132,14 @@ class SassCheck:
     emulated: bool = False
 
 
+def _unguarded(instruction: str) -> str:
+    """The instruction without its predicate guard: '@!UP0 UTMALDG.2D [UR4], ...' -> 'UTMALDG.2D [UR4], ...'."""
+    return instruction.split(" ", 1)[1] if instruction.startswith("@") else instruction
+
+
 def _count(instructions: list[str], expected) -> list[int]:
-    return [i for i, ins in enumerate(instructions)
+    """Positions of the expected instruction, guarded by a predicate or not (one lane issues a copy)."""
+    return [i for i, ins in enumerate(map(_unguarded, instructions))
             if ins.split(" ", 1)[0] == expected.mnemonic and not ins.startswith(expected.exclude)
             and expected.contains in ins]
 
