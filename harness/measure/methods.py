@@ -28,7 +28,11 @@ from harness.families.base import Work
 from harness.measure.measurement import Metric
 from harness.measure.timing import RECORD_WORDS, Records, TimingPolicy, collect
 
-THROUGHPUT_CYCLES = 2_000_000  # cycles each unit runs in a throughput launch (~1 ms)
+THROUGHPUT_CYCLES = 2_000_000  # cycles each unit runs in a per-SM throughput launch (~1 ms)
+# Whole-GPU launches run longer: a launch's fixed cost (its start, the last SM's tail) was 2.6 % of a
+# 1 ms launch on an H100 (3989 of 4096 FLOP/cycle/SM by events, at the clock the kernel measured); at
+# ~9 ms it is a third of a percent, and the launch is longer than the paper's program's 7 ms ones.
+WHOLE_GPU_CYCLES = 16_000_000
 CALIBRATION_ITERATIONS = 64  # loop iterations of the launch that sizes a throughput launch
 
 
@@ -101,7 +105,11 @@ class OccupancySweep:
     whole_gpu: bool = True  # also throughput_tflops and peak_fraction (time-based)
     inputs: str | None = None  # another input distribution (Family.inputs pattern), validated first
     stop_on: str = "time"  # the samples the stopping rule watches: "time" (whole GPU) or "cycles"
-    target_cycles: int = THROUGHPUT_CYCLES
+    target_cycles: int | None = None  # cycles each unit runs per launch (default: by whole_gpu)
+
+    @property
+    def cycles(self) -> int:
+        return self.target_cycles or (WHOLE_GPU_CYCLES if self.whole_gpu else THROUGHPUT_CYCLES)
 
     def declares(self, work: Work) -> list[tuple[str, str]]:
         names = [("sm_throughput", f"{work.unit}/cycle/SM")]
@@ -183,7 +191,7 @@ def _iterations(spec: OccupancySweep, point: SweepPoint, ctx: Context, block: in
     iters = CALIBRATION_ITERATIONS * spec.unroll
     records = Records.from_words(ctx.probe.run(point.kernel, 1, block, iters, point.units * RECORD_WORDS).timing)
     per_iter = max(float(np.median(records.cycles)) / iters, 1e-3)
-    return max(spec.unroll, int(spec.target_cycles / per_iter) // spec.unroll * spec.unroll)
+    return max(spec.unroll, int(spec.cycles / per_iter) // spec.unroll * spec.unroll)
 
 
 def occupancy_sweep(spec: OccupancySweep, ctx: Context) -> list[Metric]:

@@ -89,6 +89,9 @@ def attach(family, case, probe, device) -> None:
         probe.dynamic_smem = {"probe_check": dynamic_smem(case, 1), "probe_latency": dynamic_smem(case, 1),
                               "probe_latency_cold": dynamic_smem(case, 1), "probe_latency_empty": dynamic_smem(case, 1),
                               **{f"probe_stream_k{k}": dynamic_smem(case, k) for k in stream_stages(case)}}
+    if copies:  # the cold-latency kernel's launch counter starts at zero for every probe (its checks expect it)
+        counter = probe.module.get_global("cold_launches")
+        cupy.ndarray((1,), cupy.uint32, counter).fill(0)
     probe.resources = [source, global_map]
     probe.extra_args = (tensor_map, global_map, source, np.int64(tiles))
     if copies and prod(case.box) and tiles < 1000:
