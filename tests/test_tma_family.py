@@ -1,0 +1,94 @@
+"""The TMA family's NumPy model against the documents that define it, and its plan against shared memory."""
+
+import numpy as np
+import pytest
+
+from harness.errors import IllegalShapeError
+from harness.families import tma
+from harness.families.tma import cases, model
+
+SW128 = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128"
+
+
+@pytest.mark.parametrize("span,bits", [(32, 1), (64, 2), (128, 3)])
+def test_swizzle_is_the_chunk_xor_row_rule(span, bits):
+    """CUDA C++ Programming Guide, TMA swizzle (CuTe Swizzle<B,4,3>): the 16-byte chunk of a 128-byte row
+    is XORed with the row index, keeping `bits` bits; bytes within a chunk stay put."""
+    for row in range(16):
+        for chunk in range(8):
+            for byte in (0, 5, 15):
+                offset = 128 * row + 16 * chunk + byte
+                expected = 128 * row + 16 * (chunk ^ (row % (1 << bits))) + byte
+                assert model.swizzle(np.array([offset]), span)[0] == expected
+
+
+def test_swizzles_permute_each_1024_byte_repeat_and_are_their_own_inverse():
+    offsets = np.arange(4096)
+    for span in (0, 32, 64, 128):
+        moved = model.swizzle(offsets, span)
+        assert np.array_equal(model.swizzle(moved, span), offsets)
+        for start in range(0, 4096, 1024):
+            assert sorted(moved[start:start + 1024]) == list(range(start, start + 1024))
+    assert np.array_equal(model.swizzle(offsets, 0), offsets)
+
+
+def test_box_offsets_follow_the_tensor_strides():
+    """A rank-2 b16 tensor two boxes wide: row r of tile t is 2 * 64 * 2 bytes after row r - 1."""
+    geom = model.Geometry(2, 2, (64, 4), tiles=1000)
+    assert geom.dims[0] == 128 and geom.strides == (2, 256)
+    assert geom.corner(3) == (64, 4)  # tile 3: second box along dim 0, second along dim 1
+    offsets = geom.box_offsets(3)
+    assert offsets.size == geom.box_bytes == 512
+    assert offsets[0] == 64 * 2 + 4 * 256 and offsets[128] == offsets[0] + 256  # next row
+    assert np.array_equal(offsets[:128], offsets[0] + np.arange(128))
+
+
+def test_source_words_are_distinct_and_bytes_little_endian():
+    words = model.source_words(np.arange(1 << 16))
+    assert len(np.unique(words)) > 65000
+    raw = model.source_bytes(np.arange(8))
+    assert np.array_equal(raw.view(np.uint32), model.source_words(np.arange(2)))
+
+
+def test_stored_is_the_inverse_of_landed():
+    rng = np.random.default_rng(0)
+    box = rng.integers(0, 256, 8192, dtype=np.uint8)
+    assert np.array_equal(model.stored(model.landed(box, 128), 128), box)
+
+
+@pytest.mark.parametrize("case_id,message", [
+    ("cp.async.bulk.tensor.6d.shared::cluster.global.tile.b16.box8x8x8x8x8x8", "rank 1 to 5"),
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64", "a rank-2 box has 2 extents"),
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x257", "1 to 256 elements"),
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box32x8.sw32", "at most 32 bytes, not 64"),
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x256.sw128.multicast8", "exceed"),
+])
+def test_illegal_boxes_are_one_line_errors(case_id, message):
+    with pytest.raises(IllegalShapeError, match=message):
+        cases.parse(case_id)
+
+
+def test_the_sweep_fits_in_shared_memory():
+    for case in tma.FAMILY.cases():
+        if case.op in ("load", "store", "bulk"):
+            points = tma.stream_points(case)
+            assert points, case
+            for stages, blocks in points:
+                assert blocks * (tma.dynamic_smem(case, stages) + 2048) <= tma.SMEM_PER_SM
+    big = cases.parse("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x256.sw128")
+    assert max(k for k, _ in tma.stream_points(big)) == 4  # 32 KB boxes: at most 4 in flight
+
+
+def test_multicast_checks_expect_every_cta_to_hold_every_box():
+    case = cases.parse(SW128 + ".multicast4")
+    inputs = tma.FAMILY.inputs(case, np.random.default_rng(0))
+    check = tma.FAMILY.checks(case, inputs)[0]
+    per_cta = case.box_bytes * 4 // 4  # words: 4 boxes of 8 KB
+    first = check.expected[:per_cta]
+    for rank in range(4):
+        assert np.array_equal(check.expected[rank * per_cta:(rank + 1) * per_cta], first)
+    geom = tma.geometry(case, 1 << 20)
+    tile = model.check_tile(2)
+    assert np.array_equal(first[:case.box_bytes // 4],
+                          model.words(model.landed(geom.logical_box(tile), 128)).astype(np.float64))
+    assert check.grid == 4
