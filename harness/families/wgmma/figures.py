@@ -268,7 +268,9 @@ def figures(ctx) -> list:
         "Least squares per panel (harness/families/wgmma/model.py fit): each case is assigned to the term "
         "that bounds it, each term is fitted on its cases, until the assignment is stable. Crossover N: where "
         "the instruction turns tensor-core bound (SS: arithmetic overtakes reading A and B; RS: overtakes "
-        "the floor)."]
+        "the floor); inf where it never does (sparse: reading B and the arithmetic take the same cycles per N, so "
+        "sparse SS is never tensor-core bound: at N = 256 it takes the 16 cycles of reading A's compressed 2 KiB "
+        "over the 128 of the arithmetic)."]
     return sections + [
         ("wgmma: fitted model", fit_text, params.round(4)),
         ("wgmma: residuals", [], paths[2]),
