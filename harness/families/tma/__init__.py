@@ -27,10 +27,11 @@ import numpy as np
 from harness.families.base import Check, Inputs, KernelExpectation, SassExpectation, Suite, Work
 from harness.families.tma import cases as _cases
 from harness.families.tma import model
-from harness.families.tma.cases import TmaCase
+from harness.families.tma.cases import COPY_OPS, STORE_OPS, TmaCase
 from harness.measure.methods import Bandwidth, BandwidthPoint, BracketedLatency, ChainSlope
 
-OP_CODES = {"load": 0, "store": 1, "bulk": 2, "read": 3, "cp.async": 4, "ld+st": 5, "mbarrier": 6, "dsmem": 7}
+OP_CODES = {"load": 0, "store": 1, "bulk": 2, "read": 3, "cp.async": 4, "ld+st": 5, "mbarrier": 6, "dsmem": 7,
+            "reduce": 8, "bulk-store": 9}
 STAGES = (1, 2, 4, 8, 16)  # copies in flight per block: the stream kernels probe_stream_k<STAGES>
 BLOCKS_PER_SM = (1, 2, 4)
 MULTICAST_STAGES = (1, 2)  # a multicast stage holds CLUSTER boxes
@@ -45,6 +46,8 @@ DSMEM_THREADS = 512
 LATENCY_REPS = 64
 CHECK_REPS = 8  # repetitions of a latency check (the cold one: tiles 0, 97, ... 679)
 COLD_STRIDE = 97  # tiles between two cold repetitions (tiles of the tensor are 8 KB or more apart)
+PREFETCH_FIRST = 50  # ptx/tma.cu.in: the prefetched latency's tiles are 50 + 97 i, fresh like the cold ones
+PREFETCH_WAIT = 4000  # cycles from the prefetch to the timed copy (the HBM latency is about 1000)
 # The source tensor is this many times the device's L2. The streams walk it cyclically, and the L2
 # keeps part of a cyclic stream larger than itself (about L2 / source of the reads hit): with 8 times
 # the L2 an H100's read rate came out 10 % above its HBM peak; with 64 times, at most 1.6 % can hit.
@@ -59,7 +62,14 @@ def _mnemonic(case: TmaCase) -> str:
         return f"UTMALDG.{case.rank}D" + (".MULTICAST" if case.multicast else "")
     if case.op == "store":
         return f"UTMASTG.{case.rank}D"
-    return "UBLKCP.S.G"
+    if case.op == "reduce":
+        return f"UTMAREDG.{case.rank}D.ADD"
+    return "UBLKCP.G.S" if case.op == "bulk-store" else "UBLKCP.S.G"
+
+
+def prefetches(case: TmaCase) -> bool:
+    """Loads that also measure a copy of a tile prefetched to the L2 (tensor or bulk prefetch)."""
+    return case.op == "bulk" or (case.op == "load" and case.cluster == 1)
 
 
 def stage_bytes(case: TmaCase) -> int:
@@ -83,7 +93,7 @@ def stream_stages(case: TmaCase) -> tuple[int, ...]:
 
 
 def geometry(case: TmaCase, tiles: int) -> model.Geometry:
-    if case.op == "bulk":  # a contiguous run of bytes: a rank-1 tensor of bytes
+    if case.op in ("bulk", "bulk-store"):  # a contiguous run of bytes: a rank-1 tensor of bytes
         return model.Geometry(1, 1, case.box, tiles)
     return model.Geometry(case.rank, case.elem, case.box, tiles)
 
@@ -125,7 +135,7 @@ class TmaFamily:
         coords = ", ".join(f"%{3 + d}" for d in range(rank))
         kernels = "\n".join(f"KERNEL probe_stream_k{k}(ARGS) {{\n  planted_fault<PLANTED_FAULT>(iters, out);\n"
                             f"  stream<{k}>(in, out, timing, iters, map, gmap, src, tiles);\n}}"
-                            for k in stream_stages(case)) if case.op in ("load", "store", "bulk") else ""
+                            for k in stream_stages(case)) if case.op in COPY_OPS else ""
         return {
             "op": OP_CODES[case.op],
             "rank": rank,
@@ -144,6 +154,9 @@ class TmaFamily:
             "check_tile": model.check_tile(rank),
             "load_instruction": f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
             "store_instruction": f"cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group",
+            "reduce_instruction": f"cp.reduce.async.bulk.tensor.{rank}d.global.shared::cta.add.tile.bulk_group",
+            "prefetch_instruction": f"cp.async.bulk.prefetch.tensor.{rank}d.L2.global.tile",
+            "coord_operands_prefetch": ", ".join(f"%{1 + d}" for d in range(rank)),
             "coord_operands": coords,
             "coord_operands_store": ", ".join(f"%{2 + d}" for d in range(rank)),
             "coord_inputs": ", ".join(f'"r"(k.c[{d}])' for d in range(rank)),
@@ -154,10 +167,14 @@ class TmaFamily:
     def sass_expectation(self, case: TmaCase) -> SassExpectation:
         """The copy once in each copy kernel (nothing else may issue one); the baselines' UNROLL
         16-byte accesses per loop body; the barrier's arrive; the DSMEM loads."""
-        if case.op in ("load", "store", "bulk"):
+        if case.op in COPY_OPS:
             copy = KernelExpectation(_mnemonic(case), 1)
             kernels = [("probe_check", copy), ("probe_latency", copy)]
-            kernels += [("probe_latency_cold", copy)] if case.op != "store" else []
+            kernels += [("probe_latency_cold", copy)] if case.op not in STORE_OPS else []
+            if prefetches(case):
+                prefetch = "UBLKPF.L2" if case.op == "bulk" else f"UTMAPF.L2.{case.rank}D"
+                kernels += [("probe_latency_prefetched", copy),
+                            ("probe_latency_prefetched", KernelExpectation(prefetch, 1))]
             kernels += [(f"probe_stream_k{k}", copy) for k in stream_stages(case)]
             return SassExpectation(tuple(kernels), executes=_mnemonic(case))
         if case.op == "read":
@@ -181,7 +198,7 @@ class TmaFamily:
     def inputs(self, case: TmaCase, rng: np.random.Generator) -> Inputs:
         """Stores: random box bytes for shared memory. DSMEM: a random cyclic ring of word indices.
         Copies and baselines read the source tensor, which attach() fills on the GPU."""
-        if case.op == "store":
+        if case.op in STORE_OPS:
             pattern = rng.integers(0, 256, case.box_bytes, dtype=np.uint8)
             return Inputs(pattern, {"pattern": pattern}, "source word w = mix(w); random box bytes to store")
         if case.op == "dsmem":
@@ -192,7 +209,7 @@ class TmaFamily:
         return Inputs(np.zeros(16, dtype=np.uint8), {}, "source word w = mix(w) (harness/families/tma/model.py)")
 
     def output_words(self, case: TmaCase) -> int:
-        if case.op in ("load", "store", "bulk"):
+        if case.op in COPY_OPS:
             per_stage = (case.box_bytes * (case.cluster if case.multicast else 1)) // 4
             return case.cluster * max(stream_stages(case)) * per_stage
         if case.op in ("cp.async", "ld+st"):
@@ -218,7 +235,7 @@ class TmaFamily:
     def checks(self, case: TmaCase, inputs: Inputs) -> list[Check]:
         if case.op in ("load", "bulk"):
             return self._copy_checks(case)
-        if case.op == "store":
+        if case.op in STORE_OPS:
             return self._store_checks(case, inputs.values["pattern"])
         if case.op in ("read", "cp.async", "ld+st"):
             return [self._baseline_check(case)]
@@ -242,6 +259,11 @@ class TmaFamily:
         checks.append(Check("probe_latency_cold", COPY_THREADS, CHECK_REPS, CHECK_REPS * COPY_THREADS,
                             self._expected(case, model.words(self._stage(case, geom, cold))), 0.0,
                             f"after {CHECK_REPS} copies of fresh tiles (the last: tile {cold})", grid=c))
+        if prefetches(case):
+            last = PREFETCH_FIRST + cold
+            checks.append(Check("probe_latency_prefetched", COPY_THREADS, CHECK_REPS, CHECK_REPS * COPY_THREADS,
+                                self._expected(case, model.words(self._stage(case, geom, last))), 0.0,
+                                f"after {CHECK_REPS} copies of prefetched tiles (the last: tile {last})"))
         for k in stream_stages(case):
             n = 2 * k + 1
             last = {i % k: i for i in range(n)}  # the copy each stage holds last
@@ -251,14 +273,33 @@ class TmaFamily:
         return checks
 
     def _store_checks(self, case: TmaCase, pattern: np.ndarray) -> list[Check]:
-        back = model.words(model.stored(pattern, case.swizzle))
-        checks = [Check("probe_check", COPY_THREADS, 1, 1, self._expected(case, back), 0.0,
-                        "one store: the box in global memory, unswizzled"),
+        """Stores: the tile read back is the shared box, unswizzled. The reduction adds it to the tile as
+        32-bit words (wrapping), once per copy: each check's expectation counts every add to its tile
+        by the checks before it (they run in order, on the same tensor)."""
+        span = case.swizzle if case.tensor else 0
+        geom = geometry(case, tiles=1 << 20)
+        box = model.words(model.stored(pattern, span)).astype(np.uint64)
+        adds: dict[int, int] = {}
+
+        def back(tile: int, copies: dict[int, int]) -> np.ndarray:
+            for t, n in copies.items():
+                adds[t] = adds.get(t, 0) + n
+            if case.op != "reduce":
+                return box
+            source = model.words(geom.logical_box(tile)).astype(np.uint64)
+            return ((source + adds[tile] * box) % (1 << 32)).astype(np.uint32)
+
+        tile = model.check_tile(case.rank if case.tensor else 1)
+        checks = [Check("probe_check", COPY_THREADS, 1, 1, self._expected(case, back(tile, {tile: 1})), 0.0,
+                        "one copy: the box in global memory, unswizzled"),
                   Check("probe_latency", COPY_THREADS, CHECK_REPS, CHECK_REPS * COPY_THREADS,
-                        self._expected(case, back), 0.0, f"after {CHECK_REPS} stores of the same tile")]
+                        self._expected(case, back(tile, {tile: CHECK_REPS})), 0.0,
+                        f"after {CHECK_REPS} copies to the same tile")]
         for k in stream_stages(case):
-            checks.append(Check(f"probe_stream_k{k}", COPY_THREADS, 2 * k + 1, 5, self._expected(case, back), 0.0,
-                                f"the last of {2 * k + 1} stores with {k} in flight, read back"))
+            n = 2 * k + 1
+            checks.append(Check(f"probe_stream_k{k}", COPY_THREADS, n, 5,
+                                self._expected(case, back(n - 1, {t: 1 for t in range(n)})), 0.0,
+                                f"the last of {n} copies with {k} in flight, read back"))
         return checks
 
     def _baseline_check(self, case: TmaCase, iters: int = 3) -> Check:
@@ -310,15 +351,20 @@ class TmaFamily:
 
     def plan(self, case: TmaCase, device=None) -> list:
         c = case.cluster
-        if case.op in ("load", "bulk", "store"):
-            what = "the bulk group's wait_group 0" if case.op == "store" else "its mbarrier's completion"
-            empty = ("commit_group + wait_group 0 without a store" if case.op == "store" else
+        if case.op in COPY_OPS:
+            stores = case.op in STORE_OPS
+            what = "the bulk group's wait_group 0" if stores else "its mbarrier's completion"
+            empty = ("commit_group + wait_group 0 without a store" if stores else
                      "arrive.expect_tx of 0 bytes + try_wait without a copy")
             latency = [BracketedLatency("probe_latency", "probe_latency_empty", COPY_THREADS, empty,
                                         launch={"source": "L2"}, reps=LATENCY_REPS, grid=c)]
-            if case.op != "store":
+            if not stores:
                 latency.append(BracketedLatency("probe_latency_cold", "probe_latency_empty", COPY_THREADS, empty,
                                                 launch={"source": "HBM"}, reps=LATENCY_REPS, grid=c))
+            if prefetches(case):
+                latency.append(BracketedLatency("probe_latency_prefetched", "probe_latency_empty", COPY_THREADS,
+                                                empty + f"; the tile prefetched to the L2 {PREFETCH_WAIT} cycles before",
+                                                launch={"source": "prefetched"}, reps=LATENCY_REPS))
             delivered = case.box_bytes * (c if case.multicast else 1)
             points = tuple(BandwidthPoint(f"probe_stream_k{k}", b, COPY_THREADS, delivered,
                                           {"stages": k, "blocks_per_sm": b}) for k, b in stream_points(case))

@@ -6,7 +6,9 @@ Ids spell the PTX instruction (without the operands) and add what it does not sa
     cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128.gmap the map in global memory
     cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128.multicast4   to 4 CTAs
     cp.async.bulk.tensor.2d.global.shared::cta.tile.b16.box64x64.sw128          tensor store
+    cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.b32.box32x64.sw128   tensor reduce (add)
     cp.async.bulk.shared::cluster.global.8192B                                  non-tensor bulk load
+    cp.async.bulk.global.shared::cta.8192B                                      non-tensor bulk store
     ld.global.v4.u32 | cp.async.cg.shared.global.16 | ld.global.v4.u32.then.st.shared.v4.u32   baselines
     mbarrier.arrive.expect_tx.then.try_wait                                    the barrier sequence alone
     ld.shared::cluster.u32.cluster4                                            distributed shared memory
@@ -29,20 +31,24 @@ ELEMENT_BYTES = (1, 2, 4, 8)
 SWIZZLES = (0, 32, 64, 128)
 MAX_BOX = 256  # elements per box dimension (cuTensorMapEncodeTiled)
 CLUSTERS = (2, 4, 8)  # portable cluster sizes (16 needs a non-portable launch: not measured)
-OPS = ("load", "store", "bulk", "read", "cp.async", "ld+st", "mbarrier", "dsmem")
-TENSOR_OPS = ("load", "store")
+OPS = ("load", "store", "reduce", "bulk", "bulk-store", "read", "cp.async", "ld+st", "mbarrier", "dsmem")
+TENSOR_OPS = ("load", "store", "reduce")
+COPY_OPS = ("load", "store", "reduce", "bulk", "bulk-store")  # the operations with copy kernels
+STORE_OPS = ("store", "reduce", "bulk-store")  # shared -> global, completing on bulk groups
 
 LOAD = "cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile"
 STORE = "cp.async.bulk.tensor.{rank}d.global.shared::cta.tile"
+REDUCE = "cp.reduce.async.bulk.tensor.{rank}d.global.shared::cta.add.tile"
 BULK = "cp.async.bulk.shared::cluster.global"
+BULK_STORE = "cp.async.bulk.global.shared::cta"
 FIXED_IDS = {"read": "ld.global.v4.u32", "cp.async": "cp.async.cg.shared.global.16",
              "ld+st": "ld.global.v4.u32.then.st.shared.v4.u32", "mbarrier": "mbarrier.arrive.expect_tx.then.try_wait"}
 DSMEM = "ld.shared::cluster.u32.cluster{cluster}"
 
-_TENSOR = re.compile(r"^cp\.async\.bulk\.tensor\.(?P<rank>\d)d\.(?P<dir>shared::cluster\.global|global\.shared::cta)"
-                     r"\.tile\.b(?P<bits>\d+)\.box(?P<box>\d+(?:x\d+)*)(?:\.sw(?P<sw>\d+))?(?P<gmap>\.gmap)?"
+_TENSOR = re.compile(r"^(?P<red>cp\.reduce|cp)\.async\.bulk\.tensor\.(?P<rank>\d)d\."
+                     r"(?P<dir>shared::cluster\.global|global\.shared::cta)(?P<add>\.add)?\.tile\.b(?P<bits>\d+)\.box(?P<box>\d+(?:x\d+)*)(?:\.sw(?P<sw>\d+))?(?P<gmap>\.gmap)?"
                      r"(?:\.multicast(?P<mc>\d+))?$")
-_BULK = re.compile(r"^cp\.async\.bulk\.shared::cluster\.global\.(?P<bytes>\d+)B$")
+_BULK = re.compile(r"^cp\.async\.bulk\.(?P<dir>shared::cluster\.global|global\.shared::cta)\.(?P<bytes>\d+)B$")
 _DSMEM = re.compile(r"^ld\.shared::cluster\.u32\.cluster(?P<cluster>\d+)$")
 
 
@@ -75,8 +81,12 @@ class TmaCase(Case):
             return LOAD.format(rank=self.rank)
         if self.op == "store":
             return STORE.format(rank=self.rank)
+        if self.op == "reduce":
+            return REDUCE.format(rank=self.rank)
         if self.op == "bulk":
             return BULK
+        if self.op == "bulk-store":
+            return BULK_STORE
         if self.op == "dsmem":
             return "ld.shared::cluster.u32"
         return FIXED_IDS[self.op]
@@ -87,8 +97,8 @@ class TmaCase(Case):
             box = "x".join(map(str, self.box))
             return (f"{self.instruction}.b{8 * self.elem}.box{box}{f'.sw{self.swizzle}' if self.swizzle else ''}"
                     f"{'.gmap' if self.gmap else ''}{f'.multicast{self.cluster}' if self.multicast else ''}")
-        if self.op == "bulk":
-            return f"{BULK}.{self.box_bytes}B"
+        if self.op in ("bulk", "bulk-store"):
+            return f"{self.instruction}.{self.box_bytes}B"
         if self.op == "dsmem":
             return DSMEM.format(cluster=self.cluster)
         return FIXED_IDS[self.op]
@@ -104,10 +114,14 @@ def parse(case_id: str) -> TmaCase:
         if bits % 8:
             raise SpecError(f"{case_id!r}: element sizes are b8, b16, b32 or b64")
         op = "load" if match["dir"].startswith("shared") else "store"
+        if bool(match["red"] == "cp.reduce") != bool(match["add"]) or (match["add"] and op == "load"):
+            raise SpecError(f"{case_id!r}: a tensor reduction is written cp.reduce.async.bulk.tensor.Nd.global."
+                            "shared::cta.add.tile (the add into global memory)")
+        op = "reduce" if match["add"] else op
         case = TmaCase(op, int(match["rank"]), bits // 8, tuple(int(b) for b in match["box"].split("x")),
                        int(match["sw"] or 0), bool(match["gmap"]), int(match["mc"] or 1))
     elif match := _BULK.match(case_id):
-        case = TmaCase("bulk", box=(int(match["bytes"]),))
+        case = TmaCase("bulk" if match["dir"].startswith("shared") else "bulk-store", box=(int(match["bytes"]),))
     elif match := _DSMEM.match(case_id):
         case = TmaCase("dsmem", cluster=int(match["cluster"]))
     elif case_id in FIXED_IDS.values():
@@ -142,15 +156,18 @@ def check(case: TmaCase) -> None:
         if case.swizzle and inner > case.swizzle:
             raise IllegalShapeError(f"{case}: with a {case.swizzle}-byte swizzle the box's inner extent is at "
                                     f"most {case.swizzle} bytes, not {inner}")
-        if case.op == "store" and (case.gmap or case.cluster > 1):
+        if case.op in STORE_OPS and (case.gmap or case.cluster > 1):
             raise IllegalShapeError(f"{case}: stores are measured with the map by value, without a cluster")
+        if case.op == "reduce" and case.elem != 4:
+            raise IllegalShapeError(f"{case}: the add is measured on 32-bit elements (u32, wrapping), not "
+                                    f"{case.elem}-byte ones")
         if case.cluster > 1 and case.cluster not in CLUSTERS:
             raise IllegalShapeError(f"{case}: multicast goes to a cluster of {', '.join(map(str, CLUSTERS))} "
                                     f"CTAs, not {case.cluster}")
         if case.box_bytes * max(case.cluster, 1) > MAX_STAGE_BYTES:
             raise IllegalShapeError(f"{case}: {case.box_bytes * case.cluster} bytes per stage exceed the "
                                     f"{MAX_STAGE_BYTES} bytes of shared memory a block can hold")
-    elif case.op == "bulk":
+    elif case.op in ("bulk", "bulk-store"):
         size = case.box_bytes
         if size <= 0 or size % 16 or size > MAX_STAGE_BYTES:
             raise IllegalShapeError(f"{case}: a bulk copy moves a multiple of 16 bytes, up to {MAX_STAGE_BYTES}")
@@ -167,8 +184,8 @@ def _load(rank, elem, box, swizzle=128, **kw) -> TmaCase:
 
 def cases() -> list[TmaCase]:
     """The `tma` suite: box size, element size, swizzle and rank each varied alone around a 2-D b16
-    box of 128-byte rows with the 128-byte swizzle; the map in global memory; multicast; a store; bulk
-    copies; the baselines; the barrier alone; distributed shared memory."""
+    box of 128-byte rows with the 128-byte swizzle; the map in global memory; multicast; stores and a
+    reduction; bulk copies both ways; the baselines; the barrier alone; distributed shared memory."""
     out = [_load(2, 2, (64, rows)) for rows in (1, 2, 4, 8, 16, 32, 64, 128, 256)]  # 128 B .. 32 KB
     out += [_load(2, elem, (128 // elem, 64)) for elem in (1, 4, 8)]  # 8 KB each (b16 above)
     out += [_load(2, 2, (16 * span // 32 if span else 64, 64), span) for span in (0, 32, 64)]
@@ -176,7 +193,9 @@ def cases() -> list[TmaCase]:
     out += [_load(2, 2, (64, 64), gmap=True)]
     out += [_load(2, 2, (64, 64), cluster=c) for c in CLUSTERS]
     out += [TmaCase("store", 2, 2, (64, 64), 128), TmaCase("store", 2, 2, (64, 256), 128)]
+    out += [TmaCase("reduce", 2, 4, (32, 64), 128)]
     out += [TmaCase("bulk", box=(size,)) for size in (2048, 8192, 32768)]
+    out += [TmaCase("bulk-store", box=(size,)) for size in (8192, 32768)]
     out += [TmaCase(op) for op in ("read", "cp.async", "ld+st", "mbarrier")]
     out += [TmaCase("dsmem", cluster=c) for c in CLUSTERS]
     return out

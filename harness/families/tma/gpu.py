@@ -71,7 +71,9 @@ def attach(family, case, probe, device) -> None:
 
     from harness.families.tma import dynamic_smem, geometry, stream_stages
 
-    copies = case.op in ("load", "store", "bulk")
+    from harness.families.tma.cases import COPY_OPS
+
+    copies = case.op in COPY_OPS
     nbytes = source_size(family, device) if case.op not in ("mbarrier", "dsmem") else 1 << 20
     if copies:
         unit = case.box_bytes * (model.INNER_TILES ** (case.rank - 1) if case.tensor else 1)
@@ -88,10 +90,15 @@ def attach(family, case, probe, device) -> None:
     if copies:
         probe.dynamic_smem = {"probe_check": dynamic_smem(case, 1), "probe_latency": dynamic_smem(case, 1),
                               "probe_latency_cold": dynamic_smem(case, 1), "probe_latency_empty": dynamic_smem(case, 1),
+                              "probe_latency_prefetched": dynamic_smem(case, 1),
                               **{f"probe_stream_k{k}": dynamic_smem(case, k) for k in stream_stages(case)}}
-    if copies:  # the cold-latency kernel's launch counter starts at zero for every probe (its checks expect it)
-        counter = probe.module.get_global("cold_launches")
-        cupy.ndarray((1,), cupy.uint32, counter).fill(0)
+    if copies:  # the fresh-tile kernels' launch counters start at zero for every probe (their checks expect it)
+        for name in ("cold_launches", "prefetch_launches"):
+            try:
+                counter = probe.module.get_global(name)
+            except Exception:  # a counter no kernel of this probe uses is not in the module
+                continue
+            cupy.ndarray((1,), cupy.uint32, counter).fill(0)
     probe.resources = [source, global_map]
     probe.extra_args = (tensor_map, global_map, source, np.int64(tiles))
     if copies and prod(case.box) and tiles < 1000:
