@@ -132,7 +132,8 @@ def figures(ctx) -> list:
         smallest = near.sort_values(["box_bytes", "inflight"]).iloc[0]
         fewest = near.sort_values(["inflight", "box_bytes"]).iloc[0]
         text = [f"The read roofline of this run (every thread loading 16 bytes, {ROOFLINE_CASE}) is "
-                f"{roofline:.0f} GB/s. The best TMA load, {top.case_id} with {int(top.stages)} copies in flight and "
+                f"{roofline:.0f} GB/s. The best TMA load, {top.case_id} with {int(top.stages)} "
+                f"cop{'y' if int(top.stages) == 1 else 'ies'} in flight and "
                 f"{int(top.blocks_per_sm)} blocks per SM, reaches {float(top.value):.0f} GB/s: "
                 f"{float(top.value) / roofline:.1%} of it.",
                 f"Within 5 % of that best: the smallest box is {int(smallest.box_bytes)} B ({smallest.case_id}, "
