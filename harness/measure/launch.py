@@ -33,6 +33,9 @@ class LoadedProbe:
         self.extra_args: tuple = ()  # appended to every launch's arguments (Family.attach)
         self.dynamic_smem: dict[str, int] = {}  # kernel -> dynamic shared memory bytes (Family.attach)
         self.resources: list = []  # GPU buffers the extra arguments point into, kept alive with the probe
+        # CTAs per cluster chosen at launch time (0: none, or the kernel's own __cluster_dims__). A size over
+        # the portable 8 needs cuLaunchKernelEx on the CUfunction CuPy loaded (Family.attach sets it).
+        self.runtime_cluster = 0
 
     def load(self, input_bytes: np.ndarray) -> None:
         """Make `input_bytes` the input buffer of every later launch."""
@@ -53,8 +56,57 @@ class LoadedProbe:
         out = cupy.full(self.out_words, 0xFFFFFFFF, dtype=cupy.uint32)
         timing = cupy.full(timing_words, -1, dtype=cupy.int64)
         start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        args = (self.inputs, out, timing, np.int32(iters), *self.extra_args)
         start.record()
-        function((grid,), (block,), (self.inputs, out, timing, np.int32(iters), *self.extra_args), shared_mem=smem)
+        if self.runtime_cluster:
+            _launch_cluster(function, grid, block, smem, self.runtime_cluster, args)
+        else:
+            function((grid,), (block,), args, shared_mem=smem)
         stop.record()
         stop.synchronize()
         return Launch(out.get(), timing.get(), cupy.cuda.get_elapsed_time(start, stop))
+
+
+def _launch_cluster(function, grid: int, block: int, smem: int, cluster: int, args: tuple) -> None:
+    """cuLaunchKernelEx with a cluster dimension, on the kernel CuPy loaded, in CuPy's current stream.
+    Arguments: device arrays as pointers, NumPy scalars as their C type, a one-element structured array
+    (a tensor map) by value."""
+    import ctypes
+
+    import cupy
+    from cuda.bindings import driver
+
+    from harness.errors import DeviceError
+
+    def check(result):
+        err = result[0] if isinstance(result, tuple) else result
+        if err != driver.CUresult.CUDA_SUCCESS:
+            raise DeviceError(f"cluster launch of {cluster} CTAs refused: {err.name}")
+        return result
+
+    handle = driver.CUfunction(function.kernel.ptr)
+    attribute = driver.CUfunction_attribute
+    check(driver.cuFuncSetAttribute(handle, attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1))
+    check(driver.cuFuncSetAttribute(handle, attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem))
+    config = driver.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = grid, 1, 1
+    config.blockDimX, config.blockDimY, config.blockDimZ = block, 1, 1
+    config.sharedMemBytes = smem
+    config.hStream = cupy.cuda.get_current_stream().ptr
+    dims = driver.CUlaunchAttribute()
+    dims.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    dims.value.clusterDim.x, dims.value.clusterDim.y, dims.value.clusterDim.z = cluster, 1, 1
+    config.attrs, config.numAttrs = [dims], 1
+    values, types = [], []
+    for arg in args:
+        if isinstance(arg, cupy.ndarray):
+            values.append(arg.data.ptr)
+            types.append(ctypes.c_void_p)
+        elif isinstance(arg, np.ndarray):  # a structure by value: its bytes, as a ctypes structure
+            layout = type("ByValue", (ctypes.Structure,), {"_fields_": [("bytes", ctypes.c_uint8 * arg.nbytes)]})
+            values.append(layout.from_buffer_copy(arg.tobytes()))
+            types.append(None)
+        else:
+            values.append(arg.item())
+            types.append({np.dtype(np.int32): ctypes.c_int, np.dtype(np.int64): ctypes.c_longlong}[arg.dtype])
+    check(driver.cuLaunchKernelEx(config, handle, (tuple(values), tuple(types)), 0))

@@ -30,9 +30,11 @@ def test_the_128_byte_swizzle_is_not_the_identity():
     assert not np.array_equal(TMA.decode(case, launch.out), plain.expected)
 
 
-@pytest.mark.parametrize("cluster", [2, 4, 8])
-def test_multicast_reaches_every_cta(cluster):
-    case = parse_case_id(f"{SW128}.multicast{cluster}")
+@pytest.mark.parametrize("case_id", [f"{SW128}.multicast{c}" for c in (2, 4, 8)]
+                         + [SW128.replace("box64x64", "box64x32") + ".multicast16"])  # 16: a run-time cluster size
+def test_multicast_reaches_every_cta(case_id):
+    case = parse_case_id(case_id)
+    cluster = case.cluster
     probe, inputs = loaded(case)
     check: Check = TMA.checks(case, inputs)[0]
     launch = probe.run(check.kernel, check.grid, check.threads, check.iters, check.timing_words)

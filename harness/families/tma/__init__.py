@@ -145,7 +145,9 @@ class TmaFamily:
             "box_bytes": case.box_bytes or 16,
             "stage_bytes": stage_bytes(case) if case.box_bytes else model.STAGE_ALIGN,
             "cluster": case.cluster,
-            "cluster_attr": f"__cluster_dims__({case.cluster}, 1, 1)" if case.cluster > 1 else "",
+            # a non-portable size is given at launch time (LoadedProbe.runtime_cluster), not in the source
+            "cluster_attr": (f"__cluster_dims__({case.cluster}, 1, 1)"
+                             if 1 < case.cluster <= _cases.PORTABLE_CLUSTER else ""),
             "gmap": "true" if case.gmap else "false",
             "cold_stride": COLD_STRIDE,
             "threads": DSMEM_THREADS if case.op == "dsmem" else BASELINE_THREADS,

@@ -10,6 +10,7 @@ import numpy as np
 
 from harness.errors import HarnessError
 from harness.families.tma import model
+from harness.families.tma.cases import PORTABLE_CLUSTER
 
 FILL_CHUNK_WORDS = 1 << 24
 MAP_DTYPE = np.dtype([("w", np.uint64, (16,))], align=True)  # CUtensorMap: 128 opaque bytes, passed by value
@@ -99,6 +100,8 @@ def attach(family, case, probe, device) -> None:
             except Exception:  # a counter no kernel of this probe uses is not in the module
                 continue
             cupy.ndarray((1,), cupy.uint32, counter).fill(0)
+    if case.cluster > PORTABLE_CLUSTER:
+        probe.runtime_cluster = case.cluster
     probe.resources = [source, global_map]
     probe.extra_args = (tensor_map, global_map, source, np.int64(tiles))
     if copies and prod(case.box) and tiles < 1000:
