@@ -101,7 +101,7 @@ def geometry(case: TmaCase, tiles: int) -> model.Geometry:
 def _suites() -> dict[str, Suite]:
     return {
         "tma": Suite("TMA and clusters: tensor loads (box size, element size, swizzle, rank 1-5, the map in global "
-                     "memory, multicast to 2/4/8 CTAs, L2 prefetch), tensor stores and a reduction, bulk copies both "
+                     "memory, multicast to 2/4/8/16 CTAs, L2 prefetch), tensor stores and a reduction, bulk copies both "
                      "ways, the baselines (ld.global, cp.async, ld+st.shared), the mbarrier sequence, distributed "
                      "shared memory",
                      _cases.cases),
