@@ -118,7 +118,7 @@ QUICK = ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128
 class TmaFamily:
     name = "tma"
     description = "TMA and clusters: cp.async.bulk(.tensor) copies, multicast, mbarrier, distributed shared memory"
-    id_prefixes = ("cp.async.bulk", "cp.async.cg", "ld.global", "mbarrier.", "ld.shared::cluster")
+    id_prefixes = ("cp.async.bulk", "cp.reduce.async.bulk", "cp.async.cg", "ld.global", "mbarrier.", "ld.shared::cluster")
     example_id = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128"
     template = "tma.cu.in"
 
@@ -153,6 +153,7 @@ class TmaFamily:
             "threads": DSMEM_THREADS if case.op == "dsmem" else BASELINE_THREADS,
             "unroll": UNROLL,
             "ring_words": RING_WORDS,
+            "spread": "true" if case.spread else "false",
             "elem": case.elem if case.tensor else 1,
             "check_tile": model.check_tile(rank),
             "load_instruction": f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
@@ -385,8 +386,9 @@ class TmaFamily:
                                      launch={}, reps=LATENCY_REPS)]
         points = tuple(BandwidthPoint("probe_dsmem_stream", b, DSMEM_THREADS, DSMEM_THREADS * UNROLL * 16,
                                       {"blocks_per_sm": b, "cluster": c}) for b in (1, 2))
+        chased = f"rank {c - 1}" if case.spread else "rank 1"
         return [ChainSlope("latency_cycles", "probe_dsmem_chain", COPY_THREADS, unroll=UNROLL, launch={"cluster": c},
-                           notes="a pointer chase through another CTA's shared memory", grid=c),
+                           notes=f"a pointer chase by rank 0 through the shared memory of {chased}", grid=c),
                 Bandwidth(points, grid_multiple=c, notes="every thread reads the next CTA's shared memory")]
 
     def headline(self, metric: str) -> dict | None:

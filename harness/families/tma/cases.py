@@ -12,6 +12,7 @@ Ids spell the PTX instruction (without the operands) and add what it does not sa
     ld.global.v4.u32 | cp.async.cg.shared.global.16 | ld.global.v4.u32.then.st.shared.v4.u32   baselines
     mbarrier.arrive.expect_tx.then.try_wait                                    the barrier sequence alone
     ld.shared::cluster.u32.cluster4                                            distributed shared memory
+    ld.shared::cluster.u32.cluster8.spread                                     ... each warp from another CTA
 
 b8/b16/b32/b64 are the element sizes (1, 2, 4, 8 bytes); `box` lists the box's extent per dimension,
 innermost first; `sw` the swizzle span in bytes (absent: none).
@@ -44,13 +45,13 @@ BULK = "cp.async.bulk.shared::cluster.global"
 BULK_STORE = "cp.async.bulk.global.shared::cta"
 FIXED_IDS = {"read": "ld.global.v4.u32", "cp.async": "cp.async.cg.shared.global.16",
              "ld+st": "ld.global.v4.u32.then.st.shared.v4.u32", "mbarrier": "mbarrier.arrive.expect_tx.then.try_wait"}
-DSMEM = "ld.shared::cluster.u32.cluster{cluster}"
+DSMEM = "ld.shared::cluster.u32.cluster{cluster}{spread}"
 
 _TENSOR = re.compile(r"^(?P<red>cp\.reduce|cp)\.async\.bulk\.tensor\.(?P<rank>\d)d\."
                      r"(?P<dir>shared::cluster\.global|global\.shared::cta)(?P<add>\.add)?\.tile\.b(?P<bits>\d+)\.box(?P<box>\d+(?:x\d+)*)(?:\.sw(?P<sw>\d+))?(?P<gmap>\.gmap)?"
                      r"(?:\.multicast(?P<mc>\d+))?$")
 _BULK = re.compile(r"^cp\.async\.bulk\.(?P<dir>shared::cluster\.global|global\.shared::cta)\.(?P<bytes>\d+)B$")
-_DSMEM = re.compile(r"^ld\.shared::cluster\.u32\.cluster(?P<cluster>\d+)$")
+_DSMEM = re.compile(r"^ld\.shared::cluster\.u32\.cluster(?P<cluster>\d+)(?P<spread>\.spread)?$")
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,7 @@ class TmaCase(Case):
     swizzle: int = 0  # bytes: 0 (none), 32, 64, 128
     gmap: bool = False  # the tensor map in global memory (with the acquire fence), not a kernel parameter
     cluster: int = 1  # CTAs per cluster: multicast destinations (load) or the DSMEM cluster
+    spread: bool = False  # DSMEM: each warp reads another CTA, and the chase goes to the last rank
 
     @property
     def box_bytes(self) -> int:
@@ -101,7 +103,7 @@ class TmaCase(Case):
         if self.op in ("bulk", "bulk-store"):
             return f"{self.instruction}.{self.box_bytes}B"
         if self.op == "dsmem":
-            return DSMEM.format(cluster=self.cluster)
+            return DSMEM.format(cluster=self.cluster, spread=".spread" if self.spread else "")
         return FIXED_IDS[self.op]
 
     def columns(self) -> dict[str, object]:
@@ -124,7 +126,7 @@ def parse(case_id: str) -> TmaCase:
     elif match := _BULK.match(case_id):
         case = TmaCase("bulk" if match["dir"].startswith("shared") else "bulk-store", box=(int(match["bytes"]),))
     elif match := _DSMEM.match(case_id):
-        case = TmaCase("dsmem", cluster=int(match["cluster"]))
+        case = TmaCase("dsmem", cluster=int(match["cluster"]), spread=bool(match["spread"]))
     elif case_id in FIXED_IDS.values():
         case = TmaCase(next(op for op, spelled in FIXED_IDS.items() if spelled == case_id))
     else:
@@ -174,6 +176,10 @@ def check(case: TmaCase) -> None:
             raise IllegalShapeError(f"{case}: a bulk copy moves a multiple of 16 bytes, up to {MAX_STAGE_BYTES}")
     elif case.op == "dsmem" and case.cluster not in CLUSTERS:
         raise IllegalShapeError(f"{case}: clusters of {', '.join(map(str, CLUSTERS))} CTAs, not {case.cluster}")
+    elif case.op == "dsmem" and case.spread and case.cluster < 4:
+        raise IllegalShapeError(f"{case}: .spread needs 4 CTAs or more (in 2 the next CTA is the only other one)")
+    if case.spread and case.op != "dsmem":
+        raise IllegalShapeError(f"{case}: .spread is a distributed shared memory access pattern")
 
 
 MAX_STAGE_BYTES = 64 * 1024  # one stage (box, or boxes of a multicast round) fits 3 times in 227 KB
@@ -200,4 +206,5 @@ def cases() -> list[TmaCase]:
     out += [TmaCase("bulk-store", box=(size,)) for size in (8192, 32768)]
     out += [TmaCase(op) for op in ("read", "cp.async", "ld+st", "mbarrier")]
     out += [TmaCase("dsmem", cluster=c) for c in CLUSTERS]
+    out += [TmaCase("dsmem", cluster=c, spread=True) for c in CLUSTERS if c >= 4]
     return out
