@@ -1,4 +1,4 @@
-"""Structured sparsity of a sparse MMA's A operand: a pattern, the compressed A, and one warp's
+"""Structured sparsity of a sparse matrix multiply's A operand: a pattern, the compressed A, and one warp's
 metadata words for 16 rows of A (PTX ISA; families with warpgroup-wide forms call it per warp).
 
 PTX ISA, "Sparse matrix storage" and "Matrix fragments for multiply-accumulate operation with sparse

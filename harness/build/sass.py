@@ -133,12 +133,12 @@ class SassCheck:
 
 
 def _unguarded(instruction: str) -> str:
-    """The instruction without its predicate guard: '@!UP0 UTMALDG.2D [UR4], ...' -> 'UTMALDG.2D [UR4], ...'."""
+    """The instruction without its predicate guard: '@!UP0 OP.X [UR4], ...' -> 'OP.X [UR4], ...'."""
     return instruction.split(" ", 1)[1] if instruction.startswith("@") else instruction
 
 
 def _count(instructions: list[str], expected) -> list[int]:
-    """Positions of the expected instruction, guarded by a predicate or not (one lane issues a copy)."""
+    """Positions of the expected instruction, guarded by a predicate or not (e.g. one lane issues it)."""
     return [i for i, ins in enumerate(map(_unguarded, instructions))
             if ins.split(" ", 1)[0] == expected.mnemonic and not ins.startswith(expected.exclude)
             and expected.contains in ins]

@@ -173,6 +173,7 @@ class GpuSpec:
     flops_per_tc_per_clk_fp16: float
     source: str
     notes: str
+    memory_bandwidth_gbps: float | None = None  # the datasheet's DRAM bandwidth
 
 
 @cache
@@ -183,5 +184,5 @@ def gpu_specs() -> dict[str, GpuSpec]:
         specs[row["gpu"]] = GpuSpec(row["gpu"], int(row["sm_count"]) if row["sm_count"] else None,
                                     int(row["tensor_cores_per_sm"]), number("tc_boost_clock_mhz"),
                                     number("peak_dense_fp16_tflops"), float(row["flops_per_tc_per_clk_fp16"]),
-                                    row["source"], row["notes"])
+                                    row["source"], row["notes"], number("memory_bandwidth_gbps"))
     return specs

@@ -16,7 +16,7 @@ FILL_CHUNK_WORDS = 1 << 24
 MAP_DTYPE = np.dtype([("w", np.uint64, (16,))], align=True)  # CUtensorMap: 128 opaque bytes, passed by value
 
 
-def source_size(family, device) -> int:
+def source_size(device) -> int:
     from harness.families.tma import SOURCE_L2_MULTIPLE, SOURCE_MIN_BYTES
 
     l2 = device.l2_bytes or 50 << 20
@@ -67,7 +67,7 @@ def encode_map(case, geometry: model.Geometry, address: int) -> np.ndarray:
     return np.array([int(w) for w in tmap.opaque], dtype=np.uint64).view(MAP_DTYPE)
 
 
-def attach(family, case, probe, device) -> None:
+def attach(case, probe, device) -> None:
     import cupy
 
     from harness.families.tma import dynamic_smem, geometry, stream_stages
@@ -75,7 +75,7 @@ def attach(family, case, probe, device) -> None:
     from harness.families.tma.cases import COPY_OPS
 
     copies = case.op in COPY_OPS
-    nbytes = source_size(family, device) if case.op not in ("mbarrier", "dsmem") else 1 << 20
+    nbytes = source_size(device) if case.op not in ("mbarrier", "dsmem") else 1 << 20
     if copies:
         unit = case.box_bytes * (model.INNER_TILES ** (case.rank - 1) if case.tensor else 1)
         tiles = nbytes // unit * (unit // case.box_bytes)
