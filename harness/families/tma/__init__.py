@@ -27,11 +27,11 @@ import numpy as np
 from harness.families.base import Check, Inputs, KernelExpectation, SassExpectation, Suite, Work
 from harness.families.tma import cases as _cases
 from harness.families.tma import model
-from harness.families.tma.cases import COPY_OPS, STORE_OPS, TmaCase
+from harness.families.tma.cases import COPY_OPS, DSMEM_OPS, STORE_OPS, TmaCase
 from harness.measure.methods import Bandwidth, BandwidthPoint, BracketedLatency, ChainSlope
 
 OP_CODES = {"load": 0, "store": 1, "bulk": 2, "read": 3, "cp.async": 4, "ld+st": 5, "mbarrier": 6, "dsmem": 7,
-            "reduce": 8, "bulk-store": 9}
+            "reduce": 8, "bulk-store": 9, "dsmem-store": 10}
 STAGES = (1, 2, 4, 8, 16)  # copies in flight per block: the stream kernels probe_stream_k<STAGES>
 BLOCKS_PER_SM = (1, 2, 4)
 MULTICAST_STAGES = (1, 2)  # a multicast stage holds CLUSTER boxes
@@ -118,7 +118,8 @@ QUICK = ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128
 class TmaFamily:
     name = "tma"
     description = "TMA and clusters: cp.async.bulk(.tensor) copies, multicast, mbarrier, distributed shared memory"
-    id_prefixes = ("cp.async.bulk", "cp.reduce.async.bulk", "cp.async.cg", "ld.global", "mbarrier.", "ld.shared::cluster")
+    id_prefixes = ("cp.async.bulk", "cp.reduce.async.bulk", "cp.async.cg", "ld.global", "mbarrier.", "ld.shared::cluster",
+                   "st.shared::cluster")
     example_id = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128"
     template = "tma.cu.in"
 
@@ -150,7 +151,7 @@ class TmaFamily:
                              if 1 < case.cluster <= _cases.PORTABLE_CLUSTER else ""),
             "gmap": "true" if case.gmap else "false",
             "cold_stride": COLD_STRIDE,
-            "threads": DSMEM_THREADS if case.op == "dsmem" else BASELINE_THREADS,
+            "threads": DSMEM_THREADS if case.op in DSMEM_OPS else BASELINE_THREADS,
             "unroll": UNROLL,
             "ring_words": RING_WORDS,
             "spread": "true" if case.spread else "false",
@@ -194,6 +195,10 @@ class TmaFamily:
         if case.op == "mbarrier":
             return SassExpectation((("probe_barrier", KernelExpectation("SYNCS.ARRIVE.TRANS64", 1)),),
                                    executes="SYNCS.ARRIVE.TRANS64 + SYNCS.PHASECHK.TRANS64.TRYWAIT")
+        if case.op == "dsmem-store":
+            return SassExpectation((("probe_dsmem_pingpong", KernelExpectation("ST.E.STRONG.GPU", 1)),
+                                    ("probe_dsmem_store_stream", KernelExpectation("ST.E.128", UNROLL))),
+                                   executes="ST.E.128")
         return SassExpectation((("probe_dsmem_chain", KernelExpectation("LD.E", UNROLL)),
                                 ("probe_dsmem_stream", KernelExpectation("LD.E.128", UNROLL))), executes="LD.E")
 
@@ -205,7 +210,7 @@ class TmaFamily:
         if case.op in STORE_OPS:
             pattern = rng.integers(0, 256, case.box_bytes, dtype=np.uint8)
             return Inputs(pattern, {"pattern": pattern}, "source word w = mix(w); random box bytes to store")
-        if case.op == "dsmem":
+        if case.op in DSMEM_OPS:  # stores overwrite the ring: what it held before does not matter
             order = rng.permutation(RING_WORDS)
             ring = np.empty(RING_WORDS, dtype=np.uint32)
             ring[order] = np.roll(order, -1)
@@ -218,6 +223,8 @@ class TmaFamily:
             return case.cluster * max(stream_stages(case)) * per_stage
         if case.op in ("cp.async", "ld+st"):
             return 2 * UNROLL * BASELINE_THREADS * 4
+        if case.op == "dsmem-store":
+            return RING_WORDS
         return max(BASELINE_THREADS, DSMEM_THREADS, 1)
 
     def decode(self, case: TmaCase, words: np.ndarray) -> np.ndarray:
@@ -247,6 +254,8 @@ class TmaFamily:
             return [Check("probe_barrier", COPY_THREADS, CHECK_REPS, CHECK_REPS * COPY_THREADS,
                           self._expected(case, [CHECK_REPS]), 0.0,
                           f"{CHECK_REPS} rounds, each completing exactly one phase (test_wait.parity)")]
+        if case.op == "dsmem-store":
+            return self._dsmem_store_checks(case)
         return self._dsmem_checks(case, inputs.values["ring"])
 
     def _copy_checks(self, case: TmaCase) -> list[Check]:
@@ -337,6 +346,22 @@ class TmaFamily:
                       self._expected(case, sums.astype(np.uint32)), 0.0,
                       f"each thread's sum over the next CTA's ring, {iters} iterations", grid=case.cluster)]
 
+    def _dsmem_store_checks(self, case: TmaCase, iters: int = 3) -> list[Check]:
+        """The ping-pong's last flag; CTA 0's ring after the stores: slot a = x + u THREADS holds the word
+        of the last iteration from thread x's store u, of the rank whose hop lands on rank 0 (the last
+        rank; with .spread, the rank that warp x // 32 hops from)."""
+        hops = 16 * UNROLL  # ChainSlope's short chain: an even number of hops, so the flag ends at rank 0
+        slots, last = RING_WORDS // 4, iters - 1
+        x, u = np.arange(slots) % DSMEM_THREADS, np.arange(slots) // DSMEM_THREADS
+        hop = 1 + (x // 32) % (case.cluster - 1) if case.spread else np.ones_like(x)
+        rank = (-hop) % case.cluster
+        ring = np.stack([np.full(slots, last), rank, x, u], axis=1).ravel()
+        partner = case.cluster - 1 if case.spread else 1
+        return [Check("probe_dsmem_pingpong", COPY_THREADS, hops, 5, self._expected(case, [hops]), 0.0,
+                      f"{hops} hops between rank 0 and rank {partner}, the flag back at rank 0", grid=case.cluster),
+                Check("probe_dsmem_store_stream", DSMEM_THREADS, iters, 5 * case.cluster, self._expected(case, ring),
+                      0.0, f"rank 0's ring after {iters} iterations of stores into it", grid=case.cluster)]
+
     # -- on the GPU: the source tensor, the maps, shared memory --------------------------------------
 
     def attach(self, case: TmaCase, probe, device) -> None:
@@ -385,6 +410,16 @@ class TmaFamily:
         if case.op == "mbarrier":
             return [BracketedLatency("probe_barrier", "probe_barrier_empty", COPY_THREADS, "the two clock reads",
                                      launch={}, reps=LATENCY_REPS)]
+        if case.op == "dsmem-store":
+            partner = f"rank {c - 1}" if case.spread else "rank 1"
+            points = tuple(BandwidthPoint("probe_dsmem_store_stream", b, DSMEM_THREADS, DSMEM_THREADS * UNROLL * 16,
+                                          {"blocks_per_sm": b, "cluster": c}) for b in (1, 2))
+            return [ChainSlope("latency_cycles", "probe_dsmem_pingpong", COPY_THREADS, unroll=UNROLL,
+                               launch={"cluster": c}, grid=c,
+                               notes=f"a flag passed between rank 0 and {partner}: each hop a st.relaxed.cluster into "
+                                     "the other CTA's shared memory, seen by its spin on ld.relaxed"),
+                    Bandwidth(points, grid_multiple=c, notes="every thread stores into "
+                              + ("another CTA's shared memory, warp by warp" if case.spread else "the next CTA's shared memory"))]
         points = tuple(BandwidthPoint("probe_dsmem_stream", b, DSMEM_THREADS, DSMEM_THREADS * UNROLL * 16,
                                       {"blocks_per_sm": b, "cluster": c}) for b in (1, 2))
         chased = f"rank {c - 1}" if case.spread else "rank 1"

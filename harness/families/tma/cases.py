@@ -13,6 +13,7 @@ Ids spell the PTX instruction (without the operands) and add what it does not sa
     mbarrier.arrive.expect_tx.then.try_wait                                    the barrier sequence alone
     ld.shared::cluster.u32.cluster4                                            distributed shared memory
     ld.shared::cluster.u32.cluster8.spread                                     ... each warp from another CTA
+    st.shared::cluster.u32.cluster4                                            stores to another CTA's shared memory
 
 b8/b16/b32/b64 are the element sizes (1, 2, 4, 8 bytes); `box` lists the box's extent per dimension,
 innermost first; `sw` the swizzle span in bytes (absent: none).
@@ -33,7 +34,8 @@ SWIZZLES = (0, 32, 64, 128)
 MAX_BOX = 256  # elements per box dimension (cuTensorMapEncodeTiled)
 CLUSTERS = (2, 4, 8, 16)  # CTAs per cluster; 8 is the portable most, 16 a non-portable size (launched at run time)
 PORTABLE_CLUSTER = 8
-OPS = ("load", "store", "reduce", "bulk", "bulk-store", "read", "cp.async", "ld+st", "mbarrier", "dsmem")
+OPS = ("load", "store", "reduce", "bulk", "bulk-store", "read", "cp.async", "ld+st", "mbarrier", "dsmem", "dsmem-store")
+DSMEM_OPS = ("dsmem", "dsmem-store")  # distributed shared memory: loads from, or stores to, another CTA
 TENSOR_OPS = ("load", "store", "reduce")
 COPY_OPS = ("load", "store", "reduce", "bulk", "bulk-store")  # the operations with copy kernels
 STORE_OPS = ("store", "reduce", "bulk-store")  # shared -> global, completing on bulk groups
@@ -45,13 +47,13 @@ BULK = "cp.async.bulk.shared::cluster.global"
 BULK_STORE = "cp.async.bulk.global.shared::cta"
 FIXED_IDS = {"read": "ld.global.v4.u32", "cp.async": "cp.async.cg.shared.global.16",
              "ld+st": "ld.global.v4.u32.then.st.shared.v4.u32", "mbarrier": "mbarrier.arrive.expect_tx.then.try_wait"}
-DSMEM = "ld.shared::cluster.u32.cluster{cluster}{spread}"
+DSMEM = {"dsmem": "ld.shared::cluster.u32", "dsmem-store": "st.shared::cluster.u32"}
 
 _TENSOR = re.compile(r"^(?P<red>cp\.reduce|cp)\.async\.bulk\.tensor\.(?P<rank>\d)d\."
                      r"(?P<dir>shared::cluster\.global|global\.shared::cta)(?P<add>\.add)?\.tile\.b(?P<bits>\d+)\.box(?P<box>\d+(?:x\d+)*)(?:\.sw(?P<sw>\d+))?(?P<gmap>\.gmap)?"
                      r"(?:\.multicast(?P<mc>\d+))?$")
 _BULK = re.compile(r"^cp\.async\.bulk\.(?P<dir>shared::cluster\.global|global\.shared::cta)\.(?P<bytes>\d+)B$")
-_DSMEM = re.compile(r"^ld\.shared::cluster\.u32\.cluster(?P<cluster>\d+)(?P<spread>\.spread)?$")
+_DSMEM = re.compile(r"^(?P<op>ld|st)\.shared::cluster\.u32\.cluster(?P<cluster>\d+)(?P<spread>\.spread)?$")
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ class TmaCase(Case):
     swizzle: int = 0  # bytes: 0 (none), 32, 64, 128
     gmap: bool = False  # the tensor map in global memory (with the acquire fence), not a kernel parameter
     cluster: int = 1  # CTAs per cluster: multicast destinations (load) or the DSMEM cluster
-    spread: bool = False  # DSMEM: each warp reads another CTA, and the chase goes to the last rank
+    spread: bool = False  # DSMEM: each warp reads (writes) another CTA; the latency goes to the last rank
 
     @property
     def box_bytes(self) -> int:
@@ -90,8 +92,8 @@ class TmaCase(Case):
             return BULK
         if self.op == "bulk-store":
             return BULK_STORE
-        if self.op == "dsmem":
-            return "ld.shared::cluster.u32"
+        if self.op in DSMEM_OPS:
+            return DSMEM[self.op]
         return FIXED_IDS[self.op]
 
     @property
@@ -102,8 +104,8 @@ class TmaCase(Case):
                     f"{'.gmap' if self.gmap else ''}{f'.multicast{self.cluster}' if self.multicast else ''}")
         if self.op in ("bulk", "bulk-store"):
             return f"{self.instruction}.{self.box_bytes}B"
-        if self.op == "dsmem":
-            return DSMEM.format(cluster=self.cluster, spread=".spread" if self.spread else "")
+        if self.op in DSMEM_OPS:
+            return f"{DSMEM[self.op]}.cluster{self.cluster}" + (".spread" if self.spread else "")
         return FIXED_IDS[self.op]
 
     def columns(self) -> dict[str, object]:
@@ -126,7 +128,8 @@ def parse(case_id: str) -> TmaCase:
     elif match := _BULK.match(case_id):
         case = TmaCase("bulk" if match["dir"].startswith("shared") else "bulk-store", box=(int(match["bytes"]),))
     elif match := _DSMEM.match(case_id):
-        case = TmaCase("dsmem", cluster=int(match["cluster"]), spread=bool(match["spread"]))
+        case = TmaCase("dsmem" if match["op"] == "ld" else "dsmem-store", cluster=int(match["cluster"]),
+                       spread=bool(match["spread"]))
     elif case_id in FIXED_IDS.values():
         case = TmaCase(next(op for op, spelled in FIXED_IDS.items() if spelled == case_id))
     else:
@@ -174,11 +177,11 @@ def check(case: TmaCase) -> None:
         size = case.box_bytes
         if size <= 0 or size % 16 or size > MAX_STAGE_BYTES:
             raise IllegalShapeError(f"{case}: a bulk copy moves a multiple of 16 bytes, up to {MAX_STAGE_BYTES}")
-    elif case.op == "dsmem" and case.cluster not in CLUSTERS:
+    elif case.op in DSMEM_OPS and case.cluster not in CLUSTERS:
         raise IllegalShapeError(f"{case}: clusters of {', '.join(map(str, CLUSTERS))} CTAs, not {case.cluster}")
-    elif case.op == "dsmem" and case.spread and case.cluster < 4:
+    elif case.op in DSMEM_OPS and case.spread and case.cluster < 4:
         raise IllegalShapeError(f"{case}: .spread needs 4 CTAs or more (in 2 the next CTA is the only other one)")
-    if case.spread and case.op != "dsmem":
+    if case.spread and case.op not in DSMEM_OPS:
         raise IllegalShapeError(f"{case}: .spread is a distributed shared memory access pattern")
 
 
@@ -207,4 +210,6 @@ def cases() -> list[TmaCase]:
     out += [TmaCase(op) for op in ("read", "cp.async", "ld+st", "mbarrier")]
     out += [TmaCase("dsmem", cluster=c) for c in CLUSTERS]
     out += [TmaCase("dsmem", cluster=c, spread=True) for c in CLUSTERS if c >= 4]
+    out += [TmaCase("dsmem-store", cluster=c) for c in CLUSTERS]
+    out += [TmaCase("dsmem-store", cluster=c, spread=True) for c in CLUSTERS if c >= 4]
     return out

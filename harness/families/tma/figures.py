@@ -168,8 +168,11 @@ def figures(ctx) -> list:
                    .sort_values(["case_id", "cluster"]).round(1))
         sections.append(("TMA: multicast and distributed shared memory by cluster size", [
             "Multicast: each CTA of the cluster loads one box a round into every CTA's shared memory; GB/s counts "
-            "the bytes that land (global memory is read once per cluster). DSMEM: latency of a pointer chase "
-            "through another CTA's shared memory; bandwidth of every thread reading the next CTA's."], summary))
+            "the bytes that land (global memory is read once per cluster). DSMEM loads (ld.shared::cluster): "
+            "latency of a pointer chase through another CTA's shared memory; bandwidth of every thread reading the "
+            "next CTA's (.spread: each warp another CTA's). DSMEM stores (st.shared::cluster): latency of one hop "
+            "of a flag passed between two CTAs (a store into the other's shared memory until its spin sees it); "
+            "bandwidth of every thread storing into the next CTA's."], summary))
     gpus = ", ".join(f"'{g}'" for g in PAPER_GPUS)
     paper = ctx.store.query(f"""SELECT source_table, value, unit FROM reference_figures
                                WHERE gpu IN ({gpus}) AND source_table LIKE 'NewFeatures/TMA/%'""")

@@ -75,7 +75,7 @@ def attach(case, probe, device) -> None:
     from harness.families.tma.cases import COPY_OPS
 
     copies = case.op in COPY_OPS
-    nbytes = source_size(device) if case.op not in ("mbarrier", "dsmem") else 1 << 20
+    nbytes = source_size(device) if case.op in COPY_OPS or case.op in ("read", "cp.async", "ld+st") else 1 << 20
     if copies:
         unit = case.box_bytes * (model.INNER_TILES ** (case.rank - 1) if case.tensor else 1)
         tiles = nbytes // unit * (unit // case.box_bytes)
