@@ -113,3 +113,44 @@ def test_dsmem_store_check_is_what_the_stores_leave_in_rank_0(case_id):
                  if k.kernel == "probe_dsmem_store_stream")
     assert check.iters == iters
     np.testing.assert_array_equal(check.expected, rings[0].ravel().astype(np.float64))
+
+
+@pytest.mark.parametrize("rank,pixels", [(3, 128), (4, 32), (4, 256), (5, 128)])
+def test_im2col_column_is_the_convolutions_im2col_row_set(rank, pixels):
+    """An im2col load's pixels against the textbook definition of a 'same' convolution's im2col (filter
+    3, padding 1, stride 1): output pixel p of image n with the filter at position r reads input pixel
+    p + r - 1, zero outside the image. Loop by loop, element by element, over the probe's tensor."""
+    geom = model.Im2colGeometry(rank, 2, 64, pixels, tiles=1 << 16)
+    extents = model.IM2COL_EXTENTS[rank]
+    per_image = int(np.prod(extents))
+    for tile in (0, 47, 679, 1001):
+        channel0 = tile % model.IM2COL_CHANNEL_TILES * 64
+        column = tile // model.IM2COL_CHANNEL_TILES
+        position = column % 3 ** len(extents)
+        filt = [position // 3 ** s % 3 for s in range(len(extents))]
+        expected = np.zeros((pixels, 64 * 2), dtype=np.uint8)
+        for j in range(pixels):
+            out = column * pixels + j
+            n, rest = divmod(out, per_image)
+            coords = []
+            for e in extents:
+                coords.append(rest % e)
+                rest //= e
+            source = [p + r - 1 for p, r in zip(coords, filt)]
+            if any(not 0 <= s < e for s, e in zip(source, extents)):
+                continue
+            element = n
+            for s, e in zip(reversed(source), reversed(extents)):
+                element = element * e + s
+            first = (element * geom.dims[0] + channel0) * 2  # bytes: C innermost, 2-byte elements
+            expected[j] = model.source_bytes(np.arange(first, first + 128))
+        np.testing.assert_array_equal(geom.logical_box(tile).reshape(pixels, -1), expected, err_msg=f"tile {tile}")
+
+
+def test_an_illegal_im2col_load_is_one_line():
+    with pytest.raises(IllegalShapeError, match="rank 3, 4 or 5"):
+        cases.parse("cp.async.bulk.tensor.2d.shared::cluster.global.im2col.b16.ch64.px128.sw128")
+    with pytest.raises(IllegalShapeError, match="pixels per column are 1 to 1024"):
+        cases.parse("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.b16.ch64.px2048.sw128")
+    with pytest.raises(IllegalShapeError, match="inner extent is at most 64 bytes"):
+        cases.parse("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.b16.ch64.px128.sw64")

@@ -56,3 +56,44 @@ def test_measured_end_to_end(case_id):
     for metric in result.metrics:
         assert metric.samples is not None and np.all(np.isfinite(metric.samples)) and np.all(metric.samples > 0), \
             metric.name
+
+
+@pytest.mark.parametrize("case_id", ["cp.async.bulk.tensor.3d.shared::cluster.global.im2col.b16.ch64.px128.sw128",
+                                     "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.b16.ch64.px128",
+                                     "cp.async.bulk.tensor.5d.shared::cluster.global.im2col.b16.ch64.px128.sw128"])
+def test_im2col_rows_are_the_pixels_of_the_walk(case_id):
+    """Each landed row identified by its bytes among every pixel of the images around the column (and
+    every channel tile): the pixel it came from must be the model's, a zero row must be outside the
+    tensor. A failure names the first rows that differ, with where they came from."""
+    from harness.families.tma import geometry
+    from harness.families.tma import model
+
+    case = parse_case_id(case_id)
+    probe, inputs = loaded(case)
+    check: Check = TMA.checks(case, inputs)[0]
+    launch = probe.run(check.kernel, check.grid, check.threads, check.iters, check.timing_words)
+    landed = TMA.decode(case, launch.out)[:case.box_bytes // 4].astype(np.uint32).view(np.uint8)
+    rows = model.landed(landed, case.swizzle).reshape(case.box[1], -1)  # the swizzle is its own inverse
+    geom = geometry(case, tiles=1 << 20)
+    tile = model.check_tile(case.rank)
+    walk = geom.pixel_walk(tile)
+    extents = (*geom.spatial, geom.images)
+    known = {}
+    for n in range(max(0, int(walk[:, -1].min()) - 1), int(walk[:, -1].max()) + 2):
+        for flat in range(int(np.prod(geom.spatial))):
+            where = np.unravel_index(flat, geom.spatial[::-1])[::-1]
+            element = n
+            for s, e in zip(reversed(where), reversed(geom.spatial)):
+                element = element * e + s
+            for ct in range(model.IM2COL_CHANNEL_TILES):
+                first = (element * geom.dims[0] + ct * case.box[0]) * case.elem
+                key = model.source_bytes(np.arange(first, first + 16)).tobytes()
+                known[key] = (*map(int, where), n, ct)
+    wrong = []
+    for j, row in enumerate(rows):
+        inside = all(0 <= p < e for p, e in zip(walk[j], extents))
+        want = (*map(int, walk[j]), tile % model.IM2COL_CHANNEL_TILES) if inside else "zeros"
+        got = "zeros" if not row.any() else known.get(row[:16].tobytes(), "unknown")
+        if got != want:
+            wrong.append(f"row {j}: landed {got}, model {want}")
+    assert not wrong, f"{len(wrong)} of {len(rows)} rows differ (w, h.., n, channel tile): " + "; ".join(wrong[:8])

@@ -20,7 +20,7 @@ sequence alone; DSMEM cases chase pointers through, and stream from, another CTA
 
 from __future__ import annotations
 
-from math import prod
+from math import gcd, prod
 
 import numpy as np
 
@@ -59,7 +59,7 @@ POISON = 0xFFFFFFFF  # what LoadedProbe fills `out` with: words a kernel did not
 def _mnemonic(case: TmaCase) -> str:
     """SASS of the copy on sm_90a (ptxas 13): UTMALDG/UTMASTG.<rank>D, UBLKCP.S.G."""
     if case.op == "load":
-        return f"UTMALDG.{case.rank}D" + (".MULTICAST" if case.multicast else "")
+        return f"UTMALDG.{case.rank}D" + (".IM2COL" if case.im2col else "") + (".MULTICAST" if case.multicast else "")
     if case.op == "store":
         return f"UTMASTG.{case.rank}D"
     if case.op == "reduce":
@@ -92,10 +92,25 @@ def stream_stages(case: TmaCase) -> tuple[int, ...]:
     return tuple(sorted({k for k, _ in stream_points(case)}))
 
 
-def geometry(case: TmaCase, tiles: int) -> model.Geometry:
+def geometry(case: TmaCase, tiles: int) -> model.Geometry | model.Im2colGeometry:
     if case.op in ("bulk", "bulk-store"):  # a contiguous run of bytes: a rank-1 tensor of bytes
         return model.Geometry(1, 1, case.box, tiles)
+    if case.im2col:
+        return model.Im2colGeometry(case.rank, case.elem, *case.box, tiles)
     return model.Geometry(case.rank, case.elem, case.box, tiles)
+
+
+def source_tiles(case: TmaCase, nbytes: int) -> int:
+    """Tiles of a source of at most `nbytes`, the tensor cut into whole boxes (im2col: whole images, and
+    a whole number of columns of pixels)."""
+    if case.im2col:
+        pixels_per_image = prod(model.IM2COL_EXTENTS[case.rank])
+        image_bytes = model.IM2COL_CHANNEL_TILES * case.box[0] * case.elem * pixels_per_image
+        step = case.box[1] // gcd(case.box[1], pixels_per_image)  # images per whole number of columns
+        images = nbytes // image_bytes // step * step
+        return model.IM2COL_CHANNEL_TILES * images * pixels_per_image // case.box[1]
+    unit = case.box_bytes * (model.INNER_TILES ** (case.rank - 1) if case.tensor else 1)
+    return nbytes // unit * (unit // case.box_bytes)
 
 
 def _suites() -> dict[str, Suite]:
@@ -133,8 +148,13 @@ class TmaFamily:
     def template_params(self, case: TmaCase) -> dict[str, object]:
         self.check(case)
         rank = case.rank if case.tensor else 1
-        box = list(case.box if case.tensor else (case.box_bytes or 16,)) + [1] * (5 - rank)
+        box = (list(case.box if case.tensor else (case.box_bytes or 16,)) + [1] * 5)[:5]
         coords = ", ".join(f"%{3 + d}" for d in range(rank))
+        mode = "im2col" if case.im2col else "tile"
+
+        def offsets(first: int) -> str:  # im2col: the offsets' operands after the coordinates' (16-bit)
+            return ", {" + ", ".join(f"%{first + s}" for s in range(rank - 2)) + "}" if case.im2col else ""
+
         kernels = "\n".join(f"KERNEL probe_stream_k{k}(ARGS) {{\n  planted_fault<PLANTED_FAULT>(iters, out);\n"
                             f"  stream<{k}>(in, out, timing, iters, map, gmap, src, tiles);\n}}"
                             for k in stream_stages(case)) if case.op in COPY_OPS else ""
@@ -157,10 +177,18 @@ class TmaFamily:
             "spread": "true" if case.spread else "false",
             "elem": case.elem if case.tensor else 1,
             "check_tile": model.check_tile(rank),
-            "load_instruction": f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+            "load_instruction": f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.{mode}.mbarrier::complete_tx::bytes",
             "store_instruction": f"cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group",
             "reduce_instruction": f"cp.reduce.async.bulk.tensor.{rank}d.global.shared::cta.add.tile.bulk_group",
-            "prefetch_instruction": f"cp.async.bulk.prefetch.tensor.{rank}d.L2.global.tile",
+            "prefetch_instruction": f"cp.async.bulk.prefetch.tensor.{rank}d.L2.global.{mode}",
+            "im2col": "true" if case.im2col else "false",
+            "spatial": ", ".join(map(str, (*model.IM2COL_EXTENTS.get(rank, ()), 1, 1, 1)[:3])),
+            "im2col_channel_tiles": model.IM2COL_CHANNEL_TILES,
+            "im2col_corner": model.IM2COL_CORNER,
+            "im2col_filter": model.IM2COL_FILTER,
+            "im2col_operands": offsets(3 + rank),
+            "im2col_operands_prefetch": offsets(1 + rank),
+            "im2col_inputs": "".join(f', "h"(k.o[{s}])' for s in range(rank - 2)) if case.im2col else "",
             "coord_operands_prefetch": ", ".join(f"%{1 + d}" for d in range(rank)),
             "coord_operands": coords,
             "coord_operands_store": ", ".join(f"%{2 + d}" for d in range(rank)),
@@ -177,7 +205,7 @@ class TmaFamily:
             kernels = [("probe_check", copy), ("probe_latency", copy)]
             kernels += [("probe_latency_cold", copy)] if case.op not in STORE_OPS else []
             if prefetches(case):
-                prefetch = "UBLKPF.L2" if case.op == "bulk" else f"UTMAPF.L2.{case.rank}D"
+                prefetch = "UBLKPF.L2" if case.op == "bulk" else f"UTMAPF.L2.{case.rank}D" + (".IM2COL" if case.im2col else "")
                 kernels += [("probe_latency_prefetched", copy),
                             ("probe_latency_prefetched", KernelExpectation(prefetch, 1))]
             kernels += [(f"probe_stream_k{k}", copy) for k in stream_stages(case)]
@@ -433,7 +461,14 @@ class TmaFamily:
         return None
 
     def describe(self, case: TmaCase) -> list[str]:
-        if case.tensor:
+        if case.im2col:
+            names = "C, " + ", ".join("WHD"[:case.rank - 2]) + ", N"
+            geometry_text = (f"im2col, rank {case.rank} ({names}; spatial extents "
+                             f"{' x '.join(map(str, model.IM2COL_EXTENTS[case.rank]))}, pixel box corners "
+                             f"{model.IM2COL_CORNER}): {case.box[1]} pixels x {case.box[0]} channels of {case.elem}-byte "
+                             f"elements ({case.box_bytes} B), swizzle {case.swizzle or 'none'}; offsets (filter "
+                             f"position) 0..{model.IM2COL_FILTER - 1} per spatial dimension by tile")
+        elif case.tensor:
             geometry_text = (f"rank {case.rank}, box {' x '.join(map(str, case.box))} of {case.elem}-byte elements "
                              f"({case.box_bytes} B), swizzle {case.swizzle or 'none'}")
             where = "map in global memory (acquire fence per block)" if case.gmap else "map by value (__grid_constant__)"

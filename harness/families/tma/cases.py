@@ -5,6 +5,7 @@ Ids spell the PTX instruction (without the operands) and add what it does not sa
     cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128      tensor load, map by value
     cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128.gmap the map in global memory
     cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128.multicast4   to 4 CTAs
+    cp.async.bulk.tensor.4d.shared::cluster.global.im2col.b16.ch64.px128.sw128  im2col: 128 pixels x 64 channels
     cp.async.bulk.tensor.2d.global.shared::cta.tile.b16.box64x64.sw128          tensor store
     cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.b32.box32x64.sw128   tensor reduce (add)
     cp.async.bulk.shared::cluster.global.8192B                                  non-tensor bulk load
@@ -16,7 +17,8 @@ Ids spell the PTX instruction (without the operands) and add what it does not sa
     st.shared::cluster.u32.cluster4                                            stores to another CTA's shared memory
 
 b8/b16/b32/b64 are the element sizes (1, 2, 4, 8 bytes); `box` lists the box's extent per dimension,
-innermost first; `sw` the swizzle span in bytes (absent: none).
+innermost first; `sw` the swizzle span in bytes (absent: none). An im2col load names the channels per
+pixel (`ch`) and the pixels per column (`px`) instead of a box; its tensor is (C, W, [H, [D,]] N).
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from harness.spec import Case
 
 ELEMENT_BYTES = (1, 2, 4, 8)
 SWIZZLES = (0, 32, 64, 128)
-MAX_BOX = 256  # elements per box dimension (cuTensorMapEncodeTiled)
+MAX_BOX = 256  # elements per box dimension (cuTensorMapEncodeTiled); channels per pixel (im2col)
+MAX_PIXELS = 1024  # pixels per column (cuTensorMapEncodeIm2col)
 CLUSTERS = (2, 4, 8, 16)  # CTAs per cluster; 8 is the portable most, 16 a non-portable size (launched at run time)
 PORTABLE_CLUSTER = 8
 OPS = ("load", "store", "reduce", "bulk", "bulk-store", "read", "cp.async", "ld+st", "mbarrier", "dsmem", "dsmem-store")
@@ -40,7 +43,7 @@ TENSOR_OPS = ("load", "store", "reduce")
 COPY_OPS = ("load", "store", "reduce", "bulk", "bulk-store")  # the operations with copy kernels
 STORE_OPS = ("store", "reduce", "bulk-store")  # shared -> global, completing on bulk groups
 
-LOAD = "cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile"
+LOAD = "cp.async.bulk.tensor.{rank}d.shared::cluster.global.{mode}"
 STORE = "cp.async.bulk.tensor.{rank}d.global.shared::cta.tile"
 REDUCE = "cp.reduce.async.bulk.tensor.{rank}d.global.shared::cta.add.tile"
 BULK = "cp.async.bulk.shared::cluster.global"
@@ -50,7 +53,8 @@ FIXED_IDS = {"read": "ld.global.v4.u32", "cp.async": "cp.async.cg.shared.global.
 DSMEM = {"dsmem": "ld.shared::cluster.u32", "dsmem-store": "st.shared::cluster.u32"}
 
 _TENSOR = re.compile(r"^(?P<red>cp\.reduce|cp)\.async\.bulk\.tensor\.(?P<rank>\d)d\."
-                     r"(?P<dir>shared::cluster\.global|global\.shared::cta)(?P<add>\.add)?\.tile\.b(?P<bits>\d+)\.box(?P<box>\d+(?:x\d+)*)(?:\.sw(?P<sw>\d+))?(?P<gmap>\.gmap)?"
+                     r"(?P<dir>shared::cluster\.global|global\.shared::cta)(?P<add>\.add)?\.(?P<mode>tile|im2col)\.b(?P<bits>\d+)"
+                     r"\.(?:box(?P<box>\d+(?:x\d+)*)|ch(?P<ch>\d+)\.px(?P<px>\d+))(?:\.sw(?P<sw>\d+))?(?P<gmap>\.gmap)?"
                      r"(?:\.multicast(?P<mc>\d+))?$")
 _BULK = re.compile(r"^cp\.async\.bulk\.(?P<dir>shared::cluster\.global|global\.shared::cta)\.(?P<bytes>\d+)B$")
 _DSMEM = re.compile(r"^(?P<op>ld|st)\.shared::cluster\.u32\.cluster(?P<cluster>\d+)(?P<spread>\.spread)?$")
@@ -67,6 +71,7 @@ class TmaCase(Case):
     gmap: bool = False  # the tensor map in global memory (with the acquire fence), not a kernel parameter
     cluster: int = 1  # CTAs per cluster: multicast destinations (load) or the DSMEM cluster
     spread: bool = False  # DSMEM: each warp reads (writes) another CTA; the latency goes to the last rank
+    im2col: bool = False  # a load in im2col mode: box = (channels per pixel, pixels per column)
 
     @property
     def box_bytes(self) -> int:
@@ -83,7 +88,7 @@ class TmaCase(Case):
     @property
     def instruction(self) -> str:
         if self.op == "load":
-            return LOAD.format(rank=self.rank)
+            return LOAD.format(rank=self.rank, mode="im2col" if self.im2col else "tile")
         if self.op == "store":
             return STORE.format(rank=self.rank)
         if self.op == "reduce":
@@ -99,8 +104,8 @@ class TmaCase(Case):
     @property
     def base_id(self) -> str:
         if self.tensor:
-            box = "x".join(map(str, self.box))
-            return (f"{self.instruction}.b{8 * self.elem}.box{box}{f'.sw{self.swizzle}' if self.swizzle else ''}"
+            box = f"ch{self.box[0]}.px{self.box[1]}" if self.im2col else "box" + "x".join(map(str, self.box))
+            return (f"{self.instruction}.b{8 * self.elem}.{box}{f'.sw{self.swizzle}' if self.swizzle else ''}"
                     f"{'.gmap' if self.gmap else ''}{f'.multicast{self.cluster}' if self.multicast else ''}")
         if self.op in ("bulk", "bulk-store"):
             return f"{self.instruction}.{self.box_bytes}B"
@@ -123,8 +128,13 @@ def parse(case_id: str) -> TmaCase:
             raise SpecError(f"{case_id!r}: a tensor reduction is written cp.reduce.async.bulk.tensor.Nd.global."
                             "shared::cta.add.tile (the add into global memory)")
         op = "reduce" if match["add"] else op
-        case = TmaCase(op, int(match["rank"]), bits // 8, tuple(int(b) for b in match["box"].split("x")),
-                       int(match["sw"] or 0), bool(match["gmap"]), int(match["mc"] or 1))
+        im2col = match["mode"] == "im2col"
+        if im2col != (match["ch"] is not None):
+            raise SpecError(f"{case_id!r}: a tile copy names its box (box64x64), an im2col load its channels per "
+                            "pixel and pixels per column (ch64.px128)")
+        box = (int(match["ch"]), int(match["px"])) if im2col else tuple(int(b) for b in match["box"].split("x"))
+        case = TmaCase(op, int(match["rank"]), bits // 8, box, int(match["sw"] or 0), bool(match["gmap"]),
+                       int(match["mc"] or 1), im2col=im2col)
     elif match := _BULK.match(case_id):
         case = TmaCase("bulk" if match["dir"].startswith("shared") else "bulk-store", box=(int(match["bytes"]),))
     elif match := _DSMEM.match(case_id):
@@ -149,9 +159,11 @@ def check(case: TmaCase) -> None:
             raise IllegalShapeError(f"{case}: a tensor copy has rank 1 to 5, not {case.rank}")
         if case.elem not in ELEMENT_BYTES:
             raise IllegalShapeError(f"{case}: elements are 1, 2, 4 or 8 bytes, not {case.elem}")
-        if len(case.box) != case.rank:
+        if case.im2col:
+            _check_im2col(case)
+        elif len(case.box) != case.rank:
             raise IllegalShapeError(f"{case}: a rank-{case.rank} box has {case.rank} extents, not {len(case.box)}")
-        if any(not 1 <= b <= MAX_BOX for b in case.box):
+        elif any(not 1 <= b <= MAX_BOX for b in case.box):
             raise IllegalShapeError(f"{case}: every box extent is 1 to {MAX_BOX} elements (box {case.box})")
         inner = case.box[0] * case.elem
         if inner % 16:
@@ -185,6 +197,22 @@ def check(case: TmaCase) -> None:
         raise IllegalShapeError(f"{case}: .spread is a distributed shared memory access pattern")
 
 
+def _check_im2col(case: TmaCase) -> None:
+    if case.op != "load":
+        raise IllegalShapeError(f"{case}: im2col is measured for loads (global to shared memory)")
+    if not 3 <= case.rank <= 5:
+        raise IllegalShapeError(f"{case}: an im2col tensor has rank 3, 4 or 5 (NWC, NHWC, NDHWC), not {case.rank}")
+    if len(case.box) != 2:
+        raise IllegalShapeError(f"{case}: an im2col load names channels per pixel and pixels per column")
+    channels, pixels = case.box
+    if not 1 <= channels <= MAX_BOX:
+        raise IllegalShapeError(f"{case}: channels per pixel are 1 to {MAX_BOX}, not {channels}")
+    if not 1 <= pixels <= MAX_PIXELS:
+        raise IllegalShapeError(f"{case}: pixels per column are 1 to {MAX_PIXELS}, not {pixels}")
+    if case.cluster > 1 or case.gmap:
+        raise IllegalShapeError(f"{case}: im2col loads are measured with the map by value, without multicast")
+
+
 MAX_STAGE_BYTES = 64 * 1024  # one stage (box, or boxes of a multicast round) fits 3 times in 227 KB
 
 
@@ -201,6 +229,9 @@ def cases() -> list[TmaCase]:
     out += [_load(2, 2, (16 * span // 32 if span else 64, 64), span) for span in (0, 32, 64)]
     out += [_load(1, 2, (256,), 0), _load(3, 2, (64, 8, 8)), _load(4, 2, (64, 4, 4, 4)), _load(5, 2, (64, 4, 4, 2, 2))]
     out += [_load(2, 2, (64, 64), gmap=True)]
+    out += [_load(rank, 2, (64, 128), im2col=True) for rank in (3, 4, 5)]  # 16 KB: 128 pixels of 128 B
+    out += [_load(4, 2, (64, pixels), im2col=True) for pixels in (32, 64, 256)]
+    out += [_load(4, 2, (64, 128), 0, im2col=True)]
     out += [_load(2, 2, (64, 64), cluster=c) for c in CLUSTERS if c <= PORTABLE_CLUSTER]
     out += [_load(2, 2, (64, 32), cluster=c) for c in (8, 16)]  # 16 boxes of 8 KB exceed a stage: 4 KB boxes
     out += [TmaCase("store", 2, 2, (64, 64), 128), TmaCase("store", 2, 2, (64, 256), 128)]

@@ -47,10 +47,7 @@ def encode_map(case, geometry: model.Geometry, address: int) -> np.ndarray:
     """cuTensorMapEncodeTiled over the source, as the by-value kernel argument."""
     from cuda.bindings import driver
 
-    types = {1: "UINT8", 2: "UINT16", 4: "UINT32", 8: "UINT64"}
-    dtype = getattr(driver.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{types[geometry.elem]}")
-    swizzle = getattr(driver.CUtensorMapSwizzle,
-                      "CU_TENSOR_MAP_SWIZZLE_" + (f"{case.swizzle}B" if case.swizzle else "NONE"))
+    dtype, swizzle = _enums(case, geometry.elem)
     err, tmap = driver.cuTensorMapEncodeTiled(
         dtype, geometry.rank, address,
         [driver.cuuint64_t(d) for d in geometry.dims],
@@ -67,24 +64,58 @@ def encode_map(case, geometry: model.Geometry, address: int) -> np.ndarray:
     return np.array([int(w) for w in tmap.opaque], dtype=np.uint64).view(MAP_DTYPE)
 
 
+def _enums(case, elem: int):
+    from cuda.bindings import driver
+
+    types = {1: "UINT8", 2: "UINT16", 4: "UINT32", 8: "UINT64"}
+    dtype = getattr(driver.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{types[elem]}")
+    swizzle = getattr(driver.CUtensorMapSwizzle,
+                      "CU_TENSOR_MAP_SWIZZLE_" + (f"{case.swizzle}B" if case.swizzle else "NONE"))
+    return dtype, swizzle
+
+
+def encode_im2col_map(case, geometry: model.Im2colGeometry, address: int) -> np.ndarray:
+    """cuTensorMapEncodeIm2col over the source as (C, W, [H, [D,]] N): the pixel box from the corner to
+    the extent - 1 + the corner in every spatial dimension, `channels` x `pixels` per load."""
+    from cuda.bindings import driver
+
+    dtype, swizzle = _enums(case, geometry.elem)
+    spatial = len(geometry.spatial)
+    err, tmap = driver.cuTensorMapEncodeIm2col(
+        dtype, geometry.rank, address,
+        [driver.cuuint64_t(d) for d in geometry.dims],
+        [driver.cuuint64_t(s) for s in geometry.strides[1:]],
+        [model.IM2COL_CORNER] * spatial, [model.IM2COL_CORNER] * spatial,
+        driver.cuuint32_t(geometry.channels), driver.cuuint32_t(geometry.pixels),
+        [driver.cuuint32_t(1) for _ in geometry.dims],
+        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise HarnessError(f"{case}: cuTensorMapEncodeIm2col refused the map: {err.name} (dims {geometry.dims}, "
+                           f"channels {geometry.channels}, pixels {geometry.pixels})")
+    return np.array([int(w) for w in tmap.opaque], dtype=np.uint64).view(MAP_DTYPE)
+
+
 def attach(case, probe, device) -> None:
     import cupy
 
-    from harness.families.tma import dynamic_smem, geometry, stream_stages
+    from harness.families.tma import dynamic_smem, geometry, source_tiles, stream_stages
 
     from harness.families.tma.cases import COPY_OPS
 
     copies = case.op in COPY_OPS
     nbytes = source_size(device) if case.op in COPY_OPS or case.op in ("read", "cp.async", "ld+st") else 1 << 20
     if copies:
-        unit = case.box_bytes * (model.INNER_TILES ** (case.rank - 1) if case.tensor else 1)
-        tiles = nbytes // unit * (unit // case.box_bytes)
+        tiles = source_tiles(case, nbytes)
         nbytes = tiles * case.box_bytes
     else:
         tiles = nbytes // 16  # the baselines walk the source in 16-byte words
     source = fill_source(cupy, nbytes)
     tensor_map = np.zeros(1, dtype=MAP_DTYPE)
-    if case.tensor:
+    if case.im2col:
+        tensor_map = encode_im2col_map(case, geometry(case, tiles), source.data.ptr)
+    elif case.tensor:
         tensor_map = encode_map(case, geometry(case, tiles), source.data.ptr)
     global_map = cupy.asarray(tensor_map.view(np.uint64))  # 256-byte aligned: CuPy's allocations are
     evict_l2(cupy, device.l2_bytes or 50 << 20)

@@ -115,3 +115,105 @@ def check_tile(rank: int) -> int:
 def words(data: np.ndarray) -> np.ndarray:
     """Bytes as the little-endian 32-bit words the probe writes to `out`."""
     return np.ascontiguousarray(data, dtype=np.uint8).view(np.uint32)
+
+
+# -- im2col ------------------------------------------------------------------------------------------
+#
+# An im2col load reads `pixels` pixels of `channels` channels each from a tensor of dimensions
+# (C, W, [H, [D,]] N), innermost first, and lands them as `pixels` rows of `channels` elements (then
+# the swizzle, as for a tile). Which pixels, by the PTX ISA's "im2col mode" and cuTensorMapEncodeIm2col:
+# the map holds a pixel box per spatial dimension, from its lower corner L to the extent - 1 + its
+# upper corner U; the instruction gives the first pixel's coordinates (c, w, h, d, n) and one offset
+# per spatial dimension (the filter position). The walk takes the pixels of the box in order, W
+# fastest, then H, then D, then the next image N, from the first one on; each pixel read is its
+# coordinates plus the offsets, and a pixel outside the tensor reads as zeros.
+#
+# The probe's tensor and tiles: L = U = -1 in every spatial dimension (a 3-wide filter with padding
+# 1: the box spans each extent); C holds IM2COL_CHANNEL_TILES copies' worth of channels. Tile t reads
+# channels (t mod CT) x channels on, from output pixel (t div CT) x pixels on (output pixels counted
+# over the box, W fastest, then the images), with filter position (t div CT) mod 3^spatial, its digits
+# (W first) the offsets, 0..2 each.
+
+IM2COL_CHANNEL_TILES = 2
+IM2COL_CORNER = -1  # the lower and the upper corner of the pixel box, every spatial dimension
+IM2COL_EXTENTS = {3: (16,), 4: (16, 16), 5: (8, 8, 8)}  # W, H, D of the probe's tensor
+IM2COL_FILTER = 3  # offsets 0, 1, 2 per spatial dimension
+
+
+@dataclass(frozen=True)
+class Im2colGeometry:
+    """The source tensor as (C, spatial..., N) of `elem`-byte elements, read `pixels` x `channels` at a time."""
+
+    rank: int
+    elem: int
+    channels: int
+    pixels: int
+    tiles: int
+
+    @property
+    def spatial(self) -> tuple[int, ...]:
+        return IM2COL_EXTENTS[self.rank]
+
+    @property
+    def box(self) -> tuple[int, ...]:
+        """The pixel box's extent per spatial dimension: extent - 1 + upper - lower + 1."""
+        return tuple(s + IM2COL_CORNER - IM2COL_CORNER for s in self.spatial)
+
+    @property
+    def images(self) -> int:
+        return -(-self.tiles // IM2COL_CHANNEL_TILES * self.pixels // prod(self.box))
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        return (IM2COL_CHANNEL_TILES * self.channels, *self.spatial, self.images)
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        out = [self.elem]
+        for d in self.dims[:-1]:
+            out.append(out[-1] * d)
+        return tuple(out)
+
+    @property
+    def box_bytes(self) -> int:
+        return self.pixels * self.channels * self.elem
+
+    def start(self, tile: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The instruction's coordinates (c, w, [h, [d,]] n) and offsets (w, [h, [d]]) for a tile."""
+        column = tile // IM2COL_CHANNEL_TILES
+        first = column * self.pixels
+        coords = [tile % IM2COL_CHANNEL_TILES * self.channels]
+        for extent in self.box:
+            coords.append(IM2COL_CORNER + first % extent)
+            first //= extent
+        coords.append(first)
+        position = column % IM2COL_FILTER ** len(self.box)
+        offsets = tuple(position // IM2COL_FILTER ** s % IM2COL_FILTER for s in range(len(self.box)))
+        return tuple(coords), offsets
+
+    def pixel_walk(self, tile: int) -> np.ndarray:
+        """(pixels, spatial + 1) coordinates read, W first, N last: the box walked from the first pixel,
+        plus the offsets."""
+        coords, offsets = self.start(tile)
+        place = 0  # the first pixel's place in the walk: its image, then its place in the box
+        for extent, at in zip(reversed(self.box), reversed(coords[1:-1])):
+            place = place * extent + (at - IM2COL_CORNER)
+        index = coords[-1] * prod(self.box) + place + np.arange(self.pixels, dtype=np.int64)
+        out = []
+        for extent, offset in zip(self.box, offsets):
+            out.append(IM2COL_CORNER + index % extent + offset)
+            index = index // extent
+        out.append(index)
+        return np.stack(out, axis=1)
+
+    def logical_box(self, tile: int) -> np.ndarray:
+        """The landed bytes before the swizzle: a row of `channels` elements per pixel, zeros outside."""
+        coords, _ = self.start(tile)
+        pixels = self.pixel_walk(tile)
+        inside = np.all((pixels >= 0) & (pixels < np.asarray((*self.spatial, self.images))), axis=1)
+        base = sum(pixels[:, s].astype(np.int64) * self.strides[1 + s] for s in range(pixels.shape[1]))
+        element = base[:, None] + (coords[0] + np.arange(self.channels))[None, :] * self.elem
+        offsets = (element[..., None] + np.arange(self.elem)).reshape(self.pixels, -1)
+        data = source_bytes(np.where(inside[:, None], offsets, 0))
+        data[~inside] = 0
+        return data.ravel()
