@@ -87,6 +87,9 @@ def test_the_report(db, tmp_path):
         assert f"## {heading}" in text
     assert "| wgmma.mma_async.m64n8k16.f32.f16.f16.SS | issue_interval_cycles | 18 |" in text
     assert "abc123" in text and "![wgmma: issue interval against N](issue_interval_vs_n.png)" in text
+    # the two N = 256 cases of wgmma-quick (SS, RS), each as a burst on the paper program's two fills
+    burst = text.split("## wgmma: sustained against burst")[1].split("\n## ")[0]
+    assert sum(line.startswith("| wgmma.mma_async.m64n256k16") for line in burst.splitlines()) == 4
     assert text.rstrip().endswith(f"every number comes from sqlite:///{db}.")
     page = report.html.read_text()
     assert page.count("data:image/png;base64,") == 4 and not re.search(r"(src|href)=['\"]http", page)

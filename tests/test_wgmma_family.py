@@ -143,6 +143,12 @@ def test_the_paper_programs_fill():
 
 def test_throughput_at_n256_is_measured_on_every_distribution():
     plan = wgmma.plan(parse_case_id("wgmma.mma_async.m64n256k16.f32.f16.f16.SS"))
-    assert sorted(s.inputs for s in plan if getattr(s, "inputs", None)) == ["small-int", "uniform01", "uniform11",
-                                                                            "zeros"]
+    sustained = [s for s in plan if getattr(s, "inputs", None) and not s.idle_ms]
+    assert sorted(s.inputs for s in sustained) == ["small-int", "uniform01", "uniform11", "zeros"]
+    # and as bursts on the paper program's two fills, each with its own launch key (dense only)
+    bursts = [s for s in plan if getattr(s, "idle_ms", 0)]
+    assert sorted(s.inputs for s in bursts) == ["uniform11", "zeros"]
+    assert all(s.points[0].launch["idle_ms"] == s.idle_ms > 0 for s in bursts)
+    sparse = wgmma.plan(parse_case_id("wgmma.mma_async.sp.m64n256k32.f32.f16.f16.SS"))
+    assert not [s for s in sparse if getattr(s, "idle_ms", 0)]
     assert not [s for s in wgmma.plan(parse_case_id("wgmma.mma_async.m64n128k16.f32.f16.f16.SS")) if getattr(s, "inputs", None)]

@@ -11,6 +11,8 @@ instructions each loop iteration issues, and the family says how much work one i
                        clock64 on every thread; the difference is the instruction's latency.
     OccupancySweep     every SM runs U units (warps, groups of warps) x ILP independent chains; work per
                        cycle per SM from clock64, and whole-GPU work per second from CUDA events.
+                       Samples are back-to-back launches (a sustained load), or with `idle_ms` each one
+                       follows that much idle time (a burst from a cool GPU, as a short program sees).
     Bandwidth          every SM runs B blocks that each move a known number of bytes per loop iteration;
                        whole-GPU bytes per second from CUDA events, launches sized to a few milliseconds.
 
@@ -19,6 +21,7 @@ Every kernel has the argument shape of ptx/common.cuh and writes one timing reco
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -106,6 +109,7 @@ class OccupancySweep:
     inputs: str | None = None  # another input distribution (Family.inputs pattern), validated first
     stop_on: str = "time"  # the samples the stopping rule watches: "time" (whole GPU) or "cycles"
     target_cycles: int | None = None  # cycles each unit runs per launch (default: by whole_gpu)
+    idle_ms: float = 0.0  # idle time before each sampled launch (0: back to back, a sustained load)
 
     @property
     def cycles(self) -> int:
@@ -226,6 +230,8 @@ def _occupancy_sweep(spec: OccupancySweep, ctx: Context) -> list[Metric]:
         clocks, per_sm, sms, rates = [], [], [], []
 
         def sample() -> float:
+            if spec.idle_ms:
+                time.sleep(spec.idle_ms / 1e3)
             launch = ctx.probe.run(point.kernel, grid, block, iters, grid * point.units * RECORD_WORDS)
             records = Records.from_words(launch.timing)
             clocks.append(records.sm_clock_mhz())
@@ -244,7 +250,8 @@ def _occupancy_sweep(spec: OccupancySweep, ctx: Context) -> list[Metric]:
         common = dict(launch=dict(point.launch), sm_clock_mhz=clock, stop_reason=collected.stop_reason,
                       gpu_state=window.state)
         note = (f"{iters} x {point.per_iter} instructions per unit of {spec.unit_threads} threads, "
-                f"{point.units} units per SM; {min(sms[-kept:])} distinct SMs of {grid} blocks")
+                f"{point.units} units per SM; {min(sms[-kept:])} distinct SMs of {grid} blocks"
+                + (f"; each launch after {spec.idle_ms:g} ms idle (a burst)" if spec.idle_ms else ""))
         metrics.append(Metric("sm_throughput", f"{ctx.work.unit}/cycle/SM", np.asarray(per_sm[-kept:]),
                               notes=note, **common))
         if spec.whole_gpu:
