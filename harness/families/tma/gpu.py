@@ -47,31 +47,38 @@ def encode_map(case, geometry: model.Geometry, address: int) -> np.ndarray:
     """cuTensorMapEncodeTiled over the source, as the by-value kernel argument."""
     from cuda.bindings import driver
 
-    dtype, swizzle = _enums(case, geometry.elem)
-    err, tmap = driver.cuTensorMapEncodeTiled(
+    dtype, layout = _options(case, geometry.elem)
+    return _by_value(case, "cuTensorMapEncodeTiled", f"dims {geometry.dims}, strides {geometry.strides[1:]}, box "
+                     f"{geometry.box}", *driver.cuTensorMapEncodeTiled(
         dtype, geometry.rank, address,
         [driver.cuuint64_t(d) for d in geometry.dims],
         # rank 1 has no stride; an empty list reaches the driver as a null pointer, which it refuses
         [driver.cuuint64_t(s) for s in geometry.strides[1:] or (-(-geometry.dims[0] * geometry.elem // 16) * 16,)],
         [driver.cuuint32_t(b) for b in geometry.box],
-        [driver.cuuint32_t(1) for _ in geometry.box],
-        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise HarnessError(f"{case}: cuTensorMapEncodeTiled refused the map: {err.name} (dims {geometry.dims}, "
-                           f"strides {geometry.strides[1:]}, box {geometry.box})")
-    return np.array([int(w) for w in tmap.opaque], dtype=np.uint64).view(MAP_DTYPE)
+        [driver.cuuint32_t(1) for _ in geometry.box], *layout))
 
 
-def _enums(case, elem: int):
+def _options(case, elem: int):
+    """The element type, and the arguments every map here ends with: no interleave, the case's
+    swizzle, 256-byte L2 promotion, zeros out of bounds."""
     from cuda.bindings import driver
 
     types = {1: "UINT8", 2: "UINT16", 4: "UINT32", 8: "UINT64"}
     dtype = getattr(driver.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{types[elem]}")
     swizzle = getattr(driver.CUtensorMapSwizzle,
                       "CU_TENSOR_MAP_SWIZZLE_" + (f"{case.swizzle}B" if case.swizzle else "NONE"))
-    return dtype, swizzle
+    return dtype, (driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                   driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                   driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+
+
+def _by_value(case, encoder: str, shape: str, err, tmap) -> np.ndarray:
+    """The encoded map as the by-value kernel argument, or one line saying the driver refused it."""
+    from cuda.bindings import driver
+
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise HarnessError(f"{case}: {encoder} refused the map: {err.name} ({shape})")
+    return np.array([int(w) for w in tmap.opaque], dtype=np.uint64).view(MAP_DTYPE)
 
 
 def encode_im2col_map(case, geometry: model.Im2colGeometry, address: int) -> np.ndarray:
@@ -79,22 +86,16 @@ def encode_im2col_map(case, geometry: model.Im2colGeometry, address: int) -> np.
     the extent - 1 + the corner in every spatial dimension, `channels` x `pixels` per load."""
     from cuda.bindings import driver
 
-    dtype, swizzle = _enums(case, geometry.elem)
+    dtype, layout = _options(case, geometry.elem)
     spatial = len(geometry.spatial)
-    err, tmap = driver.cuTensorMapEncodeIm2col(
+    return _by_value(case, "cuTensorMapEncodeIm2col", f"dims {geometry.dims}, channels {geometry.channels}, pixels "
+                     f"{geometry.pixels}", *driver.cuTensorMapEncodeIm2col(
         dtype, geometry.rank, address,
         [driver.cuuint64_t(d) for d in geometry.dims],
         [driver.cuuint64_t(s) for s in geometry.strides[1:]],
         [model.IM2COL_CORNER] * spatial, [model.IM2COL_CORNER] * spatial,
         driver.cuuint32_t(geometry.channels), driver.cuuint32_t(geometry.pixels),
-        [driver.cuuint32_t(1) for _ in geometry.dims],
-        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise HarnessError(f"{case}: cuTensorMapEncodeIm2col refused the map: {err.name} (dims {geometry.dims}, "
-                           f"channels {geometry.channels}, pixels {geometry.pixels})")
-    return np.array([int(w) for w in tmap.opaque], dtype=np.uint64).view(MAP_DTYPE)
+        [driver.cuuint32_t(1) for _ in geometry.dims], *layout))
 
 
 def attach(case, probe, device) -> None:

@@ -44,6 +44,14 @@ def swizzle(offsets: np.ndarray, span: int) -> np.ndarray:
     return offsets ^ (((offsets >> 7) & ((1 << bits) - 1)) << 4)
 
 
+def dense_strides(elem: int, dims: tuple[int, ...]) -> tuple[int, ...]:
+    """Bytes between neighbours along each dimension of a dense tensor (the first is the element size)."""
+    out = [elem]
+    for d in dims[:-1]:
+        out.append(out[-1] * d)
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class Geometry:
     """The source tensor as a rank-`rank` tensor of `elem`-byte elements cut into boxes `box`."""
@@ -65,11 +73,7 @@ class Geometry:
 
     @property
     def strides(self) -> tuple[int, ...]:
-        """Bytes between neighbours along each dimension (the first is the element size)."""
-        out = [self.elem]
-        for d in self.dims[:-1]:
-            out.append(out[-1] * d)
-        return tuple(out)
+        return dense_strides(self.elem, self.dims)
 
     @property
     def box_bytes(self) -> int:
@@ -169,10 +173,7 @@ class Im2colGeometry:
 
     @property
     def strides(self) -> tuple[int, ...]:
-        out = [self.elem]
-        for d in self.dims[:-1]:
-            out.append(out[-1] * d)
-        return tuple(out)
+        return dense_strides(self.elem, self.dims)
 
     @property
     def box_bytes(self) -> int:
