@@ -1,5 +1,5 @@
 """Structured sparsity of a sparse matrix multiply's A operand: a pattern, the compressed A, and one warp's
-metadata words for 16 rows of A (PTX ISA; families with warpgroup-wide forms call it per warp).
+metadata words for 16 rows of A (PTX ISA; a form that spans several warps calls it once per warp).
 
 PTX ISA, "Sparse matrix storage" and "Matrix fragments for multiply-accumulate operation with sparse
 matrix A". Each row of A is cut into chunks of four *slots*; two slots of every chunk hold the
