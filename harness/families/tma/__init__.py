@@ -15,7 +15,9 @@ memory for stores) for every kernel it times, then measures:
 
 The baselines move 16-byte words with every thread (ld.global, the load roofline; cp.async;
 ld.global + st.shared into the same kind of shared ring); the mbarrier case times the barrier
-sequence alone; DSMEM cases chase pointers through, and stream from, another CTA's shared memory.
+sequence alone; DSMEM load cases chase pointers through, and stream from, another CTA's shared memory,
+store cases pass a flag between two CTAs and stream stores into another. im2col loads validate like
+tile loads, through model.Im2colGeometry (the pixel walk).
 """
 
 from __future__ import annotations
@@ -116,9 +118,9 @@ def source_tiles(case: TmaCase, nbytes: int) -> int:
 def _suites() -> dict[str, Suite]:
     return {
         "tma": Suite("TMA and clusters: tensor loads (box size, element size, swizzle, rank 1-5, the map in global "
-                     "memory, multicast to 2/4/8/16 CTAs, L2 prefetch), tensor stores and a reduction, bulk copies both "
-                     "ways, the baselines (ld.global, cp.async, ld+st.shared), the mbarrier sequence, distributed "
-                     "shared memory",
+                     "memory, im2col rank 3-5, multicast to 2/4/8/16 CTAs, L2 prefetch), tensor stores and a reduction, "
+                     "bulk copies both ways, the baselines (ld.global, cp.async, ld+st.shared), the mbarrier sequence, "
+                     "distributed shared memory loads and stores",
                      _cases.cases),
         "tma-quick": Suite("one tensor load, one store, the read baseline and the barrier",
                            lambda: [c for c in _cases.cases() if c.case_id in QUICK]),
