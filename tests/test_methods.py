@@ -91,10 +91,49 @@ def test_occupancy_sweep_counts_work_per_cycle_per_sm_from_the_slowest_unit():
 def test_occupancy_sweep_sizes_its_launch_and_skips_what_does_not_fit():
     probe = Scripted({"k": 10.0}, max_threads=256)
     points = (methods.SweepPoint("k", 4, 1, {"warps": 4}), methods.SweepPoint("k", 16, 1, {"warps": 16}))
-    spec = methods.OccupancySweep(points, 32, unroll=16, whole_gpu=False, stop_on="cycles", target_cycles=200_000)
+    spec = methods.OccupancySweep(points, 32, unroll=16, whole_gpu="none", target_cycles=200_000)
     metrics = methods.run(spec, context(probe, peak=None, work=Work(512, "B")))
     assert [m.launch for m in metrics] == [{"warps": 4}] and metrics[0].unit == "B/cycle/SM"
     assert "not launched" in metrics[0].notes and "{'warps': 16}" in metrics[0].notes
     # sized from one short launch (its fixed cost included): about target_cycles, never over
     measured = [iters for kernel, grid, block, iters in probe.launches if grid == 4]
     assert measured and all(iters % 16 == 0 and 0.9 * 200_000 <= iters * 10 <= 200_000 for iters in measured)
+
+
+def test_occupancy_sweep_times_only_its_best_point_as_a_whole_gpu_on_long_launches():
+    # 1 warp: 4096 FLOP per 8 cycles; 4 warps x 2 chains: 8 x 4096 per 20 cycles per warp -> the best
+    probe = Scripted({"k1": 8.0, "k8": 2 * 20.0, "k2": 2 * 30.0})
+    points = (methods.SweepPoint("k1", 1, 1, {"warps": 1}), methods.SweepPoint("k8", 4, 2, {"warps": 4}),
+              methods.SweepPoint("k2", 4, 2, {"warps": 4, "slow": 1}))
+    metrics = methods.run(methods.OccupancySweep(points, 32, unroll=16, whole_gpu="best"), context(probe))
+    per_sm = {m.launch["warps"] + m.launch.get("slow", 0) * 10: m for m in metrics if m.name == "sm_throughput"}
+    assert set(per_sm) == {1, 4, 14}
+    assert np.allclose(per_sm[4].samples, 4 * 2 * 4096 / 40, rtol=0.01)
+    rated = [m for m in metrics if m.name != "sm_throughput"]
+    assert {m.name for m in rated} == {"throughput_tflops", "peak_fraction"}
+    assert all(m.launch == {"warps": 4} for m in rated) and "best point" in rated[0].notes
+    # the sweep on ~THROUGHPUT_CYCLES launches, the best point again on ~WHOLE_GPU_CYCLES ones
+    cycles = sorted({iters * probe.per_iter[k] for k, grid, _, iters in probe.launches if grid == 4})
+    short = [c for c in cycles if c <= methods.THROUGHPUT_CYCLES]
+    long_ = [c for c in cycles if c > methods.THROUGHPUT_CYCLES]
+    assert short and all(c >= 0.9 * methods.THROUGHPUT_CYCLES for c in short)  # sized with the fixed cost
+    assert long_ and all(0.9 * methods.WHOLE_GPU_CYCLES <= c <= methods.WHOLE_GPU_CYCLES for c in long_)
+    assert {k for k, grid, _, iters in probe.launches if grid == 4 and iters * probe.per_iter[k] in long_} == {"k8"}
+
+
+@pytest.mark.parametrize("whole_gpu, names, long_launches", [
+    ("every", {"sm_throughput", "throughput_tflops", "peak_fraction"}, True),
+    ("none", {"sm_throughput"}, False)])
+def test_occupancy_sweep_launch_length_follows_what_is_timed(whole_gpu, names, long_launches):
+    probe = Scripted({"k": 10.0})
+    spec = methods.OccupancySweep((methods.SweepPoint("k", 2, 1, {"warps": 2}),), 32, whole_gpu=whole_gpu)
+    assert {m.name for m in methods.run(spec, context(probe))} == names
+    assert {name for name, _ in spec.declares(Work(4096, "FLOP"))} == names
+    measured = {iters * 10.0 for _, grid, _, iters in probe.launches if grid == 4}
+    target = methods.WHOLE_GPU_CYCLES if long_launches else methods.THROUGHPUT_CYCLES
+    assert measured and all(0.9 * target <= c <= target for c in measured)
+
+
+def test_occupancy_sweep_rejects_an_unknown_whole_gpu_choice():
+    with pytest.raises(ValueError, match="every, best, none"):
+        methods.OccupancySweep((), 32, whole_gpu="all")

@@ -10,7 +10,8 @@ instructions each loop iteration issues, and the family says how much work one i
     BracketedLatency   each repetition times one sequence with and without the instruction, by
                        clock64 on every thread; the difference is the instruction's latency.
     OccupancySweep     every SM runs U units (warps, groups of warps) x ILP independent chains; work per
-                       cycle per SM from clock64, and whole-GPU work per second from CUDA events.
+                       cycle per SM from clock64 (~1 ms launches), and whole-GPU work per second from
+                       CUDA events (~9 ms launches) at every point, at the best one, or nowhere.
                        Samples are back-to-back launches (a sustained load), or with `idle_ms` each one
                        follows that much idle time (a burst from a cool GPU, as a short program sees).
     Bandwidth          every SM runs B blocks that each move a known number of bytes per loop iteration;
@@ -100,24 +101,36 @@ class SweepPoint:
     fallback: tuple["SweepPoint", ...] = ()  # tried in order when this point's block does not fit
 
 
+WHOLE_GPU_AT = ("every", "best", "none")
+
+
 @dataclass(frozen=True)
 class OccupancySweep:
+    """Which points also get the whole-GPU rate (throughput_tflops, peak_fraction), `whole_gpu`:
+    "every": each point is timed on long launches, by CUDA events and clock64 alike;
+    "best": each point is timed on short launches by clock64 (work per cycle per SM needs no more), then
+            the one of highest median work per cycle per SM again on long launches, by CUDA events;
+    "none": work per cycle per SM only, on short launches."""
+
     points: tuple[SweepPoint, ...]
     unit_threads: int  # threads per unit (32: a warp)
     unroll: int = 16
-    whole_gpu: bool = True  # also throughput_tflops and peak_fraction (time-based)
+    whole_gpu: str = "every"
     inputs: str | None = None  # another input distribution (Family.inputs pattern), validated first
-    stop_on: str = "time"  # the samples the stopping rule watches: "time" (whole GPU) or "cycles"
-    target_cycles: int | None = None  # cycles each unit runs per launch (default: by whole_gpu)
+    target_cycles: int | None = None  # cycles each unit runs per launch (default: long or short, as above)
     idle_ms: float = 0.0  # idle time before each sampled launch (0: back to back, a sustained load)
 
-    @property
-    def cycles(self) -> int:
-        return self.target_cycles or (WHOLE_GPU_CYCLES if self.whole_gpu else THROUGHPUT_CYCLES)
+    def __post_init__(self):
+        if self.whole_gpu not in WHOLE_GPU_AT:
+            raise ValueError(f"whole_gpu={self.whole_gpu!r}: expected one of {', '.join(WHOLE_GPU_AT)}")
+
+    def cycles(self, whole_gpu: bool) -> int:
+        """Cycles each unit runs per launch: long where the launch is timed by CUDA events."""
+        return self.target_cycles or (WHOLE_GPU_CYCLES if whole_gpu else THROUGHPUT_CYCLES)
 
     def declares(self, work: Work) -> list[tuple[str, str]]:
         names = [("sm_throughput", f"{work.unit}/cycle/SM")]
-        if self.whole_gpu:
+        if self.whole_gpu != "none":
             names += [("throughput_tflops", throughput_unit(work)), ("peak_fraction", "ratio")]
         return names
 
@@ -190,12 +203,12 @@ def bracketed_latency(spec: BracketedLatency, ctx: Context) -> list[Metric]:
             Metric("latency_raw_cycles", "cycles", raw, **common)]
 
 
-def _iterations(spec: OccupancySweep, point: SweepPoint, ctx: Context, block: int) -> int:
-    """Loop iterations that keep every unit busy for about `target_cycles`, from one short launch."""
+def _iterations(spec: OccupancySweep, point: SweepPoint, ctx: Context, block: int, cycles: int) -> int:
+    """Loop iterations that keep every unit busy for about `cycles`, from one short launch."""
     iters = CALIBRATION_ITERATIONS * spec.unroll
     records = Records.from_words(ctx.probe.run(point.kernel, 1, block, iters, point.units * RECORD_WORDS).timing)
     per_iter = max(float(np.median(records.cycles)) / iters, 1e-3)
-    return max(spec.unroll, int(spec.cycles / per_iter) // spec.unroll * spec.unroll)
+    return max(spec.unroll, int(cycles / per_iter) // spec.unroll * spec.unroll)
 
 
 def occupancy_sweep(spec: OccupancySweep, ctx: Context) -> list[Metric]:
@@ -211,11 +224,68 @@ def occupancy_sweep(spec: OccupancySweep, ctx: Context) -> list[Metric]:
     return metrics
 
 
+@dataclass
+class _Timed:
+    """The kept samples of one sweep point: work per cycle per SM, whole-GPU rate, clock, and how."""
+
+    per_sm: np.ndarray
+    rates: np.ndarray
+    clock: float
+    stop_reason: str
+    gpu_state: object
+    note: str
+
+
+def _time_point(spec: OccupancySweep, point: SweepPoint, ctx: Context, whole_gpu: bool) -> _Timed:
+    """Sample one point until the stopping rule holds: on its whole-GPU rate by CUDA events (long
+    launches) or on its work per cycle per SM by clock64 (short ones)."""
+    grid = ctx.sm_count
+    block = point.units * spec.unit_threads
+    iters = _iterations(spec, point, ctx, block, spec.cycles(whole_gpu))
+    per_block = ctx.work.amount * point.per_iter * iters * point.units
+    clocks, per_sm, sms, rates = [], [], [], []
+
+    def sample() -> float:
+        if spec.idle_ms:
+            time.sleep(spec.idle_ms / 1e3)
+        launch = ctx.probe.run(point.kernel, grid, block, iters, grid * point.units * RECORD_WORDS)
+        records = Records.from_words(launch.timing)
+        clocks.append(records.sm_clock_mhz())
+        cycles = (records.clk_stop.reshape(grid, point.units).max(1)
+                  - records.clk_start.reshape(grid, point.units).min(1))
+        per_sm.append(float(np.median(per_block / cycles)))
+        sms.append(len(set(records.smid.reshape(grid, point.units)[:, 0].tolist())))
+        rates.append(per_block * grid / (launch.elapsed_ms * 1e-3) / 1e12)
+        return rates[-1] if whole_gpu else per_sm[-1]
+
+    window = ctx.sampler.window()
+    with window:
+        collected = collect(sample, ctx.policy)
+    kept = len(collected.values)  # the warm-up samples come first: keep the last `kept`
+    note = (f"{iters} x {point.per_iter} instructions per unit of {spec.unit_threads} threads, "
+            f"{point.units} units per SM; {min(sms[-kept:])} distinct SMs of {grid} blocks"
+            + (f"; each launch after {spec.idle_ms:g} ms idle (a burst)" if spec.idle_ms else ""))
+    return _Timed(np.asarray(per_sm[-kept:]), np.asarray(rates[-kept:]), float(np.median(clocks[-kept:])),
+                  collected.stop_reason, window.state, note)
+
+
+def _whole_gpu_metrics(point: SweepPoint, timed: _Timed, ctx: Context, note: str) -> list[Metric]:
+    common = dict(launch=dict(point.launch), sm_clock_mhz=timed.clock, stop_reason=timed.stop_reason,
+                  gpu_state=timed.gpu_state)
+    metrics = [Metric("throughput_tflops", throughput_unit(ctx.work), timed.rates, notes=note, **common)]
+    if ctx.peak:
+        peak = ctx.sm_count * ctx.peak * timed.clock * 1e6 / 1e12
+        metrics.append(Metric("peak_fraction", "ratio", timed.rates / peak,
+                              notes=f"peak {peak:.1f} at {timed.clock:.0f} MHz", **common))
+    return metrics
+
+
 def _occupancy_sweep(spec: OccupancySweep, ctx: Context) -> list[Metric]:
     metrics: list[Metric] = []
     skipped = []
-    grid = ctx.sm_count
     measured: list[dict] = []
+    every = spec.whole_gpu == "every"
+    best: tuple[float, SweepPoint] | None = None
     for wanted in spec.points:
         fits = [p for p in (wanted, *wanted.fallback)
                 if p.units * spec.unit_threads <= ctx.probe.max_threads(p.kernel) and p.launch not in measured]
@@ -224,43 +294,19 @@ def _occupancy_sweep(spec: OccupancySweep, ctx: Context) -> list[Metric]:
             continue
         point = fits[0]
         measured.append(point.launch)
-        block = point.units * spec.unit_threads
-        iters = _iterations(spec, point, ctx, block)
-        per_block = ctx.work.amount * point.per_iter * iters * point.units
-        clocks, per_sm, sms, rates = [], [], [], []
-
-        def sample() -> float:
-            if spec.idle_ms:
-                time.sleep(spec.idle_ms / 1e3)
-            launch = ctx.probe.run(point.kernel, grid, block, iters, grid * point.units * RECORD_WORDS)
-            records = Records.from_words(launch.timing)
-            clocks.append(records.sm_clock_mhz())
-            cycles = (records.clk_stop.reshape(grid, point.units).max(1)
-                      - records.clk_start.reshape(grid, point.units).min(1))
-            per_sm.append(float(np.median(per_block / cycles)))
-            sms.append(len(set(records.smid.reshape(grid, point.units)[:, 0].tolist())))
-            rates.append(per_block * grid / (launch.elapsed_ms * 1e-3) / 1e12)
-            return rates[-1] if spec.stop_on == "time" else per_sm[-1]
-
-        window = ctx.sampler.window()
-        with window:
-            collected = collect(sample, ctx.policy)
-        kept = len(collected.values)  # the warm-up samples come first: keep the last `kept`
-        clock = float(np.median(clocks[-kept:]))
-        common = dict(launch=dict(point.launch), sm_clock_mhz=clock, stop_reason=collected.stop_reason,
-                      gpu_state=window.state)
-        note = (f"{iters} x {point.per_iter} instructions per unit of {spec.unit_threads} threads, "
-                f"{point.units} units per SM; {min(sms[-kept:])} distinct SMs of {grid} blocks"
-                + (f"; each launch after {spec.idle_ms:g} ms idle (a burst)" if spec.idle_ms else ""))
-        metrics.append(Metric("sm_throughput", f"{ctx.work.unit}/cycle/SM", np.asarray(per_sm[-kept:]),
-                              notes=note, **common))
-        if spec.whole_gpu:
-            tflops = np.asarray(rates[-kept:])
-            metrics.append(Metric("throughput_tflops", throughput_unit(ctx.work), tflops, notes=note, **common))
-            if ctx.peak:
-                peak = ctx.sm_count * ctx.peak * clock * 1e6 / 1e12
-                metrics.append(Metric("peak_fraction", "ratio", tflops / peak,
-                                      notes=f"peak {peak:.1f} at {clock:.0f} MHz", **common))
+        timed = _time_point(spec, point, ctx, whole_gpu=every)
+        metrics.append(Metric("sm_throughput", f"{ctx.work.unit}/cycle/SM", timed.per_sm, launch=dict(point.launch),
+                              sm_clock_mhz=timed.clock, notes=timed.note, stop_reason=timed.stop_reason,
+                              gpu_state=timed.gpu_state))
+        if every:
+            metrics += _whole_gpu_metrics(point, timed, ctx, timed.note)
+        rate = float(np.median(timed.per_sm))
+        if best is None or rate > best[0]:
+            best = (rate, point)
+    if spec.whole_gpu == "best" and best:
+        timed = _time_point(spec, best[1], ctx, whole_gpu=True)
+        metrics += _whole_gpu_metrics(best[1], timed, ctx, f"{timed.note}; the sweep's best point by work per "
+                                                           f"cycle per SM, timed again on long launches")
     if skipped and metrics:
         metrics[-1].notes += f"; not launched (too many threads for the kernel's registers): {skipped}"
     return metrics

@@ -246,7 +246,8 @@ class MmaFamily:
 
     def plan(self, case: MmaCase, device=None) -> list:
         """One warp on one SM: a dependent chain (latency) and the most independent chains the case
-        renders (issue interval); then every SM with 1..32 warps x 1, 2, 4 independent accumulators."""
+        renders (issue interval); then every SM with 1..32 warps x 1, 2, 4 independent accumulators, by
+        clock64, and the best of those 18 points again as a whole GPU (CUDA events, long launches)."""
         plan = chains(case)
         sweep = tuple(SweepPoint(plan.kernel(ilp), w, ilp, {"warps": w, "ilp": ilp})
                       for w in SWEEP_WARPS for ilp in SWEEP_ILP)
@@ -258,7 +259,7 @@ class MmaFamily:
                 ChainSlope("issue_interval_cycles", plan.kernel(plan.issue_ilp), 32, per_iter=plan.issue_ilp,
                            unroll=plan.unroll, launch={"warps": 1, "ilp": plan.issue_ilp},
                            notes=f"{plan.issue_ilp} independent accumulators in one warp"),
-                OccupancySweep(sweep, 32, plan.unroll, whole_gpu=True, stop_on="cycles")]
+                OccupancySweep(sweep, 32, plan.unroll, whole_gpu="best")]
 
     @staticmethod
     def paper_case(figure) -> tuple[str, str] | None:

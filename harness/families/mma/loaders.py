@@ -259,7 +259,7 @@ class LoadersFamily:
                  "a round trip: stmatrix, then ld.shared of the lane's stored element, the next store's data")
         sweep = tuple(SweepPoint("probe_stream", w, 1, {"warps": w}) for w in SWEEP_WARPS)
         return [ChainSlope("latency_cycles", "probe_chain", 32, unroll=UNROLL, launch={"warps": 1}, notes=chain),
-                OccupancySweep(sweep, 32, UNROLL, whole_gpu=False, stop_on="cycles")]
+                OccupancySweep(sweep, 32, UNROLL, whole_gpu="none")]
 
     def headline(self, metric: str) -> dict | None:
         return None  # latency: one launch; throughput: the best warps per SM
