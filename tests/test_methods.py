@@ -137,3 +137,15 @@ def test_occupancy_sweep_launch_length_follows_what_is_timed(whole_gpu, names, l
 def test_occupancy_sweep_rejects_an_unknown_whole_gpu_choice():
     with pytest.raises(ValueError, match="every, best, none"):
         methods.OccupancySweep((), 32, whole_gpu="all")
+
+
+@pytest.mark.parametrize("idle_ms, warmups", [(0.0, 1), (1.0, 0)])
+def test_bursts_take_no_warm_up_launch(idle_ms, warmups):
+    """Back to back, the first launches (the policy's warm-up) are dropped; after idle each launch starts
+    from the same state, so none is."""
+    probe = Scripted({"k": 10.0})
+    spec = methods.OccupancySweep((methods.SweepPoint("k", 2, 1, {"warps": 2}),), 32, idle_ms=idle_ms)
+    metric = methods.run(spec, context(probe))[0]
+    timed = [launch for launch in probe.launches if launch[1] == 4]  # the whole-grid launches
+    assert len(timed) == len(metric.samples) + warmups
+    assert ("after 1 ms idle" in metric.notes) == bool(idle_ms)

@@ -5,7 +5,9 @@ import pytest
 
 from harness.errors import IllegalShapeError, SpecError
 from harness.families.wgmma import FAMILY as wgmma
+from harness.families.base import Work
 from harness.families.wgmma import descriptors
+from harness.measure import methods
 from harness.measure.validate import compare
 from harness.spec import parse_case_id
 
@@ -152,3 +154,20 @@ def test_throughput_at_n256_is_measured_on_every_distribution():
     sparse = wgmma.plan(parse_case_id("wgmma.mma_async.sp.m64n256k32.f32.f16.f16.SS"))
     assert not [s for s in sparse if getattr(s, "idle_ms", 0)]
     assert not [s for s in wgmma.plan(parse_case_id("wgmma.mma_async.m64n128k16.f32.f16.f16.SS")) if getattr(s, "inputs", None)]
+
+
+@pytest.mark.parametrize("case_id, whole_gpu", [
+    ("wgmma.mma_async.m64n8k16.f32.f16.f16.SS", True),  # the paper's N: 8, 16, 32, 64, 128, 256 (Luo et al.)
+    ("wgmma.mma_async.m64n128k32.s32.s8.s8.RS", True),
+    ("wgmma.mma_async.sp.m64n64k64.f32.e4m3.e4m3.SS", True),
+    ("wgmma.mma_async.m64n24k16.f32.bf16.bf16.SS", False),
+    ("wgmma.mma_async.m64n144k256.s32.b1.b1.and.popc.SS", False),
+    ("wgmma.mma_async.sp.m64n248k16.f32.tf32.tf32.RS", False),
+    ("wgmma.mma_async.m64n64k16.f32.f16.f16.SS.MN-SW128", False)])  # the paper used one layout
+def test_the_whole_gpu_rate_is_timed_with_one_warpgroup_at_the_papers_points_only(case_id, whole_gpu):
+    case = parse_case_id(case_id)
+    names = {(name, w) for spec in wgmma.plan(case) if isinstance(spec, methods.OccupancySweep)
+             for point in spec.points for w in [point.launch["warpgroups"]] for name, _ in spec.declares(Work(1, "FLOP"))}
+    assert ("sm_throughput", 1) in names and ("sm_throughput", 4) in names
+    assert (("throughput_tflops", 1) in names) == whole_gpu
+    assert ("throughput_tflops", 4) not in names

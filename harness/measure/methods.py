@@ -23,7 +23,7 @@ Every kernel has the argument shape of ptx/common.cuh and writes one timing reco
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import numpy as np
@@ -258,9 +258,11 @@ def _time_point(spec: OccupancySweep, point: SweepPoint, ctx: Context, whole_gpu
         rates.append(per_block * grid / (launch.elapsed_ms * 1e-3) / 1e12)
         return rates[-1] if whole_gpu else per_sm[-1]
 
+    # After idle every launch starts from the same cool state: a warm-up launch would be one more sample.
+    policy = replace(ctx.policy, warmup=0) if spec.idle_ms else ctx.policy
     window = ctx.sampler.window()
     with window:
-        collected = collect(sample, ctx.policy)
+        collected = collect(sample, policy)
     kept = len(collected.values)  # the warm-up samples come first: keep the last `kept`
     note = (f"{iters} x {point.per_iter} instructions per unit of {spec.unit_threads} threads, "
             f"{point.units} units per SM; {min(sms[-kept:])} distinct SMs of {grid} blocks"
