@@ -69,6 +69,9 @@ class BenchGroup(click.Group):
         except OSError as exc:
             where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
             fail(f"{exc.strerror or exc}{where}", 1)
+        except ImportError as exc:  # the environment lacks a dependency (a bare GPU node, say)
+            fail(f"the Python package '{exc.name or exc}' is missing: install hopper-bench with its dependencies"
+                 " (`pip install \".[cuda13]\"`, see the README)", 1)
         except Exception as exc:
             from sqlalchemy.exc import DatabaseError
 

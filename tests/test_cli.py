@@ -268,3 +268,18 @@ def test_a_gpu_without_a_datasheet_row_gets_answers_that_say_so(tmp_path):
 def test_model_finds_the_h200_row():
     result = bench("model", "--gpu", "H200")
     assert result.exit_code == 0 and result.output.startswith("H200 SXM: ") and "no H200 row" not in result.output
+
+
+def test_a_missing_dependency_is_one_line_naming_the_package(tmp_path):
+    # a node whose Python lacks SQLAlchemy (the GPU nodes' images do): `bench run` must say so, not crash
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['sqlalchemy'] = None; from harness.cli import main; "
+            f"sys.argv = ['bench', 'run', '--suite', 'wgmma', '--db', {str(tmp_path / 'r.db')!r}]; main()")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "'sqlalchemy' is missing" in lines[0], lines
+    assert not (tmp_path / "r.db").exists()
