@@ -73,9 +73,9 @@ class BenchGroup(click.Group):
             fail(f"the Python package '{exc.name or exc}' is missing: install hopper-bench with its dependencies"
                  " (`pip install \".[cuda13]\"`, see the README)", 1)
         except Exception as exc:
-            from sqlalchemy.exc import DatabaseError
-
-            if isinstance(exc, DatabaseError):  # e.g. a file damaged under us: the database's fault, not ours
+            # not imported here: if SQLAlchemy never loaded, this cannot be its error (and it may be missing)
+            database_error = getattr(sys.modules.get("sqlalchemy.exc"), "DatabaseError", ())
+            if isinstance(exc, database_error):  # e.g. a file damaged under us: the database's fault, not ours
                 fail(f"database error: {str(getattr(exc, 'orig', exc))}", 4)
             fail(f"internal error ({type(exc).__name__}: {exc}); please report it with the command line", 70)
         sys.exit(rv if isinstance(rv, int) else 0)

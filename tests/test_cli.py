@@ -283,3 +283,16 @@ def test_a_missing_dependency_is_one_line_naming_the_package(tmp_path):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "'sqlalchemy' is missing" in lines[0], lines
     assert not (tmp_path / "r.db").exists()
+
+
+@pytest.mark.parametrize("raised, code, pattern", [
+    (lambda: __import__("sqlalchemy.exc").exc.OperationalError("SELECT", {}, OSError("disk I/O error")), 4,
+     r"^error: database error: disk I/O error$"),
+    (lambda: RuntimeError("a bug"), 70, r"^error: internal error \(RuntimeError: a bug\)")])
+def test_a_database_failure_or_a_bug_is_one_line_with_its_own_status(monkeypatch, raised, code, pattern):
+    class Failing(dict):
+        def items(self):
+            raise raised()
+
+    monkeypatch.setattr("harness.suites.SUITES", Failing())
+    one_error_line(bench("list"), code, pattern)

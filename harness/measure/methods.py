@@ -271,9 +271,14 @@ def _time_point(spec: OccupancySweep, point: SweepPoint, ctx: Context, whole_gpu
                   collected.stop_reason, window.state, note)
 
 
+def _stored_with(point: SweepPoint, timed: _Timed) -> dict:
+    """What every metric of one timed point carries besides its samples."""
+    return dict(launch=dict(point.launch), sm_clock_mhz=timed.clock, stop_reason=timed.stop_reason,
+                gpu_state=timed.gpu_state)
+
+
 def _whole_gpu_metrics(point: SweepPoint, timed: _Timed, ctx: Context, note: str) -> list[Metric]:
-    common = dict(launch=dict(point.launch), sm_clock_mhz=timed.clock, stop_reason=timed.stop_reason,
-                  gpu_state=timed.gpu_state)
+    common = _stored_with(point, timed)
     metrics = [Metric("throughput_tflops", throughput_unit(ctx.work), timed.rates, notes=note, **common)]
     if ctx.peak:
         peak = ctx.sm_count * ctx.peak * timed.clock * 1e6 / 1e12
@@ -297,9 +302,8 @@ def _occupancy_sweep(spec: OccupancySweep, ctx: Context) -> list[Metric]:
         point = fits[0]
         measured.append(point.launch)
         timed = _time_point(spec, point, ctx, whole_gpu=every)
-        metrics.append(Metric("sm_throughput", f"{ctx.work.unit}/cycle/SM", timed.per_sm, launch=dict(point.launch),
-                              sm_clock_mhz=timed.clock, notes=timed.note, stop_reason=timed.stop_reason,
-                              gpu_state=timed.gpu_state))
+        metrics.append(Metric("sm_throughput", f"{ctx.work.unit}/cycle/SM", timed.per_sm, notes=timed.note,
+                              **_stored_with(point, timed)))
         if every:
             metrics += _whole_gpu_metrics(point, timed, ctx, timed.note)
         rate = float(np.median(timed.per_sm))
