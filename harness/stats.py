@@ -31,3 +31,28 @@ def summarize(samples) -> Summary:
 
 def relative_spread(samples) -> float:
     return summarize(samples).spread
+
+
+def coarse_grid(samples, smallest: int = 32, slack: float = 8.0, share: float = 0.9) -> int | None:
+    """The step of a coarse grid the samples fall on, or None: a step g >= `smallest` cycles such that at
+    least `share` of them lie within `slack` cycles of min + k g, where the samples span two steps or
+    more (a spread narrower than that says nothing about a grid). Of the steps that fit, the one the
+    samples sit closest to (its multiples fit too: the largest of those within half a cycle).
+
+    A timing whose samples sit on such a grid measures the mechanism that waits, not what it waits
+    for: lane 0 resuming from a try_wait in a diverged warp only every ~150 cycles put TMA latencies
+    on 436 / 586 / 736 cycles (docs/data-movement.md)."""
+    values = np.asarray(samples, dtype=np.float64)
+    values = values[np.isfinite(values)]
+    if values.size < 8:
+        return None
+    offsets = values - values.min()
+    fits: list[tuple[float, int]] = []
+    for step in range(smallest, int(offsets.max() // 2) + 1):
+        distance = np.abs(offsets - np.round(offsets / step) * step)
+        if np.mean(distance <= slack) >= share:
+            fits.append((float(np.mean(distance)), step))
+    if not fits:
+        return None
+    best = min(d for d, _ in fits)
+    return max(step for d, step in fits if d <= best + 0.5)

@@ -33,14 +33,22 @@ def test_swizzles_permute_each_1024_byte_repeat_and_are_their_own_inverse():
 
 
 def test_box_offsets_follow_the_tensor_strides():
-    """A rank-2 b16 tensor two boxes wide: row r of tile t is 2 * 64 * 2 bytes after row r - 1."""
+    """A rank-2 b16 tensor one box wide: a box is whole rows, 64 * 2 bytes apart (whole 256-byte
+    segments of the L2 promotion, docs/data-movement.md)."""
     geom = model.Geometry(2, 2, (64, 4), tiles=1000)
-    assert geom.dims[0] == 128 and geom.strides == (2, 256)
-    assert geom.corner(3) == (64, 4)  # tile 3: second box along dim 0, second along dim 1
+    assert geom.dims[0] == 64 and geom.strides == (2, 128)
+    assert geom.corner(3) == (0, 12)  # tile 3: the fourth box down
     offsets = geom.box_offsets(3)
     assert offsets.size == geom.box_bytes == 512
-    assert offsets[0] == 64 * 2 + 4 * 256 and offsets[128] == offsets[0] + 256  # next row
-    assert np.array_equal(offsets[:128], offsets[0] + np.arange(128))
+    assert np.array_equal(offsets, 12 * 128 + np.arange(512))  # contiguous
+    # rank 3: two boxes along dimension 1, so its digit moves the corner by a box's extent
+    geom = model.Geometry(3, 2, (64, 4, 2), tiles=1000)
+    assert geom.dims[:2] == (64, 8) and geom.strides == (2, 128, 1024)
+    assert geom.corner(3) == (0, 4, 2)  # digits 0 (dim 0), 1 (dim 1), 1 (dim 2)
+    offsets = geom.box_offsets(3)
+    assert offsets[0] == 4 * 128 + 2 * 1024 and offsets[128] == offsets[0] + 128  # next row along dim 1
+    assert offsets[4 * 128] == offsets[0] + 1024  # next along dim 2, past the other box's rows
+    assert model.check_tile(2) == 5 and model.check_tile(3) == 1 + 5 * 2
 
 
 def test_source_words_are_distinct_and_bytes_little_endian():

@@ -97,3 +97,24 @@ def test_im2col_rows_are_the_pixels_of_the_walk(case_id):
         if got != want:
             wrong.append(f"row {j}: landed {got}, model {want}")
     assert not wrong, f"{len(wrong)} of {len(rows)} rows differ (w, h.., n, channel tile): " + "; ".join(wrong[:8])
+
+
+def _raw_latency(rows: int, kernel: str, reps: int = 128) -> np.ndarray:
+    probe, inputs = loaded(parse_case_id(SW128.replace("box64x64", f"box64x{rows}")))
+    probe.run(kernel, 1, 32, reps, reps * 32)
+    return probe.run(kernel, 1, 32, reps, reps * 32).timing.reshape(reps, 32)[8:, 0].astype(np.float64)
+
+
+def test_tile_latency_rises_with_the_box_and_sits_on_no_grid():
+    """From the L2, a 4 KiB box takes longer than a 128-byte one by at least its extra bytes at 256 B
+    per cycle (twice any SM's measured TMA rate), and so on up to 32 KiB; from HBM the samples are
+    continuous. Before the fix both failed: 383 cycles net for every box up to 8 KiB, and HBM samples
+    on a 150-cycle grid (lane 0 resuming from try_wait in a diverged warp)."""
+    from harness.stats import coarse_grid
+
+    medians = {rows: float(np.median(_raw_latency(rows, "probe_latency"))) for rows in (1, 32, 256)}
+    assert medians[32] - medians[1] >= (4096 - 128) / 256, medians
+    assert medians[256] - medians[32] >= (32768 - 4096) / 256, medians
+    for rows in (1, 64):
+        cold = _raw_latency(rows, "probe_latency_cold")
+        assert coarse_grid(cold) is None, (rows, np.unique(cold))

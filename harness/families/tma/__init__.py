@@ -8,7 +8,7 @@ memory for stores) for every kernel it times, then measures:
                      net of the same arrive.expect_tx/try_wait sequence without the copy; from L2
                      (the same tile again: launch {"source": "L2"}) and from HBM (a fresh tile each
                      time, across a tensor several times the L2: {"source": "HBM"})
-    bandwidth_gbps   the whole GPU, CUDA events: one thread per block streaming copies with
+    bandwidth_gbps   the whole GPU, CUDA events: one warp per block (lane 0 issues) streaming copies with
                      `stages` in flight, `blocks_per_sm` blocks per SM ({"stages", "blocks_per_sm"});
                      a multicast counts the bytes that land in shared memory (each copy lands in
                      every CTA of the cluster: global memory is read once per cluster)
@@ -33,7 +33,17 @@ from harness.families.tma.cases import COPY_OPS, DSMEM_OPS, STORE_OPS, TmaCase
 from harness.measure.methods import Bandwidth, BandwidthPoint, BracketedLatency, ChainSlope
 
 OP_CODES = {"load": 0, "store": 1, "bulk": 2, "read": 3, "cp.async": 4, "ld+st": 5, "mbarrier": 6, "dsmem": 7,
-            "reduce": 8, "bulk-store": 9, "dsmem-store": 10}
+            "reduce": 8, "bulk-store": 9, "dsmem-store": 10, "dsmem-chase": 11}
+# dsmem-chase: the target CTA of rank r per pattern (ptx/tma.cu.in dsmem_chase), as C and as NumPy sees it
+CHASE_TARGETS = {"ring": "(cluster_rank() + 1) % CLUSTER", "pair": "cluster_rank() ^ 1u", "broadcast": "0u",
+                 "local": "cluster_rank()"}
+CHASE_THREADS = (256, 512, 1024)  # the papers' blocks are 1024 threads
+CHASE_ILP = (1, 2, 4)  # independent chains per thread
+CHASE_CHECK_THREADS = 64
+
+
+def chase_target(pattern: str, rank: int, cluster: int) -> int:
+    return {"ring": (rank + 1) % cluster, "pair": rank ^ 1, "broadcast": 0, "local": rank}[pattern]
 STAGES = (1, 2, 4, 8, 16)  # copies in flight per block: the stream kernels probe_stream_k<STAGES>
 BLOCKS_PER_SM = (1, 2, 4)
 MULTICAST_STAGES = (1, 2)  # a multicast stage holds CLUSTER boxes
@@ -111,7 +121,7 @@ def source_tiles(case: TmaCase, nbytes: int) -> int:
         step = case.box[1] // gcd(case.box[1], pixels_per_image)  # images per whole number of columns
         images = nbytes // image_bytes // step * step
         return model.IM2COL_CHANNEL_TILES * images * pixels_per_image // case.box[1]
-    unit = case.box_bytes * (model.INNER_TILES ** (case.rank - 1) if case.tensor else 1)
+    unit = case.box_bytes * (prod(model.inner_tiles(case.rank)) if case.tensor else 1)
     return nbytes // unit * (unit // case.box_bytes)
 
 
@@ -120,7 +130,8 @@ def _suites() -> dict[str, Suite]:
         "tma": Suite("TMA and clusters: tensor loads (box size, element size, swizzle, rank 1-5, the map in global "
                      "memory, im2col rank 3-5, multicast to 2/4/8/16 CTAs, L2 prefetch), tensor stores and a reduction, "
                      "bulk copies both ways, the baselines (ld.global, cp.async, ld+st.shared), the mbarrier sequence, "
-                     "distributed shared memory loads and stores",
+                     "distributed shared memory loads and stores, and the papers' DSMEM chase patterns (ring, pair, "
+                     "broadcast, local) over block sizes and chains per thread",
                      _cases.cases),
         "tma-quick": Suite("one tensor load, one store, the read baseline and the barrier",
                            lambda: [c for c in _cases.cases() if c.case_id in QUICK]),
@@ -164,7 +175,7 @@ class TmaFamily:
             "op": OP_CODES[case.op],
             "rank": rank,
             "box": ", ".join(map(str, box)),
-            "tiles": ", ".join(str(model.INNER_TILES) for _ in range(5)),
+            "tiles": ", ".join(map(str, (*model.inner_tiles(rank), 1, 1, 1, 1, 1)[:5])),
             "box_bytes": case.box_bytes or 16,
             "stage_bytes": stage_bytes(case) if case.box_bytes else model.STAGE_ALIGN,
             "cluster": case.cluster,
@@ -197,6 +208,11 @@ class TmaFamily:
             "coord_inputs": ", ".join(f'"r"(k.c[{d}])' for d in range(rank)),
             "mask_operand": 3 + rank,
             "stream_kernels": kernels,
+            "chase_target": CHASE_TARGETS.get(case.pattern, CHASE_TARGETS["ring"]),
+            "chain_target": "0u" if case.pattern == "local" else "SPREAD ? CLUSTER - 1 : 1",
+            "chase_kernels": "\n".join(f"KERNEL probe_dsmem_chase_i{i}(ARGS) {{\n  planted_fault<PLANTED_FAULT>(iters, out);\n"
+                                       f"  dsmem_chase<{i}>(in, out, timing, iters, map, gmap, src, tiles);\n}}"
+                                       for i in CHASE_ILP) if case.op == "dsmem-chase" else "",
         }
 
     def sass_expectation(self, case: TmaCase) -> SassExpectation:
@@ -225,6 +241,9 @@ class TmaFamily:
         if case.op == "mbarrier":
             return SassExpectation((("probe_barrier", KernelExpectation("SYNCS.ARRIVE.TRANS64", 1)),),
                                    executes="SYNCS.ARRIVE.TRANS64 + SYNCS.PHASECHK.TRANS64.TRYWAIT")
+        if case.op == "dsmem-chase":
+            return SassExpectation(tuple((f"probe_dsmem_chase_i{i}", KernelExpectation("LD.E", i, exclude=("LD.E.",)))
+                                         for i in CHASE_ILP), executes="LD.E")
         if case.op == "dsmem-store":
             return SassExpectation((("probe_dsmem_pingpong", KernelExpectation("ST.E.STRONG.GPU", 1)),
                                     ("probe_dsmem_store_stream", KernelExpectation("ST.E.128", UNROLL))),
@@ -255,6 +274,8 @@ class TmaFamily:
             return 2 * UNROLL * BASELINE_THREADS * 4
         if case.op == "dsmem-store":
             return RING_WORDS
+        if case.op == "dsmem-chase":
+            return 2 * CHASE_CHECK_THREADS
         return max(BASELINE_THREADS, DSMEM_THREADS, 1)
 
     def decode(self, case: TmaCase, words: np.ndarray) -> np.ndarray:
@@ -286,6 +307,8 @@ class TmaFamily:
                           f"{CHECK_REPS} rounds, each completing exactly one phase (test_wait.parity)")]
         if case.op == "dsmem-store":
             return self._dsmem_store_checks(case)
+        if case.op == "dsmem-chase":
+            return self._dsmem_chase_checks(case, inputs.values["ring"])
         return self._dsmem_checks(case, inputs.values["ring"])
 
     def _copy_checks(self, case: TmaCase) -> list[Check]:
@@ -376,6 +399,34 @@ class TmaFamily:
                       self._expected(case, sums.astype(np.uint32)), 0.0,
                       f"each thread's sum over the next CTA's ring, {iters} iterations", grid=case.cluster)]
 
+    def _dsmem_chase_checks(self, case: TmaCase, ring: np.ndarray, iters: int = 5) -> list[Check]:
+        """Blocks 0 and 1 (ranks 0 and 1) of one cluster: thread x's chains start at x + j * threads and
+        go through its target's ring, which holds (ring[w] + target) % RING_WORDS at word w; every
+        kernel (each number of chains) is checked. The local pattern's chain checks like the others'."""
+        checks = []
+        for ilp in CHASE_ILP:
+            sums = []
+            for rank in (0, 1):
+                table = (ring.astype(np.int64) + chase_target(case.pattern, rank, case.cluster)) % RING_WORDS
+                total = np.zeros(CHASE_CHECK_THREADS, dtype=np.int64)
+                for j in range(ilp):
+                    word = (np.arange(CHASE_CHECK_THREADS) + j * CHASE_CHECK_THREADS) % RING_WORDS
+                    for _ in range(iters):
+                        word = table[word]
+                    total += word
+                sums.append(total % (1 << 32))
+            checks.append(Check(f"probe_dsmem_chase_i{ilp}", CHASE_CHECK_THREADS, iters, 5 * case.cluster,
+                                self._expected(case, np.concatenate(sums).astype(np.uint32)), 0.0,
+                                f"ranks 0 and 1: each thread's {ilp} chains, {iters} steps through its target "
+                                f"CTA ({case.pattern})", grid=case.cluster))
+        if case.pattern == "local":
+            steps, word = 16 * UNROLL, 0
+            for _ in range(steps):
+                word = int(ring[word])
+            checks.insert(0, Check("probe_dsmem_chain", COPY_THREADS, steps, 5, self._expected(case, [word]), 0.0,
+                                   f"{steps} steps through rank 0's own ring", grid=case.cluster))
+        return checks
+
     def _dsmem_store_checks(self, case: TmaCase, iters: int = 3) -> list[Check]:
         """The ping-pong's last flag; CTA 0's ring after the stores: slot a = x + u THREADS holds the word
         of the last iteration from thread x's store u, of the rank whose hop lands on rank 0 (the last
@@ -428,7 +479,7 @@ class TmaFamily:
             delivered = case.box_bytes * (c if case.multicast else 1)
             points = tuple(BandwidthPoint(f"probe_stream_k{k}", b, COPY_THREADS, delivered,
                                           {"stages": k, "blocks_per_sm": b}) for k, b in stream_points(case))
-            note = (f"one thread per block; {what}" + (f"; bytes landed in shared memory, {c} per byte read"
+            note = (f"one warp per block, lane 0 issuing; {what}" + (f"; bytes landed in shared memory, {c} per byte read"
                                                        if case.multicast else ""))
             return latency + [Bandwidth(points, grid_multiple=c, notes=note)]
         if case.op in ("read", "cp.async", "ld+st"):
@@ -440,6 +491,17 @@ class TmaFamily:
         if case.op == "mbarrier":
             return [BracketedLatency("probe_barrier", "probe_barrier_empty", COPY_THREADS, "the two clock reads",
                                      launch={}, reps=LATENCY_REPS)]
+        if case.op == "dsmem-chase":
+            points = tuple(BandwidthPoint(f"probe_dsmem_chase_i{i}", 1, t, t * i * 4,
+                                          {"cluster": c, "threads": t, "ilp": i}) for t in CHASE_THREADS for i in CHASE_ILP)
+            plan = [Bandwidth(points, grid_multiple=c, notes=f"every thread chases {case.pattern}: dependent 4-byte "
+                              "ld.shared::cluster loads, `ilp` chains per thread, one block per SM")]
+            if case.pattern == "local":
+                plan.insert(0, ChainSlope("latency_cycles", "probe_dsmem_chain", COPY_THREADS, unroll=UNROLL,
+                                          launch={"cluster": c}, grid=c,
+                                          notes="a pointer chase by rank 0 through its own shared memory, by "
+                                                "ld.shared::cluster through mapa"))
+            return plan
         if case.op == "dsmem-store":
             partner = f"rank {c - 1}" if case.spread else "rank 1"
             points = tuple(BandwidthPoint("probe_dsmem_store_stream", b, DSMEM_THREADS, DSMEM_THREADS * UNROLL * 16,

@@ -15,6 +15,8 @@ Ids spell the PTX instruction (without the operands) and add what it does not sa
     ld.shared::cluster.u32.cluster4                                            distributed shared memory
     ld.shared::cluster.u32.cluster8.spread                                     ... each warp from another CTA
     st.shared::cluster.u32.cluster4                                            stores to another CTA's shared memory
+    ld.shared::cluster.u32.cluster4.chase.ring                                 the papers' pattern: every thread chases
+                                                                               through the next CTA (.pair, .broadcast, .local)
 
 b8/b16/b32/b64 are the element sizes (1, 2, 4, 8 bytes); `box` lists the box's extent per dimension,
 innermost first; `sw` the swizzle span in bytes (absent: none). An im2col load names the channels per
@@ -37,8 +39,11 @@ MAX_BOX = 256  # elements per box dimension (cuTensorMapEncodeTiled); channels p
 MAX_PIXELS = 1024  # pixels per column (cuTensorMapEncodeIm2col)
 CLUSTERS = (2, 4, 8, 16)  # CTAs per cluster; 8 is the portable most, 16 a non-portable size (launched at run time)
 PORTABLE_CLUSTER = 8
-OPS = ("load", "store", "reduce", "bulk", "bulk-store", "read", "cp.async", "ld+st", "mbarrier", "dsmem", "dsmem-store")
-DSMEM_OPS = ("dsmem", "dsmem-store")  # distributed shared memory: loads from, or stores to, another CTA
+OPS = ("load", "store", "reduce", "bulk", "bulk-store", "read", "cp.async", "ld+st", "mbarrier", "dsmem", "dsmem-store",
+       "dsmem-chase")
+DSMEM_OPS = ("dsmem", "dsmem-store", "dsmem-chase")  # distributed shared memory: loads from, or stores to, another CTA
+# The papers' DSMEM patterns (dsmem-chase): whose shared memory each CTA's threads chase through.
+CHASE_PATTERNS = ("ring", "pair", "broadcast", "local")
 TENSOR_OPS = ("load", "store", "reduce")
 COPY_OPS = ("load", "store", "reduce", "bulk", "bulk-store")  # the operations with copy kernels
 STORE_OPS = ("store", "reduce", "bulk-store")  # shared -> global, completing on bulk groups
@@ -50,14 +55,15 @@ BULK = "cp.async.bulk.shared::cluster.global"
 BULK_STORE = "cp.async.bulk.global.shared::cta"
 FIXED_IDS = {"read": "ld.global.v4.u32", "cp.async": "cp.async.cg.shared.global.16",
              "ld+st": "ld.global.v4.u32.then.st.shared.v4.u32", "mbarrier": "mbarrier.arrive.expect_tx.then.try_wait"}
-DSMEM = {"dsmem": "ld.shared::cluster.u32", "dsmem-store": "st.shared::cluster.u32"}
+DSMEM = {"dsmem": "ld.shared::cluster.u32", "dsmem-store": "st.shared::cluster.u32", "dsmem-chase": "ld.shared::cluster.u32"}
 
 _TENSOR = re.compile(r"^(?P<red>cp\.reduce|cp)\.async\.bulk\.tensor\.(?P<rank>\d)d\."
                      r"(?P<dir>shared::cluster\.global|global\.shared::cta)(?P<add>\.add)?\.(?P<mode>tile|im2col)\.b(?P<bits>\d+)"
                      r"\.(?:box(?P<box>\d+(?:x\d+)*)|ch(?P<ch>\d+)\.px(?P<px>\d+))(?:\.sw(?P<sw>\d+))?(?P<gmap>\.gmap)?"
                      r"(?:\.multicast(?P<mc>\d+))?$")
 _BULK = re.compile(r"^cp\.async\.bulk\.(?P<dir>shared::cluster\.global|global\.shared::cta)\.(?P<bytes>\d+)B$")
-_DSMEM = re.compile(r"^(?P<op>ld|st)\.shared::cluster\.u32\.cluster(?P<cluster>\d+)(?P<spread>\.spread)?$")
+_DSMEM = re.compile(r"^(?P<op>ld|st)\.shared::cluster\.u32\.cluster(?P<cluster>\d+)(?P<spread>\.spread)?"
+                    r"(?:\.chase\.(?P<pattern>\w+))?$")
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,7 @@ class TmaCase(Case):
     cluster: int = 1  # CTAs per cluster: multicast destinations (load) or the DSMEM cluster
     spread: bool = False  # DSMEM: each warp reads (writes) another CTA; the latency goes to the last rank
     im2col: bool = False  # a load in im2col mode: box = (channels per pixel, pixels per column)
+    pattern: str = ""  # dsmem-chase: ring, pair, broadcast or local (CHASE_PATTERNS)
 
     @property
     def box_bytes(self) -> int:
@@ -110,7 +117,8 @@ class TmaCase(Case):
         if self.op in ("bulk", "bulk-store"):
             return f"{self.instruction}.{self.box_bytes}B"
         if self.op in DSMEM_OPS:
-            return f"{DSMEM[self.op]}.cluster{self.cluster}" + (".spread" if self.spread else "")
+            return (f"{DSMEM[self.op]}.cluster{self.cluster}" + (".spread" if self.spread else "")
+                    + (f".chase.{self.pattern}" if self.op == "dsmem-chase" else ""))
         return FIXED_IDS[self.op]
 
     def columns(self) -> dict[str, object]:
@@ -138,8 +146,10 @@ def parse(case_id: str) -> TmaCase:
     elif match := _BULK.match(case_id):
         case = TmaCase("bulk" if match["dir"].startswith("shared") else "bulk-store", box=(int(match["bytes"]),))
     elif match := _DSMEM.match(case_id):
-        case = TmaCase("dsmem" if match["op"] == "ld" else "dsmem-store", cluster=int(match["cluster"]),
-                       spread=bool(match["spread"]))
+        if match["pattern"] is not None and (match["op"] != "ld" or match["spread"]):
+            raise SpecError(f"{case_id!r}: a chase pattern is written ld.shared::cluster.u32.clusterC.chase.PATTERN")
+        op = "dsmem-chase" if match["pattern"] is not None else "dsmem" if match["op"] == "ld" else "dsmem-store"
+        case = TmaCase(op, cluster=int(match["cluster"]), spread=bool(match["spread"]), pattern=match["pattern"] or "")
     elif case_id in FIXED_IDS.values():
         case = TmaCase(next(op for op, spelled in FIXED_IDS.items() if spelled == case_id))
     else:
@@ -193,6 +203,8 @@ def check(case: TmaCase) -> None:
         raise IllegalShapeError(f"{case}: clusters of {', '.join(map(str, CLUSTERS))} CTAs, not {case.cluster}")
     elif case.op in DSMEM_OPS and case.spread and case.cluster < 4:
         raise IllegalShapeError(f"{case}: .spread needs 4 CTAs or more (in 2 the next CTA is the only other one)")
+    if case.op == "dsmem-chase" and case.pattern not in CHASE_PATTERNS:
+        raise IllegalShapeError(f"{case}: chase patterns are {', '.join(CHASE_PATTERNS)}, not {case.pattern!r}")
     if case.spread and case.op not in DSMEM_OPS:
         raise IllegalShapeError(f"{case}: .spread is a distributed shared memory access pattern")
 
@@ -243,4 +255,7 @@ def cases() -> list[TmaCase]:
     out += [TmaCase("dsmem", cluster=c, spread=True) for c in CLUSTERS if c >= 4]
     out += [TmaCase("dsmem-store", cluster=c) for c in CLUSTERS]
     out += [TmaCase("dsmem-store", cluster=c, spread=True) for c in CLUSTERS if c >= 4]
+    out += [TmaCase("dsmem-chase", cluster=c, pattern="ring") for c in CLUSTERS]
+    out += [TmaCase("dsmem-chase", cluster=c, pattern=p) for c, p in ((4, "pair"), (4, "broadcast"), (16, "broadcast"),
+                                                                        (2, "local"))]
     return out

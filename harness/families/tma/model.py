@@ -2,8 +2,15 @@
 
 The source tensor (ptx/tma.cu.in) is a buffer several times the L2 whose 32-bit word w holds
 source_word(w), so any box can be computed here without copying the buffer back. Its geometry:
-dimensions 0 .. rank-2 hold INNER_TILES boxes each, the last dimension the rest; tile t is the box
-whose corner is (digit_d(t) * box_d), the digits innermost first.
+dimension 0 is one box wide (a box's rows are whole rows of the tensor), dimensions 1 .. rank-2 hold
+INNER_TILES boxes each, the last dimension the rest; tile t is the box whose corner is
+(digit_d(t) * box_d), the digits innermost first.
+
+Why dimension 0 is one box wide: with two boxes side by side (a 256-byte row pitch under 128-byte box
+rows) and the maps' 256-byte L2 promotion, every row a box reads pulls its neighbour's half into the
+L2 too; 64 x 64 b16 boxes then streamed at 0.89-0.90 of the read roofline on an H100, at every stages x
+blocks point, against 1.00 with whole rows (or 0.97 with the promotion off):
+scripts/investigate_tma.py bandwidth, docs/data-movement.md.
 
 Shared memory holds a box densely, innermost dimension first, with the swizzle applied to the byte
 offset within each 1024-byte-aligned stage: the 16-byte chunk (bits 4..6) XOR the 128-byte row
@@ -18,7 +25,7 @@ from math import prod
 
 import numpy as np
 
-INNER_TILES = 2  # boxes along each dimension but the last
+INNER_TILES = 2  # boxes along dimensions 1 .. rank-2 (dimension 0 is one box wide, the last takes the rest)
 SWIZZLE_BITS = {0: 0, 32: 1, 64: 2, 128: 3}
 STAGE_ALIGN = 1024  # bytes: the 128-byte swizzle's repeat
 
@@ -63,7 +70,7 @@ class Geometry:
 
     @property
     def inner_tiles(self) -> tuple[int, ...]:
-        return (INNER_TILES,) * (self.rank - 1)
+        return inner_tiles(self.rank)
 
     @property
     def dims(self) -> tuple[int, ...]:
@@ -110,10 +117,19 @@ def stored(pattern: np.ndarray, span: int) -> np.ndarray:
     return pattern[swizzle(np.arange(pattern.size), span)]
 
 
+def inner_tiles(rank: int) -> tuple[int, ...]:
+    """Boxes along dimensions 0 .. rank-2: one along dimension 0, INNER_TILES along the others."""
+    return (1, *(INNER_TILES,) * (rank - 2)) if rank > 1 else ()
+
+
 def check_tile(rank: int) -> int:
-    """The tile every single-copy check loads: digit 1 along each inner dimension, 5 along the last."""
-    inner = INNER_TILES ** (rank - 1)
-    return sum(INNER_TILES ** d for d in range(rank - 1)) + 5 * inner
+    """The tile every single-copy check loads: digit 1 along each inner dimension that has more than
+    one box, 5 along the last."""
+    tile, place = 0, 1
+    for extent in inner_tiles(rank):
+        tile += place * (1 if extent > 1 else 0)
+        place *= extent
+    return tile + 5 * place
 
 
 def words(data: np.ndarray) -> np.ndarray:

@@ -1,0 +1,246 @@
+"""The memory hierarchy (sm_90): pointer chases and streams through shared memory, L1, L2 and HBM.
+
+The baseline the papers put TMA beside (arXiv 2402.13499 Tables IV and V, 2501.12084 Tables 3-5):
+what one ordinary load costs at each level, and what each level delivers. Its own family, not part
+of `tma`: nothing here is a bulk copy, a tensor map or a cluster, and its probes (one template,
+ptx/memory.cu.in) share none of the TMA template's kernels.
+
+Ids spell the PTX load, then what is timed and where the data lives:
+
+    ld.shared.u32.pchase              a pointer chase through shared memory
+    ld.global.ca.u32.pchase.l1        ... through global memory cached in L1 (a 16 KiB ring)
+    ld.global.cg.u32.pchase.l2        ... cached in L2 only (an 8 MiB ring, resident in the L2)
+    ld.global.cg.u32.pchase.hbm       ... over 256 MiB, each launch on chunks no launch touched before
+    ld.shared.v4.u32.stream           every thread of every SM loading 16-byte words: bytes per cycle per SM
+    ld.global.ca.v4.u32.stream.l1     ... from a 16 KiB region each SM keeps in its L1
+    ld.global.cg.v4.u32.stream.l2     ... from a 16 MiB region spread over the L2
+
+Metrics: `latency_cycles` of a chase, by chain slope ({"timed": "chain"}: two chains of 256 and 4352
+dependent loads, the difference over the difference of lengths; the headline) and, for L2 and HBM,
+each load timed alone ({"timed": "each access"}: clock, load, a shared store that waits for the word,
+clock; net of the same without the load), whose samples show the near and far L2 partitions as two
+modes; `sm_throughput` of a stream in B/cycle/SM (clock64, warps per SM 4..32).
+
+Rings are random cycles through 64-byte chunks (the papers' chunk size): word 16 c of chunk c holds
+the word index of the next chunk, so consecutive loads fall in unrelated lines.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from harness.errors import IllegalShapeError, SpecError
+from harness.families.base import Check, Inputs, KernelExpectation, SassExpectation, Suite, Work
+from harness.measure.methods import BracketedLatency, ChainSlope, OccupancySweep, SweepPoint
+from harness.spec import Case
+
+LEVELS = {"shared": ("shared", None), "l1": ("global.ca", "l1"), "l2": ("global.cg", "l2"), "hbm": ("global.cg", "hbm")}
+SPACES = {"shared": 0, "global.ca": 1, "global.cg": 2}
+CHUNK_WORDS = 16  # 64-byte chunks
+RING_BYTES = {"shared": 4 << 10, "l1": 16 << 10, "l2": 8 << 20, "hbm": 256 << 20}
+STREAM_BYTES = {"shared": 32 << 10, "l1": 16 << 10, "l2": 16 << 20}
+# The HBM chase: launch k starts at word k * LAUNCH_STEP, 2 MiB on: 128 launches before the ring
+# wraps, each walking at most 4352 of its 4M chunks.
+HBM_LAUNCH_STEP = (2 << 20) // 4
+UNROLL = 16  # chase steps per loop body
+STREAM_UNROLL = 4  # 16-byte loads per thread per iteration
+SWEEP_WARPS = (4, 8, 16, 32)
+EACH_REPS = 512  # loads timed alone per launch
+CHECK_WARPS = 4
+# Shared memory: 32 banks x 4 B per cycle per SM (CUDA C++ Programming Guide, compute capability 9.0).
+SHARED_PEAK = 128
+
+_ID = re.compile(r"^ld\.(?P<space>shared|global\.ca|global\.cg)\.(?P<width>u32|v4\.u32)\.(?P<kind>pchase|stream)"
+                 r"(?:\.(?P<level>l1|l2|hbm))?$")
+
+
+@dataclass(frozen=True)
+class MemoryCase(Case):
+    family: ClassVar[str] = "memory"
+    kind: str  # "pchase" or "stream"
+    level: str  # shared, l1, l2, hbm
+
+    @property
+    def space(self) -> str:
+        return LEVELS[self.level][0]
+
+    @property
+    def instruction(self) -> str:
+        return f"ld.{self.space}." + ("u32" if self.kind == "pchase" else "v4.u32")
+
+    @property
+    def base_id(self) -> str:
+        return f"{self.instruction}.{self.kind}" + ("" if self.level == "shared" else f".{self.level}")
+
+    @property
+    def region_bytes(self) -> int:
+        return (RING_BYTES if self.kind == "pchase" else STREAM_BYTES)[self.level]
+
+    def columns(self) -> dict[str, object]:
+        return dict(instruction=self.instruction, layout=self.level)
+
+
+def parse(case_id: str) -> MemoryCase:
+    match = _ID.match(case_id)
+    if not match:
+        raise SpecError(f"cannot parse case id {case_id!r}: expected e.g. 'ld.global.cg.u32.pchase.l2' or "
+                        "'ld.shared.v4.u32.stream' (see `bench list --suite memory`)")
+    level = match["level"] or ("shared" if match["space"] == "shared" else "")
+    case = MemoryCase(match["kind"], level)
+    if LEVELS.get(level, (None,))[0] != match["space"] or (match["width"] == "u32") != (match["kind"] == "pchase"):
+        raise IllegalShapeError(f"{case_id!r}: a chase loads u32 words and a stream v4.u32; shared memory names no "
+                                "level, ld.global.ca reads l1, ld.global.cg reads l2 or hbm")
+    check(case)
+    return case
+
+
+def check(case: MemoryCase) -> None:
+    if case.kind not in ("pchase", "stream") or case.level not in LEVELS:
+        raise SpecError(f"{case}: unknown kind {case.kind!r} or level {case.level!r}")
+    if case.kind == "stream" and case.level == "hbm":
+        raise IllegalShapeError(f"{case}: the HBM stream is the tma suite's read baseline (ld.global.v4.u32)")
+
+
+def cases() -> list[MemoryCase]:
+    return ([MemoryCase("pchase", level) for level in ("shared", "l1", "l2", "hbm")]
+            + [MemoryCase("stream", level) for level in ("shared", "l1", "l2")])
+
+
+def ring(chunks: int, rng: np.random.Generator) -> np.ndarray:
+    """Words of a random cycle through `chunks` 64-byte chunks: word 16 c holds the word index of the
+    chunk after c; the other words are zero."""
+    order = rng.permutation(chunks)
+    words = np.zeros(chunks * CHUNK_WORDS, dtype=np.uint32)
+    words[order * CHUNK_WORDS] = np.roll(order, -1) * CHUNK_WORDS
+    return words
+
+
+def chase(words: np.ndarray, start: int, steps: int) -> int:
+    """The word a chase from `start` ends on after `steps` loads."""
+    for _ in range(steps):
+        start = int(words[start])
+    return start
+
+
+def stream_sums(words: np.ndarray, threads: int, iters: int) -> np.ndarray:
+    """Each thread's sum (mod 2^32) of the v4 words it loads (ptx/memory.cu.in, one block of `threads`)."""
+    quads = words.reshape(-1, 4).astype(np.uint64).sum(axis=1)
+    x = np.arange(threads)
+    steps = np.arange(iters * STREAM_UNROLL)
+    index = (x[None, :] + steps[:, None] * threads) % quads.size
+    return (quads[index].sum(axis=0) % (1 << 32)).astype(np.uint32)
+
+
+def _suites() -> dict[str, Suite]:
+    return {"memory": Suite("the memory hierarchy: pointer-chase latency through shared memory, L1, L2 and HBM (each "
+                            "load also timed alone for L2 and HBM), and load throughput per SM from shared memory, L1 "
+                            "and L2", cases)}
+
+
+class MemoryFamily:
+    name = "memory"
+    description = "the memory hierarchy: pointer chases and streams through shared memory, L1, L2 and HBM"
+    id_prefixes = ("ld.shared.u32.pchase", "ld.shared.v4.u32.stream", "ld.global.ca.", "ld.global.cg.")
+    example_id = "ld.global.cg.u32.pchase.l2"
+    template = "memory.cu.in"
+
+    cases = staticmethod(cases)
+    parse = staticmethod(parse)
+    check = staticmethod(check)
+    suites = staticmethod(_suites)
+
+    def template_params(self, case: MemoryCase) -> dict[str, object]:
+        self.check(case)
+        words = case.region_bytes // 4
+        return {"kind": 0 if case.kind == "pchase" else 1, "space": SPACES[case.space], "ring_words": words,
+                "shared_words": words if case.level == "shared" else 4,
+                "launch_step": HBM_LAUNCH_STEP if case.level == "hbm" else 0,
+                "unroll": UNROLL if case.kind == "pchase" else STREAM_UNROLL}
+
+    def sass_expectation(self, case: MemoryCase) -> SassExpectation:
+        """The chase's UNROLL dependent loads (LDS, or LDG.E with .cg's STRONG.GPU); the stream's loads."""
+        if case.level == "shared":
+            load = "LDS.128" if case.kind == "stream" else "LDS"
+        else:
+            load = "LDG.E" + (".128" if case.kind == "stream" else "") + (".STRONG.GPU" if case.space == "global.cg" else ".STRONG.SM")
+        if case.kind == "stream":
+            return SassExpectation((("probe_stream", KernelExpectation(load, STREAM_UNROLL)),), executes=load)
+        kernels = [("probe_chain", KernelExpectation(load, UNROLL, exclude=(load + ".",) if load == "LDS" else ()))]
+        if case.level in ("l2", "hbm"):
+            kernels.append(("probe_each", KernelExpectation(load, 1)))
+        return SassExpectation(tuple(kernels), executes=load)
+
+    # -- correctness -------------------------------------------------------------------------------
+
+    def inputs(self, case: MemoryCase, rng: np.random.Generator) -> Inputs:
+        if case.kind == "pchase":
+            words = ring(case.region_bytes // (4 * CHUNK_WORDS), rng)
+            how = f"a random cycle through {words.size // CHUNK_WORDS} 64-byte chunks"
+        else:
+            words = rng.integers(0, 1 << 32, case.region_bytes // 4, dtype=np.uint64).astype(np.uint32)
+            how = "uniform random 32-bit words"
+        return Inputs(words.view(np.uint8), {"words": words}, how)
+
+    def checks(self, case: MemoryCase, inputs: Inputs) -> list[Check]:
+        words = inputs.values["words"]
+        if case.kind == "stream":
+            threads, iters = 32 * CHECK_WARPS, 3
+            return [Check("probe_stream", threads, iters, 5 * CHECK_WARPS,
+                          self._expected(case, stream_sums(words, threads, iters)), 0.0,
+                          f"each thread's sum of {iters * STREAM_UNROLL} 16-byte words")]
+        steps = 2 * UNROLL
+        checks = [Check("probe_chain", 32, steps, 5, self._expected(case, [chase(words, 0, steps)]), 0.0,
+                        f"the word after {steps} steps of the chase")]
+        if case.level in ("l2", "hbm"):
+            checks.append(Check("probe_each", 32, UNROLL, UNROLL * 32, self._expected(case, [chase(words, 0, UNROLL)]),
+                                0.0, f"the word after {UNROLL} steps timed alone"))
+        return checks
+
+    def _expected(self, case: MemoryCase, values) -> np.ndarray:
+        out = np.zeros(self.output_words(case))
+        values = np.asarray(values, dtype=np.float64)
+        out[:values.size] = values
+        return out
+
+    def output_words(self, case: MemoryCase) -> int:
+        return 32 * CHECK_WARPS if case.kind == "stream" else 1
+
+    def decode(self, case: MemoryCase, words: np.ndarray) -> np.ndarray:
+        return np.asarray(words[:self.output_words(case)], dtype=np.uint32).astype(np.float64)
+
+    # -- measurement -------------------------------------------------------------------------------
+
+    def work(self, case: MemoryCase) -> Work:
+        return Work(32 * 16 if case.kind == "stream" else 4, "B")  # one warp's v4 load; one chase word
+
+    def peak(self, case: MemoryCase) -> float | None:
+        return SHARED_PEAK if case.kind == "stream" and case.level in ("shared", "l1") else None
+
+    def plan(self, case: MemoryCase, device=None) -> list:
+        if case.kind == "stream":
+            points = tuple(SweepPoint("probe_stream", w, STREAM_UNROLL, {"warps": w}) for w in SWEEP_WARPS)
+            return [OccupancySweep(points, 32, 1, whole_gpu="none")]
+        where = {"shared": "shared memory (4 KiB)", "l1": "a 16 KiB ring in global memory, cached in L1 after the "
+                 "first pass (the short chain's misses cancel in the slope)", "l2": "an 8 MiB ring, resident in the L2",
+                 "hbm": "256 MiB, every launch on chunks no launch touched before"}[case.level]
+        plan = [ChainSlope("latency_cycles", "probe_chain", 32, unroll=UNROLL, launch={"timed": "chain"},
+                           notes=f"one thread's dependent {case.instruction} through {where}")]
+        if case.level in ("l2", "hbm"):
+            plan.append(BracketedLatency("probe_each", "probe_each_empty", 32,
+                                         "two clock reads and a shared store of the word", launch={"timed": "each access"},
+                                         reps=EACH_REPS))
+        return plan
+
+    def headline(self, metric: str) -> dict | None:
+        return {"timed": "chain"} if metric in ("latency_cycles", "latency_raw_cycles") else None
+
+    def describe(self, case: MemoryCase) -> list[str]:
+        what = ("a pointer chase" if case.kind == "pchase" else "every thread streaming 16-byte loads")
+        return [f"{what} with {case.instruction} over {case.region_bytes >> 10} KiB ({case.level})"]
+
+
+FAMILY = MemoryFamily()

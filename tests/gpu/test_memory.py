@@ -1,0 +1,52 @@
+"""The memory family on the GPU: every case validates, the levels order as a hierarchy must
+(shared < L1 < L2 < HBM), and the L2's per-access samples are not on a coarse grid."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness.build.compile import compile_probe
+from harness.build.render import render
+from harness.families import FAMILIES
+from harness.measure.device import open_device
+from harness.measure.runner import RunSettings, measure_case
+from harness.stats import coarse_grid
+from harness.spec import parse_case_id
+
+pytestmark = pytest.mark.gpu
+MEMORY = FAMILIES["memory"]
+
+
+@pytest.fixture(scope="module")
+def measured():
+    device = open_device(0)
+    results = {}
+    for case in MEMORY.cases():
+        result = measure_case(case, compile_probe(render(case)), device, RunSettings())
+        assert result.valid, (case.case_id, result.error)
+        results[case.case_id] = result
+    return results
+
+
+def _latency(result, timed="chain") -> np.ndarray:
+    return next(m.samples for m in result.metrics if m.name == "latency_cycles" and m.launch == {"timed": timed})
+
+
+def test_latency_orders_as_a_hierarchy(measured):
+    levels = ["ld.shared.u32.pchase", "ld.global.ca.u32.pchase.l1", "ld.global.cg.u32.pchase.l2",
+              "ld.global.cg.u32.pchase.hbm"]
+    medians = [float(np.median(_latency(measured[c]))) for c in levels]
+    assert medians == sorted(medians) and medians[0] > 10 and medians[-1] > 2 * medians[2], medians
+
+
+def test_each_access_matches_the_chain_and_sits_on_no_grid(measured):
+    for case_id in ("ld.global.cg.u32.pchase.l2", "ld.global.cg.u32.pchase.hbm"):
+        each, chain = _latency(measured[case_id], "each access"), _latency(measured[case_id])
+        assert abs(np.mean(each) - np.median(chain)) < 0.15 * np.median(chain), (case_id, np.mean(each), chain)
+        assert coarse_grid(each) is None, case_id
+
+
+def test_shared_stream_reaches_most_of_its_banks(measured):
+    rate = max(float(np.median(m.samples)) for m in measured["ld.shared.v4.u32.stream"].metrics)
+    assert 0.8 * 128 <= rate <= 128 * 1.001, rate
