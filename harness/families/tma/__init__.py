@@ -40,6 +40,7 @@ CHASE_TARGETS = {"ring": "(cluster_rank() + 1) % CLUSTER", "pair": "cluster_rank
 CHASE_THREADS = (256, 512, 1024)  # the papers' blocks are 1024 threads
 CHASE_ILP = (1, 2, 4)  # independent chains per thread
 CHASE_CHECK_THREADS = 64
+CHASE_STRIDE = 256  # words each step moves on, times the target's rank + 1 (ptx/tma.cu.in dsmem_chase)
 
 
 def chase_target(pattern: str, rank: int, cluster: int) -> int:
@@ -209,6 +210,7 @@ class TmaFamily:
             "mask_operand": 3 + rank,
             "stream_kernels": kernels,
             "chase_target": CHASE_TARGETS.get(case.pattern, CHASE_TARGETS["ring"]),
+            "chase_stride": CHASE_STRIDE,
             "chain_target": "0u" if case.pattern == "local" else "SPREAD ? CLUSTER - 1 : 1",
             "chase_kernels": "\n".join(f"KERNEL probe_dsmem_chase_i{i}(ARGS) {{\n  planted_fault<PLANTED_FAULT>(iters, out);\n"
                                        f"  dsmem_chase<{i}>(in, out, timing, iters, map, gmap, src, tiles);\n}}"
@@ -400,21 +402,16 @@ class TmaFamily:
                       f"each thread's sum over the next CTA's ring, {iters} iterations", grid=case.cluster)]
 
     def _dsmem_chase_checks(self, case: TmaCase, ring: np.ndarray, iters: int = 5) -> list[Check]:
-        """Blocks 0 and 1 (ranks 0 and 1) of one cluster: thread x's chains start at x + j * threads and
-        go through its target's ring, which holds (ring[w] + target) % RING_WORDS at word w; every
-        kernel (each number of chains) is checked. The local pattern's chain checks like the others'."""
+        """Blocks 0 and 1 (ranks 0 and 1) of one cluster: chain j of thread x starts at x + j * threads and
+        steps by CHASE_STRIDE x (target + 1) words, its target's stride; every kernel (each number of
+        chains) is checked. The local pattern's pointer chase checks like the other DSMEM cases'."""
         checks = []
         for ilp in CHASE_ILP:
             sums = []
             for rank in (0, 1):
-                table = (ring.astype(np.int64) + chase_target(case.pattern, rank, case.cluster)) % RING_WORDS
-                total = np.zeros(CHASE_CHECK_THREADS, dtype=np.int64)
-                for j in range(ilp):
-                    word = (np.arange(CHASE_CHECK_THREADS) + j * CHASE_CHECK_THREADS) % RING_WORDS
-                    for _ in range(iters):
-                        word = table[word]
-                    total += word
-                sums.append(total % (1 << 32))
+                step = CHASE_STRIDE * (chase_target(case.pattern, rank, case.cluster) + 1)
+                starts = np.arange(CHASE_CHECK_THREADS)[:, None] + np.arange(ilp)[None, :] * CHASE_CHECK_THREADS
+                sums.append(((starts + iters * step) % RING_WORDS).sum(axis=1) % (1 << 32))
             checks.append(Check(f"probe_dsmem_chase_i{ilp}", CHASE_CHECK_THREADS, iters, 5 * case.cluster,
                                 self._expected(case, np.concatenate(sums).astype(np.uint32)), 0.0,
                                 f"ranks 0 and 1: each thread's {ilp} chains, {iters} steps through its target "
