@@ -397,7 +397,8 @@ def compare(run_id, against, metric, disagreements, include_flagged, tolerance, 
 @click.option("--db", default=None, help=DB_HELP)
 @click.option("--format", "fmt", type=click.Choice(output.FORMATS), default="table", show_default=True)
 def model(gpu, run_id, db, fmt):
-    """Predict wgmma issue intervals (f16, m64nNk16) from datasheet parameters, or fit them to a run.
+    """Predict wgmma issue intervals (f16, m64nNk16) from datasheet parameters, or fit every family's
+    model to a run (wgmma issue intervals; TMA copy latency, Little's law and the DSMEM hop), with residuals.
 
     \b
     Examples:

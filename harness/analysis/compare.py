@@ -72,6 +72,9 @@ def headline(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([chosen, rest], ignore_index=True).drop(columns="_headline")
 
 
+LAUNCH_CONDITION = "launch:"  # a figure of one launch of a case: "launch:source=HBM", "launch:stages=1,blocks_per_sm=4"
+
+
 def _paper(store: Store) -> pd.DataFrame:
     refs = store.query(f"""SELECT case_id, metric, value, condition, source, source_table FROM reference_values
                           WHERE gpu_name = '{PAPER_GPU}' ORDER BY reference_id""")
@@ -79,9 +82,62 @@ def _paper(store: Store) -> pd.DataFrame:
     # 2402.13499's tables (one launch, as we time) over 2501.12084's sustained-run Table 13.
     refs["rank"] = refs.condition.map({"random": 0, None: 1, "zero": 2}).fillna(1)
     refs["later_paper"] = refs.source != "2402.13499v1"
+    # A figure of one launch (a TMA latency from HBM, say) is compared with that launch, not the headline.
+    refs["launch_filter"] = refs.condition.where(refs.condition.fillna("").str.startswith(LAUNCH_CONDITION), "")
     refs = (refs.sort_values(["rank", "later_paper"], kind="stable")
-            .groupby(["case_id", "metric"], as_index=False).first().drop(columns=["later_paper", "source"]))
+            .groupby(["case_id", "metric", "launch_filter"], as_index=False).first()
+            .drop(columns=["later_paper", "source"]))
+    refs["condition"] = refs.condition.where(refs.launch_filter == "", None)
     return refs.rename(columns={"value": "paper", "condition": "paper_inputs", "source_table": "paper_table"})
+
+
+def _launch_matches(launch: str, wanted: str) -> bool:
+    """Does a stored launch (JSON) hold every key=value of a launch condition?"""
+    import json
+
+    held = json.loads(launch) if launch else {}
+    pairs = [p.split("=", 1) for p in wanted[len(LAUNCH_CONDITION):].split(",") if p]
+    return all(str(held.get(key)) == value for key, value in pairs)
+
+
+def with_derived(frame: pd.DataFrame) -> pd.DataFrame:
+    """The measurements plus what compare derives from them: each bandwidth of a family that names a
+    roofline case (Family.roofline_case: every thread streaming 16-byte loads from HBM) as a fraction of
+    that case's best bandwidth in the same run on the same GPU (roofline_fraction)."""
+    parts = [frame]
+    for name, family in FAMILIES.items():
+        roofline_case = getattr(family, "roofline_case", None)
+        rows = frame[(frame.family == name) & (frame.metric == "bandwidth_gbps")]
+        if roofline_case is None or rows.empty:
+            continue
+        roofline = rows[rows.case_id == roofline_case].groupby("gpu_name").value.max()
+        derived = rows[rows.gpu_name.isin(roofline.index)].copy()
+        derived["value"] = derived.value / derived.gpu_name.map(roofline)
+        derived["metric"], derived["unit"] = "roofline_fraction", "ratio"
+        parts.append(derived)
+    return pd.concat(parts, ignore_index=True)
+
+
+def _paper_rows(everything: pd.DataFrame, refs: pd.DataFrame) -> pd.DataFrame:
+    """Measured rows beside their figures: the headline launch for a figure of the whole case, the best
+    matching launch for a figure of one launch; metrics compared only where a figure exists (work per
+    cycle per SM, roofline fractions) are dropped without one."""
+    timed = set(registry.names("seconds")) - {"bandwidth_gbps"}
+    always = set(registry.names("cycles")) - {"sm_throughput"} | timed
+    whole = refs[refs.launch_filter == ""].drop(columns="launch_filter")
+    frame = headline(everything).merge(whole, on=["case_id", "metric"], how="left")
+    frame = frame[frame.metric.isin(always) | frame.paper.notna()]
+    parts = [frame]
+    for ref in refs[refs.launch_filter != ""].itertuples():
+        rows = everything[(everything.case_id == ref.case_id) & (everything.metric == ref.metric)]
+        rows = rows[[_launch_matches(launch, ref.launch_filter) for launch in rows.launch]]
+        if rows.empty:
+            continue
+        best = rows.value.idxmin() if registry.lower_is_better(ref.metric) else rows.value.idxmax()
+        parts.append(rows.loc[[best]].assign(paper=ref.paper, paper_inputs=None, paper_table=ref.paper_table))
+    frame = pd.concat(parts, ignore_index=True)
+    # a headline row that only stands in for launch figures (no figure of its own, the same launch) goes
+    return frame.drop_duplicates(subset=["case_id", "metric", "launch"], keep="last")
 
 
 def model_predictions(frame: pd.DataFrame, gpu: str) -> list[float]:
@@ -103,13 +159,12 @@ def model_predictions(frame: pd.DataFrame, gpu: str) -> list[float]:
 
 def against_paper(store: Store, run_id: int, include_flagged: bool = False,
                   tolerance: float = DEFAULT_TOLERANCE) -> pd.DataFrame:
-    everything = headline(measured(store, run_id, include_flagged))
-    timed = set(registry.names("seconds"))
-    per_cycle = everything[everything.metric == "sm_throughput"].set_index("case_id").value
-    frame = everything[everything.metric.isin(set(registry.names("cycles")) - {"sm_throughput"} | timed)].copy()
+    everything = with_derived(measured(store, run_id, include_flagged))
+    timed = set(registry.names("seconds")) - {"bandwidth_gbps"}  # bandwidth compares as roofline_fraction
+    per_cycle = headline(everything[everything.metric == "sm_throughput"]).set_index("case_id").value
+    frame = _paper_rows(everything, _paper(store)).copy()
     scale = np.where(frame.metric.isin(timed), PAPER_SMS / frame.sm_count * PAPER_CLOCK_MHZ / frame.sm_clock_mhz, 1.0)
     frame["comparable"] = frame.value * scale
-    frame = frame.merge(_paper(store), on=["case_id", "metric"], how="left")
     gpu = store.run_info(run_id).gpu_name or ""
     frame["model"] = model_predictions(frame, gpu)
     frame["paper_ratio"] = frame.comparable / frame.paper

@@ -31,6 +31,8 @@ METRICS = {m.name: m for m in (
                "one instruction from issue to completion: a dependent chain's slope, or net of a bracketing sequence"),
     MetricInfo("latency_raw_cycles", "cycles", "cycles", None, "lower",
                "the bracketed sequence with the instruction, its overhead included"),
+    MetricInfo("latency_first_use_cycles", "cycles", "cycles", None, "lower",
+               "latency_cycles of the first repetition of a launch (a tensor map's first use in it)"),
     MetricInfo("sm_throughput", "work/cycle/SM", "cycles", "work", "higher",
                "work per cycle per SM with every SM busy, by clock64 (FLOP, OP or bytes)"),
     MetricInfo("throughput_tflops", "TFLOPS", "seconds", "work", "higher",
@@ -38,6 +40,9 @@ METRICS = {m.name: m for m in (
     MetricInfo("peak_fraction", "ratio", "ratio", None, "higher",
                "throughput_tflops over the dense tensor-core peak at the SM clock measured in the kernel"),
     MetricInfo("bandwidth_gbps", "GB/s", "seconds", "bytes", "higher", "whole-GPU bytes per second (1e9 B/s)"),
+    MetricInfo("roofline_fraction", "ratio", "ratio", None, "higher",
+               "bandwidth_gbps over the read roofline measured in the same run (its family's roofline case; "
+               "derived by compare)"),
 )}
 
 

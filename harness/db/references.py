@@ -69,11 +69,33 @@ def _counterpart(figure) -> tuple[str, str] | None:
     return None
 
 
+def _data_counterpart(row: dict) -> tuple[dict | None, str | None]:
+    """A data-movement figure (memory levels, TMA, distributed shared memory): the first family whose
+    `paper_row` claims the row names our case, metric and the value in our units, or why it maps to
+    nothing; (None, None) where no family claims it."""
+    from harness.families import FAMILIES
+
+    for family in FAMILIES.values():
+        hook = getattr(family, "paper_row", None)
+        found = hook(row) if hook else None
+        if isinstance(found, str):
+            return None, found
+        if found:
+            return found, None
+    return None, None
+
+
 def _map_luo(row: dict) -> tuple[dict, str | None]:
-    """(canonical fields, None) or ({}, why not)."""
+    """(canonical fields, None) or ({}, why not). Data-movement rows may also set value, unit, gpu and a
+    launch condition ("launch:source=HBM": compare takes the measurement of that launch)."""
     from harness.families.base import PaperFigure
 
     instruction, metric = row["instruction"], row["metric"]
+    data, reason = _data_counterpart(row)
+    if data:
+        return data, None
+    if reason:
+        return {}, reason
     if instruction == "na":
         return {}, "not an instruction figure (a device property or memory-system metric)"
     shape = _SHAPE.match(row["shape"])
@@ -89,6 +111,19 @@ def _map_luo(row: dict) -> tuple[dict, str | None]:
     case_id, ours = found
     return dict(case_id=case_id, metric=ours, m=m, n=n, k=k, dtype_a=a, dtype_acc=acc, operands=ops,
                 sparse=figure.sparse), None
+
+
+@cache
+def _paper_rooflines() -> dict[str, float]:
+    """Each paper GPU's global-memory throughput as the authors measured it (2402.13499 Table V)."""
+    return {row["gpu"]: float(row["value"]) for row in _read(LUO_FILES[0])
+            if row["metric"] == "bandwidth_global" and row["paper"] == "2402.13499v1"}
+
+
+@cache
+def _paper_sm_counts() -> dict[str, int]:
+    """SMs of each GPU the papers measured, as their device-property tables print them."""
+    return {row["gpu"]: int(float(row["value"])) for row in _read(LUO_FILES[0]) if row["metric"] == "sm_count"}
 
 
 def _read(name: str) -> list[dict]:
@@ -116,11 +151,21 @@ def load() -> tuple[Reference, ...]:
     for name in LUO_FILES:
         for row in _read(name):
             fields, reason = _map_luo(row)
+            if fields.pop("of_paper_roofline", False):  # over the authors' own global-memory figure, same units
+                roofline = _paper_rooflines()[fields["gpu"]]
+                fields.update(value=float(row["value"]) / roofline, unit="ratio",
+                              notes=f"{row['value']} {row['unit']} / {roofline:g} (the same authors' float4 global-memory "
+                                    f"throughput, 2402.13499 Table V). {row['notes']}".strip())
+            if fields.pop("per_sm", False):  # a whole-GPU figure compared per SM: over the paper GPU's SMs
+                sms = _paper_sm_counts()[row["gpu"]]
+                fields.update(value=float(row["value"]) / sms,
+                              notes=f"{row['value']} {row['unit']} for the whole GPU / {sms} SMs. {row['notes']}".strip())
             source = row["paper"].split(" ")[0] if row["paper"].startswith("repo") else row["paper"]
+            condition = _condition(row["notes"]) if fields.get("metric") == "throughput_tflops" else None
             ref = Reference(source=row["paper"], citation=citations.get(source, row["paper"]),
-                            table=row["table_or_figure"], gpu=row["gpu"], value=float(row["value"]),
-                            unit=row["unit"], notes=row["notes"],
-                            condition=_condition(row["notes"]) if fields.get("metric") == "throughput_tflops" else None,
+                            table=row["table_or_figure"], gpu=fields.pop("gpu", row["gpu"]),
+                            value=float(fields.pop("value", row["value"])), unit=fields.pop("unit", row["unit"]),
+                            notes=fields.pop("notes", row["notes"]), condition=fields.pop("condition", condition),
                             unmapped_reason=reason, case_id=fields.pop("case_id", None),
                             metric=fields.pop("metric", None), **fields)
             if ref.case_id:
@@ -160,7 +205,18 @@ def data_hash() -> str:
     """Changes whenever the shipped figures or the mapping code change: the database reloads."""
     material = b"".join((DATA / name).read_bytes() for name in (*LUO_FILES, *_article_files(), CITATIONS_FILE))
     material += Path(__file__).read_bytes()
+    material += _mapping_code()
     return hashlib.sha256(material).hexdigest()[:16]
+
+
+def _mapping_code() -> bytes:
+    """The families' mapping hooks (paper_case, paper_row): a change to one remaps the figures."""
+    import inspect
+
+    from harness.families import FAMILIES
+
+    hooks = [getattr(f, name) for f in FAMILIES.values() for name in ("paper_case", "paper_row") if hasattr(f, name)]
+    return "".join(inspect.getsource(hook) for hook in hooks).encode()
 
 
 @dataclass(frozen=True)

@@ -81,8 +81,9 @@ def _values(spec, case: Case, device: DeviceInfo, interval: float) -> list[tuple
         value = interval if spec.metric == "issue_interval_cycles" else 2 * interval
         return [(spec.metric, "cycles", value, spec.launch)]
     if isinstance(spec, methods.BracketedLatency):
+        first = [("latency_first_use_cycles", "cycles", interval + 60, spec.launch)] if spec.first_use else []
         return [("latency_cycles", "cycles", interval + 40, spec.launch),
-                ("latency_raw_cycles", "cycles", interval + 90, spec.launch)]
+                ("latency_raw_cycles", "cycles", interval + 90, spec.launch), *first]
     if isinstance(spec, methods.Bandwidth):  # more in flight, more bytes per second, up to 3000 GB/s
         return [("bandwidth_gbps", "GB/s", min(3000.0, 250.0 * point.blocks_per_sm * point.launch.get("stages", 4)),
                  point.launch) for point in spec.points]

@@ -10,6 +10,8 @@ import numpy as np
 
 from harness.build.compile import Build
 
+OUT_GUARD_WORDS = 4096  # poison after a probe's outputs, checked after every launch
+
 
 @dataclass
 class Launch:
@@ -52,8 +54,10 @@ class LoadedProbe:
         smem = self.dynamic_smem.get(kernel, 0)
         if smem > 48 * 1024 and function.max_dynamic_shared_size_bytes < smem:
             function.max_dynamic_shared_size_bytes = smem
-        # Poison the outputs: a word the probe failed to write cannot pass validation.
-        out = cupy.full(self.out_words, 0xFFFFFFFF, dtype=cupy.uint32)
+        # Poison the outputs: a word the probe failed to write cannot pass validation. A guard of poison
+        # follows them: a probe that writes past its outputs (into the timing records CuPy may place next)
+        # is an error, not a wrong clock.
+        out = cupy.full(self.out_words + OUT_GUARD_WORDS, 0xFFFFFFFF, dtype=cupy.uint32)
         timing = cupy.full(timing_words, -1, dtype=cupy.int64)
         start, stop = cupy.cuda.Event(), cupy.cuda.Event()
         args = (self.inputs, out, timing, np.int32(iters), *self.extra_args)
@@ -64,7 +68,12 @@ class LoadedProbe:
             function((grid,), (block,), args, shared_mem=smem)
         stop.record()
         stop.synchronize()
-        return Launch(out.get(), timing.get(), cupy.cuda.get_elapsed_time(start, stop))
+        words = out.get()
+        if (words[self.out_words:] != 0xFFFFFFFF).any():
+            from harness.errors import HarnessError
+
+            raise HarnessError(f"{kernel} wrote past its {self.out_words} output words (grid {grid}, block {block})")
+        return Launch(words[:self.out_words], timing.get(), cupy.cuda.get_elapsed_time(start, stop))
 
 
 def _launch_cluster(function, grid: int, block: int, smem: int, cluster: int, args: tuple) -> None:

@@ -38,6 +38,7 @@ THROUGHPUT_CYCLES = 2_000_000  # cycles each unit runs in a per-SM throughput la
 # ~9 ms it is a third of a percent, and the launch is longer than the paper's program's 7 ms ones.
 WHOLE_GPU_CYCLES = 16_000_000
 CALIBRATION_ITERATIONS = 64  # loop iterations of the launch that sizes a throughput launch
+FIRST_USE_LAUNCHES = 16  # launches whose first repetition BracketedLatency(first_use=True) keeps
 
 
 class Launcher(Protocol):
@@ -87,9 +88,13 @@ class BracketedLatency:
     reps: int = 64  # repetitions per launch
     skip: int = 4  # first repetitions dropped (instruction cache, first touch)
     grid: int = 1  # blocks launched (a cluster kernel's cluster size); block 0 writes the times
+    # Also time the first repetition of FIRST_USE_LAUNCHES launches alone (latency_first_use_cycles): what
+    # the instruction costs the first time a launch uses it (a tensor map's first fetch, say).
+    first_use: bool = False
 
     def declares(self, work: Work) -> list[tuple[str, str]]:
-        return [("latency_cycles", "cycles"), ("latency_raw_cycles", "cycles")]
+        first = [("latency_first_use_cycles", "cycles")] if self.first_use else []
+        return [("latency_cycles", "cycles"), ("latency_raw_cycles", "cycles"), *first]
 
 
 @dataclass(frozen=True)
@@ -192,15 +197,26 @@ def bracketed_latency(spec: BracketedLatency, ctx: Context) -> list[Metric]:
         per_rep = launch.timing.reshape(spec.reps, spec.threads)[:, 0]  # thread 0's view
         return per_rep[spec.skip:].astype(np.float64)
 
+    def first_uses() -> np.ndarray:
+        words = spec.reps * spec.threads
+        return np.array([ctx.probe.run(spec.kernel, spec.grid, spec.threads, spec.reps, words).timing[0]
+                         for _ in range(FIRST_USE_LAUNCHES)], dtype=np.float64)
+
     window = ctx.sampler.window()
     with window:
         raw, empty = series(spec.kernel), series(spec.empty_kernel)
+        first = first_uses() if spec.first_use else None
     overhead = float(np.median(empty))
     reason = f"fixed: {spec.reps - spec.skip} repetitions in one launch"
     common = dict(launch=dict(spec.launch), stop_reason=reason, gpu_state=window.state)
-    return [Metric("latency_cycles", "cycles", raw - overhead, notes=f"net of {overhead:g} cycles for {spec.overhead}",
-                   **common),
-            Metric("latency_raw_cycles", "cycles", raw, **common)]
+    metrics = [Metric("latency_cycles", "cycles", raw - overhead, notes=f"net of {overhead:g} cycles for {spec.overhead}",
+                      **common),
+               Metric("latency_raw_cycles", "cycles", raw, **common)]
+    if first is not None:
+        metrics.append(Metric("latency_first_use_cycles", "cycles", first - overhead,
+                              **dict(common, stop_reason=f"fixed: the first repetition of {FIRST_USE_LAUNCHES} launches"),
+                              notes=f"the first repetition of each launch, net of {overhead:g} cycles for {spec.overhead}"))
+    return metrics
 
 
 def _iterations(spec: OccupancySweep, point: SweepPoint, ctx: Context, block: int, cycles: int) -> int:

@@ -9,6 +9,7 @@ Ids spell the PTX load, then what is timed and where the data lives:
 
     ld.shared.u32.pchase              a pointer chase through shared memory
     ld.global.ca.u32.pchase.l1        ... through global memory cached in L1 (a 16 KiB ring)
+    ld.global.u32.pchase.l1           ... the same ring through a plain (weak) ld.global
     ld.global.cg.u32.pchase.l2        ... cached in L2 only (an 8 MiB ring, resident in the L2)
     ld.global.cg.u32.pchase.hbm       ... over 256 MiB, each launch on chunks no launch touched before
     ld.shared.v4.u32.stream           every thread of every SM loading 16-byte words: bytes per cycle per SM
@@ -39,7 +40,7 @@ from harness.measure.methods import BracketedLatency, ChainSlope, OccupancySweep
 from harness.spec import Case
 
 LEVELS = {"shared": ("shared", None), "l1": ("global.ca", "l1"), "l2": ("global.cg", "l2"), "hbm": ("global.cg", "hbm")}
-SPACES = {"shared": 0, "global.ca": 1, "global.cg": 2}
+SPACES = {"shared": 0, "global.ca": 1, "global.cg": 2, "global": 3}  # ptx/memory.cu.in SPACE
 CHUNK_WORDS = 16  # 64-byte chunks
 RING_BYTES = {"shared": 4 << 10, "l1": 16 << 10, "l2": 8 << 20, "hbm": 256 << 20}
 STREAM_BYTES = {"shared": 32 << 10, "l1": 16 << 10, "l2": 16 << 20}
@@ -54,7 +55,7 @@ CHECK_WARPS = 4
 # Shared memory: 32 banks x 4 B per cycle per SM (CUDA C++ Programming Guide, compute capability 9.0).
 SHARED_PEAK = 128
 
-_ID = re.compile(r"^ld\.(?P<space>shared|global\.ca|global\.cg)\.(?P<width>u32|v4\.u32)\.(?P<kind>pchase|stream)"
+_ID = re.compile(r"^ld\.(?P<space>shared|global\.ca|global\.cg|global)\.(?P<width>u32|v4\.u32)\.(?P<kind>pchase|stream)"
                  r"(?:\.(?P<level>l1|l2|hbm))?$")
 
 
@@ -63,10 +64,11 @@ class MemoryCase(Case):
     family: ClassVar[str] = "memory"
     kind: str  # "pchase" or "stream"
     level: str  # shared, l1, l2, hbm
+    weak: bool = False  # a plain ld.global (the L1 chase), not ld.global.ca
 
     @property
     def space(self) -> str:
-        return LEVELS[self.level][0]
+        return "global" if self.weak else LEVELS[self.level][0]
 
     @property
     def instruction(self) -> str:
@@ -84,16 +86,25 @@ class MemoryCase(Case):
         return dict(instruction=self.instruction, layout=self.level)
 
 
+def _latency_case(level: str, plain: bool = False) -> str:
+    """The chase at a level; `plain`: L1 through a plain ld.global (weak), as the random-stride chases load."""
+    if level == "l1" and plain:
+        return "ld.global.u32.pchase.l1"
+    return str(MemoryCase("pchase", level))
+
+
 def parse(case_id: str) -> MemoryCase:
     match = _ID.match(case_id)
     if not match:
         raise SpecError(f"cannot parse case id {case_id!r}: expected e.g. 'ld.global.cg.u32.pchase.l2' or "
                         "'ld.shared.v4.u32.stream' (see `bench list --suite memory`)")
     level = match["level"] or ("shared" if match["space"] == "shared" else "")
-    case = MemoryCase(match["kind"], level)
-    if LEVELS.get(level, (None,))[0] != match["space"] or (match["width"] == "u32") != (match["kind"] == "pchase"):
+    weak = match["space"] == "global"
+    case = MemoryCase(match["kind"], level, weak)
+    if (LEVELS.get(level, (None,))[0] != match["space"] and not (weak and level == "l1" and match["kind"] == "pchase")) or (match["width"] == "u32") != (match["kind"] == "pchase"):
         raise IllegalShapeError(f"{case_id!r}: a chase loads u32 words and a stream v4.u32; shared memory names no "
-                                "level, ld.global.ca reads l1, ld.global.cg reads l2 or hbm")
+                                "level, ld.global.ca reads l1 (and so does a plain ld.global chase), ld.global.cg reads "
+                                "l2 or hbm")
     check(case)
     return case
 
@@ -106,7 +117,7 @@ def check(case: MemoryCase) -> None:
 
 
 def cases() -> list[MemoryCase]:
-    return ([MemoryCase("pchase", level) for level in ("shared", "l1", "l2", "hbm")]
+    return ([MemoryCase("pchase", level) for level in ("shared", "l1", "l2", "hbm")] + [MemoryCase("pchase", "l1", True)]
             + [MemoryCase("stream", level) for level in ("shared", "l1", "l2")])
 
 
@@ -144,7 +155,8 @@ def _suites() -> dict[str, Suite]:
 class MemoryFamily:
     name = "memory"
     description = "the memory hierarchy: pointer chases and streams through shared memory, L1, L2 and HBM"
-    id_prefixes = ("ld.shared.u32.pchase", "ld.shared.v4.u32.stream", "ld.global.ca.", "ld.global.cg.")
+    id_prefixes = ("ld.shared.u32.pchase", "ld.shared.v4.u32.stream", "ld.global.ca.", "ld.global.cg.",
+                   "ld.global.u32.pchase")
     example_id = "ld.global.cg.u32.pchase.l2"
     template = "memory.cu.in"
 
@@ -159,17 +171,18 @@ class MemoryFamily:
         return {"kind": 0 if case.kind == "pchase" else 1, "space": SPACES[case.space], "ring_words": words,
                 "shared_words": words if case.level == "shared" else 4,
                 "launch_step": HBM_LAUNCH_STEP if case.level == "hbm" else 0,
-                "unroll": UNROLL if case.kind == "pchase" else STREAM_UNROLL}
+                "unroll": UNROLL if case.kind == "pchase" else STREAM_UNROLL, "out_threads": self.output_words(case)}
 
     def sass_expectation(self, case: MemoryCase) -> SassExpectation:
         """The chase's UNROLL dependent loads (LDS, or LDG.E with .cg's STRONG.GPU); the stream's loads."""
         if case.level == "shared":
             load = "LDS.128" if case.kind == "stream" else "LDS"
         else:
-            load = "LDG.E" + (".128" if case.kind == "stream" else "") + (".STRONG.GPU" if case.space == "global.cg" else ".STRONG.SM")
+            strength = {"global.cg": ".STRONG.GPU", "global.ca": ".STRONG.SM", "global": ""}[case.space]
+            load = "LDG.E" + (".128" if case.kind == "stream" else "") + strength
         if case.kind == "stream":
             return SassExpectation((("probe_stream", KernelExpectation(load, STREAM_UNROLL)),), executes=load)
-        kernels = [("probe_chain", KernelExpectation(load, UNROLL, exclude=(load + ".",) if load == "LDS" else ()))]
+        kernels = [("probe_chain", KernelExpectation(load, UNROLL, exclude=(load + ".",) if load in ("LDS", "LDG.E") else ()))]
         if case.level in ("l2", "hbm"):
             kernels.append(("probe_each", KernelExpectation(load, 1)))
         return SassExpectation(tuple(kernels), executes=load)
@@ -245,6 +258,40 @@ class MemoryFamily:
             scratch = cupy.ones(max(2 * (device.l2_bytes or 50 << 20), 1 << 20) // 4, dtype=cupy.uint32)
             scratch += 1
             cupy.cuda.get_current_stream().synchronize()
+
+    @staticmethod
+    def paper_row(row: dict) -> dict | str | None:
+        """Our counterpart of a published memory-level figure (2402.13499 Tables IV-V, 2501.12084 Tables 3-5,
+        the authors' random_latency logs), in our units; a string says why one has none; None: not ours."""
+        table, metric, how = row["table_or_figure"], row["metric"], row["instruction"]
+        if not (table.startswith(("Table IV ", "Table 3 ", "Table 4 ", "Table V ", "Table 5 "))
+                or "RegularUnits/random_latency" in table):
+            return None
+        if "RegularUnits/random_latency" in table:  # chains of 2 KB (L1), ~4 MB (L2), over 1 GB (HBM)
+            size = float(row["shape"].split()[1])
+            level = "l1" if size < 64 else "l2" if size < 64 << 10 else "hbm"
+            return dict(case_id=_latency_case(level, plain=True), metric="latency_cycles",
+                        gpu=row["gpu"].replace(" (inferred)", ""))
+        if table.startswith("Table 4 "):
+            return ("a centre of the per-access latencies' clusters (near/far partition, hit/miss): our L2 and HBM "
+                    "chases store every access ({\"timed\": \"each access\"}); the report shows their modes")
+        if metric.startswith("latency_"):
+            level = {"latency_l1": "l1", "latency_shared": "shared", "latency_l2": "l2", "latency_global": "hbm"}[metric]
+            if level == "hbm" and "fixed stride" in how:
+                return ("a fixed-stride chase with a warmed TLB; ours walks random 64-byte chunks (2501.12084 Table 3's "
+                        "method), compared with that table")
+            # Table IV times ld.ca (L1) and ld.cg (L2); Table 3 a plain random-stride load
+            return dict(case_id=_latency_case(level, plain=table.startswith("Table 3 ")), metric="latency_cycles")
+        if metric in ("bandwidth_l1", "bandwidth_l2", "bandwidth_shared"):
+            if row["dtype_ab"] not in ("FP32.v4", "na"):
+                return f"{row['dtype_ab']} loads; our streams load 16 bytes a thread (FP32.v4)"
+            level = metric.split("_")[1]
+            case = f"ld.{LEVELS[level][0]}.v4.u32.stream" + ("" if level == "shared" else f".{level}")
+            if row["unit"] == "byte/clk":  # the whole GPU: per SM, over the paper GPU's SMs (references divides)
+                return dict(case_id=case, metric="sm_throughput", per_sm=True, unit="B/cycle/SM")
+            return dict(case_id=case, metric="sm_throughput", unit="B/cycle/SM")
+        return ("a read-and-write copy (5 reads + 1 write per thread), or a ratio of two figures: the tma suite's read "
+                "roofline (ld.global.v4.u32) is reads alone")
 
     def headline(self, metric: str) -> dict | None:
         return {"timed": "chain"} if metric in ("latency_cycles", "latency_raw_cycles") else None

@@ -29,7 +29,7 @@ import numpy as np
 from harness.families.base import Check, Inputs, KernelExpectation, SassExpectation, Suite, Work
 from harness.families.tma import cases as _cases
 from harness.families.tma import model
-from harness.families.tma.cases import COPY_OPS, DSMEM_OPS, STORE_OPS, TmaCase
+from harness.families.tma.cases import COPY_OPS, DSMEM_OPS, FIXED_IDS, STORE_OPS, TmaCase, _load
 from harness.measure.methods import Bandwidth, BandwidthPoint, BracketedLatency, ChainSlope
 
 OP_CODES = {"load": 0, "store": 1, "bulk": 2, "read": 3, "cp.async": 4, "ld+st": 5, "mbarrier": 6, "dsmem": 7,
@@ -151,6 +151,14 @@ class TmaFamily:
                    "st.shared::cluster")
     example_id = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128"
     template = "tma.cu.in"
+    roofline_case = FIXED_IDS["read"]  # bandwidths compare as a fraction of this case's, same run (compare)
+
+    @property
+    def model(self):
+        """Copy latency by source, Little's law, the DSMEM hop (fitting.py): fitted to a run."""
+        from harness.families.tma.fitting import TmaModel
+
+        return TmaModel()
 
     cases = staticmethod(_cases.cases)
     parse = staticmethod(_cases.parse)
@@ -211,6 +219,7 @@ class TmaFamily:
             "stream_kernels": kernels,
             "chase_target": CHASE_TARGETS.get(case.pattern, CHASE_TARGETS["ring"]),
             "chase_stride": CHASE_STRIDE,
+            "chase_check_threads": CHASE_CHECK_THREADS,
             "chain_target": "0u" if case.pattern == "local" else "SPREAD ? CLUSTER - 1 : 1",
             "chase_kernels": "\n".join(f"KERNEL probe_dsmem_chase_i{i}(ARGS) {{\n  planted_fault<PLANTED_FAULT>(iters, out);\n"
                                        f"  dsmem_chase<{i}>(in, out, timing, iters, map, gmap, src, tiles);\n}}"
@@ -464,8 +473,10 @@ class TmaFamily:
             what = "the bulk group's wait_group 0" if stores else "its mbarrier's completion"
             empty = ("commit_group + wait_group 0 without a store" if stores else
                      "arrive.expect_tx of 0 bytes + try_wait without a copy")
+            # the map's first use in a launch against later ones: in global memory, and by value beside it
+            first_use = case.gmap or case == _load(2, 2, (64, 64))
             latency = [BracketedLatency("probe_latency", "probe_latency_empty", COPY_THREADS, empty,
-                                        launch={"source": "L2"}, reps=LATENCY_REPS, grid=c)]
+                                        launch={"source": "L2"}, reps=LATENCY_REPS, grid=c, first_use=first_use)]
             if not stores:
                 latency.append(BracketedLatency("probe_latency_cold", "probe_latency_empty", COPY_THREADS, empty,
                                                 launch={"source": "HBM"}, reps=LATENCY_REPS, grid=c))
@@ -515,6 +526,49 @@ class TmaFamily:
         return [ChainSlope("latency_cycles", "probe_dsmem_chain", COPY_THREADS, unroll=UNROLL, launch={"cluster": c},
                            notes=f"a pointer chase by rank 0 through the shared memory of {chased}", grid=c),
                 Bandwidth(points, grid_multiple=c, notes="every thread reads the next CTA's shared memory")]
+
+    @staticmethod
+    def paper_row(row: dict) -> dict | str | None:
+        """Our counterpart of the authors' TMA and DSMEM logs (HPMLL/NVIDIA-Hopper-Benchmark) and of
+        2501.12084 Sec. 5.1; a string says why one has none; None: not ours."""
+        table, metric = row["table_or_figure"], row["metric"]
+        gpu = row["gpu"].replace(" (inferred)", "")
+        if "NewFeatures/DSM/Latency" in table:
+            cluster = int(row["shape"].split()[-1])
+            if metric == "latency_dsm_remote_max":
+                return "the slowest rank pair of the log; compared: the fastest (latency_dsm_remote_min)"
+            if metric == "latency_dsm_local" and cluster != 2:
+                return "the same local chase at every cluster size (33 cycles); compared at cluster 2"
+            if metric == "latency_dsm_remote_min" and cluster not in _cases.CLUSTERS:
+                return f"a cluster of {cluster}: ours are {', '.join(map(str, _cases.CLUSTERS))}"
+            case = (TmaCase("dsmem-chase", cluster=2, pattern="local") if metric == "latency_dsm_local"
+                    else TmaCase("dsmem", cluster=cluster))
+            return dict(case_id=case.case_id, metric="latency_cycles", gpu=gpu)
+        if "NewFeatures/TMA/Latency" in table:  # a chase: each step a TMA load, its wait and the index read
+            size_kb = float(row["shape"].split()[1])
+            source = "HBM" if size_kb > (64 << 10) else "L2"  # TMA loads bypass L1: 2 KB and 4 MB chains hit L2
+            return dict(case_id=str(_load(1, 2, (256,), 0)), metric="latency_raw_cycles", gpu=gpu,
+                        condition=f"launch:source={source}")
+        if "NewFeatures/TMA/Throughput" in table:
+            blocks, size = row["shape"].split(";")[:2]
+            if blocks.strip() != "456 thread blocks" or "3d" in table:
+                return "one point of the authors' sweep: compared at 4 blocks per SM (456 blocks), one copy in flight"
+            kb = float(size.split()[1])
+            if "tma_bw_1d" in table and kb == 0.5:
+                case = str(_load(1, 2, (256,), 0))
+            elif "tma_bw_2d" in table and kb == 4:  # FP32 box 32 x 32: 32 rows of 128 bytes, as our b16 64 x 32
+                case = str(_load(2, 2, (64, 32)))
+            elif "tma_bw/" in table and kb in (2, 8):
+                case = str(TmaCase("bulk", box=(int(kb * 1024),)))
+            else:
+                return (f"a {kb:g} KB copy of another shape: ours are 2, 8 and 32 KB bulk copies, a 512-byte 1-D box and "
+                        "2-D boxes of 128-byte rows")
+            return dict(case_id=case, metric="roofline_fraction", gpu=gpu, of_paper_roofline=True,
+                        condition="launch:blocks_per_sm=4,stages=1")
+        if table.startswith("Sec. 5.1"):
+            return ("a difference of two figures or a documented limit: the report sets our TMA latency beside the "
+                    "memory family's chase at the same level")
+        return None
 
     def headline(self, metric: str) -> dict | None:
         # None: the best over launches. One launch key cannot stand for every case (copies have a source,

@@ -1,0 +1,109 @@
+"""Data-movement figures of both papers mapped in our units, compared like for like (launch figures with
+their launch, bandwidth as a fraction of each GPU's own roofline), and the fitted models with residuals.
+Expectations are the papers' printed numbers and hand arithmetic on them."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import fake_device
+from harness.analysis.compare import compare
+from harness.db import references
+from harness.db.store import Store
+from harness.families.tma.fitting import TmaModel, fit_line, little
+from harness.measure.fakegpu import synthetic_result
+from harness.provenance import Provenance
+from harness.spec import parse_case_id
+
+H800 = "H800 PCIe"
+BOX256 = "cp.async.bulk.tensor.1d.shared::cluster.global.tile.b16.box256"
+
+
+def _mapped(case_id, metric, gpu=H800):
+    return [r for r in references.mapped() if r.gpu == gpu and r.case_id == case_id and r.metric == metric]
+
+
+def test_memory_levels_map_in_the_papers_units():
+    assert [r.value for r in _mapped("ld.shared.u32.pchase", "latency_cycles")] == [29.0]  # Table IV (Table 3 repeats it)
+    assert {r.value for r in _mapped("ld.global.ca.u32.pchase.l1", "latency_cycles")} == {40.7}  # ld.ca, Table IV
+    assert {r.value for r in _mapped("ld.global.u32.pchase.l1", "latency_cycles")} == {32.0}  # random stride, Table 3
+    l2 = _mapped("ld.global.cg.v4.u32.stream.l2", "sm_throughput")
+    assert [round(r.value, 3) for r in l2] == [round(3942.4 / 114, 3)]  # whole-GPU byte/clk over the H800's 114 SMs
+    assert {r.value for r in _mapped("ld.global.cg.u32.pchase.hbm", "latency_cycles")} == {656.0, 656.8}  # random
+
+
+def test_what_is_not_like_for_like_stays_unmapped_with_its_reason():
+    unmapped = [r for r in references.unmapped() if r.gpu == H800]
+    fixed = [r for r in unmapped if r.table.startswith("Table IV") and "fixed-stride" in r.unmapped_reason]
+    assert fixed and "random" in fixed[0].unmapped_reason
+    modes = [r for r in unmapped if r.table.startswith("Table 4 ")]
+    assert len(modes) == 4 and all("each access" in r.unmapped_reason for r in modes)
+
+
+def test_tma_and_dsmem_figures_map_with_their_launch():
+    hbm = [r for r in _mapped(BOX256, "latency_raw_cycles") if r.condition == "launch:source=HBM"]
+    assert [r.value for r in hbm] == [761.5]
+    bulk = _mapped("cp.async.bulk.shared::cluster.global.8192B", "roofline_fraction")
+    assert [round(r.value, 4) for r in bulk] == [round(1802.971191 / 1861.5, 4)]  # same units on both sides
+    assert bulk[0].condition == "launch:blocks_per_sm=4,stages=1"
+    assert [r.value for r in _mapped("ld.shared::cluster.u32.cluster4", "latency_cycles")] == [201.0]
+    assert [r.value for r in _mapped("ld.shared::cluster.u32.cluster2.chase.local", "latency_cycles")] == [33.0]
+
+
+@pytest.fixture
+def tma_db(tmp_path):
+    path = tmp_path / "tma.db"
+    store = Store.open(str(path), create=True)
+    prov = Provenance("bench run --suite tma", "host", "abc123", False, "0.1.0", "3.12", "14.2", "13.0")
+    run_id = store.start_run(fake_device(), prov, "tma", None)
+    for case_id in ("ld.global.v4.u32", "cp.async.bulk.shared::cluster.global.8192B", BOX256):
+        store.record_case(run_id, synthetic_result(parse_case_id(case_id), None, np.random.default_rng(1), fake_device()))
+    store.finish_run(run_id, "complete")
+    return store, run_id
+
+
+def test_compare_takes_a_launch_figure_from_that_launch_and_bandwidth_over_the_roofline(tma_db):
+    store, run_id = tma_db
+    frame = compare(store, run_id)
+    raw = frame[(frame.case_id == BOX256) & (frame.metric == "latency_raw_cycles") & frame.paper.notna()]
+    assert sorted(json.loads(launch)["source"] for launch in raw.launch) == ["HBM", "L2"]
+    fraction = frame[(frame.metric == "roofline_fraction") & frame.paper.notna()]
+    rows = store.query("SELECT case_id, launch, value FROM results WHERE metric = 'bandwidth_gbps'")
+    roofline = rows[rows.case_id == "ld.global.v4.u32"].value.max()
+    for case_id, launch, value in zip(fraction.case_id, fraction.launch, fraction.value):
+        assert json.loads(launch) == {"stages": 1, "blocks_per_sm": 4}
+        measured = rows[(rows.case_id == case_id) & (rows.launch == launch)].value.iloc[0]
+        assert value == pytest.approx(measured / roofline)
+    assert "bandwidth_gbps" not in set(frame.metric)  # never scaled by the SM clock as if it were compute
+
+
+def test_the_copy_latency_line_and_littles_law():
+    nbytes = np.array([128, 1024, 8192, 32768])
+    line = fit_line(nbytes, 300 + nbytes / 64.0)
+    assert line.base == pytest.approx(300) and line.rate == pytest.approx(64)
+    # 132 SMs x 2 blocks x 4 copies x 8 KiB in flight over 1000 cycles at 2 GHz: 17.3 TB/s, capped at 3000 GB/s;
+    # 1 block x 1 copy of 2 KiB: 541 GB/s
+    assert little(132, 2, 4, 8192, 1000, 2000, 3000) == 3000
+    assert little(132, 1, 1, 2048, 1000, 2000, 3000) == pytest.approx(132 * 2048 / 500e-9 / 1e9)
+
+
+def test_the_tma_model_fits_a_run_and_prints_residuals():
+    rows = []
+    for rows_, source, base in ((1, "L2", 250), (8, "L2", 250), (64, "L2", 250), (256, "L2", 250),
+                                (1, "HBM", 800), (64, "HBM", 800), (256, "HBM", 800)):
+        case_id = f"cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x{rows_}.sw128"
+        rows.append(dict(case_id=case_id, metric="latency_cycles", launch=json.dumps({"source": source}),
+                         value=base + 128 * rows_ / 100.0, sm_count=132, sm_clock_mhz=1980.0))
+    for cluster, value in ((2, 185.0), (4, 205.0), (8, 205.0), (16, 212.0)):
+        rows.append(dict(case_id=f"ld.shared::cluster.u32.cluster{cluster}", metric="latency_cycles",
+                         launch=json.dumps({"cluster": cluster}), value=value, sm_count=132, sm_clock_mhz=1980.0))
+    report = TmaModel().fit(pd.DataFrame(rows), "test GPU", "test")
+    params = report.parameters.set_index("model")
+    assert params.loc["copy latency from L2", "base_cycles"] == pytest.approx(250, abs=0.1)
+    assert params.loc["copy latency from HBM", "bytes_per_cycle"] == pytest.approx(100, abs=0.1)
+    residuals = report.residuals
+    assert (residuals[residuals.model.str.startswith("copy")].residual.abs() < 0.1).all()
+    hop = residuals[residuals.model == "DSMEM hop"]
+    assert len(hop) == 4 and abs(hop.residual.sum()) < 1e-6  # least squares: residuals sum to zero
