@@ -91,3 +91,20 @@ def test_flags_reach_the_results_view(tmp_path):
     assert frame.flagged.tolist() == [0, 1, 1, 0]  # power cap alone is recorded, not flagged
     assert frame.power_capped.tolist()[:3] == [1, 1, 0] and frame.throttle_reasons[1] == "sw_power_cap,sw_thermal"
     assert frame.telemetry_samples.tolist() == [5, 5, 5, 0] and frame.power_w[0] == 699.0
+
+
+def test_a_uuid_cut_at_a_zero_byte_is_asked_of_the_driver(monkeypatch):
+    """CuPy's uuid is a C string: GPU-d600fccb-... arrived as b"\\xd6" and NVML found no such GPU."""
+    import sys
+    import types
+
+    from harness.measure import device
+
+    full = bytes.fromhex("d600fccb4d4db7d84d2aad7a7b8acb38")
+    runtime = types.SimpleNamespace(getDeviceProperties=lambda index: {"uuid": full[:1]})
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=runtime)))
+    monkeypatch.setitem(sys.modules, "cupy.cuda", types.SimpleNamespace(runtime=runtime))
+    monkeypatch.setattr(device, "_driver_uuid", lambda index: device.format_uuid(full))
+    assert device.cuda_uuid(0) == "GPU-d600fccb-4d4d-b7d8-4d2a-ad7a7b8acb38"
+    runtime.getDeviceProperties = lambda index: {"uuid": full}
+    assert device.cuda_uuid(0) == "GPU-d600fccb-4d4d-b7d8-4d2a-ad7a7b8acb38"

@@ -72,32 +72,28 @@ def headline(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([chosen, rest], ignore_index=True).drop(columns="_headline")
 
 
-LAUNCH_CONDITION = "launch:"  # a figure of one launch of a case: "launch:source=HBM", "launch:stages=1,blocks_per_sm=4"
-
-
 def _paper(store: Store) -> pd.DataFrame:
-    refs = store.query(f"""SELECT case_id, metric, value, condition, source, source_table FROM reference_values
+    refs = store.query(f"""SELECT case_id, metric, value, condition, launch, source, source_table FROM reference_values
                           WHERE gpu_name = '{PAPER_GPU}' ORDER BY reference_id""")
     # Our inputs are random: prefer the paper's random-input throughput, else its zero-input one; and
     # 2402.13499's tables (one launch, as we time) over 2501.12084's sustained-run Table 13.
     refs["rank"] = refs.condition.map({"random": 0, None: 1, "zero": 2}).fillna(1)
     refs["later_paper"] = refs.source != "2402.13499v1"
     # A figure of one launch (a TMA latency from HBM, say) is compared with that launch, not the headline.
-    refs["launch_filter"] = refs.condition.where(refs.condition.fillna("").str.startswith(LAUNCH_CONDITION), "")
+    refs["launch"] = refs.launch.fillna("")
     refs = (refs.sort_values(["rank", "later_paper"], kind="stable")
-            .groupby(["case_id", "metric", "launch_filter"], as_index=False).first()
+            .groupby(["case_id", "metric", "launch"], as_index=False).first()
             .drop(columns=["later_paper", "source"]))
-    refs["condition"] = refs.condition.where(refs.launch_filter == "", None)
-    return refs.rename(columns={"value": "paper", "condition": "paper_inputs", "source_table": "paper_table"})
+    return refs.rename(columns={"value": "paper", "condition": "paper_inputs", "source_table": "paper_table",
+                                "launch": "paper_launch"})
 
 
 def _launch_matches(launch: str, wanted: str) -> bool:
-    """Does a stored launch (JSON) hold every key=value of a launch condition?"""
+    """Does a stored launch (JSON) hold every key and value of the figure's launch (JSON)?"""
     import json
 
     held = json.loads(launch) if launch else {}
-    pairs = [p.split("=", 1) for p in wanted[len(LAUNCH_CONDITION):].split(",") if p]
-    return all(str(held.get(key)) == value for key, value in pairs)
+    return all(held.get(key) == value for key, value in json.loads(wanted).items())
 
 
 def with_derived(frame: pd.DataFrame) -> pd.DataFrame:
@@ -124,13 +120,13 @@ def _paper_rows(everything: pd.DataFrame, refs: pd.DataFrame) -> pd.DataFrame:
     cycle per SM, roofline fractions) are dropped without one."""
     timed = set(registry.names("seconds")) - {"bandwidth_gbps"}
     always = set(registry.names("cycles")) - {"sm_throughput"} | timed
-    whole = refs[refs.launch_filter == ""].drop(columns="launch_filter")
+    whole = refs[refs.paper_launch == ""].drop(columns="paper_launch")
     frame = headline(everything).merge(whole, on=["case_id", "metric"], how="left")
     frame = frame[frame.metric.isin(always) | frame.paper.notna()]
     parts = [frame]
-    for ref in refs[refs.launch_filter != ""].itertuples():
+    for ref in refs[refs.paper_launch != ""].itertuples():
         rows = everything[(everything.case_id == ref.case_id) & (everything.metric == ref.metric)]
-        rows = rows[[_launch_matches(launch, ref.launch_filter) for launch in rows.launch]]
+        rows = rows[[_launch_matches(launch, ref.paper_launch) for launch in rows.launch]]
         if rows.empty:
             continue
         best = rows.value.idxmin() if registry.lower_is_better(ref.metric) else rows.value.idxmax()

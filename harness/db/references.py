@@ -51,6 +51,7 @@ class Reference:
     sparse: bool | None = None
     unmapped_reason: str | None = None
     also_in: str | None = None  # the duplicate table this row was de-duplicated against
+    launch: dict | None = None  # the launch of the case the figure is of (a TMA latency from HBM), else None
 
 
 def _condition(notes: str) -> str | None:
@@ -86,8 +87,8 @@ def _data_counterpart(row: dict) -> tuple[dict | None, str | None]:
 
 
 def _map_luo(row: dict) -> tuple[dict, str | None]:
-    """(canonical fields, None) or ({}, why not). Data-movement rows may also set value, unit, gpu and a
-    launch condition ("launch:source=HBM": compare takes the measurement of that launch)."""
+    """(canonical fields, None) or ({}, why not). Data-movement rows may also set value, unit, gpu, notes
+    and the launch the figure is of ({"source": "HBM"}: compare takes the measurement of that launch)."""
     from harness.families.base import PaperFigure
 
     instruction, metric = row["instruction"], row["metric"]
@@ -162,14 +163,15 @@ def load() -> tuple[Reference, ...]:
                               notes=f"{row['value']} {row['unit']} for the whole GPU / {sms} SMs. {row['notes']}".strip())
             source = row["paper"].split(" ")[0] if row["paper"].startswith("repo") else row["paper"]
             condition = _condition(row["notes"]) if fields.get("metric") == "throughput_tflops" else None
+            launch = fields.pop("launch", None)
             ref = Reference(source=row["paper"], citation=citations.get(source, row["paper"]),
                             table=row["table_or_figure"], gpu=fields.pop("gpu", row["gpu"]),
                             value=float(fields.pop("value", row["value"])), unit=fields.pop("unit", row["unit"]),
-                            notes=fields.pop("notes", row["notes"]), condition=fields.pop("condition", condition),
+                            notes=fields.pop("notes", row["notes"]), condition=condition, launch=launch,
                             unmapped_reason=reason, case_id=fields.pop("case_id", None),
                             metric=fields.pop("metric", None), **fields)
             if ref.case_id:
-                key = (ref.gpu, ref.case_id, ref.metric, ref.condition, ref.value)
+                key = (ref.gpu, ref.case_id, ref.metric, ref.condition, str(ref.launch), ref.value)
                 if key in seen:  # the same figure printed again in the second paper
                     first = refs[seen[key]]
                     if first.also_in is None:

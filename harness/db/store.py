@@ -250,6 +250,7 @@ class Store:
                 source=r.source, citation=r.citation, source_table=r.table, gpu=r.gpu, case_id=r.case_id,
                 m=r.m, n=r.n, k=r.k, dtype_a=r.dtype_a, dtype_acc=r.dtype_acc, operands=r.operands,
                 sparse=r.sparse, metric=r.metric, value=r.value, unit=r.unit, condition=r.condition,
+                launch=launch_key(r.launch) if r.launch else None,
                 also_in=r.also_in, unmapped_reason=r.unmapped_reason, notes=r.notes) for r in references.load())
             session.merge(Meta(key="references_hash", value=wanted))
 

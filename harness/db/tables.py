@@ -16,7 +16,7 @@ from sqlalchemy import (BigInteger, Boolean, DateTime, Float, ForeignKey, Intege
                         UniqueConstraint)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 6  # = the number of the newest migration in harness/migrations/versions
+SCHEMA_VERSION = 7  # = the number of the newest migration in harness/migrations/versions
 
 
 class Base(DeclarativeBase):
@@ -225,6 +225,7 @@ class ReferenceFigure(Base):
     value: Mapped[float] = mapped_column(Float)
     unit: Mapped[str] = mapped_column(String(32))
     condition: Mapped[str | None] = mapped_column(String(16))
+    launch: Mapped[str | None] = mapped_column(Text)  # JSON: the launch of the case the figure is of (schema 7)
     also_in: Mapped[str | None] = mapped_column(Text)
     unmapped_reason: Mapped[str | None] = mapped_column(Text)
     notes: Mapped[str | None] = mapped_column(Text)

@@ -33,14 +33,31 @@ def format_uuid(raw: bytes) -> str:
 
 
 def cuda_uuid(index: int) -> str | None:
-    """The UUID of CUDA's device `index` (its properties only: no context is created); None if unknown."""
+    """The UUID of CUDA's device `index` (its properties only: no context is created); None if unknown.
+
+    CuPy hands the 16 bytes over as a C string, cut at the first zero byte (GPU-d600fccb-... came back
+    as "GPU-d6----", and NVML then found no such GPU: no telemetry at all); short of 16 bytes, the
+    driver API answers instead."""
     try:
         from cupy.cuda import runtime
 
         raw = runtime.getDeviceProperties(index).get("uuid")
-        return format_uuid(raw) if raw else None
+        if raw is not None and len(raw) == 16:
+            return format_uuid(raw)
+        return _driver_uuid(index)
     except Exception:
         return None
+
+
+def _driver_uuid(index: int) -> str | None:
+    from cuda.bindings import driver
+
+    (err,) = driver.cuInit(0)
+    err_device, device = driver.cuDeviceGet(index)
+    err_uuid, uuid = driver.cuDeviceGetUuid(device)
+    if driver.CUresult.CUDA_SUCCESS != err or err_device != err or err_uuid != err:
+        return None
+    return format_uuid(bytes(uuid.bytes))
 
 
 def nvml_handle(uuid: str):
@@ -98,7 +115,7 @@ def open_device(index: int = 0) -> DeviceInfo:
     cc = (props["major"], props["minor"])
     if cc != REQUIRED_CC:
         raise DeviceError(f"GPU {index} ({name}) is sm_{cc[0]}{cc[1]}: the probes need sm_90 (Hopper)")
-    uuid = format_uuid(props["uuid"]) if props.get("uuid") else f"unknown-{index}"
+    uuid = cuda_uuid(index) or f"unknown-{index}"
     nvml = _nvml(uuid)
     driver = runtime.driverGetVersion()
     return DeviceInfo(

@@ -548,7 +548,7 @@ class TmaFamily:
             size_kb = float(row["shape"].split()[1])
             source = "HBM" if size_kb > (64 << 10) else "L2"  # TMA loads bypass L1: 2 KB and 4 MB chains hit L2
             return dict(case_id=str(_load(1, 2, (256,), 0)), metric="latency_raw_cycles", gpu=gpu,
-                        condition=f"launch:source={source}")
+                        launch={"source": source})
         if "NewFeatures/TMA/Throughput" in table:
             blocks, size = row["shape"].split(";")[:2]
             if blocks.strip() != "456 thread blocks" or "3d" in table:
@@ -564,7 +564,7 @@ class TmaFamily:
                 return (f"a {kb:g} KB copy of another shape: ours are 2, 8 and 32 KB bulk copies, a 512-byte 1-D box and "
                         "2-D boxes of 128-byte rows")
             return dict(case_id=case, metric="roofline_fraction", gpu=gpu, of_paper_roofline=True,
-                        condition="launch:blocks_per_sm=4,stages=1")
+                        launch={"blocks_per_sm": 4, "stages": 1})
         if table.startswith("Sec. 5.1"):
             return ("a difference of two figures or a documented limit: the report sets our TMA latency beside the "
                     "memory family's chase at the same level")
