@@ -73,6 +73,9 @@ class ChainSlope:
     short_bodies: int = 16  # chain lengths (in loop bodies) of the two launches
     long_bodies: int = 272
     grid: int = 1  # blocks launched (a cluster kernel's cluster size); the first block's record is read
+    # Every unit's slope is a sample (units that ran at once on other SMs: a distribution over where they
+    # ran); the stopping rule watches their median.
+    every_unit: bool = False
 
     def declares(self, work: Work) -> list[tuple[str, str]]:
         return [(self.metric, "cycles")]
@@ -175,17 +178,21 @@ def chain_slope(spec: ChainSlope, ctx: Context) -> list[Metric]:
     short, long_ = spec.short_bodies * spec.unroll, spec.long_bodies * spec.unroll
     words = spec.units * RECORD_WORDS
     clocks: list[float] = []
+    slopes: list[np.ndarray] = []
 
     def sample() -> float:
         a = Records.from_words(ctx.probe.run(spec.kernel, spec.grid, spec.threads, short, words).timing)
         b = Records.from_words(ctx.probe.run(spec.kernel, spec.grid, spec.threads, long_, words).timing)
         clocks.append(b.sm_clock_mhz())
-        return float(b.cycles[0] - a.cycles[0]) / ((long_ - short) * spec.per_iter)
+        slopes.append((b.cycles - a.cycles).astype(np.float64) / ((long_ - short) * spec.per_iter))
+        return float(np.median(slopes[-1])) if spec.every_unit else float(slopes[-1][0])
 
     window = ctx.sampler.window()
     with window:
         collected = collect(sample, ctx.policy)
-    return [Metric(spec.metric, "cycles", collected.values, dict(spec.launch), sm_clock_mhz=float(np.median(clocks)),
+    kept = len(collected.values)
+    values = np.concatenate(slopes[-kept:]) if spec.every_unit else collected.values
+    return [Metric(spec.metric, "cycles", values, dict(spec.launch), sm_clock_mhz=float(np.median(clocks)),
                    notes=spec.notes, stop_reason=collected.stop_reason, gpu_state=window.state)]
 
 

@@ -59,6 +59,8 @@ DSMEM_THREADS = 512
 LATENCY_REPS = 64
 CHECK_REPS = 8  # repetitions of a latency check (the cold one: tiles 0, 97, ... 679)
 COLD_STRIDE = 97  # tiles between two cold repetitions (tiles of the tensor are 8 KB or more apart)
+HOT_TILES = 16  # tiles the L2 latency takes in turn (ptx/tma.cu.in): its samples span both L2 partitions
+CHAIN_CLUSTERS = 16  # clusters of a DSMEM chain launch, each its own pair of SMs: samples over placements
 PREFETCH_FIRST = 50  # ptx/tma.cu.in: the prefetched latency's tiles are 50 + 97 i, fresh like the cold ones
 PREFETCH_WAIT = 4000  # cycles from the prefetch to the timed copy (the HBM latency is about 1000)
 # The source tensor is this many times the device's L2. The streams walk it cyclically, and the L2
@@ -78,6 +80,11 @@ def _mnemonic(case: TmaCase) -> str:
     if case.op == "reduce":
         return f"UTMAREDG.{case.rank}D.ADD"
     return "UBLKCP.G.S" if case.op == "bulk-store" else "UBLKCP.S.G"
+
+
+def hot_tile(rank: int, rep: int) -> int:
+    """The tile repetition `rep` of the L2 latency copies (ptx/tma.cu.in latency, HOT)."""
+    return model.check_tile(rank) + (rep % HOT_TILES) * COLD_STRIDE
 
 
 def prefetches(case: TmaCase) -> bool:
@@ -193,6 +200,7 @@ class TmaFamily:
                              if 1 < case.cluster <= _cases.PORTABLE_CLUSTER else ""),
             "gmap": "true" if case.gmap else "false",
             "cold_stride": COLD_STRIDE,
+            "hot_tiles": HOT_TILES,
             "threads": DSMEM_THREADS if case.op in DSMEM_OPS else BASELINE_THREADS,
             "unroll": UNROLL,
             "ring_words": RING_WORDS,
@@ -332,7 +340,9 @@ class TmaFamily:
                         "one copy: the box, swizzled, in shared memory" + (f" of all {c} CTAs" if c > 1 else ""),
                         grid=c),
                   Check("probe_latency", COPY_THREADS, CHECK_REPS, CHECK_REPS * COPY_THREADS,
-                        self._expected(case, one), 0.0, f"after {CHECK_REPS} copies of the same tile", grid=c)]
+                        self._expected(case, model.words(self._stage(case, geom, hot_tile(rank, CHECK_REPS - 1)))),
+                        0.0, f"after {CHECK_REPS} copies of the L2 tiles in turn (the last: tile "
+                             f"{hot_tile(rank, CHECK_REPS - 1)})", grid=c)]
         cold = (CHECK_REPS - 1) * COLD_STRIDE
         checks.append(Check("probe_latency_cold", COPY_THREADS, CHECK_REPS, CHECK_REPS * COPY_THREADS,
                             self._expected(case, model.words(self._stage(case, geom, cold))), 0.0,
@@ -367,12 +377,14 @@ class TmaFamily:
             source = model.words(geom.logical_box(tile)).astype(np.uint64)
             return ((source + adds[tile] * box) % (1 << 32)).astype(np.uint32)
 
-        tile = model.check_tile(case.rank if case.tensor else 1)
+        rank = case.rank if case.tensor else 1
+        tile = model.check_tile(rank)
         checks = [Check("probe_check", COPY_THREADS, 1, 1, self._expected(case, back(tile, {tile: 1})), 0.0,
                         "one copy: the box in global memory, unswizzled"),
                   Check("probe_latency", COPY_THREADS, CHECK_REPS, CHECK_REPS * COPY_THREADS,
-                        self._expected(case, back(tile, {tile: CHECK_REPS})), 0.0,
-                        f"after {CHECK_REPS} copies to the same tile")]
+                        self._expected(case, back(hot_tile(rank, CHECK_REPS - 1),
+                                                  {hot_tile(rank, i): 1 for i in range(CHECK_REPS)})), 0.0,
+                        f"after {CHECK_REPS} copies to the L2 tiles in turn, the last read back")]
         for k in stream_stages(case):
             n = 2 * k + 1
             checks.append(Check(f"probe_stream_k{k}", COPY_THREADS, n, 5,
@@ -506,7 +518,8 @@ class TmaFamily:
                               "ld.shared::cluster loads, `ilp` chains per thread, one block per SM")]
             if case.pattern == "local":
                 plan.insert(0, ChainSlope("latency_cycles", "probe_dsmem_chain", COPY_THREADS, unroll=UNROLL,
-                                          launch={"cluster": c}, grid=c,
+                                          launch={"cluster": c}, grid=c * CHAIN_CLUSTERS, units=CHAIN_CLUSTERS,
+                                          every_unit=True,
                                           notes="a pointer chase by rank 0 through its own shared memory, by "
                                                 "ld.shared::cluster through mapa"))
             return plan
@@ -524,7 +537,9 @@ class TmaFamily:
                                       {"blocks_per_sm": b, "cluster": c}) for b in (1, 2))
         chased = f"rank {c - 1}" if case.spread else "rank 1"
         return [ChainSlope("latency_cycles", "probe_dsmem_chain", COPY_THREADS, unroll=UNROLL, launch={"cluster": c},
-                           notes=f"a pointer chase by rank 0 through the shared memory of {chased}", grid=c),
+                           notes=f"a pointer chase by rank 0 through the shared memory of {chased}, in each of "
+                                 f"{CHAIN_CLUSTERS} clusters at once (each its own SMs): one sample per cluster",
+                           grid=c * CHAIN_CLUSTERS, units=CHAIN_CLUSTERS, every_unit=True),
                 Bandwidth(points, grid_multiple=c, notes="every thread reads the next CTA's shared memory")]
 
     @staticmethod
