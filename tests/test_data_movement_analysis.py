@@ -28,7 +28,7 @@ def _mapped(case_id, metric, gpu=H800):
 def test_memory_levels_map_in_the_papers_units():
     assert [r.value for r in _mapped("ld.shared.u32.pchase", "latency_cycles")] == [29.0]  # Table IV (Table 3 repeats it)
     assert {r.value for r in _mapped("ld.global.ca.u32.pchase.l1", "latency_cycles")} == {40.7}  # ld.ca, Table IV
-    assert {r.value for r in _mapped("ld.global.u32.pchase.l1", "latency_cycles")} == {32.0}  # random stride, Table 3
+    assert {r.value for r in _mapped("ld.global.u64.pchase.l1", "latency_cycles")} == {32.0}  # random stride, Table 3
     l2 = _mapped("ld.global.cg.v4.u32.stream.l2", "sm_throughput")
     assert [round(r.value, 3) for r in l2] == [round(3942.4 / 114, 3)]  # whole-GPU byte/clk over the H800's 114 SMs
     assert {r.value for r in _mapped("ld.global.cg.u32.pchase.hbm", "latency_cycles")} == {656.0, 656.8}  # random

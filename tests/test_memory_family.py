@@ -17,15 +17,16 @@ def test_ids_round_trip_and_name_their_family():
         assert parse_case_id(case.case_id) == case
         assert case.family == "memory"
     assert parse_case_id("ld.global.v4.u32").family == "tma"  # the read roofline stays the TMA family's
-    assert parse_case_id("ld.global.u32.pchase.l1") == MemoryCase("pchase", "l1", True)
+    assert parse_case_id("ld.global.u64.pchase.l1") == MemoryCase("pchase", "l1", True)
 
 
 @pytest.mark.parametrize("case_id,message", [
     ("ld.global.cg.u32.pchase.l1", "ld.global.ca reads l1"),
-    ("ld.global.ca.u32.pchase.hbm", "ld.global.cg reads"),
+    ("ld.global.ca.u32.pchase.hbm", "ld.global.cg l2"),
     ("ld.shared.u32.stream", "no family spells it"),
     ("ld.global.ca.v4.u32.pchase.l1", "a chase loads u32"),
-    ("ld.global.u32.pchase.l2", "plain ld.global chase"),
+    ("ld.global.u64.pchase.l2", "the plain L1 chase"),
+    ("ld.global.u32.pchase.l1", "cannot parse"),
     ("ld.global.cg.v4.u32.stream.hbm", "read baseline"),
 ])
 def test_illegal_ids_say_why(case_id, message):

@@ -9,7 +9,8 @@ Ids spell the PTX load, then what is timed and where the data lives:
 
     ld.shared.u32.pchase              a pointer chase through shared memory
     ld.global.ca.u32.pchase.l1        ... through global memory cached in L1 (a 16 KiB ring)
-    ld.global.u32.pchase.l1           ... the same ring through a plain (weak) ld.global
+    ld.global.u64.pchase.l1           ... the same ring as 64-bit pointers through a plain ld.global: no
+                                      address arithmetic between loads (the u32 chases add an index)
     ld.global.cg.u32.pchase.l2        ... cached in L2 only (an 8 MiB ring, resident in the L2)
     ld.global.cg.u32.pchase.hbm       ... over 256 MiB, each launch on chunks no launch touched before
     ld.shared.v4.u32.stream           every thread of every SM loading 16-byte words: bytes per cycle per SM
@@ -40,7 +41,7 @@ from harness.measure.methods import BracketedLatency, ChainSlope, OccupancySweep
 from harness.spec import Case
 
 LEVELS = {"shared": ("shared", None), "l1": ("global.ca", "l1"), "l2": ("global.cg", "l2"), "hbm": ("global.cg", "hbm")}
-SPACES = {"shared": 0, "global.ca": 1, "global.cg": 2, "global": 3}  # ptx/memory.cu.in SPACE
+SPACES = {"shared": 0, "global.ca": 1, "global.cg": 2, "global": 3}  # ptx/memory.cu.in SPACE (3: pointers)
 CHUNK_WORDS = 16  # 64-byte chunks
 RING_BYTES = {"shared": 4 << 10, "l1": 16 << 10, "l2": 8 << 20, "hbm": 256 << 20}
 STREAM_BYTES = {"shared": 32 << 10, "l1": 16 << 10, "l2": 16 << 20}
@@ -55,7 +56,7 @@ CHECK_WARPS = 4
 # Shared memory: 32 banks x 4 B per cycle per SM (CUDA C++ Programming Guide, compute capability 9.0).
 SHARED_PEAK = 128
 
-_ID = re.compile(r"^ld\.(?P<space>shared|global\.ca|global\.cg|global)\.(?P<width>u32|v4\.u32)\.(?P<kind>pchase|stream)"
+_ID = re.compile(r"^ld\.(?P<space>shared|global\.ca|global\.cg|global)\.(?P<width>u32|u64|v4\.u32)\.(?P<kind>pchase|stream)"
                  r"(?:\.(?P<level>l1|l2|hbm))?$")
 
 
@@ -64,7 +65,7 @@ class MemoryCase(Case):
     family: ClassVar[str] = "memory"
     kind: str  # "pchase" or "stream"
     level: str  # shared, l1, l2, hbm
-    weak: bool = False  # a plain ld.global (the L1 chase), not ld.global.ca
+    weak: bool = False  # a plain ld.global.u64 of 64-bit pointers (the L1 chase), not ld.global.ca of an index
 
     @property
     def space(self) -> str:
@@ -72,7 +73,7 @@ class MemoryCase(Case):
 
     @property
     def instruction(self) -> str:
-        return f"ld.{self.space}." + ("u32" if self.kind == "pchase" else "v4.u32")
+        return f"ld.{self.space}." + ("v4.u32" if self.kind == "stream" else "u64" if self.weak else "u32")
 
     @property
     def base_id(self) -> str:
@@ -87,9 +88,10 @@ class MemoryCase(Case):
 
 
 def _latency_case(level: str, plain: bool = False) -> str:
-    """The chase at a level; `plain`: L1 through a plain ld.global (weak), as the random-stride chases load."""
+    """The chase at a level; `plain`: L1 through a plain ld.global of 64-bit pointers, as the authors'
+    random-stride chases load."""
     if level == "l1" and plain:
-        return "ld.global.u32.pchase.l1"
+        return "ld.global.u64.pchase.l1"
     return str(MemoryCase("pchase", level))
 
 
@@ -101,10 +103,11 @@ def parse(case_id: str) -> MemoryCase:
     level = match["level"] or ("shared" if match["space"] == "shared" else "")
     weak = match["space"] == "global"
     case = MemoryCase(match["kind"], level, weak)
-    if (LEVELS.get(level, (None,))[0] != match["space"] and not (weak and level == "l1" and match["kind"] == "pchase")) or (match["width"] == "u32") != (match["kind"] == "pchase"):
-        raise IllegalShapeError(f"{case_id!r}: a chase loads u32 words and a stream v4.u32; shared memory names no "
-                                "level, ld.global.ca reads l1 (and so does a plain ld.global chase), ld.global.cg reads "
-                                "l2 or hbm")
+    levels_fit = (level == "l1" and match["kind"] == "pchase") if weak else LEVELS.get(level, ("",))[0] == match["space"]
+    if not levels_fit or case.case_id != case_id:
+        raise IllegalShapeError(f"{case_id!r}: a chase loads u32 words (the plain L1 chase ld.global.u64 pointers), a "
+                                "stream v4.u32; shared memory names no level, ld.global.ca reads l1, ld.global.cg l2 "
+                                "or hbm")
     check(case)
     return case
 
@@ -156,7 +159,7 @@ class MemoryFamily:
     name = "memory"
     description = "the memory hierarchy: pointer chases and streams through shared memory, L1, L2 and HBM"
     id_prefixes = ("ld.shared.u32.pchase", "ld.shared.v4.u32.stream", "ld.global.ca.", "ld.global.cg.",
-                   "ld.global.u32.pchase")
+                   "ld.global.u64.pchase")
     example_id = "ld.global.cg.u32.pchase.l2"
     template = "memory.cu.in"
 
@@ -179,10 +182,10 @@ class MemoryFamily:
             load = "LDS.128" if case.kind == "stream" else "LDS"
         else:
             strength = {"global.cg": ".STRONG.GPU", "global.ca": ".STRONG.SM", "global": ""}[case.space]
-            load = "LDG.E" + (".128" if case.kind == "stream" else "") + strength
+            load = "LDG.E" + (".128" if case.kind == "stream" else ".64" if case.weak else "") + strength
         if case.kind == "stream":
             return SassExpectation((("probe_stream", KernelExpectation(load, STREAM_UNROLL)),), executes=load)
-        kernels = [("probe_chain", KernelExpectation(load, UNROLL, exclude=(load + ".",) if load in ("LDS", "LDG.E") else ()))]
+        kernels = [("probe_chain", KernelExpectation(load, UNROLL, exclude=(load + ".",) if load == "LDS" else ()))]
         if case.level in ("l2", "hbm"):
             kernels.append(("probe_each", KernelExpectation(load, 1)))
         return SassExpectation(tuple(kernels), executes=load)
@@ -193,6 +196,9 @@ class MemoryFamily:
         if case.kind == "pchase":
             words = ring(case.region_bytes // (4 * CHUNK_WORDS), rng)
             how = f"a random cycle through {words.size // CHUNK_WORDS} 64-byte chunks"
+            if case.weak:  # room for the kernel's ring of pointers after the ring of indices
+                return Inputs(np.concatenate([words, np.zeros_like(words)]).view(np.uint8), {"words": words},
+                              how + ", as 64-bit pointers")
         else:
             words = rng.integers(0, 1 << 32, case.region_bytes // 4, dtype=np.uint64).astype(np.uint32)
             how = "uniform random 32-bit words"
@@ -250,11 +256,15 @@ class MemoryFamily:
         return plan
 
     def attach(self, case: MemoryCase, probe, device) -> None:
-        """After the ring's upload the L2 holds its last tens of MiB: write twice the L2 elsewhere, so that
-        the HBM chase's first launches find none of it there."""
-        if case.level == "hbm":
-            import cupy
+        """The chases' launch counters start at zero for every probe (its checks expect it; a module loaded
+        again in one process keeps its globals). After the ring's upload the L2 holds its last tens of
+        MiB: write twice the L2 elsewhere, so that the HBM chase's first launches find none of it there."""
+        import cupy
 
+        if case.kind == "pchase":
+            for name in ("chain_launches", "each_launches"):
+                cupy.ndarray((1,), cupy.uint32, probe.module.get_global(name)).fill(0)
+        if case.level == "hbm":
             scratch = cupy.ones(max(2 * (device.l2_bytes or 50 << 20), 1 << 20) // 4, dtype=cupy.uint32)
             scratch += 1
             cupy.cuda.get_current_stream().synchronize()
