@@ -162,3 +162,15 @@ def test_an_illegal_im2col_load_is_one_line():
         cases.parse("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.b16.ch64.px2048.sw128")
     with pytest.raises(IllegalShapeError, match="inner extent is at most 64 bytes"):
         cases.parse("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.b16.ch64.px128.sw64")
+
+
+def test_the_l2_promotion_is_part_of_the_id_when_not_the_default():
+    from harness.families.tma.cases import DEFAULT_PROMOTION
+    from harness.spec import parse_case_id
+
+    base = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128"
+    assert parse_case_id(base).promotion == DEFAULT_PROMOTION == 128
+    assert parse_case_id(base + ".l2promo256").promotion == 256
+    assert str(parse_case_id(base + ".l2promo0")) == base + ".l2promo0"
+    with pytest.raises(IllegalShapeError, match="promotion"):
+        parse_case_id(base + ".l2promo32")

@@ -601,7 +601,8 @@ class TmaFamily:
         elif case.tensor:
             geometry_text = (f"rank {case.rank}, box {' x '.join(map(str, case.box))} of {case.elem}-byte elements "
                              f"({case.box_bytes} B), swizzle {case.swizzle or 'none'}")
-            where = "map in global memory (acquire fence per block)" if case.gmap else "map by value (__grid_constant__)"
+            where = ("map in global memory (acquire fence per block)" if case.gmap else "map by value (__grid_constant__)")
+            where += f", L2 promotion {f'{case.promotion} B' if case.promotion else 'none'}"
             extra = [f"multicast to the {case.cluster} CTAs of a cluster"] if case.multicast else []
             return [geometry_text, where, *extra, f"sm_90a runs: {_mnemonic(case)}"]
         return [f"{case.instruction}" + (f", {case.box_bytes} B per copy" if case.op == "bulk" else "")]

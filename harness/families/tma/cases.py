@@ -4,6 +4,7 @@ Ids spell the PTX instruction (without the operands) and add what it does not sa
 
     cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128      tensor load, map by value
     cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128.gmap the map in global memory
+    cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128.l2promo256   the map's L2 promotion
     cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128.multicast4   to 4 CTAs
     cp.async.bulk.tensor.4d.shared::cluster.global.im2col.b16.ch64.px128.sw128  im2col: 128 pixels x 64 channels
     cp.async.bulk.tensor.2d.global.shared::cta.tile.b16.box64x64.sw128          tensor store
@@ -37,6 +38,11 @@ ELEMENT_BYTES = (1, 2, 4, 8)
 SWIZZLES = (0, 32, 64, 128)
 MAX_BOX = 256  # elements per box dimension (cuTensorMapEncodeTiled); channels per pixel (im2col)
 MAX_PIXELS = 1024  # pixels per column (cuTensorMapEncodeIm2col)
+# The maps' L2 promotion (CU_TENSOR_MAP_L2_PROMOTION_*): bytes the L2 fetches per request. 128 by default:
+# with 256 the same contiguous 8 KB boxes streamed at 0.94 of the read roofline on an H200 (1.01 with 128
+# or none), and two-boxes-wide tensors at 0.90 on an H100 (scripts/investigate_tma.py, docs/data-movement.md).
+PROMOTIONS = (0, 64, 128, 256)
+DEFAULT_PROMOTION = 128
 CLUSTERS = (2, 4, 8, 16)  # CTAs per cluster; 8 is the portable most, 16 a non-portable size (launched at run time)
 PORTABLE_CLUSTER = 8
 OPS = ("load", "store", "reduce", "bulk", "bulk-store", "read", "cp.async", "ld+st", "mbarrier", "dsmem", "dsmem-store",
@@ -60,6 +66,7 @@ DSMEM = {"dsmem": "ld.shared::cluster.u32", "dsmem-store": "st.shared::cluster.u
 _TENSOR = re.compile(r"^(?P<red>cp\.reduce|cp)\.async\.bulk\.tensor\.(?P<rank>\d)d\."
                      r"(?P<dir>shared::cluster\.global|global\.shared::cta)(?P<add>\.add)?\.(?P<mode>tile|im2col)\.b(?P<bits>\d+)"
                      r"\.(?:box(?P<box>\d+(?:x\d+)*)|ch(?P<ch>\d+)\.px(?P<px>\d+))(?:\.sw(?P<sw>\d+))?(?P<gmap>\.gmap)?"
+                     r"(?:\.l2promo(?P<promo>\d+))?"
                      r"(?:\.multicast(?P<mc>\d+))?$")
 _BULK = re.compile(r"^cp\.async\.bulk\.(?P<dir>shared::cluster\.global|global\.shared::cta)\.(?P<bytes>\d+)B$")
 _DSMEM = re.compile(r"^(?P<op>ld|st)\.shared::cluster\.u32\.cluster(?P<cluster>\d+)(?P<spread>\.spread)?"
@@ -79,6 +86,7 @@ class TmaCase(Case):
     spread: bool = False  # DSMEM: each warp reads (writes) another CTA; the latency goes to the last rank
     im2col: bool = False  # a load in im2col mode: box = (channels per pixel, pixels per column)
     pattern: str = ""  # dsmem-chase: ring, pair, broadcast or local (CHASE_PATTERNS)
+    promotion: int = DEFAULT_PROMOTION  # the map's L2 promotion in bytes (0: none): the L2 fetch per request
 
     @property
     def box_bytes(self) -> int:
@@ -113,7 +121,9 @@ class TmaCase(Case):
         if self.tensor:
             box = f"ch{self.box[0]}.px{self.box[1]}" if self.im2col else "box" + "x".join(map(str, self.box))
             return (f"{self.instruction}.b{8 * self.elem}.{box}{f'.sw{self.swizzle}' if self.swizzle else ''}"
-                    f"{'.gmap' if self.gmap else ''}{f'.multicast{self.cluster}' if self.multicast else ''}")
+                    f"{'.gmap' if self.gmap else ''}"
+                    f"{f'.l2promo{self.promotion}' if self.promotion != DEFAULT_PROMOTION else ''}"
+                    f"{f'.multicast{self.cluster}' if self.multicast else ''}")
         if self.op in ("bulk", "bulk-store"):
             return f"{self.instruction}.{self.box_bytes}B"
         if self.op in DSMEM_OPS:
@@ -141,8 +151,9 @@ def parse(case_id: str) -> TmaCase:
             raise SpecError(f"{case_id!r}: a tile copy names its box (box64x64), an im2col load its channels per "
                             "pixel and pixels per column (ch64.px128)")
         box = (int(match["ch"]), int(match["px"])) if im2col else tuple(int(b) for b in match["box"].split("x"))
+        promotion = DEFAULT_PROMOTION if match["promo"] is None else int(match["promo"])
         case = TmaCase(op, int(match["rank"]), bits // 8, box, int(match["sw"] or 0), bool(match["gmap"]),
-                       int(match["mc"] or 1), im2col=im2col)
+                       int(match["mc"] or 1), im2col=im2col, promotion=promotion)
     elif match := _BULK.match(case_id):
         case = TmaCase("bulk" if match["dir"].startswith("shared") else "bulk-store", box=(int(match["bytes"]),))
     elif match := _DSMEM.match(case_id):
@@ -179,6 +190,8 @@ def check(case: TmaCase) -> None:
         if inner % 16:
             raise IllegalShapeError(f"{case}: the box's inner extent must be a multiple of 16 bytes, "
                                     f"not {inner} ({case.box[0]} x {case.elem} B)")
+        if case.promotion not in PROMOTIONS:
+            raise IllegalShapeError(f"{case}: the L2 promotion is 0 (none), 64, 128 or 256 bytes, not {case.promotion}")
         if case.swizzle not in SWIZZLES:
             raise IllegalShapeError(f"{case}: swizzle is none, 32, 64 or 128 bytes, not {case.swizzle}")
         if case.swizzle and inner > case.swizzle:
@@ -245,6 +258,7 @@ def cases() -> list[TmaCase]:
     out += [_load(2, 2, (256, rows), 0) for rows in (16, 64)]
     out += [_load(1, 2, (256,), 0), _load(3, 2, (64, 8, 8)), _load(4, 2, (64, 4, 4, 4)), _load(5, 2, (64, 4, 4, 2, 2))]
     out += [_load(2, 2, (64, 64), gmap=True)]
+    out += [_load(2, 2, (64, 64), promotion=p) for p in PROMOTIONS if p != DEFAULT_PROMOTION]
     out += [_load(rank, 2, (64, 128), im2col=True) for rank in (3, 4, 5)]  # 16 KB: 128 pixels of 128 B
     out += [_load(4, 2, (64, pixels), im2col=True) for pixels in (32, 64, 256)]
     out += [_load(4, 2, (64, 128), 0, im2col=True)]

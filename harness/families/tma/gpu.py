@@ -60,15 +60,16 @@ def encode_map(case, geometry: model.Geometry, address: int) -> np.ndarray:
 
 def _options(case, elem: int):
     """The element type, and the arguments every map here ends with: no interleave, the case's
-    swizzle, 256-byte L2 promotion, zeros out of bounds."""
+    swizzle and L2 promotion, zeros out of bounds."""
     from cuda.bindings import driver
 
     types = {1: "UINT8", 2: "UINT16", 4: "UINT32", 8: "UINT64"}
     dtype = getattr(driver.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{types[elem]}")
     swizzle = getattr(driver.CUtensorMapSwizzle,
                       "CU_TENSOR_MAP_SWIZZLE_" + (f"{case.swizzle}B" if case.swizzle else "NONE"))
-    return dtype, (driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-                   driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+    promotion = getattr(driver.CUtensorMapL2promotion, "CU_TENSOR_MAP_L2_PROMOTION_"
+                        + (f"L2_{case.promotion}B" if case.promotion else "NONE"))
+    return dtype, (driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, promotion,
                    driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
 
 
