@@ -1,4 +1,4 @@
-// common.cuh: helpers shared by every probe template (prepended by harness/render.py).
+// common.cuh: helpers shared by every probe template (prepended by harness/build/render.py).
 // NVRTC-safe: no host headers. Every probe kernel has the same argument shape:
 //   (const uint4* in, u32* out, long long* timing, int iters)
 
@@ -9,7 +9,7 @@
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
-// Per-warpgroup timing record written by throughput/chain kernels (harness/timing.py reads it).
+// Per-warpgroup timing record written by throughput/chain kernels (harness/measure/timing.py reads it).
 constexpr int TIMING_RECORD_WORDS = 5;  // clk_start, clk_stop, ns_start, ns_stop, smid
 
 __device__ __forceinline__ u32 smem_addr(const void* p) {

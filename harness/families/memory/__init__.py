@@ -306,6 +306,11 @@ class MemoryFamily:
     def headline(self, metric: str) -> dict | None:
         return {"timed": "chain"} if metric in ("latency_cycles", "latency_raw_cycles") else None
 
+    def figures(self, context) -> list:
+        from harness.families.memory.figures import figures
+
+        return figures(context)
+
     def describe(self, case: MemoryCase) -> list[str]:
         what = ("a pointer chase" if case.kind == "pchase" else "every thread streaming 16-byte loads")
         return [f"{what} with {case.instruction} over {case.region_bytes >> 10} KiB ({case.level})"]

@@ -1,0 +1,76 @@
+"""Raw samples of a run's measurements, and what their shape says: spread, a coarse grid, and modes.
+
+Families' report sections use these to state how a figure is distributed, not just its median: a
+measurement whose samples fall into two groups says so (near and far L2 partition, two SM placements),
+and one whose samples sit on a coarse grid is a question about the probe (harness/stats.py coarse_grid).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from harness.db.store import Store
+from harness.stats import coarse_grid
+
+
+def samples(store: Store, run_id: int, case_id: str, metric: str, launch: str) -> np.ndarray:
+    """The raw samples of one measurement of a run (empty if there is none)."""
+    def text(value: str) -> str:
+        return "'" + value.replace("'", "''") + "'"
+
+    frame = store.query(f"""
+        SELECT s.value FROM results r JOIN samples s ON s.measurement_id = r.measurement_id
+        WHERE r.run_id = {int(run_id)} AND r.case_id = {text(case_id)} AND r.metric = {text(metric)}
+          AND r.launch = {text(launch)}
+        ORDER BY s.idx""")
+    return frame.value.to_numpy(dtype=float)
+
+
+def run_samples(store: Store, run_id: int, metrics: tuple[str, ...]) -> dict[tuple[str, str, str], np.ndarray]:
+    """Every raw sample of a run's measurements of these metrics, in one query: {(case, metric, launch): samples}."""
+    names = ", ".join("'" + m.replace("'", "''") + "'" for m in metrics)
+    frame = store.query(f"""
+        SELECT r.case_id, r.metric, r.launch, s.idx, s.value FROM results r
+        JOIN samples s ON s.measurement_id = r.measurement_id
+        WHERE r.run_id = {int(run_id)} AND r.metric IN ({names}) ORDER BY r.measurement_id, s.idx""")
+    return {key: group.value.to_numpy(dtype=float) for key, group in frame.groupby(["case_id", "metric", "launch"])}
+
+
+def two_modes(values: np.ndarray, min_gap: float = 0.1) -> tuple[float, float, float] | None:
+    """(low centre, high centre, share of the high group) where the samples split at their largest gap
+    into two groups each at least a tenth of them, that gap wider than `min_gap` of the median; else None."""
+    v = np.sort(np.asarray(values, dtype=float))
+    if v.size < 10:
+        return None
+    lo, hi = int(0.1 * v.size), int(0.9 * v.size)
+    gaps = np.diff(v[lo - 1:hi + 1]) if lo > 0 else np.diff(v[:hi + 1])
+    cut = int(np.argmax(gaps)) + max(lo - 1, 0)
+    if gaps.max() < min_gap * np.median(v):
+        return None
+    low, high = v[:cut + 1], v[cut + 1:]
+    return float(np.median(low)), float(np.median(high)), high.size / v.size
+
+
+def describe(values: np.ndarray) -> dict:
+    """Median, quartiles, range, modes and grid of a measurement's samples, as report columns."""
+    v = np.asarray(values, dtype=float)
+    if v.size == 0:
+        return {}
+    q1, med, q3 = np.percentile(v, [25, 50, 75])
+    modes = two_modes(v)
+    grid = coarse_grid(v)
+    return {"samples": v.size, "median": round(med, 1), "IQR": round(q3 - q1, 1), "min": round(v.min(), 1),
+            "max": round(v.max(), 1),
+            "modes": f"{modes[0]:.0f} / {modes[1]:.0f} ({modes[2]:.0%} high)" if modes else "one",
+            "grid": f"{grid} cycles" if grid else "none"}
+
+
+def spread_summary(frame: pd.DataFrame, threshold: float = 0.01) -> tuple[int, int, pd.DataFrame]:
+    """(cycle measurements, how many spread past `threshold`, those rows by metric and launch)."""
+    cycles = frame[frame.unit == "cycles"]
+    wide = cycles[cycles.spread.fillna(0) > threshold]
+    table = (wide.groupby(["metric", "launch"]).agg(measurements=("case_id", "size"),
+                                                    median_spread=("spread", "median"))
+             .reset_index().round(3))
+    return len(cycles), len(wide), table

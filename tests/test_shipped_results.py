@@ -1,0 +1,67 @@
+"""The shipped runs of record (results.db) hold what issue 21 asked of the data-movement probes: on every
+GPU's newest tma run, no TMA or DSMEM latency sits on a coarse grid, the L2 tile-load latency rises with
+the box, and some 2-D box of 4 KiB or more streams at 0.95 of the read roofline or better."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.analysis.distributions import run_samples
+from harness.db.store import Store
+from harness.families.tma.cases import parse
+from harness.stats import coarse_grid
+
+DB = Path(__file__).resolve().parent.parent / "results.db"
+
+
+@pytest.fixture(scope="module")
+def store():
+    if not DB.exists():
+        pytest.skip("no results.db beside the tests")
+    return Store.open(str(DB), read_only=True)
+
+
+def _newest_tma_runs(store):
+    runs = store.query("""SELECT r.id, d.name AS gpu FROM runs r JOIN devices d ON d.id = r.device_id
+                          WHERE r.suite = 'tma' AND r.status = 'complete' ORDER BY r.id""")
+    newest = runs.groupby("gpu").id.max()
+    assert {"NVIDIA H100 80GB HBM3", "NVIDIA H200"} <= set(newest.index)
+    return newest.items()
+
+
+def test_no_data_movement_latency_sits_on_a_coarse_grid(store):
+    for gpu, run in _newest_tma_runs(store):
+        measured = run_samples(store, run, ("latency_cycles", "latency_raw_cycles"))
+        assert len(measured) > 100
+        for key, values in measured.items():
+            assert coarse_grid(values) is None, (gpu, run, key)
+
+
+def test_tile_latency_from_the_l2_rises_with_the_box(store):
+    for gpu, run in _newest_tma_runs(store):
+        rows = store.query(f"""SELECT case_id, value FROM results WHERE run_id = {run} AND metric = 'latency_cycles'
+                               AND launch = '{{"source":"L2"}}'""")
+        curve = {}
+        for case_id, value in rows.itertuples(index=False):
+            case = parse(case_id)
+            if case.op == "load" and case.rank == 2 and case.box[0] == 64 and case.swizzle == 128 \
+                    and case.cluster == 1 and not case.gmap and case.promotion == 128:
+                curve[case.box_bytes] = value
+        sizes = sorted(curve)
+        assert sizes[0] == 128 and sizes[-1] == 32768, sizes
+        medians = np.array([curve[s] for s in sizes])
+        assert np.all(np.diff(medians) > -8), (gpu, dict(zip(sizes, medians)))  # a few cycles of noise at most
+        # 32 KiB takes at least its extra bytes at 256 B/cycle longer than 128 B (no SM copies faster)
+        assert medians[-1] - medians[0] >= (32768 - 128) / 256, (gpu, medians)
+
+
+def test_two_d_boxes_reach_the_read_roofline(store):
+    for gpu, run in _newest_tma_runs(store):
+        rows = store.query(f"SELECT case_id, value FROM results WHERE run_id = {run} AND metric = 'bandwidth_gbps'")
+        roofline = rows[rows.case_id == "ld.global.v4.u32"].value.max()
+        best = max(value for case_id, value in rows.itertuples(index=False)
+                   if case_id.startswith("cp.async.bulk.tensor.2d.shared::cluster") and parse(case_id).cluster == 1
+                   and parse(case_id).box_bytes >= 4096)
+        assert best >= 0.95 * roofline, (gpu, best, roofline)
