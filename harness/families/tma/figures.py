@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from harness.families.tma.cases import parse
+from harness.families.tma.cases import DEFAULT_PROMOTION, parse
 
 ROOFLINE_CASE = "ld.global.v4.u32"
 NEAR = 0.95  # "within 5 % of the best"
@@ -36,9 +36,11 @@ def _frame(ctx) -> pd.DataFrame:
 
 
 def _box_size_cases(frame: pd.DataFrame) -> pd.DataFrame:
-    """The 2-D b16 loads of 128-byte rows, 128-byte swizzle, map by value: only the box's rows vary."""
+    """The 2-D b16 loads of 128-byte rows, 128-byte swizzle, map by value, the default L2 promotion: only the
+    box's rows vary."""
     chosen = [c for c in set(frame.case_id) if (p := parse(c)).op == "load" and p.rank == 2 and p.elem == 2
-              and p.box[0] == 64 and p.swizzle == 128 and not p.gmap and p.cluster == 1]
+              and p.box[0] == 64 and p.swizzle == 128 and not p.gmap and p.cluster == 1
+              and p.promotion == DEFAULT_PROMOTION]
     return frame[frame.case_id.isin(chosen)]
 
 
