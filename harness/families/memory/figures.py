@@ -10,8 +10,8 @@ import pandas as pd
 
 # Why one of our memory-level figures differs from the papers', by case id (docs/data-movement.md).
 EXPLANATIONS = {
-    "ld.global.cg.u32.pchase.l2": "a mean over the L2's lines, near and far from the SM: single loads take 253-320 "
-                                  "cycles here; 2501.12084 Table 3 prints 264.5 to 502 for the two partitions",
+    "ld.global.cg.u32.pchase.l2": "a mean over the L2's lines, near and far from the SM (single loads: the next "
+                                  "section); 2501.12084 Table 3 prints 264.5 to 502 for the two partitions",
     "ld.global.cg.u32.pchase.hbm": "HBM3 / HBM3e against the H800 PCIe's HBM2e; the chase is random over 256 MiB, "
                                    "as 2501.12084 Table 3's (2402.13499's 478.8 is a fixed stride with a warmed TLB)",
     "ld.global.cg.v4.u32.stream.l2": "the L2 is shared by all SMs: per SM it is the whole GPU's rate over 132 SMs "

@@ -192,18 +192,18 @@ def figures(ctx) -> list:
 # logs), by the start of our case id and the metric. Each is measured, not assumed: docs/data-movement.md.
 EXPLANATIONS = {
     ("ld.shared::cluster.u32.cluster", "latency_cycles"):
-        "ours: the median over 16 clusters placed at once (184-219 cycles by SM pair); theirs: the fastest rank "
-        "pair of one cluster. Our minimum sits within 2 % of theirs at cluster 2",
+        "ours: the median over 16 clusters placed at once (its range by SM pair: the samples section); theirs: "
+        "the fastest rank pair of one cluster, to set beside our minimum",
     ("ld.shared::cluster.u32.cluster2.chase.local", "latency_cycles"):
-        "ours adds the word's address to the window base each step (the L1 chase shows what that costs: 39.7 "
-        "cycles with an index, 32.0 with 64-bit pointers)",
+        "ours adds the word's address to the window base each step, which the memory family's L1 chases show "
+        "costs an index chase cycles over a pointer chase (not measured here without it)",
     ("cp.async.bulk.tensor.1d", "latency_raw_cycles"):
         "theirs is a step of a chase (copy, wait, read the next index from shared memory, compute the coordinate); "
         "ours the copy and its wait alone",
     ("cp.async.bulk", "roofline_fraction"):
         "one copy in flight per block at 4 blocks per SM is latency-bound: Little's law (see the models) gives "
-        "bytes in flight / latency, which is a smaller part of a faster roofline (H200 4.6 TB/s, H100 3.0, the "
-        "H800 PCIe 1.9)",
+        "bytes in flight / latency, which is a smaller part of a faster roofline (the read roofline of this run "
+        "against the H800 PCIe's)",
 }
 
 
