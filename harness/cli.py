@@ -46,7 +46,8 @@ def fail(message: object, code: int) -> None:
     """The one way out of a failing command: one line on stderr (its first line, passwords masked,
     at most MAX_MESSAGE characters) and the exit status."""
     lines = redact(message).strip().splitlines() or ["failed"]
-    line = lines[0] if len(lines[0]) <= MAX_MESSAGE else lines[0][:MAX_MESSAGE - 3] + "..."
+    line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in lines[0])  # raw bytes as \\xNN
+    line = line if len(line) <= MAX_MESSAGE else line[:MAX_MESSAGE - 3] + "..."
     click.echo(f"error: {line}", err=True)
     sys.exit(code)
 
@@ -58,6 +59,9 @@ class BenchGroup(click.Group):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:  # a bare `bench`: the commands, and how to start
+            click.echo(exc.ctx.get_help())
+            sys.exit(0)
         except HarnessError as exc:
             fail(exc, exc.exit_code)
         except click.ClickException as exc:
@@ -84,7 +88,7 @@ class BenchGroup(click.Group):
 @click.group(cls=BenchGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="hopper-bench")
 def cli():
-    """hopper-bench: measure Hopper tensor-core instructions and keep every number in SQL.
+    """hopper-bench: measure Hopper tensor-core and data-movement instructions and keep every number in SQL.
 
     \b
     Examples:
@@ -92,6 +96,9 @@ def cli():
       bench run --suite wgmma
       bench sql "SELECT case_id, value FROM results WHERE metric='issue_interval_cycles'"
     """
+    from harness import environment
+
+    environment.check()  # a bad HOPPER_BENCH_* value is one line here, not a worker's traceback
 
 
 @cli.command("list")
@@ -115,16 +122,19 @@ def list_command(suite, filter_):
         click.echo(case.case_id)
 
 
-def open_store(db: str | None, write: bool = False):
+def open_store(db: str | None, write: bool = False, create: bool = False, upgrade: bool = True):
     """Store.open: read-only unless the command writes (`write`), and then telling the user (one line
-    on stderr) when an older file was upgraded."""
+    on stderr) when an older file was upgraded. The store is closed when the command ends."""
     from harness.db.store import Store
 
-    store = Store.open(db, read_only=not write)
+    if db is not None and not db.strip():
+        raise click.BadParameter("is empty: give a file path or a database URL", param_hint="--db")
+    store = Store.open(db, read_only=not write, create=create, upgrade=upgrade)
+    click.get_current_context().call_on_close(store.close)
     if store.migration:
         m = store.migration
         backup = f"; the old file is kept as {m.backup}" if m.backup else ""
-        click.echo(f"note: upgraded {redact(store.url)} from schema {m.from_version} to {m.to_version}{backup}", err=True)
+        click.echo(f"note: upgraded {store.url} from schema {m.from_version} to {m.to_version}{backup}", err=True)
     return store
 
 
@@ -159,10 +169,8 @@ def run(suite, filter_, resume, gpu, gpus, db, jobs, seed, watchdog, progress_mo
       bench run --resume 7
     """
     from harness.measure.run import execute, plan, plan_resume
-    from harness.db.store import resolve_url
     from harness.measure.worker import Worker
 
-    resolve_url(db)  # a malformed URL fails here, before any GPU work
     if gpus is not None:
         if gpu is not None or resume is not None:
             raise click.UsageError("--gpus runs a suite on several GPUs: drop --gpu and --resume (resume each run "
@@ -174,6 +182,7 @@ def run(suite, filter_, resume, gpu, gpus, db, jobs, seed, watchdog, progress_mo
     if resume is not None:
         if suite or filter_:
             raise click.UsageError("--resume takes the suite and filter from the run: drop --suite/--filter")
+        _check_store(db)  # upgraded first if it is older
         store = open_store(db)
         run_plan = plan_resume(store, resume)
         if gpu is None:
@@ -184,6 +193,7 @@ def run(suite, filter_, resume, gpu, gpus, db, jobs, seed, watchdog, progress_mo
         raise click.UsageError("missing option --suite (or --resume RUN_ID); suites: see `bench list`")
     else:
         run_plan = plan(suite, filter_)
+        _check_store(db)  # a bad --db fails here, before any GPU work
     gpu = 0 if gpu is None else gpu
     worker = Worker(gpu, RunSettings(seed=seed), watchdog_s=watchdog)
     # Both signals interrupt the run (even where SIGINT was inherited as ignored, as in background jobs).
@@ -212,13 +222,29 @@ def run(suite, filter_, resume, gpu, gpus, db, jobs, seed, watchdog, progress_mo
             outcome, failed = _run_with_bars(run_plan, db, worker, jobs)
     faults = sum(r.status == "fault" for r in failed)
     click.echo(f"run {outcome.run_id}: {len(outcome.results)} cases measured, {len(failed) - faults} invalid, "
-               f"{faults} faults, {time.monotonic() - started:.0f} s; stored in {redact(resolve_url(db))}")
+               f"{faults} faults, {time.monotonic() - started:.0f} s; stored in {_where(db)}")
     shown = 5  # the database holds every error; the console shows the first few
     for result in failed[:shown]:
         click.echo(f"  {result.status}: {result.case.case_id}: {result.error[:300]}", err=True)
     if len(failed) > shown:
         click.echo(f"  ... and {len(failed) - shown} more: bench sql \"SELECT DISTINCT case_id, status, error "
                    f"FROM results WHERE run_id={outcome.run_id} AND NOT valid\"", err=True)
+
+
+def _check_store(db):
+    from harness.db.store import Store
+
+    migration = Store.check_target(db)
+    if migration:
+        backup = f"; the old file is kept as {migration.backup}" if migration.backup else ""
+        click.echo(f"note: upgraded the database from schema {migration.from_version} to "
+                   f"{migration.to_version}{backup}", err=True)
+
+
+def _where(db) -> str:
+    from harness.db.store import describe, resolve_url
+
+    return describe(resolve_url(db))
 
 
 def _run_with_bars(run_plan, db, worker, jobs):
@@ -255,7 +281,7 @@ def _run_node(gpus, suite, filter_, db, jobs, seed, watchdog):
     from harness.db.store import Store
 
     indices = gpu_indices(gpus)
-    Store.open(db, create=True).engine.dispose()  # created (or upgraded) once, not raced by the children
+    Store.open(db, create=True).close()  # created (or upgraded) once, before any GPU work
     args = ["--suite", suite, "--seed", str(seed), "--watchdog", str(watchdog)]
     args += (["--filter", filter_] if filter_ else []) + (["--db", db] if db else []) + \
         (["--jobs", str(jobs)] if jobs else [])
@@ -290,28 +316,48 @@ def runs(db, fmt):
     click.echo(output.render_frame(open_store(db).runs(), fmt))
 
 
-@cli.command()
+@cli.command(context_settings={"ignore_unknown_options": True})
 @click.argument("query")
 @click.option("--db", default=None, help=DB_HELP)
 @click.option("--format", "fmt", type=click.Choice(output.FORMATS), default="table", show_default=True)
 @click.option("--write", is_flag=True, help="allow the statement to change the database")
-def sql(query, db, fmt, write):
+@click.option("--max-rows", default=10_000, show_default=True, type=click.IntRange(0, 2**63 - 1),
+              help="print at most this many rows (0: all; csv and json stream, a table holds its rows)")
+@click.option("--timeout", default=600, show_default=True, type=Finite(0, 86400), metavar="SECONDS",
+              help="stop the statement after this long (0: no limit)")
+def sql(query, db, fmt, write, max_rows, timeout):
     """Run one SQL statement on the results database (views: results). Read-only unless --write.
+
+    Exactly one statement runs, on SQLite and on PostgreSQL. Rows are streamed: csv and json are
+    written as they come, so any result fits in memory; --max-rows bounds what is printed (a note on
+    stderr says when rows were left). Ctrl-C stops a running statement.
 
     \b
     Examples:
       bench sql "SELECT case_id, value FROM results WHERE metric='issue_interval_cycles'"
       bench sql "SELECT gpu_name, n, value FROM results WHERE metric='throughput_tflops'" --format csv
+      bench sql "SELECT * FROM measurement_rows" --format csv --max-rows 0 > all.csv
       bench sql --write "UPDATE runs SET status='interrupted' WHERE id=7"
     """
     if not query.strip():
         raise click.BadParameter("is empty: give one SQL statement", param_hint="QUERY")
-    store = open_store(db, write=write)
-    frame = store.query(query, write=write)
-    if write and frame.empty and store.last_rowcount is not None and store.last_rowcount >= 0:
-        click.echo(f"{store.last_rowcount} row{'s' if store.last_rowcount != 1 else ''} changed")
-        return
-    click.echo(output.render_frame(frame, fmt))
+    if "\x00" in query:
+        raise click.BadParameter("contains a NUL character", param_hint="QUERY")
+    store = open_store(db, write=write, upgrade=False)
+    with store.stream(query, write=write, timeout_s=timeout or None) as rows:
+        if write and not rows.columns:
+            count = rows.rowcount if rows.rowcount is not None and rows.rowcount >= 0 else 0
+            message = f"{count} row{'s' if count != 1 else ''} changed"
+        else:
+            if not rows.columns:
+                list(rows.chunks)
+            written, more = output.write_rows(rows.columns, rows.chunks, fmt, max_rows or None, click.echo)
+            message = None
+    if message:
+        click.echo(message)
+    elif more:
+        click.echo(f"note: stopped after {written} rows (--max-rows {max_rows}); the statement has more: "
+                   "narrow it, or pass --max-rows 0 with --format csv", err=True)
 
 
 @cli.command()
@@ -586,16 +632,20 @@ def db():
 def db_upgrade(db_path):
     """Upgrade an older results database to this harness's schema (a backup is kept).
 
-    `bench run` and `bench sql --write` upgrade an older file when they open it; the commands that
-    only read leave it as it is and say to run this one.
+    `bench run` and `bench merge` upgrade an older file when they write to it; the commands that
+    only read, and `bench sql --write`, leave it as it is and say to run this one. A damaged file
+    is refused before anything is written.
 
     \b
     Example:
       bench db upgrade --db old-results.db
     """
+    from harness.db.store import check_integrity
+
+    check_integrity(db_path)  # a damaged file is refused before anything is written to it
     store = open_store(db_path, write=True)
     if store.migration is None:
-        click.echo(f"{redact(store.url)} is at schema {store.schema_version()}, the newest: nothing to do")
+        click.echo(f"{store.url} is at schema {store.schema_version()}, the newest: nothing to do")
 
 
 def main():

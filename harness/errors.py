@@ -1,20 +1,33 @@
-"""The exception hierarchy. Library code raises these; only the CLI turns them into exit codes."""
+"""The exception hierarchy, and the one place where passwords are masked.
+
+Library code raises these; only the CLI turns them into exit codes. Every message of every
+HarnessError passes through `redact` when the exception is made, so a password in a database URL
+never reaches a terminal, a log or a notebook's traceback, whichever layer printed it.
+"""
 
 import re
 
-_URL_PASSWORD = re.compile(r"(\b[a-zA-Z][\w+.-]*://[^/\s:@]*:)[^@\s/]*@")
+# scheme://user:PASSWORD@host: the password runs to the last "@" before the host (libpq accepts "/",
+# spaces and ":" in it), but not past the end of the line or into another URL.
+_URL_PASSWORD = re.compile(r"(\b[a-zA-Z][\w+.-]*://[^/\s:@]*:)(?:(?!://)[^@\n])*@")
+# ?password=... or &password=... (a URL's query) and password=... (a libpq keyword string).
+_KEYWORD_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('[^']*'|[^&\s]*)", re.IGNORECASE)
 
 
 def redact(text: object) -> str:
-    """`text` with the password of every URL in it masked: scheme://user:***@host."""
-    return _URL_PASSWORD.sub(r"\1***@", str(text))
-
+    """`text` with every password masked: scheme://user:***@host, ?password=***, password=***."""
+    text = _URL_PASSWORD.sub(r"\1***@", str(text))
+    return _KEYWORD_PASSWORD.sub(r"\1***", text)
 
 
 class HarnessError(Exception):
-    """A failure the user can act on; its message is one line that names the problem."""
+    """A failure the user can act on; its message is one line that names the problem (passwords
+    masked)."""
 
     exit_code = 1
+
+    def __init__(self, message: object = "", *args):
+        super().__init__(redact(message), *args)
 
 
 class SpecError(HarnessError):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import platform
 import socket
 import subprocess
@@ -36,8 +35,11 @@ def _git(*args: str) -> str | None:
 
 def git_state() -> tuple[str | None, bool | None]:
     """(commit, dirty). HOPPER_BENCH_GIT_COMMIT/_DIRTY override, for copies without .git."""
-    if os.environ.get("HOPPER_BENCH_GIT_COMMIT"):
-        return os.environ["HOPPER_BENCH_GIT_COMMIT"], os.environ.get("HOPPER_BENCH_GIT_DIRTY") == "1"
+    from harness import environment
+
+    override = environment.git_override()
+    if override is not None:
+        return override
     commit = _git("rev-parse", "HEAD")
     if commit is None:
         return None, None

@@ -90,7 +90,7 @@ def test_the_report(db, tmp_path):
     # the two N = 256 cases of wgmma-quick (SS, RS), each as a burst on the paper program's two fills
     burst = text.split("## wgmma: sustained against burst")[1].split("\n## ")[0]
     assert sum(line.startswith("| wgmma.mma_async.m64n256k16") for line in burst.splitlines()) == 4
-    assert text.rstrip().endswith(f"every number comes from sqlite:///{db}.")
+    assert text.rstrip().endswith(f"every number comes from {db}.")
     page = report.html.read_text()
     assert page.count("data:image/png;base64,") == 4 and not re.search(r"(src|href)=['\"]http", page)
 

@@ -3,7 +3,6 @@ changes nothing; older files are read through an upgraded copy; a file that is n
 
 import hashlib
 import sqlite3
-from pathlib import Path
 
 from click.testing import CliRunner
 

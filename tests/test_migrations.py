@@ -53,9 +53,13 @@ def test_an_upgraded_database_opens_again_without_a_migration(tmp_path):
 
 
 def test_the_cli_says_once_that_it_upgraded_the_file(tmp_path):
-    """A writing command upgrades (reading ones refuse an older file: test_cli); it says so once."""
+    """A run or `bench db upgrade` upgrades (reading commands and `sql --write` refuse an older file:
+    a statement is written against the current schema); it says so once."""
     path = copy_fixture("schema_v1.db", tmp_path)
-    first = CliRunner().invoke(cli, ["sql", "--write", "SELECT 1", "--db", str(path)])
+    before = path.read_bytes()
+    refused = CliRunner().invoke(cli, ["sql", "--write", "SELECT 1", "--db", str(path)])
+    assert refused.exit_code == 4 and "bench db upgrade" in refused.output and path.read_bytes() == before
+    first = CliRunner().invoke(cli, ["db", "upgrade", "--db", str(path)])
     assert first.exit_code == 0
     notes = [line for line in first.output.splitlines() if line.startswith("note: upgraded")]
     assert len(notes) == 1 and f"from schema 1 to {SCHEMA_VERSION}" in notes[0] and ".schema1.bak" in notes[0]

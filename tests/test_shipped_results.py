@@ -2,7 +2,6 @@
 GPU's newest tma run, no TMA or DSMEM latency sits on a coarse grid, the L2 tile-load latency rises with
 the box, and some 2-D box of 4 KiB or more streams at 0.95 of the read roofline or better."""
 
-import json
 from pathlib import Path
 
 import numpy as np

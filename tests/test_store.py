@@ -98,12 +98,30 @@ def test_sql_errors_are_one_line(tmp_path):
 
 
 def test_urls_and_paths(tmp_path, monkeypatch):
-    assert resolve_url("sqlite:///x.db") == "sqlite:///x.db"
-    assert resolve_url(str(tmp_path / "a.db")) == f"sqlite:///{tmp_path / 'a.db'}"
+    assert resolve_url("sqlite:///x.db").database == "x.db"
+    assert resolve_url(str(tmp_path / "a.db")).database == str(tmp_path / "a.db")
+    assert resolve_url(tmp_path / "p.db").database == str(tmp_path / "p.db")  # a pathlib.Path
     monkeypatch.setenv("HOPPER_BENCH_DB", str(tmp_path / "env.db"))
-    assert resolve_url(None).endswith("env.db")
+    assert resolve_url(None).database.endswith("env.db")
     with pytest.raises(StoreError, match="not a database URL"):
         resolve_url("bogus://::")
+
+
+@pytest.mark.parametrize("name", ["my?results.db", "50%41.db", "a#b.db", "x%2Fy.db", "sp ace&k=v.db"])
+def test_a_path_is_a_file_name_taken_literally(tmp_path, monkeypatch, name):
+    """URL syntax means nothing in a path: `?`, `%XX` and `#` are characters of the file name."""
+    monkeypatch.chdir(tmp_path)
+    make_db(tmp_path / name)
+    assert resolve_url(name).database == str(tmp_path / name)
+    with Store.open(name, read_only=True) as store:
+        assert len(store.query("SELECT * FROM runs")) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # nothing else made, nothing left
+
+
+@pytest.mark.parametrize("db", ["", "  ", "sqlite://", "sqlite:///:memory:"])
+def test_a_database_that_keeps_nothing_is_refused(db):
+    with pytest.raises(StoreError, match="names no database|in-memory"):
+        resolve_url(db)
 
 
 def test_derived_sample_arrays_come_back_bit_for_bit(tmp_path):

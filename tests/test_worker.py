@@ -44,7 +44,7 @@ def test_a_worker_that_cannot_open_the_gpu_is_a_device_error(monkeypatch):
 
 def test_a_bad_backend_or_watchdog_is_refused(monkeypatch):
     monkeypatch.setenv("HOPPER_BENCH_BACKEND", "quantum")
-    with pytest.raises(SpecError, match="HOPPER_BENCH_BACKEND='quantum' is not a backend: expected one of cuda, fake"):
+    with pytest.raises(SpecError, match="HOPPER_BENCH_BACKEND='quantum' is not valid: expected one of cuda, fake"):
         Worker(0)
     with pytest.raises(SpecError, match="watchdog must be positive"):
         Worker(0, backend="fake", watchdog_s=0)

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import base64
 import html
+import os
 import re
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +22,7 @@ import pandas as pd
 from harness import output
 from harness.analysis import compare as comparing
 from harness.db.store import Store
-from harness.errors import redact
+from harness.errors import StoreError, redact
 from harness.families import FAMILIES
 
 TENSOR_UNITS = ("FLOP/cycle/SM", "OP/cycle/SM")
@@ -101,10 +104,27 @@ def build(store: Store, run_id: int | None = None, root: Path = Path("reports"),
     matplotlib.use("Agg")
     run_id = comparing.default_run(store) if run_id is None else run_id
     store.run_info(run_id)  # StoreError naming the runs there are
+    if not store.measured_case_ids(run_id):
+        raise StoreError(f"run {run_id} has no measurements to report (see `bench runs`)")
     facts = _run_facts(store, run_id)
     date = str(facts["started_at"])[:10]
-    directory = Path(root) / f"{_slug(facts['gpu'] or 'unknown-gpu')}-{date}-run{run_id}"
-    directory.mkdir(parents=True, exist_ok=True)
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / f"{_slug(facts['gpu'] or 'unknown-gpu')}-{date}-run{run_id}"
+    # Everything is written into a new folder of our own, then moved into place whole: no write
+    # follows a link someone left in the output folder, and an interrupted report leaves nothing.
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=root))
+    try:
+        markdown, page, figures = _write(store, run_id, facts, staging, include_flagged)
+        os.chmod(staging, 0o755)
+        _publish(staging, final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return Report(final, final / markdown.name, final / page.name, [final / f.name for f in figures])
+
+
+def _write(store: Store, run_id: int, facts: dict, directory: Path, include_flagged: bool):
     against = comparing.against_paper(store, run_id, include_flagged)
     measured = comparing.measured(store, run_id, include_flagged)
     ctx = ReportContext(store, run_id, facts["gpu"] or "", directory, measured, against)
@@ -121,7 +141,24 @@ def build(store: Store, run_id: int | None = None, root: Path = Path("reports"),
     markdown.write_text(_markdown(sections, facts, run_id, url))
     page = directory / "report.html"
     page.write_text(_html(sections, facts, run_id, url))
-    return Report(directory, markdown, page, figures)
+    return markdown, page, figures
+
+
+def _publish(staging: Path, final: Path) -> None:
+    """Move the finished report folder to `final`, replacing an earlier report there. A link at
+    `final` is replaced itself (its target is left alone); anything else that is not a folder of
+    ours is refused."""
+    if final.is_symlink():
+        final.unlink()
+    elif final.exists():
+        if not final.is_dir():
+            raise StoreError(f"cannot write the report: {final} exists and is not a folder")
+        old = Path(tempfile.mkdtemp(prefix=f".{final.name}.old.", dir=final.parent))
+        os.replace(final, old / final.name)
+        os.replace(staging, final)
+        shutil.rmtree(old, ignore_errors=True)
+        return
+    os.replace(staging, final)
 
 
 def _sections(store: Store, run_id: int, facts: dict, against: pd.DataFrame, family_sections: list,

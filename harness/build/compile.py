@@ -30,8 +30,9 @@ def nvrtc_version() -> str:
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("HOPPER_BENCH_CACHE") or Path.home() / ".cache" / "hopper-bench"
-    path = Path(root) / "cubin"
+    from harness import environment
+
+    path = environment.cache_root() / "cubin"
     path.mkdir(parents=True, exist_ok=True)
     return path
 

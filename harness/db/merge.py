@@ -1,42 +1,59 @@
 """`bench merge`: bring the runs of other results databases into one, without duplicates.
 
 A run is the same run in two files when its device (by UUID), start time, host and command line
-agree: merging a file twice, or a file that already holds some of the target's runs, adds nothing
-twice. Devices are matched by UUID, cases by case id, builds by build hash; measurements and their
-samples come with their run. An older source is upgraded in a temporary copy (the file itself is
-only read); a file that is not a hopper-bench database is refused with one line.
+agree. A run the target lacks comes whole; a run it holds brings the measurements the target's copy
+lacks (a measurement is one case, metric and launch of the run) and, when the source's copy is
+further on (resumed more often, or finished), its status. So merging a node's file, resuming the
+run on the node and merging again brings what the resumed run added, and merging twice adds nothing.
+Devices are matched by UUID, cases by case id, builds by build hash. An older source is upgraded in
+a temporary copy made with SQLite's backup API (commits still in its -wal come along; the file itself
+is only read); a file that is not a hopper-bench database is refused with one line that names it.
 """
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session, aliased
 
-from harness.db.store import Store, Texts, resolve_url, sqlite_path
+from harness.db.store import Store, Texts, copy_sqlite, describe, resolve_url, sqlite_path
 from harness.db.tables import TEXT_COLUMNS, BuildRow, CaseRow, Device, Measurement, Run, SampleArray, TextRow
-from harness.errors import StoreError, redact
+from harness.errors import StoreError
+
+RUN_STATE = ("status", "finished_at", "error", "resumes")  # what a resumed run changes on its row
 
 
 @dataclass
 class MergeReport:
     source: str
     added: list[int] = field(default_factory=list)  # run ids in the target
-    already: list[int] = field(default_factory=list)  # source run ids the target held
+    updated: list[int] = field(default_factory=list)  # target run ids that gained measurements or state
+    already: list[int] = field(default_factory=list)  # source run ids the target held whole
     measurements: int = 0
     samples: int = 0
     upgraded_from: int | None = None  # the source's schema, when a copy was upgraded
 
     def line(self) -> str:
-        added = (f"{len(self.added)} run{'s' if len(self.added) != 1 else ''} added "
-                 f"(as {', '.join(map(str, self.added))})" if self.added else "no run added")
-        held = f", {len(self.already)} already there" if self.already else ""
+        parts = []
+        if self.added:
+            parts.append(f"{_runs(self.added)} added (as {', '.join(map(str, self.added))})")
+        if self.updated:
+            parts.append(f"{_runs(self.updated)} brought up to date ({', '.join(map(str, self.updated))})")
+        if not parts:
+            parts.append("no run added")
+        if self.already:
+            parts.append(f"{len(self.already)} already there")
         copy = f" (read from an upgraded copy of schema {self.upgraded_from})" if self.upgraded_from else ""
-        return f"{self.source}: {added}{held}; {self.measurements} measurements, {self.samples} samples{copy}"
+        return f"{self.source}: {', '.join(parts)}; {self.measurements} measurements, {self.samples} samples{copy}"
+
+
+def _runs(ids: list[int]) -> str:
+    return f"{len(ids)} run{'s' if len(ids) != 1 else ''}"
 
 
 def _values(row, model, skip=("id",)) -> dict:
@@ -52,9 +69,11 @@ def _open_source(source: str, scratch: Path) -> tuple[Store, int | None]:
             raise
     path = sqlite_path(resolve_url(source))
     if path is None:  # an older PostgreSQL database: upgrade it first, where it is
-        raise StoreError(f"{source} has an older schema: run `bench db upgrade --db ...` on it first")
-    copy = scratch / path.name
-    shutil.copyfile(path, copy)
+        raise StoreError(f"{describe(resolve_url(source))} has an older schema: "
+                         "run `bench db upgrade --db ...` on it first")
+    copy = scratch / "source.db"
+    copy.unlink(missing_ok=True)
+    copy_sqlite(path, copy)
     store = Store.open(str(copy))
     return store, store.migration.from_version if store.migration else None
 
@@ -63,88 +82,154 @@ def _run_key(run: Run, uuid: str | None) -> tuple:
     return (uuid, run.started_at, run.host, run.command_line)
 
 
+def _progress(run: Run) -> tuple:
+    """How far a run has come: resumed more often, then finished, then finished later."""
+    return (run.resumes or 0, run.finished_at is not None, run.finished_at or datetime.min)
+
+
 def merge(sources: list[str], into: str) -> list[MergeReport]:
     """Merge every source into `into` (created if missing); one report per source."""
     target = Store.open(into, create=True)
-    target_path = sqlite_path(target.url)
     reports = []
-    with tempfile.TemporaryDirectory() as scratch:
-        for source in sources:
-            source_path = sqlite_path(resolve_url(source))
-            if target_path is not None and source_path is not None and source_path.resolve() == target_path.resolve():
-                raise StoreError(f"{source} is the database merged into: nothing to merge")
-            store, upgraded = _open_source(source, Path(scratch))
-            report = _merge_one(store, target, redact(source))
-            report.upgraded_from = upgraded
-            store.engine.dispose()
-            reports.append(report)
-    target.engine.dispose()
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            for source in sources:
+                source_path = sqlite_path(resolve_url(source))
+                if target.path is not None and source_path is not None and source_path.resolve() == target.path.resolve():
+                    raise StoreError(f"{source_path} is the database merged into: nothing to merge")
+                store, upgraded = _open_source(source, Path(scratch))
+                try:
+                    report = _merge_one(store, target, describe(resolve_url(source)))
+                finally:
+                    store.close()
+                report.upgraded_from = upgraded
+                reports.append(report)
+    finally:
+        target.close()
     return reports
+
+
+def _read_source(source: Store, name: str):
+    """Everything of the source that a merge needs, read in one go (a damaged source fails here,
+    named as the source)."""
+    try:
+        with Session(source.engine) as src:
+            devices = {d.id: d for d in src.scalars(select(Device))}
+            runs = list(src.scalars(select(Run).order_by(Run.id)))
+            cases = {c.id: c for c in src.scalars(select(CaseRow))}
+            builds = {b.id: b for b in src.scalars(select(BuildRow))}
+            texts = dict(src.execute(select(TextRow.id, TextRow.text)).all())
+            src.expunge_all()
+            return devices, runs, cases, builds, texts
+    except SQLAlchemyError as exc:
+        raise StoreError(f"cannot read the source {name}: {str(getattr(exc, 'orig', exc)).splitlines()[0]}") from None
 
 
 def _merge_one(source: Store, target: Store, name: str) -> MergeReport:
     report = MergeReport(name)
-    with Session(source.engine) as src:
-        devices = {d.id: d for d in src.scalars(select(Device))}
-        runs = list(src.scalars(select(Run).order_by(Run.id)))
-        cases = {c.id: c for c in src.scalars(select(CaseRow))}
-        builds = {b.id: b for b in src.scalars(select(BuildRow))}
-        source_texts = dict(src.execute(select(TextRow.id, TextRow.text)).all())
+    devices, runs, cases, builds, source_texts = _read_source(source, name)
 
-        def work(dst: Session) -> None:
-            report.added.clear(), report.already.clear()  # a retried transaction starts over
-            report.measurements = report.samples = 0
-            known_runs = {_run_key(r, uuid): r.id for r, uuid in dst.execute(
-                select(Run, Device.uuid).outerjoin(Device, Run.device_id == Device.id))}
-            # The target's id of a source row, matched by its natural key; copied in where missing.
-            matchers = {model: (rows, key, dict(dst.execute(select(getattr(model, key), model.id)).all()))
-                        for model, rows, key in ((Device, devices, "uuid"), (CaseRow, cases, "case_id"),
-                                                 (BuildRow, builds, "build_hash"))}
+    def measurements_of(run_id: int):
+        with Session(source.engine) as src:
+            arrays = {a.measurement_id: a for a in src.scalars(
+                select(SampleArray).join(Measurement, SampleArray.measurement_id == Measurement.id)
+                .where(Measurement.run_id == run_id))}
+            rows = list(src.scalars(select(Measurement).where(Measurement.run_id == run_id).order_by(Measurement.id)))
+            src.expunge_all()
+        return rows, arrays
 
-            def target_id(model, source_id):
-                if source_id is None:
-                    return None
-                rows, key, known = matchers[model]
-                row = rows[source_id]
-                natural = getattr(row, key)
-                if natural not in known:
-                    copy = model(**_values(row, model))
-                    dst.add(copy)
-                    dst.flush()
-                    known[natural] = copy.id
-                return known[natural]
+    def work(dst: Session) -> None:
+        report.added.clear(), report.updated.clear(), report.already.clear()  # a retried transaction starts over
+        report.measurements = report.samples = 0
+        known_runs = {_run_key(r, uuid): r for r, uuid in dst.execute(
+            select(Run, Device.uuid).outerjoin(Device, Run.device_id == Device.id))}
+        # The target's id of a source row, matched by its natural key; copied in where missing.
+        matchers = {model: (rows, key, dict(dst.execute(select(getattr(model, key), model.id)).all()))
+                    for model, rows, key in ((Device, devices, "uuid"), (CaseRow, cases, "case_id"),
+                                             (BuildRow, builds, "build_hash"))}
 
-            texts = Texts(dst)
-            for run in runs:
-                uuid = devices[run.device_id].uuid if run.device_id in devices else None
-                if _run_key(run, uuid) in known_runs:
-                    report.already.append(run.id)
-                    continue
-                new_run = Run(**{**_values(run, Run), "device_id": target_id(Device, run.device_id)})
-                dst.add(new_run)
+        def target_id(model, source_id):
+            if source_id is None:
+                return None
+            rows, key, known = matchers[model]
+            row = rows[source_id]
+            natural = getattr(row, key)
+            if natural not in known:
+                copy = model(**_values(row, model))
+                dst.add(copy)
                 dst.flush()
-                report.added.append(new_run.id)
-                arrays = {a.measurement_id: a for a in src.scalars(
-                    select(SampleArray).join(Measurement, SampleArray.measurement_id == Measurement.id)
-                    .where(Measurement.run_id == run.id))}
-                new_ids: dict[int, int] = {}  # source measurement id -> target's
-                for measurement in src.scalars(select(Measurement).where(Measurement.run_id == run.id)
-                                               .order_by(Measurement.id)):
-                    strings = {f"{name}_id": source_texts.get(getattr(measurement, f"{name}_id"))
-                               for name in TEXT_COLUMNS}
-                    row = Measurement(**{**_values(measurement, Measurement), "run_id": new_run.id,
-                                         "case_pk": target_id(CaseRow, measurement.case_pk),
-                                         "build_id": target_id(BuildRow, measurement.build_id),
-                                         **{key: texts.id(value) for key, value in strings.items()}})
-                    dst.add(row)
-                    dst.flush()
-                    new_ids[measurement.id] = row.id
-                    if measurement.id in arrays:  # a derived array's source is stored before it
-                        array = arrays[measurement.id]
-                        dst.add(SampleArray(**{**_values(array, SampleArray, skip=()), "measurement_id": row.id,
-                                               "derived_from": new_ids.get(array.derived_from)}))
-                    report.measurements += 1
-                    report.samples += measurement.n_samples
+                known[natural] = copy.id
+            return known[natural]
 
+        texts = Texts(dst)
+        for run in runs:
+            uuid = devices[run.device_id].uuid if run.device_id in devices else None
+            held = known_runs.get(_run_key(run, uuid))
+            if held is None:
+                held = Run(**{**_values(run, Run), "device_id": target_id(Device, run.device_id)})
+                dst.add(held)
+                dst.flush()
+                report.added.append(held.id)
+                present = {}
+            else:
+                present = _measurement_keys(dst, held.id)
+            copied = _copy_measurements(dst, run.id, held.id, present, measurements_of, source_texts,
+                                        cases, texts, target_id, report)
+            if held.id in report.added:
+                continue
+            newer = _progress(run) > _progress(held)
+            if newer:
+                for column in RUN_STATE:
+                    setattr(held, column, getattr(run, column))
+            if copied or newer:
+                report.updated.append(held.id)
+            else:
+                report.already.append(run.id)
+
+    try:
         target._write(work)
+    except SQLAlchemyError as exc:
+        raise StoreError(f"cannot merge {name} into {target.url}: "
+                         f"{str(getattr(exc, 'orig', exc)).splitlines()[0]}") from None
     return report
+
+
+def _measurement_keys(dst: Session, run_id: int) -> dict[tuple[str, str, str], int]:
+    """(case id, metric, launch) -> id of every measurement the target holds for a run."""
+    metric, launch = aliased(TextRow), aliased(TextRow)
+    return {(case_id, m, l): id_ for case_id, m, l, id_ in dst.execute(
+        select(CaseRow.case_id, metric.text, launch.text, Measurement.id)
+        .join(Measurement, Measurement.case_pk == CaseRow.id)
+        .join(metric, Measurement.metric_id == metric.id).join(launch, Measurement.launch_id == launch.id)
+        .where(Measurement.run_id == run_id))}
+
+
+def _copy_measurements(dst, source_run_id, target_run_id, present, measurements_of, source_texts, cases,
+                       texts, target_id, report) -> int:
+    """Copy the source run's measurements that the target's run lacks (`present`: those it holds),
+    with their sample arrays; the number copied."""
+    rows, arrays = measurements_of(source_run_id)
+    new_ids: dict[int, int] = {}  # source measurement id -> target's
+    copied = 0
+    for measurement in rows:
+        strings = {f"{name}_id": source_texts.get(getattr(measurement, f"{name}_id")) for name in TEXT_COLUMNS}
+        key = (cases[measurement.case_pk].case_id, strings["metric_id"], strings["launch_id"])
+        if key in present:
+            new_ids[measurement.id] = present[key]  # a derived array may name it
+            continue
+        row = Measurement(**{**_values(measurement, Measurement), "run_id": target_run_id,
+                             "case_pk": target_id(CaseRow, measurement.case_pk),
+                             "build_id": target_id(BuildRow, measurement.build_id),
+                             **{column: texts.id(value) for column, value in strings.items()}})
+        dst.add(row)
+        dst.flush()
+        new_ids[measurement.id] = row.id
+        if measurement.id in arrays:  # a derived array's source is stored before it
+            array = arrays[measurement.id]
+            dst.add(SampleArray(**{**_values(array, SampleArray, skip=()), "measurement_id": row.id,
+                                   "derived_from": new_ids.get(array.derived_from)}))
+        report.measurements += 1
+        report.samples += measurement.n_samples
+        copied += 1
+    return copied
+

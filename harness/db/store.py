@@ -4,23 +4,37 @@ Every case is committed as soon as it is measured, so an interrupted run keeps w
 Several processes (one `bench run` per GPU, readers) can share one SQLite file: WAL mode, a busy
 timeout, write transactions that take the write lock up front (BEGIN IMMEDIATE), and a retry.
 Files of an older schema are backed up and upgraded with the Alembic migrations in
-harness/migrations/ when they are opened.
+harness/migrations/ when a writing command opens them.
+
+What a command may change is decided before any byte of the file changes:
+- a new SQLite file is built whole under a temporary name and linked into place, so no process
+  ever sees it half made (or empty);
+- the schema is read first, and a file of an unknown (newer) schema, or not ours, is refused as it
+  is; an upgrade takes the write lock, reads the schema again, backs the file up and migrates, so
+  several processes upgrading at once do it once;
+- WAL mode is set by the first write that commits through `_write`, never by opening or reading;
+- a reading store is read-only on every connection, and leaves no -wal/-shm that it made.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import secrets
 import sqlite3
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterator
+from urllib.parse import quote
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import create_engine, event, func, inspect, select, text
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy import create_engine, event, inspect, select, text
+from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
@@ -37,28 +51,47 @@ from harness.db.tables import (SCHEMA_VERSION, BuildRow, CaseRow, Device, Measur
 DEFAULT_DB = "results.db"
 BUSY_TIMEOUT_MS = 30_000  # several writers (one per GPU) share one SQLite file
 WRITE_ATTEMPTS = 5  # a write still locked out after the busy timeout is retried this often
+CONNECT_TIMEOUT_S = 10  # a PostgreSQL server that never answers (a URL's ?connect_timeout= overrides)
+MAX_VALUE_BYTES = 64 << 20  # the longest string or blob a `bench sql` query may build on SQLite
+_URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
-def resolve_url(db: str | None) -> str:
-    """A path or URL -> a SQLAlchemy URL. Default: $HOPPER_BENCH_DB, else ./results.db."""
-    db = db or os.environ.get("HOPPER_BENCH_DB") or DEFAULT_DB
-    if "://" in db:
+def resolve_url(db: str | os.PathLike | None) -> URL:
+    """A path or URL -> a SQLAlchemy URL. Default: $HOPPER_BENCH_DB, else ./results.db.
+
+    Only text that starts with `scheme://` is a URL; anything else is a file path, taken literally
+    (`my?results.db`, `50%.db` and `a#b.db` name files). An in-memory SQLite URL is refused: it
+    would keep nothing."""
+    if db is None:
+        db = os.environ.get("HOPPER_BENCH_DB") or DEFAULT_DB
+    db = os.fspath(db)
+    if not isinstance(db, str) or not db.strip():
+        raise StoreError(f"--db {db!r} names no database: give a file path or a URL")
+    if _URL_SCHEME.match(db):
         try:
-            make_url(db)
+            url = make_url(db)
         except (ArgumentError, ValueError):
             raise StoreError(f"not a database URL: {db!r} (expected a file path or e.g. sqlite:///x.db)") from None
-        return db
+        if url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:"):
+            raise StoreError(f"{db!r} is an in-memory database, which keeps nothing: give a file path")
+        return url
     try:
-        return f"sqlite:///{Path(db).expanduser().resolve()}"
+        return URL.create("sqlite", database=str(Path(db).expanduser().resolve()))
     except RuntimeError as exc:  # "~someone" with no such user
         raise StoreError(f"cannot use --db {db!r}: {exc}") from None
 
 
-def sqlite_path(url: str) -> Path | None:
-    parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-        return Path(parsed.database)
+def sqlite_path(url: URL) -> Path | None:
+    """The file of a SQLite URL (None for other databases)."""
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+        return Path(url.database)
     return None
+
+
+def describe(url: URL) -> str:
+    """What messages call a database: its file path, or its URL without the password."""
+    path = sqlite_path(url)
+    return str(path) if path is not None else redact(url.render_as_string(hide_password=True))
 
 
 def _now() -> datetime:
@@ -66,7 +99,8 @@ def _now() -> datetime:
 
 
 def _first_line(exc: BaseException) -> str:
-    return str(getattr(exc, "orig", None) or exc).splitlines()[0]
+    lines = str(getattr(exc, "orig", None) or exc).splitlines()
+    return lines[0] if lines else type(exc).__name__
 
 
 @dataclass(frozen=True)
@@ -89,106 +123,166 @@ class RunInfo:
     gpu_name: str | None
 
 
+@dataclass
+class Rows:
+    """A statement's result, streamed: its column names and an iterator of row chunks (lists of
+    tuples). `rowcount`: rows a writing statement changed (None for a query)."""
+
+    columns: list[str]
+    chunks: Iterator[list[tuple]]
+    rowcount: int | None = None
+
+
 class Store:
     @classmethod
-    def open(cls, db: str | None = None, create: bool = False, read_only: bool = False) -> "Store":
+    def open(cls, db: str | os.PathLike | None = None, create: bool = False, read_only: bool = False,
+             upgrade: bool = True) -> "Store":
         """Open the database, creating it if `create`, upgrading it if it is older.
 
         With create=False a missing SQLite file is an error, never a new empty file. With read_only the
         file is opened read-only (SQLite `mode=ro`, an authorizer refusing ATTACH and pragma changes;
         PostgreSQL read-only transactions): nothing is upgraded, converted to WAL or re-synced, and
-        an older schema is an error naming `bench db upgrade`.
+        an older schema is an error naming `bench db upgrade`. upgrade=False opens a writable store
+        that changes nothing on opening (no migration, no reference sync): an older schema is the
+        same error. Close the store (or use it in a `with`) when done.
         """
         url = resolve_url(db)
         path = sqlite_path(url)
+        wal_was_there = False
         if path is not None:
-            if path.exists() and path.is_dir():
+            if path.is_dir():
                 raise StoreError(f"{path} is a directory, not a database file")
-            if not path.exists() and not create:
-                raise StoreError(f"no results database at {path} (run `bench run` first, or pass --db)")
             if not path.parent.is_dir():
-                raise StoreError(f"cannot create {path}: directory {path.parent} does not exist")
-            if path.exists():
-                _check_sqlite_file(path)
+                raise StoreError(f"cannot use {path}: directory {path.parent} does not exist")
+            if not path.exists():
+                if not create:
+                    raise StoreError(f"no results database at {path} (run `bench run` first, or pass --db)")
+                _create_file(path)
+            wal_was_there = Path(f"{path}-wal").exists()
+            _check_sqlite_file(path)
+        engine = _engine(url, path, read_only)
+        store = cls(url, engine, path=path, read_only=read_only)
+        store._wal_was_there = wal_was_there
         try:
-            engine = create_engine(_read_only_url(url, path) if read_only and path else url)
-        except (ArgumentError, SQLAlchemyError, ImportError) as exc:
-            raise StoreError(f"cannot open database {redact(url)}: {redact(_first_line(exc))}") from None
-        if engine.dialect.name == "sqlite":
-            event.listen(engine, "connect", _sqlite_connect_read_only if read_only else _sqlite_connect)
-            event.listen(engine, "begin", _sqlite_begin)
-        elif read_only and engine.dialect.name == "postgresql":
-            event.listen(engine, "connect", _postgresql_read_only)
-        store = cls(url, engine)
-        store.read_only = read_only
-        if read_only:
-            store._check_current()
-        else:
-            store.migration = store._prepare(create, path)
-            store._sync_references()
+            if read_only or not upgrade:
+                store._check_current()
+            else:
+                store.migration = store._prepare(create)
+                store._sync_references()
+        except BaseException:
+            store.close()
+            raise
         return store
 
-    def _check_current(self) -> None:
-        """A read-only open: the file must be ours and of the current schema (nothing is changed)."""
-        tables, revision = self._schema_revision()
-        if not tables or revision is None:
-            raise StoreError(f"{redact(self.url)} is not a hopper-bench database")
-        if revision != migrations.head():
-            if revision in migrations.known_revisions():
-                raise StoreError(f"{redact(self.url)} has schema {revision.lstrip('0')}, this harness "
-                                 f"{SCHEMA_VERSION}: run `bench db upgrade --db ...` first (this command "
-                                 "only reads, so it leaves the file as it is)")
-            raise StoreError(f"database {redact(self.url)} has schema version {revision.lstrip('0') or revision}; "
-                             f"this harness reads versions up to {SCHEMA_VERSION}: upgrade hopper-bench")
+    @classmethod
+    def check_target(cls, db: str | os.PathLike | None = None) -> Migration | None:
+        """What `bench run` checks before any GPU work: an existing database is opened (refused if it
+        is not ours, upgraded if older) and closed; for a new file, its folder must exist and be
+        writable (the file itself is made when the run starts, so a run that cannot start leaves none)."""
+        path = sqlite_path(resolve_url(db))
+        if path is not None and not path.exists():
+            if not path.parent.is_dir():
+                raise StoreError(f"cannot use {path}: directory {path.parent} does not exist")
+            if not os.access(path.parent, os.W_OK | os.X_OK):
+                raise StoreError(f"cannot create {path}: directory {path.parent} is not writable")
+            return None
+        with cls.open(db, create=True) as store:
+            return store.migration
 
-    def __init__(self, url: str, engine: Engine):
-        self.url = url
+    def __init__(self, url: URL | str, engine: Engine, path: Path | None = None, read_only: bool = False):
+        self.sa_url = make_url(url) if isinstance(url, str) else url
+        self.url = describe(self.sa_url)  # what messages show: never a password
+        self.path = path
         self.engine = engine
         self.migration: Migration | None = None
         # Writes take the lock up front: two writers never both read "absent" and insert the same row.
         self._writer = engine.execution_options(begin_immediate=True)
-        self._reader: Engine | None = None
-        self.read_only = False
+        self.read_only = read_only
         self.last_rowcount: int | None = None
+        self._wal_ready = engine.dialect.name != "sqlite"
+        self._wal_was_there = True
+
+    def __repr__(self) -> str:
+        return f"Store({self.url!r}{', read-only' if self.read_only else ''})"
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close every connection. A reading store that made a WAL file's -wal/-shm (SQLite makes
+        them for any reader) removes them again when they hold nothing and no one else has the file
+        open: SQLite itself does that when its last connection to the file closes, so one plain
+        connection is opened and closed (it writes nothing: the log it would check in is empty)."""
+        self.engine.dispose()
+        if not (self.read_only and self.path is not None and not self._wal_was_there):
+            return
+        wal = Path(f"{self.path}-wal")
+        try:
+            if not wal.exists() or wal.stat().st_size != 0 or not os.access(self.path, os.W_OK):
+                return
+            tidy = sqlite3.connect(f"{self.path.as_uri()}?mode=rw", uri=True, timeout=0.1)
+            try:
+                tidy.execute("PRAGMA schema_version").fetchone()
+            finally:
+                tidy.close()
+        except (OSError, sqlite3.Error):
+            pass  # someone else has the file open: the -wal is theirs to remove
+
+    def _check_current(self) -> None:
+        """The file must be ours and of the current schema (nothing is changed)."""
+        tables, revision = self._schema_revision()
+        if not tables or revision is None:
+            raise StoreError(f"{self.url} is not a hopper-bench database")
+        if revision != migrations.head():
+            if revision in migrations.known_revisions():
+                command = "only reads" if self.read_only else "changes nothing before its own statement"
+                raise StoreError(f"{self.url} has schema {revision.lstrip('0')}, this harness "
+                                 f"{SCHEMA_VERSION}: run `bench db upgrade --db ...` first (this command "
+                                 f"{command}, so it leaves the file as it is)")
+            raise StoreError(f"database {self.url} has schema version {revision.lstrip('0') or revision}; "
+                             f"this harness reads versions up to {SCHEMA_VERSION}: upgrade hopper-bench")
+
+    @staticmethod
+    def _read_revision(conn) -> tuple[set[str], str | None]:
+        tables = set(inspect(conn).get_table_names())
+        revision = None
+        if "alembic_version" in tables:
+            revision = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+        elif "meta" in tables:  # a schema-1 file written before the migrations existed
+            version = conn.execute(text("SELECT value FROM meta WHERE key = 'schema_version'")).scalar()
+            revision = f"{int(version):04d}" if version and version.isdigit() else version
+        return tables, revision
 
     def _schema_revision(self) -> tuple[set[str], str | None]:
         try:
             with self.engine.connect() as conn:
-                tables = set(inspect(conn).get_table_names())
-                revision = None
-                if "alembic_version" in tables:
-                    revision = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
-                elif "meta" in tables:  # a schema-1 file written before the migrations existed
-                    version = conn.execute(text("SELECT value FROM meta WHERE key = 'schema_version'")).scalar()
-                    revision = f"{int(version):04d}" if version and version.isdigit() else version
+                return self._read_revision(conn)
         except SQLAlchemyError as exc:
             raise StoreError(f"cannot read database {self.url}: {_first_line(exc)}") from None
-        return tables, revision
 
-    def _prepare(self, create: bool, path: Path | None) -> Migration | None:
+    def _prepare(self, create: bool) -> Migration | None:
+        """Check the schema (reading only), then upgrade an older one."""
         tables, revision = self._schema_revision()
         if not tables:
             if not create:
                 raise StoreError(f"{self.url} is empty: not a hopper-bench database")
-            self._use_wal()
-            self._upgrade()
-            return None
+            return self._upgrade()  # an empty server database (a new SQLite file was made whole)
         if revision is None:
             raise StoreError(f"{self.url} is not a hopper-bench database (tables: {', '.join(sorted(tables))})")
-        self._use_wal()
         if revision == migrations.head():
             return None
         if revision not in migrations.known_revisions():
             raise StoreError(f"database {self.url} has schema version {revision.lstrip('0') or revision}; "
                              f"this harness reads versions up to {SCHEMA_VERSION}: upgrade hopper-bench")
-        backup = _backup(path, revision) if path else None
-        self._upgrade()
-        return Migration(int(revision), SCHEMA_VERSION, backup)
+        return self._upgrade()
 
     def _use_wal(self) -> None:
-        """WAL mode (kept in the file) lets readers and several writers share it. Set only on our
-        own databases: a file we refuse is left as it was."""
-        if self.engine.dialect.name != "sqlite":
+        """WAL mode (kept in the file) lets readers and several writers share it. Set by the first
+        write, on our own databases only: a file we refuse is left as it was."""
+        if self._wal_ready:
             return
         raw = self.engine.raw_connection()
         try:
@@ -198,16 +292,19 @@ class Store:
             raise StoreError(f"cannot use {self.url}: {exc}") from None
         finally:
             raw.close()
+        self._wal_ready = True
 
-    def _upgrade(self) -> None:
-        """Run the migrations to the newest schema in one write transaction. The state is read
-        again under the write lock: another process may have just done the same.
+    def _upgrade(self) -> Migration | None:
+        """Run the migrations to the newest schema in one write transaction. The schema is read
+        again under the write lock (another process may have just upgraded it: then nothing is done,
+        and no second backup made), and the SQLite file is backed up under that lock.
 
         SQLite's batch migrations copy tables that other tables reference, so foreign keys are off
         while they run (SQLite ignores that pragma inside a transaction) and checked before commit."""
         from alembic import command
 
         sqlite = self.engine.dialect.name == "sqlite"
+        self._use_wal()
         try:
             with self._writer.connect() as conn:
                 raw = conn.connection.dbapi_connection
@@ -216,11 +313,16 @@ class Store:
                 try:
                     with conn.begin():
                         _schema_lock(conn)
-                        tables = set(inspect(conn).get_table_names())
+                        tables, revision = self._read_revision(conn)
+                        if revision == migrations.head():
+                            return None
+                        if tables and revision not in migrations.known_revisions():
+                            raise StoreError(f"database {self.url} has schema version {revision}; this harness "
+                                             f"reads versions up to {SCHEMA_VERSION}: upgrade hopper-bench")
+                        backup = _backup(self.path, revision) if self.path and revision else None
                         cfg = migrations.config(conn)
                         if "alembic_version" not in tables and "meta" in tables:  # schema 1, before Alembic
-                            version = conn.execute(text("SELECT value FROM meta WHERE key = 'schema_version'")).scalar()
-                            command.stamp(cfg, f"{int(version):04d}")
+                            command.stamp(cfg, revision)
                         command.upgrade(cfg, "head")
                         if sqlite and conn.exec_driver_sql("PRAGMA foreign_key_check").first():
                             raise StoreError(f"cannot upgrade database {self.url}: a foreign key is broken")
@@ -229,6 +331,7 @@ class Store:
                         raw.execute("PRAGMA foreign_keys=ON")
         except SQLAlchemyError as exc:
             raise StoreError(f"cannot upgrade database {self.url}: {_first_line(exc)}") from None
+        return Migration(int(revision), SCHEMA_VERSION, backup) if revision else None
 
     def _sync_references(self) -> None:
         """Load the shipped published figures when the database lacks them or holds an older set."""
@@ -263,6 +366,7 @@ class Store:
     def _write(self, work):
         """Run `work(session)` in a write transaction (BEGIN IMMEDIATE on SQLite) and return its
         result; retried while the file stays locked past the busy timeout."""
+        self._use_wal()
         for attempt in range(WRITE_ATTEMPTS):
             try:
                 with Session(self._writer) as session, session.begin():
@@ -380,38 +484,82 @@ class Store:
 
     # -- reading -------------------------------------------------------------------------------
 
-    def query(self, sql: str, write: bool = False) -> pd.DataFrame:
-        """Run one SQL statement; read-only unless `write` (then committed; `last_rowcount` says how
-        many rows it changed)."""
+    @contextmanager
+    def stream(self, sql: str, write: bool = False, timeout_s: float | None = None,
+               chunk_rows: int = 1000) -> Iterator[Rows]:
+        """Run one SQL statement and stream its rows in chunks: memory stays bounded whatever the
+        result's size. Read-only unless `write` (then committed when the block ends without error).
+
+        Exactly one statement runs on every backend: SQLite's driver refuses a second one, and
+        PostgreSQL gets the statement through the extended query protocol, which takes one (so a
+        `COMMIT; BEGIN READ WRITE; ...` cannot step out of the read-only transaction). A statement
+        runs at most `timeout_s` seconds, and Ctrl-C stops it within a fraction of a second (SQLite:
+        a progress handler; PostgreSQL: psycopg cancels it on the server)."""
         if write and self.read_only:
-            raise StoreError(f"{redact(self.url)} was opened read-only")
+            raise StoreError(f"{self.url} was opened read-only")
+        if not sql.strip():
+            raise StoreError("SQL error: the statement is empty")
+        dialect = self.engine.dialect.name
+        if dialect not in ("sqlite", "postgresql"):
+            raise StoreError(f"`bench sql` supports SQLite and PostgreSQL, not {dialect}")
+        with self._guarded(write) as conn:
+            raw = conn.connection.dbapi_connection
+            if dialect == "sqlite":
+                limit = raw.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
+                try:
+                    rows = _sqlite_rows(raw, sql, timeout_s, chunk_rows)
+                    yield rows
+                finally:
+                    raw.set_progress_handler(None, 0)
+                    raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limit)
+            else:
+                if timeout_s:
+                    conn.exec_driver_sql(f"SET LOCAL statement_timeout = {max(1, int(timeout_s * 1000))}")
+                rows = _postgresql_rows(raw, sql, chunk_rows)
+                yield rows
+            self.last_rowcount = rows.rowcount
+            if write:
+                conn.commit()
+
+    @contextmanager
+    def _guarded(self, write: bool):
+        """A connection in a transaction for one `bench sql` statement: read-only unless `write`,
+        rolled back unless committed, database errors turned into one line."""
         toggle = not write and not self.read_only  # a read-only store is read-only on every connection
         try:
             with (self._writer if write else self.engine).connect() as conn:
                 if toggle:
                     _read_only(conn, True)
+                else:
+                    conn.exec_driver_sql("SELECT 1")  # begins the transaction (IMMEDIATE) that the raw cursor joins
                 try:
-                    # psycopg reads % as a placeholder even without parameters: a literal % is %%
-                    statement = sql.replace("%", "%%") if conn.dialect.name == "postgresql" else sql
-                    result = conn.exec_driver_sql(statement)
-                    frame = (pd.DataFrame(result.fetchall(), columns=list(result.keys()))
-                             if result.returns_rows else pd.DataFrame())
-                    self.last_rowcount = result.rowcount if not result.returns_rows else None
-                    if write:
-                        conn.commit()
-                    return frame
+                    yield conn
                 finally:
-                    if not write:
+                    if conn.in_transaction():
                         conn.rollback()
                     if toggle:
                         _read_only(conn, False)
-        except SQLAlchemyError as exc:
+        except _Timeout as exc:
+            raise StoreError(f"SQL error: the statement ran past its {exc.args[0]:g} s time limit "
+                             "(`bench sql --timeout`)") from None
+        except (SQLAlchemyError, sqlite3.Error) as exc:
             message = _first_line(exc)
             if not write and any(word in message for word in ("readonly", "read-only", "read only", "not authorized")):
                 message += " (`bench sql` is read-only: pass --write to change the database)"
+            if "statement timeout" in message:
+                message += " (`bench sql --timeout`)"
             raise StoreError(f"SQL error: {message}") from None
-        except (sqlite3.Warning, ValueError) as exc:  # e.g. more than one statement at a time
+        except _postgresql_errors() as exc:
             raise StoreError(f"SQL error: {_first_line(exc)}") from None
+        except ValueError as exc:  # e.g. a NUL character in the statement
+            raise StoreError(f"SQL error: {_first_line(exc)}") from None
+
+    def query(self, sql: str, write: bool = False) -> pd.DataFrame:
+        """Run one SQL statement and return its rows; read-only unless `write` (then committed;
+        `last_rowcount` says how many rows it changed)."""
+        with self.stream(sql, write=write) as rows:
+            data = [row for chunk in rows.chunks for row in chunk]
+        return pd.DataFrame(data, columns=rows.columns) if rows.columns else pd.DataFrame()
 
     def run_info(self, run_id: int) -> RunInfo:
         with Session(self.engine) as session:
@@ -443,9 +591,77 @@ class Store:
             FROM runs r LEFT JOIN devices d ON d.id = r.device_id ORDER BY r.id""")
 
 
+def _create_file(path: Path) -> None:
+    """A new database, built whole (schema and published figures) under a temporary name beside
+    `path` and then hard-linked into place: it appears complete or not at all, so a process that
+    finds the file never finds it empty or half made. When several processes create it at once,
+    the first link wins and the others use that file."""
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise StoreError(f"cannot create {path}: directory {path.parent} is not writable")
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.new")
+    try:
+        url = URL.create("sqlite", database=str(temp))
+        store = Store(url, _engine(url, temp, read_only=False), path=temp)
+        try:
+            store._upgrade()
+            store._sync_references()
+        finally:
+            store.engine.dispose()  # the last connection: SQLite checks the log in and removes it
+        try:
+            os.link(temp, path)
+        except FileExistsError:
+            pass  # another process made it first: that file is used
+        except OSError:  # a file system without hard links
+            if not path.exists():
+                os.replace(temp, path)
+    except (OSError, sqlite3.Error) as exc:
+        raise StoreError(f"cannot create {path}: {exc}") from None
+    finally:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{temp}{suffix}").unlink(missing_ok=True)
+
+
+def check_integrity(db: str | os.PathLike | None) -> None:
+    """Refuse a damaged SQLite file (SQLite's quick_check), reading only; other databases pass."""
+    path = sqlite_path(resolve_url(db))
+    if path is None or not path.is_file():
+        return
+    _check_sqlite_file(path)
+    try:
+        probe = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            problems = [str(row[0]) for row in probe.execute("PRAGMA quick_check(5)")]
+        finally:
+            probe.close()
+    except sqlite3.Error as exc:
+        problems = [str(exc)]
+    if problems != ["ok"]:
+        raise StoreError(f"{path} is damaged ({'; '.join(problems)[:200]}): restore it from a backup "
+                         "(a .schemaN.bak beside it, or a copy); nothing was changed")
+
+
+def _engine(url: URL, path: Path | None, read_only: bool) -> Engine:
+    """The engine of a database: SQLite with its pragmas (read-only connections where asked), or a
+    server database with a connect timeout."""
+    try:
+        if path is not None:
+            engine = create_engine(_read_only_url(path) if read_only else url)
+            event.listen(engine, "connect", _sqlite_connect_read_only if read_only else _sqlite_connect)
+            event.listen(engine, "begin", _sqlite_begin)
+            return engine
+        connect_args = {}
+        if url.get_backend_name() == "postgresql" and "connect_timeout" not in url.query:
+            connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
+        engine = create_engine(url, connect_args=connect_args)
+    except (ArgumentError, SQLAlchemyError, ImportError) as exc:
+        raise StoreError(f"cannot open database {describe(url)}: {_first_line(exc)}") from None
+    if read_only and engine.dialect.name == "postgresql":
+        event.listen(engine, "connect", _postgresql_read_only)
+    return engine
+
+
 def _check_sqlite_file(path: Path) -> None:
-    """Refuse a file that is not SQLite before the engine's first connection touches it (that
-    connection sets WAL mode, which would write a header into an empty file).
+    """Refuse a file that is not SQLite before the engine's first connection touches it.
 
     The file is read through SQLite, read-only, never with open()/close(): closing any other
     descriptor of the file would drop the POSIX locks that this process's SQLite connections
@@ -463,6 +679,18 @@ def _check_sqlite_file(path: Path) -> None:
         raise StoreError(f"{path} is not a hopper-bench database ({exc})") from None
 
 
+def copy_sqlite(source: Path, target: Path) -> None:
+    """A consistent copy of a SQLite file through SQLite's backup API: commits still in the source's
+    -wal come along (a plain file copy would drop them). The source is opened read-only."""
+    reader = sqlite3.connect(f"{source.as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+    copy = sqlite3.connect(target)
+    try:
+        reader.backup(copy)
+    finally:
+        reader.close()
+        copy.close()
+
+
 def _backup(path: Path, revision: str) -> Path:
     """A consistent copy of the SQLite file (WAL included) before it is upgraded."""
     target = path.with_name(f"{path.name}.schema{int(revision)}.bak")
@@ -470,13 +698,100 @@ def _backup(path: Path, revision: str) -> Path:
     while target.exists():
         n += 1
         target = path.with_name(f"{path.name}.schema{int(revision)}.{n}.bak")
-    source, copy = sqlite3.connect(path), sqlite3.connect(target)
-    try:
-        source.backup(copy)
-    finally:
-        source.close()
-        copy.close()
+    copy_sqlite(path, target)
     return target
+
+
+class _Timeout(Exception):
+    """A `bench sql` statement ran past its time limit (args[0]: the limit in seconds)."""
+
+
+def _sqlite_rows(raw: sqlite3.Connection, sql: str, timeout_s: float | None, chunk_rows: int) -> Rows:
+    """One statement on a SQLite connection, its rows fetched a chunk at a time. A progress handler
+    stops it at its deadline, and lets a Ctrl-C (raised inside the handler, which SQLite then
+    answers with "interrupted") reach Python while SQLite works."""
+    deadline = time.monotonic() + timeout_s if timeout_s else None
+
+    def progress() -> int:
+        return int(deadline is not None and time.monotonic() > deadline)
+
+    def translated(call):
+        try:
+            return call()
+        except sqlite3.OperationalError as exc:
+            if "interrupted" not in str(exc):
+                raise
+            if deadline is not None and time.monotonic() > deadline:
+                raise _Timeout(timeout_s) from None
+            raise KeyboardInterrupt from None
+
+    raw.set_progress_handler(progress, 10_000)
+    raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+    cursor = raw.cursor()
+    translated(lambda: cursor.execute(sql))
+
+    def chunks():
+        while batch := translated(lambda: cursor.fetchmany(chunk_rows)):
+            yield batch
+
+    columns = [d[0] for d in cursor.description] if cursor.description else []
+    return Rows(columns, chunks(), None if cursor.description else cursor.rowcount)
+
+
+def _postgresql_rows(raw, sql: str, chunk_rows: int) -> Rows:
+    """One statement on a psycopg connection. The server first prepares it (the extended query
+    protocol takes exactly one statement, so `...; COMMIT; BEGIN READ WRITE; ...` fails here, before
+    anything runs) and describes it: a statement with rows is streamed in chunks, so neither side
+    holds the whole result; one without runs as it is and says how many rows it changed."""
+    from itertools import islice
+
+    from psycopg import pq
+
+    pgconn = raw.pgconn
+    prepared = pgconn.prepare(b"", sql.encode())
+    if prepared.status != pq.ExecStatus.COMMAND_OK:
+        raise StoreError(f"SQL error: {_pg_message(prepared)}")
+    described = pgconn.describe_prepared(b"")
+    if described.status != pq.ExecStatus.COMMAND_OK:
+        raise StoreError(f"SQL error: {_pg_message(described)}")
+    cursor = raw.cursor()
+    if described.nfields == 0:
+        cursor.execute(sql)
+        return Rows([], iter(()), cursor.rowcount)
+    try:
+        rows = cursor.stream(sql, size=chunk_rows)
+        first = list(islice(rows, chunk_rows))
+    except _postgresql_not_supported():  # a libpq before 17: one row at a time
+        rows = cursor.stream(sql)
+        first = list(islice(rows, chunk_rows))
+
+    def chunks():
+        batch = first
+        while batch:
+            yield batch
+            batch = list(islice(rows, chunk_rows))
+
+    names = [described.fname(i).decode("utf-8", "replace") for i in range(described.nfields)]
+    return Rows(names, chunks())
+
+
+def _pg_message(result) -> str:
+    message = (result.error_message or b"").decode("utf-8", "replace").strip()
+    return message.removeprefix("ERROR:").strip().splitlines()[0] if message else "the server refused the statement"
+
+
+def _postgresql_errors() -> tuple:
+    import sys
+
+    psycopg = sys.modules.get("psycopg")
+    return (psycopg.Error,) if psycopg else ()
+
+
+def _postgresql_not_supported() -> tuple:
+    import sys
+
+    psycopg = sys.modules.get("psycopg")
+    return (psycopg.NotSupportedError,) if psycopg else ()
 
 
 def _sqlite_connect(dbapi_connection, _record) -> None:
@@ -518,11 +833,9 @@ def _postgresql_read_only(dbapi_connection, _record) -> None:
     dbapi_connection.commit()
 
 
-def _read_only_url(url: str, path: Path) -> str:
+def _read_only_url(path: Path) -> URL:
     """SQLite's read-only URI for `path` (the driver opens it with SQLITE_OPEN_READONLY)."""
-    from urllib.parse import quote
-
-    return f"sqlite:///file:{quote(str(path))}?mode=ro&uri=true"
+    return URL.create("sqlite", database=f"file:{quote(str(path))}", query={"mode": "ro", "uri": "true"})
 
 
 SCHEMA_LOCK = 0x68627368  # PostgreSQL advisory lock key ("hbsh") of every write transaction

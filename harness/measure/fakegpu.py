@@ -39,7 +39,9 @@ class SimulatedLaunchFailure(RuntimeError):
 class FakeBackend:
     def __init__(self, settings: RunSettings):
         self.settings = settings
-        self.delay = float(os.environ.get("HOPPER_BENCH_FAKE_DELAY", "0"))
+        from harness import environment
+
+        self.delay = environment.fake_delay_s()
 
     def open(self, gpu_index: int) -> DeviceInfo:
         self.device = simulated_device(gpu_index)

@@ -48,7 +48,9 @@ def _device_count() -> int:
     from harness.measure.worker import backend_name
 
     if backend_name() == "fake":
-        return int(os.environ.get("HOPPER_BENCH_FAKE_GPUS", "2"))
+        from harness import environment
+
+        return environment.fake_gpus()
     try:
         from cupy.cuda import runtime
 

@@ -33,10 +33,9 @@ STARTUP_TIMEOUT_S = 120.0  # spawn, import CuPy, create the CUDA context
 
 
 def backend_name() -> str:
-    name = os.environ.get("HOPPER_BENCH_BACKEND", "cuda")
-    if name not in BACKENDS:
-        raise SpecError(f"HOPPER_BENCH_BACKEND={name!r} is not a backend: expected one of {', '.join(BACKENDS)}")
-    return name
+    from harness import environment
+
+    return environment.backend()
 
 
 class CudaBackend:

@@ -12,7 +12,6 @@ from harness.families import FAMILIES
 from harness.measure.device import open_device
 from harness.measure.runner import RunSettings, measure_case
 from harness.stats import coarse_grid
-from harness.spec import parse_case_id
 
 pytestmark = pytest.mark.gpu
 MEMORY = FAMILIES["memory"]
