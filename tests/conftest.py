@@ -102,8 +102,9 @@ def bench_process(*args, env=None, **popen):
     import subprocess
     import sys
 
+    streams = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, **popen}
     return subprocess.Popen([sys.executable, "-m", "harness", *args], env={**os.environ, **(env or {})},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen)
+                            text=True, **streams)
 
 
 # -- a real PostgreSQL server for the tests that run against it (tests/test_postgres.py) -----------

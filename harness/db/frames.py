@@ -10,7 +10,7 @@ from harness.db.store import Store
 from harness.errors import SpecError
 
 
-def _view(db: str | None, view: str, filters: dict) -> pd.DataFrame:
+def _view(db, view: str, filters: dict) -> pd.DataFrame:
     store = Store.open(db, read_only=True)
     try:
         with store.engine.connect() as conn:
@@ -34,7 +34,7 @@ def _view(db: str | None, view: str, filters: dict) -> pd.DataFrame:
             query = text(f"SELECT * FROM {view}{where}").bindparams(*expanding)
             return pd.DataFrame(conn.execute(query, params).fetchall(), columns=columns)
     finally:
-        store.engine.dispose()
+        store.close()
 
 
 def results(db: str | None = None, **filters) -> pd.DataFrame:
