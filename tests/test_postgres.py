@@ -45,8 +45,10 @@ def test_the_analyses_give_the_same_answers_as_on_sqlite(pg_url, tmp_path):
 
 def test_read_only_means_read_only(pg_url):
     make_db(pg_url)
-    result = bench("sql", "DELETE FROM runs", "--db", pg_url)
+    result = bench("sql", "WITH d AS (DELETE FROM runs RETURNING id) SELECT * FROM d", "--db", pg_url)
     assert result.exit_code == 4 and "read-only transaction" in result.output
+    refused = bench("sql", "DELETE FROM runs", "--db", pg_url)
+    assert refused.exit_code == 4 and "pass --write" in refused.output
     assert Store.open(pg_url, read_only=True).query("SELECT COUNT(*) AS n FROM runs").n[0] == 1
     written = bench("sql", "--write", "UPDATE runs SET host = 'x'", "--db", pg_url)
     assert written.exit_code == 0 and written.output.strip() == "1 row changed"
@@ -76,3 +78,126 @@ def test_two_processes_write_runs_at_once(pg_url):
     store = Store.open(pg_url, read_only=True)
     assert store.query("SELECT COUNT(*) AS n FROM runs").n[0] == 2
     assert store.query("SELECT COUNT(*) AS n FROM measurements").n[0] == 12
+
+
+ESCAPES = ["ROLLBACK; BEGIN READ WRITE; UPDATE runs SET host='x' WHERE id=1; COMMIT",
+           "COMMIT; UPDATE runs SET host='x'", "SELECT 1; UPDATE runs SET host='x'",
+           "UPDATE runs SET host='x'", "WITH w AS (UPDATE runs SET host='x' RETURNING id) SELECT * FROM w",
+           "SELECT set_config('default_transaction_read_only', 'off', false)",
+           "SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE", "BEGIN READ WRITE", "COMMIT",
+           "/* a comment */ COPY (SELECT 1) TO PROGRAM 'touch {marker}'", "CALL nothing()", "DO $$ BEGIN END $$"]
+
+
+def test_read_only_holds_against_every_way_out(pg_url):
+    """One statement per `bench sql`, in a read-only transaction: a statement that ends the
+    transaction or changes the session cannot open the door for the next one."""
+    import tempfile
+    from pathlib import Path
+
+    make_db(pg_url)
+    marker = Path(tempfile.mkdtemp()) / "ran"
+    for statement in ESCAPES:
+        result = bench("sql", statement.format(marker=marker), "--db", pg_url)
+        assert result.exit_code in (0, 4), (statement, result.output)
+        assert "internal error" not in result.output
+        after = bench("sql", "UPDATE runs SET host='x'", "--db", pg_url)
+        assert after.exit_code == 4 and "read-only" in after.output, (statement, after.output)
+    assert Store.open(pg_url, read_only=True).query("SELECT host FROM runs").host.tolist() == ["testhost"]
+    assert not marker.exists()  # COPY ... TO PROGRAM never reached the server
+    shown = bench("sql", "-- the server\n(SHOW server_version)", "--db", pg_url)
+    assert shown.exit_code != 0 or "server_version" in shown.output
+    assert bench("sql", "/* a /* nested */ comment */ SELECT 1 AS one", "--db", pg_url).output.split()[0] == "one"
+    for args in (["SELECT 1; UPDATE runs SET host='x'"], ["--write", "UPDATE runs SET host='a'; UPDATE runs SET host='b'"]):
+        several = bench("sql", *args, "--db", pg_url)
+        assert several.exit_code == 4 and "multiple commands" in several.output, several.output
+    assert Store.open(pg_url, read_only=True).query("SELECT host FROM runs").host.tolist() == ["testhost"]
+
+
+def test_a_statement_on_postgresql_stops_on_ctrl_c_and_at_its_time_limit(pg_url):
+    import signal
+    import time
+
+    from conftest import bench_process
+
+    make_db(pg_url)
+    proc = bench_process("sql", "SELECT pg_sleep(60)", "--db", pg_url)
+    time.sleep(3.0)
+    assert proc.poll() is None
+    proc.send_signal(signal.SIGINT)
+    stopped = time.monotonic()
+    out, _ = proc.communicate(timeout=10)
+    assert time.monotonic() - stopped < 1.0 and proc.returncode == 130, out
+    timed = bench("sql", "SELECT pg_sleep(60)", "--timeout", "0.5", "--db", pg_url)
+    assert timed.exit_code == 4 and "statement timeout" in timed.output
+
+
+def test_a_large_result_on_postgresql_streams_in_bounded_memory(pg_url):
+    import time
+    from pathlib import Path
+
+    from conftest import bench_process
+
+    make_db(pg_url)
+    proc = bench_process("sql", "SELECT x, repeat('y', 200) FROM generate_series(1, 100000000) AS x", "--format",
+                         "csv", "--max-rows", "0", "--db", pg_url, stdout=subprocess.DEVNULL)
+    peak, deadline = 0.0, time.monotonic() + 5
+    while time.monotonic() < deadline and proc.poll() is None:
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+        peak = max(peak, int(status.split("VmRSS:")[1].split()[0]) / 1024)
+        time.sleep(0.1)
+    assert proc.poll() is None
+    proc.terminate()
+    proc.wait(timeout=10)
+    assert peak < 200, f"{peak:.0f} MB"
+
+
+def test_a_merge_into_postgresql_brings_a_resumed_runs_measurements(pg_url, tmp_path):
+    from conftest import fake_device, fake_result
+    from harness.provenance import Provenance
+
+    node = tmp_path / "node.db"
+    prov = Provenance("bench run --suite wgmma", "node7", "abc123", False, "0.1.0", "3.12", "14.2", "13.0")
+    cases = ["wgmma.mma_async.m64n8k16.f32.f16.f16.SS", "wgmma.mma_async.m64n64k16.f32.f16.f16.SS"]
+    with Store.open(node, create=True) as store:
+        run = store.start_run(fake_device(), prov, "wgmma", None)
+        store.record_case(run, fake_result(cases[0], 18.0))
+        store.finish_run(run, "interrupted")
+    merge([str(node)], pg_url)
+    with Store.open(node) as store:
+        store.resume_run(run)
+        store.record_case(run, fake_result(cases[1], 18.0))
+        store.finish_run(run, "complete")
+    assert merge([str(node)], pg_url)[0].updated == [1]
+    with Store.open(pg_url, read_only=True) as store:
+        assert store.query("SELECT status FROM runs").status.tolist() == ["complete"]
+        assert store.query("SELECT COUNT(DISTINCT case_id) AS n FROM results").n[0] == 2
+
+
+def test_sql_fuzzing_on_postgresql_never_writes_or_crashes(pg_url):
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    make_db(pg_url)
+
+    def state():
+        with Store.open(pg_url, read_only=True) as store:
+            return store.query("SELECT r.*, (SELECT COUNT(*) FROM measurement_rows) AS n FROM runs r").astype(str) \
+                .values.tolist()
+
+    before = state()
+    words = st.sampled_from(["SELECT", "UPDATE runs SET host='x'", "DELETE FROM runs", ";", "COMMIT", "BEGIN",
+                             "READ WRITE", "1", "'%'", "%s", "$$", "--", "/*", "*/", "FROM runs", "pg_sleep(0)",
+                             "DROP TABLE runs", "SET", "TRANSACTION", "\\", "'", '"', "COPY runs TO STDOUT"])
+    text = st.one_of(st.lists(words, min_size=1, max_size=8).map(" ".join),
+                     st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=30))
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(text, st.sampled_from(["table", "csv", "json", "markdown"]))
+    def one(statement, fmt):
+        result = bench("sql", statement, "--format", fmt, "--db", pg_url)
+        if result.exit_code != 0:
+            assert result.exit_code in (2, 4) and len(result.output.strip().splitlines()) == 1, result.output
+            assert result.output.startswith("error: ") and "internal error" not in result.output, result.output
+
+    one()
+    assert state() == before

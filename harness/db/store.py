@@ -513,6 +513,9 @@ class Store:
                     raw.set_progress_handler(None, 0)
                     raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limit)
             else:
+                if not write and _leading_keyword(sql) not in READING_KEYWORDS:
+                    raise StoreError("SQL error: a read-only statement on PostgreSQL starts with "
+                                     f"{', '.join(READING_KEYWORDS)} (pass --write to run others)")
                 if timeout_s:
                     conn.exec_driver_sql(f"SET LOCAL statement_timeout = {max(1, int(timeout_s * 1000))}")
                 rows = _postgresql_rows(raw, sql, chunk_rows)
@@ -773,6 +776,37 @@ def _postgresql_rows(raw, sql: str, chunk_rows: int) -> Rows:
 
     names = [described.fname(i).decode("utf-8", "replace") for i in range(described.nfields)]
     return Rows(names, chunks())
+
+
+# What a read-only statement on PostgreSQL may start with. A read-only transaction does not stop
+# everything: COPY ... TO PROGRAM runs a server command for a superuser, so other statements are
+# refused before they reach the server. (Functions with effects outside the database, such as
+# lo_export, need a role without those rights: see docs/database.md.)
+READING_KEYWORDS = ("SELECT", "WITH", "VALUES", "TABLE", "SHOW", "EXPLAIN")
+
+
+def _leading_keyword(sql: str) -> str:
+    """The statement's first word, past whitespace, comments (-- and nested /* */) and "("."""
+    i, n = 0, len(sql)
+    while i < n:
+        if sql[i].isspace() or sql[i] == "(":
+            i += 1
+        elif sql.startswith("--", i):
+            end = sql.find("\n", i)
+            i = n if end < 0 else end + 1
+        elif sql.startswith("/*", i):
+            depth, i = 1, i + 2
+            while i < n and depth:
+                if sql.startswith("/*", i):
+                    depth, i = depth + 1, i + 2
+                elif sql.startswith("*/", i):
+                    depth, i = depth - 1, i + 2
+                else:
+                    i += 1
+        else:
+            break
+    match = re.match(r"[A-Za-z]+", sql[i:])
+    return match.group(0).upper() if match else ""
 
 
 def _pg_message(result) -> str:
