@@ -11,7 +11,7 @@ import time
 import click
 
 from harness import output
-from harness.errors import HarnessError, redact
+from harness.errors import HarnessError, one_line, redact
 from harness.measure.runner import RunSettings
 from harness.measure.worker import DEFAULT_WATCHDOG_S
 
@@ -46,7 +46,7 @@ def fail(message: object, code: int) -> None:
     """The one way out of a failing command: one line on stderr (its first line, passwords masked,
     at most MAX_MESSAGE characters) and the exit status."""
     lines = redact(message).strip().splitlines() or ["failed"]
-    line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in lines[0])  # raw bytes as \\xNN
+    line = one_line(lines[0])  # raw bytes as \\xNN
     line = line if len(line) <= MAX_MESSAGE else line[:MAX_MESSAGE - 3] + "..."
     click.echo(f"error: {line}", err=True)
     sys.exit(code)

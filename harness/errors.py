@@ -20,14 +20,19 @@ def redact(text: object) -> str:
     return _KEYWORD_PASSWORD.sub(r"\1***", text)
 
 
+def one_line(text: str) -> str:
+    """`text` with line breaks and other unprintable characters (a file name may hold any) escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 class HarnessError(Exception):
     """A failure the user can act on; its message is one line that names the problem (passwords
-    masked)."""
+    masked, unprintable characters escaped)."""
 
     exit_code = 1
 
     def __init__(self, message: object = "", *args):
-        super().__init__(redact(message), *args)
+        super().__init__(one_line(redact(message)), *args)
 
 
 class SpecError(HarnessError):

@@ -76,7 +76,7 @@ BAD_INPUTS = [
     (["run", "--suite", "wgmma", "--watchdog", "inf"], 2, "--watchdog.*inf is not in the range"),
     (["run", "--resume", "99999999999999999999"], 2, "--resume.*is not in the range 1<=x<=9223372036854775807"),
     (["run", "--suite", "wgmma", "--seed", "-3"], 2, "--seed.*is not in the range 0<=x<=4294967295"),
-    (["run", "--suite", "wgmma", "--db", "~nosuchuser/r.db"], 4, "cannot use --db '~nosuchuser/r.db'"),
+    (["run", "--suite", "wgmma", "--db", "~nosuchuser/r.db"], 4, "~nosuchuser does not exist"),
     (["run", "--resume", "99"], 4, "no run 99 .*runs 1..1; see `bench runs`"),
     (["run", "--resume", "1", "--suite", "wgmma"], 2, "--resume takes the suite and filter from the run"),
     (["run", "--resume", "1"], 2, "run 1 is complete: only interrupted or failed runs can be resumed"),

@@ -85,8 +85,10 @@ def check(result, may_write: bool, db: Path, before: str) -> None:
         lines = output.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: "), output
         assert "secret" not in output  # passwords never printed
-    if not may_write:
-        assert digest(db) == before
+    if not may_write or result.exit_code != 0:  # a failed command changes nothing either
+        assert digest(db) == before, output
+    if not may_write:  # and a reading one leaves nothing beside the file
+        assert not Path(f"{db}-wal").exists() and not Path(f"{db}-shm").exists(), output
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -142,3 +144,80 @@ def test_any_db_path_or_url_is_one_line(path, args, monkeypatch, tmp_path):
     if result.exit_code:
         lines = result.output.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: ") and "secret" not in result.output, result.output
+
+
+URL_CHARACTERS = st.text(st.sampled_from("ab?#%&=:@;+ 41F~"), min_size=1, max_size=12)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=URL_CHARACTERS)
+def test_a_file_name_with_url_characters_is_that_file(template, name, monkeypatch):
+    """A path is never parsed as a URL: `?`, `#`, `%41`, `@` and `:` are characters of the name."""
+    with tempfile.TemporaryDirectory() as scratch:
+        monkeypatch.chdir(scratch)
+        target = Path(scratch) / f"{name}.db"
+        shutil.copy(template, target)
+        before = digest(target)
+        result = CliRunner().invoke(cli, ["runs", "--db", f"{name}.db"])
+        assert result.exit_code == 0 and "wgmma" in result.output, result.output
+        merged = CliRunner().invoke(cli, ["merge", f"{name}.db", "--into", f"{name}.merged.db"])
+        assert merged.exit_code == 0, merged.output
+        assert sorted(p.name for p in Path(scratch).iterdir()) == sorted([f"{name}.db", f"{name}.merged.db"])
+        assert digest(target) == before
+
+
+ENVIRONMENT = st.sampled_from(["HOPPER_BENCH_FAKE_DELAY", "HOPPER_BENCH_FAKE_GPUS", "HOPPER_BENCH_BACKEND",
+                               "HOPPER_BENCH_GIT_COMMIT", "HOPPER_BENCH_GIT_DIRTY", "HOPPER_BENCH_CACHE",
+                               "HOPPER_BENCH_DB"])
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=ENVIRONMENT, value=st.one_of(NUMBERS, TEXT, st.sampled_from(["fake", "cuda", "1", "0", "/", "deadbeef"])),
+       args=st.sampled_from([["runs"], ["list"], ["run", "--suite", "mma", "--filter", "*m16n8k16.row.col.f32.f16*"],
+                             ["run", "--suite", "mma", "--gpus", "all", "--filter", "*m8n8k4.row.col.f16.f16*"]]))
+def test_any_environment_value_is_one_line_or_works(template, name, value, args, monkeypatch):
+    """The HOPPER_BENCH_* variables: a bad value is one line before any work, never a worker's
+    traceback or every case stored as a fault."""
+    with tempfile.TemporaryDirectory() as scratch:
+        db = Path(scratch) / "r.db"
+        shutil.copy(template, db)
+        monkeypatch.chdir(scratch)
+        monkeypatch.setenv("HOPPER_BENCH_BACKEND", "fake")
+        monkeypatch.setenv("HOPPER_BENCH_CACHE", str(Path(scratch) / "cache"))
+        monkeypatch.setenv(name, value)
+        before = digest(db)
+        result = CliRunner().invoke(cli, [*args] + ([] if name == "HOPPER_BENCH_DB" else ["--db", str(db)]))
+        assert "Traceback" not in result.output and result.exit_code != INTERNAL_ERROR, result.output
+        if result.exit_code:
+            lines = result.output.strip().splitlines()
+            assert lines[-1].startswith("error: ") and digest(db) == before, result.output
+            if "--gpus" not in args:
+                assert len(lines) == 1, result.output
+        elif args[0] == "run" and "--gpus" not in args:
+            assert " 0 faults" in result.output, result.output
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(db=st.one_of(PATHS, URL_CHARACTERS, st.just(None)), as_path=st.booleans(),
+       filters=st.dictionaries(st.one_of(TEXT, st.sampled_from(["family", "metric", "case_id", "valid", "run_id"])),
+                               st.one_of(TEXT, st.integers(), st.none(), st.lists(TEXT, max_size=3)), max_size=3))
+def test_the_python_api_raises_only_its_own_errors(template, db, as_path, filters, monkeypatch):
+    """harness.results / harness.references: a DataFrame, or a HarnessError whose message names no
+    password, for any database argument (str, pathlib.Path, None) and any filters."""
+    import harness
+    from harness.errors import HarnessError
+
+    with tempfile.TemporaryDirectory() as scratch:
+        monkeypatch.chdir(scratch)
+        shutil.copy(template, Path(scratch) / "results.db")
+        before = digest(Path(scratch) / "results.db")
+        argument = Path(db) if as_path and db else db
+        for view in (harness.results, harness.references):
+            try:
+                frame = view(argument, **filters)
+            except HarnessError as exc:
+                assert ":secret@" not in str(exc) and len(str(exc).splitlines()) <= 1
+            else:
+                assert hasattr(frame, "columns")
+        assert digest(Path(scratch) / "results.db") == before
+        assert sorted(p.name for p in Path(scratch).iterdir()) == ["results.db"]

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 from urllib.parse import quote
 
 import numpy as np
@@ -75,10 +75,12 @@ def resolve_url(db: str | os.PathLike | None) -> URL:
         if url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:"):
             raise StoreError(f"{db!r} is an in-memory database, which keeps nothing: give a file path")
         return url
+    path = Path(db)
     try:
-        return URL.create("sqlite", database=str(Path(db).expanduser().resolve()))
-    except RuntimeError as exc:  # "~someone" with no such user
-        raise StoreError(f"cannot use --db {db!r}: {exc}") from None
+        path = path.expanduser()
+    except RuntimeError:  # "~x.db" names no user's home: a file of that name
+        pass
+    return URL.create("sqlite", database=str(path.resolve()))
 
 
 def sqlite_path(url: URL) -> Path | None:
@@ -131,6 +133,7 @@ class Rows:
     columns: list[str]
     chunks: Iterator[list[tuple]]
     rowcount: int | None = None
+    close: Callable[[], None] = lambda: None
 
 
 class Store:
@@ -506,10 +509,13 @@ class Store:
             raw = conn.connection.dbapi_connection
             if dialect == "sqlite":
                 limit = raw.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
+                rows = None
                 try:
                     rows = _sqlite_rows(raw, sql, timeout_s, chunk_rows)
                     yield rows
                 finally:
+                    if rows is not None:
+                        rows.close()
                     raw.set_progress_handler(None, 0)
                     raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limit)
             else:
@@ -731,14 +737,18 @@ def _sqlite_rows(raw: sqlite3.Connection, sql: str, timeout_s: float | None, chu
     raw.set_progress_handler(progress, 10_000)
     raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
     cursor = raw.cursor()
-    translated(lambda: cursor.execute(sql))
+    try:
+        translated(lambda: cursor.execute(sql))
+    except BaseException:
+        cursor.close()  # an unfinished statement would keep the file open past the connection's close
+        raise
 
     def chunks():
         while batch := translated(lambda: cursor.fetchmany(chunk_rows)):
             yield batch
 
     columns = [d[0] for d in cursor.description] if cursor.description else []
-    return Rows(columns, chunks(), None if cursor.description else cursor.rowcount)
+    return Rows(columns, chunks(), None if cursor.description else cursor.rowcount, cursor.close)
 
 
 def _postgresql_rows(raw, sql: str, chunk_rows: int) -> Rows:
