@@ -5,17 +5,18 @@ prints 16.0/16.1. A chain kernel runs `iters` instructions as loop bodies of UNR
 ChainSlope takes the slope between a short and a long launch: that removes the launch's fixed cost but
 not a cost paid once per loop body (the taken branch back to the top, if the next instruction cannot
 issue until it is fetched). If there is one, the slope per instruction is s(U) = L + O / U for a body
-of U instructions, so the script renders each case's own probe with U = 4, 8, 16, 32 and 64, times the
-chain kernels (the same launches as ChainSlope) and fits L and O.
+of U instructions, so the script renders each case's own probe with U = 2 ... 64, times every chain
+kernel of the case's plan (ChainSlope's launches and arithmetic) and fits L and O.
 
-Only the U = 16 probe (the suite's) is validated against the NumPy reference: the chain's check
-expects 16 rounds per body; the other bodies hold the same instruction more or fewer times.
+A body that divides the suite's is validated against the NumPy reference (the check runs the same
+number of instructions); longer bodies hold the same instruction more times.
 
     python scripts/investigate_chains.py            # the six mma shapes, controls, ILP 1 and 8
 """
 
 from __future__ import annotations
 
+import re
 import sys
 
 import numpy as np
@@ -24,29 +25,33 @@ from harness.build.compile import compile_probe
 from harness.build.render import ProbeSource, render
 from harness.families import family_of
 from harness.measure.launch import LoadedProbe
+from harness.measure.methods import ChainSlope
 from harness.measure.timing import RECORD_WORDS, Records
 from harness.measure.runner import validate
 from harness.spec import parse_case_id
 
 CASES = [
-    "mma.sync.m16n8k8.row.col.f32.f16.f16.f32", "mma.sync.m16n8k8.row.col.f16.f16.f16.f16",
-    "mma.sync.m16n8k16.row.col.s32.s8.s8.s32", "mma.sync.m16n8k32.row.col.s32.s8.s8.s32",
-    "mma.sp.sync.m16n8k16.row.col.f32.f16.f16.f32", "mma.sp.sync.m16n8k16.row.col.f16.f16.f16.f16",
+    "mma.sync.m16n8k8.row.col.f32.f16.f16.f32", "mma.sync.m16n8k16.row.col.s32.s8.s8.s32",
+    "mma.sp.sync.m16n8k16.row.col.f32.f16.f16.f32",
     # controls: longer latencies
     "mma.sync.m16n8k16.row.col.f32.f16.f16.f32", "mma.sync.m16n8k8.row.col.f32.tf32.tf32.f32",
+    # the other families' chains
+    "wgmma.mma_async.m64n8k16.f32.f16.f16.SS", "wgmma.mma_async.m64n256k16.f32.f16.f16.SS",
+    "ldmatrix.sync.m8n8.x1.shared.b16",
 ]
-UNROLLS = (4, 8, 16, 32, 64)
-SHORT_BODIES, LONG_BODIES = 16, 272  # ChainSlope's
-LINE = "constexpr int UNROLL = 16;"
+UNROLLS = (2, 4, 8, 16, 32, 64)
+LINE = re.compile(r"constexpr int UNROLL = (\d+);")
 
 
-def slope(probe: LoadedProbe, kernel: str, unroll: int, per_iter: int, reps: int = 9) -> float:
-    short, long_ = SHORT_BODIES * unroll, LONG_BODIES * unroll
+def slope(probe: LoadedProbe, spec: ChainSlope, unroll: int, reps: int = 7) -> float:
+    """ChainSlope's launches and arithmetic, for a body of `unroll` instructions."""
+    short, long_ = spec.short_bodies * unroll, spec.long_bodies * unroll
+    words = spec.units * RECORD_WORDS
     values = []
     for _ in range(reps):
-        a = Records.from_words(probe.run(kernel, 1, 32, short, RECORD_WORDS).timing)
-        b = Records.from_words(probe.run(kernel, 1, 32, long_, RECORD_WORDS).timing)
-        values.append(float(b.cycles[0] - a.cycles[0]) / ((long_ - short) * per_iter))
+        a = Records.from_words(probe.run(spec.kernel, spec.grid, spec.threads, short, words).timing)
+        b = Records.from_words(probe.run(spec.kernel, spec.grid, spec.threads, long_, words).timing)
+        values.append(float(b.cycles[0] - a.cycles[0]) / ((long_ - short) * spec.per_iter))
     return float(np.median(values))
 
 
@@ -55,25 +60,25 @@ def main(case_ids: list[str]) -> None:
         case = parse_case_id(case_id)
         family = family_of(case)
         text = render(case).text
-        assert LINE in text, "the mma template's UNROLL line changed: update LINE"
-        rng = np.random.default_rng(1)
-        inputs = family.inputs(case, rng)
-        rows = {}
+        own = int(LINE.search(text).group(1))
+        specs = [s for s in family.plan(case) if isinstance(s, ChainSlope)]
+        inputs = family.inputs(case, np.random.default_rng(1))
+        rows: dict[int, dict[str, float]] = {}
         for unroll in UNROLLS:
-            source = ProbeSource(f"{case_id}.unroll{unroll}", text.replace(LINE, f"constexpr int UNROLL = {unroll};"))
+            source = ProbeSource(f"{case_id}.unroll{unroll}", LINE.sub(f"constexpr int UNROLL = {unroll};", text, 1))
             probe = LoadedProbe(compile_probe(source), inputs.buffer, family.output_words(case))
-            if unroll == 16:
+            if own % unroll == 0:  # the same chain length as the suite's check: validated
                 check = validate(case, probe, inputs)
-                assert check.ok, check.message
-            rows[unroll] = {ilp: slope(probe, f"probe_chain_ilp{ilp}", unroll, ilp) for ilp in (1, 8)}
-        print(f"== {case_id}")
-        for ilp in (1, 8):
+                assert check.ok, f"U={unroll}: {check.message}"
+            rows[unroll] = {spec.metric: slope(probe, spec, unroll) for spec in specs}
+        print(f"== {case_id} (the suite's body: {own})")
+        for spec in specs:
             u = np.array(UNROLLS, dtype=float)
-            s = np.array([rows[x][ilp] for x in UNROLLS])
-            (latency, overhead), *_ = np.linalg.lstsq(np.stack([np.ones_like(u), 1 / u], axis=1), s, rcond=None)
-            residual = float(np.max(np.abs(latency + overhead / u - s)))
-            print(f"  ILP {ilp}: " + "  ".join(f"U={x}: {rows[x][ilp]:.4f}" for x in UNROLLS)
-                  + f"   fit s(U) = {latency:.4f} + {overhead:.3f}/U  (max residual {residual:.4f})")
+            s = np.array([rows[x][spec.metric] for x in UNROLLS])
+            (limit, overhead), *_ = np.linalg.lstsq(np.stack([np.ones_like(u), 1 / u], axis=1), s, rcond=None)
+            residual = float(np.max(np.abs(limit + overhead / u - s)))
+            print(f"  {spec.metric} ({spec.kernel}): " + "  ".join(f"U={x}: {rows[x][spec.metric]:.4f}" for x in UNROLLS)
+                  + f"   fit s(U) = {limit:.4f} + {overhead:.3f}/U  (max residual {residual:.4f})")
 
 
 if __name__ == "__main__":
