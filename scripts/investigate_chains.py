@@ -12,7 +12,10 @@ The suite's body is validated against the NumPy reference as in a run; a body th
 checked too (the check runs as many instructions) and the script says whether it held; longer bodies
 hold the same instruction more times.
 
-    python scripts/investigate_chains.py            # the six mma shapes, controls, ILP 1 and 8
+    python scripts/investigate_chains.py                 # mma shapes, controls, wgmma and ldmatrix
+    python scripts/investigate_chains.py CASE_ID ...     # those cases
+    python scripts/investigate_chains.py --stalls CASE_ID KERNEL   # no GPU: the loop's SASS with the
+        stall count of each instruction (cycles before the next one issues, from its control bits)
 """
 
 from __future__ import annotations
@@ -86,5 +89,36 @@ def main(case_ids: list[str]) -> None:
                   + f"   fit s(U) = {limit:.4f} + {overhead:.3f}/U  (max residual {residual:.4f})")
 
 
+def stalls(case_id: str, kernel: str) -> None:
+    """The SASS of `kernel` from its loop's start to its branch back, with each instruction's control
+    bits (Volta and later: bits 105-108 stall cycles, 109 yield, 110-112 and 113-115 the write and read
+    barriers, 116-121 the barriers waited on)."""
+    import subprocess
+
+    from harness.build import sass
+
+    build = compile_probe(render(parse_case_id(case_id)))
+    lines = subprocess.run([sass.find_nvdisasm(), "-hex", str(build.cubin_path)], capture_output=True, text=True,
+                           check=True).stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if f".text.{kernel}:" in line or line.strip() == f"{kernel}:")
+    loop = False
+    for i in range(start, len(lines) - 1):
+        low = re.search(r"/\*([0-9a-f]{4})\*/\s+(.*?)\s*;\s*/\* (0x[0-9a-f]+) \*/", lines[i])
+        high = re.search(r"/\* (0x[0-9a-f]+) \*/", lines[i + 1]) if low else None
+        if not high:
+            continue
+        control = (int(high.group(1), 16) << 64 | int(low.group(3), 16)) >> 105
+        text = low.group(2).strip()
+        loop = loop or "HMMA" in text or "LDSM" in text or "HGMMA" in text
+        if loop:
+            print(f"{low.group(1)}  stall {control & 0xf:2d}  yield {control >> 4 & 1}  "
+                  f"waits {control >> 11 & 0x3f:06b}  {text}")
+        if loop and "BRA" in text:
+            return
+
+
 if __name__ == "__main__":
-    main(sys.argv[1:] or CASES)
+    if sys.argv[1:2] == ["--stalls"]:
+        stalls(*sys.argv[2:4])
+    else:
+        main(sys.argv[1:] or CASES)
