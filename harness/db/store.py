@@ -791,7 +791,7 @@ def _postgresql_rows(raw, sql: str, chunk_rows: int) -> Rows:
 # What a read-only statement on PostgreSQL may start with. A read-only transaction does not stop
 # everything: COPY ... TO PROGRAM runs a server command for a superuser, so other statements are
 # refused before they reach the server. (Functions with effects outside the database, such as
-# lo_export, need a role without those rights: see docs/database.md.)
+# lo_export, need a role without those rights: see the README.)
 READING_KEYWORDS = ("SELECT", "WITH", "VALUES", "TABLE", "SHOW", "EXPLAIN")
 
 

@@ -161,7 +161,7 @@ class Measurement(Base):
     error: Mapped[str | None] = mapped_column(Text)
     validation_max_error: Mapped[float | None] = mapped_column(Float)
     created_at: Mapped[datetime] = mapped_column(DateTime)
-    # How the GPU behaved while the samples were taken (NVML, harness/telemetry.py).
+    # How the GPU behaved while the samples were taken (NVML, harness/measure/telemetry.py).
     telemetry_samples: Mapped[int] = mapped_column(Integer, default=0)
     nvml_sm_clock_mhz: Mapped[float | None] = mapped_column(Float)  # median
     nvml_mem_clock_mhz: Mapped[float | None] = mapped_column(Float)  # median
@@ -205,7 +205,7 @@ class SampleArray(Base):
 
 
 class ReferenceFigure(Base):
-    """A published figure (harness/references.py); case_id and metric are None where unmapped."""
+    """A published figure (harness/db/references.py); case_id and metric are None where unmapped."""
 
     __tablename__ = "reference_figures"
     id: Mapped[int] = mapped_column(primary_key=True)

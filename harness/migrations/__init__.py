@@ -1,8 +1,8 @@
-"""Alembic migrations of the results database, run programmatically by harness/store.py.
+"""Alembic migrations of the results database, run programmatically by harness/db/store.py.
 
 Revisions are numbered 0001, 0002, ...; the number is the schema version that `meta` records
 (older harnesses read it to refuse a newer file). Each migration spells out its own DDL rather than
-importing harness/tables.py, which only ever describes the newest schema.
+importing harness/db/tables.py, which only ever describes the newest schema.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Alembic environment: migrations run on the connection harness/store.py passes in."""
+"""Alembic environment: migrations run on the connection harness/db/store.py passes in."""
 
 from alembic import context
 

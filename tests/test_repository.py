@@ -1,0 +1,38 @@
+"""The repository itself: nothing tracked is silently ignored, and every path the docs and comments
+name exists (issue 24)."""
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+# A repository path as docs and comments write it: harness/..., ptx/..., scripts/..., tests/..., docs/...
+# (a path with a placeholder, such as reports/<gpu>-<date>-run<N>/ or schema_v{n}.db, is a pattern: skipped)
+PATH = re.compile(r"(?<![\w./-])((?:harness|ptx|scripts|tests|docs|reports)/[\w./<>*{}-]*[\w>}*])")
+PLACEHOLDER = re.compile(r"[<>*{}]")
+NOT_IN_THE_TREE = {"harness/ptx"}  # where the wheel puts ptx/ (pyproject.toml's force-include)
+
+
+def tracked() -> list[str]:
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    return subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+
+
+def test_no_tracked_directory_is_ignored():
+    """A pattern such as `build/` would match harness/build/: a new file there would never be committed."""
+    folders = sorted({str(Path(f).parent) for f in tracked()} - {"."})
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", "--stdin"], cwd=ROOT, input="\n".join(
+        f"{folder}/" for folder in folders), capture_output=True, text=True).stdout.split()
+    assert ignored == [], f"tracked folders matched by .gitignore: {ignored}"
+
+
+def test_every_path_named_in_docs_and_comments_exists():
+    files = [f for f in tracked() if f.endswith((".md", ".py", ".cuh", ".in", ".sh", ".sbatch", ".toml", ".txt"))
+             and not f.startswith("reports/")]
+    missing = sorted({(match, name) for name in files for match in PATH.findall((ROOT / name).read_text(errors="replace"))
+                      if match not in NOT_IN_THE_TREE and not PLACEHOLDER.search(match) and not (ROOT / match).exists()})
+    assert missing == [], missing
