@@ -201,6 +201,18 @@ ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELEC
 SLOW = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 2000000000) SELECT COUNT(*) FROM c"
 
 
+@pytest.fixture
+def processes():
+    """Processes a test starts, killed when it ends however it ends (a failed test must not leave an
+    endless statement running)."""
+    started = []
+    yield started
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -209,10 +221,11 @@ def rss_mb(pid: int) -> float:
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads memory from /proc")
-def test_an_endless_result_streams_in_bounded_memory_and_stops_on_ctrl_c(tmp_path):
+def test_an_endless_result_streams_in_bounded_memory_and_stops_on_ctrl_c(tmp_path, processes):
     db = make_db(tmp_path / "r.db")
     proc = bench_process("sql", ENDLESS, "--format", "csv", "--max-rows", "0", "--db", str(db),
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    processes.append(proc)
     # the rows go nowhere, as fast as they come
     peak, deadline = 0.0, time.monotonic() + 4
     while time.monotonic() < deadline and proc.poll() is None:
@@ -226,9 +239,10 @@ def test_an_endless_result_streams_in_bounded_memory_and_stops_on_ctrl_c(tmp_pat
     assert peak < 200, f"{peak:.0f} MB"
 
 
-def test_a_busy_statement_stops_on_ctrl_c_within_a_second(tmp_path):
+def test_a_busy_statement_stops_on_ctrl_c_within_a_second(tmp_path, processes):
     db = make_db(tmp_path / "r.db")
     proc = bench_process("sql", SLOW, "--db", str(db))
+    processes.append(proc)
     time.sleep(2.0)  # python, imports, then SQLite counting
     assert proc.poll() is None
     proc.send_signal(signal.SIGINT)
@@ -399,11 +413,12 @@ def test_a_database_that_keeps_nothing_is_refused_by_every_command(db):
         assert result.exit_code in (2, 4) and result.output.startswith("error: "), (args, result.output)
 
 
-def test_run_checks_the_database_before_it_starts_a_gpu_worker(tmp_path):
+def test_run_checks_the_database_before_it_starts_a_gpu_worker(tmp_path, processes):
     text = tmp_path / "notes.db"
     text.write_text("not a database")
     started = time.monotonic()
     proc = bench_process("run", "--suite", "wgmma", "--db", str(text), env={"HOPPER_BENCH_BACKEND": "fake"})
+    processes.append(proc)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 4 and "not a hopper-bench database" in out and "GPU" not in out, out
     assert time.monotonic() - started < 30

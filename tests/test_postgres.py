@@ -113,7 +113,7 @@ def test_read_only_holds_against_every_way_out(pg_url):
     assert Store.open(pg_url, read_only=True).query("SELECT host FROM runs").host.tolist() == ["testhost"]
 
 
-def test_a_statement_on_postgresql_stops_on_ctrl_c_and_at_its_time_limit(pg_url):
+def test_a_statement_on_postgresql_stops_on_ctrl_c_and_at_its_time_limit(pg_url, request):
     import signal
     import time
 
@@ -121,6 +121,7 @@ def test_a_statement_on_postgresql_stops_on_ctrl_c_and_at_its_time_limit(pg_url)
 
     make_db(pg_url)
     proc = bench_process("sql", "SELECT pg_sleep(60)", "--db", pg_url)
+    request.addfinalizer(proc.kill)
     time.sleep(3.0)
     assert proc.poll() is None
     proc.send_signal(signal.SIGINT)
@@ -131,7 +132,7 @@ def test_a_statement_on_postgresql_stops_on_ctrl_c_and_at_its_time_limit(pg_url)
     assert timed.exit_code == 4 and "statement timeout" in timed.output
 
 
-def test_a_large_result_on_postgresql_streams_in_bounded_memory(pg_url):
+def test_a_large_result_on_postgresql_streams_in_bounded_memory(pg_url, request):
     import time
     from pathlib import Path
 
@@ -140,6 +141,7 @@ def test_a_large_result_on_postgresql_streams_in_bounded_memory(pg_url):
     make_db(pg_url)
     proc = bench_process("sql", "SELECT x, repeat('y', 200) FROM generate_series(1, 100000000) AS x", "--format",
                          "csv", "--max-rows", "0", "--db", pg_url, stdout=subprocess.DEVNULL)
+    request.addfinalizer(proc.kill)
     peak, deadline = 0.0, time.monotonic() + 5
     while time.monotonic() < deadline and proc.poll() is None:
         status = Path(f"/proc/{proc.pid}/status").read_text()
