@@ -57,6 +57,53 @@ def test_chain_slope_recovers_the_cost_per_instruction_and_cancels_fixed_costs()
     assert lengths == {16 * 16, 272 * 16}  # the two chain lengths, in loop bodies of `unroll`
 
 
+class Bodied(Scripted):
+    """A chain whose loop body of U instructions costs U x `cost` + `per_body` cycles: the instructions,
+    and what the body costs once (a compare and a branch, or a different schedule at its end). The
+    short-body kernel has bodies of 4, the other of 16 (the mma family's)."""
+
+    BODIES = {"chain": 16, "chain_short": 4}
+
+    def __init__(self, cost: float, per_body: float):
+        super().__init__({})
+        self.cost, self.per_body = cost, per_body
+
+    def run(self, kernel, grid, block, iters, timing_words):
+        body = self.BODIES[kernel]
+        assert iters % body == 0, "a chain runs whole bodies"
+        self.per_iter = {kernel: self.cost + self.per_body / body}
+        return super().run(kernel, grid, block, iters, timing_words)
+
+
+@pytest.mark.parametrize("per_body", [14.0, -2.0, 0.0])
+def test_chain_slope_with_two_bodies_removes_a_cost_per_body(per_body):
+    """The simulated mma chain of docs/chains.md: 17 cycles per instruction, and a body that costs
+    `per_body` more once. One body length reads 17 + per_body / 16 (16.875 for -2); two recover 17."""
+    spec = methods.ChainSlope("latency_cycles", "chain", 32, unroll=16)
+    (one,) = methods.run(spec, context(Bodied(17.0, per_body)))
+    assert np.allclose(one.samples, 17.0 + per_body / 16, atol=1e-3)
+    two_bodies = methods.ChainSlope("latency_cycles", "chain", 32, unroll=16, short_body=("chain_short", 4))
+    probe = Bodied(17.0, per_body)
+    (metric,) = methods.run(two_bodies, context(probe))
+    assert np.allclose(metric.samples, 17.0, atol=1e-3)
+    assert {(kernel, iters) for kernel, _, _, iters in probe.launches} == {
+        ("chain", 16 * 16), ("chain", 272 * 16), ("chain_short", 16 * 4), ("chain_short", 272 * 4)}
+
+
+def test_the_mma_chains_are_timed_in_two_body_lengths_and_both_validated():
+    from harness.families.mma import MmaFamily
+    from harness.spec import parse_case_id
+
+    family = MmaFamily()
+    case = parse_case_id("mma.sync.m16n8k8.row.col.f32.f16.f16.f32")
+    chains = [spec for spec in family.plan(case) if isinstance(spec, methods.ChainSlope)]
+    assert [(s.metric, s.kernel, s.unroll, s.short_body) for s in chains] == [
+        ("latency_cycles", "probe_chain_ilp1", 16, ("probe_chain_ilp1_short", 4)),
+        ("issue_interval_cycles", "probe_chain_ilp8", 16, ("probe_chain_ilp8_short", 4))]
+    checked = {check.kernel for check in family.checks(case, family.inputs(case, np.random.default_rng(0)))}
+    assert checked == {"probe_chain_ilp1", "probe_chain_ilp8", "probe_chain_ilp1_short", "probe_chain_ilp8_short"}
+
+
 def test_bracketed_latency_subtracts_the_empty_sequence():
     class Bracketed(Scripted):
         def run(self, kernel, grid, block, iters, timing_words):

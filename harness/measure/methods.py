@@ -6,7 +6,9 @@ instructions each loop iteration issues, and the family says how much work one i
 
     ChainSlope         one block on one SM runs a chain of `iters` iterations twice (short, long);
                        cycles per instruction = the slope, so fixed costs cancel. A dependent chain
-                       gives latency, independent accumulators (ILP) give the issue interval.
+                       gives latency, independent accumulators (ILP) give the issue interval. With
+                       `short_body`, the same chain in shorter loop bodies too: what a body costs once
+                       cancels as well (docs/chains.md).
     BracketedLatency   each repetition times one sequence with and without the instruction, by
                        clock64 on every thread; the difference is the instruction's latency.
     OccupancySweep     every SM runs U units (warps, groups of warps) x ILP independent chains; work per
@@ -76,6 +78,11 @@ class ChainSlope:
     # Every unit's slope is a sample (units that ran at once on other SMs: a distribution over where they
     # ran); the stopping rule watches their median.
     every_unit: bool = False
+    # (kernel, unroll): the same chain in shorter loop bodies. The slope above still holds what a loop
+    # body costs once (its compare and branch, or a different schedule where the body ends), spread
+    # over the body's instructions; with both bodies timed, cycles per body are b + U x L for either, and
+    # L, the cost per instruction in straight-line code, is their difference over the bodies' lengths.
+    short_body: tuple[str, int] | None = None
 
     def declares(self, work: Work) -> list[tuple[str, str]]:
         return [(self.metric, "cycles")]
@@ -175,16 +182,24 @@ def run(spec, ctx: Context) -> list[Metric]:
 
 
 def chain_slope(spec: ChainSlope, ctx: Context) -> list[Metric]:
-    short, long_ = spec.short_bodies * spec.unroll, spec.long_bodies * spec.unroll
     words = spec.units * RECORD_WORDS
     clocks: list[float] = []
     slopes: list[np.ndarray] = []
 
-    def sample() -> float:
-        a = Records.from_words(ctx.probe.run(spec.kernel, spec.grid, spec.threads, short, words).timing)
-        b = Records.from_words(ctx.probe.run(spec.kernel, spec.grid, spec.threads, long_, words).timing)
+    def per_body(kernel: str, unroll: int) -> np.ndarray:
+        """Cycles per loop body of each unit: the slope between the short and the long launch."""
+        a = Records.from_words(ctx.probe.run(kernel, spec.grid, spec.threads, spec.short_bodies * unroll, words).timing)
+        b = Records.from_words(ctx.probe.run(kernel, spec.grid, spec.threads, spec.long_bodies * unroll, words).timing)
         clocks.append(b.sm_clock_mhz())
-        slopes.append((b.cycles - a.cycles).astype(np.float64) / ((long_ - short) * spec.per_iter))
+        return (b.cycles - a.cycles).astype(np.float64) / (spec.long_bodies - spec.short_bodies)
+
+    def sample() -> float:
+        body = per_body(spec.kernel, spec.unroll)
+        if spec.short_body is None:
+            slopes.append(body / (spec.unroll * spec.per_iter))
+        else:
+            kernel, unroll = spec.short_body
+            slopes.append((body - per_body(kernel, unroll)) / ((spec.unroll - unroll) * spec.per_iter))
         return float(np.median(slopes[-1])) if spec.every_unit else float(slopes[-1][0])
 
     window = ctx.sampler.window()

@@ -59,6 +59,24 @@ class Chains:
     def kernel(self, ilp: int) -> str:
         return f"probe_chain_ilp{ilp}"
 
+    @property
+    def short_unroll(self) -> int | None:
+        """Rounds per body of the short-body chains (a quarter of `unroll`), which ChainSlope times beside
+        the long ones so that a body's own cost cancels (docs/chains.md). Bodies under 4 rounds are
+        laid out differently by ptxas, so a plan of fewer than 16 rounds per body has none."""
+        return self.unroll // 4 if self.unroll >= 16 else None
+
+    def short_kernel(self, ilp: int) -> str:
+        return f"probe_chain_ilp{ilp}_short"
+
+    @property
+    def timed_ilps(self) -> tuple[int, ...]:
+        """The ILPs whose chains ChainSlope times: 1 (latency) and the issue interval's."""
+        return (1, self.issue_ilp)
+
+    def short_body(self, ilp: int) -> tuple[str, int] | None:
+        return (self.short_kernel(ilp), self.short_unroll) if self.short_unroll else None
+
 
 def chains(case: MmaCase) -> Chains:
     """Sparse fp8 is emulated inline by about a hundred instructions per mma (F2FP, SHFL, SEL, two
@@ -122,7 +140,10 @@ class MmaFamily:
             "a_regs": regs["a"], "b_regs": regs["b"], "c_regs": regs["c"], "d_regs": regs["d"],
             "e_regs": regs["e"],
             "unroll": chains(case).unroll,
-            "chain_kernels": "\n".join(f"PROBE_CHAIN({ilp})" for ilp in chains(case).ilps),
+            "short_body": chains(case).short_unroll or chains(case).unroll,
+            "chain_kernels": "\n".join([f"PROBE_CHAIN({ilp})" for ilp in chains(case).ilps]
+                                       + ([f"PROBE_SHORT_CHAIN({ilp})" for ilp in chains(case).timed_ilps]
+                                          if chains(case).short_unroll else [])),
             "vary_operands": "true" if vary else "false",
             "d_operands": operands("d"), "a_operands": operands("a"), "b_operands": operands("b"),
             "c_operands": operands("d" if accumulate else "c"),
@@ -140,8 +161,10 @@ class MmaFamily:
         # rematerialises the loop bound there under register pressure) does not stall the chain.
         forbidden = ("LDG", "LDS", "LDL", "LD.", "ST", "BAR", "MEMBAR", "BRA", "DEPBAR")
         kernels, plan = [], chains(case)
-        for ilp in plan.ilps:
-            kernel, per_body = plan.kernel(ilp), plan.unroll * ilp
+        bodies = [(plan.kernel(ilp), plan.unroll * ilp) for ilp in plan.ilps]
+        if plan.short_unroll:
+            bodies += [(plan.short_kernel(ilp), plan.short_unroll * ilp) for ilp in plan.timed_ilps]
+        for kernel, per_body in bodies:
             if form.routine:  # a call per mma; the routine (in the kernel's code) holds the instructions
                 kernels += [(kernel, KernelExpectation(sass.CALL, per_body, forbidden)),
                             (kernel, KernelExpectation(form.mnemonic, form.count))]
@@ -149,7 +172,7 @@ class MmaFamily:
                 kernels.append((kernel, KernelExpectation(form.mnemonic, per_body * form.count, forbidden,
                                                           contains=form.contains)))
         return SassExpectation(tuple(kernels), form.executes, form.emulated,
-                               spill_kernels=tuple(plan.kernel(ilp) for ilp in plan.ilps))
+                               spill_kernels=tuple(kernel for kernel, _ in bodies))
 
     # -- correctness -----------------------------------------------------------------------------
 
@@ -215,8 +238,11 @@ class MmaFamily:
         plan = chains(case)
         chain = plan.unroll if case.dtype_c == case.dtype_d else 1
         ref, tol = chain * self.reference(case, inputs), self.tolerance(case, inputs, chain)
-        return [Check(plan.kernel(ilp), 32, plan.unroll, 5, ref, tol, f"D (ILP {ilp}, chain of {plan.unroll})")
-                for ilp in (1, plan.issue_ilp)]
+        kernels = [plan.kernel(ilp) for ilp in plan.timed_ilps]
+        if plan.short_unroll:  # the same chain of `unroll` rounds, in bodies of short_unroll
+            kernels += [plan.short_kernel(ilp) for ilp in plan.timed_ilps]
+        return [Check(kernel, 32, plan.unroll, 5, ref, tol, f"D ({kernel}, chain of {plan.unroll})")
+                for kernel in kernels]
 
     def output_words(self, case: MmaCase) -> int:
         return max(ILPS) * 32 * self.shapes(case)["d"]
@@ -254,11 +280,14 @@ class MmaFamily:
         dependent = ("a dependent chain: each mma accumulates onto the result of the one before"
                      if case.dtype_c == case.dtype_d else
                      "a dependent chain: each mma's C operand is derived from the previous D (x ^ (d & 0))")
+        bodies = (f"; loop bodies of {plan.unroll} and {plan.short_unroll} rounds, so a body's own cost cancels"
+                  if plan.short_unroll else f"; loop bodies of {plan.unroll} rounds")
         return [ChainSlope("latency_cycles", plan.kernel(1), 32, unroll=plan.unroll, launch={"warps": 1, "ilp": 1},
-                           notes=dependent),
+                           notes=dependent + bodies, short_body=plan.short_body(1)),
                 ChainSlope("issue_interval_cycles", plan.kernel(plan.issue_ilp), 32, per_iter=plan.issue_ilp,
                            unroll=plan.unroll, launch={"warps": 1, "ilp": plan.issue_ilp},
-                           notes=f"{plan.issue_ilp} independent accumulators in one warp"),
+                           notes=f"{plan.issue_ilp} independent accumulators in one warp" + bodies,
+                           short_body=plan.short_body(plan.issue_ilp)),
                 OccupancySweep(sweep, 32, plan.unroll, whole_gpu="best")]
 
     @staticmethod
