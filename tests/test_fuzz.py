@@ -216,7 +216,9 @@ def test_the_python_api_raises_only_its_own_errors(template, db, as_path, filter
             try:
                 frame = view(argument, **filters)
             except HarnessError as exc:
-                assert "u:secret@127" not in str(exc) and len(str(exc).splitlines()) <= 1  # the URL's password
+                assert len(str(exc).splitlines()) <= 1
+                if isinstance(db, str) and "://" in db:  # a URL: its password is never shown (a file may be named anything)
+                    assert ":secret@" not in str(exc)
             else:
                 assert hasattr(frame, "columns")
         assert digest(Path(scratch) / "results.db") == before
