@@ -558,7 +558,7 @@ class Store:
             if "statement timeout" in message:
                 message += " (`bench sql --timeout`)"
             raise StoreError(f"SQL error: {message}") from None
-        except _postgresql_errors() as exc:
+        except _psycopg("Error") as exc:
             raise StoreError(f"SQL error: {_first_line(exc)}") from None
         except ValueError as exc:  # e.g. a NUL character in the statement
             raise StoreError(f"SQL error: {_first_line(exc)}") from None
@@ -774,7 +774,7 @@ def _postgresql_rows(raw, sql: str, chunk_rows: int) -> Rows:
     try:
         rows = cursor.stream(sql, size=chunk_rows)
         first = list(islice(rows, chunk_rows))
-    except _postgresql_not_supported():  # a libpq before 17: one row at a time
+    except _psycopg("NotSupportedError"):  # a libpq before 17: one row at a time
         rows = cursor.stream(sql)
         first = list(islice(rows, chunk_rows))
 
@@ -824,18 +824,12 @@ def _pg_message(result) -> str:
     return message.removeprefix("ERROR:").strip().splitlines()[0] if message else "the server refused the statement"
 
 
-def _postgresql_errors() -> tuple:
+def _psycopg(name: str) -> tuple:
+    """psycopg's exception class `name`, as a tuple for `except` (empty where psycopg was never loaded)."""
     import sys
 
     psycopg = sys.modules.get("psycopg")
-    return (psycopg.Error,) if psycopg else ()
-
-
-def _postgresql_not_supported() -> tuple:
-    import sys
-
-    psycopg = sys.modules.get("psycopg")
-    return (psycopg.NotSupportedError,) if psycopg else ()
+    return (getattr(psycopg, name),) if psycopg else ()
 
 
 def _sqlite_connect(dbapi_connection, _record) -> None:
