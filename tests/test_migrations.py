@@ -29,7 +29,10 @@ def test_there_is_a_fixture_for_every_schema_version():
 def test_an_old_database_upgrades_on_open_and_keeps_its_data(tmp_path, name):
     path = copy_fixture(name, tmp_path)
     old = sqlite3.connect(path)
-    measurements = old.execute("SELECT id, metric, value, valid, error FROM measurements ORDER BY id").fetchall()
+    # Schema 8 renamed wgmma's latency_cycles (its net of fence, commit and wait is no latency)
+    measurements = old.execute("""SELECT m.id, CASE WHEN c.family = 'wgmma' AND m.metric = 'latency_cycles'
+                                  THEN 'latency_added_cycles' ELSE m.metric END, m.value, m.valid, m.error
+                                  FROM measurements m JOIN cases c ON c.id = m.case_pk ORDER BY m.id""").fetchall()
     samples = old.execute("SELECT * FROM samples ORDER BY measurement_id, idx").fetchall()
     old.close()
     store = Store.open(str(path))
@@ -84,3 +87,52 @@ def test_a_newer_database_is_refused_untouched(tmp_path):
     with pytest.raises(StoreError, match="schema version 99; this harness reads versions up to"):
         Store.open(str(path))
     assert path.read_bytes() == before
+
+
+def _insert_text(con, text: str) -> int:
+    from harness.db.tables import TextRow
+
+    digest = TextRow.digest_of(text)
+    con.execute("INSERT OR IGNORE INTO texts (digest, text) VALUES (?, ?)", (digest, text))
+    return con.execute("SELECT id FROM texts WHERE digest = ?", (digest,)).fetchone()[0]
+
+
+def test_schema_8_gives_each_metric_one_meaning(tmp_path):
+    """A sparse wgmma's peak_fraction was of the dense peak (1.8 here): now of the sparse peak, twice the
+    dense (metric registry), in value, samples and note; wgmma's latency_cycles is renamed, mma's is not."""
+    path = copy_fixture("schema_v7.db", tmp_path)
+    con = sqlite3.connect(path)
+    run = con.execute("SELECT MIN(id) FROM runs").fetchone()[0]
+    ids = {}
+    for case_id, family, sparse in (("wgmma.mma_async.sp.m64n256k32.f32.f16.f16.SS", "wgmma", 1),
+                                    ("mma.sync.m16n8k16.row.col.f32.f16.f16.f32", "mma", 0)):
+        con.execute("INSERT INTO cases (case_id, family, params, sparse) VALUES (?, ?, '{}', ?)",
+                    (case_id, family, sparse))
+        ids[family] = con.execute("SELECT id FROM cases WHERE case_id = ?", (case_id,)).fetchone()[0]
+    launch, valid = _insert_text(con, '{"ilp":1}'), _insert_text(con, "valid")
+    rows = (("wgmma", "peak_fraction", 1.8, "[1.8,1.6]", "peak 1978.6 at 1830 MHz"),
+            ("wgmma", "latency_cycles", 30.0, "[30,31]", None), ("mma", "latency_cycles", 17.0, "[17,17]", None))
+    for family, metric, value, samples, note in rows:
+        con.execute("""INSERT INTO measurement_rows (run_id, case_pk, metric_id, unit_id, launch_id, status_id, notes_id,
+                       value, mean, minimum, maximum, stdev, spread, n_samples, valid, created_at, telemetry_samples)
+                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0.1, 0.01, 2, 1, '2026-11-24 00:00:00', 0)""",
+                    (run, ids[family], _insert_text(con, metric), _insert_text(con, "ratio"), launch, valid,
+                     _insert_text(con, note) if note else None, value, value, value, value))
+        measurement = con.execute("SELECT MAX(id) FROM measurement_rows").fetchone()[0]
+        con.execute("INSERT INTO sample_arrays (measurement_id, samples) VALUES (?, ?)", (measurement, samples))
+    con.commit()
+    con.close()
+    store = Store.open(str(path))
+    assert store.schema_version() == SCHEMA_VERSION
+    frame = store.query(f"""SELECT c.family, m.metric, m.value, m.maximum, m.stdev, m.spread, m.notes
+                            FROM measurements m JOIN cases c ON c.id = m.case_pk
+                            WHERE m.case_pk IN ({ids['wgmma']}, {ids['mma']}) ORDER BY m.metric""")
+    got = {(row.family, row.metric): row for row in frame.itertuples()}
+    peak = got[("wgmma", "peak_fraction")]
+    assert (peak.value, peak.maximum, peak.stdev, peak.spread) == (0.9, 0.9, 0.05, 0.01)
+    assert peak.notes.startswith("peak 3957.2 at 1830 MHz")
+    assert got[("wgmma", "latency_added_cycles")].value == 30.0 and ("wgmma", "latency_cycles") not in got
+    assert got[("mma", "latency_cycles")].value == 17.0
+    samples = store.query(f"""SELECT s.value FROM samples s JOIN measurements m ON m.id = s.measurement_id
+                              WHERE m.case_pk = {ids['wgmma']} AND m.metric = 'peak_fraction' ORDER BY s.idx""")
+    assert samples.value.tolist() == [0.9, 0.8]

@@ -2,7 +2,9 @@
 
     basis   "cycles": counted by clock64, independent of the clock speed, compare across GPUs as is;
             "seconds": timed by CUDA events, follow the SM clock (scaled by the in-kernel clock);
-            "ratio": derived from another metric.
+            "ratio": derived from another metric;
+            "energy": NVML's energy counter over a timed series (power and efficiency follow the GPU's
+                      power limit, its inputs and its clock: compared for context, never per cycle).
     work    what the metric counts per unit time ("work": FLOP, OP or bytes, as the family says), or None
     better  "lower" or "higher"
 """
@@ -28,9 +30,14 @@ METRICS = {m.name: m for m in (
     MetricInfo("issue_interval_cycles", "cycles", "cycles", None, "lower",
                "steady-state cycles per instruction of a back-to-back chain on one SM"),
     MetricInfo("latency_cycles", "cycles", "cycles", None, "lower",
-               "one instruction from issue to completion: a dependent chain's slope, or net of a bracketing sequence"),
+               "one instruction from issue to completion: a dependent chain's slope, or net of two clock reads"),
+    MetricInfo("latency_added_cycles", "cycles", "cycles", None, "lower",
+               "what one instruction adds to the sequence that must bracket it (wgmma: fence, commit, wait); part of "
+               "that sequence overlaps the instruction, so this is below the round trip (latency_raw_cycles) and "
+               "may be below the issue interval"),
     MetricInfo("latency_raw_cycles", "cycles", "cycles", None, "lower",
-               "the bracketed sequence with the instruction, its overhead included"),
+               "the bracketed sequence with the instruction, its overhead included (wgmma: fence to results "
+               "usable, the instruction's full round trip, with two clock reads)"),
     MetricInfo("latency_first_use_cycles", "cycles", "cycles", None, "lower",
                "latency_cycles of the first repetition of a launch (a tensor map's first use in it)"),
     MetricInfo("sm_throughput", "work/cycle/SM", "cycles", "work", "higher",
@@ -38,7 +45,17 @@ METRICS = {m.name: m for m in (
     MetricInfo("throughput_tflops", "TFLOPS", "seconds", "work", "higher",
                "whole-GPU work per second by CUDA events (TFLOPS, or TOPS for integer and bit types)"),
     MetricInfo("peak_fraction", "ratio", "ratio", None, "higher",
-               "throughput_tflops over the dense tensor-core peak at the SM clock measured in the kernel"),
+               "throughput_tflops over the tensor-core peak of the same kind at the SM clock measured in the "
+               "kernel: dense-equivalent work (2 M N K, K the logical K) against the dense peak, or, for a sparse "
+               "instruction, against the sparse peak (twice the dense, as the datasheets' 'with sparsity' rates); "
+               "at most 1"),
+    MetricInfo("power_mean_w", "W", "energy", None, "lower",
+               "mean board power over a whole-GPU timed series: NVML's energy counter difference over the "
+               "series' wall time (the mean of the power readings where the GPU has no counter)"),
+    MetricInfo("energy_efficiency", "work/s/W", "energy", "work", "higher",
+               "throughput_tflops over power_mean_w of the same series (TFLOPS/W, TOPS/W)"),
+    MetricInfo("energy_pj_per_op", "pJ", "energy", None, "lower",
+               "energy per unit of work (FLOP or OP, dense-equivalent): power_mean_w / throughput_tflops"),
     MetricInfo("bandwidth_gbps", "GB/s", "seconds", "bytes", "higher", "whole-GPU bytes per second (1e9 B/s)"),
     MetricInfo("roofline_fraction", "ratio", "ratio", None, "higher",
                "bandwidth_gbps over the read roofline measured in the same run (its family's roofline case; "

@@ -29,6 +29,7 @@ from harness.spec import Case
 from harness.measure.telemetry import GpuState
 
 SIMULATED_CLOCK_MHZ = 1755.0
+SIMULATED_POWER_W = 350.0
 PRIOR_GPU = "H100 SXM5"  # the datasheet row whose model (if the family has one) shapes the numbers
 
 
@@ -84,7 +85,7 @@ def _values(spec, case: Case, device: DeviceInfo, interval: float) -> list[tuple
         return [(spec.metric, "cycles", value, spec.launch)]
     if isinstance(spec, methods.BracketedLatency):
         first = [("latency_first_use_cycles", "cycles", interval + 60, spec.launch)] if spec.first_use else []
-        return [("latency_cycles", "cycles", interval + 40, spec.launch),
+        return [(spec.net_metric, "cycles", interval + 40, spec.launch),
                 ("latency_raw_cycles", "cycles", interval + 90, spec.launch), *first]
     if isinstance(spec, methods.Bandwidth):  # more in flight, more bytes per second, up to 3000 GB/s
         return [("bandwidth_gbps", "GB/s", min(3000.0, 250.0 * point.blocks_per_sm * point.launch.get("stages", 4)),
@@ -98,10 +99,14 @@ def _values(spec, case: Case, device: DeviceInfo, interval: float) -> list[tuple
     if spec.whole_gpu == "best":
         rated = [max(rated, key=lambda r: r[0])]  # the first of the highest, as the real method picks
     for per_sm, point in rated if spec.whole_gpu != "none" else ():
-        rows.append(("throughput_tflops", methods.throughput_unit(work),
-                     per_sm * device.sm_count * SIMULATED_CLOCK_MHZ * 1e6 / 1e12, point.launch))
+        rate = per_sm * device.sm_count * SIMULATED_CLOCK_MHZ * 1e6 / 1e12
+        rows.append(("throughput_tflops", methods.throughput_unit(work), rate, point.launch))
         if peak:
             rows.append(("peak_fraction", "ratio", per_sm / peak, point.launch))
+        if spec.energy:
+            (power, w), (efficiency, e), (per_op, j) = methods.energy_metrics(work)
+            rows += [(power, w, SIMULATED_POWER_W, point.launch), (efficiency, e, rate / SIMULATED_POWER_W, point.launch),
+                     (per_op, j, SIMULATED_POWER_W / rate, point.launch)]
     return rows
 
 
@@ -110,7 +115,7 @@ def synthetic_result(case: Case, build: Build | None, rng: np.random.Generator,
     """Every metric the family's plan declares, with synthetic values (never a measurement)."""
     device = device or simulated_device()
     interval = synthetic_interval(case)
-    state = GpuState(5, SIMULATED_CLOCK_MHZ, 2619.0, 350.0, 50.0, (), 0)
+    state = GpuState(5, SIMULATED_CLOCK_MHZ, 2619.0, SIMULATED_POWER_W, 50.0, (), 0)
     metrics = [Metric(name, unit, value * (1 + 1e-4 * rng.standard_normal(7)), dict(launch),
                       sm_clock_mhz=SIMULATED_CLOCK_MHZ, stop_reason="simulated", gpu_state=state,
                       notes="simulated: not a measurement")

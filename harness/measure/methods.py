@@ -40,6 +40,10 @@ THROUGHPUT_CYCLES = 2_000_000  # cycles each unit runs in a per-SM throughput la
 # ~9 ms it is a third of a percent, and the launch is longer than the paper's program's 7 ms ones.
 WHOLE_GPU_CYCLES = 16_000_000
 CALIBRATION_ITERATIONS = 64  # loop iterations of the launch that sizes a throughput launch
+# A point measured for energy (OccupancySweep.energy) keeps launching, back to back, until its window has
+# lasted this long: NVML's energy counter steps every 100 ms, and the mean power is taken between its
+# first and last step in the window, each timed to the sampler's 10 ms (about 1 % of 2 s).
+ENERGY_SECONDS = 2.0
 FIRST_USE_LAUNCHES = 16  # launches whose first repetition BracketedLatency(first_use=True) keeps
 
 
@@ -101,10 +105,14 @@ class BracketedLatency:
     # Also time the first repetition of FIRST_USE_LAUNCHES launches alone (latency_first_use_cycles): what
     # the instruction costs the first time a launch uses it (a tensor map's first fetch, say).
     first_use: bool = False
+    # What the raw time less the empty sequence is: latency_cycles where the empty sequence is only what
+    # times it (two clock reads), latency_added_cycles where it is work that overlaps the instruction
+    # (wgmma's fence, commit and wait: the instruction's own latency is then latency_raw_cycles).
+    net_metric: str = "latency_cycles"
 
     def declares(self, work: Work) -> list[tuple[str, str]]:
         first = [("latency_first_use_cycles", "cycles")] if self.first_use else []
-        return [("latency_cycles", "cycles"), ("latency_raw_cycles", "cycles"), *first]
+        return [(self.net_metric, "cycles"), ("latency_raw_cycles", "cycles"), *first]
 
 
 @dataclass(frozen=True)
@@ -134,10 +142,15 @@ class OccupancySweep:
     inputs: str | None = None  # another input distribution (Family.inputs pattern), validated first
     target_cycles: int | None = None  # cycles each unit runs per launch (default: long or short, as above)
     idle_ms: float = 0.0  # idle time before each sampled launch (0: back to back, a sustained load)
+    # Whole-GPU points also get the mean board power over at least ENERGY_SECONDS of back-to-back
+    # launches, and from it energy_efficiency and energy_pj_per_op (not with idle_ms: bursts are mostly idle).
+    energy: bool = False
 
     def __post_init__(self):
         if self.whole_gpu not in WHOLE_GPU_AT:
             raise ValueError(f"whole_gpu={self.whole_gpu!r}: expected one of {', '.join(WHOLE_GPU_AT)}")
+        if self.energy and (self.idle_ms or self.whole_gpu == "none"):
+            raise ValueError("energy needs whole-GPU points launched back to back (whole_gpu != 'none', no idle_ms)")
 
     def cycles(self, whole_gpu: bool) -> int:
         """Cycles each unit runs per launch: long where the launch is timed by CUDA events."""
@@ -147,7 +160,14 @@ class OccupancySweep:
         names = [("sm_throughput", f"{work.unit}/cycle/SM")]
         if self.whole_gpu != "none":
             names += [("throughput_tflops", throughput_unit(work)), ("peak_fraction", "ratio")]
+        if self.energy:
+            names += energy_metrics(work)
         return names
+
+
+def energy_metrics(work: Work) -> list[tuple[str, str]]:
+    return [("power_mean_w", "W"), ("energy_efficiency", f"{throughput_unit(work)}/W"),
+            ("energy_pj_per_op", f"pJ/{work.unit}")]
 
 
 @dataclass(frozen=True)
@@ -231,7 +251,7 @@ def bracketed_latency(spec: BracketedLatency, ctx: Context) -> list[Metric]:
     overhead = float(np.median(empty))
     reason = f"fixed: {spec.reps - spec.skip} repetitions in one launch"
     common = dict(launch=dict(spec.launch), stop_reason=reason, gpu_state=window.state)
-    metrics = [Metric("latency_cycles", "cycles", raw - overhead, notes=f"net of {overhead:g} cycles for {spec.overhead}",
+    metrics = [Metric(spec.net_metric, "cycles", raw - overhead, notes=f"net of {overhead:g} cycles for {spec.overhead}",
                       **common),
                Metric("latency_raw_cycles", "cycles", raw, **common)]
     if first is not None:
@@ -272,6 +292,7 @@ class _Timed:
     stop_reason: str
     gpu_state: object
     note: str
+    window_rate: float | None = None  # energy points: the median rate of every launch in the window
 
 
 def _time_point(spec: OccupancySweep, point: SweepPoint, ctx: Context, whole_gpu: bool) -> _Timed:
@@ -298,15 +319,21 @@ def _time_point(spec: OccupancySweep, point: SweepPoint, ctx: Context, whole_gpu
 
     # After idle every launch starts from the same cool state: a warm-up launch would be one more sample.
     policy = replace(ctx.policy, warmup=0) if spec.idle_ms else ctx.policy
+    energy = whole_gpu and spec.energy
     window = ctx.sampler.window()
     with window:
+        started = time.perf_counter()
         collected = collect(sample, policy)
-    kept = len(collected.values)  # the warm-up samples come first: keep the last `kept`
+        end = len(rates)
+        while energy and time.perf_counter() - started < ENERGY_SECONDS:
+            sample()  # more of the same load, so the energy counter steps often enough inside the window
+    kept_at = slice(end - len(collected.values), end)  # the warm-up samples come first
     note = (f"{iters} x {point.per_iter} instructions per unit of {spec.unit_threads} threads, "
-            f"{point.units} units per SM; {min(sms[-kept:])} distinct SMs of {grid} blocks"
+            f"{point.units} units per SM; {min(sms[kept_at])} distinct SMs of {grid} blocks"
             + (f"; each launch after {spec.idle_ms:g} ms idle (a burst)" if spec.idle_ms else ""))
-    return _Timed(np.asarray(per_sm[-kept:]), np.asarray(rates[-kept:]), float(np.median(clocks[-kept:])),
-                  collected.stop_reason, window.state, note)
+    return _Timed(np.asarray(per_sm[kept_at]), np.asarray(rates[kept_at]), float(np.median(clocks[kept_at])),
+                  collected.stop_reason, window.state, note,
+                  float(np.median(rates)) if energy else None)
 
 
 def _stored_with(point: SweepPoint, timed: _Timed) -> dict:
@@ -322,7 +349,30 @@ def _whole_gpu_metrics(point: SweepPoint, timed: _Timed, ctx: Context, note: str
         peak = ctx.sm_count * ctx.peak * timed.clock * 1e6 / 1e12
         metrics.append(Metric("peak_fraction", "ratio", timed.rates / peak,
                               notes=f"peak {peak:.1f} at {timed.clock:.0f} MHz", **common))
+    if timed.window_rate is not None:
+        metrics += _energy_metrics(timed, ctx.work, common)
     return metrics
+
+
+def _energy_metrics(timed: _Timed, work: Work, common: dict) -> list[Metric]:
+    """Mean power over the point's window (the energy counter's steps, else the mean power reading), and
+    the work per joule of the launches in it: one value each, for the window as a whole."""
+    state = timed.gpu_state
+    if state is None or not state.samples:
+        return []
+    if state.mean_power_w is not None:
+        watts = state.mean_power_w
+        how = (f"NVML energy counter: {state.energy_steps} steps over {state.energy_seconds:.2f} s "
+               f"(mean power reading {state.mean_reading_w:.0f} W)")
+    else:
+        watts = state.mean_reading_w
+        how = f"no energy counter: the mean of {state.samples} power readings"
+    rate = timed.window_rate
+    note = f"{how}; {rate:.1f} {throughput_unit(work)}, the median launch of the window"
+    (power, w), (efficiency, e), (per_op, j) = energy_metrics(work)
+    return [Metric(power, w, np.array([watts]), notes=note, **common),
+            Metric(efficiency, e, np.array([rate / watts]), notes=note, **common),
+            Metric(per_op, j, np.array([watts / rate]), notes=note, **common)]
 
 
 def _occupancy_sweep(spec: OccupancySweep, ctx: Context) -> list[Metric]:

@@ -6,17 +6,25 @@
     with window:
         ...take samples...
     window.state                           # GpuState: what NVML saw while they were taken
+
+Energy: NVML's total-energy counter (millijoules since the driver loaded) moves in steps: every
+100 ms on an H100 (measured: 10 steps a second, idle and busy). A window's mean power is therefore
+taken between the first and the last step the sampler saw inside it, each timed to within one
+sampling interval, never from the counter at the window's edges (which would count up to 100 ms of
+energy from outside it). A window shorter than ENERGY_MIN_STEPS steps has no energy figure.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 from dataclasses import dataclass
 from statistics import median
 from typing import Protocol
 
 SAMPLE_INTERVAL_S = 0.01
+ENERGY_MIN_STEPS = 5  # counter steps a window must span for a mean power (0.4 s at least on an H100)
 
 # NVML clock-event ("throttle") reason bits (nvml.h nvmlClocksEventReason*), named here so the
 # database stores words, not bit masks.
@@ -42,6 +50,19 @@ class Reading:
     power_w: float
     temperature_c: float
     reasons: int  # bit mask
+    energy_mj: float | None = None  # NVML's total-energy counter; None where the GPU has none
+    at_s: float = 0.0  # time.perf_counter() of the reading
+
+
+def counter_power(readings: list[Reading]) -> tuple[float, float, int] | None:
+    """(mean watts, seconds, steps) between the first and the last step of the energy counter in
+    `readings` (in time order); None with fewer than ENERGY_MIN_STEPS steps."""
+    steps = [r for before, r in zip(readings, readings[1:])
+             if r.energy_mj is not None and before.energy_mj is not None and r.energy_mj != before.energy_mj]
+    if len(steps) < ENERGY_MIN_STEPS + 1 or steps[-1].at_s <= steps[0].at_s:
+        return None
+    seconds = steps[-1].at_s - steps[0].at_s
+    return (steps[-1].energy_mj - steps[0].energy_mj) / 1e3 / seconds, seconds, len(steps) - 1
 
 
 @dataclass(frozen=True)
@@ -53,6 +74,10 @@ class GpuState:
     temperature_c: float | None = None  # maximum
     reasons: tuple[str, ...] = ()  # every reason seen, sorted
     other_processes: int | None = None  # most other compute processes seen at once
+    mean_power_w: float | None = None  # from the energy counter's steps (counter_power), else None
+    energy_seconds: float | None = None  # the span the mean power is of
+    energy_steps: int | None = None
+    mean_reading_w: float | None = None  # the mean of the power readings, for comparison
 
     @property
     def throttled(self) -> bool | None:
@@ -69,9 +94,11 @@ class GpuState:
         mask = 0
         for r in readings:
             mask |= r.reasons
+        energy = counter_power(readings)
         return cls(len(readings), median(r.sm_clock_mhz for r in readings),
                    median(r.mem_clock_mhz for r in readings), max(r.power_w for r in readings),
-                   max(r.temperature_c for r in readings), tuple(sorted(reason_names(mask))), other_processes)
+                   max(r.temperature_c for r in readings), tuple(sorted(reason_names(mask))), other_processes,
+                   *(energy or (None, None, None)), sum(r.power_w for r in readings) / len(readings))
 
 
 class Reader(Protocol):
@@ -157,6 +184,7 @@ class NvmlReader:
         self._handle = nvml_handle(uuid)  # by UUID: the GPU CUDA measures, whatever the index order
         self._reasons = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
             pynvml.nvmlDeviceGetCurrentClocksThrottleReasons  # the older name
+        self._no_energy = False
 
     def read(self) -> Reading:
         nvml, h = self._nvml, self._handle
@@ -164,7 +192,16 @@ class NvmlReader:
                        nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_MEM),
                        nvml.nvmlDeviceGetPowerUsage(h) / 1000.0,
                        nvml.nvmlDeviceGetTemperature(h, nvml.NVML_TEMPERATURE_GPU),
-                       self._reasons(h))
+                       self._reasons(h), self._energy(), time.perf_counter())
+
+    def _energy(self) -> float | None:
+        if self._no_energy:
+            return None
+        try:
+            return float(self._nvml.nvmlDeviceGetTotalEnergyConsumption(self._handle))
+        except Exception:  # NVML_ERROR_NOT_SUPPORTED: mean power from the readings alone
+            self._no_energy = True
+            return None
 
     def compute_pids(self) -> set[int]:
         return {p.pid for p in self._nvml.nvmlDeviceGetComputeRunningProcesses(self._handle)}

@@ -29,7 +29,18 @@ SWEEP_ILP = (1, 2, 4)  # independent accumulators per warp
 # datasheets give no int4 or binary tensor rate: those cases have no peak_fraction.
 PEAK_PER_SM_PER_CYCLE = {"f16": 4096, "bf16": 4096, "tf32": 2048, "s8": 8192, "u8": 8192, "e4m3": 8192,
                          "e5m2": 8192, "f64": 256}
+# The shapes whose power and energy efficiency both papers print (2402.13499 Table XI, 2501.12084
+# Table 12: "the largest mma shape" of each type, sparse as printed, i.e. compressed K): their best
+# whole-GPU point is also measured for energy (OccupancySweep.energy), (dtype_a, k, sparse).
+ENERGY_SHAPES = {("f16", 16, False), ("tf32", 8, False), ("s8", 32, False),
+                 ("f16", 32, True), ("tf32", 16, True), ("s8", 64, True)}
 F64_INPUT_STEPS = 4  # f64 inputs are multiples of 1/4 in [-2, 2]: every product and sum is exact
+
+
+def _energy_case(case: MmaCase) -> bool:
+    """A paper energy shape (ENERGY_SHAPES) in its plain form: m16n8, b signed as a, no satfinite."""
+    return ((case.dtype_a, case.k, bool(case.sparse)) in ENERGY_SHAPES and case.m == 16
+            and case.dtype_b == case.dtype_a and not case.satfinite and case.sparse in (None, "sp"))
 
 
 def _suites() -> dict[str, Suite]:
@@ -288,7 +299,7 @@ class MmaFamily:
                            unroll=plan.unroll, launch={"warps": 1, "ilp": plan.issue_ilp},
                            notes=f"{plan.issue_ilp} independent accumulators in one warp" + bodies,
                            short_body=plan.short_body(plan.issue_ilp)),
-                OccupancySweep(sweep, 32, plan.unroll, whole_gpu="best")]
+                OccupancySweep(sweep, 32, plan.unroll, whole_gpu="best", energy=_energy_case(case))]
 
     @staticmethod
     def paper_case(figure) -> tuple[str, str] | None:

@@ -49,6 +49,10 @@ INPUT_DISTRIBUTIONS = {
                             else f"uniform over the {c.dtype_a}/{c.dtype_b} values (the paper's program's random fill)"),
 }
 DISTRIBUTION_N = 256  # the N whose throughput is measured on every input distribution
+# At DISTRIBUTION_N the types of 2501.12084 Table 13 (power and energy efficiency of wgmma at N = 256)
+# are also measured for energy on these distributions: ours, all zeros, and the paper program's fill.
+ENERGY_TYPES = {("f16", "f16"), ("f16", "f32"), ("tf32", "f32"), ("e4m3", "f16"), ("e4m3", "f32"), ("s8", "s32")}
+ENERGY_INPUTS = ("random", "zeros", "uniform11")
 # Sustained against burst. Our whole-GPU samples are back-to-back launches of ~9 ms: a sustained load,
 # clocked down by the power cap. The paper's program (HPMLL/NVIDIA-Hopper-Benchmark) times one ~7 ms
 # launch per process, a burst from an idle GPU. At N = 256 the dense forms are also timed that way,
@@ -349,7 +353,10 @@ class WgmmaFamily:
         return Work(2 * case.m * case.n * case.k, "OP" if case.dtype_acc == "s32" else "FLOP")
 
     def peak(self, case: WgmmaCase) -> float | None:
-        return DENSE_FLOP_PER_SM_PER_CYCLE.get(case.dtype_a)
+        """The type's dense rate; sparse: twice it. The work is dense-equivalent (2 M N K, K the logical
+        K) for both, so peak_fraction is at most 1 either way (metric registry, "peak_fraction")."""
+        dense = DENSE_FLOP_PER_SM_PER_CYCLE.get(case.dtype_a)
+        return dense * 2 if dense and case.sparse else dense
 
     def plan(self, case: WgmmaCase, device=None) -> list:
         """The issue interval of one warpgroup's chain; fence+wgmma+commit+wait against the same
@@ -370,10 +377,12 @@ class WgmmaFamily:
         full = range(MAX_WARPGROUPS_PER_SM, 1, -1)
         most = replace(point(full[0]), fallback=tuple(point(w) for w in full[1:]))
         compared = case.n in PAPER_N and case.layout == _cases.DEFAULT_LAYOUT  # where the paper has a point
+        distributions = case.n == DISTRIBUTION_N and case.layout == _cases.DEFAULT_LAYOUT
+        energy = distributions and (case.dtype_a, case.dtype_acc) in ENERGY_TYPES and case.dtype_b == case.dtype_a
         others = []
-        if case.n == DISTRIBUTION_N and case.layout == _cases.DEFAULT_LAYOUT:
+        if distributions:
             others = [OccupancySweep((SweepPoint("probe_chain", 1, 1, {**one, "inputs": name}),), WARPGROUP_THREADS,
-                                     UNROLL, inputs=name)
+                                     UNROLL, inputs=name, energy=energy and name in ENERGY_INPUTS)
                       for name in INPUT_DISTRIBUTIONS if name != "random"]
             if not case.sparse:
                 others += [OccupancySweep((SweepPoint("probe_chain", 1, 1,
@@ -381,10 +390,14 @@ class WgmmaFamily:
                                           WARPGROUP_THREADS, UNROLL, inputs=name, idle_ms=BURST_IDLE_MS)
                            for name in BURST_INPUTS]
         return [ChainSlope("issue_interval_cycles", "probe_chain", WARPGROUP_THREADS, unroll=UNROLL, launch=one),
+                # One wgmma's round trip (fence to results usable) is latency_raw_cycles; less the same
+                # sequence without it, what it adds (latency_added_cycles): the empty sequence's wait
+                # overlaps the wgmma, so that is no latency and can be below the issue interval.
                 BracketedLatency("probe_latency", "probe_latency_empty", WARPGROUP_THREADS,
-                                 "fence+commit+wait_group 0 without the wgmma", launch=one),
+                                 "fence+commit+wait_group 0 without the wgmma", launch=one,
+                                 net_metric="latency_added_cycles"),
                 OccupancySweep((point(1),), WARPGROUP_THREADS, UNROLL,
-                               whole_gpu="every" if compared else "none"),
+                               whole_gpu="every" if compared else "none", energy=energy),
                 OccupancySweep((most,), WARPGROUP_THREADS, UNROLL, whole_gpu="none")] + others
 
     @staticmethod
