@@ -439,17 +439,22 @@ def compare(run_id, against, metric, disagreements, include_flagged, tolerance, 
 
 @cli.command()
 @click.option("--gpu", default="H800 PCIe", show_default=True, help="a GPU of gpu_specs.csv (H100 SXM5, H800 PCIe, H20, ...)")
-@click.option("--run", "run_id", default=None, type=RUN_ID, help="also fit the model to this run's issue intervals")
+@click.option("--clock", type=click.FloatRange(100, 5000), default=None,
+              help="SM clock in MHz for the predicted TFLOPS (default: the datasheet's boost clock)")
+@click.option("--run", "run_id", default=None, type=RUN_ID,
+              help="fit every family's model to this run instead (wgmma, mma, loaders, tma), with residuals")
 @click.option("--db", default=None, help=DB_HELP)
 @click.option("--format", "fmt", type=click.Choice(output.FORMATS), default="table", show_default=True)
-def model(gpu, run_id, db, fmt):
-    """Predict wgmma issue intervals (f16, m64nNk16) from datasheet parameters, or fit every family's
-    model to a run (wgmma issue intervals; TMA copy latency, Little's law and the DSMEM hop), with residuals.
+def model(gpu, clock, run_id, db, fmt):
+    """Predict wgmma issue intervals and TFLOPS (f16, m64nNk16) from datasheet parameters, or fit every
+    family's model to a run, with residuals: wgmma (issue interval, work per cycle per SM), mma.sync
+    (issue interval, throughput, latency), ldmatrix/stmatrix (bank-bound bytes per cycle), TMA (copy
+    latency, Little's law, the DSMEM hop).
 
     \b
     Examples:
       bench model --gpu H20
-      bench model --gpu H800
+      bench model --gpu H800 --clock 1560
       bench model --run 4
     """
     from harness.families.wgmma import model as perfmodel
@@ -457,8 +462,8 @@ def model(gpu, run_id, db, fmt):
     if run_id is None:
         params = perfmodel.datasheet(gpu)
         click.echo(f"{params.gpu}: B_smem = {params.b_smem:g} B/cycle/SM, F_tc = {params.f_tc:g} FLOP/cycle per "
-                   f"tensor core, L_min = {params.l_min:g} cycles ({params.source})")
-        click.echo(output.render_frame(perfmodel.table(params), fmt))
+                   f"tensor core, floor = {params.l_min:g} cycles ({params.source})")
+        click.echo(output.render_frame(perfmodel.table(params, clock_mhz=clock), fmt))
         return
     from harness.analysis.models import fit_run
 

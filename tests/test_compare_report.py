@@ -65,9 +65,21 @@ def test_compare_against_the_paper(db):
     rs8 = frame[(frame.case_id == "wgmma.mma_async.m64n8k16.f32.f16.f16.RS") & (frame.metric == "issue_interval_cycles")]
     assert rs8.paper.item() == 13 and rs8.verdict.item() == "agrees"
     tput = frame[(frame.metric == "throughput_tflops") & frame.paper.notna()]
-    assert len(tput) == 12 and (tput.paper_ratio > 1).all()  # synthetic numbers run at the full clock
-    scale = 114 / 132 * 1755 / 1755.0  # SM count, then clock: the fake runs at 1755 MHz
-    assert tput.comparable.iloc[0] == pytest.approx(tput.value.iloc[0] * scale)
+    # every printed figure, zero and random inputs apart: Table 11 and 2402's tables at the paper's N
+    # (6 N x SS/RS x 2 inputs), and 2501.12084 Table 13's N = 256 rows, which print their clock
+    assert set(tput.paper_inputs) == {"zero", "random"} and len(tput) > 24
+    printed = tput[tput.paper_clock_mhz.notna()]
+    assert set(printed.paper_table.str[:8]) == {"Table 13"} and len(printed) == 4
+    # the synthetic run is at the full rate, 4096 FLOP per cycle per SM: per cycle, Table 13's 729 TFLOPS
+    # at 1560 MHz on 114 SMs is 4099, the same
+    assert (printed.verdict == "agrees").all()
+    assert printed.comparable.tolist() == pytest.approx((printed.value * 114 / 132 * printed.paper_clock_mhz / 1755).tolist())
+    # zero-input figures are set beside our zero-input measurement
+    assert all('"inputs":"zeros"' in launch for launch in printed[printed.paper_inputs == "zero"].launch)
+    rest = tput[tput.paper_clock_mhz.isna()]
+    assert (rest.verdict == "clock not printed").all() and (rest.paper_implied_mhz < 1755).all()
+    assert rest.note.str.fullmatch(r"implies \d+ MHz").all()
+    assert rest.comparable.tolist() == pytest.approx((rest.value * 114 / 132).tolist())  # the fake runs at 1755 MHz
 
 
 def test_run_against_run_says_same_within_the_noise(db):

@@ -196,3 +196,44 @@ def test_bursts_take_no_warm_up_launch(idle_ms, warmups):
     timed = [launch for launch in probe.launches if launch[1] == 4]  # the whole-grid launches
     assert len(timed) == len(metric.samples) + warmups
     assert ("after 1 ms idle" in metric.notes) == bool(idle_ms)
+
+
+class Metered:
+    """A sampler whose every window saw a mean power of 500 W by the energy counter."""
+
+    def window(self):
+        from harness.measure.telemetry import GpuState
+
+        class Window:
+            state = GpuState(20, 1500.0, 2619.0, 520.0, 60.0, (), 0, mean_power_w=500.0, energy_seconds=2.0,
+                             energy_steps=20, mean_reading_w=480.0)
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                pass
+
+        return Window()
+
+
+def test_an_energy_point_keeps_the_load_on_and_gives_work_per_joule(monkeypatch):
+    """Energy points launch back to back until the window has lasted ENERGY_SECONDS (the counter steps
+    every 100 ms), then store the window's mean power and the work per joule of its launches."""
+    monkeypatch.setattr(methods, "ENERGY_SECONDS", 0.2)
+    point = (methods.SweepPoint("k", 4, 1, {"warps": 4}),)
+    plain, metered = Scripted({"k": 8.0}), Scripted({"k": 8.0})
+    policy = TimingPolicy(warmup=1, min_samples=3, max_samples=5, min_seconds=0.0)
+    methods.run(methods.OccupancySweep(point, 32, target_cycles=100_000), context(plain))
+    metrics = methods.run(methods.OccupancySweep(point, 32, target_cycles=100_000, energy=True),
+                          methods.Context(metered, 4, policy, Metered(), Work(4096, "FLOP"), 4096.0))
+    assert len(metered.launches) > len(plain.launches)  # more of the same load, for the counter
+    by = {m.name: m for m in metrics}
+    rate = float(np.median(by["throughput_tflops"].samples))
+    assert by["power_mean_w"].samples.tolist() == [500.0] and by["power_mean_w"].unit == "W"
+    assert by["energy_efficiency"].samples[0] == pytest.approx(rate / 500.0)
+    assert by["energy_efficiency"].unit == "TFLOPS/W" and by["energy_pj_per_op"].unit == "pJ/FLOP"
+    assert by["energy_pj_per_op"].samples[0] == pytest.approx(500.0 / rate)  # W / TFLOPS = pJ per FLOP
+    assert "20 steps over 2.00 s" in by["power_mean_w"].notes
+    with pytest.raises(ValueError):  # a burst is mostly idle: no energy figure for it
+        methods.OccupancySweep(point, 32, idle_ms=250.0, energy=True)

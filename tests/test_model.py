@@ -36,13 +36,17 @@ def test_rs_and_the_other_dtypes_on_the_paper_gpu():
             assert perfmodel.predict(case(256, ops, dtype, k=k), params).cycles == 128
 
 
-def test_where_the_model_does_not_fit_sparse_rs():
-    """Sparse SS follows 16 + N/2 exactly; sparse RS below N = 64 does not (the paper: 16, 18, 18)."""
+def test_sparse_rs_floors_follow_the_accumulator():
+    """Sparse SS follows 16 + N/2 exactly. Sparse RS below N = 40 sits on a floor: 16 with a 16-bit
+    accumulator (runs 20 and 23, both GPUs: 16 at N = 8..32), and with f32 or s32 16 at N = 8 but 18 from
+    N = 16 (the same runs, and the paper's column: 16, 18, 18)."""
     params = perfmodel.datasheet("H800 PCIe")
     assert tuple(perfmodel.predict(case(n, sparse=True), params).cycles for n in N_VALUES) == PAPER_SPARSE_SS
-    rs = [perfmodel.predict(case(n, "RS", sparse=True), params).cycles for n in (8, 16, 32)]
-    assert rs == [13, 13, 16]
-    assert rs != list(PAPER_SPARSE_RS)
+    wide = [perfmodel.predict(case(n, "RS", sparse=True), params).cycles for n in (8, 16, 32)]
+    assert wide == list(PAPER_SPARSE_RS)
+    narrow = WgmmaCase(64, 16, 32, "f16", "f16", "f16", "RS", True)
+    assert perfmodel.predict(narrow, params).cycles == 16 and perfmodel.floor_of(narrow) == "l_sparse"
+    assert perfmodel.predict(WgmmaCase(64, 40, 32, "f16", "f16", "f32", "RS", True), params).bound == "tensor cores"
 
 
 def test_the_bounds_and_crossovers():
@@ -101,29 +105,77 @@ def test_swapab_large_shapes_and_bad_sizes():
 
 
 def test_the_per_type_fit_keeps_sparse_apart_and_ignores_other_layouts():
-    """Synthetic intervals from the datasheet model, except sparse RS whose floor is 16 (measured on H100
-    and H200) and a layout case given an absurd value: the dense fit must not see either."""
+    """Synthetic intervals from the datasheet model with sparse floors of 15 and 17 (not the prior's), and
+    a layout case given an absurd value: the sparse fit finds its floors, the dense fit sees neither."""
     import pandas as pd
 
     from harness.families.wgmma.cases import WgmmaCase
     from harness.families.wgmma.fitting import WgmmaModel
 
+    from dataclasses import replace
+
     params = perfmodel.datasheet("H100 SXM5")
+    truth = replace(params, l_sparse=15.0, l_sparse_wide=17.0)  # sparse floors unlike the prior's 16 and 18
     rows = []
     for sparse in (False, True):
         for ops in ("SS", "RS"):
             for n in range(8, 257, 8):
                 case = WgmmaCase(64, n, 32 if sparse else 16, "f16", "f16", "f32", ops, sparse)
-                value = perfmodel.predict(case, params).cycles
-                if sparse and ops == "RS":
-                    value = max(value, 16.0)
-                rows.append((str(case), value))
+                rows.append((str(case), perfmodel.predict(case, truth).cycles))
     rows.append(("wgmma.mma_async.m64n64k16.f32.f16.f16.SS.K-SW128", 1000.0))
     frame = pd.DataFrame(rows, columns=["case_id", "value"]).assign(metric="issue_interval_cycles")
     fits = WgmmaModel().fit(frame, "NVIDIA H100 80GB HBM3", "test")
     assert sorted(fits.fits) == ["f16/f32", "f16/f32 sparse"]
     dense, sparse = fits.fits["f16/f32"], fits.fits["f16/f32 sparse"]
     assert len(dense.residuals) == 64 and dense.rms < 1e-9 and dense.params.l_min == pytest.approx(13)
-    assert sparse.params.l_min == pytest.approx(16) and sparse.rms < 1e-9
+    assert sparse.params.l_sparse == pytest.approx(15) and sparse.params.l_sparse_wide == pytest.approx(17)
+    assert sparse.rms < 1e-9
     table = fits.parameters.set_index("types")
     assert table.loc["f16/f32 sparse", "crossover_N_SS"] == float("inf")  # SS sparse: shared memory bound
+
+
+def test_the_mma_model_fit_recovers_its_constants_from_synthetic_intervals():
+    """Intervals, best throughputs and latencies made from known constants (not Hopper's), every native
+    mma form of the family: the fit gives them back; emulated forms (fp8, s4, m8n8k4 f16) are not fitted."""
+    import json
+
+    import pandas as pd
+
+    from harness.families import FAMILIES
+    from harness.families.mma import model as mma_model
+
+    truth = mma_model.MmaParams("synthetic", 768.0, 3.0, 5.0, 6.0, 8.0, 4.0, "truth")
+    rows = []
+    for case in FAMILIES["mma"].cases():
+        for metric in mma_model.MmaModel.metrics:
+            value = mma_model.predict_mma(case, metric, truth)
+            if value is None:
+                value = 1000.0  # an emulated form: absurd, and must not move the fit
+            rows.append((case.case_id, metric, json.dumps({"warps": 8}), value))
+    frame = pd.DataFrame(rows, columns=["case_id", "metric", "launch", "value"])
+    report = FAMILIES["mma"].model.fit(frame, "NVIDIA H100 80GB HBM3", "test")
+    p = report.params
+    assert (p.f_tc, p.c_dense, p.c_sparse, p.floor) == pytest.approx((768.0, 3.0, 5.0, 6.0))
+    assert (p.latency_base, p.latency_per_cycle) == pytest.approx((8.0, 4.0))
+    assert report.residuals.residual.abs().max() < 1e-6
+    assert not any("e4m3" in c or "m8n8k4" in c for c in report.residuals.case_id)
+    # the H100 datasheet prior: m16n8k16 f16 holds a tensor core 2 + 4096 / 1024 = 6 cycles -> 4 x 4096 / 6
+    prior = FAMILIES["mma"].model.prior("H100 SXM5")
+    case = FAMILIES["mma"].parse("mma.sync.m16n8k16.row.col.f32.f16.f16.f32")
+    assert mma_model.predict_mma(case, "sm_throughput", prior) == pytest.approx(4 * 4096 / 6)
+
+
+def test_the_loader_model_finds_the_bank_limit_and_each_one_warp_rate():
+    import json
+
+    import pandas as pd
+
+    from harness.families import FAMILIES
+
+    truth = {"ldmatrix.sync.m8n8.x1.shared.b16": 20.0, "stmatrix.sync.m8n8.x4.shared.b16": 45.0}
+    rows = [(case_id, "sm_throughput", json.dumps({"warps": w}), min(100.0, w * r1))
+            for case_id, r1 in truth.items() for w in (1, 2, 4, 8, 16, 32)]
+    report = FAMILIES["loaders"].model.fit(pd.DataFrame(rows, columns=["case_id", "metric", "launch", "value"]),
+                                           "H100", "test")
+    assert report.b_bank == pytest.approx(100.0) and report.one_warp == pytest.approx(truth)
+    assert report.residuals.residual.abs().max() < 1e-9

@@ -55,14 +55,14 @@ def test_a_real_change_is_found_and_the_tolerance_is_honoured(tmp_path):
     store = Store.open(str(path))
     m1 = store.query("SELECT measurement_id FROM results WHERE run_id = 2 AND metric = 'issue_interval_cycles' "
                      "AND case_id = 'wgmma.mma_async.m64n64k16.f32.f16.f16.SS'").measurement_id[0]
-    m2 = store.query("SELECT measurement_id FROM results WHERE run_id = 2 AND metric = 'latency_cycles' "
+    m2 = store.query("SELECT measurement_id FROM results WHERE run_id = 2 AND metric = 'latency_added_cycles' "
                      "AND case_id = 'wgmma.mma_async.m64n256k16.f32.f16.f16.SS'").measurement_id[0]
     store.query(f"UPDATE measurement_rows SET value = value * 1.05 WHERE id = {m1}", write=True)
     store.query(f"UPDATE measurement_rows SET value = value + 4 WHERE id = {m2}", write=True)
     found = differences(against_run(store, 1, 2, tolerance=0.0))
     assert set(zip(found.case_id, found.metric, found.verdict)) == {
         ("wgmma.mma_async.m64n64k16.f32.f16.f16.SS", "issue_interval_cycles", "faster"),  # run 1 vs a slower 2
-        ("wgmma.mma_async.m64n256k16.f32.f16.f16.SS", "latency_cycles", "faster")}
+        ("wgmma.mma_async.m64n256k16.f32.f16.f16.SS", "latency_added_cycles", "faster")}
     assert differences(against_run(store, 1, 2, tolerance=0.06)).empty  # 5 % and 3/147: within 6 %
 
 

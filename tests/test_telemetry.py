@@ -2,6 +2,8 @@
 
 import threading
 
+import pytest
+
 from conftest import fake_device, fake_result
 from harness.provenance import Provenance
 from harness.db.store import Store
@@ -108,3 +110,23 @@ def test_a_uuid_cut_at_a_zero_byte_is_asked_of_the_driver(monkeypatch):
     assert device.cuda_uuid(0) == "GPU-d600fccb-4d4d-b7d8-4d2a-ad7a7b8acb38"
     runtime.getDeviceProperties = lambda index: {"uuid": full}
     assert device.cuda_uuid(0) == "GPU-d600fccb-4d4d-b7d8-4d2a-ad7a7b8acb38"
+
+
+def test_mean_power_is_taken_between_the_energy_counters_steps():
+    """The counter moves every 100 ms (an H100's NVML); sampled every 10 ms over 1 s at 400 W, the
+    mean power comes from its first to its last step, not from the window's edges (which would add the
+    energy of up to 100 ms outside it)."""
+    from harness.measure.telemetry import ENERGY_MIN_STEPS, counter_power
+
+    readings = []
+    for i in range(101):  # t = 0.000 .. 1.000 s; the counter steps at 0.05, 0.15, ... by 40 J (400 W x 0.1 s)
+        t = i * 0.01
+        steps = int((t + 0.05) // 0.1)
+        readings.append(Reading(1755, 2619, 390.0, 50, 0, 1_000_000 + 40_000.0 * steps, t))
+    watts, seconds, steps = counter_power(readings)
+    assert watts == pytest.approx(400.0, rel=0.03) and steps == 9 and seconds == pytest.approx(0.9, abs=0.011)
+    assert counter_power(readings[:30]) is None  # 3 steps: fewer than ENERGY_MIN_STEPS
+    assert ENERGY_MIN_STEPS > 3
+    assert counter_power([Reading(1755, 2619, 390.0, 50, 0)] * 50) is None  # no counter
+    state = GpuState.from_readings(readings, 0)
+    assert state.mean_power_w == pytest.approx(400.0, rel=0.03) and state.mean_reading_w == pytest.approx(390.0)

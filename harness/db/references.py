@@ -27,6 +27,8 @@ ARTICLE_GLOB = "article_*.csv"  # figures already in our terms: instruction, sha
 CITATIONS_FILE = "citations.csv"
 PTX_DTYPES = {"FP16": "f16", "BF16": "bf16", "TF32": "tf32", "FP8": "e4m3", "INT8": "s8", "FP32": "f32",
               "INT32": "s32", "FP64": "f64", "f16": "f16", "f32": "f32"}
+# Figures that depend on the input data (through power and clock): they keep the paper's zero/random.
+CONDITIONED = ("throughput_tflops", "sm_clock_mhz", "energy_efficiency", "power_mean_w")
 _SHAPE = re.compile(r"^(?:sp\.)?m(\d+)n(\d+)k(\d+)$")
 
 
@@ -162,7 +164,7 @@ def load() -> tuple[Reference, ...]:
                 fields.update(value=float(row["value"]) / sms,
                               notes=f"{row['value']} {row['unit']} for the whole GPU / {sms} SMs. {row['notes']}".strip())
             source = row["paper"].split(" ")[0] if row["paper"].startswith("repo") else row["paper"]
-            condition = _condition(row["notes"]) if fields.get("metric") == "throughput_tflops" else None
+            condition = _condition(row["notes"]) if fields.get("metric") in CONDITIONED else None
             launch = fields.pop("launch", None)
             ref = Reference(source=row["paper"], citation=citations.get(source, row["paper"]),
                             table=row["table_or_figure"], gpu=fields.pop("gpu", row["gpu"]),
@@ -244,3 +246,20 @@ def gpu_specs() -> dict[str, GpuSpec]:
                                     number("peak_dense_fp16_tflops"), float(row["flops_per_tc_per_clk_fp16"]),
                                     row["source"], row["notes"], number("memory_bandwidth_gbps"))
     return specs
+
+
+# Our GPU names (as CUDA reports them) -> rows of gpu_specs.csv
+GPU_ALIASES = {"NVIDIA H100 80GB HBM3": "H100 SXM5", "H100": "H100 SXM5", "H800": "H800 PCIe",
+               "NVIDIA H800 PCIe": "H800 PCIe", "NVIDIA H100 PCIe": "H100 PCIe", "NVIDIA H20": "H20",
+               "NVIDIA H200": "H200 SXM", "H200": "H200 SXM"}
+
+
+def spec_name(gpu: str, specs: dict) -> str | None:
+    """The gpu_specs.csv row of `gpu`: an alias, else the same name up to case, spaces and 'NVIDIA'."""
+    if gpu in GPU_ALIASES:
+        return GPU_ALIASES[gpu]
+
+    def plain(name: str) -> str:
+        return "".join(name.lower().replace("nvidia", "").split())
+
+    return next((row for row in specs if plain(row) == plain(gpu)), None)

@@ -270,6 +270,12 @@ class LoadersFamily:
                 f"supply the row addresses; lane l holds, per matrix, {layout}",
                 f"sm_90a runs: {_mnemonic(case)}"]
 
+    @property
+    def model(self):
+        from harness.families.mma.model import LoaderModel
+
+        return LoaderModel()
+
     def figures(self, context) -> list:
         from harness.families.mma.figures import loader_figures
 

@@ -403,9 +403,12 @@ class WgmmaFamily:
     @staticmethod
     def paper_case(figure) -> tuple[str, str] | None:
         """A published wgmma figure's case and metric: the papers' wgmma "latency" is a back-to-back
-        chain's issue interval (their loop issues the next wgmma without waiting on the previous)."""
+        chain's issue interval (their loop issues the next wgmma without waiting on the previous).
+        sm_clock_mhz is the clock a throughput figure was printed with (2501.12084 Table 13): not a
+        metric of ours, it is what compare turns that figure into work per cycle per SM with."""
         metric = {"latency_cycles": "issue_interval_cycles", "throughput": "throughput_tflops",
-                  "issue_interval_cycles": "issue_interval_cycles"}.get(figure.metric)
+                  "issue_interval_cycles": "issue_interval_cycles", "energy_efficiency": "energy_efficiency",
+                  "power": "power_mean_w", "sm_clock": "sm_clock_mhz"}.get(figure.metric)
         if not figure.instruction.startswith("wgmma.mma_async") or metric is None:
             return None
         sp = ".sp" if figure.sparse else ""

@@ -113,7 +113,8 @@ def _figure_residuals(path, fits, title: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 3.6))
-    for (key, ops), data in fits.residuals.groupby(["types", "operands"]):
+    intervals = fits.residuals[fits.residuals.metric == "issue_interval_cycles"]
+    for (key, ops), data in intervals.groupby(["types", "operands"]):
         data = data.sort_values("n")
         ax.plot(data.n, data.residual, "o-", ms=3, lw=0.8, label=f"{key} {ops}")
     ax.axhline(0, color="black", lw=0.8)
@@ -296,13 +297,21 @@ def figures(ctx) -> list:
     _figure_residuals(paths[2], fits, f"{gpu}, run {run}: residuals of the fitted model")
     params = fits.parameters
     prior = fits.prior
-    worst = fits.residuals.residual.abs().max()
+    intervals = fits.residuals[fits.residuals.metric == "issue_interval_cycles"]
+    rates = fits.residuals[fits.residuals.metric == "sm_throughput"]
+    worst = intervals.residual.abs().max()
+    dense, sparse = params[params.floor_wide.isna()], params[params.floor_wide.notna()]
+    floors = f"floor = {dense.floor.min():g}..{dense.floor.max():g} cycles dense" + (
+        f", sparse {sparse.floor.min():g}..{sparse.floor.max():g} and, with a 32-bit accumulator from N = 16, "
+        f"{sparse.floor_wide.min():g}..{sparse.floor_wide.max():g}" if len(sparse) else "")
     fit_text = [
         f"Fitted per type, dense and sparse apart: B_smem = {params.B_smem.min():g}..{params.B_smem.max():g} "
         f"B/cycle/SM, F_tc = {params.F_tc.min():g}..{params.F_tc.max():g} dense 16-bit FLOP/cycle per tensor "
-        f"core (the dtype's rate, and twice it for sparse, applied on top), L_min = {params.L_min.min():g}.."
-        f"{params.L_min.max():g} cycles (starting from {prior.b_smem:g}, {prior.f_tc:g}, {prior.l_min:g}: "
-        f"{prior.source}); the largest residual is {worst:.3f} cycles over {len(fits.residuals)} cases.",
+        f"core (the dtype's rate, and twice it for sparse, applied on top), {floors} (starting from "
+        f"{prior.b_smem:g}, {prior.f_tc:g}, {prior.l_min:g}: {prior.source}); the largest residual is "
+        f"{worst:.3f} cycles over {len(intervals)} cases."
+        + (f" Work per cycle per SM predicted as FLOPs / fitted interval, at 1 and 4 warpgroups: "
+           f"{len(rates)} points, largest relative residual {rates.relative.abs().max():.2%}." if len(rates) else ""),
         "Least squares per panel (harness/families/wgmma/model.py fit): each case is assigned to the term "
         "that bounds it, each term is fitted on its cases, until the assignment is stable. Crossover N: where "
         "the instruction turns tensor-core bound (SS: arithmetic overtakes reading A and B; RS: overtakes "

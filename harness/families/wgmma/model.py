@@ -3,7 +3,18 @@
 A wgmma takes the longer of reading its shared-memory operands and doing its arithmetic, and no
 less than a floor:
 
-    issue_interval = max( (bytes_A_smem + bytes_B_smem) / B_smem,  FLOPs / (4 * F_tc * rate),  L_min )
+    issue_interval = max( (bytes_A_smem + bytes_B_smem) / B_smem,  FLOPs / (4 * F_tc * rate),  floor )
+
+    floor = L_min (dense), L_sp (sparse), L_sp_wide (sparse with a 32-bit accumulator at N >= 16)
+
+Measured on both GPUs (runs 20 and 23): sparse RS at small N issues every 16 cycles with a 16-bit
+accumulator and with any accumulator at N = 8, but every 18 with f32 or s32 from N = 16 until the
+arithmetic takes longer (N = 40: 20). The papers' sparse RS column shows the same (16 at N = 8, 18 at
+N = 16 and 32, f32 accumulate), which gives the priors.
+
+One warpgroup already issues at this interval (1 and 4 warpgroups per SM measured the same, to 0.04 %),
+so work per cycle per SM is FLOPs / issue_interval for 1 to 4 warpgroups, and the whole GPU's rate at a
+clock f is that times SMs times f (sm_throughput, and throughput_tflops at the clock measured).
 
 B_smem: shared-memory bytes per cycle per SM; F_tc: dense 16-bit FLOPs per tensor core per cycle
 (datasheet arithmetic: peak / (tensor cores x boost clock)); rate: the dtype's speed relative to
@@ -20,29 +31,19 @@ import numpy as np
 
 from harness.errors import SpecError
 from harness.db.references import gpu_specs
+from harness.db.references import GPU_ALIASES
+from harness.db.references import spec_name as _row
 from harness.families.wgmma.cases import WgmmaCase as Case
 
 TENSOR_CORES_PER_SM = 4
 B_SMEM_HOPPER = 128.0  # bytes/cycle/SM
 L_MIN_HOPPER = 13.0  # cycles: the RS floor the article reads off the H800 table
+# Sparse RS floors on the H800 (2402.13499 Table IX and 2501.12084 Table 11, f32 accumulate: 16 at N = 8,
+# 18 at N = 16 and 32): priors only; a fit takes them from the run.
+L_SPARSE_HOPPER = 16.0
+L_SPARSE_WIDE_HOPPER = 18.0
+WIDE_ACCUMULATORS = ("f32", "s32")
 DTYPE_RATE = {"f16": 1.0, "bf16": 1.0, "tf32": 0.5, "e4m3": 2.0, "e5m2": 2.0, "s8": 2.0, "u8": 2.0}
-# Our GPU names (as CUDA reports them) -> rows of gpu_specs.csv
-GPU_ALIASES = {"NVIDIA H100 80GB HBM3": "H100 SXM5", "H100": "H100 SXM5", "H800": "H800 PCIe",
-               "NVIDIA H800 PCIe": "H800 PCIe", "NVIDIA H100 PCIe": "H100 PCIe", "NVIDIA H20": "H20",
-               "NVIDIA H200": "H200 SXM", "H200": "H200 SXM"}
-
-
-def _row(gpu: str, specs: dict) -> str | None:
-    """The gpu_specs.csv row of `gpu`: an alias, else the same name up to case, spaces and 'NVIDIA'."""
-    if gpu in GPU_ALIASES:
-        return GPU_ALIASES[gpu]
-
-    def plain(name: str) -> str:
-        return "".join(name.lower().replace("nvidia", "").split())
-
-    return next((row for row in specs if plain(row) == plain(gpu)), None)
-
-
 @dataclass(frozen=True)
 class Params:
     gpu: str
@@ -50,6 +51,8 @@ class Params:
     f_tc: float  # dense 16-bit FLOP/cycle per tensor core
     l_min: float  # cycles
     source: str  # "datasheet" or "fitted to run N"
+    l_sparse: float = L_SPARSE_HOPPER  # the sparse floor (cycles)
+    l_sparse_wide: float = L_SPARSE_WIDE_HOPPER  # the sparse floor with a 32-bit accumulator at N >= 16
 
 
 @dataclass(frozen=True)
@@ -83,15 +86,33 @@ def flops(case: Case) -> float:
     return 2.0 * case.m * case.n * case.k
 
 
+def floor_of(case: Case) -> str:
+    """Which floor parameter bounds the case: l_min, l_sparse or l_sparse_wide."""
+    if not case.sparse:
+        return "l_min"
+    return "l_sparse_wide" if case.dtype_acc in WIDE_ACCUMULATORS and case.n >= 16 else "l_sparse"
+
+
 def predict(case: Case, params: Params) -> Prediction:
     rate = DTYPE_RATE[case.dtype_a] * (2.0 if case.sparse else 1.0)
     smem = smem_bytes(case) / params.b_smem
     compute = flops(case) / (TENSOR_CORES_PER_SM * params.f_tc * rate)
-    if max(smem, compute) < params.l_min:
+    floor = getattr(params, floor_of(case))
+    if max(smem, compute) < floor:
         bound = "floor"
     else:
         bound = "tensor cores" if compute >= smem else "shared memory"
-    return Prediction(max(smem, compute, params.l_min), bound, smem, compute)
+    return Prediction(max(smem, compute, floor), bound, smem, compute)
+
+
+def sm_throughput(case: Case, params: Params) -> float:
+    """FLOP (or OP) per cycle per SM with 1 to 4 warpgroups: one instruction per issue interval."""
+    return flops(case) / predict(case, params).cycles
+
+
+def tflops(case: Case, params: Params, sms: int, clock_mhz: float) -> float:
+    """The whole GPU's rate at `clock_mhz` on `sms` SMs."""
+    return sm_throughput(case, params) * sms * clock_mhz * 1e6 / 1e12
 
 
 def crossover_n(dtype_a: str, operands: str, params: Params, sparse: bool = False, k: int = 16) -> float:
@@ -102,11 +123,12 @@ def crossover_n(dtype_a: str, operands: str, params: Params, sparse: bool = Fals
 
     smem_fixed = at(0).smem_cycles
     smem_per_n, compute_per_n = at(1).smem_cycles - smem_fixed, at(1).compute_cycles
+    floor = getattr(params, floor_of(Case(64, 256, k, dtype_a, dtype_a, "f32", operands, sparse)))
     # Equal slopes (sparse: B's reads and the arithmetic take the same cycles per N), up to the fit's
     # rounding: arithmetic never overtakes reading shared memory.
     if compute_per_n <= smem_per_n * (1 + 1e-3):
         return float("inf")
-    return max(params.l_min / compute_per_n, smem_fixed / (compute_per_n - smem_per_n))
+    return max(floor / compute_per_n, smem_fixed / (compute_per_n - smem_per_n))
 
 
 @dataclass(frozen=True)
@@ -141,9 +163,10 @@ def fit(points: list[tuple[Case, float]], start: Params, source: str) -> Fit:
         if comp:
             x, y = np.array(comp).T
             updates["f_tc"] = float(x @ x / (x @ y))
-        floor = [y for (c, y), b in zip(points, bounds) if b == "floor"]
-        if floor:
-            updates["l_min"] = float(np.mean(floor))
+        for name in ("l_min", "l_sparse", "l_sparse_wide"):
+            floor = [y for (c, y), b in zip(points, bounds) if b == "floor" and floor_of(c) == name]
+            if floor:
+                updates[name] = float(np.mean(floor))
         params = replace(params, source=source, **updates)
     residuals = [(c, y, predict(c, params).cycles, predict(c, params).bound) for c, y in points]
     return Fit(params, residuals, iteration)
@@ -198,16 +221,23 @@ def swapab(m: int, n: int, k: int, params: Params, dtype: str = "f16", operands:
                       _choice("swapped", n, m, k, dtype, operands, params), params)
 
 
-def table(params: Params, n_values=(8, 16, 32, 64, 128, 256), dtype: str = "f16") -> "pd.DataFrame":
-    """Predicted issue intervals against N, SS and RS (the article's table for F_tc = params.f_tc)."""
+def table(params: Params, n_values=(8, 16, 32, 64, 128, 256), dtype: str = "f16",
+          clock_mhz: float | None = None) -> "pd.DataFrame":
+    """Predicted issue intervals against N, SS and RS (the article's table for F_tc = params.f_tc), and the
+    whole GPU's TFLOPS at `clock_mhz` (default: the datasheet's boost clock) where the datasheet gives SMs."""
     import pandas as pd
 
+    spec = gpu_specs().get(params.gpu)
+    clock = clock_mhz or (spec.tc_boost_clock_mhz if spec else None)
     rows = []
     for n in n_values:
         row = {"N": n}
         for ops in ("SS", "RS"):
-            p = predict(Case(64, n, 16, dtype, dtype, "f32", ops), params)
+            case = Case(64, n, 16, dtype, dtype, "f32", ops)
+            p = predict(case, params)
             row[ops] = p.cycles
             row[f"{ops} bound"] = p.bound
+            if spec and spec.sm_count and clock:
+                row[f"{ops} TFLOPS at {clock:g} MHz"] = round(tflops(case, params, spec.sm_count, clock), 1)
         rows.append(row)
     return pd.DataFrame(rows)
