@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import html
+import json
 import os
 import re
 import shutil
@@ -68,14 +69,49 @@ def _run_facts(store: Store, run_id: int) -> dict:
 
 
 def _paper_table(against: pd.DataFrame) -> pd.DataFrame:
-    rows = against[against.paper.notna()].copy()
+    """Every measurement with a published figure, energy apart (_energy_table): a throughput as ours at the
+    paper's clock on its 114 SMs (per cycle per SM, bench compare), beside the paper's, with the clock
+    the paper printed or the one its figure implies, and the verdict with its reason."""
+    rows = against[against.paper.notna() & (against.verdict != "for context")].copy()
+    timed = rows.metric == "throughput_tflops"
     rows["measured"] = rows.value.round(2)
-    rows["scaled to H800"] = np.where(rows.metric == "throughput_tflops", rows.comparable.round(1), np.nan)
+    rows["at the paper's clock"] = np.where(timed, rows.comparable.round(1), np.nan)
     rows["ratio"] = rows.paper_ratio.round(3)
-    rows["paper implies MHz"] = rows.paper_implied_mhz.round(0)
+    rows["paper clock MHz"] = rows.paper_clock_mhz
+    rows["implied MHz"] = rows.paper_implied_mhz.round(0)
+    rows["inputs"] = rows.paper_inputs.fillna("")
+    rows["table"] = rows.paper_table.str.split(" ").str[:2].str.join(" ")
     rows["emulated"] = np.where(rows.emulated, "emulated", "")
-    return rows[["case_id", "metric", "measured", "scaled to H800", "paper", "ratio", "paper implies MHz", "verdict",
-                 "emulated"]]
+    return rows[["case_id", "metric", "inputs", "table", "measured", "at the paper's clock", "paper", "paper clock MHz",
+                 "ratio", "implied MHz", "verdict", "note", "emulated"]].dropna(axis=1, how="all")
+
+
+def _energy_table(store: Store, run_id: int, against: pd.DataFrame) -> pd.DataFrame:
+    """Power, TFLOPS per watt and energy per operation of every energy point of the run, by input
+    distribution, beside the papers' power and efficiency figures for the same case and inputs."""
+    frame = store.query(f"""SELECT case_id, launch, metric, value, unit FROM results WHERE run_id = {int(run_id)}
+                            AND valid AND metric IN ('power_mean_w', 'energy_efficiency', 'energy_pj_per_op',
+                            'throughput_tflops', 'sm_clock_mhz')""")
+    energy = frame[frame.metric == "power_mean_w"][["case_id", "launch"]]
+    if energy.empty:
+        return pd.DataFrame()
+    wide = frame.pivot_table(index=["case_id", "launch"], columns="metric", values="value", aggfunc="first")
+    wide = energy.merge(wide.reset_index(), on=["case_id", "launch"])
+    clocks = store.query(f"""SELECT case_id, launch, sm_clock_mhz FROM results WHERE run_id = {int(run_id)}
+                             AND metric = 'power_mean_w'""")
+    wide = wide.merge(clocks, on=["case_id", "launch"], how="left")
+    wide["inputs"] = [json.loads(launch).get("inputs", "random") for launch in wide.launch]
+    paper = against[against.verdict == "for context"]
+    figures = {(r.case_id, r.metric, r.launch): r.paper for r in paper.itertuples()}
+    wide["paper TFLOPS/W"] = [figures.get((c, "energy_efficiency", launch), np.nan)
+                              for c, launch in zip(wide.case_id, wide.launch)]
+    wide["paper W"] = [figures.get((c, "power_mean_w", launch), np.nan) for c, launch in zip(wide.case_id, wide.launch)]
+    out = pd.DataFrame({"case_id": wide.case_id, "inputs": wide.inputs, "SM MHz": wide.sm_clock_mhz.round(0),
+                        "TFLOPS": wide.get("throughput_tflops", np.nan).round(1),
+                        "W": wide.power_mean_w.round(1), "TFLOPS/W": wide.energy_efficiency.round(3),
+                        "pJ/op": wide.energy_pj_per_op.round(3), "paper TFLOPS/W": wide["paper TFLOPS/W"],
+                        "paper W": wide["paper W"]})
+    return out.sort_values(["case_id", "inputs"]).dropna(axis=1, how="all").reset_index(drop=True)
 
 
 def rates_by_family(store: Store, gpu: str, include_flagged: bool = False) -> pd.DataFrame:
@@ -167,19 +203,30 @@ def _sections(store: Store, run_id: int, facts: dict, against: pd.DataFrame, fam
     disagree = against[(against.verdict == "DISAGREES") | (against.model_verdict == "DISAGREES")]
     summary = [f"{int(facts['cases'])} cases in {', '.join(sorted(set(against.family)) or ['no family'])}; "
                f"{int(facts['invalid'])} invalid, {int(facts['faults'])} faults."]
-    for metric, rows in against[against.paper.notna()].groupby("metric"):
-        agree = (rows.verdict == "agrees").sum()
-        summary.append(f"{metric}: {agree} of {len(rows)} cases with a paper figure agree with the paper's H800 PCIe "
-                       "within the measurement's spread plus 3 %.")
+    judged = against[against.paper.notna() & (against.verdict != "for context")]
+    for metric, rows in judged.groupby("metric"):
+        counts = ", ".join(f"{n} {verdict}" for verdict, n in rows.verdict.value_counts().items())
+        summary.append(f"{metric}: of {len(rows)} published figures of the paper's H800 PCIe, {counts} (agrees: within "
+                       "the measurement's spread plus 3 %; the section below gives each row's reason).")
+    context = against[against.verdict == "for context"]
+    if len(context):
+        summary.append(f"Energy: {len(context)} published power and efficiency figures are shown beside ours for "
+                       "context (a different GPU and power limit), in the energy section.")
     tput = against[(against.metric == "throughput_tflops") & against.paper.notna()]
     if len(tput):
-        implied = tput.paper_implied_mhz
+        counts = tput.verdict.value_counts()
+        printed = tput[tput.paper_clock_mhz.notna()]
+        implied = tput[tput.paper_clock_mhz.isna()].paper_implied_mhz
         summary.append(
-            f"Throughput: scaled to the H800 PCIe (114 SMs, 1755 MHz), this GPU's TFLOPS are "
-            f"{tput.paper_ratio.min():.2f}..{tput.paper_ratio.max():.2f} times the paper's figures. "
-            f"Where the cycle figures agree, the difference is the clock: at this GPU's measured work per cycle "
-            f"the paper's numbers imply an SM clock of {implied.min():.0f}..{implied.max():.0f} MHz on the "
-            "power-limited H800 PCIe (350 W), which the paper does not report.")
+            "Throughput is compared per cycle per SM: ours by the SM clock measured in the kernel, the paper's by "
+            "the clock it printed (2501.12084 Table 13) on its 114 SMs. "
+            + (f"At the printed clock, {counts.get('agrees', 0)} of {len(printed)} figures agree; "
+               f"{counts.get('paper clock doubtful', 0)} are below what the tensor cores do per cycle at the clock "
+               "printed beside them (paper clock doubtful: each row names the clock its figure implies). "
+               if len(printed) else "")
+            + (f"{len(implied)} figures were printed without a clock: at this GPU's work per cycle they imply "
+               f"{implied.min():.0f}..{implied.max():.0f} MHz on the power-limited H800 PCIe (350 W, 1755 MHz "
+               "maximum)." if len(implied) else ""))
     emulated = sorted(set(against[against.emulated].case_id))
     if emulated:
         summary.append(f"{len(emulated)} cases are emulated on this GPU (no native instruction: the SASS check found "
@@ -214,12 +261,21 @@ def _sections(store: Store, run_id: int, facts: dict, against: pd.DataFrame, fam
                   "this GPU in the database. An emulated instruction's rate is what its replacement instructions "
                   "deliver, not a tensor-core rate."]
     paper = _paper_table(against)
+    energy = _energy_table(store, run_id, against)
+    energy_text = [
+        "Mean board power over about 2 s of back-to-back whole-GPU launches, from NVML's energy counter (it steps "
+        "every 100 ms; the mean is taken between its first and last step in the window), and from it TFLOPS per "
+        "watt and picojoules per operation (dense-equivalent). The input distribution changes the power, and "
+        "through the power cap the clock: zeros draw far less than random data. The papers' figures (2402.13499 "
+        "Table XI, 2501.12084 Tables 12 and 13) are of an H800 PCIe with a 350 W limit; this GPU's limit is "
+        f"{facts['power_limit_w']} W, so they are shown for context, not judged."]
     fleet = _fleet_section(store, facts)
     spread = _spread_section(store, run_id)
     return [
         ("Summary", summary, None),
         *family_sections,
-        *([("Against the paper (H800 PCIe, arXiv 2402.13499)", [], paper)] if len(paper) else []),
+        *([("Against the paper (H800 PCIe, arXiv 2402.13499 and 2501.12084)", [], paper)] if len(paper) else []),
+        *([("Energy against the papers' tables", energy_text, energy)] if len(energy) else []),
         *([("Tensor-core rates by family", rates_text, rates)] if len(rates) else []),
         *fleet,
         *spread,

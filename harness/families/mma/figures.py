@@ -1,5 +1,5 @@
 """The mma.sync sections of `bench report`: latency and issue interval per form, the best rate per
-form against its type's dense peak, and the warps x ILP table of one form with a figure."""
+form against its type's peak (sparse: the sparse peak), and the warps x ILP table of one form with a figure."""
 
 from __future__ import annotations
 
@@ -52,15 +52,16 @@ def figures(ctx) -> list:
         "best per SM per cycle": best.value.round(1),
         "unit": best.unit,
         "at warps x ILP": best.warps.astype("Int64").astype(str) + " x " + best.ilp.astype("Int64").astype(str),
-        "of the type's dense peak": fractions.round(3),
+        "of the type's peak": fractions.round(3),
         "runs as": executes,
         "emulated": np.where(emulated, "emulated", ""),
     }).reset_index().rename(columns={"index": "case_id"})
     sections = [("mma.sync: latency, issue interval and best rate per form", [
         "Latency: one warp's dependent chain (each mma accumulates onto the one before). Issue interval: one warp "
         "with 8 independent accumulators. Best rate: every SM with 1..32 warps x 1, 2 or 4 independent "
-        "accumulators each, the best of the sweep. The dense peak is the type's datasheet tensor rate "
-        "(wgmma's); int4 and binary have none published. Emulated forms have no native instruction on "
+        "accumulators each, the best of the sweep. The type's peak is its datasheet tensor rate "
+        "(wgmma's), twice it for mma.sp (dense-equivalent work against the sparse peak, the metric registry's "
+        "peak_fraction rule); int4 and binary have none published. Emulated forms have no native instruction on "
         "sm_90: 'runs as' is what the SASS check found in their place, and their rates are not tensor-core "
         "rates."], table)]
     shown = frame[(frame.case_id == SHOWN_CASE) & (frame.metric == "sm_throughput")]
