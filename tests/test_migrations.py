@@ -136,3 +136,34 @@ def test_schema_8_gives_each_metric_one_meaning(tmp_path):
     samples = store.query(f"""SELECT s.value FROM samples s JOIN measurements m ON m.id = s.measurement_id
                               WHERE m.case_pk = {ids['wgmma']} AND m.metric = 'peak_fraction' ORDER BY s.idx""")
     assert samples.value.tolist() == [0.9, 0.8]
+
+
+def test_schema_9_gives_emulated_mma_a_call_interval(tmp_path):
+    """An emulated mma form (builds.emulated, from the SASS check) issues no instruction: its stored
+    issue_interval_cycles becomes call_interval_cycles; a native form's, and a latency, stay."""
+    path = copy_fixture("schema_v8.db", tmp_path)
+    con = sqlite3.connect(path)
+    run = con.execute("SELECT MIN(id) FROM runs").fetchone()[0]
+    launch, valid, cycles = _insert_text(con, '{"ilp":8}'), _insert_text(con, "valid"), _insert_text(con, "cycles")
+    ids = {}
+    for name, case_id, emulated in (("emulated", "mma.sync.m16n8k32.row.col.f32.e4m3.e4m3.f32", 1),
+                                    ("native", "mma.sync.m16n8k16.row.col.f32.f16.f16.f32", 0)):
+        con.execute("INSERT INTO cases (case_id, family, params) VALUES (?, 'mma', '{}')", (case_id,))
+        case_pk = con.execute("SELECT id FROM cases WHERE case_id = ?", (case_id,)).fetchone()[0]
+        con.execute("""INSERT INTO builds (build_hash, source_hash, options, nvrtc_version, emulated, compile_log_zlib)
+                       VALUES (?, 'x', '', '13.0', ?, x'')""", (f"hash-{name}", emulated))
+        build = con.execute("SELECT id FROM builds WHERE build_hash = ?", (f"hash-{name}",)).fetchone()[0]
+        for metric in ("issue_interval_cycles", "latency_cycles"):
+            con.execute("""INSERT INTO measurement_rows (run_id, case_pk, build_id, metric_id, unit_id, launch_id,
+                           status_id, value, n_samples, valid, created_at, telemetry_samples)
+                           VALUES (?, ?, ?, ?, ?, ?, ?, 52.1, 1, 1, '2026-11-24 00:00:00', 0)""",
+                        (run, case_pk, build, _insert_text(con, metric), cycles, launch, valid))
+        ids[name] = case_pk
+    con.commit()
+    con.close()
+    store = Store.open(str(path))
+    frame = store.query("SELECT case_pk, metric FROM measurements WHERE case_pk IN "
+                        f"({ids['emulated']}, {ids['native']}) ORDER BY case_pk, metric")
+    assert set(zip(frame.case_pk, frame.metric)) == {
+        (ids["emulated"], "call_interval_cycles"), (ids["emulated"], "latency_cycles"),
+        (ids["native"], "issue_interval_cycles"), (ids["native"], "latency_cycles")}

@@ -206,3 +206,21 @@ def test_sparse_metadata_of_byte_slots_is_one_row_per_lane():
     pattern[9, 10] = (1, 3)  # 0b1101: row 9 (group 1, upper) chunk 10 -> lane 4 + 3, nibble 2
     words = sparsity.metadata("s8", pattern)
     assert words[7] == 0x44444D44 and words[4] == words[5] == words[6] == 0x44444444
+
+
+def test_an_emulated_form_has_a_call_interval_not_an_issue_interval():
+    """The independent-accumulator chain of a form ptxas emulates (fp8, s4/u4, xor.popc, m8n8k4 f16: the
+    PTX ISA's sm_90 table has no such native MMA) is stored as call_interval_cycles."""
+    from harness.families import FAMILIES
+    from harness.families.mma import sass
+    from harness.measure.methods import ChainSlope
+
+    names = {}
+    for case in FAMILIES["mma"].cases():
+        (interval,) = [s.metric for s in FAMILIES["mma"].plan(case) if isinstance(s, ChainSlope)
+                       and s.metric != "latency_cycles"]
+        names[case.case_id] = interval
+        assert interval == ("call_interval_cycles" if sass.form(case).emulated else "issue_interval_cycles")
+    assert names["mma.sync.m16n8k32.row.col.f32.e4m3.e4m3.f32"] == "call_interval_cycles"
+    assert names["mma.sync.m8n8k4.row.col.f32.f16.f16.f32"] == "call_interval_cycles"
+    assert names["mma.sync.m16n8k16.row.col.f32.f16.f16.f32"] == "issue_interval_cycles"

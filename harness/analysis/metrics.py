@@ -29,6 +29,11 @@ class MetricInfo:
 METRICS = {m.name: m for m in (
     MetricInfo("issue_interval_cycles", "cycles", "cycles", None, "lower",
                "steady-state cycles per instruction of a back-to-back chain on one SM"),
+    MetricInfo("call_interval_cycles", "cycles", "cycles", None, "lower",
+               "an emulated form (no native instruction: ptxas runs a routine of other instructions) timed as an "
+               "issue interval would be, cycles per PTX instruction of one warp with independent accumulators; "
+               "nothing is issued as one instruction, and independent calls can cost more each than dependent "
+               "ones (register pressure), so it may exceed the form's latency_cycles"),
     MetricInfo("latency_cycles", "cycles", "cycles", None, "lower",
                "one instruction from issue to completion: a dependent chain's slope, or net of two clock reads"),
     MetricInfo("latency_added_cycles", "cycles", "cycles", None, "lower",

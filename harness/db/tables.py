@@ -16,7 +16,7 @@ from sqlalchemy import (BigInteger, Boolean, DateTime, Float, ForeignKey, Intege
                         UniqueConstraint)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 8  # = the number of the newest migration in harness/migrations/versions
+SCHEMA_VERSION = 9  # = the number of the newest migration in harness/migrations/versions
 
 
 class Base(DeclarativeBase):

@@ -37,6 +37,12 @@ ENERGY_SHAPES = {("f16", 16, False), ("tf32", 8, False), ("s8", 32, False),
 F64_INPUT_STEPS = 4  # f64 inputs are multiples of 1/4 in [-2, 2]: every product and sum is exact
 
 
+def interval_metric(case: MmaCase) -> str:
+    """An emulated form issues no instruction of its own: its independent-accumulator chain is a call
+    interval (metric registry), not an issue interval."""
+    return "call_interval_cycles" if sass.form(case).emulated else "issue_interval_cycles"
+
+
 def _energy_case(case: MmaCase) -> bool:
     """A paper energy shape (ENERGY_SHAPES) in its plain form: m16n8, b signed as a, no satfinite."""
     return ((case.dtype_a, case.k, bool(case.sparse)) in ENERGY_SHAPES and case.m == 16
@@ -295,7 +301,7 @@ class MmaFamily:
                   if plan.short_unroll else f"; loop bodies of {plan.unroll} rounds")
         return [ChainSlope("latency_cycles", plan.kernel(1), 32, unroll=plan.unroll, launch={"warps": 1, "ilp": 1},
                            notes=dependent + bodies, short_body=plan.short_body(1)),
-                ChainSlope("issue_interval_cycles", plan.kernel(plan.issue_ilp), 32, per_iter=plan.issue_ilp,
+                ChainSlope(interval_metric(case), plan.kernel(plan.issue_ilp), 32, per_iter=plan.issue_ilp,
                            unroll=plan.unroll, launch={"warps": 1, "ilp": plan.issue_ilp},
                            notes=f"{plan.issue_ilp} independent accumulators in one warp" + bodies,
                            short_body=plan.short_body(plan.issue_ilp)),
