@@ -328,10 +328,16 @@ class MmaFamily:
         11 + 5 = 16 issue cycles; the hardware runs that pair 17 cycles apart in straight-line code and
         15 across the taken branch of a loop, so a loop's average lies between and the paper's 16.0/16.1
         is the compiler's spacing. Ours (two body lengths, so the branch cancels) is the 17."""
-        if metric == "latency_cycles" and abs(value - 17.0) < 0.05 and 15.0 <= paper < 17.0:
+        if metric != "latency_cycles" or not 15.0 <= paper < 17.0:
+            return None
+        if abs(value - 17.0) < 0.05:
             return ("a dependent HMMA pair is 17 cycles apart in straight-line code and 15 across a loop's "
                     "branch (ptxas spaces it 11 + 5 = 16 issue cycles; docs/chains.md): the paper's loop "
                     "averages the two, ours cancels the branch")
+        if abs(value - (17.0 - 2.0 / 16)) < 0.05:  # runs before 49: one body length of 16
+            return ("timed with one loop body of 16 (runs before 49): the branch pair's 15 cycles are spread "
+                    "over the body, 17 - 2/16 = 16.875; runs from 49 time two body lengths and read 17 "
+                    "(docs/chains.md)")
         return None
 
     def headline(self, metric: str) -> dict | None:
