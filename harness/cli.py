@@ -407,9 +407,11 @@ def show(case_id, sass):
 def compare(run_id, against, metric, disagreements, include_flagged, tolerance, db, fmt):
     """Compare a run with the paper, the model, or another run: one row per case and metric.
 
-    Cycle metrics compare directly; TFLOPS are scaled to the paper's H800 PCIe (114 SMs, 1755 MHz)
-    using the SM clock measured during each measurement. Run against run says "same" when the
-    difference is within the noise of either.
+    Cycle metrics compare directly; TFLOPS compare per cycle per SM (ours by the SM clock measured in
+    the kernel, the paper's by the clock it printed, else the clock its figure implies), and the
+    note names the reason of every verdict but "agrees". Run against run says "same" when the
+    difference is within the noise of either. --disagreements keeps the rows that differ beyond
+    the noise and have no reason given (DISAGREES, faster, slower).
 
     \b
     Examples:
