@@ -4,7 +4,7 @@ From Python (notebooks): `harness.results(db, **filters)` and `harness.reference
 documented views as pandas DataFrames (harness/db/frames.py).
 """
 
-__version__ = "0.1.0"
+from harness.version import __version__  # noqa: F401
 
 
 def results(db=None, **filters):

@@ -122,6 +122,12 @@ def list_command(suite, filter_):
         click.echo(case.case_id)
 
 
+def shipped_references():
+    from harness.references import shipped
+
+    return shipped()
+
+
 def open_store(db: str | None, write: bool = False, create: bool = False, upgrade: bool = True):
     """Store.open: read-only unless the command writes (`write`), and then telling the user (one line
     on stderr) when an older file was upgraded. The store is closed when the command ends."""
@@ -129,7 +135,8 @@ def open_store(db: str | None, write: bool = False, create: bool = False, upgrad
 
     if db is not None and not db.strip():
         raise click.BadParameter("is empty: give a file path or a database URL", param_hint="--db")
-    store = Store.open(db, read_only=not write, create=create, upgrade=upgrade)
+    store = Store.open(db, read_only=not write, create=create, upgrade=upgrade,
+                       references=shipped_references() if write and upgrade else None)
     click.get_current_context().call_on_close(store.close)
     if store.migration:
         m = store.migration
@@ -281,7 +288,7 @@ def _run_node(gpus, suite, filter_, db, jobs, seed, watchdog):
     from harness.db.store import Store
 
     indices = gpu_indices(gpus)
-    Store.open(db, create=True).close()  # created (or upgraded) once, before any GPU work
+    Store.open(db, create=True, references=shipped_references()).close()  # created (or upgraded) once, before any GPU work
     args = ["--suite", suite, "--seed", str(seed), "--watchdog", str(watchdog)]
     args += (["--filter", filter_] if filter_ else []) + (["--db", db] if db else []) + \
         (["--jobs", str(jobs)] if jobs else [])
@@ -372,14 +379,14 @@ def show(case_id, sass):
     """
     from harness.build import sass as sass_module
     from harness.build.compile import compile_probe
-    from harness.families import family_of
-    from harness.build.render import render
-    from harness.spec import parse_case_id
+    from harness.registry import family_of
+    from harness.registry import probe_source
+    from harness.registry import parse_case_id
 
     case = parse_case_id(case_id)
     family = family_of(case)
     family.check(case)
-    source = render(case)
+    source = probe_source(case)
     build = compile_probe(source)
     click.echo(source.text)
     click.echo(f"// ---- {family.name}")
@@ -620,7 +627,7 @@ def merge(sources, into):
     """
     from harness.db.merge import merge as merge_databases
 
-    for report in merge_databases(list(sources), into):
+    for report in merge_databases(list(sources), into, shipped_references()):
         click.echo(report.line())
 
 

@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import harness
+from harness.version import __version__
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class Provenance:
 
 
 def _git(*args: str) -> str | None:
-    root = Path(harness.__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parent.parent  # the checkout holding harness/
     try:
         result = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
@@ -60,5 +60,5 @@ def collect(argv: list[str] | None = None) -> Provenance:
     return Provenance(
         command_line=" ".join(argv if argv is not None else sys.argv),
         host=socket.gethostname(), git_commit=commit, git_dirty=dirty,
-        harness_version=harness.__version__, python_version=platform.python_version(),
+        harness_version=__version__, python_version=platform.python_version(),
         cupy_version=cupy_version, nvrtc_version=nvrtc_version())

@@ -67,22 +67,3 @@ def split_fault(case_id: str) -> tuple[str, str | None]:
 
 
 MAX_CASE_ID = 128  # characters: the database's cases.case_id column
-
-
-def parse_case_id(case_id: str) -> Case:
-    """Parse any family's canonical id; raises SpecError naming the expected forms."""
-    from dataclasses import replace
-
-    from harness.families import FAMILIES
-
-    if len(case_id) > MAX_CASE_ID or not case_id.isascii():
-        shown = case_id if len(case_id) <= 60 else case_id[:57] + "..."
-        raise SpecError(f"cannot parse case id {shown!r}: case ids are ASCII and at most {MAX_CASE_ID} characters "
-                        "(see `bench list`)")
-    base, fault = split_fault(case_id)
-    for family in FAMILIES.values():
-        if base.startswith(family.id_prefixes):
-            case = family.parse(base)
-            return replace(case, fault=fault) if fault else case
-    examples = "; ".join(f"{f.name}: {f.example_id!r}" for f in FAMILIES.values())
-    raise SpecError(f"cannot parse case id {case_id!r}: no family spells it (e.g. {examples}; see `bench list`)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 
 from harness.errors import SpecError
-from harness.families import FAMILIES
+from harness.registry import FAMILIES
 from harness.families.base import Suite
 from harness.spec import Case
 

@@ -19,12 +19,12 @@ import numpy as np
 
 from harness import dtypes
 from harness.build.compile import compile_probe
-from harness.build.render import render
+from harness.registry import probe_source
 from harness import sparsity
 from harness.families.mma import FAMILY, chains, fragments
 from harness.families.mma.cases import BITS
 from harness.measure.launch import LoadedProbe
-from harness.spec import parse_case_id
+from harness.registry import parse_case_id
 
 TRIALS = 24
 
@@ -39,7 +39,7 @@ def discover(case_id: str) -> None:
     nibble_of = {a | (b << 2): (a, b) for a, b in legal}
     weights = {frozenset(p): sum(1 << s for s in p) for p in legal}
     by_weight = {w: p for p, w in weights.items()}
-    probe_build = compile_probe(render(case))
+    probe_build = compile_probe(probe_source(case))
     plan = chains(case)
     rng = np.random.default_rng(0)
     ones = np.ones((16, k // 2))

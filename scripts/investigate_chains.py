@@ -26,13 +26,14 @@ import sys
 import numpy as np
 
 from harness.build.compile import compile_probe
-from harness.build.render import ProbeSource, render
-from harness.families import family_of
+from harness.build.render import ProbeSource
+from harness.registry import probe_source
+from harness.registry import family_of
 from harness.measure.launch import LoadedProbe
 from harness.measure.methods import ChainSlope
 from harness.measure.timing import RECORD_WORDS, Records
 from harness.measure.runner import validate
-from harness.spec import parse_case_id
+from harness.registry import parse_case_id
 
 CASES = [
     "mma.sync.m16n8k8.row.col.f32.f16.f16.f32", "mma.sync.m16n8k16.row.col.s32.s8.s8.s32",
@@ -63,7 +64,7 @@ def main(case_ids: list[str]) -> None:
     for case_id in case_ids:
         case = parse_case_id(case_id)
         family = family_of(case)
-        text = render(case).text
+        text = probe_source(case).text
         own = int(LINE.search(text).group(1))
         specs = [s for s in family.plan(case) if isinstance(s, ChainSlope)]
         inputs = family.inputs(case, np.random.default_rng(1))
@@ -97,7 +98,7 @@ def stalls(case_id: str, kernel: str) -> None:
 
     from harness.build import sass
 
-    build = compile_probe(render(parse_case_id(case_id)))
+    build = compile_probe(probe_source(parse_case_id(case_id)))
     lines = subprocess.run([sass.find_nvdisasm(), "-hex", str(build.cubin_path)], capture_output=True, text=True,
                            check=True).stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if f".text.{kernel}:" in line or line.strip() == f"{kernel}:")

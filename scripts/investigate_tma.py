@@ -20,8 +20,9 @@ from dataclasses import replace
 import numpy as np
 
 from harness.build.compile import compile_probe
-from harness.build.render import ProbeSource, render
-from harness.families import FAMILIES
+from harness.build.render import ProbeSource
+from harness.registry import probe_source
+from harness.registry import FAMILIES
 from harness.families.tma import gpu, model
 from harness.measure import methods
 from harness.measure.device import open_device
@@ -29,7 +30,7 @@ from harness.measure.launch import LoadedProbe
 from harness.measure.runner import validate
 from harness.measure.telemetry import NullSampler
 from harness.measure.timing import TimingPolicy
-from harness.spec import parse_case_id
+from harness.registry import parse_case_id
 
 TMA = FAMILIES["tma"]
 BOX = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x{rows}.sw128"
@@ -49,7 +50,7 @@ def variant(text: str, name: str) -> str:
 
 def load(case, text: str | None = None):
     inputs = TMA.inputs(case, np.random.default_rng(1))
-    source = render(case) if text is None else ProbeSource(case.case_id + ".variant", text)
+    source = probe_source(case) if text is None else ProbeSource(case.case_id + ".variant", text)
     probe = LoadedProbe(compile_probe(source), inputs.buffer, TMA.output_words(case))
     TMA.attach(case, probe, open_device(0))
     check = validate(case, probe, inputs)
@@ -76,7 +77,7 @@ def latency() -> None:
         print(f"== {name}")
         for rows in (1, 4, 16, 32, 64, 128, 256):
             case = parse_case_id(BOX.format(rows=rows))
-            probe = load(case, variant(render(case).text, name))
+            probe = load(case, variant(probe_source(case).text, name))
             empty = samples(probe, "probe_latency_empty")
             for kernel in ("probe_latency", "probe_latency_cold", "probe_latency_prefetched"):
                 raw = samples(probe, kernel)

@@ -6,6 +6,7 @@ import functools
 import os
 
 import pytest
+from harness.references import shipped
 
 
 @functools.cache
@@ -52,7 +53,7 @@ def fake_result(case_id, interval=None, error=None):
     from harness.build.compile import Build
     from harness.measure.measurement import CaseResult, Metric
     from harness.build.sass import SassCheck
-    from harness.spec import parse_case_id
+    from harness.registry import parse_case_id
 
     case = parse_case_id(case_id)
     build = Build(case_id, "src" + case_id, "build" + case_id, Path("/nonexistent.cubin"),
@@ -73,7 +74,7 @@ def make_db(path, status="complete"):
     from harness.provenance import Provenance
     from harness.db.store import Store
 
-    store = Store.open(str(path), create=True)
+    store = Store.open(str(path), create=True, references=shipped())
     prov = Provenance("bench run --suite wgmma", "testhost", "abc123", False, "0.1.0", "3.12", "14.2", "13.0")
     run_id = store.start_run(fake_device(), prov, "wgmma", None)
     store.record_case(run_id, fake_result("wgmma.mma_async.m64n8k16.f32.f16.f16.SS", 18.0))

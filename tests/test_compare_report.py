@@ -7,7 +7,8 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import fake_device
-from harness.db import references
+from harness.references import shipped
+from harness import references
 from harness.cli import cli
 from harness.analysis.compare import compare
 from harness.measure.fakegpu import synthetic_result
@@ -21,7 +22,7 @@ from harness.suites import suite_cases
 def db(tmp_path):
     """Two runs of wgmma-quick with synthetic (model-shaped) numbers; run 2 has one slower case."""
     path = tmp_path / "r.db"
-    store = Store.open(str(path), create=True)
+    store = Store.open(str(path), create=True, references=shipped())
     prov = Provenance("bench run --suite wgmma-quick", "host", "abc123", False, "0.1.0", "3.12", "14.2", "13.0")
     for run in (1, 2):
         run_id = store.start_run(fake_device(), prov, "wgmma-quick", None)
@@ -127,7 +128,7 @@ def test_cli_compare_model_advise_report_references(db, tmp_path):
 def test_report_of_a_loaders_run_has_its_section_and_no_tensor_sections(tmp_path):
     """A run of another family (ldmatrix/stmatrix, bytes per cycle) gets its own section; the paper table
     and the tensor-core rates, which mean nothing for it, are left out rather than shown empty."""
-    store = Store.open(str(tmp_path / "l.db"), create=True)
+    store = Store.open(str(tmp_path / "l.db"), create=True, references=shipped())
     prov = Provenance("bench run --suite loaders", "host", "abc123", False, "0.1.0", "3.12", "14.2", "13.0")
     run_id = store.start_run(fake_device(), prov, "loaders", None)
     for case in suite_cases("loaders"):
@@ -142,7 +143,7 @@ def test_report_of_a_loaders_run_has_its_section_and_no_tensor_sections(tmp_path
 @pytest.mark.parametrize("suite", ["wgmma-b1", "wgmma-tf32"])
 def test_report_of_a_run_of_another_wgmma_type(tmp_path, suite):
     """Types without a model (b1) or with another K (tf32 k8) get the same sections, drawn for them."""
-    store = Store.open(str(tmp_path / "t.db"), create=True)
+    store = Store.open(str(tmp_path / "t.db"), create=True, references=shipped())
     prov = Provenance(f"bench run --suite {suite}", "host", "abc123", False, "0.1.0", "3.12", "14.2", "13.0")
     run_id = store.start_run(fake_device(), prov, suite, None)
     for case in suite_cases(suite)[:12]:

@@ -6,22 +6,23 @@ import dataclasses
 import pytest
 
 from harness.build.compile import compile_probe
-from harness.build.render import ProbeSource, render, render_calibration
+from harness.build.render import ProbeSource, render_calibration
+from harness.registry import probe_source
 from harness.errors import CompileError
 from harness.measure.runner import sass_check
-from harness.spec import parse_case_id
+from harness.registry import parse_case_id
 
 CASE = parse_case_id("wgmma.mma_async.m64n64k16.f32.f16.f16.SS")
 
 
 def test_the_cache_returns_the_same_build(cache_dir):
-    first = compile_probe(render(CASE))
-    again = compile_probe(render(CASE))
+    first = compile_probe(probe_source(CASE))
+    again = compile_probe(probe_source(CASE))
     assert not first.cached and again.cached and again.build_hash == first.build_hash
 
 
 def test_a_serialized_chain_fails_the_sass_check(cache_dir):
-    build = compile_probe(render(CASE))
+    build = compile_probe(probe_source(CASE))
     assert sass_check(CASE, build).ok
     log = build.log + "\nptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async instructions are serialized\n"
     assert not sass_check(CASE, dataclasses.replace(build, log=log)).ok
@@ -29,7 +30,7 @@ def test_a_serialized_chain_fails_the_sass_check(cache_dir):
 
 def test_a_probe_that_misses_its_instruction_fails_the_sass_check(cache_dir):
     """The wgmma probe checked against the expectation of another N: the count is wrong."""
-    build = compile_probe(render(CASE))
+    build = compile_probe(probe_source(CASE))
     other = parse_case_id("wgmma.mma_async.m64n72k16.f32.f16.f16.SS")
     check = sass_check(other, build)
     assert not check.ok and "expected 16 x HGMMA.64x72x16.F32, found 0" in check.note
@@ -56,7 +57,7 @@ def test_batched_disassembly_reads_as_nvdisasm_reads_each_file(cache_dir):
 
     cases = [CASE, parse_case_id("wgmma.mma_async.sp.m64n256k64.s32.u8.s8.RS"),
              parse_case_id("mma.sync.m8n8k4.row.col.f32.f16.f16.f32")]
-    cubins = [compile_probe(render(c)).cubin_path for c in cases]
+    cubins = [compile_probe(probe_source(c)).cubin_path for c in cases]
     batched = sass.disassemble_many(cubins)
     target = re.compile(r"`\(\.L_x_\d+\)|0x[0-9a-f]+$")
     for cubin in cubins:

@@ -10,11 +10,11 @@ import pytest
 
 from harness.build.compile import compile_many
 from harness.build.sass import disassemble_many
-from harness.build.render import render
-from harness.families import FAMILIES
+from harness.registry import probe_source
+from harness.registry import FAMILIES
 from harness.measure.runner import declared_metrics, sass_check
 from harness.measure.validate import compare
-from harness.spec import parse_case_id
+from harness.registry import parse_case_id
 
 CASES = [case for family in FAMILIES.values() for case in family.cases()]
 
@@ -22,7 +22,7 @@ CASES = [case for family in FAMILIES.values() for case in family.cases()]
 @pytest.fixture(scope="module")
 def builds(tmp_path_factory):
     os.environ["HOPPER_BENCH_CACHE"] = str(tmp_path_factory.mktemp("cache"))
-    builds = compile_many([render(c) for c in CASES])
+    builds = compile_many([probe_source(c) for c in CASES])
     disassemble_many(b.cubin_path for b in builds.values())
     return builds
 
@@ -44,7 +44,7 @@ def test_id_round_trips_and_the_case_is_legal(case):
 
 
 def test_rendered_sources_are_complete_and_distinct():
-    sources = [render(c) for c in CASES]
+    sources = [probe_source(c) for c in CASES]
     assert all("${" not in s.text and s.name in s.text for s in sources)
     assert len({s.source_hash for s in sources}) == len(sources)
 
@@ -94,7 +94,7 @@ def test_every_family_runs_end_to_end_on_the_simulated_gpu(tmp_path, monkeypatch
 def test_every_published_figure_that_maps_names_a_legal_case():
     """Family.paper_case: each mapped figure of the papers is a case the PTX ISA allows (a form a family
     has not implemented yet, such as sparse or tf32 wgmma, may say so; an illegal one fails)."""
-    from harness.db import references
+    from harness import references
     from harness.errors import IllegalShapeError, SpecError
 
     mapped = references.mapped()

@@ -9,13 +9,14 @@ import pandas as pd
 import pytest
 
 from conftest import fake_device
+from harness.references import shipped
 from harness.analysis.compare import compare
-from harness.db import references
+from harness import references
 from harness.db.store import Store
 from harness.families.tma.fitting import TmaModel, fit_line, little
 from harness.measure.fakegpu import synthetic_result
 from harness.provenance import Provenance
-from harness.spec import parse_case_id
+from harness.registry import parse_case_id
 
 H800 = "H800 PCIe"
 BOX256 = "cp.async.bulk.tensor.1d.shared::cluster.global.tile.b16.box256"
@@ -55,7 +56,7 @@ def test_tma_and_dsmem_figures_map_with_their_launch():
 @pytest.fixture
 def tma_db(tmp_path):
     path = tmp_path / "tma.db"
-    store = Store.open(str(path), create=True)
+    store = Store.open(str(path), create=True, references=shipped())
     prov = Provenance("bench run --suite tma", "host", "abc123", False, "0.1.0", "3.12", "14.2", "13.0")
     run_id = store.start_run(fake_device(), prov, "tma", None)
     for case_id in ("ld.global.v4.u32", "cp.async.bulk.shared::cluster.global.8192B", BOX256):

@@ -5,6 +5,7 @@ import numpy as np
 from click.testing import CliRunner
 
 from conftest import fake_device, fake_result
+from harness.references import shipped
 from harness.cli import cli
 from harness.db.store import Store
 from harness.provenance import Provenance
@@ -15,7 +16,7 @@ CASES = ("wgmma.mma_async.m64n8k16.f32.f16.f16.SS", "wgmma.mma_async.m64n256k16.
 def fleet_db(path, slow_gpu=3, slower=1.06, low_clock_gpu=2):
     """Four H100s: GPU `slow_gpu` has issue intervals `slower` times the others'; GPU `low_clock_gpu`
     runs its time-based measurements at 1500 instead of 1755 MHz, its TFLOPS scaled with the clock."""
-    store = Store.open(str(path), create=True)
+    store = Store.open(str(path), create=True, references=shipped())
     prov = Provenance("bench run --suite wgmma", "node", "abc123", False, "0.1.0", "3.12", "14.2", "13.0")
     rng = np.random.default_rng(0)
     for gpu in range(4):

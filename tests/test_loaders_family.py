@@ -8,7 +8,7 @@ import pytest
 from harness.errors import IllegalShapeError, SpecError
 from harness.families.mma import loaders
 from harness.families.mma.loaders import LOADERS
-from harness.spec import parse_case_id
+from harness.registry import parse_case_id
 
 
 def test_row_addresses_come_from_lanes_0_7_per_matrix():

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from harness.errors import IllegalShapeError, SpecError
-from harness.families import FAMILIES
+from harness.registry import FAMILIES
 from harness.families.memory import CHUNK_WORDS, MemoryCase, chase, ring, stream_sums
-from harness.spec import parse_case_id
+from harness.registry import parse_case_id
 
 MEMORY = FAMILIES["memory"]
 

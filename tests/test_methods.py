@@ -92,7 +92,7 @@ def test_chain_slope_with_two_bodies_removes_a_cost_per_body(per_body):
 
 def test_the_mma_chains_are_timed_in_two_body_lengths_and_both_validated():
     from harness.families.mma import MmaFamily
-    from harness.spec import parse_case_id
+    from harness.registry import parse_case_id
 
     family = MmaFamily()
     case = parse_case_id("mma.sync.m16n8k8.row.col.f32.f16.f16.f32")

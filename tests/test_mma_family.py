@@ -8,7 +8,7 @@ from harness.errors import IllegalShapeError
 from harness.families.mma import FAMILY as mma
 from harness import sparsity
 from harness.families.mma import fragments, sass
-from harness.spec import parse_case_id
+from harness.registry import parse_case_id
 
 # (lane, element index in the lane's order) -> (row, col), read off the PTX ISA figures
 # "MMA .m16n8k16 fragment layout for matrix A/B/C with .f16/.bf16", ".m16n8k32 ... .s8", ".m16n8k4
@@ -211,7 +211,7 @@ def test_sparse_metadata_of_byte_slots_is_one_row_per_lane():
 def test_an_emulated_form_has_a_call_interval_not_an_issue_interval():
     """The independent-accumulator chain of a form ptxas emulates (fp8, s4/u4, xor.popc, m8n8k4 f16: the
     PTX ISA's sm_90 table has no such native MMA) is stored as call_interval_cycles."""
-    from harness.families import FAMILIES
+    from harness.registry import FAMILIES
     from harness.families.mma import sass
     from harness.measure.methods import ChainSlope
 
@@ -229,7 +229,7 @@ def test_an_emulated_form_has_a_call_interval_not_an_issue_interval():
 def test_the_paper_latency_difference_is_explained_only_where_its_cause_applies():
     """2402.13499 Table VII prints 16.0 for m16n8k8 f16; docs/chains.md measured why ours differ: 17 with
     two body lengths, 16.875 with one body of 16 (the branch pair's 15 cycles spread over it)."""
-    from harness.families import FAMILIES
+    from harness.registry import FAMILIES
 
     explain = FAMILIES["mma"].explain
     case = "mma.sync.m16n8k8.row.col.f32.f16.f16.f32"

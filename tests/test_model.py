@@ -141,7 +141,7 @@ def test_the_mma_model_fit_recovers_its_constants_from_synthetic_intervals():
 
     import pandas as pd
 
-    from harness.families import FAMILIES
+    from harness.registry import FAMILIES
     from harness.families.mma import model as mma_model
 
     truth = mma_model.MmaParams("synthetic", 768.0, 3.0, 5.0, 6.0, 8.0, 4.0, "truth")
@@ -170,7 +170,7 @@ def test_the_loader_model_finds_the_bank_limit_and_each_one_warp_rate():
 
     import pandas as pd
 
-    from harness.families import FAMILIES
+    from harness.registry import FAMILIES
 
     truth = {"ldmatrix.sync.m8n8.x1.shared.b16": 20.0, "stmatrix.sync.m8n8.x4.shared.b16": 45.0}
     rows = [(case_id, "sm_throughput", json.dumps({"warps": w}), min(100.0, w * r1))

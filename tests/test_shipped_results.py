@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.analysis.distributions import run_samples
+from harness.db.distributions import run_samples
 from harness.db.store import Store
 from harness.families.tma.cases import parse
 from harness.stats import coarse_grid

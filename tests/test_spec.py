@@ -2,7 +2,7 @@ import pytest
 
 from harness.errors import SpecError
 from harness.families.wgmma import FAMILY as wgmma
-from harness.spec import parse_case_id
+from harness.registry import parse_case_id
 from harness.suites import SUITES, select, suite_cases
 
 

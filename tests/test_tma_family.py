@@ -166,7 +166,7 @@ def test_an_illegal_im2col_load_is_one_line():
 
 def test_the_l2_promotion_is_part_of_the_id_when_not_the_default():
     from harness.families.tma.cases import DEFAULT_PROMOTION
-    from harness.spec import parse_case_id
+    from harness.registry import parse_case_id
 
     base = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128"
     assert parse_case_id(base).promotion == DEFAULT_PROMOTION == 128

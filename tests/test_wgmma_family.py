@@ -9,7 +9,7 @@ from harness.families.base import Work
 from harness.families.wgmma import descriptors
 from harness.measure import methods
 from harness.measure.validate import compare
-from harness.spec import parse_case_id
+from harness.registry import parse_case_id
 
 # PTX ISA, "Register Fragments" for wgmma .m64nNk16, accumulator D (f32): (thread, register) -> (row, col),
 # read off the figure: warp w = t // 32 owns rows 16w..16w+15; lane l: g = l // 4, q = l % 4.

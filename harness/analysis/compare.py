@@ -24,9 +24,9 @@ import pandas as pd
 from harness.analysis import metrics as registry
 from harness.db.store import Store
 from harness.errors import SpecError
-from harness.families import FAMILIES
+from harness.registry import FAMILIES
 from harness.measure.measurement import launch_key
-from harness.spec import parse_case_id
+from harness.registry import parse_case_id
 
 PAPER_GPU = "H800 PCIe"
 PAPER_SMS = 114

@@ -5,7 +5,7 @@ from __future__ import annotations
 from harness.analysis.compare import measured
 from harness.db.store import Store
 from harness.errors import SpecError
-from harness.families import FAMILIES
+from harness.registry import FAMILIES
 
 
 def fit_run(store: Store, run_id: int, include_flagged: bool = False) -> dict:

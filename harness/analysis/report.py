@@ -24,7 +24,7 @@ from harness import output
 from harness.analysis import compare as comparing
 from harness.db.store import Store
 from harness.errors import StoreError, redact
-from harness.families import FAMILIES
+from harness.registry import FAMILIES
 
 TENSOR_UNITS = ("FLOP/cycle/SM", "OP/cycle/SM")
 

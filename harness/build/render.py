@@ -39,11 +39,9 @@ def _with_common(body: str) -> str:
     return f"{common}\n{body}"
 
 
-def render(case: Case) -> ProbeSource:
-    """The family's template filled with its parameters for `case`, and the planted fault if any."""
-    from harness.families import family_of  # the registry imports the measure stage, which imports this
-
-    family = family_of(case)
+def render(case: Case, family) -> ProbeSource:
+    """`family`'s template (Family.template, Family.template_params) filled for `case`, and the planted
+    fault if any. The caller hands the family down: the build stage looks nothing up."""
     template = string.Template((template_dir() / family.template).read_text())
     params = {"case_id": case.case_id, "planted_fault": FAULT_CONSTANTS[case.fault], **family.template_params(case)}
     return ProbeSource(case.case_id, _with_common(template.substitute(params)))

@@ -87,9 +87,10 @@ def _progress(run: Run) -> tuple:
     return (run.resumes or 0, run.finished_at is not None, run.finished_at or datetime.min)
 
 
-def merge(sources: list[str], into: str) -> list[MergeReport]:
-    """Merge every source into `into` (created if missing); one report per source."""
-    target = Store.open(into, create=True)
+def merge(sources: list[str], into: str, references=None) -> list[MergeReport]:
+    """Merge every source into `into` (created if missing, given the published figures `references`,
+    harness/references.py); one report per source."""
+    target = Store.open(into, create=True, references=references)
     reports = []
     try:
         with tempfile.TemporaryDirectory() as scratch:

@@ -139,8 +139,10 @@ class Rows:
 class Store:
     @classmethod
     def open(cls, db: str | os.PathLike | None = None, create: bool = False, read_only: bool = False,
-             upgrade: bool = True) -> "Store":
-        """Open the database, creating it if `create`, upgrading it if it is older.
+             upgrade: bool = True, references=None) -> "Store":
+        """Open the database, creating it if `create`, upgrading it if it is older, and loading the
+        published figures `references` (harness/references.py ReferenceSet, handed down by whoever
+        opens the store for writing) where it holds none or an older set.
 
         With create=False a missing SQLite file is an error, never a new empty file. With read_only the
         file is opened read-only (SQLite `mode=ro`, an authorizer refusing ATTACH and pragma changes;
@@ -171,7 +173,8 @@ class Store:
                 store._check_current()
             else:
                 store.migration = store._prepare(create)
-                store._sync_references()
+                if references is not None:
+                    store.sync_references(references)
         except BaseException:
             store.close()
             raise
@@ -336,11 +339,10 @@ class Store:
             raise StoreError(f"cannot upgrade database {self.url}: {_first_line(exc)}") from None
         return Migration(int(revision), SCHEMA_VERSION, backup) if revision else None
 
-    def _sync_references(self) -> None:
-        """Load the shipped published figures when the database lacks them or holds an older set."""
-        from harness.db import references
-
-        wanted = references.data_hash()
+    def sync_references(self, references) -> None:
+        """Load `references` (a ReferenceSet: digest and mapped figures) when the database lacks them or
+        holds an older set."""
+        wanted = references.digest
         with Session(self.engine) as session:
             current = session.get(Meta, "references_hash")
             if current is not None and current.value == wanted:
@@ -357,7 +359,7 @@ class Store:
                 m=r.m, n=r.n, k=r.k, dtype_a=r.dtype_a, dtype_acc=r.dtype_acc, operands=r.operands,
                 sparse=r.sparse, metric=r.metric, value=r.value, unit=r.unit, condition=r.condition,
                 launch=launch_key(r.launch) if r.launch else None,
-                also_in=r.also_in, unmapped_reason=r.unmapped_reason, notes=r.notes) for r in references.load())
+                also_in=r.also_in, unmapped_reason=r.unmapped_reason, notes=r.notes) for r in references.figures)
             session.merge(Meta(key="references_hash", value=wanted))
 
         self._write(work)
@@ -613,7 +615,6 @@ def _create_file(path: Path) -> None:
         store = Store(url, _engine(url, temp, read_only=False), path=temp)
         try:
             store._upgrade()
-            store._sync_references()
         finally:
             store.engine.dispose()  # the last connection: SQLite checks the log in and removes it
         try:

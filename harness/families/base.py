@@ -2,7 +2,7 @@
 
 A family is one object (docs/architecture.md, "Families as plug-ins"). The shared stages (build,
 measure, db, analysis) call it and never branch on its name; a new family is a new package under
-harness/families/ plus one line in the registry (harness/families/__init__.py).
+harness/families/ plus one line in the registry (harness/registry.py).
 
     question                              member
     which cases, which suites, ids        cases(), suites(), parse(id), check(case), id_prefixes
@@ -77,7 +77,7 @@ class SassExpectation:
 
 @dataclass(frozen=True)
 class PaperFigure:
-    """A published figure as the papers describe it (harness/db/references.py reads them), for a
+    """A published figure as the papers describe it (harness/references.py reads them), for a
     family's optional `paper_case(figure) -> (case_id, metric) | None` to name our counterpart."""
 
     instruction: str  # as the paper writes it: "wgmma.mma_async", "mma", "mma.sp", ...

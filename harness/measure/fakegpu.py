@@ -20,7 +20,7 @@ import numpy as np
 
 from harness.build.compile import Build
 from harness.measure.device import DeviceInfo
-from harness.families import family_of
+from harness.registry import family_of
 from harness.measure import methods
 from harness.measure.measurement import CaseResult, Metric
 from harness.measure.runner import RunSettings

@@ -20,9 +20,10 @@ from harness.build import sass
 from harness.build.compile import Build, compile_many
 from harness.measure.device import DeviceInfo
 from harness.errors import DeviceError, RunInterrupted, SpecError
-from harness.families import family_of
+from harness.registry import family_of
 from harness.measure.measurement import CaseResult
-from harness.build.render import render
+from harness import references
+from harness.registry import probe_source
 from harness.spec import Case
 from harness.db.store import Store
 from harness.suites import select, suite_cases
@@ -77,7 +78,7 @@ class RunOutcome:
 
 def compile_plan(cases: list[Case], jobs: int | None = None,
                  on_compiled: Callable[[Build], None] | None = None) -> dict[str, Build]:
-    builds = compile_many([render(c) for c in cases], jobs=jobs, on_done=on_compiled)
+    builds = compile_many([probe_source(c) for c in cases], jobs=jobs, on_done=on_compiled)
     sass.disassemble_many(b.cubin_path for b in builds.values())  # cached for the SASS checks
     return builds
 
@@ -116,7 +117,7 @@ def execute(run_plan: RunPlan, store_db: str | None, worker: Worker, jobs: int |
     prov = provenance.collect(argv)
     check_resumable(run_plan, device, prov.git_commit)
     builds = compile_plan(run_plan.cases, jobs, on_compiled) if run_plan.cases else {}
-    store = Store.open(store_db, create=True)
+    store = Store.open(store_db, create=True, references=references.shipped())
     if run_plan.resume is None:
         run_id = store.start_run(device, prov, run_plan.suite, run_plan.filter)
     else:

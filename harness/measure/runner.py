@@ -14,7 +14,7 @@ import numpy as np
 from harness.build import sass
 from harness.build.compile import Build
 from harness.errors import HarnessError
-from harness.families import family_of
+from harness.registry import family_of
 from harness.measure import methods
 from harness.measure.device import DeviceInfo
 from harness.measure.measurement import CaseResult, unmeasured

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from harness.build.compile import compile_probe
-from harness.build.render import render
-from harness.families import FAMILIES
+from harness.registry import probe_source
+from harness.registry import FAMILIES
 from harness.measure.device import open_device
 from harness.measure.runner import RunSettings, measure_case
 from harness.stats import coarse_grid
@@ -22,7 +22,7 @@ def measured():
     device = open_device(0)
     results = {}
     for case in MEMORY.cases():
-        result = measure_case(case, compile_probe(render(case)), device, RunSettings())
+        result = measure_case(case, compile_probe(probe_source(case)), device, RunSettings())
         assert result.valid, (case.case_id, result.error)
         results[case.case_id] = result
     return results

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from harness.build.compile import compile_probe
-from harness.build.render import render
-from harness.families import FAMILIES
+from harness.registry import probe_source
+from harness.registry import FAMILIES
 from harness.families.base import Inputs
 from harness.measure import methods
 from harness.measure.device import open_device
@@ -16,7 +16,7 @@ from harness.measure.launch import LoadedProbe
 from harness.measure.runner import measure_case, validate
 from harness.measure.telemetry import NullSampler
 from harness.measure.timing import TimingPolicy
-from harness.spec import parse_case_id
+from harness.registry import parse_case_id
 
 pytestmark = pytest.mark.gpu
 
@@ -33,7 +33,7 @@ def device():
 def loaded(case, seed=1):
     family = FAMILIES[case.family]
     inputs = family.inputs(case, np.random.default_rng(seed))
-    probe = LoadedProbe(compile_probe(render(case)), inputs.buffer, family.output_words(case))
+    probe = LoadedProbe(compile_probe(probe_source(case)), inputs.buffer, family.output_words(case))
     if hasattr(family, "attach"):  # GPU resources: the TMA family's source tensor and tensor map
         family.attach(case, probe, open_device(0))
     return probe, inputs
@@ -76,7 +76,7 @@ def test_measure_case_produces_every_declared_metric(case_id, device):
     from harness.measure.telemetry import Sampler, nvml_reader
 
     case = parse_case_id(case_id)
-    result = measure_case(case, compile_probe(render(case)), device, sampler=Sampler(nvml_reader(device.uuid), set()))
+    result = measure_case(case, compile_probe(probe_source(case)), device, sampler=Sampler(nvml_reader(device.uuid), set()))
     assert result.valid, result.error
     for metric in result.metrics:  # NVML was sampled during every measurement, the clock is plausible
         assert metric.gpu_state.samples >= 1 and 300 < metric.gpu_state.sm_clock_mhz <= 2100, metric

@@ -8,11 +8,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from harness.families import FAMILIES
+from harness.registry import FAMILIES
 from harness.families.base import Check
 from harness.measure.device import open_device
 from harness.measure.runner import RunSettings, measure_case, validate
-from harness.spec import parse_case_id
+from harness.registry import parse_case_id
 from gpu.test_probes import loaded
 
 pytestmark = pytest.mark.gpu
@@ -48,10 +48,10 @@ def test_multicast_reaches_every_cta(case_id):
                                      "ld.global.v4.u32", "mbarrier.arrive.expect_tx.then.try_wait"])
 def test_measured_end_to_end(case_id):
     from harness.build.compile import compile_probe
-    from harness.build.render import render
+    from harness.registry import probe_source
 
     case = parse_case_id(case_id)
-    result = measure_case(case, compile_probe(render(case)), open_device(0), RunSettings())
+    result = measure_case(case, compile_probe(probe_source(case)), open_device(0), RunSettings())
     assert result.valid, result.error
     for metric in result.metrics:
         assert metric.samples is not None and np.all(np.isfinite(metric.samples)) and np.all(metric.samples > 0), \

@@ -33,7 +33,7 @@ def figures(ctx) -> list:
         "2501.12084 Tables 3 and 5. Whole-GPU L2 figures are compared per SM over the paper GPU's 114 SMs. The "
         "index chases add the word to a base each step (an IMAD.WIDE in the SASS): the 64-bit pointer chase "
         "(ld.global.u64) shows what that costs at L1."], table.round(3))]
-    from harness.analysis.distributions import describe, samples
+    from harness.db.distributions import describe, samples
 
     each = frame[frame.launch.map(lambda launch: json.loads(launch).get("timed") == "each access")
                  & (frame.metric == "latency_cycles")]

@@ -91,7 +91,7 @@ def loader_figures(ctx) -> list:
     rates = frame[frame.metric == "sm_throughput"]
     best = rates.sort_values("value", ascending=False).groupby("case_id").first()
     one = rates[rates.warps == 1].groupby("case_id").value.first()
-    from harness.families.mma.loaders import PEAK_BYTES_PER_CYCLE
+    from harness.families.mma.model import B_BANK as PEAK_BYTES_PER_CYCLE
 
     table = pd.DataFrame({
         "latency (cycles)": latency.round(1),

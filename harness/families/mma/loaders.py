@@ -23,6 +23,7 @@ import numpy as np
 
 from harness.errors import IllegalShapeError, SpecError
 from harness.families.base import Check, Inputs, KernelExpectation, SassExpectation, Suite, Work
+from harness.families.mma.model import B_BANK as PEAK_BYTES_PER_CYCLE
 from harness.measure.methods import ChainSlope, OccupancySweep, SweepPoint
 from harness.spec import Case
 
@@ -36,9 +37,6 @@ OUT_REGS = 4
 OUT_WORDS = 32 * OUT_REGS + IMAGE_WORDS
 SWEEP_WARPS = (1, 2, 4, 8, 16, 32)
 STREAM_CHECK_WARPS = 4
-# Shared memory moves 32 banks x 4 B per cycle per SM (the CUDA C++ Programming Guide, "Shared
-# Memory", compute capability 9.0: 32 banks of 32 bits, one access per bank per clock).
-PEAK_BYTES_PER_CYCLE = 128
 
 _ID = re.compile(r"^(?P<op>ldmatrix|stmatrix)\.sync\.m8n8\.x(?P<num>\d+)(?P<trans>\.trans)?\.shared\.b16$")
 

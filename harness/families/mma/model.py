@@ -36,13 +36,15 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from harness.db.references import gpu_specs, spec_name
+from harness.datasheets import gpu_specs, spec_name
 
 SUB_PARTITIONS = 4
 RATE = {"f16": 1.0, "bf16": 1.0, "tf32": 0.5, "s8": 2.0, "u8": 2.0}
 # Hopper SM constants, fitted to runs 49 (H100) and 50 (H200), which agree to 0.001 cycle.
 C_DENSE, C_SPARSE, FLOOR, LATENCY_BASE, LATENCY_PER_CYCLE = 2.0, 4.0, 4.0, 10.0, 3.5
-B_BANK = 128.0  # bytes per cycle per SM: 32 banks x 4 B (CUDA C++ Programming Guide, compute capability 9.0)
+# Shared memory moves 32 banks x 4 B per cycle per SM (the CUDA C++ Programming Guide, "Shared
+# Memory", compute capability 9.0: 32 banks of 32 bits, one access per bank per clock).
+B_BANK = 128
 
 
 @dataclass(frozen=True)

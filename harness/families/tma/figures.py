@@ -230,7 +230,7 @@ def _paper_section(ctx) -> list:
 def _distributions(ctx, frame: pd.DataFrame) -> list:
     """Tile-load latency as a curve of box bytes (median and quartiles per source, from the samples), the
     first use of a tensor map against later ones, and the spread of every cycle measurement."""
-    from harness.analysis.distributions import describe, samples, spread_summary
+    from harness.db.distributions import describe, samples, spread_summary
 
     loads = _box_size_cases(frame)
     lat = loads[(loads.metric == "latency_cycles") & loads.source.notna()]

@@ -10,6 +10,8 @@ import numpy as np
 
 from harness.errors import HarnessError
 from harness.families.tma import model
+from harness.families.tma.layout import (SOURCE_L2_MULTIPLE, SOURCE_MIN_BYTES, dynamic_smem, geometry, source_tiles,
+                                         stream_stages)
 from harness.families.tma.cases import PORTABLE_CLUSTER
 
 FILL_CHUNK_WORDS = 1 << 24
@@ -17,8 +19,6 @@ MAP_DTYPE = np.dtype([("w", np.uint64, (16,))], align=True)  # CUtensorMap: 128 
 
 
 def source_size(device) -> int:
-    from harness.families.tma import SOURCE_L2_MULTIPLE, SOURCE_MIN_BYTES
-
     l2 = device.l2_bytes or 50 << 20
     wanted = max(SOURCE_L2_MULTIPLE * l2, SOURCE_MIN_BYTES)
     return min(wanted, (device.total_memory_bytes or 16 << 30) // 8)
@@ -101,8 +101,6 @@ def encode_im2col_map(case, geometry: model.Im2colGeometry, address: int) -> np.
 
 def attach(case, probe, device) -> None:
     import cupy
-
-    from harness.families.tma import dynamic_smem, geometry, source_tiles, stream_stages
 
     from harness.families.tma.cases import COPY_OPS
 

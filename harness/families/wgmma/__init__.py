@@ -17,6 +17,7 @@ from harness.families.base import Check, Inputs, KernelExpectation, SassExpectat
 from harness.families.wgmma import cases as _cases
 from harness.families.wgmma.cases import LAYOUTS, M, OPERAND_MODES, WgmmaCase
 from harness.families.wgmma.descriptors import Layout
+from harness.families.wgmma.model import DENSE_FLOP_PER_SM_PER_CYCLE
 from harness.families.wgmma.fragments import (WARPGROUP_THREADS, a_fragment_words, accumulator_registers,
                                               gather_accumulators)
 from harness.measure.methods import BracketedLatency, ChainSlope, OccupancySweep, SweepPoint
@@ -28,12 +29,6 @@ from harness.spec import PLANTED_FAULTS
 UNROLL = 16
 MAX_WARPGROUPS_PER_SM = 4  # 512 threads: what 4 SM sub-partitions issue from
 PAPER_N = (8, 16, 32, 64, 128, 256)  # the N values of the paper's wgmma tables
-# Dense tensor-core work per SM per cycle (4 tensor cores x 1024 FLOP for 16-bit inputs).
-# Source: datasheet arithmetic, H100 SXM 989.4 TFLOPS / (528 tensor cores x 1830 MHz) = 1024; tf32
-# 494.7 TFLOPS (half), fp8 and int8 1978.9 TFLOPS or TOPS (twice). Hopper datasheets give no binary
-# rate: b1 has no peak_fraction.
-DENSE_FLOP_PER_SM_PER_CYCLE = {"f16": 4096, "bf16": 4096, "tf32": 2048, "e4m3": 8192, "e5m2": 8192,
-                               "s8": 8192, "u8": 8192}
 EVERYDAY = ("f16", "bf16")  # the `wgmma` suite's input types (the paper's)
 # Input distributions (Family.inputs patterns) and how each is described in the database. "random" is
 # what every case validates and is timed on; at N = 256 throughput is measured on the others too.

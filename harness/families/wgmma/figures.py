@@ -87,9 +87,7 @@ def _figure_throughput(path, frame: pd.DataFrame, title: str) -> None:
     key = _type_keys(frame)[0]  # f16/f32 where the run has it
     a, acc = key.split("/")
     frame = frame[(frame.metric == "sm_throughput") & (frame.types == key) & (frame.dtype_b == a)]
-    from harness.families.wgmma import DENSE_FLOP_PER_SM_PER_CYCLE
-
-    peak = DENSE_FLOP_PER_SM_PER_CYCLE.get(a)
+    peak = perfmodel.DENSE_FLOP_PER_SM_PER_CYCLE.get(a)
     fig, axes = plt.subplots(1, 2, figsize=(10.4, 4.2), sharey=True)
     for ax, ops in zip(axes, ("SS", "RS")):
         for wg, data in frame[frame.operands == ops].groupby("warpgroups"):

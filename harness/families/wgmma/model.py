@@ -30,12 +30,17 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from harness.errors import SpecError
-from harness.db.references import gpu_specs
-from harness.db.references import GPU_ALIASES
-from harness.db.references import spec_name as _row
+from harness.datasheets import GPU_ALIASES, gpu_specs
+from harness.datasheets import spec_name as _row
 from harness.families.wgmma.cases import WgmmaCase as Case
 
 TENSOR_CORES_PER_SM = 4
+# Dense tensor-core work per SM per cycle (4 tensor cores x 1024 FLOP for 16-bit inputs).
+# Source: datasheet arithmetic, H100 SXM 989.4 TFLOPS / (528 tensor cores x 1830 MHz) = 1024; tf32
+# 494.7 TFLOPS (half), fp8 and int8 1978.9 TFLOPS or TOPS (twice). Hopper datasheets give no binary
+# rate: b1 has no peak_fraction.
+DENSE_FLOP_PER_SM_PER_CYCLE = {"f16": 4096, "bf16": 4096, "tf32": 2048, "e4m3": 8192, "e5m2": 8192,
+                               "s8": 8192, "u8": 8192}
 B_SMEM_HOPPER = 128.0  # bytes/cycle/SM
 L_MIN_HOPPER = 13.0  # cycles: the RS floor the article reads off the H800 table
 # Sparse RS floors on the H800 (2402.13499 Table IX and 2501.12084 Table 11, f32 accumulate: 16 at N = 8,

@@ -1,5 +1,7 @@
-"""Published figures (harness/db/data/references/) mapped to our case ids
-and metric names, ready for the `references` table and the `reference_values` view.
+"""Published figures (harness/db/data/references/) mapped to our case ids and metric names, ready
+for the `reference_figures` table and the `reference_values` view. This module sits above the
+families (it asks each how it names a figure) and hands the mapped figures to the store
+(`shipped()`, `Store.open(..., references=...)`): the store never fetches them itself.
 
 Mapping rules (docs/architecture.md, "Names"): each family names its counterpart of a figure
 (Family.paper_case: which of our cases and metrics a source's "latency" or "throughput" is); this
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parent / "data" / "references"
+DATA = Path(__file__).resolve().parent / "db" / "data" / "references"
 LUO_FILES = ("luo2024_tables.csv", "luo2024_repo_logs.csv")
 ARTICLE_GLOB = "article_*.csv"  # figures already in our terms: instruction, shape, types, metric, value
 CITATIONS_FILE = "citations.csv"
@@ -63,7 +65,7 @@ def _condition(notes: str) -> str | None:
 
 def _counterpart(figure) -> tuple[str, str] | None:
     """(case id, metric) from the first family that names one."""
-    from harness.families import FAMILIES
+    from harness.registry import FAMILIES
 
     for family in FAMILIES.values():
         found = getattr(family, "paper_case", None) and family.paper_case(figure)
@@ -76,7 +78,7 @@ def _data_counterpart(row: dict) -> tuple[dict | None, str | None]:
     """A data-movement figure (memory levels, TMA, distributed shared memory): the first family whose
     `paper_row` claims the row names our case, metric and the value in our units, or why it maps to
     nothing; (None, None) where no family claims it."""
-    from harness.families import FAMILIES
+    from harness.registry import FAMILIES
 
     for family in FAMILIES.values():
         hook = getattr(family, "paper_row", None)
@@ -217,49 +219,19 @@ def _mapping_code() -> bytes:
     """The families' mapping hooks (paper_case, paper_row): a change to one remaps the figures."""
     import inspect
 
-    from harness.families import FAMILIES
+    from harness.registry import FAMILIES
 
     hooks = [getattr(f, name) for f in FAMILIES.values() for name in ("paper_case", "paper_row") if hasattr(f, name)]
     return "".join(inspect.getsource(hook) for hook in hooks).encode()
 
 
 @dataclass(frozen=True)
-class GpuSpec:
-    gpu: str
-    sm_count: int | None
-    tensor_cores_per_sm: int
-    tc_boost_clock_mhz: float | None
-    peak_dense_fp16_tflops: float | None
-    flops_per_tc_per_clk_fp16: float
-    source: str
-    notes: str
-    memory_bandwidth_gbps: float | None = None  # the datasheet's DRAM bandwidth
+class ReferenceSet:
+    """The mapped figures and the digest that says when a database holds an older set."""
+
+    digest: str
+    figures: tuple[Reference, ...]
 
 
-@cache
-def gpu_specs() -> dict[str, GpuSpec]:
-    specs = {}
-    for row in _read("gpu_specs.csv"):
-        number = lambda key: float(row[key]) if row[key] else None  # noqa: E731
-        specs[row["gpu"]] = GpuSpec(row["gpu"], int(row["sm_count"]) if row["sm_count"] else None,
-                                    int(row["tensor_cores_per_sm"]), number("tc_boost_clock_mhz"),
-                                    number("peak_dense_fp16_tflops"), float(row["flops_per_tc_per_clk_fp16"]),
-                                    row["source"], row["notes"], number("memory_bandwidth_gbps"))
-    return specs
-
-
-# Our GPU names (as CUDA reports them) -> rows of gpu_specs.csv
-GPU_ALIASES = {"NVIDIA H100 80GB HBM3": "H100 SXM5", "H100": "H100 SXM5", "H800": "H800 PCIe",
-               "NVIDIA H800 PCIe": "H800 PCIe", "NVIDIA H100 PCIe": "H100 PCIe", "NVIDIA H20": "H20",
-               "NVIDIA H200": "H200 SXM", "H200": "H200 SXM"}
-
-
-def spec_name(gpu: str, specs: dict) -> str | None:
-    """The gpu_specs.csv row of `gpu`: an alias, else the same name up to case, spaces and 'NVIDIA'."""
-    if gpu in GPU_ALIASES:
-        return GPU_ALIASES[gpu]
-
-    def plain(name: str) -> str:
-        return "".join(name.lower().replace("nvidia", "").split())
-
-    return next((row for row in specs if plain(row) == plain(gpu)), None)
+def shipped() -> ReferenceSet:
+    return ReferenceSet(data_hash(), load())
