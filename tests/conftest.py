@@ -9,6 +9,12 @@ import pytest
 from harness.references import shipped
 
 
+def pytest_addoption(parser):
+    parser.addoption("--full-sweep", action="store_true", default=False,
+                     help="GPU tests: validate every case of every family (about 15 minutes on an H100), not the "
+                          "sample of tests/gpu/sample.py")
+
+
 @functools.cache
 def sm90_gpu_reason() -> str | None:
     """None if an sm_90 GPU is usable, else why not."""

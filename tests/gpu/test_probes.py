@@ -17,6 +17,7 @@ from harness.measure.runner import measure_case, validate
 from harness.measure.telemetry import NullSampler
 from harness.measure.timing import TimingPolicy
 from harness.registry import parse_case_id
+from gpu.sample import full_sweep, sample
 
 pytestmark = pytest.mark.gpu
 
@@ -39,7 +40,12 @@ def loaded(case, seed=1):
     return probe, inputs
 
 
-@pytest.mark.parametrize("case", ALL_CASES, ids=str)
+def pytest_generate_tests(metafunc):
+    """test_case_validates runs on the sample (tests/gpu/sample.py), or every case with --full-sweep."""
+    if metafunc.function.__name__ == "test_case_validates":
+        metafunc.parametrize("case", ALL_CASES if full_sweep(metafunc.config) else sample(ALL_CASES), ids=str)
+
+
 def test_case_validates(case):
     probe, inputs = loaded(case)
     result = validate(case, probe, inputs)
