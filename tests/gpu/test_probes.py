@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.build.compile import compile_probe
+from harness.build.compile import compile_many, compile_probe
 from harness.registry import probe_source
 from harness.registry import FAMILIES
 from harness.families.base import Inputs
@@ -40,10 +40,21 @@ def loaded(case, seed=1):
     return probe, inputs
 
 
+def validated_cases(config) -> list:
+    return ALL_CASES if full_sweep(config) else sample(ALL_CASES)
+
+
 def pytest_generate_tests(metafunc):
     """test_case_validates runs on the sample (tests/gpu/sample.py), or every case with --full-sweep."""
     if metafunc.function.__name__ == "test_case_validates":
-        metafunc.parametrize("case", ALL_CASES if full_sweep(metafunc.config) else sample(ALL_CASES), ids=str)
+        metafunc.parametrize("case", validated_cases(metafunc.config), ids=str)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def compiled(request):
+    """Every probe of the module compiled once, in parallel on every core, before the first test: each
+    test then takes its cubin from the cache (compiling them one by one was most of the wall time)."""
+    compile_many([probe_source(case) for case in validated_cases(request.config)])
 
 
 def test_case_validates(case):
