@@ -123,7 +123,7 @@ def list_command(suite, filter_):
 
 
 def shipped_references():
-    from harness.references import shipped
+    from harness.published import shipped
 
     return shipped()
 

@@ -6,7 +6,7 @@ import functools
 import os
 
 import pytest
-from harness.references import shipped
+from harness.published import shipped
 
 
 def pytest_addoption(parser):

@@ -7,8 +7,8 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import fake_device
-from harness.references import shipped
-from harness import references
+from harness.published import shipped
+from harness import published as references
 from harness.cli import cli
 from harness.analysis.compare import compare
 from harness.measure.fakegpu import synthetic_result

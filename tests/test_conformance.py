@@ -94,7 +94,7 @@ def test_every_family_runs_end_to_end_on_the_simulated_gpu(tmp_path, monkeypatch
 def test_every_published_figure_that_maps_names_a_legal_case():
     """Family.paper_case: each mapped figure of the papers is a case the PTX ISA allows (a form a family
     has not implemented yet, such as sparse or tf32 wgmma, may say so; an illegal one fails)."""
-    from harness import references
+    from harness import published as references
     from harness.errors import IllegalShapeError, SpecError
 
     mapped = references.mapped()

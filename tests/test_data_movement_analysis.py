@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from conftest import fake_device
-from harness.references import shipped
+from harness.published import shipped
 from harness.analysis.compare import compare
-from harness import references
+from harness import published as references
 from harness.db.store import Store
 from harness.families.tma.fitting import TmaModel, fit_line, little
 from harness.measure.fakegpu import synthetic_result

@@ -5,7 +5,7 @@ import numpy as np
 from click.testing import CliRunner
 
 from conftest import fake_device, fake_result
-from harness.references import shipped
+from harness.published import shipped
 from harness.cli import cli
 from harness.db.store import Store
 from harness.provenance import Provenance

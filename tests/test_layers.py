@@ -20,7 +20,7 @@ LAYERS = [
                                 "harness.measure.launch", "harness.measure.validate", "harness.measure.device"]),
     ("store", ["harness.provenance", "harness.migrations", "harness.migrations.*", "harness.db", "harness.db.*"]),
     ("families", ["harness.families", "harness.families.*"]),
-    ("registry", ["harness.registry", "harness.references", "harness.suites"]),
+    ("registry", ["harness.registry", "harness.published", "harness.suites"]),
     ("orchestration", ["harness.measure.*", "harness.analysis", "harness.analysis.*"]),
     ("face", ["harness", "harness.cli", "harness.__main__"]),
 ]

@@ -89,7 +89,7 @@ def _progress(run: Run) -> tuple:
 
 def merge(sources: list[str], into: str, references=None) -> list[MergeReport]:
     """Merge every source into `into` (created if missing, given the published figures `references`,
-    harness/references.py); one report per source."""
+    harness/published.py); one report per source."""
     target = Store.open(into, create=True, references=references)
     reports = []
     try:

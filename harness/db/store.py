@@ -141,7 +141,7 @@ class Store:
     def open(cls, db: str | os.PathLike | None = None, create: bool = False, read_only: bool = False,
              upgrade: bool = True, references=None) -> "Store":
         """Open the database, creating it if `create`, upgrading it if it is older, and loading the
-        published figures `references` (harness/references.py ReferenceSet, handed down by whoever
+        published figures `references` (harness/published.py ReferenceSet, handed down by whoever
         opens the store for writing) where it holds none or an older set.
 
         With create=False a missing SQLite file is an error, never a new empty file. With read_only the

@@ -205,7 +205,7 @@ class SampleArray(Base):
 
 
 class ReferenceFigure(Base):
-    """A published figure (harness/references.py); case_id and metric are None where unmapped."""
+    """A published figure (harness/published.py); case_id and metric are None where unmapped."""
 
     __tablename__ = "reference_figures"
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -77,7 +77,7 @@ class SassExpectation:
 
 @dataclass(frozen=True)
 class PaperFigure:
-    """A published figure as the papers describe it (harness/references.py reads them), for a
+    """A published figure as the papers describe it (harness/published.py reads them), for a
     family's optional `paper_case(figure) -> (case_id, metric) | None` to name our counterpart."""
 
     instruction: str  # as the paper writes it: "wgmma.mma_async", "mma", "mma.sp", ...

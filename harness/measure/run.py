@@ -22,7 +22,7 @@ from harness.measure.device import DeviceInfo
 from harness.errors import DeviceError, RunInterrupted, SpecError
 from harness.registry import family_of
 from harness.measure.measurement import CaseResult
-from harness import references
+from harness.published import shipped as published_figures
 from harness.registry import probe_source
 from harness.spec import Case
 from harness.db.store import Store
@@ -117,7 +117,7 @@ def execute(run_plan: RunPlan, store_db: str | None, worker: Worker, jobs: int |
     prov = provenance.collect(argv)
     check_resumable(run_plan, device, prov.git_commit)
     builds = compile_plan(run_plan.cases, jobs, on_compiled) if run_plan.cases else {}
-    store = Store.open(store_db, create=True, references=references.shipped())
+    store = Store.open(store_db, create=True, references=published_figures())
     if run_plan.resume is None:
         run_id = store.start_run(device, prov, run_plan.suite, run_plan.filter)
     else:

@@ -1,4 +1,4 @@
-"""Schema 3: the published figures (mapped by harness/references.py) in `reference_figures`, and the
+"""Schema 3: the published figures (mapped by harness/published.py) in `reference_figures`, and the
 `reference_values` view of those mapped to our case ids and metrics.
 
 Revision ID: 0003
