@@ -63,7 +63,9 @@ def fake_gpus() -> int:
 
 def cache_root() -> Path:
     value = _raw("HOPPER_BENCH_CACHE")
-    root = Path(value).expanduser() if value else Path.home() / ".cache" / "hopper-bench"
+    # absolute: a relative folder would move with the working directory, and one named "-x" would reach
+    # nvdisasm as an option (Hypothesis found HOPPER_BENCH_CACHE=-56807807)
+    root = Path(value).expanduser().absolute() if value else Path.home() / ".cache" / "hopper-bench"
     if root.exists() and not root.is_dir():
         raise _bad("HOPPER_BENCH_CACHE", str(value), "a folder (it names a file)")
     return root

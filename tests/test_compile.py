@@ -67,3 +67,14 @@ def test_batched_disassembly_reads_as_nvdisasm_reads_each_file(cache_dir):
             assert [target.sub("T", i) for i in batched[cubin][kernel]] == [target.sub("T", i) for i in instructions]
         assert sass.disassemble(cubin) == batched[cubin]  # from the cache next to the cubin
     assert any("__cuda_sm_8x_mma" in i for k in batched[cubins[2]].values() for i in k)
+
+
+def test_a_relative_cache_folder_is_taken_from_the_working_directory(tmp_path, monkeypatch):
+    """HOPPER_BENCH_CACHE=-56807807 (found by Hypothesis) once reached nvdisasm as an option: a relative
+    folder is made absolute where it is read, so no tool sees a path that starts with '-'."""
+    from harness.build.compile import cache_dir
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOPPER_BENCH_CACHE", "-56807807")
+    folder = cache_dir()
+    assert folder.is_absolute() and folder == tmp_path / "-56807807" / "cubin" and folder.is_dir()
