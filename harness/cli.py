@@ -42,6 +42,16 @@ DB_HELP = "results database: a file path or SQLAlchemy URL (default: $HOPPER_BEN
 MAX_MESSAGE = 400  # characters of an error line
 
 
+EXIT_DIFFERENCES = 3  # bench compare: a row disagrees with the paper or the model, or is slower than the other run
+FAILING_VERDICTS = ("DISAGREES", "slower")
+
+
+def _run_label(store, run_id: int) -> str:
+    info = store.run_info(run_id)
+    commit = (info.git_commit or "no commit")[:8]
+    return f"{info.gpu_name or 'unknown GPU'}, suite {info.suite}, commit {commit}"
+
+
 def fail(message: object, code: int) -> None:
     """The one way out of a failing command: one line on stderr (its first line, passwords masked,
     at most MAX_MESSAGE characters) and the exit status."""
@@ -407,18 +417,24 @@ def show(case_id, sass):
 @click.option("--metric", default=None, help="only this metric (e.g. issue_interval_cycles)")
 @click.option("--disagreements", is_flag=True, help="only the rows that disagree (or differ from the other run)")
 @click.option("--include-flagged", is_flag=True, help="keep measurements taken while throttled or shared")
+@click.option("--exit-zero", is_flag=True, help="exit 0 even where rows differ (default: exit 3, for CI)")
 @click.option("--tolerance", default=0.03, show_default=True, type=Finite(0, 10),
               help="relative difference allowed on top of the measurement's spread")
 @click.option("--db", default=None, help=DB_HELP)
 @click.option("--format", "fmt", type=click.Choice(output.FORMATS), default="table", show_default=True)
-def compare(run_id, against, metric, disagreements, include_flagged, tolerance, db, fmt):
+def compare(run_id, against, metric, disagreements, include_flagged, exit_zero, tolerance, db, fmt):
     """Compare a run with the paper, the model, or another run: one row per case and metric.
 
     Cycle metrics compare directly; TFLOPS compare per cycle per SM (ours by the SM clock measured in
     the kernel, the paper's by the clock it printed, else the clock its figure implies), and the
     note names the reason of every verdict but "agrees". Run against run says "same" when the
     difference is within the noise of either. --disagreements keeps the rows that differ beyond
-    the noise and have no reason given (DISAGREES, faster, slower).
+    the noise and have no reason given (DISAGREES, slower, faster).
+
+    \b
+    A line on stderr names both sides and counts the verdicts. Exit status: 0 when no row is
+    DISAGREES (against the paper or the model) or slower (against a run); 3 when one is, so a CI
+    job can gate on it (--exit-zero: 0 regardless); 4 when two runs share no case and metric.
 
     \b
     Examples:
@@ -431,7 +447,14 @@ def compare(run_id, against, metric, disagreements, include_flagged, tolerance, 
     if against not in ("paper", "model") and not (against.isdigit() and 1 <= int(against) <= RUN_ID.max):
         raise click.BadParameter(f"{against!r}: expected paper, model or a run id from 1 to {RUN_ID.max}",
                                  param_hint="--against")
-    frame = compare_run(open_store(db), run_id, against, include_flagged, tolerance)
+    from harness.analysis.compare import default_run
+
+    store = open_store(db)
+    run_id = default_run(store) if run_id is None else run_id
+    frame = compare_run(store, run_id, against, include_flagged, tolerance)
+    if against.isdigit() and frame.empty:
+        fail(f"runs {run_id} and {against} have no case, metric and launch in common ({_run_label(store, run_id)}; "
+             f"{_run_label(store, int(against))})", 4)
     if against in ("paper", "model") and "model" in frame and len(frame) and frame.model.isna().all():
         click.echo("note: no model prediction for this run (its GPU has no row in gpu_specs.csv, or its "
                    "families have no model): the model columns are empty", err=True)
@@ -440,10 +463,17 @@ def compare(run_id, against, metric, disagreements, include_flagged, tolerance, 
             raise click.BadParameter(f"{metric!r} is not among this comparison's metrics: "
                                      f"{', '.join(sorted(set(frame.metric)))}", param_hint="--metric")
         frame = frame[frame.metric == metric]
+    column = "verdict" if against != "model" else "model_verdict"
+    failing = frame[frame[column].isin(FAILING_VERDICTS)]
     if disagreements:
-        column = "verdict" if "verdict" in frame else "model_verdict"
-        frame = frame[frame[column].isin(["DISAGREES", "faster", "slower"])]
+        frame = frame[frame[column].isin(FAILING_VERDICTS + ("faster",))]
     click.echo(output.render_frame(frame.reset_index(drop=True), fmt))
+    other = f"run {against} ({_run_label(store, int(against))})" if against.isdigit() else \
+        ("the paper (H800 PCIe)" if against == "paper" else "the model")
+    counts = ", ".join(f"{n} {verdict}" for verdict, n in frame[column].value_counts().items()) or "no rows"
+    click.echo(f"run {run_id} ({_run_label(store, run_id)}) against {other}: {counts}", err=True)
+    if len(failing) and not exit_zero:
+        sys.exit(EXIT_DIFFERENCES)
 
 
 @cli.command()

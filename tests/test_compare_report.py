@@ -114,7 +114,8 @@ def test_cli_compare_model_advise_report_references(db, tmp_path):
     run = lambda *args: CliRunner().invoke(cli, [*args, "--db", str(db)])  # noqa: E731
     result = run("compare", "--run", "1", "--metric", "issue_interval_cycles", "--format", "csv")
     assert result.exit_code == 0 and result.output.count("agrees") >= 12
-    assert run("compare", "--run", "2", "--against", "1", "--disagreements").output.count("slower") == 1
+    slower = run("compare", "--run", "2", "--against", "1", "--disagreements")
+    assert slower.exit_code == 3 and slower.stdout.count("slower") == 1
     assert "18" in run("model", "--run", "1").output
     h20 = CliRunner().invoke(cli, ["model", "--gpu", "H20"]).output
     assert re.search(r"^256\s+512", h20, re.M)
@@ -153,3 +154,30 @@ def test_report_of_a_run_of_another_wgmma_type(tmp_path, suite):
     text = report.markdown.read_text()
     assert "## wgmma: issue interval against N" in text and report.figures
     assert ("## wgmma: fitted model" in text) == (suite != "wgmma-b1")
+
+
+def test_compare_names_both_sides_counts_the_verdicts_and_gates_on_a_regression(db, tmp_path):
+    """Like `asv continuous`: a line on stderr naming both runs and counting the verdicts; exit 3 when a
+    row is slower than the other run (or disagrees with the paper), 0 with --exit-zero or when nothing
+    is; two runs with nothing in common are one error line (exit 4)."""
+    run = lambda *args: CliRunner().invoke(cli, [*args, "--db", str(db)])  # noqa: E731
+    regression = run("compare", "--run", "2", "--against", "1")
+    assert regression.exit_code == 3
+    summary = regression.stderr.strip().splitlines()[-1]
+    assert summary.startswith("run 2 (NVIDIA H100 80GB HBM3, suite wgmma-quick, commit abc123) against run 1 (")
+    assert re.search(r"\b1 slower\b", summary) and re.search(r"\b\d+ same\b", summary)
+    assert run("compare", "--run", "2", "--against", "1", "--exit-zero").exit_code == 0
+    assert run("compare", "--run", "1", "--against", "2").exit_code == 0  # run 1 is faster, no regression
+    same = run("compare", "--run", "1", "--against", "1")
+    assert same.exit_code == 0 and "slower" not in same.stderr
+    # a run of another family shares nothing with these
+    store = Store.open(str(db), references=shipped())
+    prov = Provenance("bench run --suite loaders", "host", "abc123", False, "0.1.0", "3.12", "14.2", "13.0")
+    other = store.start_run(fake_device(), prov, "loaders", None)
+    for case in suite_cases("loaders"):
+        store.record_case(other, synthetic_result(case, None, np.random.default_rng(0), fake_device()))
+    store.finish_run(other, "complete")
+    store.close()
+    apart = run("compare", "--run", str(other), "--against", "1")
+    assert apart.exit_code == 4 and apart.output.count("\n") == 1
+    assert apart.output.startswith(f"error: runs {other} and 1 have no case, metric and launch in common")
