@@ -12,8 +12,7 @@ sys.path.insert(0, str(HERE))
 from conftest import fake_device, fake_result, make_db  # noqa: E402
 from harness.measure.measurement import unmeasured  # noqa: E402
 from harness.provenance import Provenance  # noqa: E402
-from harness.spec import parse_case_id  # noqa: E402
-from harness.registry import parse_case_id
+from harness.registry import parse_case_id  # noqa: E402
 from harness.db.store import Store  # noqa: E402
 from harness.db.tables import SCHEMA_VERSION  # noqa: E402
 from harness.measure.telemetry import GpuState  # noqa: E402

@@ -40,3 +40,44 @@ def test_the_readme_python_example_runs(tmp_path):
     namespace = {}
     exec(block.replace('"results.db"', repr(db)), namespace)
     assert "best" in namespace and "paper" in namespace
+
+
+def test_the_frame_is_typed_for_pandas_and_hides_no_attribute(tmp_path):
+    """Flags are booleans, the run's start a timestamp, launch and params dicts beside a launch_key to
+    group by; no column is named like a DataFrame attribute (df.sparse, df.min and df.max stay pandas')."""
+    import pandas as pd
+
+    db = str(make_db(tmp_path / "r.db"))
+    frame = harness.results(db)
+    assert not {"sparse", "min", "max"} & set(frame.columns) and {"is_sparse", "sample_min", "sample_max"} <= set(frame)
+    assert callable(frame.min) and callable(frame.max)
+    for column in ("valid", "is_sparse", "flagged", "emulated"):
+        assert frame[column].dtype == "boolean", column
+    assert pd.api.types.is_datetime64_any_dtype(frame.run_started_at) and frame.n.dtype == "Int64"
+    measured = frame[frame.value.notna()]
+    assert all(isinstance(v, dict) for v in measured.launch) and measured.launch.iloc[0] == {"ilp": 1, "warpgroups": 1}
+    assert measured.launch_key.iloc[0] == '{"ilp":1,"warpgroups":1}' and isinstance(measured.params.iloc[0], dict)
+    assert len(harness.results(db, is_sparse=False)) == len(harness.results(db, sparse=False)) == len(frame)
+
+
+def test_latest_keeps_the_newest_valid_run_of_each_gpu_and_case(tmp_path):
+    """Three runs of one GPU: the newest that has a case's metric wins; an invalid measurement never does."""
+    from conftest import fake_device, fake_result
+    from harness.db.store import Store
+    from harness.provenance import Provenance
+
+    db = make_db(tmp_path / "r.db")  # run 1: m64n8k16 SS 18, m64n256k16 SS 128, one invalid case
+    store = Store.open(str(db))
+    prov = Provenance("bench run", "host", "abc123", False, "0.1.0", "3.12", "14.2", "13.0")
+    second = store.start_run(fake_device(), prov, "wgmma", None)
+    store.record_case(second, fake_result("wgmma.mma_async.m64n8k16.f32.f16.f16.SS", 19.0))
+    store.finish_run(second, "complete")
+    third = store.start_run(fake_device(), prov, "wgmma", None)
+    store.record_case(third, fake_result("wgmma.mma_async.m64n8k16.f32.f16.f16.SS", error="validation failed"))
+    store.finish_run(third, "complete")
+    store.close()
+    latest = harness.latest(str(db), metric="issue_interval_cycles")
+    by_case = dict(zip(latest.case_id, zip(latest.run_id, latest.value)))
+    assert by_case == {"wgmma.mma_async.m64n8k16.f32.f16.f16.SS": (second, 19.0),
+                       "wgmma.mma_async.m64n256k16.f32.f16.f16.SS": (1, 128.0)}
+    assert latest.valid.all()

@@ -2,13 +2,11 @@
 PostgreSQL's twins are in tests/test_postgres.py; concurrency in tests/test_concurrency.py."""
 
 import hashlib
-import os
 from contextlib import closing
 import signal
 import socket
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path

@@ -1,7 +1,16 @@
-"""The documented views as pandas DataFrames, for notebooks: `harness.results(db, **filters)` and
-`harness.references(db)`. The database is opened read-only."""
+"""The documented views as pandas DataFrames, for notebooks: `harness.results(db, **filters)`,
+`harness.latest(db, **filters)` and `harness.references(db)`. The database is opened read-only.
+
+The frames are typed for pandas, not as SQL returns them: flags are booleans (nullable), timestamps
+are datetimes, integers that may be missing are Int64, `params` and `launch` are dicts (with
+`launch_key`, the canonical JSON, to group by). Three
+columns are renamed so that no column hides a DataFrame attribute: the view's `sparse`, `min` and
+`max` are `is_sparse`, `sample_min` and `sample_max` (filters accept either name).
+"""
 
 from __future__ import annotations
+
+import json
 
 import pandas as pd
 from sqlalchemy import bindparam, text
@@ -10,7 +19,34 @@ from harness.db.store import Store
 from harness.errors import SpecError
 
 
+RENAMED = {"sparse": "is_sparse", "min": "sample_min", "max": "sample_max"}  # view column -> frame column
+FLAGS = ("sparse", "valid", "throttled", "power_capped", "flagged", "emulated")
+MAYBE_MISSING_INTEGERS = ("m", "n", "k", "warpgroups", "ilp", "other_processes", "sm_count", "n_samples")
+TIMESTAMPS = ("run_started_at",)
+
+
+def _typed(frame: pd.DataFrame) -> pd.DataFrame:
+    frame = frame.copy()
+    for column in FLAGS:
+        if column in frame:
+            frame[column] = frame[column].map(lambda v: None if v is None or v != v else bool(v)).astype("boolean")
+    for column in MAYBE_MISSING_INTEGERS:
+        if column in frame:
+            frame[column] = pd.to_numeric(frame[column]).astype("Int64")
+    for column in TIMESTAMPS:
+        if column in frame:
+            frame[column] = pd.to_datetime(frame[column])
+    if "launch" in frame:
+        frame["launch_key"] = frame["launch"].fillna("")
+        frame["launch"] = [json.loads(v) if v else {} for v in frame["launch_key"]]
+    if "params" in frame:
+        frame["params"] = [json.loads(v) if v else {} for v in frame["params"].fillna("")]
+    return frame.rename(columns=RENAMED)
+
+
 def _view(db, view: str, filters: dict) -> pd.DataFrame:
+    back = {frame_name: view_name for view_name, frame_name in RENAMED.items()}
+    filters = {back.get(column, column): wanted for column, wanted in filters.items()}
     store = Store.open(db, read_only=True)
     try:
         with store.engine.connect() as conn:
@@ -38,12 +74,26 @@ def _view(db, view: str, filters: dict) -> pd.DataFrame:
 
 
 def results(db: str | None = None, **filters) -> pd.DataFrame:
-    """The `results` view (one row per measurement), filtered by column: a value (equal), a list or
-    tuple (any of them) or None (NULL). `db`: a path or URL; default $HOPPER_BENCH_DB or ./results.db.
+    """The `results` view (one row per measurement), typed (module docstring), filtered by column: a
+    value (equal), a list or tuple (any of them) or None (NULL). `db`: a path or URL; default
+    $HOPPER_BENCH_DB or ./results.db.
 
         harness.results("results.db", family="mma", metric="sm_throughput", gpu_name=["NVIDIA H200"])
     """
-    return _view(db, "results", filters)
+    return _typed(_view(db, "results", filters))
+
+
+def latest(db: str | None = None, **filters) -> pd.DataFrame:
+    """Valid measurements only, and of each GPU, case, metric and launch the one of the newest run
+    that has it (a case appears in up to 10 runs of the shipped database): what the GPU does today.
+
+        harness.latest("results.db", metric="issue_interval_cycles", dtype_a="f16")
+    """
+    frame = results(db, **{"valid": True, **filters})
+    frame = frame[frame.valid.fillna(False)]
+    keys = ["gpu_name", "case_id", "metric", "launch_key"]
+    frame = frame.sort_values(["run_started_at", "run_id"], kind="stable")
+    return frame.groupby(keys, sort=False, dropna=False).tail(1).sort_values(keys, kind="stable").reset_index(drop=True)
 
 
 def references(db: str | None = None, **filters) -> pd.DataFrame:
