@@ -37,12 +37,12 @@ METRICS = {m.name: m for m in (
     MetricInfo("latency_cycles", "cycles", "cycles", None, "lower",
                "one instruction from issue to completion: a dependent chain's slope, or net of two clock reads"),
     MetricInfo("latency_added_cycles", "cycles", "cycles", None, "lower",
-               "what one instruction adds to the sequence that must bracket it (wgmma: fence, commit, wait); part of "
+               "what one instruction adds to the sequence that must bracket it (a fence before it, a commit and a wait after it); part of "
                "that sequence overlaps the instruction, so this is below the round trip (latency_raw_cycles) and "
                "may be below the issue interval"),
     MetricInfo("latency_raw_cycles", "cycles", "cycles", None, "lower",
-               "the bracketed sequence with the instruction, its overhead included (wgmma: fence to results "
-               "usable, the instruction's full round trip, with two clock reads)"),
+               "the bracketed sequence with the instruction, its overhead included (where that sequence is what "
+               "using the result takes, the instruction's full round trip, with two clock reads)"),
     MetricInfo("latency_first_use_cycles", "cycles", "cycles", None, "lower",
                "latency_cycles of the first repetition of a launch (a tensor map's first use in it)"),
     MetricInfo("sm_throughput", "work/cycle/SM", "cycles", "work", "higher",

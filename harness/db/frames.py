@@ -78,7 +78,7 @@ def results(db: str | None = None, **filters) -> pd.DataFrame:
     value (equal), a list or tuple (any of them) or None (NULL). `db`: a path or URL; default
     $HOPPER_BENCH_DB or ./results.db.
 
-        harness.results("results.db", family="mma", metric="sm_throughput", gpu_name=["NVIDIA H200"])
+        harness.results("results.db", metric="sm_throughput", gpu_name=["NVIDIA H200"])
     """
     return _typed(_view(db, "results", filters))
 

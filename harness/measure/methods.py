@@ -107,7 +107,7 @@ class BracketedLatency:
     first_use: bool = False
     # What the raw time less the empty sequence is: latency_cycles where the empty sequence is only what
     # times it (two clock reads), latency_added_cycles where it is work that overlaps the instruction
-    # (wgmma's fence, commit and wait: the instruction's own latency is then latency_raw_cycles).
+    # (a fence, commit and wait around an asynchronous instruction: its own latency is then latency_raw_cycles).
     net_metric: str = "latency_cycles"
 
     def declares(self, work: Work) -> list[tuple[str, str]]:

@@ -12,9 +12,10 @@ import numpy as np
 
 from harness import dtypes
 from harness.families.base import Check, Inputs, KernelExpectation, SassExpectation, Suite, Work
-from harness.families.mma import cases as _cases
+import harness.families.mma.cases as _cases
 from harness import sparsity
-from harness.families.mma import fragments, sass
+import harness.families.mma.fragments as fragments
+import harness.families.mma.sass as sass
 from harness.families.mma.cases import BITS, MmaCase
 from harness.measure.methods import ChainSlope, OccupancySweep, SweepPoint
 from harness.measure.validate import accumulation_tolerance

@@ -60,7 +60,7 @@ class MmaParams:
 
 
 def native(case) -> bool:
-    from harness.families.mma import sass
+    import harness.families.mma.sass as sass
 
     return case.dtype_a in RATE and case.dtype_b in RATE and not sass.form(case).emulated
 

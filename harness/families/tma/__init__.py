@@ -26,8 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from harness.families.base import Check, Inputs, KernelExpectation, SassExpectation, Suite, Work
-from harness.families.tma import cases as _cases
-from harness.families.tma import model
+import harness.families.tma.cases as _cases
+import harness.families.tma.model as model
 from harness.families.tma.layout import (BLOCKS_PER_SM, MULTICAST_STAGES, SMEM_PER_BLOCK, SMEM_PER_SM,  # noqa: F401
                                          SOURCE_L2_MULTIPLE, SOURCE_MIN_BYTES, STAGES, dynamic_smem, geometry,
                                          source_tiles, stage_bytes, stream_points, stream_stages)
@@ -417,7 +417,7 @@ class TmaFamily:
     def attach(self, case: TmaCase, probe, device) -> None:
         """Allocate and fill the source (SOURCE_L2_MULTIPLE x the device's L2), encode the tensor map,
         set each kernel's dynamic shared memory, and append the family's kernel arguments."""
-        from harness.families.tma import gpu
+        import harness.families.tma.gpu as gpu
 
         gpu.attach(case, probe, device)
 

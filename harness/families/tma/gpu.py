@@ -9,7 +9,7 @@ from math import prod
 import numpy as np
 
 from harness.errors import HarnessError
-from harness.families.tma import model
+import harness.families.tma.model as model
 from harness.families.tma.layout import (SOURCE_L2_MULTIPLE, SOURCE_MIN_BYTES, dynamic_smem, geometry, source_tiles,
                                          stream_stages)
 from harness.families.tma.cases import PORTABLE_CLUSTER

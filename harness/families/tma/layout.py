@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from math import gcd, prod
 
-from harness.families.tma import model
+import harness.families.tma.model as model
 from harness.families.tma.cases import TmaCase
 
 STAGES = (1, 2, 4, 8, 16)  # copies in flight per block: the stream kernels probe_stream_k<STAGES>

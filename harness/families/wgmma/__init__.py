@@ -14,7 +14,7 @@ import numpy as np
 from harness import dtypes, sparsity
 from harness.errors import SpecError
 from harness.families.base import Check, Inputs, KernelExpectation, SassExpectation, Suite, Work
-from harness.families.wgmma import cases as _cases
+import harness.families.wgmma.cases as _cases
 from harness.families.wgmma.cases import LAYOUTS, M, OPERAND_MODES, WgmmaCase
 from harness.families.wgmma.descriptors import Layout
 from harness.families.wgmma.model import DENSE_FLOP_PER_SM_PER_CYCLE

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from harness.families.wgmma import model as perfmodel
+import harness.families.wgmma.model as perfmodel
 from harness.families.wgmma.cases import DEFAULT_LAYOUT, K_OF, WgmmaCase, parse
 from harness.families.wgmma.fitting import SPARSE
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 import pandas as pd
 
 from harness.errors import SpecError
-from harness.families.wgmma import model as perfmodel
+import harness.families.wgmma.model as perfmodel
 from harness.families.wgmma.cases import DEFAULT_LAYOUT, parse
 
 SPARSE = " sparse"  # the suffix of a fit key of the sparse instruction
