@@ -4,11 +4,13 @@ library function and formats the result; HarnessError becomes one line and a non
 from __future__ import annotations
 
 import math
+import os
 import signal
 import sys
 import time
 
 import click
+import pandas as pd
 
 from harness import output
 from harness.errors import HarnessError, one_line, redact
@@ -36,7 +38,8 @@ class Finite(click.ParamType):
 RUN_ID = click.IntRange(1, 2**63 - 1)  # what a run id can be (SQLite's integer)
 GPU_INDEX = click.IntRange(0, 1023)
 DIMENSION = click.IntRange(1, 1 << 20)  # advise swapab's n and k: up to a million
-DB_HELP = "results database: a file path or SQLAlchemy URL (default: $HOPPER_BENCH_DB or ./results.db)"
+DB_HELP = ("results database: a file path or SQLAlchemy URL (default: $HOPPER_BENCH_DB, else your ./bench.db; "
+           "reading, the shipped runs of record in ./results.db until ./bench.db exists)")
 
 
 MAX_MESSAGE = 400  # characters of an error line
@@ -44,6 +47,38 @@ MAX_MESSAGE = 400  # characters of an error line
 
 EXIT_DIFFERENCES = 3  # bench compare: a row disagrees with the paper or the model, or is slower than the other run
 FAILING_VERDICTS = ("DISAGREES", "slower")
+COMPARE_COLUMNS = {  # what a terminal table of `bench compare` shows first, by what it compares with
+    "paper": ("case_id", "metric", "value", "paper", "paper_ratio", "verdict", "launch", "note"),
+    "model": ("case_id", "metric", "value", "model", "model_ratio", "model_verdict", "launch"),
+    "run": ("case_id", "metric", "value", "other", "ratio", "verdict", "launch"),
+}
+
+
+def table_options(command):
+    """--format and --wide, for every command that prints a table."""
+    command = click.option("--wide", is_flag=True,
+                           help="a table keeps every column, however wide (default: fit the terminal)")(command)
+    return click.option("--format", "fmt", type=click.Choice(output.FORMATS), default="table", show_default=True,
+                        help="table: fitted to the terminal; csv, json, markdown: every column, whole")(command)
+
+
+def print_frame(frame, fmt: str, wide: bool = False, first=(), cut: int = output.TABLE_CELL) -> None:
+    """Print `frame` (a table fitted to the terminal, coloured on a colour terminal); a note on stderr
+    names the columns left out to fit."""
+    table = output.render(frame, fmt, first, wide, color=sys.stdout.isatty() and "NO_COLOR" not in os.environ, cut=cut)
+    click.echo(table.text, color=True)
+    if table.hidden:
+        click.echo(f"note: {len(table.hidden)} more column{'s' if len(table.hidden) > 1 else ''} "
+                   f"({', '.join(table.hidden)}): --wide shows them, --format csv gives every value whole",
+                   err=True)
+
+
+def say(text: str, err: bool = False) -> None:
+    """A line of prose, wrapped to the terminal (continuation lines indented)."""
+    import textwrap
+
+    click.echo(textwrap.fill(text, width=output.terminal_width(), subsequent_indent="  ",
+                             break_on_hyphens=False), err=err)
 
 
 def _run_label(store, run_id: int) -> str:
@@ -125,8 +160,8 @@ def list_command(suite, filter_):
     from harness.suites import SUITES, select, suite_cases
 
     if suite is None and filter_ is None:
-        for name, suite in SUITES.items():
-            click.echo(f"{name:<12} {len(suite.make()):>4} cases  {suite.description}")
+        print_frame(pd.DataFrame([(name, len(s.make()), s.description) for name, s in SUITES.items()],
+                                 columns=["suite", "cases", "what it measures"]), "table", cut=0)
         return
     for case in select(suite_cases(suite or "wgmma"), filter_):
         click.echo(case.case_id)
@@ -145,6 +180,11 @@ def open_store(db: str | None, write: bool = False, create: bool = False, upgrad
 
     if db is not None and not db.strip():
         raise click.BadParameter("is empty: give a file path or a database URL", param_hint="--db")
+    from harness.db.store import SHIPPED_DB, USER_DB, default_db
+
+    if db is None and not write and default_db(write=False) == SHIPPED_DB:
+        click.echo(f"note: reading the runs of record in {SHIPPED_DB} (your own runs go to {USER_DB}; "
+                   "--db or $HOPPER_BENCH_DB picks another)", err=True)
     store = Store.open(db, read_only=not write, create=create, upgrade=upgrade,
                        references=shipped_references() if write and upgrade else None)
     click.get_current_context().call_on_close(store.close)
@@ -261,7 +301,7 @@ def _check_store(db):
 def _where(db) -> str:
     from harness.db.store import describe, resolve_url
 
-    return describe(resolve_url(db))
+    return describe(resolve_url(db, write=True))
 
 
 def _run_with_bars(run_plan, db, worker, jobs):
@@ -322,27 +362,31 @@ def _run_node(gpus, suite, filter_, db, jobs, seed, watchdog):
 
 @cli.command()
 @click.option("--db", default=None, help=DB_HELP)
-@click.option("--format", "fmt", type=click.Choice(output.FORMATS), default="table", show_default=True)
-def runs(db, fmt):
+@table_options
+def runs(db, fmt, wide):
     """List the stored runs, newest last.
 
     \b
     Example:
       bench runs --format markdown
     """
-    click.echo(output.render_frame(open_store(db).runs(), fmt))
+    frame = open_store(db).runs()
+    if fmt == "table":
+        frame["started_at"] = pd.to_datetime(frame.started_at, format="mixed")
+    print_frame(frame, fmt, wide, first=("run", "started_at", "status", "gpu", "suite", "cases", "invalid",
+                                         "faults", "resumes", "git_commit", "filter"))
 
 
 @cli.command(context_settings={"ignore_unknown_options": True})
 @click.argument("query")
 @click.option("--db", default=None, help=DB_HELP)
-@click.option("--format", "fmt", type=click.Choice(output.FORMATS), default="table", show_default=True)
+@table_options
 @click.option("--write", is_flag=True, help="allow the statement to change the database")
 @click.option("--max-rows", default=10_000, show_default=True, type=click.IntRange(0, 2**63 - 1),
               help="print at most this many rows (0: all; csv and json stream, a table holds its rows)")
 @click.option("--timeout", default=600, show_default=True, type=Finite(0, 86400), metavar="SECONDS",
               help="stop the statement after this long (0: no limit)")
-def sql(query, db, fmt, write, max_rows, timeout):
+def sql(query, db, fmt, wide, write, max_rows, timeout):
     """Run one SQL statement on the results database (views: results). Read-only unless --write.
 
     Exactly one statement runs, on SQLite and on PostgreSQL. Rows are streamed: csv and json are
@@ -368,7 +412,8 @@ def sql(query, db, fmt, write, max_rows, timeout):
         else:
             if not rows.columns:
                 list(rows.chunks)
-            written, more = output.write_rows(rows.columns, rows.chunks, fmt, max_rows or None, click.echo)
+            written, more = output.write_rows(rows.columns, rows.chunks, fmt, max_rows or None, click.echo,
+                                              lambda frame: print_frame(frame, fmt, wide))
             message = None
     if message:
         click.echo(message)
@@ -421,8 +466,8 @@ def show(case_id, sass):
 @click.option("--tolerance", default=0.03, show_default=True, type=Finite(0, 10),
               help="relative difference allowed on top of the measurement's spread")
 @click.option("--db", default=None, help=DB_HELP)
-@click.option("--format", "fmt", type=click.Choice(output.FORMATS), default="table", show_default=True)
-def compare(run_id, against, metric, disagreements, include_flagged, exit_zero, tolerance, db, fmt):
+@table_options
+def compare(run_id, against, metric, disagreements, include_flagged, exit_zero, tolerance, db, fmt, wide):
     """Compare a run with the paper, the model, or another run: one row per case and metric.
 
     Cycle metrics compare directly; TFLOPS compare per cycle per SM (ours by the SM clock measured in
@@ -467,7 +512,7 @@ def compare(run_id, against, metric, disagreements, include_flagged, exit_zero, 
     failing = frame[frame[column].isin(FAILING_VERDICTS)]
     if disagreements:
         frame = frame[frame[column].isin(FAILING_VERDICTS + ("faster",))]
-    click.echo(output.render_frame(frame.reset_index(drop=True), fmt))
+    print_frame(frame.reset_index(drop=True), fmt, wide, first=COMPARE_COLUMNS[against if against in COMPARE_COLUMNS else "run"])
     other = f"run {against} ({_run_label(store, int(against))})" if against.isdigit() else \
         ("the paper (H800 PCIe)" if against == "paper" else "the model")
     counts = ", ".join(f"{n} {verdict}" for verdict, n in frame[column].value_counts().items()) or "no rows"
@@ -483,8 +528,8 @@ def compare(run_id, against, metric, disagreements, include_flagged, exit_zero, 
 @click.option("--run", "run_id", default=None, type=RUN_ID,
               help="fit every family's model to this run instead (wgmma, mma, loaders, tma), with residuals")
 @click.option("--db", default=None, help=DB_HELP)
-@click.option("--format", "fmt", type=click.Choice(output.FORMATS), default="table", show_default=True)
-def model(gpu, clock, run_id, db, fmt):
+@table_options
+def model(gpu, clock, run_id, db, fmt, wide):
     """Predict wgmma issue intervals and TFLOPS (f16, m64nNk16) from datasheet parameters, or fit every
     family's model to a run, with residuals: wgmma (issue interval, work per cycle per SM), mma.sync
     (issue interval, throughput, latency), ldmatrix/stmatrix (bank-bound bytes per cycle), TMA (copy
@@ -500,16 +545,22 @@ def model(gpu, clock, run_id, db, fmt):
 
     if run_id is None:
         params = perfmodel.datasheet(gpu)
-        click.echo(f"{params.gpu}: B_smem = {params.b_smem:g} B/cycle/SM, F_tc = {params.f_tc:g} FLOP/cycle per "
-                   f"tensor core, floor = {params.l_min:g} cycles ({params.source})")
-        click.echo(output.render_frame(perfmodel.table(params, clock_mhz=clock), fmt))
+        say(f"{params.gpu}: B_smem = {params.b_smem:g} B/cycle/SM, F_tc = {params.f_tc:g} FLOP/cycle per "
+            f"tensor core, floor = {params.l_min:g} cycles ({params.source})")
+        print_frame(perfmodel.table(params, clock_mhz=clock), fmt, wide)
         return
+    from harness.analysis.compare import natural_key
     from harness.analysis.models import fit_run
 
     for family, report in fit_run(open_store(db), run_id).items():
         click.echo(f"{family}:")
-        click.echo(output.render_frame(report.parameters, fmt))
-        click.echo(output.render_frame(report.residuals, fmt))
+        print_frame(report.parameters, fmt, wide)
+        residuals = report.residuals
+        if "case_id" in residuals and len(residuals):  # m64n8 before m64n104: numbers as numbers
+            residuals = residuals.iloc[sorted(range(len(residuals)),
+                                              key=lambda i: natural_key(str(residuals.case_id.iloc[i])))]
+        print_frame(residuals.reset_index(drop=True), fmt, wide,
+                    first=("case_id", "metric", "measured", "fitted", "residual", "relative"))
 
 
 @cli.group()
@@ -562,8 +613,8 @@ def swapab(m, n, k, gpu, run_id, operands, db):
 @cli.command()
 @click.option("--unmapped", is_flag=True, help="list the figures that map to none of our cases or metrics, and why")
 @click.option("--db", default=None, help=DB_HELP)
-@click.option("--format", "fmt", type=click.Choice(output.FORMATS), default="table", show_default=True)
-def references(unmapped, db, fmt):
+@table_options
+def references(unmapped, db, fmt, wide):
     """The published figures shipped with the harness (paper tables, the article's, datasheets).
 
     \b
@@ -578,13 +629,14 @@ def references(unmapped, db, fmt):
     else:
         frame = store.query("SELECT source, gpu_name, metric, COUNT(*) AS figures, COUNT(also_in) AS also_printed_elsewhere "
                             "FROM reference_values GROUP BY source, gpu_name, metric ORDER BY source, gpu_name")
-    click.echo(output.render_frame(frame, fmt))
+    print_frame(frame, fmt, wide, first=("source_table", "value", "unit", "unmapped_reason"), cut=0)
 
 
 @cli.command()
 @click.option("--run", "run_id", default=None, type=RUN_ID, help="run to report (default: the newest complete run)")
-@click.option("--out", "out", default="reports", show_default=True, type=click.Path(file_okay=False),
-              help="directory that receives <gpu>-<date>-run<N>/ (report.md, report.html, figures)")
+@click.option("--out", "out", default="bench-reports", show_default=True, type=click.Path(file_okay=False),
+              help="directory that receives <gpu>-<date>-run<N>/ (report.md, report.html, figures); "
+                   "the shipped reports/ is written by scripts/make_reports.sh")
 @click.option("--include-flagged", is_flag=True, help="keep measurements taken while throttled or shared")
 @click.option("--db", default=None, help=DB_HELP)
 def report(run_id, out, include_flagged, db):
@@ -593,7 +645,7 @@ def report(run_id, out, include_flagged, db):
 
     \b
     Examples:
-      bench report                                  # reports/nvidia-h100-80gb-hbm3-<date>-run<N>/
+      bench report                                  # bench-reports/nvidia-h100-80gb-hbm3-<date>-run<N>/
       bench report --run 5 --out /tmp/reports
     """
     from pathlib import Path
@@ -610,37 +662,84 @@ def report(run_id, out, include_flagged, db):
 
 
 @cli.command()
-@click.option("--case", "case_glob", default=None, help="comma-separated globs on the case id (default: every case)")
-@click.option("--metric", default=None, help="only this metric (or sm_clock_mhz, each GPU's measured clock)")
-@click.option("--tolerance", default=0.0, show_default=True, type=Finite(0, 10),
-              help="relative difference allowed on top of the noise")
+@click.option("--out", "out", default="bench-site", show_default=True, type=click.Path(file_okay=False),
+              help="directory that receives index.html (the shipped site is reports/index.html)")
+@click.option("--reports", "reports", default=None, type=click.Path(file_okay=False),
+              help="the folder of `bench report` output to link each run to (default: OUT's parent's "
+                   "bench-reports/ or reports/, whichever holds reports)")
 @click.option("--db", default=None, help=DB_HELP)
-@click.option("--format", "fmt", type=click.Choice(output.FORMATS), default="table", show_default=True)
-def fleet(case_glob, metric, tolerance, db, fmt):
-    """The same case side by side on every GPU in the database, and the GPUs that stand apart from their
-    siblings (same model) by more than the noise. Time-based metrics compare per cycle (divided by the
-    clock measured in the kernel); the clock is a row of its own.
+def site(out, reports, db):
+    """Write one static HTML page over every run and GPU in the database: what the measurements say
+    (where wgmma turns compute-bound, what a TMA box and copies in flight deliver), every GPU against
+    the paper and its siblings, history across commits, and every run linked to its report.
 
     \b
     Examples:
-      bench fleet --metric issue_interval_cycles
+      bench site                                   # bench-site/index.html
+      bench site --db results.db --out reports --reports reports
+    """
+    from pathlib import Path
+
+    from harness.analysis.site import build
+
+    store = open_store(db)
+    if reports is None:
+        here = Path(out).resolve().parent
+        found = [here / name for name in ("bench-reports", "reports") if (here / name).is_dir()]
+        reports = found[0] if found else None
+    try:
+        result = build(store, Path(out), Path(reports) if reports else None)
+    except OSError as exc:
+        raise click.BadParameter(f"cannot write the site under {out}: {exc.strerror or exc}",
+                                 param_hint="--out") from None
+    click.echo(f"wrote {result.page} ({len(result.sections)} sections)")
+
+
+@cli.command()
+@click.option("--case", "case_glob", default=None, help="comma-separated globs on the case id (default: every case)")
+@click.option("--metric", default=None, help="only this metric (or sm_clock_mhz, each GPU's measured clock)")
+@click.option("--tolerance", default=0.03, show_default=True, type=Finite(0, 10),
+              help="relative difference allowed on top of the noise (as bench compare's)")
+@click.option("--all", "every_row", is_flag=True,
+              help="every case side by side on every GPU (default: only the rows where a GPU stands apart)")
+@click.option("--db", default=None, help=DB_HELP)
+@table_options
+def fleet(case_glob, metric, tolerance, every_row, db, fmt, wide):
+    """The GPUs in the database side by side: first the GPUs that stand apart from their siblings (same
+    model, same harness commit) by more than the noise, then the rows where one does (--all: every
+    row). Time-based metrics compare per cycle (divided by the clock measured in the kernel); the
+    clock is a row of its own. GPUs are named as `bench runs` names them.
+
+    \b
+    Examples:
+      bench fleet
+      bench fleet --metric issue_interval_cycles --all
       bench fleet --case '*m64n256k16*' --db postgresql+psycopg://bench@db/fleet
     """
     from harness.analysis.fleet import table
 
     rows, outliers = table(open_store(db), case_glob, metric, tolerance)
     if fmt != "table":
-        click.echo(output.render_frame(rows, fmt))
+        print_frame(rows if every_row else rows[rows.outlier], fmt)
         return
-    side = rows.pivot_table(index=["case_id", "metric", "launch"], columns="gpu", values="value", aggfunc="first")
+    gpus = rows.groupby(["gpu", "git_commit"]).agg(rows=("case_id", "size"), rows_apart=("outlier", "sum")).reset_index()
+    say(f"{rows.gpu.nunique()} GPUs, {len(rows)} rows; siblings share a model and a harness commit")
+    for row in outliers.itertuples(index=False):
+        say(f"outlier: {row.gpu}: {row.rows_apart} of {row.of_rows} rows apart; most on {row.worst_case} "
+            f"{row.worst_metric} ({row.worst_difference:+.1%} against its siblings' median)")
+    if outliers.empty:
+        say("no GPU stands apart from its siblings (a GPU needs at least 2 siblings of its model and commit)")
+    print_frame(gpus, fmt, wide)
+    shown = rows if every_row else rows[rows.outlier]
+    if shown.empty:
+        return
+    side = shown.pivot_table(index=["case_id", "metric", "launch"], columns="gpu", values="value", aggfunc="first")
     apart = rows[rows.outlier].groupby(["case_id", "metric", "launch"]).gpu.agg(lambda g: ", ".join(sorted(g)))
     side = side.join(apart.rename("apart"), how="left").reset_index()
-    click.echo(output.render_frame(side, "table"))
-    if outliers.empty:
-        click.echo("no GPU stands apart from its siblings (GPUs need at least 2 siblings of the same model)")
-    for row in outliers.itertuples(index=False):
-        click.echo(f"outlier: {row.gpu}: {row.rows_apart} of {row.of_rows} rows apart; most on {row.worst_case} "
-                   f"{row.worst_metric} ({row.worst_difference:+.1%} against its siblings' median)")
+    click.echo("")
+    print_frame(side, fmt, wide, first=("case_id", "metric", "launch", "apart"))
+    if not every_row:
+        click.echo("(the rows where a GPU stands apart; --all shows every row)", err=True)
 
 
 @cli.command()
@@ -655,9 +754,24 @@ def merge(sources, into):
       bench merge h100.db h200.db --into results.db
       bench merge node*/results.db --into sqlite:///fleet.db
     """
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
     from harness.db.merge import merge as merge_databases
 
-    for report in merge_databases(list(sources), into, shipped_references()):
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("runs"),
+               TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+    with Progress(*columns, transient=True, console=Console(stderr=True),
+                  disable=not sys.stderr.isatty()) as bar:
+        tasks = {}
+
+        def on_progress(name, done, total):
+            if name not in tasks:
+                tasks[name] = bar.add_task(name[-40:], total=total)
+            bar.update(tasks[name], completed=done)
+
+        reports = merge_databases(list(sources), into, shipped_references(), on_progress)
+    for report in reports:
         click.echo(report.line())
 
 

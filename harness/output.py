@@ -6,6 +6,10 @@ import csv
 import io
 import json
 import math
+import re
+import shutil
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Callable, Iterable
 
 import pandas as pd
@@ -68,12 +72,144 @@ def markdown(frame: pd.DataFrame) -> str:
     return "\n".join([header, rule, *rows])
 
 
-def text_table(frame: pd.DataFrame) -> str:
-    cells = [[str(c) for c in frame.columns]] + [[_cell(v) for v in row] for row in frame.itertuples(index=False)]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(frame.columns))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+@dataclass
+class Table:
+    """A table laid out for a terminal `width` characters wide: `text` to print, and the columns
+    left out to fit (a note names them; --wide or another format shows them)."""
+    text: str
+    hidden: list[str]
+
+
+def _column_cells(values: pd.Series, cut: int = 0) -> tuple[list[str], bool]:
+    """A column's cells as text, and whether it is numeric (then right-aligned). Floats of one column
+    share their decimals (chosen by the column's largest magnitude), so their points line up and no
+    cell prints 17 digits; dicts print as k=v pairs; long text is cut (csv and json give it whole)."""
+    plain = [_plain(v) for v in values]
+    present = [v for v in plain if v is not None]
+    numbers = [v for v in present if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    numeric = bool(present) and len(numbers) == len(present)
+    magnitudes = [abs(v) for v in numbers if isinstance(v, float) and math.isfinite(v) and v != 0]
+    if any(isinstance(v, float) and not float(v).is_integer() for v in numbers) and magnitudes:
+        # Five significant digits for every cell, one count of decimals for the column.
+        decimals = max(max(0, min(6, 4 - math.floor(math.log10(m)))) for m in magnitudes)
+        if min(magnitudes) < 1e-4 or max(magnitudes) >= 1e9:
+            decimals = None  # exponents where a fixed point would print zeros or a wall of digits
+    else:
+        decimals = 0
+
+    def text(value) -> str:
+        if value is None:
+            return ""
+        if isinstance(value, bool):
+            return "yes" if value else "no"
+        if isinstance(value, datetime):
+            return value.strftime("%Y-%m-%d %H:%M")
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+            return f"{value:.4e}" if decimals is None else f"{value:.{decimals}f}"
+        if isinstance(value, str) and value.startswith("{") and value.endswith("}"):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                pass
+        if isinstance(value, dict):
+            value = " ".join(f"{k}={v}" for k, v in value.items())
+        value = " ".join(str(value).split())  # one line per row
+        return value if not cut or len(value) <= cut else value[:cut - 1] + "…"
+
+    return [text(v) for v in plain], numeric
+
+
+TABLE_CELL = 64  # characters of one text value in a terminal table
+TEXT_MIN = 12  # a text column is folded down to this width before a column is left out
+GAP = 3  # characters between columns: a space of padding each side of a one-space rule
+
+
+_PIECES = (re.compile(r"[^ .,=/]*[ .,=/]?"), re.compile(r"[^_-]*[_-]?"))  # break here, else there
+
+
+def _pieces(text: str, width: int, level: int = 0) -> list[str]:
+    pieces = [p for p in _PIECES[level].findall(text) if p]
+    if level + 1 < len(_PIECES):
+        return [q for p in pieces for q in (_pieces(p, width, level + 1) if len(p.rstrip()) > width else [p])]
+    return [p[i:i + width] for p in pieces for i in range(0, len(p), width)]
+
+
+def wrap(text: str, width: int) -> str:
+    """`text` in lines of at most `width` characters, broken after a space, dot, comma, equals sign or
+    slash (so a case id breaks between its fields), else after an underscore or dash, else cut."""
+    lines, line = [], ""
+    for piece in _pieces(text, width):
+        if line and len(line) + len(piece.rstrip()) > width:
+            lines.append(line.rstrip())
+            line = ""
+        line += piece
+    lines.append(line.rstrip())
     return "\n".join(lines)
+
+
+def terminal_width() -> int:
+    """The terminal's width ($COLUMNS first, 80 when stdout is no terminal)."""
+    return shutil.get_terminal_size((80, 24)).columns
+
+
+STYLES = {"DISAGREES": "bold red", "slower": "red", "faster": "green", "agrees": "green", "same": "green",
+          "explained": "cyan", "paper clock doubtful": "yellow", "clock not printed": "yellow",
+          "failed": "red", "invalid": "red", "interrupted": "yellow", "complete": "green", "yes": "yellow"}
+"""How a cell with exactly this text is coloured, when the output is a colour terminal."""
+
+
+def text_table(frame: pd.DataFrame, width: int | None = None, wide: bool = False, color: bool = False,
+               cut: int = TABLE_CELL) -> Table:
+    """`frame` as an aligned table no line of which is wider than `width` (unless `wide`): numbers
+    right-aligned with one precision a column, text columns folded (wrapped inside their cell) down to
+    TEXT_MIN characters, and when that is not enough the rightmost columns left out. The frame's
+    column order is its priority: put what a reader needs first. Text longer than `cut` characters is
+    cut (0: never)."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    width = width or terminal_width()
+    names = unique_columns(frame.columns)
+    columns = [(name, *_column_cells(frame.iloc[:, i], cut)) for i, name in enumerate(names)]
+    widths = [max([len(name)] + [len(c) for c in cells]) for name, cells, _ in columns]
+    least = [w if numeric else min(w, TEXT_MIN) for (_, _, numeric), w in zip(columns, widths)]
+    keep = len(columns)
+    if not wide:
+        while keep > 1 and sum(least[:keep]) + GAP * (keep - 1) > width:
+            keep -= 1
+        widths, least = widths[:keep], least[:keep]
+        for i in reversed(range(keep)):  # fold the text columns, the last (least needed) first
+            widths[i] -= min(widths[i] - least[i], max(0, sum(widths) + GAP * (keep - 1) - width))
+    shown, hidden = columns[:keep], [name for name, _, _ in columns[keep:]]
+    table = RichTable(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1),
+                      header_style="bold", expand=False)
+    for (name, _, numeric), w in zip(shown, widths):
+        table.add_column(name, justify="right" if numeric else "left", no_wrap=numeric,
+                         overflow="fold", width=w)
+    for row in zip(*(cells for _, cells, _ in shown)):  # Text: a cell's "[...]" is no markup
+        table.add_row(*(Text(wrap(cell, w), style=STYLES.get(cell, "") if color else "")
+                        for cell, w in zip(row, widths)))
+    console = Console(width=10**6 if wide else width, file=io.StringIO(), force_terminal=color,
+                      color_system="standard" if color else None,
+                      highlight=False, soft_wrap=False, legacy_windows=False)
+    console.print(table)
+    lines = [line.rstrip() for line in console.file.getvalue().splitlines()]
+    return Table("\n".join(line for line in lines if line or lines.index(line) > 0).strip("\n"), hidden)
+
+
+def render(frame: pd.DataFrame, fmt: str, first: Iterable[str] = (), wide: bool = False,
+           width: int | None = None, color: bool = False, cut: int = TABLE_CELL) -> Table:
+    """`frame` in `fmt`. A terminal table puts the columns `first` first (those a reader needs; the
+    rest follow and are the first left out to fit `width`); other formats keep every column."""
+    if fmt == "table" and not frame.empty:
+        order = [c for c in first if c in frame.columns]
+        frame = frame[order + [c for c in frame.columns if c not in order]]
+        return text_table(frame, width, wide, color, cut)
+    return Table(render_frame(frame, fmt), [])
 
 
 def render_frame(frame: pd.DataFrame, fmt: str) -> str:
@@ -87,11 +223,11 @@ def render_frame(frame: pd.DataFrame, fmt: str) -> str:
         return markdown(frame)
     if frame.empty:
         return "(no rows)"
-    return text_table(frame)
+    return text_table(frame).text
 
 
 def write_rows(columns: list[str], chunks: Iterable[list[tuple]], fmt: str, max_rows: int | None,
-               echo: Callable[[str], None]) -> tuple[int, bool]:
+               echo: Callable[[str], None], show: Callable[[pd.DataFrame], None] | None = None) -> tuple[int, bool]:
     """Write a streamed result: csv and json as the rows come (memory stays that of one chunk),
     table and Markdown once all rows are in (at most `max_rows` of them). Stops after `max_rows`
     rows (None: no bound). Returns (rows written, whether rows were left unread)."""
@@ -121,7 +257,8 @@ def write_rows(columns: list[str], chunks: Iterable[list[tuple]], fmt: str, max_
     if fmt == "json":
         echo("]")
     elif fmt != "csv":
-        echo(render_frame(pd.DataFrame(kept, columns=names) if names else pd.DataFrame(), fmt))
+        frame = pd.DataFrame(kept, columns=names) if names else pd.DataFrame()
+        show(frame) if show else echo(render_frame(frame, fmt))
     return taken, more
 
 

@@ -31,7 +31,7 @@ def one_error_line(result, code, pattern):
 
 
 def test_list_suites_and_cases():
-    assert re.search(r"^wgmma\s+192 cases", bench("list").output, re.M)
+    assert re.search(r"^wgmma\s+192\s+dense wgmma", bench("list").output, re.M)
     cases = bench("list", "--suite", "wgmma", "--filter", "*m64n128k16*").output.split()
     assert len(cases) == 6 and all("m64n128k16" in c for c in cases)
 
@@ -55,9 +55,9 @@ def test_sql_formats(tmp_path):
 
 
 def test_runs(tmp_path):
-    result = bench("runs", "--db", str(make_db(tmp_path / "r.db")))
-    assert result.exit_code == 0 and re.search(r"^1 .* complete .*NVIDIA H100 80GB HBM3.* 3 +1 +0 +0 +abc123",
-                                               result.output, re.M)
+    result = bench("runs", "--db", str(make_db(tmp_path / "r.db")), "--wide")
+    assert result.exit_code == 0 and re.search(r"^ *1 .* complete +NVIDIA H100 80GB HBM3 U-test-0 +wgmma +3 +1 +0 +0 "
+                                               r"+abc123", result.output, re.M), result.output
 
 
 # (arguments, exit status, what the one error line must say). DB is the database under test, TEXT
@@ -135,6 +135,8 @@ BAD_INPUTS = [
     (["sql", "PRAGMA query_only=OFF"], 4, "not authorized .*read-only: pass --write"),
     (["sql", "PRAGMA journal_mode=DELETE"], 4, "not authorized"),
     (["report", "--out", "TEXT"], 2, "--out.*is a file"),
+    (["site", "--out", "/proc/no/such/place"], 2, "--out: cannot write the site under /proc/no/such/place"),
+    (["site", "--out", "TEXT"], 2, "--out.*is a file"),
     (["references", "--format", "pdf"], 2, "'pdf' is not one of"),
     (["db", "downgrade"], 2, "No such command 'downgrade'"),
     (["fleet", "--metric", "speed"], 2, "no metric 'speed' in the database: metrics are"),

@@ -39,13 +39,18 @@ def test_fleet_names_the_planted_outlier_and_only_it(tmp_path):
     db = fleet_db(tmp_path / "fleet.db")
     result = CliRunner().invoke(cli, ["fleet", "--db", str(db)])
     assert result.exit_code == 0, result.output
-    outliers = [line for line in result.output.splitlines() if line.startswith("outlier:")]
+    unwrapped = result.output.replace("\n  ", " ")  # prose wraps to the terminal, continued indented
+    outliers = [line for line in unwrapped.splitlines() if line.startswith("outlier:")]
     assert len(outliers) == 2, result.output
     assert any(line.startswith("outlier: NVIDIA H100 80GB HBM3 03-fleet: 4 of 5 rows apart") for line in outliers)
     assert any("02-fleet: 1 of 5 rows apart" in line and "sm_clock_mhz (-14.5%" in line for line in outliers)
-    intervals = [line for line in result.output.splitlines() if "issue_interval_cycles" in line]
-    assert len(intervals) == 2 and all(line.rstrip().endswith("03-fleet") for line in intervals)
-    table = CliRunner().invoke(cli, ["fleet", "--db", str(db), "--metric", "throughput_tflops", "--format", "csv"])
+    wide = CliRunner().invoke(cli, ["fleet", "--db", str(db), "--wide"])
+    intervals = [line for line in wide.output.splitlines() if "issue_interval_cycles" in line]
+    # only the rows where a GPU stands apart, by default; that GPU named in the `apart` column
+    assert len(intervals) == 2 and all("NVIDIA H100 80GB HBM3 03-fleet" in line for line in intervals), wide.output
+    every = CliRunner().invoke(cli, ["fleet", "--db", str(db), "--all", "--format", "csv"])
+    assert every.output.count("issue_interval_cycles") == 4 * 2  # 4 GPUs x 2 cases with an interval
+    table = CliRunner().invoke(cli, ["fleet", "--db", str(db), "--metric", "throughput_tflops", "--all", "--format", "csv"])
     low = [line for line in table.output.splitlines() if "02-fleet" in line]
     assert len(low) == 2 and all(line.endswith(",False") for line in low)  # per cycle, like its siblings'
 

@@ -36,3 +36,30 @@ def test_every_path_named_in_docs_and_comments_exists():
     missing = sorted({(match, name) for name in files for match in PATH.findall((ROOT / name).read_text(errors="replace"))
                       if match not in NOT_IN_THE_TREE and not PLACEHOLDER.search(match) and not (ROOT / match).exists()})
     assert missing == [], missing
+
+
+MARKDOWN_LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def test_every_link_and_image_in_the_readme_and_docs_exists():
+    """Relative links and images of README.md, CHANGELOG.md and docs/*.md resolve to files (issue 25)."""
+    pages = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
+    missing = []
+    for page in pages:
+        for target in MARKDOWN_LINK.findall(page.read_text()):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue
+            if not (page.parent / target.split("#", 1)[0]).exists():
+                missing.append((page.name, target))
+    assert missing == []
+
+
+def test_the_readme_is_a_manual_not_a_lab_notebook():
+    """At most about 12 KB (issue 25): what it is, quick start, findings, suites, commands, the results
+    columns, Python, troubleshooting; the rest is in docs/ and the history in CHANGELOG.md."""
+    text = (ROOT / "README.md").read_text()
+    assert len(text.encode()) <= 12 * 1024
+    for heading in ("## Quick start", "## Key findings", "## Suites", "## Commands", "## The `results` view",
+                    "## Python", "## When something goes wrong"):
+        assert heading in text
+    assert "https://arxiv.org/abs/2402.13499" in text and "https://arxiv.org/abs/2501.12084" in text

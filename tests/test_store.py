@@ -40,7 +40,7 @@ def test_invalid_cases_have_no_value_and_keep_their_error(tmp_path):
 def test_runs_summary(tmp_path):
     runs = Store.open(str(make_db(tmp_path / "r.db", status="interrupted"))).runs()
     assert runs.to_dict("records")[0] | {"started_at": None} == {
-        "run": 1, "started_at": None, "status": "interrupted", "gpu": "NVIDIA H100 80GB HBM3",
+        "run": 1, "started_at": None, "status": "interrupted", "gpu": "NVIDIA H100 80GB HBM3 U-test-0",
         "suite": "wgmma", "filter": None, "cases": 3, "invalid": 1, "faults": 0, "resumes": 0,
         "git_commit": "abc123"}
 

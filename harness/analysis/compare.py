@@ -319,13 +319,13 @@ def against_run(store: Store, run_id: int, other: int, include_flagged: bool = F
     better = np.where(frame.metric.map(registry.lower_is_better).astype(bool), compared < 1, compared > 1)
     # the 1e-9 keeps an exact one-cycle step (quantum == difference) on the "same" side of the line
     frame["verdict"] = np.where(np.abs(compared - 1) <= noise + 1e-9, "same", np.where(better, "faster", "slower"))
-    order = frame.case_id.map(_natural_key)
+    order = frame.case_id.map(natural_key)
     frame = frame.assign(_order=order).sort_values(["_order", "metric", "launch"], kind="stable").drop(columns="_order")
     return frame[["case_id", "metric", "launch", "unit", "value", "spread", "other", "other_spread",
                   "ratio", "compared", "noise", "verdict"]].reset_index(drop=True)
 
 
-def _natural_key(text: str) -> tuple:
+def natural_key(text: str) -> tuple:
     """'m64n8' before 'm64n104': numbers compare as numbers."""
     return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
 

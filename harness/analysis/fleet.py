@@ -7,7 +7,8 @@ the clock itself is a row of its own (the median SM clock of the GPU's time-base
 so a GPU whose clock sags is named for that.
 
 An outlier is a GPU whose value differs from the median of its siblings (the other GPUs of the same
-model) by more than their noise: the largest spread among them, the floors of run-against-run
+model, measured by the same harness commit: a change of the harness is no difference between GPUs)
+by more than their noise: the largest spread among them, the floors of run-against-run
 comparison (harness/analysis/compare.py: two whole cycles, 0.5 % for other cycle metrics, the
 clock's drift for time-based ones), and `tolerance`. A GPU needs at least MIN_SIBLINGS siblings
 for "stands apart" to mean anything.
@@ -21,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis.compare import basis_of, noise_floor
-from harness.db.store import Store
+from harness.db.store import Store, gpu_label
 from harness.errors import SpecError
 
 MIN_SIBLINGS = 2  # other GPUs of the same model needed to call one an outlier
@@ -31,7 +32,7 @@ CLOCK_ROW = "sm_clock_mhz"  # the per-GPU clock row's metric name
 def _latest(store: Store) -> pd.DataFrame:
     """Every GPU's newest valid, unflagged measurement per case, metric and launch."""
     frame = store.query("""
-        SELECT d.uuid, d.name AS gpu_name, r.id AS run_id, c.case_id, m.metric, m.launch, m.unit, m.value,
+        SELECT d.uuid, d.name AS gpu_name, r.id AS run_id, r.git_commit, c.case_id, m.metric, m.launch, m.unit, m.value,
                m.spread, m.sm_clock_mhz
         FROM measurements m JOIN runs r ON r.id = m.run_id JOIN devices d ON d.id = r.device_id
              JOIN cases c ON c.id = m.case_pk
@@ -56,7 +57,8 @@ def table(store: Store, case_glob: str | None = None, metric: str | None = None,
             raise SpecError(f"no metric {metric!r} in the database: metrics are {', '.join(known)}")
     basis = basis_of(frame.metric)
     timed = basis == "seconds"
-    clocks = (frame[timed & frame.sm_clock_mhz.notna()].groupby(["uuid", "gpu_name"], as_index=False)
+    frame["git_commit"] = frame.git_commit.fillna("").str[:10]
+    clocks = (frame[timed & frame.sm_clock_mhz.notna()].groupby(["uuid", "gpu_name", "git_commit"], as_index=False)
               .sm_clock_mhz.median().assign(case_id="(every time-based measurement)", metric=CLOCK_ROW,
                                             launch="{}", unit="MHz", spread=0.0))
     clocks["value"] = clocks.sm_clock_mhz
@@ -74,7 +76,7 @@ def table(store: Store, case_glob: str | None = None, metric: str | None = None,
     if metric is not None:
         rows = rows[rows.metric == metric]
     rows = rows.reset_index(drop=True)
-    group = rows.groupby(["gpu_name", "case_id", "metric", "launch"], sort=False).ngroup().to_numpy()
+    group = rows.groupby(["gpu_name", "git_commit", "case_id", "metric", "launch"], sort=False).ngroup().to_numpy()
     size = np.bincount(group)
     compared = rows.compared.to_numpy(float)
     median = np.full(len(rows), np.nan)
@@ -98,8 +100,8 @@ def table(store: Store, case_glob: str | None = None, metric: str | None = None,
     rows["difference"] = np.where(judged, difference, np.nan)
     rows["noise"] = np.where(judged, np.maximum.reduce([widest, floor, np.full(len(rows), tolerance)]), np.nan)
     rows["outlier"] = rows.difference.abs() > rows.noise + 1e-9
-    rows["gpu"] = rows.gpu_name + " " + rows.uuid.str[-8:]
-    shown = rows[["gpu", "case_id", "metric", "launch", "unit", "value", "compared", "siblings",
+    rows["gpu"] = [gpu_label(name, uuid) for name, uuid in zip(rows.gpu_name, rows.uuid)]
+    shown = rows[["gpu", "git_commit", "case_id", "metric", "launch", "unit", "value", "compared", "siblings",
                   "median_of_siblings", "difference", "noise", "outlier"]]
     flagged = rows[rows.outlier]
     if flagged.empty:

@@ -133,6 +133,20 @@ def rates_by_family(store: Store, gpu: str, include_flagged: bool = False) -> pd
         ["dtype_a", "sparse", "family", "best per SM per cycle", "unit", "of the best family", "emulated", "case_id"]]
 
 
+def portable_command(command: str | None) -> str:
+    """A run's command line as a reader can type it anywhere: `bench` for the program, a file name for
+    any absolute path (a report names no folder of the machine that made it)."""
+    words = (command or "").split()
+    if words and (words[0].endswith(("__main__.py", "/bench")) or words[0] == "bench"):
+        words[0] = "bench"
+    return " ".join(Path(w).name if w.startswith("/") else w for w in words)
+
+
+def portable_database(url: str) -> str:
+    """The database a report was made from: a file's name, or a URL (already without its password)."""
+    return Path(url).name if url.startswith("/") else url
+
+
 def build(store: Store, run_id: int | None = None, root: Path = Path("reports"),
           include_flagged: bool = False) -> Report:
     import matplotlib
@@ -173,7 +187,7 @@ def _write(store: Store, run_id: int, facts: dict, directory: Path, include_flag
     sections = _sections(store, run_id, facts, against, family_sections, include_flagged, tensor_run)
     figures = [body for _, _, body in sections if isinstance(body, Path)]
     markdown = directory / "report.md"
-    url = redact(store.url)  # a PostgreSQL password never lands in a report
+    url = portable_database(redact(store.url))  # no password, no folder of this machine
     markdown.write_text(_markdown(sections, facts, run_id, url))
     page = directory / "report.html"
     page.write_text(_html(sections, facts, run_id, url))
@@ -251,7 +265,7 @@ def _sections(store: Store, run_id: int, facts: dict, against: pd.DataFrame, fam
                      f"{facts['nvrtc_version']}, CuPy {facts['cupy_version']}, Python {facts['python_version']}, "
                      f"hopper-bench {facts['harness_version']}"),
         ("commit", f"{facts['git_commit']}{' (dirty)' if facts['git_dirty'] else ''}"),
-        ("command", facts["command_line"]),
+        ("command", portable_command(facts["command_line"])),
     ], columns=["", "value"])
     disagree_table = disagree[["case_id", "metric", "value", "comparable", "paper", "paper_ratio", "model",
                                "model_ratio", "verdict", "model_verdict"]].round(3).dropna(axis=1, how="all")

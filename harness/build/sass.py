@@ -18,6 +18,7 @@ import subprocess
 import sysconfig
 import tempfile
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,32 +85,45 @@ def disassemble(cubin: Path) -> dict[str, list[str]]:
     return disassemble_many([cubin])[cubin]
 
 
-def disassemble_many(cubins: Iterable[Path], batch_bytes: int = 8 << 20) -> dict[Path, dict[str, list[str]]]:
-    """Disassemble many cubins with few nvdisasm processes, caching each next to its cubin.
+def disassemble_many(cubins: Iterable[Path], batch_bytes: int = 8 << 20,
+                     jobs: int | None = None) -> dict[Path, dict[str, list[str]]]:
+    """Disassemble many cubins with few nvdisasm processes, `jobs` at a time (default: one per CPU),
+    caching each next to its cubin.
 
     nvdisasm spends about 0.4 s starting on each file, far more than the disassembly of a probe; so the
     kernels' instruction bytes are cut out of their ELF files, concatenated, and disassembled as one raw
-    SM90a binary, then split again by address. Raw mode prints branch and call targets as addresses:
-    a cubin with a CALL is disassembled again from its ELF, so that routine names stay readable.
+    SM90a binary (a batch of at most `batch_bytes`, and as many batches as there are jobs), then split
+    again by address. Raw mode prints branch and call targets as addresses: a cubin with a CALL is
+    disassembled again from its ELF, so that routine names stay readable.
     """
     cubins = [Path(c) for c in cubins]
     out = {c: json.loads(_cached(c).read_text()) for c in cubins if _cached(c).is_file()}
     todo = [c for c in dict.fromkeys(cubins) if c not in out]
-    while todo:
-        pieces, size = [], 0
-        while todo and (not pieces or size < batch_bytes):
-            cubin = todo.pop()
-            for kernel, code in _elf_text_sections(cubin.read_bytes()).items():
-                pieces.append((cubin, kernel, size, code))
-                size += len(code)
-        by_address = _disassemble_raw(b"".join(code for *_, code in pieces))
-        for cubin, kernel, start, code in pieces:
-            instructions = [by_address[a] for a in range(start, start + len(code), INSTRUCTION_BYTES) if a in by_address]
-            out.setdefault(cubin, {})[kernel] = instructions
-        for cubin in {c for c, *_ in pieces}:
-            if any(ins.startswith("CALL") for kernel in out[cubin].values() for ins in kernel):
-                out[cubin] = _disassemble_elf(cubin)
-            _cached(cubin).write_text(json.dumps(out[cubin]))
+    jobs = max(1, jobs or os.cpu_count() or 1)
+    sections = [(cubin, kernel, code) for cubin in todo
+                for kernel, code in _elf_text_sections(cubin.read_bytes()).items()]
+    total = sum(len(code) for *_, code in sections)
+    limit = max(INSTRUCTION_BYTES, min(batch_bytes, -(-total // jobs)))
+    batches, pieces, size = [], [], 0
+    for cubin, kernel, code in sections:  # a cubin's kernels stay in one batch
+        if pieces and size >= limit and pieces[-1][0] != cubin:
+            batches.append(pieces)
+            pieces, size = [], 0
+        pieces.append((cubin, kernel, size, code))
+        size += len(code)
+    if pieces:
+        batches.append(pieces)
+    with ThreadPoolExecutor(jobs) as pool:  # threads wait on nvdisasm processes: the work runs in those
+        raws = pool.map(lambda batch: _disassemble_raw(b"".join(code for *_, code in batch)), batches)
+        for batch, by_address in zip(batches, raws):
+            for cubin, kernel, start, code in batch:
+                instructions = [by_address[a] for a in range(start, start + len(code), INSTRUCTION_BYTES)
+                                if a in by_address]
+                out.setdefault(cubin, {})[kernel] = instructions
+        calling = [c for c in todo if any(ins.startswith("CALL") for kernel in out[c].values() for ins in kernel)]
+        out.update(zip(calling, pool.map(_disassemble_elf, calling)))
+    for cubin in todo:
+        _cached(cubin).write_text(json.dumps(out[cubin]))
     return out
 
 

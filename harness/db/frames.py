@@ -47,7 +47,7 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
 def _view(db, view: str, filters: dict) -> pd.DataFrame:
     back = {frame_name: view_name for view_name, frame_name in RENAMED.items()}
     filters = {back.get(column, column): wanted for column, wanted in filters.items()}
-    store = Store.open(db, read_only=True)
+    store = db if isinstance(db, Store) else Store.open(db, read_only=True)
     try:
         with store.engine.connect() as conn:
             columns = list(conn.execute(text(f"SELECT * FROM {view} LIMIT 0")).keys())
@@ -70,13 +70,14 @@ def _view(db, view: str, filters: dict) -> pd.DataFrame:
             query = text(f"SELECT * FROM {view}{where}").bindparams(*expanding)
             return pd.DataFrame(conn.execute(query, params).fetchall(), columns=columns)
     finally:
-        store.close()
+        if store is not db:
+            store.close()
 
 
-def results(db: str | None = None, **filters) -> pd.DataFrame:
+def results(db: "str | Store | None" = None, **filters) -> pd.DataFrame:
     """The `results` view (one row per measurement), typed (module docstring), filtered by column: a
     value (equal), a list or tuple (any of them) or None (NULL). `db`: a path or URL; default
-    $HOPPER_BENCH_DB or ./results.db.
+    $HOPPER_BENCH_DB, else ./bench.db, else the shipped ./results.db.
 
         harness.results("results.db", metric="sm_throughput", gpu_name=["NVIDIA H200"])
     """

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from sqlalchemy import select
+from sqlalchemy import insert, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, aliased
 
-from harness.db.store import Store, Texts, copy_sqlite, describe, resolve_url, sqlite_path
+from harness.db.store import Store, Texts, refuse_mixing, copy_sqlite, describe, resolve_url, sqlite_path
 from harness.db.tables import TEXT_COLUMNS, BuildRow, CaseRow, Device, Measurement, Run, SampleArray, TextRow
 from harness.errors import StoreError
 
@@ -87,9 +87,10 @@ def _progress(run: Run) -> tuple:
     return (run.resumes or 0, run.finished_at is not None, run.finished_at or datetime.min)
 
 
-def merge(sources: list[str], into: str, references=None) -> list[MergeReport]:
+def merge(sources: list[str], into: str, references=None, progress=None) -> list[MergeReport]:
     """Merge every source into `into` (created if missing, given the published figures `references`,
-    harness/published.py); one report per source."""
+    harness/published.py); one report per source. `progress(source, runs done, runs)` is called as
+    each run is merged."""
     target = Store.open(into, create=True, references=references)
     reports = []
     try:
@@ -100,7 +101,9 @@ def merge(sources: list[str], into: str, references=None) -> list[MergeReport]:
                     raise StoreError(f"{source_path} is the database merged into: nothing to merge")
                 store, upgraded = _open_source(source, Path(scratch))
                 try:
-                    report = _merge_one(store, target, describe(resolve_url(source)))
+                    name = describe(resolve_url(source))
+                    report = _merge_one(store, target, name,
+                                        progress and (lambda done, total, _run, name=name: progress(name, done, total)))
                 finally:
                     store.close()
                 report.upgraded_from = upgraded
@@ -126,44 +129,28 @@ def _read_source(source: Store, name: str):
         raise StoreError(f"cannot read the source {name}: {str(getattr(exc, 'orig', exc)).splitlines()[0]}") from None
 
 
-def _merge_one(source: Store, target: Store, name: str) -> MergeReport:
+def _merge_one(source: Store, target: Store, name: str, progress=None) -> MergeReport:
     report = MergeReport(name)
     devices, runs, cases, builds, source_texts = _read_source(source, name)
-
-    def measurements_of(run_id: int):
-        with Session(source.engine) as src:
-            arrays = {a.measurement_id: a for a in src.scalars(
-                select(SampleArray).join(Measurement, SampleArray.measurement_id == Measurement.id)
-                .where(Measurement.run_id == run_id))}
-            rows = list(src.scalars(select(Measurement).where(Measurement.run_id == run_id).order_by(Measurement.id)))
-            src.expunge_all()
-        return rows, arrays
 
     def work(dst: Session) -> None:
         report.added.clear(), report.updated.clear(), report.already.clear()  # a retried transaction starts over
         report.measurements = report.samples = 0
+        refuse_mixing(dst, [devices[r.device_id].uuid for r in runs if r.device_id in devices], target.url)
         known_runs = {_run_key(r, uuid): r for r, uuid in dst.execute(
             select(Run, Device.uuid).outerjoin(Device, Run.device_id == Device.id))}
-        # The target's id of a source row, matched by its natural key; copied in where missing.
-        matchers = {model: (rows, key, dict(dst.execute(select(getattr(model, key), model.id)).all()))
-                    for model, rows, key in ((Device, devices, "uuid"), (CaseRow, cases, "case_id"),
-                                             (BuildRow, builds, "build_hash"))}
+        # The target's id of every source device, case and build, matched by its natural key; the
+        # ones the target lacks are copied in (in one insert each).
+        ids = {model: _matched_ids(dst, model, rows, key) for model, rows, key in
+               ((Device, devices, "uuid"), (CaseRow, cases, "case_id"), (BuildRow, builds, "build_hash"))}
 
         def target_id(model, source_id):
-            if source_id is None:
-                return None
-            rows, key, known = matchers[model]
-            row = rows[source_id]
-            natural = getattr(row, key)
-            if natural not in known:
-                copy = model(**_values(row, model))
-                dst.add(copy)
-                dst.flush()
-                known[natural] = copy.id
-            return known[natural]
+            return None if source_id is None else ids[model][source_id]
 
-        texts = Texts(dst)
-        for run in runs:
+        texts = Texts(dst, preload=True)
+        for done, run in enumerate(runs):
+            if progress:
+                progress(done, len(runs), run.id)
             uuid = devices[run.device_id].uuid if run.device_id in devices else None
             held = known_runs.get(_run_key(run, uuid))
             if held is None:
@@ -174,8 +161,8 @@ def _merge_one(source: Store, target: Store, name: str) -> MergeReport:
                 present = {}
             else:
                 present = _measurement_keys(dst, held.id)
-            copied = _copy_measurements(dst, run.id, held.id, present, measurements_of, source_texts,
-                                        cases, texts, target_id, report)
+            copied = _copy_measurements(dst, source, run.id, held.id, present, source_texts, cases, texts,
+                                        target_id, report)
             if held.id in report.added:
                 continue
             newer = _progress(run) > _progress(held)
@@ -186,6 +173,8 @@ def _merge_one(source: Store, target: Store, name: str) -> MergeReport:
                 report.updated.append(held.id)
             else:
                 report.already.append(run.id)
+        if progress:
+            progress(len(runs), len(runs), None)
 
     try:
         target._write(work)
@@ -193,6 +182,19 @@ def _merge_one(source: Store, target: Store, name: str) -> MergeReport:
         raise StoreError(f"cannot merge {name} into {target.url}: "
                          f"{str(getattr(exc, 'orig', exc)).splitlines()[0]}") from None
     return report
+
+
+def _matched_ids(dst: Session, model, rows: dict, key: str) -> dict[int, int]:
+    """{source id: target id} for the source's `rows` of `model`, matched on the column `key`; the rows
+    the target lacks are inserted first."""
+    known = dict(dst.execute(select(getattr(model, key), model.id)).all())
+    missing = [row for row in rows.values() if getattr(row, key) not in known]
+    if missing:
+        table = model.__table__
+        new = dst.execute(insert(table).returning(table.c.id, sort_by_parameter_order=True),
+                          [_values(row, model) for row in missing]).scalars()
+        known.update(zip((getattr(row, key) for row in missing), new))
+    return {id_: known[getattr(row, key)] for id_, row in rows.items()}
 
 
 def _measurement_keys(dst: Session, run_id: int) -> dict[tuple[str, str, str], int]:
@@ -205,32 +207,38 @@ def _measurement_keys(dst: Session, run_id: int) -> dict[tuple[str, str, str], i
         .where(Measurement.run_id == run_id))}
 
 
-def _copy_measurements(dst, source_run_id, target_run_id, present, measurements_of, source_texts, cases,
-                       texts, target_id, report) -> int:
+def _copy_measurements(dst: Session, source: Store, source_run_id: int, target_run_id: int, present: dict,
+                       source_texts: dict, cases: dict, texts: Texts, target_id, report: MergeReport) -> int:
     """Copy the source run's measurements that the target's run lacks (`present`: those it holds),
-    with their sample arrays; the number copied."""
-    rows, arrays = measurements_of(source_run_id)
+    with their sample arrays, as two set-based inserts; the number copied."""
+    measurements, arrays = Measurement.__table__, SampleArray.__table__
+    with source.engine.connect() as src:
+        rows = src.execute(select(measurements).where(measurements.c.run_id == source_run_id)
+                           .order_by(measurements.c.id)).mappings().all()
+        stored = {a["measurement_id"]: a for a in src.execute(
+            select(arrays).join(measurements, arrays.c.measurement_id == measurements.c.id)
+            .where(measurements.c.run_id == source_run_id)).mappings()}
+    texts.ensure(source_texts.get(row[f"{name}_id"]) for row in rows for name in TEXT_COLUMNS)
     new_ids: dict[int, int] = {}  # source measurement id -> target's
-    copied = 0
-    for measurement in rows:
-        strings = {f"{name}_id": source_texts.get(getattr(measurement, f"{name}_id")) for name in TEXT_COLUMNS}
-        key = (cases[measurement.case_pk].case_id, strings["metric_id"], strings["launch_id"])
+    fresh, fresh_ids = [], []
+    for row in rows:
+        strings = {f"{name}_id": source_texts.get(row[f"{name}_id"]) for name in TEXT_COLUMNS}
+        key = (cases[row["case_pk"]].case_id, strings["metric_id"], strings["launch_id"])
         if key in present:
-            new_ids[measurement.id] = present[key]  # a derived array may name it
+            new_ids[row["id"]] = present[key]  # a derived array may name it
             continue
-        row = Measurement(**{**_values(measurement, Measurement), "run_id": target_run_id,
-                             "case_pk": target_id(CaseRow, measurement.case_pk),
-                             "build_id": target_id(BuildRow, measurement.build_id),
-                             **{column: texts.id(value) for column, value in strings.items()}})
-        dst.add(row)
-        dst.flush()
-        new_ids[measurement.id] = row.id
-        if measurement.id in arrays:  # a derived array's source is stored before it
-            array = arrays[measurement.id]
-            dst.add(SampleArray(**{**_values(array, SampleArray, skip=()), "measurement_id": row.id,
-                                   "derived_from": new_ids.get(array.derived_from)}))
-        report.measurements += 1
-        report.samples += measurement.n_samples
-        copied += 1
-    return copied
-
+        fresh.append({**{k: v for k, v in row.items() if k != "id"}, "run_id": target_run_id,
+                      "case_pk": target_id(CaseRow, row["case_pk"]), "build_id": target_id(BuildRow, row["build_id"]),
+                      **{column: texts.id(value) for column, value in strings.items()}})
+        fresh_ids.append(row["id"])
+        report.samples += row["n_samples"]
+    if not fresh:
+        return 0
+    ids = dst.execute(insert(measurements).returning(measurements.c.id, sort_by_parameter_order=True), fresh).scalars()
+    new_ids.update(zip(fresh_ids, ids))
+    copies = [{**stored[old], "measurement_id": new_ids[old], "derived_from": new_ids.get(stored[old]["derived_from"])}
+              for old in fresh_ids if old in stored]
+    if copies:
+        dst.execute(insert(arrays), copies)
+    report.measurements += len(fresh)
+    return len(fresh)

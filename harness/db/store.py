@@ -33,13 +33,13 @@ from urllib.parse import quote
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import create_engine, event, inspect, select, text
+from sqlalchemy import create_engine, event, insert, inspect, select, text
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from harness import migrations
-from harness.measure.device import DeviceInfo
+from harness.measure.device import DeviceInfo, is_simulated
 from harness.errors import StoreError, redact
 from harness.measure.measurement import CaseResult, launch_key
 from harness.provenance import Provenance
@@ -48,7 +48,8 @@ from harness.db.tables import (SCHEMA_VERSION, BuildRow, CaseRow, Device, Measur
                             TextRow,
                             Run, SampleArray)
 
-DEFAULT_DB = "results.db"
+USER_DB = "bench.db"  # where a user's runs go by default (untracked)
+SHIPPED_DB = "results.db"  # the runs of record, tracked in the repository
 BUSY_TIMEOUT_MS = 30_000  # several writers (one per GPU) share one SQLite file
 WRITE_ATTEMPTS = 5  # a write still locked out after the busy timeout is retried this often
 CONNECT_TIMEOUT_S = 10  # a PostgreSQL server that never answers (a URL's ?connect_timeout= overrides)
@@ -56,14 +57,25 @@ MAX_VALUE_BYTES = 64 << 20  # the longest string or blob a `bench sql` query may
 _URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
-def resolve_url(db: str | os.PathLike | None) -> URL:
-    """A path or URL -> a SQLAlchemy URL. Default: $HOPPER_BENCH_DB, else ./results.db.
+def default_db(write: bool) -> str:
+    """The database a command uses when it is given none: $HOPPER_BENCH_DB, else the user's own
+    ./bench.db; a command that only reads falls back to the shipped ./results.db while there is no
+    ./bench.db (the runs of record are written only when named)."""
+    if os.environ.get("HOPPER_BENCH_DB"):
+        return os.environ["HOPPER_BENCH_DB"]
+    if write or Path(USER_DB).exists() or not Path(SHIPPED_DB).exists():
+        return USER_DB
+    return SHIPPED_DB
+
+
+def resolve_url(db: str | os.PathLike | None, write: bool = False) -> URL:
+    """A path or URL -> a SQLAlchemy URL. Default: default_db(write).
 
     Only text that starts with `scheme://` is a URL; anything else is a file path, taken literally
     (`my?results.db`, `50%.db` and `a#b.db` name files). An in-memory SQLite URL is refused: it
     would keep nothing."""
     if db is None:
-        db = os.environ.get("HOPPER_BENCH_DB") or DEFAULT_DB
+        db = default_db(write)
     db = os.fspath(db)
     if not isinstance(db, str) or not db.strip():
         raise StoreError(f"--db {db!r} names no database: give a file path or a URL")
@@ -151,7 +163,7 @@ class Store:
         that changes nothing on opening (no migration, no reference sync): an older schema is the
         same error. Close the store (or use it in a `with`) when done.
         """
-        url = resolve_url(db)
+        url = resolve_url(db, write=not read_only)
         path = sqlite_path(url)
         wal_was_there = False
         if path is not None:
@@ -185,7 +197,7 @@ class Store:
         """What `bench run` checks before any GPU work: an existing database is opened (refused if it
         is not ours, upgraded if older) and closed; for a new file, its folder must exist and be
         writable (the file itself is made when the run starts, so a run that cannot start leaves none)."""
-        path = sqlite_path(resolve_url(db))
+        path = sqlite_path(resolve_url(db, write=True))
         if path is not None and not path.exists():
             if not path.parent.is_dir():
                 raise StoreError(f"cannot use {path}: directory {path.parent} does not exist")
@@ -386,6 +398,7 @@ class Store:
 
     def start_run(self, device: DeviceInfo, provenance: Provenance, suite: str, filter_: str | None) -> int:
         def work(session: Session) -> int:
+            refuse_mixing(session, [device.uuid], self.url)
             device_row = session.scalars(select(Device).where(Device.uuid == device.uuid)).first()
             if device_row is None:
                 device_row = Device(name=device.name, uuid=device.uuid, sm_count=device.sm_count,
@@ -591,8 +604,9 @@ class Store:
             return {row[0] for row in rows}
 
     def runs(self) -> pd.DataFrame:
-        return self.query("""
-            SELECT r.id AS run, r.started_at, r.status, d.name AS gpu, r.suite, r.filter,
+        """One row per run, oldest first; `gpu` is gpu_label's (as `bench fleet` names GPUs)."""
+        frame = self.query("""
+            SELECT r.id AS run, r.started_at, r.status, d.name AS gpu, d.uuid, r.suite, r.filter,
                    (SELECT COUNT(DISTINCT case_pk) FROM measurements m WHERE m.run_id = r.id) AS cases,
                    (SELECT COUNT(DISTINCT case_pk) FROM measurements m
                      WHERE m.run_id = r.id AND m.status = 'invalid') AS invalid,
@@ -600,6 +614,27 @@ class Store:
                      WHERE m.run_id = r.id AND m.status = 'fault') AS faults,
                    r.resumes, substr(r.git_commit, 1, 10) AS git_commit
             FROM runs r LEFT JOIN devices d ON d.id = r.device_id ORDER BY r.id""")
+        frame["gpu"] = [gpu_label(name, uuid) for name, uuid in zip(frame.gpu, frame.uuid)]
+        return frame.drop(columns="uuid")
+
+
+def refuse_mixing(session: Session, uuids: list[str], where: str) -> None:
+    """Simulated runs (the tests' fake GPU: synthetic numbers) and real ones never share a database:
+    refuse to add runs of `uuids` where the other kind is already stored."""
+    kinds = {is_simulated(u) for u in uuids if u}
+    held = {is_simulated(u) for u in session.scalars(select(Device.uuid).join(Run, Run.device_id == Device.id))}
+    if (True in kinds and False in held) or (False in kinds and True in held):
+        theirs = "real GPUs" if False in held else "the simulated GPU"
+        ours = "simulated" if True in kinds else "real-GPU"
+        raise StoreError(f"{where} holds runs of {theirs}: {ours} runs go into a database of their own "
+                         "(--db other.db); simulated and real numbers are never mixed")
+
+
+def gpu_label(name: str | None, uuid: str | None) -> str:
+    """A GPU as tables name it: its model and the end of its UUID, so two GPUs of one model differ
+    and a fleet row can be found in `bench runs`."""
+    name = name if isinstance(name, str) and name else "unknown GPU"  # None or NaN from a frame: no device
+    return f"{name} {uuid[-8:]}" if isinstance(uuid, str) and uuid else name
 
 
 def _create_file(path: Path) -> None:
@@ -633,7 +668,7 @@ def _create_file(path: Path) -> None:
 
 def check_integrity(db: str | os.PathLike | None) -> None:
     """Refuse a damaged SQLite file (SQLite's quick_check), reading only; other databases pass."""
-    path = sqlite_path(resolve_url(db))
+    path = sqlite_path(resolve_url(db, write=True))
     if path is None or not path.is_file():
         return
     _check_sqlite_file(path)
@@ -904,8 +939,26 @@ class Texts:
     """The ids of strings in `texts` within one write transaction: looked up by digest, added when
     new. (A cache per transaction: a retried transaction starts again from the database.)"""
 
-    def __init__(self, session: Session):
+    def __init__(self, session: Session, preload: bool = False):
+        """`preload`: read every stored string now (one query; for a writer that adds many rows)."""
         self.session, self.known = session, {}
+        if preload:
+            self.known = {text: id_ for id_, text in session.execute(select(TextRow.id, TextRow.text))}
+
+    def ensure(self, strings) -> None:
+        """Add the strings not yet stored, in one insert (after preload: every stored one is known)."""
+        missing = sorted({s for s in strings if s is not None and s not in self.known})
+        if not missing:
+            return
+        rows = [{"digest": TextRow.digest_of(text), "text": text} for text in missing]
+        for start in range(0, len(rows), 10_000):  # within every database's limit of bound parameters
+            clash = self.session.execute(select(TextRow.digest, TextRow.text).where(
+                TextRow.digest.in_([r["digest"] for r in rows[start:start + 10_000]]))).first()
+            if clash is not None:
+                raise StoreError(f"two strings share the digest {clash.digest}: {clash.text!r} and another")
+        table = TextRow.__table__
+        ids = self.session.execute(insert(table).returning(table.c.id, sort_by_parameter_order=True), rows).scalars()
+        self.known.update(zip(missing, ids))
 
     def id(self, text: str | None) -> int | None:
         if text is None:

@@ -25,6 +25,18 @@ class DeviceInfo:
     driver_version: str
     cuda_driver_version: str
 
+    @property
+    def simulated(self) -> bool:
+        """The simulated GPU of the tests (harness/measure/fakegpu.py), whose numbers are synthetic."""
+        return is_simulated(self.uuid)
+
+
+SIMULATED_UUID_PREFIX = "FAKE-GPU-"
+
+
+def is_simulated(uuid: str | None) -> bool:
+    return bool(uuid) and uuid.startswith(SIMULATED_UUID_PREFIX)
+
 
 def format_uuid(raw: bytes) -> str:
     """CUDA's 16-byte device UUID as NVML writes it: GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx."""

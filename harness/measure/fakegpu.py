@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from harness.build.compile import Build
-from harness.measure.device import DeviceInfo
+from harness.measure.device import SIMULATED_UUID_PREFIX, DeviceInfo
 from harness.registry import family_of
 from harness.measure import methods
 from harness.measure.measurement import CaseResult, Metric
@@ -62,7 +62,7 @@ class FakeBackend:
 
 
 def simulated_device(index: int = 0) -> DeviceInfo:
-    return DeviceInfo(index=index, name="Simulated GPU (hopper-bench fake backend)", uuid=f"FAKE-GPU-{index}",
+    return DeviceInfo(index=index, name="Simulated GPU (hopper-bench fake backend)", uuid=f"{SIMULATED_UUID_PREFIX}{index}",
                       sm_count=132, cc_major=9, cc_minor=0, total_memory_bytes=80 << 30, l2_bytes=50 << 20,
                       max_sm_clock_mhz=1980, max_mem_clock_mhz=2619, power_limit_w=700.0,
                       driver_version="simulated", cuda_driver_version="13.0")

@@ -563,5 +563,10 @@ class TmaFamily:
 
         return figures(context)
 
+    def findings(self, context) -> list:
+        from harness.families.tma.figures import findings
+
+        return findings(context)
+
 
 FAMILY = TmaFamily()

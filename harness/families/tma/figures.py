@@ -335,3 +335,66 @@ def _models(frame: pd.DataFrame) -> list:
         "roofline), the latency line at the smallest boxes (a fixed cost the line averages)."],
         report.parameters), ("Data-movement models: residuals", [], summary),
         ("Data-movement models: the largest misses", [], worst)]
+
+
+def findings(ctx) -> list:
+    """The results site's question for TMA (harness/analysis/site.py): what does a box, and copies in
+    flight, deliver? Every GPU model's newest 2-D load measurements, against the read roofline."""
+    import matplotlib.pyplot as plt
+
+    latest = ctx.latest[ctx.latest.family == "tma"].copy()
+    if latest.empty:
+        return []
+    frame = _frame(type("Context", (), {"measured": latest.assign(launch=latest.launch_key)})())
+    roofs = ctx.latest[(ctx.latest.case_id == ROOFLINE_CASE) & (ctx.latest.metric == "bandwidth_gbps")]
+    boxes = _box_size_cases(frame)
+    bandwidth = boxes[boxes.metric == "bandwidth_gbps"]
+    if bandwidth.empty:
+        return []
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.4), sharey=True)
+    rows = []
+    for gpu, part in bandwidth.groupby("gpu_name"):
+        roof = roofs[roofs.gpu_name == gpu].value
+        roofline = float(roof.max()) if len(roof) else None
+        best = part.groupby("box_bytes").value.max().sort_index()
+        line = left.plot(best.index, best.values, "o-", ms=4, label=gpu)[0]
+        inflight = part.assign(inflight=part.stages * part.blocks_per_sm)
+        per_sm = inflight.groupby("inflight").value.max().sort_index()
+        right.plot(per_sm.index, per_sm.values, "o-", ms=4, color=line.get_color(), label=gpu)
+        if roofline:
+            for ax in (left, right):
+                ax.axhline(roofline, color=line.get_color(), ls="--", lw=1)
+        top = float(best.max())
+        near = inflight[inflight.value >= NEAR * top]
+        latency = frame[(frame.gpu_name == gpu) & (frame.metric == "latency_cycles") & frame.source.notna()
+                        & frame.case_id.isin(set(boxes.case_id))]
+        rows.append({"gpu": gpu, "read roofline GB/s": roofline, "best TMA load GB/s": top,
+                     "of the roofline": top / roofline if roofline else None,
+                     "smallest box within 5 % (B)": int(near.box_bytes.min()),
+                     "fewest copies in flight per SM within 5 %": int(near.inflight.min()),
+                     **{f"latency from {source} (cycles)": float(group.value.median())
+                        for source, group in latency.groupby("source")}})
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    left.set_xlabel("box bytes (64 x rows of b16, 128-byte swizzle)")
+    left.set_ylabel("GB/s, whole GPU (best over copies in flight)")
+    right.set_xlabel("copies in flight per SM (stages x blocks per SM), best over boxes")
+    fig.suptitle("TMA 2-D loads: bandwidth by box and by copies in flight (dashed: each GPU's read roofline)",
+                 fontsize=10)
+    fig.tight_layout()
+    path = ctx.directory / "tma_box_and_stages.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    table = pd.DataFrame(rows).round(3)
+    text = [f"{r['gpu']}: the best TMA load reaches {r['best TMA load GB/s']:.0f} GB/s"
+            + (f" ({r['of the roofline']:.0%} of the {r['read roofline GB/s']:.0f} GB/s read roofline)"
+               if r["read roofline GB/s"] else "")
+            + f"; within 5 % of it from a {r['smallest box within 5 % (B)']}-byte box, or with "
+              f"{r['fewest copies in flight per SM within 5 %']} copies in flight per SM." for r in rows]
+    return [("What does a TMA box, and copies in flight, deliver?", text + [
+        "A box alone does not reach the roofline: the bytes in flight per SM do (Little's law: latency x "
+        "bandwidth). The latency columns are one copy's issue-to-mbarrier time for the box sizes above "
+        "(median over boxes); docs/data-movement.md explains the method."], path),
+        ("TMA: box and copies in flight, in numbers", [], table)]

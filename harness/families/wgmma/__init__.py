@@ -429,5 +429,10 @@ class WgmmaFamily:
 
         return figures(context)
 
+    def findings(self, context) -> list:
+        from harness.families.wgmma.figures import findings
+
+        return findings(context)
+
 
 FAMILY = WgmmaFamily()

@@ -320,3 +320,59 @@ def figures(ctx) -> list:
         ("wgmma: fitted model", fit_text, params.round(4)),
         ("wgmma: residuals", [], paths[2]),
     ]
+
+
+def findings(ctx) -> list:
+    """The results site's question for wgmma (harness/analysis/site.py): where does it turn
+    compute-bound? The f16 -> f32 dense issue intervals of every GPU model's newest measurements,
+    against N, SS and RS, with the tensor cores' time per instruction and the model fitted to each GPU."""
+    import matplotlib.pyplot as plt
+
+    from harness.families.wgmma.fitting import WgmmaModel
+
+    frame = ctx.latest[(ctx.latest.family == "wgmma") & (ctx.latest.metric == "issue_interval_cycles")]
+    frame = frame[(frame.dtype_a == "f16") & (frame.dtype_acc == "f32") & ~frame.is_sparse.fillna(False)]
+    frame = frame[[parse(c).layout == DEFAULT_LAYOUT for c in frame.case_id]]
+    if frame.empty:
+        return []
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    rows, text = [], []
+    for gpu, part in frame.groupby("gpu_name"):
+        fit = WgmmaModel().fit(part, gpu, "fitted to its newest runs")
+        params = fit.params_for("f16") if fit is not None and fit.fits else None
+        for ax, operands in zip(axes, ("SS", "RS")):
+            points = part[part.operands == operands].sort_values("n")
+            if points.empty:
+                continue
+            ax.plot(points.n.astype(int), points.value, "o-", markersize=3, label=f"{gpu} (measured)")
+            crossover = perfmodel.crossover_n("f16", operands, params) if params else float("nan")
+            legal = points.n[points.n >= round(crossover, 1)]  # a fitted 64.0004 is 64
+            rows.append({"gpu": gpu, "operands": operands, "crossover N (model)": round(crossover, 1),
+                         "first N that is compute-bound": int(legal.min()) if len(legal) else None,
+                         "interval at N=256 (cycles)": float(points[points.n == 256].value.iloc[0])
+                         if (points.n == 256).any() else None})
+    ns = np.arange(8, 257, 8)
+    for ax, operands in zip(axes, ("SS", "RS")):
+        ax.plot(ns, ns / 2, "k:", label="tensor cores alone: N/2 cycles (1024 FLOP/cycle x 4)")
+        ax.set_title(f"wgmma m64nNk16 f16 -> f32, {operands}", fontsize=10)
+        ax.set_xlabel("N")
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel("issue interval (cycles)")
+    fig.tight_layout()
+    path = ctx.directory / "wgmma_compute_bound.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    table = pd.DataFrame(rows)
+    for operands in ("SS", "RS"):
+        found = table[table.operands == operands]
+        if len(found):
+            firsts = sorted({int(v) for v in found["first N that is compute-bound"].dropna()})
+            text.append(f"{operands}: the issue interval follows the tensor cores' N/2 cycles from N = "
+                        f"{', '.join(map(str, firsts))} on every GPU measured (model crossover "
+                        f"{', '.join(f'{v:g}' for v in sorted(set(found['crossover N (model)'])))}); below it "
+                        + ("reading A and B from shared memory at 128 B/cycle bounds it." if operands == "SS" else
+                           "the 13-cycle floor bounds it."))
+    return [("Where does wgmma turn compute-bound?", text + [
+        "Newest measurements of each GPU model; the model (harness/families/wgmma/model.py) is fitted to each "
+        "GPU's own intervals. Every other type scales the same way by its rate (bench compare --against model)."],
+        path), ("wgmma: compute-bound from which N", [], table)]
