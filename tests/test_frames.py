@@ -58,6 +58,11 @@ def test_the_frame_is_typed_for_pandas_and_hides_no_attribute(tmp_path):
     assert all(isinstance(v, dict) for v in measured.launch) and measured.launch.iloc[0] == {"ilp": 1, "warpgroups": 1}
     assert measured.launch_key.iloc[0] == '{"ilp":1,"warpgroups":1}' and isinstance(measured.params.iloc[0], dict)
     assert len(harness.results(db, is_sparse=False)) == len(harness.results(db, sparse=False)) == len(frame)
+    # the layout as a key: what the case id ends with for a layout case, the default layout's name else
+    from harness.registry import parse_case_id
+
+    for case_id, key in zip(frame.case_id, frame.layout_key):
+        assert key == parse_case_id(case_id).params()["layout"]
 
 
 def test_latest_keeps_the_newest_valid_run_of_each_gpu_and_case(tmp_path):

@@ -3,7 +3,7 @@
 
 The frames are typed for pandas, not as SQL returns them: flags are booleans (nullable), timestamps
 are datetimes, integers that may be missing are Int64, `params` and `launch` are dicts (with
-`launch_key`, the canonical JSON, to group by). Three
+`launch_key`, the canonical JSON, to group by; `layout_key`, the case's layout as its id spells it). Three
 columns are renamed so that no column hides a DataFrame attribute: the view's `sparse`, `min` and
 `max` are `is_sparse`, `sample_min` and `sample_max` (filters accept either name).
 """
@@ -41,6 +41,9 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
         frame["launch"] = [json.loads(v) if v else {} for v in frame["launch_key"]]
     if "params" in frame:
         frame["params"] = [json.loads(v) if v else {} for v in frame["params"].fillna("")]
+        # the layout as the case id spells it (e.g. "MN", "K.sw128", "row.col"): a key to group and
+        # filter by, beside `layout`, its description
+        frame["layout_key"] = [p.get("layout") for p in frame["params"]]
     return frame.rename(columns=RENAMED)
 
 
