@@ -348,7 +348,8 @@ def _footer(url: str) -> str:
 
 
 def _markdown(sections, facts, run_id, url) -> str:
-    lines = [f"# {facts['gpu']}: run {run_id} against the paper and the model", ""]
+    lines = [f"# {facts['gpu']}: run {run_id} against the paper and the model", "", "Contents:", ""]
+    lines += [f"{i}. [{heading}](#{_anchor(heading)})" for i, (heading, _, _) in enumerate(sections, 1)] + [""]
     for heading, paragraphs, body in sections:
         lines += [f"## {heading}", ""]
         if heading == "Summary":
@@ -362,6 +363,11 @@ def _markdown(sections, facts, run_id, url) -> str:
             lines += [output.markdown(body), ""]
     lines.append(_footer(url))
     return "\n".join(lines) + "\n"
+
+
+def _anchor(heading: str) -> str:
+    """The id GitHub's Markdown gives a heading (lower case, spaces as dashes, punctuation dropped)."""
+    return re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
 
 
 def _html_table(frame: pd.DataFrame) -> str:
@@ -388,9 +394,11 @@ li{margin:.3em 0}footer{margin-top:3em;color:#777;font-size:13px}"""
 def _html(sections, facts, run_id, url) -> str:
     title = html.escape(f"{facts['gpu']}: run {run_id} against the paper and the model")
     parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{title}</title>"
-             f"<style>{CSS}</style></head><body><h1>{title}</h1>"]
+             f"<style>{CSS}</style></head><body><h1>{title}</h1>",
+             "<nav><h2>Contents</h2><ol>" + "".join(f"<li><a href='#{_anchor(h)}'>{html.escape(h)}</a></li>"
+                                                     for h, _, _ in sections) + "</ol></nav>"]
     for heading, paragraphs, body in sections:
-        parts.append(f"<h2>{html.escape(heading)}</h2>")
+        parts.append(f"<h2 id='{_anchor(heading)}'>{html.escape(heading)}</h2>")
         if heading == "Summary":
             parts.append("<ul>" + "".join(f"<li>{html.escape(t)}</li>" for t in paragraphs) + "</ul>")
         else:

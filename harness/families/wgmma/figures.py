@@ -87,6 +87,10 @@ def _figure_throughput(path, frame: pd.DataFrame, title: str) -> None:
     key = _type_keys(frame)[0]  # f16/f32 where the run has it
     a, acc = key.split("/")
     frame = frame[(frame.metric == "sm_throughput") & (frame.types == key) & (frame.dtype_b == a)]
+    # one line per warpgroup count: dense cases of the default layout only (sparse cases and other
+    # layouts at the same N would make it zig-zag), and inputs as the chain's default draws them
+    frame = frame[[not (p := parse(c)).sparse and p.layout == DEFAULT_LAYOUT for c in frame.case_id]]
+    frame = frame[["inputs" not in launch for launch in frame.launch]]
     peak = perfmodel.DENSE_FLOP_PER_SM_PER_CYCLE.get(a)
     fig, axes = plt.subplots(1, 2, figsize=(10.4, 4.2), sharey=True)
     for ax, ops in zip(axes, ("SS", "RS")):
@@ -240,16 +244,18 @@ def figures(ctx) -> list:
     gpu, run = ctx.gpu, ctx.run_id
     paths = [ctx.directory / name for name in ("issue_interval_vs_n.png", "sm_throughput_vs_n.png", "residuals.png",
                                                 "inputs_vs_clock.png")]
-    _figure_intervals(paths[0], intervals, fits, _paper_points(ctx.store),
-                      f"{gpu}, run {run}: wgmma issue interval against N, every type (measured, fitted model, paper)")
-    _figure_throughput(paths[1], frame, f"{gpu}, run {run}: tensor-core throughput per SM (clock-independent)")
-    sections = [("wgmma: issue interval against N", [
-        "Cycles per wgmma in a chain of one warpgroup, default layout (K-major, no swizzle); dense above, "
-        "sparse below; the model is fitted to each panel alone (harness/families/wgmma/model.py)."], paths[0]),
-        ("wgmma: throughput against N", [
-            "Work per cycle per SM with W warpgroups per SM on every SM, for the run's first input type; the "
-            "peak is 4 tensor cores x 1024 FLOP per cycle for 16-bit inputs (half for tf32, twice for fp8 and "
-            "int8)."], paths[1])]
+    sections = []
+    curves = intervals.n.nunique() >= MIN_N_FOR_A_CURVE
+    if not curves:  # e.g. a run at N = 256 alone: a table, no curve against N
+        sections.append(("wgmma: issue intervals", [
+            f"This run measured {intervals.n.nunique()} value(s) of N, too few to draw against N."],
+            intervals[["case_id", "value"]].rename(columns={"value": "issue interval (cycles)"})
+            .drop_duplicates("case_id").sort_values("case_id").round(3)))
+    else:
+        _figure_intervals(paths[0], intervals, fits, _paper_points(ctx.store),
+                          f"{gpu}, run {run}: wgmma issue interval against N, every type (measured, fitted model, paper)")
+        _figure_throughput(paths[1], frame, f"{gpu}, run {run}: tensor-core throughput per SM (clock-independent)")
+        sections += _against_n_sections(paths)
     layouts = _layout_table(every_layout)
     if len(layouts):
         worst = layouts["max |change| (cycles)"].max()
@@ -290,7 +296,7 @@ def figures(ctx) -> list:
             "paper program's two fills. FLOP per cycle is the same; the clock is not. "
             f"Bursts ran {burst['burst / sustained'].min():.3f}-{burst['burst / sustained'].max():.3f} x the "
             "sustained rate here."], burst))
-    if fits is None:
+    if fits is None or not curves:  # a fit to one N says nothing about the model
         return sections
     _figure_residuals(paths[2], fits, f"{gpu}, run {run}: residuals of the fitted model")
     params = fits.parameters
@@ -320,6 +326,19 @@ def figures(ctx) -> list:
         ("wgmma: fitted model", fit_text, params.round(4)),
         ("wgmma: residuals", [], paths[2]),
     ]
+
+
+MIN_N_FOR_A_CURVE = 3  # distinct N a run needs before its intervals are drawn against N
+
+
+def _against_n_sections(paths) -> list:
+    return [("wgmma: issue interval against N", [
+        "Cycles per wgmma in a chain of one warpgroup, default layout (K-major, no swizzle); dense above, "
+        "sparse below; the model is fitted to each panel alone (harness/families/wgmma/model.py)."], paths[0]),
+        ("wgmma: throughput against N", [
+            "Work per cycle per SM with W warpgroups per SM on every SM, for the run's first input type, dense; "
+            "the peak is 4 tensor cores x 1024 FLOP per cycle for 16-bit inputs (half for tf32, twice for fp8 "
+            "and int8)."], paths[1])]
 
 
 def findings(ctx) -> list:
