@@ -5,11 +5,12 @@
 #   scripts/make_reports.sh [RUN ...]      # default: every run
 set -euo pipefail
 cd "$(dirname "$0")/.."
+db=${HOPPER_BENCH_REPORTS_DB:-results.db}  # a copy elsewhere works too: reports name only its file
 runs=("$@")
 if [ ${#runs[@]} -eq 0 ]; then
-  mapfile -t runs < <(bench sql --db results.db --format csv "SELECT id FROM runs ORDER BY id" | tail -n +2)
+  mapfile -t runs < <(bench sql --db "$db" --format csv "SELECT id FROM runs ORDER BY id" | tail -n +2)
 fi
 for run in "${runs[@]}"; do
-  bench report --db results.db --run "$run" --out reports
+  bench report --db "$db" --run "$run" --out reports
 done
-bench site --db results.db --out reports --reports reports
+bench site --db "$db" --out reports --reports reports

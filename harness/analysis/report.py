@@ -211,11 +211,34 @@ def _publish(staging: Path, final: Path) -> None:
     os.replace(staging, final)
 
 
+def _findings(store: Store, run_id: int) -> list[str]:
+    """What the run's measurements say, first: each family's answer to its question (the same hook the
+    results site asks, Family.findings), given this run's valid measurements alone."""
+    from types import SimpleNamespace
+
+    from harness.db.frames import results
+
+    frame = results(store, run_id=run_id, valid=True)
+    if frame.empty:
+        return []
+    found = []
+    with tempfile.TemporaryDirectory() as scratch:
+        context = SimpleNamespace(store=store, latest=frame, directory=Path(scratch))
+        for family in FAMILIES.values():
+            if hasattr(family, "findings"):
+                for heading, paragraphs, body in family.findings(context):
+                    if isinstance(body, Path):  # a question's answer (its tables repeat it in numbers)
+                        found += [f"{heading} {text}" if i == 0 else text
+                                  for i, text in enumerate(paragraphs[:-1] or paragraphs)]
+    return found
+
+
 def _sections(store: Store, run_id: int, facts: dict, against: pd.DataFrame, family_sections: list,
               include_flagged: bool, tensor_run: bool = True) -> list:
     """[(heading, text paragraphs, Path | DataFrame | None)] shared by the Markdown and the HTML."""
     disagree = against[(against.verdict == "DISAGREES") | (against.model_verdict == "DISAGREES")]
-    summary = [f"{int(facts['cases'])} cases in {', '.join(sorted(set(against.family)) or ['no family'])}; "
+    summary = _findings(store, run_id) + [
+               f"{int(facts['cases'])} cases in {', '.join(sorted(set(against.family)) or ['no family'])}; "
                f"{int(facts['invalid'])} invalid, {int(facts['faults'])} faults."]
     judged = against[against.paper.notna() & (against.verdict != "for context")]
     for metric, rows in judged.groupby("metric"):

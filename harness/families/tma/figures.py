@@ -337,6 +337,10 @@ def _models(frame: pd.DataFrame) -> list:
         ("Data-movement models: the largest misses", [], worst)]
 
 
+def _copies(count: int) -> str:
+    return f"{count} cop{'y' if count == 1 else 'ies'}"
+
+
 def findings(ctx) -> list:
     """The results site's question for TMA (harness/analysis/site.py): what does a box, and copies in
     flight, deliver? Every GPU model's newest 2-D load measurements, against the read roofline."""
@@ -392,7 +396,7 @@ def findings(ctx) -> list:
             + (f" ({r['of the roofline']:.0%} of the {r['read roofline GB/s']:.0f} GB/s read roofline)"
                if r["read roofline GB/s"] else "")
             + f"; within 5 % of it from a {r['smallest box within 5 % (B)']}-byte box, or with "
-              f"{r['fewest copies in flight per SM within 5 %']} copies in flight per SM." for r in rows]
+              f"{_copies(r['fewest copies in flight per SM within 5 %'])} in flight per SM." for r in rows]
     return [("What does a TMA box, and copies in flight, deliver?", text + [
         "A box alone does not reach the roofline: the bytes in flight per SM do (Little's law: latency x "
         "bandwidth). The latency columns are one copy's issue-to-mbarrier time for the box sizes above "
