@@ -22,7 +22,7 @@ LAYERS = [
     ("families", ["harness.families", "harness.families.*"]),
     ("registry", ["harness.registry", "harness.published", "harness.suites"]),
     ("orchestration", ["harness.measure.*", "harness.analysis", "harness.analysis.*"]),
-    ("face", ["harness", "harness.cli", "harness.__main__"]),
+    ("face", ["harness", "harness.cli", "harness.cli.*", "harness.__main__"]),
 ]
 
 

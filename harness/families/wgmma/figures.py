@@ -89,8 +89,8 @@ def _figure_throughput(path, frame: pd.DataFrame, title: str) -> None:
     frame = frame[(frame.metric == "sm_throughput") & (frame.types == key) & (frame.dtype_b == a)]
     # one line per warpgroup count: dense cases of the default layout only (sparse cases and other
     # layouts at the same N would make it zig-zag), and inputs as the chain's default draws them
-    frame = frame[[not (p := parse(c)).sparse and p.layout == DEFAULT_LAYOUT for c in frame.case_id]]
-    frame = frame[["inputs" not in launch for launch in frame.launch]]
+    frame = frame.loc[np.array([not (p := parse(c)).sparse and p.layout == DEFAULT_LAYOUT
+                                and "inputs" not in launch for c, launch in zip(frame.case_id, frame.launch)], dtype=bool)]
     peak = perfmodel.DENSE_FLOP_PER_SM_PER_CYCLE.get(a)
     fig, axes = plt.subplots(1, 2, figsize=(10.4, 4.2), sharey=True)
     for ax, ops in zip(axes, ("SS", "RS")):
@@ -328,7 +328,7 @@ def figures(ctx) -> list:
     ]
 
 
-MIN_N_FOR_A_CURVE = 3  # distinct N a run needs before its intervals are drawn against N
+MIN_N_FOR_A_CURVE = 2  # distinct N a run needs before its intervals are drawn against N (one N: a table)
 
 
 def _against_n_sections(paths) -> list:
@@ -351,7 +351,7 @@ def findings(ctx) -> list:
 
     frame = ctx.latest[(ctx.latest.family == "wgmma") & (ctx.latest.metric == "issue_interval_cycles")]
     frame = frame[(frame.dtype_a == "f16") & (frame.dtype_acc == "f32") & ~frame.is_sparse.fillna(False)]
-    frame = frame[[parse(c).layout == DEFAULT_LAYOUT for c in frame.case_id]]
+    frame = frame.loc[np.array([parse(c).layout == DEFAULT_LAYOUT for c in frame.case_id], dtype=bool)]
     if frame.empty:
         return []
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)

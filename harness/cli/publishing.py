@@ -1,0 +1,71 @@
+"""`bench report` and `bench site`: what a run, and every run, say, as pages."""
+
+from __future__ import annotations
+
+
+import click
+
+from harness.cli.app import RUN_ID, DB_HELP, cli, open_store
+
+
+@cli.command()
+@click.option("--run", "run_id", default=None, type=RUN_ID, help="run to report (default: the newest complete run)")
+@click.option("--out", "out", default="bench-reports", show_default=True, type=click.Path(file_okay=False),
+              help="directory that receives <gpu>-<date>-run<N>/ (report.md, report.html, figures); "
+                   "the shipped reports/ is written by scripts/make_reports.sh")
+@click.option("--include-flagged", is_flag=True, help="keep measurements taken while throttled or shared")
+@click.option("--db", default=None, help=DB_HELP)
+def report(run_id, out, include_flagged, db):
+    """Write a Markdown and a self-contained HTML report of a run, with PNG figures, into
+    OUT/<gpu>-<date>-run<N>/ (reading the database only).
+
+    \b
+    Examples:
+      bench report                                  # bench-reports/nvidia-h100-80gb-hbm3-<date>-run<N>/
+      bench report --run 5 --out /tmp/reports
+    """
+    from pathlib import Path
+
+    from harness.analysis.report import build
+
+    store = open_store(db)
+    try:
+        result = build(store, run_id, Path(out), include_flagged)
+    except OSError as exc:
+        raise click.BadParameter(f"cannot write the report under {out}: {exc.strerror or exc}",
+                                 param_hint="--out") from None
+    click.echo(f"wrote {result.markdown}, {result.html} and {len(result.figures)} figures")
+
+
+@cli.command()
+@click.option("--out", "out", default="bench-site", show_default=True, type=click.Path(file_okay=False),
+              help="directory that receives index.html (the shipped site is reports/index.html)")
+@click.option("--reports", "reports", default=None, type=click.Path(file_okay=False),
+              help="the folder of `bench report` output to link each run to (default: OUT's parent's "
+                   "bench-reports/ or reports/, whichever holds reports)")
+@click.option("--db", default=None, help=DB_HELP)
+def site(out, reports, db):
+    """Write one static HTML page over every run and GPU in the database: what the measurements say
+    (where wgmma turns compute-bound, what a TMA box and copies in flight deliver), every GPU against
+    the paper and its siblings, history across commits, and every run linked to its report.
+
+    \b
+    Examples:
+      bench site                                   # bench-site/index.html
+      bench site --db results.db --out reports --reports reports
+    """
+    from pathlib import Path
+
+    from harness.analysis.site import build
+
+    store = open_store(db)
+    if reports is None:
+        here = Path(out).resolve().parent
+        found = [here / name for name in ("bench-reports", "reports") if (here / name).is_dir()]
+        reports = found[0] if found else None
+    try:
+        result = build(store, Path(out), Path(reports) if reports else None)
+    except OSError as exc:
+        raise click.BadParameter(f"cannot write the site under {out}: {exc.strerror or exc}",
+                                 param_hint="--out") from None
+    click.echo(f"wrote {result.page} ({len(result.sections)} sections)")
