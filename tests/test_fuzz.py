@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from conftest import make_db
 from harness.cli import cli
 
-INTERNAL_ERROR = 70  # harness/cli.py: what a bug exits with
+INTERNAL_ERROR = 70  # harness/cli/app.py: what a bug exits with
 
 # Values a hostile or careless user types into numeric and text options.
 NUMBERS = st.one_of(

@@ -177,7 +177,7 @@ def test_redact_masks_every_form(url):
 
 def test_a_connect_timeout_ends_a_silent_server(monkeypatch):
     """A server that accepts the connection and never answers: the command ends, it does not hang."""
-    import harness.db.store as store_module
+    import harness.db.connections as store_module
 
     pytest.importorskip("psycopg")
     monkeypatch.setattr(store_module, "CONNECT_TIMEOUT_S", 2)
