@@ -10,7 +10,9 @@ runs=("$@")
 if [ ${#runs[@]} -eq 0 ]; then
   mapfile -t runs < <(bench sql --db "$db" --format csv "SELECT id FROM runs ORDER BY id" | tail -n +2)
 fi
+failed=()
 for run in "${runs[@]}"; do
-  bench report --db "$db" --run "$run" --out reports
+  bench report --db "$db" --run "$run" --out reports || failed+=("$run")
 done
+if [ ${#failed[@]} -gt 0 ]; then echo "note: no report for runs ${failed[*]} (see the errors above)" >&2; fi
 bench site --db "$db" --out reports --reports reports

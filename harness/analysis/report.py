@@ -283,7 +283,9 @@ def _sections(store: Store, run_id: int, facts: dict, against: pd.DataFrame, fam
                 f"{int(facts['invalid'])} invalid, {int(facts['faults'])} faults"),
         ("started", str(facts["started_at"])[:19] + " UTC"),
         ("clocks", f"max SM {facts['max_sm_clock_mhz']} MHz (not locked); measured in kernels "
-                   f"{facts['clock_min']:.0f}..{facts['clock_max']:.0f} MHz; power limit {facts['power_limit_w']} W"),
+                   + (f"{facts['clock_min']:.0f}..{facts['clock_max']:.0f} MHz" if facts["clock_min"] is not None
+                      and facts["clock_min"] == facts["clock_min"] else "by no measurement of this run")
+                   + f"; power limit {facts['power_limit_w']} W"),
         ("software", f"driver {facts['driver_version']}, CUDA {facts['cuda_driver_version']}, NVRTC "
                      f"{facts['nvrtc_version']}, CuPy {facts['cupy_version']}, Python {facts['python_version']}, "
                      f"hopper-bench {facts['harness_version']}"),

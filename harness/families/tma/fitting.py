@@ -101,9 +101,11 @@ class TmaModel:
 
     def _latency(self, rows: pd.DataFrame, cases: dict) -> tuple[dict[str, Line], list[dict]]:
         lines, residuals = {}, []
-        latency = rows[(rows.metric == "latency_cycles") & rows.case_id.map(lambda c: self._single_box(cases[c]))]
+        # .astype(bool): a mask mapped over no rows is of dtype object, which pandas takes as columns
+        latency = rows[(rows.metric == "latency_cycles")
+                       & rows.case_id.map(lambda c: self._single_box(cases[c])).astype(bool)]
         for source in SOURCES:
-            part = latency[latency._launch.map(lambda launch: launch.get("source") == source)]
+            part = latency[latency._launch.map(lambda launch: launch.get("source") == source).astype(bool)]
             nbytes = part.case_id.map(lambda c: cases[c].box_bytes).to_numpy()
             line = fit_line(nbytes, part.value.to_numpy())
             if line is None:
