@@ -75,8 +75,32 @@ def fake_result(case_id, interval=None, error=None):
     return CaseResult(case, build, SassCheck(True, "ok"), True, None, 0.0, "normal(0,1) rounded to f16", metrics)
 
 
-def make_db(path, status="complete"):
-    """A results database holding one run of three cases: two measured, one invalid."""
+def make_db(path, status="complete", fresh=False):
+    """A results database holding one run of three cases: two measured, one invalid. A file is a copy
+    of one built once per test process (building one runs every migration: a fifth of a second,
+    and some 400 tests ask for one), unless `fresh` (a run of its own, started now, as a second
+    run of the same GPU to merge); a URL (PostgreSQL) is built in place."""
+    import shutil
+
+    if fresh or "://" in str(path):
+        return _build_db(path, status)
+    shutil.copyfile(_template_db(status), path)
+    return path
+
+
+@functools.cache
+def _template_db(status):
+    import atexit
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    folder = Path(tempfile.mkdtemp(prefix="hopper-bench-test-db-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return _build_db(folder / "r.db", status)
+
+
+def _build_db(path, status):
     from harness.provenance import Provenance
     from harness.db.store import Store
 

@@ -43,7 +43,7 @@ def test_several_merges_into_a_new_file_at_once_all_succeed(tmp_path):
     _sys.path.insert(0, str(Path(__file__).resolve().parent))
     from conftest import bench_process, make_db
 
-    sources = [make_db(tmp_path / f"s{i}.db") for i in range(4)]
+    sources = [make_db(tmp_path / f"s{i}.db", fresh=True) for i in range(4)]  # four runs
     into = tmp_path / "new.db"
     merges = [bench_process("merge", str(source), "--into", str(into)) for source in sources]
     outputs = [m.communicate(timeout=120)[0] for m in merges]

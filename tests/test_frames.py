@@ -30,6 +30,18 @@ def test_references_and_an_unknown_column(tmp_path):
         harness.results(db, colour="red")
 
 
+@pytest.mark.parametrize("filters,message", [
+    ({"family": 2 ** 63}, "filter family=9223372036854775808: integers are 64-bit"),  # found by Hypothesis
+    ({"run_id": [1, -2 ** 63 - 1]}, "filter run_id=-9223372036854775809: integers are 64-bit"),
+    ({"metric": {"a": 1}}, "filter metric: a dict is not a value to compare with"),
+])
+def test_a_filter_sql_cannot_hold_is_one_clear_error(tmp_path, filters, message):
+    db = str(make_db(tmp_path / "r.db"))
+    with pytest.raises(SpecError, match=message):
+        harness.results(db, **filters)
+    assert len(harness.results(db, run_id=2 ** 63 - 1)) == 0  # the largest integer SQL holds is a value
+
+
 def test_the_readme_python_example_runs(tmp_path):
     import re
     from pathlib import Path

@@ -28,7 +28,7 @@ def bench(*args):
 
 
 def test_merging_two_files_brings_every_row_once_and_twice_changes_nothing(tmp_path):
-    a, b = make_db(tmp_path / "a.db"), make_db(tmp_path / "b.db")  # the same GPU, two runs
+    a, b = make_db(tmp_path / "a.db"), make_db(tmp_path / "b.db", fresh=True)  # the same GPU, two runs
     into = tmp_path / "all.db"
     first = bench("merge", str(a), str(b), "--into", str(into))
     assert first.exit_code == 0, first.output

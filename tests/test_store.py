@@ -157,6 +157,10 @@ def test_derived_sample_arrays_come_back_bit_for_bit(tmp_path):
         got = store.query(f"SELECT s.value FROM samples s JOIN measurements m ON m.id = s.measurement_id "
                           f"WHERE m.metric = '{metric.name}' ORDER BY s.idx").value.to_numpy()
         assert got.tolist() == metric.samples.tolist()  # equal as float64, not merely close
+    ids = store.query("SELECT id, metric FROM measurements")
+    arrays = store.samples_of(ids.id.tolist() + [10 ** 6])  # and one that has no samples
+    assert {metric: arrays[i].tolist() for i, metric in zip(ids.id, ids.metric)} == {
+        m.name: m.samples.tolist() for m in result.metrics}  # the same, read without the view
     store.engine.dispose()
     from harness.db.merge import merge
 

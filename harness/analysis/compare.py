@@ -283,11 +283,11 @@ def noise_floor(basis, whole_cycles, a, b):
 
 def _whole_cycles(store: Store, run_id: int) -> set[tuple[str, str, str]]:
     """(case_id, metric, launch) of the run's cycle measurements whose samples are all whole numbers."""
-    frame = store.query(f"""
-        SELECT r.case_id, r.metric, r.launch FROM results r JOIN samples s ON s.measurement_id = r.measurement_id
-        WHERE r.run_id = {int(run_id)} AND r.unit = 'cycles' GROUP BY r.measurement_id, r.case_id, r.metric, r.launch
-        HAVING SUM(CASE WHEN s.value = ROUND(s.value) THEN 0 ELSE 1 END) = 0""")
-    return set(zip(frame.case_id, frame.metric, frame.launch))
+    frame = store.query(f"""SELECT measurement_id, case_id, metric, launch FROM results
+                            WHERE run_id = {int(run_id)} AND unit = 'cycles'""")
+    arrays = store.samples_of(frame.measurement_id)
+    return {(case, metric, launch) for i, case, metric, launch in frame.itertuples(index=False)
+            if i in arrays and np.array_equal(arrays[i], np.round(arrays[i]))}
 
 
 def against_run(store: Store, run_id: int, other: int, include_flagged: bool = False,

@@ -20,21 +20,24 @@ def samples(store: Store, run_id: int, case_id: str, metric: str, launch: str) -
         return "'" + value.replace("'", "''") + "'"
 
     frame = store.query(f"""
-        SELECT s.value FROM results r JOIN samples s ON s.measurement_id = r.measurement_id
-        WHERE r.run_id = {int(run_id)} AND r.case_id = {text(case_id)} AND r.metric = {text(metric)}
-          AND r.launch = {text(launch)}
-        ORDER BY s.idx""")
-    return frame.value.to_numpy(dtype=float)
+        SELECT measurement_id FROM results WHERE run_id = {int(run_id)} AND case_id = {text(case_id)}
+          AND metric = {text(metric)} AND launch = {text(launch)}""")
+    arrays = store.samples_of(frame.measurement_id)
+    return np.concatenate([arrays[i] for i in frame.measurement_id if i in arrays] or [np.empty(0)])
 
 
 def run_samples(store: Store, run_id: int, metrics: tuple[str, ...]) -> dict[tuple[str, str, str], np.ndarray]:
-    """Every raw sample of a run's measurements of these metrics, in one query: {(case, metric, launch): samples}."""
+    """Every raw sample of a run's measurements of these metrics: {(case, metric, launch): samples}."""
     names = ", ".join("'" + m.replace("'", "''") + "'" for m in metrics)
     frame = store.query(f"""
-        SELECT r.case_id, r.metric, r.launch, s.idx, s.value FROM results r
-        JOIN samples s ON s.measurement_id = r.measurement_id
-        WHERE r.run_id = {int(run_id)} AND r.metric IN ({names}) ORDER BY r.measurement_id, s.idx""")
-    return {key: group.value.to_numpy(dtype=float) for key, group in frame.groupby(["case_id", "metric", "launch"])}
+        SELECT measurement_id, case_id, metric, launch FROM results
+        WHERE run_id = {int(run_id)} AND metric IN ({names}) ORDER BY measurement_id""")
+    arrays = store.samples_of(frame.measurement_id)
+    found: dict[tuple[str, str, str], list[np.ndarray]] = {}
+    for i, case, metric, launch in frame.itertuples(index=False):
+        if i in arrays:  # a key measured twice (a resumed run) keeps both, in order
+            found.setdefault((case, metric, launch), []).append(arrays[i])
+    return {key: np.concatenate(parts) for key, parts in found.items()}
 
 
 def two_modes(values: np.ndarray, min_gap: float = 0.1) -> tuple[float, float, float] | None:

@@ -47,9 +47,27 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.rename(columns=RENAMED)
 
 
+SQL_INTEGER = (-2 ** 63, 2 ** 63 - 1)  # what a filter's integer can be (SQLite's and PostgreSQL's BIGINT)
+
+
+def _filter_value(column: str, value):
+    """A filter's value as SQL can compare it, or a SpecError naming the column."""
+    if value is None or isinstance(value, (str, bool, float)):
+        return value
+    if isinstance(value, int):
+        if not SQL_INTEGER[0] <= value <= SQL_INTEGER[1]:
+            raise SpecError(f"filter {column}={value}: integers are 64-bit ({SQL_INTEGER[0]}..{SQL_INTEGER[1]})")
+        return value
+    raise SpecError(f"filter {column}: a {type(value).__name__} is not a value to compare with "
+                    "(give a string, a number, a boolean, None, or a list of them)")
+
+
 def _view(db, view: str, filters: dict) -> pd.DataFrame:
     back = {frame_name: view_name for view_name, frame_name in RENAMED.items()}
     filters = {back.get(column, column): wanted for column, wanted in filters.items()}
+    for column, wanted in filters.items():
+        for value in (wanted if isinstance(wanted, (list, tuple, set, frozenset)) else [wanted]):
+            _filter_value(column, value)
     store = db if isinstance(db, Store) else Store.open(db, read_only=True)
     try:
         with store.engine.connect() as conn:

@@ -573,6 +573,32 @@ class Store:
                                    .where(Measurement.run_id == run_id).distinct())
             return {row[0] for row in rows}
 
+    def samples_of(self, measurement_ids) -> dict[int, np.ndarray]:
+        """{measurement id: its raw samples in order}, as the `samples` view gives them (a derived array
+        by the view's two IEEE operations), read from sample_arrays directly: the view expands every
+        array of the database before any WHERE narrows it (half a second on the shipped one), where
+        this reads only the arrays asked for. A measurement without samples is left out."""
+        wanted = sorted({int(i) for i in measurement_ids})
+        columns = (SampleArray.measurement_id, SampleArray.samples, SampleArray.derived_from,
+                   SampleArray.subtract, SampleArray.divide_by)
+        rows, sources = [], {}
+        with Session(self.engine) as session:
+            for start in range(0, len(wanted), 500):  # bound the statement's parameters
+                rows += session.execute(select(*columns).where(
+                    SampleArray.measurement_id.in_(wanted[start:start + 500]))).all()
+            needed = sorted({r.derived_from for r in rows if r.samples is None and r.derived_from is not None})
+            for start in range(0, len(needed), 500):
+                sources.update(session.execute(select(SampleArray.measurement_id, SampleArray.samples).where(
+                    SampleArray.measurement_id.in_(needed[start:start + 500]))).all())
+        arrays = {}
+        for row in rows:
+            if row.samples is not None:
+                arrays[row.measurement_id] = np.asarray(json.loads(row.samples), dtype=float)
+            elif sources.get(row.derived_from) is not None:
+                source = np.asarray(json.loads(sources[row.derived_from]), dtype=float)
+                arrays[row.measurement_id] = (source - row.subtract) / row.divide_by
+        return arrays
+
     def runs(self) -> pd.DataFrame:
         """One row per run, oldest first; `gpu` is gpu_label's (as `bench fleet` names GPUs)."""
         frame = self.query("""
