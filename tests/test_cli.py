@@ -34,6 +34,9 @@ def test_list_suites_and_cases():
     assert re.search(r"^wgmma\s+192\s+dense wgmma", bench("list").output, re.M)
     cases = bench("list", "--suite", "wgmma", "--filter", "*m64n128k16*").output.split()
     assert len(cases) == 6 and all("m64n128k16" in c for c in cases)
+    # without --suite, a filter looks through every family: ldmatrix/stmatrix x1/x2/x4, each with .trans
+    loaders = bench("list", "--filter", "*matrix.sync*").output.split()
+    assert len(loaders) == 12 and {c.split(".")[0] for c in loaders} == {"ldmatrix", "stmatrix"}
 
 
 def test_show_prints_source_descriptors_and_log(cache_dir):

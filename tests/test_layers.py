@@ -139,3 +139,12 @@ def test_the_checker_sees_a_circle_and_an_upward_import(tmp_path):
     found = imports("harness.spec", fake, modules())
     assert found == {"harness.cli", "harness.families.wgmma.model", "harness.registry"}
     assert all(layer_of(target) > layer_of("harness.spec") for target in found)
+
+
+def test_only_the_registry_names_a_family_package():
+    """A family is a folder (docs/architecture.md, "Families as plug-ins"): the shared stages, the CLI
+    included, reach a family through the registry's Family objects, never by importing its package."""
+    named = sorted(f"{a} imports {b}" for a, targets in graph().items()
+                   if not a.startswith("harness.families.") and a != "harness.registry"
+                   for b in targets if b.startswith("harness.families.") and b != "harness.families.base")
+    assert not named, "\n".join(named)

@@ -71,3 +71,19 @@ def test_the_slurm_script_is_valid_bash_and_uses_existing_options():
     line = next(l for l in script.read_text().splitlines() if "bench run" in l and not l.lstrip().startswith("#"))
     help_text = CliRunner().invoke(cli, ["run", "--help"]).output
     assert all(option in help_text for option in re.findall(r"--[a-z]+", line))
+
+
+def test_runs_that_all_fail_end_on_one_error_line_and_leave_the_database_alone(tmp_path, cache_dir):
+    """Simulated GPUs into a database of real-GPU runs: each child refuses (runs are never mixed), and
+    the last line says how many failed (found by the environment fuzz test: it ended on a child's line)."""
+    from conftest import make_db
+    from test_cli import digest
+
+    db = make_db(tmp_path / "real.db")
+    before = digest(db)
+    process = bench_process("run", "--suite", "wgmma-quick", "--gpus", "all", "--db", str(db), env=env(cache_dir))
+    output, _ = process.communicate(timeout=300)
+    lines = output.strip().splitlines()
+    assert process.returncode != 0 and "Traceback" not in output, output
+    assert lines[-1].startswith("error: 2 of 2 runs failed (GPU 0") and "never mixed" in output, output
+    assert digest(db) == before

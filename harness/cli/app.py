@@ -35,7 +35,6 @@ class Finite(click.ParamType):
 
 RUN_ID = click.IntRange(1, 2**63 - 1)  # what a run id can be (SQLite's integer)
 GPU_INDEX = click.IntRange(0, 1023)
-DIMENSION = click.IntRange(1, 1 << 20)  # advise swapab's n and k: up to a million
 DB_HELP = ("results database: a file path or SQLAlchemy URL (default: $HOPPER_BENCH_DB, else your ./bench.db; "
            "reading, the shipped runs of record in ./results.db until ./bench.db exists)")
 

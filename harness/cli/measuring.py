@@ -12,13 +12,14 @@ import pandas as pd
 from harness.measure.runner import RunSettings
 from harness.measure.worker import DEFAULT_WATCHDOG_S
 from harness.cli.app import (
-    Finite, RUN_ID, GPU_INDEX, DB_HELP, print_frame, cli, shipped_references, open_store,
+    Finite, RUN_ID, GPU_INDEX, DB_HELP, print_frame, cli, fail, shipped_references, open_store,
 )
 
 
 @cli.command("list")
 @click.option("--suite", "suite", default=None, help="list this suite's cases (default: list the suites)")
-@click.option("--filter", "filter_", default=None, help="comma-separated globs on the case id")
+@click.option("--filter", "filter_", default=None,
+              help="comma-separated globs on the case id (without --suite: over every case of every family)")
 def list_command(suite, filter_):
     """List the suites, or the cases of one suite.
 
@@ -33,7 +34,13 @@ def list_command(suite, filter_):
         print_frame(pd.DataFrame([(name, len(s.make()), s.description) for name, s in SUITES.items()],
                                  columns=["suite", "cases", "what it measures"]), "table", cut=0)
         return
-    for case in select(suite_cases(suite or "wgmma"), filter_):
+    if suite is None:
+        from harness.registry import FAMILIES
+
+        cases = [case for family in FAMILIES.values() for case in family.cases()]
+    else:
+        cases = suite_cases(suite)
+    for case in select(cases, filter_):
         click.echo(case.case_id)
 
 
@@ -100,6 +107,9 @@ def run(suite, filter_, resume, gpu, gpus, db, jobs, seed, watchdog, progress_mo
         signal.signal(sig, signal.default_int_handler)
     with worker:
         device = worker.start()
+        from harness.db.store import check_mixing
+
+        check_mixing(db, device.uuid)  # simulated and real runs never share a database: say so before any work
         what = f"resuming run {resume}: {len(run_plan.cases)} of {run_plan.size}" if resume else f"{len(run_plan.cases)}"
         if progress_mode == "lines":
             click.echo(f"device {device.index} {device.uuid} {device.name}")
@@ -199,6 +209,9 @@ def _run_node(gpus, suite, filter_, db, jobs, seed, watchdog):
         for line in child.summary:
             if not line.startswith(("GPU ", "compile", "measure")):
                 click.echo(f"[{child.label}] {line}")
+    if worst:  # the last line says it, as every failing command's does
+        failed = [child.label for child in children if child.process.returncode]
+        fail(f"{len(failed)} of {len(children)} runs failed ({', '.join(failed)}): their errors are above", worst)
     sys.exit(worst)
 
 

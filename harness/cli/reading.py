@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import sys
 
 import click
@@ -10,7 +12,7 @@ import pandas as pd
 
 from harness import output
 from harness.cli.app import (
-    Finite, RUN_ID, DIMENSION, DB_HELP, EXIT_DIFFERENCES, FAILING_VERDICTS, COMPARE_COLUMNS,
+    Finite, RUN_ID, DB_HELP, EXIT_DIFFERENCES, FAILING_VERDICTS, COMPARE_COLUMNS,
     table_options, print_frame, say, run_label, fail, cli, open_store,
 )
 
@@ -152,10 +154,10 @@ def compare(run_id, against, metric, disagreements, include_flagged, exit_zero, 
 @click.option("--db", default=None, help=DB_HELP)
 @table_options
 def model(gpu, clock, run_id, db, fmt, wide):
-    """Predict wgmma issue intervals and TFLOPS (f16, m64nNk16) from datasheet parameters, or fit every
-    family's model to a run, with residuals: wgmma (issue interval, work per cycle per SM), mma.sync
-    (issue interval, throughput, latency), ldmatrix/stmatrix (bank-bound bytes per cycle), TMA (copy
-    latency, Little's law, the DSMEM hop).
+    """Predict from datasheet parameters (each family whose model can: wgmma issue intervals and TFLOPS,
+    f16 m64nNk16), or fit every family's model to a run, with residuals: wgmma (issue interval, work
+    per cycle per SM), mma.sync (issue interval, throughput, latency), ldmatrix/stmatrix (bank-bound
+    bytes per cycle), TMA (copy latency, Little's law, the DSMEM hop).
 
     \b
     Examples:
@@ -163,13 +165,15 @@ def model(gpu, clock, run_id, db, fmt, wide):
       bench model --gpu H800 --clock 1560
       bench model --run 4
     """
-    from harness.families.wgmma import model as perfmodel
-
     if run_id is None:
-        params = perfmodel.datasheet(gpu)
-        say(f"{params.gpu}: B_smem = {params.b_smem:g} B/cycle/SM, F_tc = {params.f_tc:g} FLOP/cycle per "
-            f"tensor core, floor = {params.l_min:g} cycles ({params.source})")
-        print_frame(perfmodel.table(params, clock_mhz=clock), fmt, wide)
+        from harness.registry import FAMILIES
+
+        models = [(name, f.model) for name, f in FAMILIES.items()
+                  if hasattr(getattr(f, "model", None), "datasheet_table")]
+        for name, family_model in models:
+            line, table = family_model.datasheet_table(gpu, clock)
+            say(f"{name}: {line}" if len(models) > 1 else line)
+            print_frame(table, fmt, wide)
         return
     from harness.analysis.compare import natural_key
     from harness.analysis.models import fit_run
@@ -185,9 +189,27 @@ def model(gpu, clock, run_id, db, fmt, wide):
                     first=("case_id", "metric", "measured", "fitted", "residual", "relative"))
 
 
-@cli.group()
+class AdvisorGroup(click.Group):
+    """A group whose commands are the families' advisors, made when first asked for (so that other
+    commands never import the families for them)."""
+
+    @functools.cached_property
+    def advisors(self) -> dict[str, click.Command]:
+        from harness.registry import FAMILIES
+
+        return {advisor.name: advice_command(family, advisor)
+                for family in FAMILIES.values() for advisor in getattr(family, "advisors", ())}
+
+    def list_commands(self, ctx):
+        return sorted(self.advisors)
+
+    def get_command(self, ctx, name):
+        return self.advisors.get(name)
+
+
+@cli.group(cls=AdvisorGroup)
 def advise():
-    """Instruction-choice advice from the model.
+    """Instruction-choice advice from a family's model (one command per advisor a family offers).
 
     \b
     Example:
@@ -195,41 +217,35 @@ def advise():
     """
 
 
-@advise.command("swapab")
-@click.option("--m", "m", required=True, type=click.IntRange(1, 65536), help="rows of A and C")
-@click.option("--n", "n", required=True, type=DIMENSION, help="rows of B, columns of C")
-@click.option("--k", "k", required=True, type=DIMENSION, help="the reduction dimension")
-@click.option("--gpu", default=None, help="predict with this GPU's datasheet parameters (default H100 SXM5)")
-@click.option("--run", "run_id", default=None, type=RUN_ID, help="predict with the parameters fitted to this run")
-@click.option("--operands", type=click.Choice(("SS", "RS")), default="SS", show_default=True)
-@click.option("--db", default=None, help=DB_HELP)
-def swapab(m, n, k, gpu, run_id, operands, db):
-    """C = A.B^T with a small m: issue wgmma directly (M = m, padded to 64) or swapped (C^T = B.A^T)?
+def advice_command(family, advisor) -> click.Command:
+    """`bench advise NAME` from a family's Advisor (harness/families/base.py): its options, and --gpu,
+    --run and --db, which choose the model's parameters."""
 
-    \b
-    Examples:
-      bench advise swapab --m 16 --n 64 --k 16 --gpu H20
-      bench advise swapab --m 16 --n 64 --k 4096 --run 4
-    """
-    from harness.families.wgmma import model as perfmodel
+    def run_advisor(gpu, run_id, db, **values):
+        if gpu and run_id is not None:
+            raise click.UsageError("give --gpu or --run, not both")
+        fit = None
+        if run_id is not None:
+            from harness.analysis.models import fit_run
 
-    if gpu and run_id is not None:
-        raise click.UsageError("give --gpu or --run, not both")
-    if run_id is not None:
-        from harness.analysis.models import fit_run
+            fits = fit_run(open_store(db), run_id)
+            if family.name not in fits:
+                raise click.UsageError(f"run {run_id} has no {family.name} measurements its model fits")
+            fit = fits[family.name]
+        for line in advisor.advise(values, fit, gpu):
+            click.echo(line)
 
-        fits = fit_run(open_store(db), run_id)
-        if "wgmma" not in fits:
-            raise click.UsageError(f"run {run_id} has no wgmma issue intervals to fit")
-        params = fits["wgmma"].params_for("f16")
-    else:
-        params = perfmodel.datasheet(gpu or "H100 SXM5")
-    advice = perfmodel.swapab(m, n, k, params, operands=operands)
-    click.echo(f"C = A.B^T, m={m} n={n} k={k}, f16 {operands}, model of {params.gpu} ({params.source}):")
-    for choice in (advice.direct, advice.swapped):
-        click.echo(f"  {choice.name:<8} {choice.count} x wgmma {choice.instruction}: {choice.cycles:g} cycles "
-                   f"({choice.bound} bound)")
-    click.echo(f"  -> {advice.recommendation} (direct / swapped = {advice.speedup:.2f})")
+    options = [click.Option([f"--{o.name}", o.name], help=o.help,
+                            type=click.Choice(o.choices) if o.choices else click.IntRange(o.low, o.high),
+                            # click 8.3 counts default=None as a default: a required option passes none
+                            **({"required": True} if o.default is None else {"default": o.default,
+                                                                              "show_default": True}))
+               for o in advisor.options]
+    options += [click.Option(["--gpu"], default=None, help="predict with this GPU's datasheet parameters"),
+                click.Option(["--run", "run_id"], default=None, type=RUN_ID,
+                             help="predict with the parameters fitted to this run"),
+                click.Option(["--db"], default=None, help=DB_HELP)]
+    return click.Command(advisor.name, callback=run_advisor, params=options, help=inspect.cleandoc(advisor.help))
 
 
 @cli.command()

@@ -614,6 +614,13 @@ class Store:
         return frame.drop(columns="uuid")
 
 
+def check_mixing(db, uuid: str) -> None:
+    """refuse_mixing before a run starts its work (a GPU's run into a database of the other kind is
+    one error line, not a compile and then a failure)."""
+    with Store.open(db, create=True) as store, Session(store.engine) as session:
+        refuse_mixing(session, [uuid], store.url)
+
+
 def refuse_mixing(session: Session, uuids: list[str], where: str) -> None:
     """Simulated runs (the tests' fake GPU: synthetic numbers) and real ones never share a database:
     refuse to add runs of `uuids` where the other kind is already stored."""

@@ -13,7 +13,9 @@ harness/families/ plus one line in the registry (harness/registry.py).
     what to measure and how               plan(case, device) -> method specs (harness/measure/methods.py),
                                           work(case), peak(case)
     what people read                      describe(case) (bench show), headline(metric), notes(case)
-    optional                              model (an analytical model: prior, predict, fit),
+    optional                              model (an analytical model: prior, predict, fit, and
+                                          datasheet_table(gpu, clock) for `bench model --gpu`),
+                                          advisors (Advisor: `bench advise NAME`),
                                           figures(context) (report sections),
                                           attach(case, probe, device) (GPU resources: buffers,
                                           tensor maps, shared memory, extra kernel arguments),
@@ -89,6 +91,31 @@ class PaperFigure:
     operands: str | None  # SS or RS (wgmma)
     sparse: bool
     metric: str  # the source's: "latency_cycles" or "throughput" as the papers mean them, or one of ours
+
+
+@dataclass(frozen=True)
+class AdviceOption:
+    """One option of an advisor's command, `--name`: an integer in [low, high], or one of `choices`."""
+
+    name: str
+    help: str
+    low: int = 1
+    high: int = 1 << 20
+    choices: tuple[str, ...] = ()
+    default: object = None  # None: the option is required
+
+
+@dataclass(frozen=True)
+class Advisor:
+    """`bench advise NAME`: instruction-choice advice from a family's model. The command adds --gpu (the
+    datasheet's parameters), --run (the parameters fitted to a run) and --db to `options`, and prints
+    what `advise(values, fit, gpu)` returns: `values` by option name, `fit` the family model's fit
+    report for --run (else None), `gpu` --gpu's name (else None)."""
+
+    name: str
+    help: str  # the command's help: a summary line, then examples
+    options: tuple[AdviceOption, ...]
+    advise: Callable[[dict, object, "str | None"], list[str]] = field(repr=False)
 
 
 @dataclass(frozen=True)

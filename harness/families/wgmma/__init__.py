@@ -424,6 +424,12 @@ class WgmmaFamily:
 
         return WgmmaModel()
 
+    @property
+    def advisors(self) -> tuple:
+        from harness.families.wgmma.advice import SWAPAB
+
+        return (SWAPAB,)
+
     def figures(self, context) -> list:
         from harness.families.wgmma.figures import figures
 

@@ -83,6 +83,14 @@ class WgmmaModel:
         except SpecError:
             return None
 
+    def datasheet_table(self, gpu: str, clock_mhz: float | None = None) -> tuple[str, pd.DataFrame]:
+        """`bench model --gpu`: the parameters of `gpu`'s datasheet in a line, and the issue intervals
+        and TFLOPS (f16, m64nNk16) they predict."""
+        params = perfmodel.datasheet(gpu)
+        line = (f"{params.gpu}: B_smem = {params.b_smem:g} B/cycle/SM, F_tc = {params.f_tc:g} FLOP/cycle per "
+                f"tensor core, floor = {params.l_min:g} cycles ({params.source})")
+        return line, perfmodel.table(params, clock_mhz=clock_mhz)
+
     def predict(self, case, metric: str, params: perfmodel.Params | None) -> float | None:
         if metric not in self.metrics or params is None or case.dtype_a not in perfmodel.DTYPE_RATE:
             return None  # b1: no published rate to model it with
