@@ -38,7 +38,7 @@ def _json_value(value):
     return value
 
 
-def _cell(value) -> str:
+def cell(value) -> str:
     value = _plain(value)
     if value is None:
         return ""
@@ -67,7 +67,7 @@ def to_json(frame: pd.DataFrame) -> str:
 def markdown(frame: pd.DataFrame) -> str:
     header = "| " + " | ".join(map(str, frame.columns)) + " |"
     rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    rows = ["| " + " | ".join(_cell(v).replace("|", "\\|") for v in row) + " |"
+    rows = ["| " + " | ".join(cell(v).replace("|", "\\|") for v in row) + " |"
             for row in frame.itertuples(index=False)]
     return "\n".join([header, rule, *rows])
 

@@ -55,8 +55,11 @@ def test_the_page_answers_the_questions_and_names_no_local_path(site):
     assert page.index(QUESTIONS[0]) < page.index("Every run</h2>")
     assert str(site) not in page and "/tmp/" not in page and "/work/" not in page
     assert "href='../reports/" in page and "-run55/report.html'" in page  # run 55 links to its report
-    assert "SS: the issue interval follows the tensor cores' N/2 cycles from N = 64 on every GPU" in text
-    assert "RS: the issue interval follows the tensor cores' N/2 cycles from N = 32 on every GPU" in text
+    # the article's figures (1024 FLOP/cycle per tensor core, 128 B/cycle, a 13-cycle floor), as fitted
+    assert "SS: the issue interval follows the tensor cores' 0.5 N cycles from N = 64 on every GPU" in text
+    assert "shared memory at 128 B/cycle (fitted) bounds it" in text
+    assert "RS: the issue interval follows the tensor cores' 0.5 N cycles from N = 32 on every GPU" in text
+    assert "the 13-cycle floor (fitted) bounds it" in text
 
 
 def test_the_page_renders_in_chromium(site, tmp_path):

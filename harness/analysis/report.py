@@ -22,6 +22,7 @@ import pandas as pd
 
 from harness import output
 from harness.analysis import compare as comparing
+from harness.analysis.pages import CSS, html_table, slug
 from harness.db.store import Store
 from harness.errors import StoreError, redact
 from harness.registry import FAMILIES
@@ -47,10 +48,6 @@ class ReportContext:
     directory: Path
     measured: pd.DataFrame
     against: pd.DataFrame
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
 def _run_facts(store: Store, run_id: int) -> dict:
@@ -160,7 +157,7 @@ def build(store: Store, run_id: int | None = None, root: Path = Path("reports"),
     date = str(facts["started_at"])[:10]
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
-    final = root / f"{_slug(facts['gpu'] or 'unknown-gpu')}-{date}-run{run_id}"
+    final = root / f"{slug(facts['gpu'] or 'unknown-gpu')}-{date}-run{run_id}"
     # Everything is written into a new folder of our own, then moved into place whole: no write
     # follows a link someone left in the output folder, and an interrupted report leaves nothing.
     staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=root))
@@ -395,27 +392,6 @@ def _anchor(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
 
 
-def _html_table(frame: pd.DataFrame) -> str:
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
-    rows = []
-    for row in frame.itertuples(index=False):
-        cells = []
-        for value in row:
-            text = output._cell(value)
-            cls = ' class="bad"' if text == "DISAGREES" else ' class="good"' if text == "agrees" else ""
-            cells.append(f"<td{cls}>{html.escape(text)}</td>")
-        rows.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-
-
-CSS = """body{font:15px/1.5 system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
-h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.8em;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;font-size:13px;margin:.5em 0;display:block;overflow-x:auto}
-th,td{border:1px solid #ddd;padding:3px 7px;text-align:left;white-space:nowrap}th{background:#f4f4f4}
-td.bad{color:#b00;font-weight:600}td.good{color:#070}img{max-width:100%;height:auto}
-li{margin:.3em 0}footer{margin-top:3em;color:#777;font-size:13px}"""
-
-
 def _html(sections, facts, run_id, url) -> str:
     title = html.escape(f"{facts['gpu']}: run {run_id} against the paper and the model")
     parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{title}</title>"
@@ -432,6 +408,6 @@ def _html(sections, facts, run_id, url) -> str:
             data = base64.b64encode(body.read_bytes()).decode()
             parts.append(f"<img alt='{html.escape(heading)}' src='data:image/png;base64,{data}'>")
         elif body is not None:
-            parts.append(_html_table(body))
+            parts.append(html_table(body))
     parts.append(f"<footer>{html.escape(_footer(url))}</footer></body></html>")
     return "\n".join(parts)

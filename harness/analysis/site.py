@@ -21,7 +21,8 @@ from pathlib import Path
 import pandas as pd
 
 from harness.analysis import compare as comparing
-from harness.analysis.report import CSS, _html_table, _slug, portable_database
+from harness.analysis.pages import CSS, html_table, slug
+from harness.analysis.report import portable_database
 from harness.db.frames import latest, results
 from harness.db.store import Store
 from harness.errors import StoreError, redact
@@ -213,7 +214,7 @@ def _page(store: Store, runs: pd.DataFrame, sections: list) -> str:
     models = runs.gpu.map(_model).value_counts().sort_index()
     gpus = sorted(set(runs.gpu))
     title = "hopper-bench: every run and GPU"
-    anchors = [_slug(heading) for heading, _, _ in sections]
+    anchors = [slug(heading) for heading, _, _ in sections]
     parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{title}</title>"
              f"<style>{CSS}nav li{{margin:0}}</style></head><body><h1>{title}</h1>",
              f"<p>{len(runs)} runs on {len(gpus)} GPUs ("
@@ -231,7 +232,7 @@ def _page(store: Store, runs: pd.DataFrame, sections: list) -> str:
         elif body is not None and "report" in getattr(body, "columns", []):
             parts.append(_linked_runs(body))
         elif body is not None:
-            parts.append(_html_table(body))
+            parts.append(html_table(body))
     # Says, once the page has loaded, whether every figure decoded (the browser test reads it).
     parts.append("<script>addEventListener('load',()=>{const i=[...document.images];document.body.dataset."
                  "figures=i.every(x=>x.complete&&x.naturalWidth>0)?'ok':'broken'})</script></body></html>")
@@ -240,7 +241,7 @@ def _page(store: Store, runs: pd.DataFrame, sections: list) -> str:
 
 def _linked_runs(table: pd.DataFrame) -> str:
     body = table.drop(columns="report")
-    text = _html_table(body)
+    text = html_table(body)
     for run, link in zip(table.run, table.report):
         if link:
             text = text.replace(f"<tr><td>{int(run)}</td>", f"<tr><td><a href='{html.escape(link)}'>{int(run)}</a></td>", 1)

@@ -337,8 +337,8 @@ def _against_n_sections(paths) -> list:
         "sparse below; the model is fitted to each panel alone (harness/families/wgmma/model.py)."], paths[0]),
         ("wgmma: throughput against N", [
             "Work per cycle per SM with W warpgroups per SM on every SM, for the run's first input type, dense; "
-            "the peak is 4 tensor cores x 1024 FLOP per cycle for 16-bit inputs (half for tf32, twice for fp8 "
-            "and int8)."], paths[1])]
+            f"the peak is 4 tensor cores x {perfmodel.DENSE_FLOP_PER_SM_PER_CYCLE / 4:g} FLOP per cycle for 16-bit "
+            "inputs (the datasheet's; half for tf32, twice for fp8 and int8)."], paths[1])]
 
 
 def findings(ctx) -> list:
@@ -369,13 +369,27 @@ def findings(ctx) -> list:
             rows.append({"gpu": gpu, "operands": operands, "crossover N (model)": round(crossover, 1),
                          "first N that is compute-bound": int(legal.min()) if len(legal) else None,
                          "interval at N=256 (cycles)": float(points[points.n == 256].value.iloc[0])
-                         if (points.n == 256).any() else None})
+                         if (points.n == 256).any() else None,
+                         "B_smem (B/cycle/SM, fitted)": params.b_smem if params else None,
+                         "F_tc (FLOP/cycle/TC, fitted)": params.f_tc if params else None,
+                         "floor (cycles, fitted)": params.l_min if params else None})
     if not rows:  # no GPU measured at enough N to see where the line bends
         plt.close(fig)
         return []
+    table = pd.DataFrame(rows)
+
+    def fitted(column: str) -> str:  # the fits' values of a parameter, as the text quotes them
+        values = sorted({round(float(v), 1) for v in table[column].dropna()})
+        if not values:
+            return "?"
+        return f"{values[0]:g}" if len(values) == 1 else f"{values[0]:g}..{values[-1]:g}"
+
+    f_tc = float(table["F_tc (FLOP/cycle/TC, fitted)"].median())
+    f_tc = f_tc if f_tc == f_tc else perfmodel.datasheet("H100 SXM5").f_tc  # no fit: the datasheet's
+    per_n = 2 * 64 * 16 / (4 * f_tc)  # cycles per N of m64nNk16 on 4 tensor cores
     ns = np.arange(8, 257, 8)
     for ax, operands in zip(axes, ("SS", "RS")):
-        ax.plot(ns, ns / 2, "k:", label="tensor cores alone: N/2 cycles (1024 FLOP/cycle x 4)")
+        ax.plot(ns, ns * per_n, "k:", label=f"tensor cores alone: {per_n:.3g} N cycles ({f_tc:.4g} FLOP/cycle x 4)")
         ax.set_title(f"wgmma m64nNk16 f16 -> f32, {operands}", fontsize=10)
         ax.set_xlabel("N")
         ax.legend(fontsize=7)
@@ -384,16 +398,16 @@ def findings(ctx) -> list:
     path = ctx.directory / "wgmma_compute_bound.png"
     fig.savefig(path, dpi=100)
     plt.close(fig)
-    table = pd.DataFrame(rows)
     for operands in ("SS", "RS"):
         found = table[table.operands == operands]
         if len(found):
             firsts = sorted({int(v) for v in found["first N that is compute-bound"].dropna()})
-            text.append(f"{operands}: the issue interval follows the tensor cores' N/2 cycles from N = "
+            text.append(f"{operands}: the issue interval follows the tensor cores' {per_n:.3g} N cycles from N = "
                         f"{', '.join(map(str, firsts))} on every GPU measured (model crossover "
                         f"{', '.join(f'{v:g}' for v in sorted(set(found['crossover N (model)'])))}); below it "
-                        + ("reading A and B from shared memory at 128 B/cycle bounds it." if operands == "SS" else
-                           "the 13-cycle floor bounds it."))
+                        + (f"reading A and B from shared memory at {fitted('B_smem (B/cycle/SM, fitted)')} B/cycle "
+                           "(fitted) bounds it." if operands == "SS" else
+                           f"the {fitted('floor (cycles, fitted)')}-cycle floor (fitted) bounds it."))
     return [("Where does wgmma turn compute-bound?", text + [
         "Newest measurements of each GPU model; the model (harness/families/wgmma/model.py) is fitted to each "
         "GPU's own intervals. Every other type scales the same way by its rate (bench compare --against model)."],
