@@ -337,7 +337,7 @@ def _against_n_sections(paths) -> list:
         "sparse below; the model is fitted to each panel alone (harness/families/wgmma/model.py)."], paths[0]),
         ("wgmma: throughput against N", [
             "Work per cycle per SM with W warpgroups per SM on every SM, for the run's first input type, dense; "
-            f"the peak is 4 tensor cores x {perfmodel.DENSE_FLOP_PER_SM_PER_CYCLE / 4:g} FLOP per cycle for 16-bit "
+            f"the peak is 4 tensor cores x {perfmodel.DENSE_FLOP_PER_SM_PER_CYCLE['f16'] / 4:g} FLOP per cycle for 16-bit "
             "inputs (the datasheet's; half for tf32, twice for fp8 and int8)."], paths[1])]
 
 
