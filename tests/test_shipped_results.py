@@ -64,3 +64,18 @@ def test_two_d_boxes_reach_the_read_roofline(store):
                    if case_id.startswith("cp.async.bulk.tensor.2d.shared::cluster") and parse(case_id).cluster == 1
                    and parse(case_id).box_bytes >= 4096)
         assert best >= 0.95 * roofline, (gpu, best, roofline)
+
+
+def test_every_shipped_run_has_a_report(store, tmp_path):
+    """scripts/make_reports.sh reports every run; run 36 (two tma measurements without an in-kernel
+    clock) once failed on its GPU-state line. Its report says what was not measured instead."""
+    from click.testing import CliRunner
+
+    from harness.cli import cli
+
+    made = CliRunner().invoke(cli, ["report", "--db", str(DB), "--run", "36", "--out", str(tmp_path)])
+    assert made.exit_code == 0, made.output
+    page = next(tmp_path.glob("*-run36/report.md")).read_text()
+    assert "GPU state (NVML, during every measurement): no in-kernel SM clock, power up to" in page
+    reported = {int(p.name.rpartition("-run")[2]) for p in (DB.parent / "reports").glob("*-run*") if p.is_dir()}
+    assert reported == set(store.query("SELECT id FROM runs").id), "run scripts/make_reports.sh"

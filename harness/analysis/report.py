@@ -266,10 +266,16 @@ def _sections(store: Store, run_id: int, facts: dict, against: pd.DataFrame, fam
         summary.append(f"{len(emulated)} cases are emulated on this GPU (no native instruction: the SASS check found "
                        "other instructions doing the work); their rates are marked and are not tensor-core rates.")
     if facts.get("with_telemetry"):
+        def known(value) -> bool:  # a run of kernels without an in-kernel clock, or NVML without a sensor
+            return value is not None and value == value
+
+        state = [f"SM clock in the kernel {facts['clock_min']:.0f}..{facts['clock_max']:.0f} MHz"
+                 if known(facts["clock_min"]) else "no in-kernel SM clock",
+                 f"power up to {facts['power_max']:.0f} W" if known(facts["power_max"]) else "power not read",
+                 f"temperature up to {facts['temp_max']:.0f} C" if known(facts["temp_max"]) else "temperature not read"]
         summary.append(
-            f"GPU state (NVML, during every measurement): SM clock in the kernel {facts['clock_min']:.0f}.."
-            f"{facts['clock_max']:.0f} MHz, power up to {facts['power_max']:.0f} W, temperature up to "
-            f"{facts['temp_max']:.0f} C; {int(facts['flagged'] or 0)} of {int(facts['measurements'])} measurements "
+            f"GPU state (NVML, during every measurement): {', '.join(state)}; "
+            f"{int(facts['flagged'] or 0)} of {int(facts['measurements'])} measurements "
             f"flagged (thermal/hardware throttling or another process), {int(facts['power_capped'] or 0)} saw the "
             "software power cap (recorded, not flagged: cycle metrics do not depend on the clock).")
     else:
