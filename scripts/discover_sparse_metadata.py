@@ -13,7 +13,6 @@ metadata lane.
 from __future__ import annotations
 
 import sys
-from itertools import combinations
 
 import numpy as np
 

@@ -32,7 +32,7 @@ from harness.registry import family_of
 from harness.measure.launch import LoadedProbe
 from harness.measure.methods import ChainSlope
 from harness.measure.timing import RECORD_WORDS, Records
-from harness.measure.runner import validate
+from harness.orchestration.runner import validate
 from harness.registry import parse_case_id
 
 CASES = [

@@ -27,7 +27,7 @@ from harness.families.tma import gpu, model
 from harness.measure import methods
 from harness.measure.device import open_device
 from harness.measure.launch import LoadedProbe
-from harness.measure.runner import validate
+from harness.orchestration.runner import validate
 from harness.measure.telemetry import NullSampler
 from harness.measure.timing import TimingPolicy
 from harness.registry import parse_case_id

@@ -12,7 +12,7 @@ from harness.published import shipped
 from harness import published as references
 from harness.cli import cli
 from harness.analysis.compare import compare
-from harness.measure.fakegpu import synthetic_result
+from harness.orchestration.fakegpu import synthetic_result
 from harness.provenance import Provenance
 from harness.analysis.report import build
 from harness.db.store import Store

@@ -9,7 +9,7 @@ from harness.build.compile import compile_probe
 from harness.build.render import ProbeSource, render_calibration
 from harness.registry import probe_source
 from harness.errors import CompileError
-from harness.measure.runner import sass_check
+from harness.orchestration.runner import sass_check
 from harness.registry import parse_case_id
 
 CASE = parse_case_id("wgmma.mma_async.m64n64k16.f32.f16.f16.SS")

@@ -12,7 +12,7 @@ from harness.build.compile import compile_many
 from harness.build.sass import disassemble_many
 from harness.registry import probe_source
 from harness.registry import FAMILIES
-from harness.measure.runner import declared_metrics, sass_check
+from harness.orchestration.runner import declared_metrics, sass_check
 from harness.measure.validate import compare
 from harness.registry import parse_case_id
 
@@ -72,9 +72,9 @@ def test_checks_pass_a_correct_output_and_fail_a_poisoned_one(case):
 
 def test_every_family_runs_end_to_end_on_the_simulated_gpu(tmp_path, monkeypatch, cache_dir):
     from harness.db.store import Store
-    from harness.measure.fakegpu import simulated_device
-    from harness.measure.run import RunPlan, execute
-    from harness.measure.worker import Worker
+    from harness.orchestration.fakegpu import simulated_device
+    from harness.orchestration.run import RunPlan, execute
+    from harness.orchestration.worker import Worker
 
     monkeypatch.setenv("HOPPER_BENCH_BACKEND", "fake")
     chosen = [family.cases()[0] for family in FAMILIES.values()]

@@ -14,7 +14,7 @@ from harness.analysis.compare import compare
 from harness import published as references
 from harness.db.store import Store
 from harness.families.tma.fitting import TmaModel, fit_line, little
-from harness.measure.fakegpu import synthetic_result
+from harness.orchestration.fakegpu import synthetic_result
 from harness.provenance import Provenance
 from harness.registry import parse_case_id
 

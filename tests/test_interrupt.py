@@ -8,7 +8,7 @@ import pytest
 
 from conftest import bench_process
 from harness.db.store import Store
-from harness.measure.fakegpu import synthetic_result
+from harness.orchestration.fakegpu import synthetic_result
 from harness.suites import suite_cases
 
 

@@ -4,9 +4,9 @@ watchdog and restart machinery that the real GPU uses (tests/gpu/test_faults.py 
 import pytest
 
 from harness.errors import DeviceError, SpecError
-from harness.measure.run import execute, plan
+from harness.orchestration.run import execute, plan
 from harness.db.store import Store
-from harness.measure.worker import Worker
+from harness.orchestration.worker import Worker
 
 
 @pytest.fixture

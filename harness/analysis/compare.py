@@ -1,6 +1,6 @@
 """A run against the paper, the model, or another run: one row per case and metric, as DataFrames.
 
-Metrics are treated by what the registry (harness/analysis/metrics.py) says of them, and cases by
+Metrics are treated by what the registry (harness/metrics.py) says of them, and cases by
 what their family says: which launch stands for a case where a metric has several
 (Family.headline; None: the best of them), and what its model predicts (Family.model).
 
@@ -21,7 +21,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from harness.analysis import metrics as registry
+from harness import metrics as registry
 from harness.db.store import Store
 from harness.errors import SpecError
 from harness.registry import FAMILIES

@@ -334,7 +334,7 @@ SPREAD_LIMIT = 0.01  # repeated cycle measurements that spread more than this ar
 def _spread_section(store: Store, run_id: int) -> list:
     """The cycle measurements of the run (metrics counted by clock64) whose samples spread by more than
     SPREAD_LIMIT (interquartile range over the median): where a number is less settled than the rest."""
-    from harness.analysis import metrics
+    from harness import metrics
 
     cycle_metrics = ", ".join(f"'{name}'" for name in metrics.names("cycles"))
     rows = store.query(f"""SELECT case_id, metric, launch, value, spread, n_samples FROM results

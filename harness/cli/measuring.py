@@ -9,8 +9,8 @@ import time
 import click
 import pandas as pd
 
-from harness.measure.runner import RunSettings
-from harness.measure.worker import DEFAULT_WATCHDOG_S
+from harness.orchestration.runner import RunSettings
+from harness.orchestration.worker import DEFAULT_WATCHDOG_S
 from harness.cli.app import (
     Finite, RUN_ID, GPU_INDEX, DB_HELP, print_frame, cli, fail, shipped_references, open_store,
 )
@@ -74,8 +74,8 @@ def run(suite, filter_, resume, gpu, gpus, db, jobs, seed, watchdog, progress_mo
       bench run --suite mma --gpus all
       bench run --resume 7
     """
-    from harness.measure.run import execute, plan, plan_resume
-    from harness.measure.worker import Worker
+    from harness.orchestration.run import execute, plan, plan_resume
+    from harness.orchestration.worker import Worker
 
     if gpus is not None:
         if gpu is not None or resume is not None:
@@ -92,7 +92,7 @@ def run(suite, filter_, resume, gpu, gpus, db, jobs, seed, watchdog, progress_mo
         store = open_store(db)
         run_plan = plan_resume(store, resume)
         if gpu is None:
-            from harness.measure.node import index_of
+            from harness.orchestration.node import index_of
 
             gpu = index_of(store.run_info(resume).device_uuid)
     elif suite is None:
@@ -159,7 +159,7 @@ def _where(db) -> str:
 def _run_with_bars(run_plan, db, worker, jobs):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from harness.measure.run import execute
+    from harness.orchestration.run import execute
 
     columns = (TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TextColumn("{task.fields[detail]}"))
@@ -185,7 +185,7 @@ def _run_with_bars(run_plan, db, worker, jobs):
 def _run_node(gpus, suite, filter_, db, jobs, seed, watchdog):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from harness.measure.node import gpu_indices, run_node
+    from harness.orchestration.node import gpu_indices, run_node
 
     from harness.db.store import Store
 

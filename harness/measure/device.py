@@ -27,7 +27,7 @@ class DeviceInfo:
 
     @property
     def simulated(self) -> bool:
-        """The simulated GPU of the tests (harness/measure/fakegpu.py), whose numbers are synthetic."""
+        """The simulated GPU of the tests (harness/orchestration/fakegpu.py), whose numbers are synthetic."""
         return is_simulated(self.uuid)
 
 

@@ -14,6 +14,14 @@ from harness.spec import Case
 from harness.stats import summarize
 
 
+@dataclass(frozen=True)
+class Work:
+    """Work per instruction per issuing unit: FLOP (OP for integer and bit types) or bytes."""
+
+    amount: float
+    unit: str  # "FLOP", "OP" or "B"
+
+
 def launch_key(launch: dict) -> str:
     """The canonical JSON of a launch key: what tells two measurements of one metric apart."""
     return json.dumps(launch, sort_keys=True, separators=(",", ":"))
@@ -46,7 +54,7 @@ class CaseResult:
     validation_max_error: float | None
     input_distribution: str | None
     metrics: list[Metric] = field(default_factory=list)
-    fault: bool = False  # the probe crashed or hung its worker process (harness/measure/worker.py)
+    fault: bool = False  # the probe crashed or hung its worker process (harness/orchestration/worker.py)
 
     @property
     def status(self) -> str:

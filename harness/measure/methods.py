@@ -30,8 +30,7 @@ from typing import Protocol
 
 import numpy as np
 
-from harness.families.base import Work
-from harness.measure.measurement import Metric
+from harness.measure.measurement import Metric, Work
 from harness.measure.timing import RECORD_WORDS, Records, TimingPolicy, collect
 
 THROUGHPUT_CYCLES = 2_000_000  # cycles each unit runs in a per-SM throughput launch (~1 ms)

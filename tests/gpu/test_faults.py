@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.measure.run import execute, plan
+from harness.orchestration.run import execute, plan
 from harness.db.store import Store
-from harness.measure.worker import Worker
+from harness.orchestration.worker import Worker
 
 pytestmark = pytest.mark.gpu
 

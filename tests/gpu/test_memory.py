@@ -10,7 +10,7 @@ from harness.build.compile import compile_probe
 from harness.registry import probe_source
 from harness.registry import FAMILIES
 from harness.measure.device import open_device
-from harness.measure.runner import RunSettings, measure_case
+from harness.orchestration.runner import RunSettings, measure_case
 from harness.stats import coarse_grid
 
 pytestmark = pytest.mark.gpu

@@ -13,7 +13,7 @@ from harness.families.base import Inputs
 from harness.measure import methods
 from harness.measure.device import open_device
 from harness.measure.launch import LoadedProbe
-from harness.measure.runner import measure_case, validate
+from harness.orchestration.runner import measure_case, validate
 from harness.measure.telemetry import NullSampler
 from harness.measure.timing import TimingPolicy
 from harness.registry import parse_case_id
@@ -89,7 +89,7 @@ def test_paper_issue_interval_reproduces(n, expected, device):
                                      "mma.sync.m16n8k16.row.col.f32.f16.f16.f32",
                                      "mma.sync.m16n8k32.row.col.f32.e4m3.e4m3.f32"])
 def test_measure_case_produces_every_declared_metric(case_id, device):
-    from harness.measure.runner import declared_metrics
+    from harness.orchestration.runner import declared_metrics
     from harness.measure.telemetry import Sampler, nvml_reader
 
     case = parse_case_id(case_id)

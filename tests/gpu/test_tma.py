@@ -11,7 +11,7 @@ import pytest
 from harness.registry import FAMILIES
 from harness.families.base import Check
 from harness.measure.device import open_device
-from harness.measure.runner import RunSettings, measure_case, validate
+from harness.orchestration.runner import RunSettings, measure_case, validate
 from harness.registry import parse_case_id
 from gpu.test_probes import loaded
 

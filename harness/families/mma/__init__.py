@@ -393,4 +393,4 @@ def _d_coords(case: MmaCase):
 
 
 FAMILY = MmaFamily()
-from harness.families.mma.loaders import LOADERS  # noqa: E402  the ldmatrix/stmatrix family
+from harness.families.mma.loaders import LOADERS  # noqa: E402,F401  the ldmatrix/stmatrix family (registry.py names it)

@@ -15,7 +15,7 @@ from harness import dtypes, sparsity
 from harness.errors import SpecError
 from harness.families.base import Check, Inputs, KernelExpectation, SassExpectation, Suite, Work
 import harness.families.wgmma.cases as _cases
-from harness.families.wgmma.cases import LAYOUTS, M, OPERAND_MODES, WgmmaCase
+from harness.families.wgmma.cases import LAYOUTS, M, WgmmaCase
 from harness.families.wgmma.descriptors import Layout
 from harness.families.wgmma.model import DENSE_FLOP_PER_SM_PER_CYCLE
 from harness.families.wgmma.fragments import (WARPGROUP_THREADS, a_fragment_words, accumulator_registers,

@@ -26,6 +26,7 @@ and sparse arithmetic runs at twice the dense rate.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -33,6 +34,9 @@ from harness.errors import SpecError
 from harness.datasheets import GPU_ALIASES, gpu_specs
 from harness.datasheets import spec_name as _row
 from harness.families.wgmma.cases import WgmmaCase as Case
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 TENSOR_CORES_PER_SM = 4
 # Dense tensor-core work per SM per cycle (4 tensor cores x 1024 FLOP for 16-bit inputs).

@@ -4,7 +4,7 @@
   was stored as `latency_cycles`. Part of the empty sequence's wait overlaps the wgmma, so the
   difference is not a latency: it was below the case's own issue interval in hundreds of rows. It is
   now `latency_added_cycles`; the round trip stays `latency_raw_cycles` (metric registry,
-  harness/analysis/metrics.py).
+  harness/metrics.py).
 - A sparse wgmma's `peak_fraction` divided its dense-equivalent rate by the dense peak (up to 1.98);
   sparse mma.sync's by the sparse peak. Both now use the sparse peak (twice the dense): the stored
   sparse wgmma fractions are halved, the notes name the peak they are now of, and a fraction stored

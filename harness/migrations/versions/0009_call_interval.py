@@ -4,7 +4,7 @@ ptxas runs the fp8, s4/u4, xor.popc and m8n8k4 f16 forms of mma.sync as routines
 (the SASS check stores this as `builds.emulated`). Their independent-accumulator chain was stored as
 `issue_interval_cycles`, and for most of them it exceeds the form's dependent-chain latency (more
 independent calls cost more each): no instruction is issued, so it is renamed `call_interval_cycles`
-(metric registry, harness/analysis/metrics.py). Native forms keep `issue_interval_cycles`.
+(metric registry, harness/metrics.py). Native forms keep `issue_interval_cycles`.
 
 Revision ID: 0009
 """

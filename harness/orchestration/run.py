@@ -1,7 +1,7 @@
 """A whole `bench run`: check everything first, compile all cases, then measure and store each.
 
 Nothing touches the database until the suite, filter, GPU and probes have all been checked.
-Cases are measured in a worker process (harness/measure/worker.py), so a probe that faults or hangs is
+Cases are measured in a worker process (harness/orchestration/worker.py), so a probe that faults or hangs is
 stored as a fault and the run goes on. Each case is committed as soon as it is measured;
 SIGINT or SIGTERM marks the run interrupted, and `bench run --resume RUN_ID` measures what is
 missing.
@@ -27,7 +27,7 @@ from harness.registry import probe_source
 from harness.spec import Case
 from harness.db.store import Store
 from harness.suites import select, suite_cases
-from harness.measure.worker import Worker
+from harness.orchestration.worker import Worker
 
 RESUMABLE = ("interrupted", "failed")
 

@@ -6,8 +6,8 @@ waits for the result under a watchdog. When the worker reports a CUDA error, die
 silent past the watchdog, the case is stored as a fault with the reason, the worker is killed if
 need be, and a fresh one (a fresh context) measures the next case.
 
-Backends run inside the worker: "cuda" (the real GPU, harness.measure.runner.measure_case) and "fake"
-(harness.measure.fakegpu, a simulated GPU that lets CI drive this machinery without one). The
+Backends run inside the worker: "cuda" (the real GPU, harness.orchestration.runner.measure_case) and "fake"
+(harness.orchestration.fakegpu, a simulated GPU that lets CI drive this machinery without one). The
 HOPPER_BENCH_BACKEND environment variable picks one; "cuda" is the default.
 """
 
@@ -24,10 +24,10 @@ from harness.build.compile import Build
 from harness.measure.device import DeviceInfo
 from harness.errors import DeviceError, SpecError
 from harness.measure.measurement import CaseResult, unmeasured
-from harness.measure.runner import RunSettings, declared_metrics
+from harness.orchestration.runner import RunSettings, declared_metrics
 from harness.spec import Case
 
-BACKENDS = {"cuda": "harness.measure.worker:CudaBackend", "fake": "harness.measure.fakegpu:FakeBackend"}
+BACKENDS = {"cuda": "harness.orchestration.worker:CudaBackend", "fake": "harness.orchestration.fakegpu:FakeBackend"}
 DEFAULT_WATCHDOG_S = 120.0  # no case of the shipped suites takes a tenth of this
 STARTUP_TIMEOUT_S = 120.0  # spawn, import CuPy, create the CUDA context
 
@@ -60,7 +60,7 @@ class CudaBackend:
         return self.device
 
     def measure(self, case: Case, build: Build) -> CaseResult:
-        from harness.measure.runner import measure_case
+        from harness.orchestration.runner import measure_case
 
         return measure_case(case, build, self.device, self.settings, self.sampler)
 

@@ -45,7 +45,7 @@ def gpu_indices(spec: str) -> list[int]:
 
 def _device_count() -> int:
     """CUDA's device count (no context is created); the simulated backend's HOPPER_BENCH_FAKE_GPUS."""
-    from harness.measure.worker import backend_name
+    from harness.orchestration.worker import backend_name
 
     if backend_name() == "fake":
         from harness import environment
@@ -63,10 +63,10 @@ def _device_count() -> int:
 def index_of(uuid: str | None) -> int:
     """The index of the GPU with this UUID (0 when none matches: the resume check then names the GPU the
     run needs)."""
-    from harness.measure.worker import backend_name
+    from harness.orchestration.worker import backend_name
 
     if backend_name() == "fake":
-        from harness.measure.fakegpu import simulated_device
+        from harness.orchestration.fakegpu import simulated_device
 
         uuid_at = lambda i: simulated_device(i).uuid  # noqa: E731
     else:

@@ -23,7 +23,7 @@ from harness.measure.device import SIMULATED_UUID_PREFIX, DeviceInfo
 from harness.registry import family_of
 from harness.measure import methods
 from harness.measure.measurement import CaseResult, Metric
-from harness.measure.runner import RunSettings
+from harness.orchestration.runner import RunSettings
 from harness.build.sass import SassCheck
 from harness.spec import Case
 from harness.measure.telemetry import GpuState
