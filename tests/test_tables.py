@@ -88,3 +88,16 @@ def test_runs_name_their_gpu_as_fleet_does(shipped):
                                      "--format", "csv"]).stdout
     labels = set(re.findall(r"NVIDIA H[12]00[^,]* [0-9a-f]{8}", fleet))
     assert labels and labels <= set(re.findall(r"NVIDIA H[12]00[^,]* [0-9a-f]{8}", runs))
+
+
+def test_markdown_keeps_its_columns_when_a_name_or_value_holds_a_pipe():
+    """A column named "max |change|" once split a report's Markdown table into more columns than rows."""
+    import re
+
+    import pandas as pd
+
+    from harness.output import markdown
+
+    lines = markdown(pd.DataFrame({"max |x|": [1.5], "case": ["a|b"]})).splitlines()
+    cells = [len(re.findall(r"(?<!\\)\|", line)) for line in lines]
+    assert cells == [3, 3, 3], lines

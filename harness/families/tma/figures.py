@@ -48,7 +48,7 @@ def _figure_bandwidth(path, loads: pd.DataFrame, roofline: float | None, title: 
     import matplotlib.pyplot as plt
 
     bw = loads[loads.metric == "bandwidth_gbps"]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.4), sharey=True)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13.5, 4.4), sharey=True)
     for stages, group in bw.groupby("stages"):
         best = group.groupby("box_bytes").value.max().sort_index()
         left.plot(best.index, best.values, "o-", ms=4, label=f"{int(stages)} in flight per block")
@@ -63,8 +63,9 @@ def _figure_bandwidth(path, loads: pd.DataFrame, roofline: float | None, title: 
     left.set_xlabel("box bytes (64 x rows of b16, 128-byte swizzle)")
     left.set_ylabel("GB/s, whole GPU (best over blocks per SM)")
     right.set_xlabel("copies in flight per SM (stages x blocks per SM)")
-    left.legend(fontsize=7)
-    right.legend(fontsize=6, ncol=2)
+    left.legend(fontsize=7, loc="lower right")  # the curves rise to the upper right: their corner is empty
+    # nine boxes' curves fill the right panel's corners too: their legend stands beside it
+    right.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=100)

@@ -114,7 +114,7 @@ def _figure_throughput(path, frame: pd.DataFrame, title: str) -> None:
 def _figure_residuals(path, fits, title: str) -> None:
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 3.6))
+    fig, ax = plt.subplots(figsize=(9.5, 3.6))
     intervals = fits.residuals[fits.residuals.metric == "issue_interval_cycles"]
     for (key, ops), data in intervals.groupby(["types", "operands"]):
         data = data.sort_values("n")
@@ -123,14 +123,14 @@ def _figure_residuals(path, fits, title: str) -> None:
     ax.set_xlabel("N")
     ax.set_ylabel("measured - fitted (cycles)")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, ncol=3)
+    ax.legend(fontsize=8, ncol=1, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # beside the lines
     ax.set_title(title, fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-def _layout_table(intervals: pd.DataFrame) -> pd.DataFrame:
+def _layout_changes(intervals: pd.DataFrame) -> pd.DataFrame:
     """Per type, layout and operand mode: the largest change of the issue interval against the same
     instruction in the default layout (K-major, no swizzle)."""
     from dataclasses import replace
@@ -144,9 +144,23 @@ def _layout_table(intervals: pd.DataFrame) -> pd.DataFrame:
     for (types, b, ops, layout), group in others.groupby(["types", "dtype_b", "operands", "layout_key"]):
         rows.append({"types": types if b == types.split("/")[0] else f"{types} (B {b})", "operands": ops,
                      "layout": layout, "N": ", ".join(str(int(n)) for n in sorted(group.n)),
-                     "max |change| (cycles)": group.change.abs().max(),
-                     "max |change| / interval": (group.change.abs() / group.base).max()})
+                     "largest change (cycles)": group.change.abs().max(),
+                     "largest change / interval": (group.change.abs() / group.base).max()})
     return pd.DataFrame(rows)
+
+
+def _layout_table(changes: pd.DataFrame) -> pd.DataFrame:
+    """_layout_changes as a reader takes it in: a row per type and operand mode, a column per layout
+    (the largest change in cycles), the N measured and the largest change relative to the interval."""
+    table = changes.pivot_table(index=["types", "operands"], columns="layout", values="largest change (cycles)",
+                                aggfunc="max", sort=False)
+    order = sorted(table.columns, key=lambda layout: (layout.split("-")[0], int(layout.partition("SW")[2] or 0)))
+    table = table[order]  # K-SW32, K-SW64, K-SW128, MN, MN-SW32, ...
+    table.columns = [f"{layout} (cycles)" for layout in table.columns]
+    grouped = changes.groupby(["types", "operands"], sort=False)
+    table.insert(0, "N", grouped.N.agg(lambda ns: ", ".join(sorted(set(", ".join(ns).split(", ")), key=int))))
+    table["largest change / interval"] = grouped["largest change / interval"].max()
+    return table.reset_index()
 
 
 def _figure_inputs(path, inputs: pd.DataFrame, title: str) -> None:
@@ -163,16 +177,19 @@ def _figure_inputs(path, inputs: pd.DataFrame, title: str) -> None:
     for i, dist in enumerate(order):
         rows = inputs[inputs.inputs == dist].set_index("types").reindex(keys)
         top.bar(x + i * width, rows.value / best, width, label=dist)
-        bottom.bar(x + i * width, rows.sm_clock_mhz, width, label=f"{dist}: in-kernel clock")
+        bottom.bar(x + i * width, rows.sm_clock_mhz, width)  # the same colours: one legend, above
     nvml = inputs.groupby("types").nvml_sm_clock_mhz.median().reindex(keys)
-    bottom.plot(x + 0.4 - width / 2, nvml, "k_", ms=22, mew=2, label="NVML SM clock (median)")
+    bottom.plot(x + 0.4 - width / 2, nvml, "k_", ms=22, mew=2, label="NVML SM clock (median of the type)")
     top.set_ylabel("whole-GPU rate / the type's best")
     top.set_ylim(0.8, 1.01)
-    bottom.set_ylabel("SM clock (MHz)")
-    bottom.set_ylim(min(1000.0, float(np.nanmin(inputs.sm_clock_mhz)) - 100), None)
+    bottom.set_ylabel("SM clock in the kernel (MHz)")
+    low = min(1000.0, float(np.nanmin(inputs.sm_clock_mhz)) - 100)
+    high = float(np.nanmax([np.nanmax(inputs.sm_clock_mhz), np.nanmax(nvml) if nvml.notna().any() else 0.0]))
+    bottom.set_ylim(low, high + 0.25 * (high - low))  # headroom: the legend sits above the bars
     bottom.set_xticks(x + 0.4 - width / 2, labels=keys, rotation=30, fontsize=8)
-    top.legend(fontsize=8, ncol=len(order))
-    bottom.legend(fontsize=7, ncol=3, loc="lower right")
+    # the inputs' legend between the title and the panels, where no bar can be under it
+    top.legend(fontsize=8, ncol=len(order), loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
+    bottom.legend(fontsize=7, loc="upper right")
     for ax in (top, bottom):
         ax.grid(True, axis="y", alpha=0.3)
     fig.suptitle(title, fontsize=11)
@@ -256,13 +273,15 @@ def figures(ctx) -> list:
                           f"{gpu}, run {run}: wgmma issue interval against N, every type (measured, fitted model, paper)")
         _figure_throughput(paths[1], frame, f"{gpu}, run {run}: tensor-core throughput per SM (clock-independent)")
         sections += _against_n_sections(paths)
-    layouts = _layout_table(every_layout)
-    if len(layouts):
-        worst = layouts["max |change| (cycles)"].max()
-        relative = layouts["max |change| / interval"].max()
+    changes = _layout_changes(every_layout)
+    if len(changes):
+        layouts = _layout_table(changes)
+        worst = changes["largest change (cycles)"].max()
+        relative = changes["largest change / interval"].max()
         verdict = (f"No layout changes the issue interval: across every swizzle and major-ness, N and operand "
                    f"mode, the interval differs from the default layout's by at most {worst:.3g} cycles "
-                   f"({relative:.2%}), within the chain's noise (under 1 %)." if relative < LAYOUT_NOISE else
+                   f"({relative:.2%}), within the chain's noise (under 1 %). MN-major layouts exist for 16-bit inputs only "
+                   f"(the PTX ISA's transpose flags); the other types' cells are empty." if relative < LAYOUT_NOISE else
                    f"The layout changes the issue interval by up to {worst:.3g} cycles ({relative:.1%}): see "
                    f"the rows below.")
         sections.append(("wgmma: shared-memory layouts", [verdict], layouts))
