@@ -36,9 +36,24 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture
 def cache_dir(tmp_path, monkeypatch):
-    """A private compile cache (so tests never see another run's cubins)."""
+    """A private compile cache, empty (for the tests of the cache and of compiling itself)."""
     monkeypatch.setenv("HOPPER_BENCH_CACHE", str(tmp_path / "cache"))
     return tmp_path / "cache"
+
+
+@pytest.fixture(scope="session")
+def compile_cache(tmp_path_factory):
+    """One compile cache for the tests that only need builds: the conformance sweep fills it and the
+    simulated runs after it find their probes there (a build is keyed by the hash of its source,
+    options and NVRTC version, so whoever made it, it is the same build)."""
+    return tmp_path_factory.mktemp("compile-cache")
+
+
+@pytest.fixture
+def shared_cache(compile_cache, monkeypatch):
+    """compile_cache as this test's HOPPER_BENCH_CACHE (restored after it)."""
+    monkeypatch.setenv("HOPPER_BENCH_CACHE", str(compile_cache))
+    return compile_cache
 
 
 def fake_device(uuid="GPU-test-0"):

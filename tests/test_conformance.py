@@ -20,10 +20,19 @@ CASES = [case for family in FAMILIES.values() for case in family.cases()]
 
 
 @pytest.fixture(scope="module")
-def builds(tmp_path_factory):
-    os.environ["HOPPER_BENCH_CACHE"] = str(tmp_path_factory.mktemp("cache"))
-    builds = compile_many([probe_source(c) for c in CASES])
-    disassemble_many(b.cubin_path for b in builds.values())
+def builds(compile_cache):
+    """Every probe compiled and disassembled, into the session's shared cache (and the environment
+    as it was, after)."""
+    before = os.environ.get("HOPPER_BENCH_CACHE")
+    os.environ["HOPPER_BENCH_CACHE"] = str(compile_cache)
+    try:
+        builds = compile_many([probe_source(c) for c in CASES])
+        disassemble_many(b.cubin_path for b in builds.values())
+    finally:
+        if before is None:
+            os.environ.pop("HOPPER_BENCH_CACHE")
+        else:
+            os.environ["HOPPER_BENCH_CACHE"] = before
     return builds
 
 

@@ -28,9 +28,9 @@ def wait_for_measurements(db, at_least, process, timeout=120):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_marks_the_run_interrupted_and_resume_measures_only_the_rest(tmp_path, cache_dir, sig):
+def test_a_signal_marks_the_run_interrupted_and_resume_measures_only_the_rest(tmp_path, shared_cache, sig):
     db = tmp_path / "r.db"
-    env = {"HOPPER_BENCH_BACKEND": "fake", "HOPPER_BENCH_FAKE_DELAY": "0.3", "HOPPER_BENCH_CACHE": str(cache_dir)}
+    env = {"HOPPER_BENCH_BACKEND": "fake", "HOPPER_BENCH_FAKE_DELAY": "0.3", "HOPPER_BENCH_CACHE": str(shared_cache)}
     process = bench_process("run", "--suite", "wgmma-quick", "--db", str(db), env=env)
     wait_for_measurements(db, 3, process)
     process.send_signal(sig)

@@ -8,14 +8,14 @@ from conftest import bench_process
 from harness.db.store import Store
 
 
-def env(cache_dir, delay="0"):
+def env(shared_cache, delay="0"):
     return {"HOPPER_BENCH_BACKEND": "fake", "HOPPER_BENCH_FAKE_DELAY": delay, "HOPPER_BENCH_FAKE_GPUS": "2",
-            "HOPPER_BENCH_CACHE": str(cache_dir)}
+            "HOPPER_BENCH_CACHE": str(shared_cache)}
 
 
-def test_every_gpu_runs_the_suite_at_once_into_one_database(tmp_path, cache_dir):
+def test_every_gpu_runs_the_suite_at_once_into_one_database(tmp_path, shared_cache):
     db = tmp_path / "r.db"
-    process = bench_process("run", "--suite", "wgmma-quick", "--gpus", "all", "--db", str(db), env=env(cache_dir))
+    process = bench_process("run", "--suite", "wgmma-quick", "--gpus", "all", "--db", str(db), env=env(shared_cache))
     output, _ = process.communicate(timeout=300)
     assert process.returncode == 0, output
     assert "2 GPUs (0, 1): one run each of suite wgmma-quick" in output and "Traceback" not in output
@@ -29,10 +29,10 @@ def test_every_gpu_runs_the_suite_at_once_into_one_database(tmp_path, cache_dir)
     assert abs((started.iloc[0] - started.iloc[1]).total_seconds()) < 30  # started together
 
 
-def test_ctrl_c_interrupts_every_run_and_each_resumes_on_its_gpu(tmp_path, cache_dir):
+def test_ctrl_c_interrupts_every_run_and_each_resumes_on_its_gpu(tmp_path, shared_cache):
     db = tmp_path / "r.db"
     process = bench_process("run", "--suite", "wgmma-quick", "--gpus", "0,1", "--db", str(db),
-                            env=env(cache_dir, "0.3"))
+                            env=env(shared_cache, "0.3"))
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         time.sleep(0.2)
@@ -50,7 +50,7 @@ def test_ctrl_c_interrupts_every_run_and_each_resumes_on_its_gpu(tmp_path, cache
     store = Store.open(str(db), read_only=True)
     assert set(store.query("SELECT status FROM runs").status) == {"interrupted"}
     for run_id in (1, 2):
-        resumed = bench_process("run", "--resume", str(run_id), "--db", str(db), env=env(cache_dir))
+        resumed = bench_process("run", "--resume", str(run_id), "--db", str(db), env=env(shared_cache))
         out, _ = resumed.communicate(timeout=120)
         assert resumed.returncode == 0, out
     runs = Store.open(str(db), read_only=True).query("SELECT status FROM runs")
@@ -73,7 +73,7 @@ def test_the_slurm_script_is_valid_bash_and_uses_existing_options():
     assert all(option in help_text for option in re.findall(r"--[a-z]+", line))
 
 
-def test_runs_that_all_fail_end_on_one_error_line_and_leave_the_database_alone(tmp_path, cache_dir):
+def test_runs_that_all_fail_end_on_one_error_line_and_leave_the_database_alone(tmp_path, shared_cache):
     """Simulated GPUs into a database of real-GPU runs: each child refuses (runs are never mixed), and
     the last line says how many failed (found by the environment fuzz test: it ended on a child's line)."""
     from conftest import make_db
@@ -81,7 +81,7 @@ def test_runs_that_all_fail_end_on_one_error_line_and_leave_the_database_alone(t
 
     db = make_db(tmp_path / "real.db")
     before = digest(db)
-    process = bench_process("run", "--suite", "wgmma-quick", "--gpus", "all", "--db", str(db), env=env(cache_dir))
+    process = bench_process("run", "--suite", "wgmma-quick", "--gpus", "all", "--db", str(db), env=env(shared_cache))
     output, _ = process.communicate(timeout=300)
     lines = output.strip().splitlines()
     assert process.returncode != 0 and "Traceback" not in output, output

@@ -10,7 +10,7 @@ from harness.orchestration.worker import Worker
 
 
 @pytest.fixture
-def fake_backend(monkeypatch, cache_dir):
+def fake_backend(monkeypatch, shared_cache):
     monkeypatch.setenv("HOPPER_BENCH_BACKEND", "fake")
 
 
