@@ -12,7 +12,7 @@ PACKAGE = ROOT / "harness"
 # Bottom first. A module matches the first pattern that names it (fnmatch on the dotted name).
 LAYERS = [
     ("vocabulary", ["harness.version", "harness.errors", "harness.dtypes", "harness.sparsity", "harness.stats",
-                    "harness.output", "harness.environment", "harness.spec", "harness.datasheets",
+                    "harness.output", "harness.environment", "harness.spec", "harness.datasheets", "harness.paper",
                     "harness.metrics"]),
     ("build", ["harness.build", "harness.build.*"]),
     ("measurement vocabulary", ["harness.families.base", "harness.measure", "harness.measure.*"]),

@@ -26,18 +26,12 @@ from harness.db.store import Store
 from harness.errors import SpecError
 from harness.registry import FAMILIES
 from harness.measure.measurement import launch_key
+from harness.paper import (DEFAULT_TOLERANCE, PAPER_CLOCK_MHZ, PAPER_CLOCK_STEP_MHZ,  # noqa: F401  (quoted as
+                           PAPER_GPU, PAPER_POWER_LIMIT_W, PAPER_SMS)  # comparing.X by report and site)
 from harness.registry import parse_case_id
 
-PAPER_GPU = "H800 PCIe"
-PAPER_SMS = 114
-PAPER_CLOCK_MHZ = 1755.0
 CLOCK_FIGURE = "sm_clock_mhz"  # a reference "metric": the clock a table printed beside a throughput
-OUR_INPUTS = {"zero": "zeros", "random": "uniform11"}
-# Every clock printed in 2501.12084 Table 13 is a multiple of 15 MHz, the H800's clock step: an NVML
-# reading of the step the GPU was on, while the mean over the run may lie up to a step away. A
-# per-cycle comparison at a printed clock allows that step on top of the tolerance.
-PAPER_CLOCK_STEP_MHZ = 15.0  # the paper's inputs -> our distribution of its fill
-DEFAULT_TOLERANCE = 0.03  # relative, on top of the measurement's spread (printed figures are rounded)
+OUR_INPUTS = {"zero": "zeros", "random": "uniform11"}  # the paper's inputs -> our distribution of its fill
 # Run against run (against_run): a difference counts only beyond the noise of both sides and a floor.
 RUN_NOISE_FLOOR = 0.005  # cycle metrics with sub-cycle resolution (a chain's slope): 0.5 %
 CYCLE_QUANTUM = 1.0  # a metric whose samples are whole cycles (clock64 differences) moves in steps of 1

@@ -240,8 +240,9 @@ def _sections(store: Store, run_id: int, facts: dict, against: pd.DataFrame, fam
     judged = against[against.paper.notna() & (against.verdict != "for context")]
     for metric, rows in judged.groupby("metric"):
         counts = ", ".join(f"{n} {verdict}" for verdict, n in rows.verdict.value_counts().items())
-        summary.append(f"{metric}: of {len(rows)} published figures of the paper's H800 PCIe, {counts} (agrees: within "
-                       "the measurement's spread plus 3 %; the section below gives each row's reason).")
+        summary.append(f"{metric}: of {len(rows)} published figures of the paper's {comparing.PAPER_GPU}, {counts} (agrees: "
+                       f"within the measurement's spread plus {comparing.DEFAULT_TOLERANCE:.0%}; the section below "
+                       "gives each row's reason).")
     context = against[against.verdict == "for context"]
     if len(context):
         summary.append(f"Energy: {len(context)} published power and efficiency figures are shown beside ours for "
@@ -253,14 +254,14 @@ def _sections(store: Store, run_id: int, facts: dict, against: pd.DataFrame, fam
         implied = tput[tput.paper_clock_mhz.isna()].paper_implied_mhz
         summary.append(
             "Throughput is compared per cycle per SM: ours by the SM clock measured in the kernel, the paper's by "
-            "the clock it printed (2501.12084 Table 13) on its 114 SMs. "
+            f"the clock it printed (2501.12084 Table 13) on its {comparing.PAPER_SMS} SMs. "
             + (f"At the printed clock, {counts.get('agrees', 0)} of {len(printed)} figures agree; "
                f"{counts.get('paper clock doubtful', 0)} are below what the tensor cores do per cycle at the clock "
                "printed beside them (paper clock doubtful: each row names the clock its figure implies). "
                if len(printed) else "")
             + (f"{len(implied)} figures were printed without a clock: at this GPU's work per cycle they imply "
-               f"{implied.min():.0f}..{implied.max():.0f} MHz on the power-limited H800 PCIe (350 W, 1755 MHz "
-               "maximum)." if len(implied) else ""))
+               f"{implied.min():.0f}..{implied.max():.0f} MHz on the power-limited {comparing.PAPER_GPU} "
+               f"({comparing.PAPER_POWER_LIMIT_W} W, {comparing.PAPER_CLOCK_MHZ:.0f} MHz maximum)." if len(implied) else ""))
     emulated = sorted(set(against[against.emulated].case_id))
     if emulated:
         summary.append(f"{len(emulated)} cases are emulated on this GPU (no native instruction: the SASS check found "
@@ -309,14 +310,15 @@ def _sections(store: Store, run_id: int, facts: dict, against: pd.DataFrame, fam
         "every 100 ms; the mean is taken between its first and last step in the window), and from it TFLOPS per "
         "watt and picojoules per operation (dense-equivalent). The input distribution changes the power, and "
         "through the power cap the clock: zeros draw far less than random data. The papers' figures (2402.13499 "
-        "Table XI, 2501.12084 Tables 12 and 13) are of an H800 PCIe with a 350 W limit; this GPU's limit is "
+        f"Table XI, 2501.12084 Tables 12 and 13) are of an {comparing.PAPER_GPU} with a {comparing.PAPER_POWER_LIMIT_W} W "
+        "limit; this GPU's limit is "
         f"{facts['power_limit_w']} W, so they are shown for context, not judged."]
     fleet = _fleet_section(store, facts)
     spread = _spread_section(store, run_id)
     return [
         ("Summary", summary, None),
         *family_sections,
-        *([("Against the paper (H800 PCIe, arXiv 2402.13499 and 2501.12084)", [], paper)] if len(paper) else []),
+        *([(f"Against the paper ({comparing.PAPER_GPU}, arXiv 2402.13499 and 2501.12084)", [], paper)] if len(paper) else []),
         *([("Energy against the papers' tables", energy_text, energy)] if len(energy) else []),
         *([("Tensor-core rates by family", rates_text, rates)] if len(rates) else []),
         *fleet,

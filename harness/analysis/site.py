@@ -1,8 +1,7 @@
 """`bench site`: one static HTML page over every run and GPU in a database.
 
 It answers, in this order: what each instruction family's measurements say (each family's
-`findings(context)`: for wgmma where it turns compute-bound, for TMA what a box and copies in flight
-deliver), how each GPU's newest runs stand against the paper and against their siblings, how the
+`findings(context)`, the question each family answers from the newest measurements), how each GPU's newest runs stand against the paper and against their siblings, how the
 headline numbers moved across harness commits, and which runs there are (linked to their reports).
 The page is one file with its figures inside; links to reports are relative, and no path of the
 machine that made it appears in it.
@@ -101,7 +100,7 @@ def _paper_and_siblings(store: Store, runs: pd.DataFrame) -> list:
         failing = int(table.get("DISAGREES", pd.Series([0])).sum())
         sections.append(("Against the paper", [
             "Each GPU model's newest complete run of each suite against the published figures of Luo et al. "
-            "(arXiv 2402.13499, 2501.12084; an H800 PCIe): cycle figures directly, throughput per cycle per SM "
+            f"(arXiv 2402.13499, 2501.12084; an {comparing.PAPER_GPU}): cycle figures directly, throughput per cycle per SM "
             "at the clock the paper printed (`bench compare --run N` gives every row and its note). "
             + (f"{failing} rows disagree with no reason found." if failing else
                "No row disagrees without a reason: every difference is explained by the family or by the "
@@ -111,7 +110,7 @@ def _paper_and_siblings(store: Store, runs: pd.DataFrame) -> list:
         frame["what"] = frame.case_id + " " + frame.metric
         side = frame.pivot_table(index="what", columns="gpu", values="value", aggfunc="first")
         paper = frame.groupby("what").paper.first()
-        side = side.join(paper.rename("paper (H800 PCIe)")).reset_index().rename(columns={"what": "case and metric"})
+        side = side.join(paper.rename(f"paper ({comparing.PAPER_GPU})")).reset_index().rename(columns={"what": "case and metric"})
         sections.append(("GPUs beside each other and the paper, in cycles", [
             "Every cycle figure the paper prints, beside the newest measurement of each GPU model: cycles do not "
             "depend on the clock, so GPUs of one architecture should agree, and they do where the rows match."],
@@ -126,7 +125,7 @@ def _fleet(store: Store):
     from harness.analysis.fleet import table
 
     try:
-        rows, outliers = table(store, tolerance=0.03)
+        rows, outliers = table(store, tolerance=comparing.DEFAULT_TOLERANCE)
     except StoreError:
         return None
     gpus = rows.groupby(["gpu", "git_commit"]).agg(rows=("case_id", "size"), rows_apart=("outlier", "sum"),

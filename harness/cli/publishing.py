@@ -46,7 +46,7 @@ def report(run_id, out, include_flagged, db):
 @click.option("--db", default=None, help=DB_HELP)
 def site(out, reports, db):
     """Write one static HTML page over every run and GPU in the database: what the measurements say
-    (where wgmma turns compute-bound, what a TMA box and copies in flight deliver), every GPU against
+    (each family's question, answered from the newest measurements), every GPU against
     the paper and its siblings, history across commits, and every run linked to its report.
 
     \b

@@ -11,6 +11,7 @@ import click
 import pandas as pd
 
 from harness import output
+from harness.paper import DEFAULT_TOLERANCE, PAPER_GPU
 from harness.cli.app import (
     Finite, RUN_ID, DB_HELP, EXIT_DIFFERENCES, FAILING_VERDICTS, COMPARE_COLUMNS,
     table_options, print_frame, say, run_label, fail, cli, open_store,
@@ -87,7 +88,7 @@ def sql(query, db, fmt, wide, write, max_rows, timeout):
 @click.option("--disagreements", is_flag=True, help="only the rows that disagree (or differ from the other run)")
 @click.option("--include-flagged", is_flag=True, help="keep measurements taken while throttled or shared")
 @click.option("--exit-zero", is_flag=True, help="exit 0 even where rows differ (default: exit 3, for CI)")
-@click.option("--tolerance", default=0.03, show_default=True, type=Finite(0, 10),
+@click.option("--tolerance", default=DEFAULT_TOLERANCE, show_default=True, type=Finite(0, 10),
               help="relative difference allowed on top of the measurement's spread")
 @click.option("--db", default=None, help=DB_HELP)
 @table_options
@@ -138,7 +139,7 @@ def compare(run_id, against, metric, disagreements, include_flagged, exit_zero, 
         frame = frame[frame[column].isin(FAILING_VERDICTS + ("faster",))]
     print_frame(frame.reset_index(drop=True), fmt, wide, first=COMPARE_COLUMNS[against if against in COMPARE_COLUMNS else "run"])
     other = f"run {against} ({run_label(store, int(against))})" if against.isdigit() else \
-        ("the paper (H800 PCIe)" if against == "paper" else "the model")
+        (f"the paper ({PAPER_GPU})" if against == "paper" else "the model")
     counts = ", ".join(f"{n} {verdict}" for verdict, n in frame[column].value_counts().items()) or "no rows"
     click.echo(f"run {run_id} ({run_label(store, run_id)}) against {other}: {counts}", err=True)
     if len(failing) and not exit_zero:
@@ -150,14 +151,12 @@ def compare(run_id, against, metric, disagreements, include_flagged, exit_zero, 
 @click.option("--clock", type=click.FloatRange(100, 5000), default=None,
               help="SM clock in MHz for the predicted TFLOPS (default: the datasheet's boost clock)")
 @click.option("--run", "run_id", default=None, type=RUN_ID,
-              help="fit every family's model to this run instead (wgmma, mma, loaders, tma), with residuals")
+              help="fit every family's model to this run instead, with residuals")
 @click.option("--db", default=None, help=DB_HELP)
 @table_options
 def model(gpu, clock, run_id, db, fmt, wide):
-    """Predict from datasheet parameters (each family whose model can: wgmma issue intervals and TFLOPS,
-    f16 m64nNk16), or fit every family's model to a run, with residuals: wgmma (issue interval, work
-    per cycle per SM), mma.sync (issue interval, throughput, latency), ldmatrix/stmatrix (bank-bound
-    bytes per cycle), TMA (copy latency, Little's law, the DSMEM hop).
+    """Predict from a GPU's datasheet parameters (each family whose model can), or fit every family's
+    model to a run: its parameters, and each measurement beside the fit (residuals).
 
     \b
     Examples:
@@ -273,7 +272,7 @@ def references(unmapped, db, fmt, wide):
 @cli.command()
 @click.option("--case", "case_glob", default=None, help="comma-separated globs on the case id (default: every case)")
 @click.option("--metric", default=None, help="only this metric (or sm_clock_mhz, each GPU's measured clock)")
-@click.option("--tolerance", default=0.03, show_default=True, type=Finite(0, 10),
+@click.option("--tolerance", default=DEFAULT_TOLERANCE, show_default=True, type=Finite(0, 10),
               help="relative difference allowed on top of the noise (as bench compare's)")
 @click.option("--all", "every_row", is_flag=True,
               help="every case side by side on every GPU (default: only the rows where a GPU stands apart)")

@@ -11,12 +11,13 @@ import numpy as np
 import pandas as pd
 
 from harness.families.tma.cases import DEFAULT_PROMOTION, parse
+from harness.paper import PAPER_GPU
 
 ROOFLINE_CASE = "ld.global.v4.u32"
 NEAR = 0.95  # "within 5 % of the best"
 # The paper's machine (arXiv 2501.12084 logs): the H800 PCIe; its DRAM bandwidth from gpu_specs.csv.
-PAPER_GPUS = ("H800 PCIe", "H800 PCIe (inferred)")
-PAPER_SPEC = "H800 PCIe"
+PAPER_GPUS = (PAPER_GPU, f"{PAPER_GPU} (inferred)")
+PAPER_SPEC = PAPER_GPU
 
 
 def _frame(ctx) -> pd.DataFrame:

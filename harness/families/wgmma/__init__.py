@@ -15,7 +15,7 @@ from harness import dtypes, sparsity
 from harness.errors import SpecError
 from harness.families.base import Check, Inputs, KernelExpectation, SassExpectation, Suite, Work
 import harness.families.wgmma.cases as _cases
-from harness.families.wgmma.cases import LAYOUTS, M, WgmmaCase
+from harness.families.wgmma.cases import LAYOUTS, M, PAPER_N, WgmmaCase
 from harness.families.wgmma.descriptors import Layout
 from harness.families.wgmma.model import DENSE_FLOP_PER_SM_PER_CYCLE
 from harness.families.wgmma.fragments import (WARPGROUP_THREADS, a_fragment_words, accumulator_registers,
@@ -28,7 +28,6 @@ from harness.spec import PLANTED_FAULTS
 # the head of each body (reported by the SASS check); 16 amortises it while keeping compiles quick.
 UNROLL = 16
 MAX_WARPGROUPS_PER_SM = 4  # 512 threads: what 4 SM sub-partitions issue from
-PAPER_N = (8, 16, 32, 64, 128, 256)  # the N values of the paper's wgmma tables
 EVERYDAY = ("f16", "bf16")  # the `wgmma` suite's input types (the paper's)
 # Input distributions (Family.inputs patterns) and how each is described in the database. "random" is
 # what every case validates and is timed on; at N = 256 throughput is measured on the others too.

@@ -23,6 +23,8 @@ from typing import ClassVar
 from harness.errors import IllegalShapeError, SpecError
 from harness.spec import Case
 
+PAPER_N = (8, 16, 32, 64, 128, 256)  # the N values of the paper's wgmma tables
+
 M = 64
 K_16BIT = 16
 LEGAL_N = tuple(range(8, 257, 8))  # PTX ISA: N = 8..256 in steps of 8 for the float types

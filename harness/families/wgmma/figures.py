@@ -7,13 +7,12 @@ import numpy as np
 import pandas as pd
 
 import harness.families.wgmma.model as perfmodel
-from harness.families.wgmma.cases import DEFAULT_LAYOUT, K_OF, WgmmaCase, parse
+from harness.families.wgmma.cases import DEFAULT_LAYOUT, K_OF, PAPER_N, WgmmaCase, parse
 from harness.families.wgmma.fitting import SPARSE
+from harness.paper import PAPER_GPU
 
 DTYPE_ORDER = ("f16/f32", "f16/f16", "bf16/f32")
 COLORS = {"SS": "#1f77b4", "RS": "#d62728"}
-PAPER_GPU = "H800 PCIe"
-PAPER_N_TICKS = [8, 16, 32, 64, 128, 256]
 PANELS_PER_ROW = 6
 LAYOUT_NOISE = 0.01  # a layout "changes" the interval when it moves it by more than this fraction
 
@@ -68,7 +67,7 @@ def _figure_intervals(path, intervals: pd.DataFrame, fits, paper: pd.DataFrame, 
         ax.set_xlabel(f"N (m64nNk{k})", fontsize=8)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log", base=2)
-        ax.set_xticks(PAPER_N_TICKS, labels=[str(n) for n in PAPER_N_TICKS], fontsize=7)
+        ax.set_xticks(PAPER_N, labels=[str(n) for n in PAPER_N], fontsize=7)
         ax.set_yticks([8, 16, 32, 64, 128, 256], labels=["8", "16", "32", "64", "128", "256"], fontsize=7)
         ax.grid(True, which="major", alpha=0.3)
     for row in axes:
