@@ -241,7 +241,7 @@ def _sections(store: Store, run_id: int, facts: dict, against: pd.DataFrame, fam
     for metric, rows in judged.groupby("metric"):
         counts = ", ".join(f"{n} {verdict}" for verdict, n in rows.verdict.value_counts().items())
         summary.append(f"{metric}: of {len(rows)} published figures of the paper's {comparing.PAPER_GPU}, {counts} (agrees: "
-                       f"within the measurement's spread plus {comparing.DEFAULT_TOLERANCE:.0%}; the section below "
+                       f"within the measurement's spread plus {comparing.DEFAULT_TOLERANCE * 100:g} %; the section below "
                        "gives each row's reason).")
     context = against[against.verdict == "for context"]
     if len(context):

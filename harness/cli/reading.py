@@ -147,7 +147,7 @@ def compare(run_id, against, metric, disagreements, include_flagged, exit_zero, 
 
 
 @cli.command()
-@click.option("--gpu", default="H800 PCIe", show_default=True, help="a GPU of gpu_specs.csv (H100 SXM5, H800 PCIe, H20, ...)")
+@click.option("--gpu", default=PAPER_GPU, show_default=True, help="a GPU of gpu_specs.csv (H100 SXM5, H800 PCIe, H20, ...)")
 @click.option("--clock", type=click.FloatRange(100, 5000), default=None,
               help="SM clock in MHz for the predicted TFLOPS (default: the datasheet's boost clock)")
 @click.option("--run", "run_id", default=None, type=RUN_ID,

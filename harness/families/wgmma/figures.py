@@ -404,10 +404,10 @@ def findings(ctx) -> list:
 
     f_tc = float(table["F_tc (FLOP/cycle/TC, fitted)"].median())
     f_tc = f_tc if f_tc == f_tc else perfmodel.datasheet("H100 SXM5").f_tc  # no fit: the datasheet's
-    per_n = 2 * 64 * 16 / (4 * f_tc)  # cycles per N of m64nNk16 on 4 tensor cores
+    per_n = perfmodel.flops(WgmmaCase(64, 1, 16, "f16", "f16", "f32", "SS")) / (perfmodel.TENSOR_CORES_PER_SM * f_tc)
     ns = np.arange(8, 257, 8)
     for ax, operands in zip(axes, ("SS", "RS")):
-        ax.plot(ns, ns * per_n, "k:", label=f"tensor cores alone: {per_n:.3g} N cycles ({f_tc:.4g} FLOP/cycle x 4)")
+        ax.plot(ns, ns * per_n, "k:", label=f"tensor cores alone: {per_n:.3g} N cycles ({f_tc:.4g} FLOP/cycle x {perfmodel.TENSOR_CORES_PER_SM})")
         ax.set_title(f"wgmma m64nNk16 f16 -> f32, {operands}", fontsize=10)
         ax.set_xlabel("N")
         ax.legend(fontsize=7)
