@@ -48,3 +48,28 @@ def test_a_bad_backend_or_watchdog_is_refused(monkeypatch):
         Worker(0)
     with pytest.raises(SpecError, match="watchdog must be positive"):
         Worker(0, backend="fake", watchdog_s=0)
+
+
+def test_a_simulated_run_into_a_database_of_real_runs_is_refused_before_any_work(tmp_path, monkeypatch, cache_dir):
+    """execute() asks first (the Python API, not only the CLI): nothing is compiled, nothing written;
+    `bench run` says it in one line."""
+    from click.testing import CliRunner
+
+    from conftest import make_db
+    from harness.cli import cli
+    from harness.errors import StoreError
+    from test_cli import digest
+
+    monkeypatch.setenv("HOPPER_BENCH_BACKEND", "fake")
+    db = make_db(tmp_path / "real.db")
+    before = digest(db)
+    with Worker(0) as worker:
+        worker.start()
+        with pytest.raises(StoreError, match="never mixed"):
+            execute(plan("wgmma-quick", None), str(db), worker)
+    assert not list(cache_dir.glob("*/*.cubin")) and digest(db) == before
+    result = CliRunner().invoke(cli, ["run", "--suite", "wgmma-quick", "--db", str(db)])
+    assert result.exit_code == 4 and result.output.strip().splitlines() == [
+        f"error: {db} holds runs of real GPUs: simulated runs go into a database of their own (--db other.db); "
+        "simulated and real numbers are never mixed"], result.output
+    assert digest(db) == before

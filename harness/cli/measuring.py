@@ -107,9 +107,10 @@ def run(suite, filter_, resume, gpu, gpus, db, jobs, seed, watchdog, progress_mo
         signal.signal(sig, signal.default_int_handler)
     with worker:
         device = worker.start()
-        from harness.db.store import check_mixing
+        from harness.db.store import Store
 
-        check_mixing(db, device.uuid)  # simulated and real runs never share a database: say so before any work
+        with Store.open(db, create=True) as store:  # execute() refuses too; asked here, it is the only line
+            store.refuse_mixing_with(device.uuid)
         what = f"resuming run {resume}: {len(run_plan.cases)} of {run_plan.size}" if resume else f"{len(run_plan.cases)}"
         if progress_mode == "lines":
             click.echo(f"device {device.index} {device.uuid} {device.name}")

@@ -599,6 +599,11 @@ class Store:
                 arrays[row.measurement_id] = (source - row.subtract) / row.divide_by
         return arrays
 
+    def refuse_mixing_with(self, uuid: str) -> None:
+        """refuse_mixing for a run of the GPU `uuid`, asked before the run does any work."""
+        with Session(self.engine) as session:
+            refuse_mixing(session, [uuid], self.url)
+
     def runs(self) -> pd.DataFrame:
         """One row per run, oldest first; `gpu` is gpu_label's (as `bench fleet` names GPUs)."""
         frame = self.query("""
@@ -612,13 +617,6 @@ class Store:
             FROM runs r LEFT JOIN devices d ON d.id = r.device_id ORDER BY r.id""")
         frame["gpu"] = [gpu_label(name, uuid) for name, uuid in zip(frame.gpu, frame.uuid)]
         return frame.drop(columns="uuid")
-
-
-def check_mixing(db, uuid: str) -> None:
-    """refuse_mixing before a run starts its work (a GPU's run into a database of the other kind is
-    one error line, not a compile and then a failure)."""
-    with Store.open(db, create=True) as store, Session(store.engine) as session:
-        refuse_mixing(session, [uuid], store.url)
 
 
 def refuse_mixing(session: Session, uuids: list[str], where: str) -> None:

@@ -116,8 +116,9 @@ def execute(run_plan: RunPlan, store_db: str | None, worker: Worker, jobs: int |
     device = worker.device
     prov = provenance.collect(argv)
     check_resumable(run_plan, device, prov.git_commit)
-    builds = compile_plan(run_plan.cases, jobs, on_compiled) if run_plan.cases else {}
     store = Store.open(store_db, create=True, references=published_figures())
+    store.refuse_mixing_with(device.uuid)  # simulated and real runs never share a database: before any work
+    builds = compile_plan(run_plan.cases, jobs, on_compiled) if run_plan.cases else {}
     if run_plan.resume is None:
         run_id = store.start_run(device, prov, run_plan.suite, run_plan.filter)
     else:
