@@ -7,7 +7,7 @@ import pytest
 from harness.errors import IllegalShapeError
 from harness.families.mma import FAMILY as mma
 from harness import sparsity
-from harness.families.mma import fragments, sass
+from harness.families.mma import fragments, reference, sass, shapes, tolerance
 from harness.registry import parse_case_id
 
 # (lane, element index in the lane's order) -> (row, col), read off the PTX ISA figures
@@ -66,7 +66,7 @@ def test_b1_references_count_and_and_xor_bits():
         a[0, :3] = 1  # row 0: bits 0, 1, 2
         b[1:3, 0] = [1, 0]  # col 0: bit 1 only
         inputs = mma.inputs(case, np.random.default_rng(0))
-        ref = mma.reference(case, type(inputs)(inputs.buffer, {"a": a, "b": b}, ""))
+        ref = reference(case, type(inputs)(inputs.buffer, {"a": a, "b": b}, ""))
         assert ref[0, 0] == expected  # and: bit 1; xor: bits 0 and 2
 
 
@@ -76,7 +76,7 @@ def test_inputs_are_exact_in_their_types():
     assert np.array_equal(f64 * 4, np.rint(f64 * 4))
     s4 = mma.inputs(parse_case_id("mma.sync.m16n8k64.row.col.s32.s4.u4.s32"), rng).values
     assert s4["a"].min() >= -8 and s4["a"].max() <= 7 and s4["b"].min() >= 0 and s4["b"].max() <= 15
-    assert mma.tolerance(parse_case_id("mma.sync.m16n8k64.row.col.s32.s4.u4.s32"), mma.inputs(
+    assert tolerance(parse_case_id("mma.sync.m16n8k64.row.col.s32.s4.u4.s32"), mma.inputs(
         parse_case_id("mma.sync.m16n8k64.row.col.s32.s4.u4.s32"), rng)) == 0.0
 
 
@@ -192,10 +192,10 @@ def test_sparse_inputs_hold_the_compressed_a_and_the_reference_uses_the_dense_on
     inputs = mma.inputs(case, np.random.default_rng(2))
     a = inputs.values["a"]
     assert a.shape == (16, 16) and (np.count_nonzero(a.reshape(16, 4, 4), axis=2) <= 2).all()
-    regs = mma.shapes(case)
+    regs = shapes(case)
     assert regs == {"a": 2, "b": 2, "c": 4, "d": 4, "e": 1}
     assert inputs.buffer.size == 4 * 32 * (2 + 2 + 1) + 8
-    assert np.array_equal(mma.reference(case, inputs), a @ inputs.values["b"])
+    assert np.array_equal(reference(case, inputs), a @ inputs.values["b"])
 
 
 def test_sparse_metadata_of_byte_slots_is_one_row_per_lane():

@@ -1,31 +1,36 @@
-"""The Family protocol: every question the shared stages ask about an instruction family.
+"""The Family contract: every question the shared stages ask about an instruction family.
 
-A family is one object (docs/architecture.md, "Families as plug-ins"). The shared stages (build,
-measure, db, analysis) call it and never branch on its name; a new family is a new package under
-harness/families/ plus one line in the registry (harness/registry.py).
+A family is one object, an instance of a subclass of `Family` below (docs/architecture.md, "Families as
+plug-ins" and "Adding a family"). The shared stages (build, measure, db, analysis) call it and never
+branch on its name; a new family is a new package under harness/families/, its template in ptx/, and
+one line in the registry (harness/registry.py).
+
+`Family` declares every member a stage may ask for, once. The required ones a family must give (a
+family class that leaves a required method out cannot be made; tests/test_family_contract.py checks
+the attributes); the optional hooks have a default here that means "this family has none", so the
+stages call them without asking first. A family's public members are this contract's and no others
+(its helpers are private or module functions).
 
     question                              member
-    which cases, which suites, ids        cases(), suites(), parse(id), check(case), id_prefixes
+    which cases, which suites, ids        cases(), suites(), parse(id), check(case), id_prefixes, example_id
     the probe source                      template, template_params(case)
     what the SASS must show               sass_expectation(case)
     correctness                           inputs(case, rng), checks(case, inputs), decode(case, words),
                                           output_words(case)
     what to measure and how               plan(case, device) -> method specs (harness/measure/methods.py),
-                                          work(case), peak(case)
-    what people read                      describe(case) (bench show), headline(metric), notes(case)
-    optional                              model (an analytical model: prior, predict, fit, and
-                                          datasheet_table(gpu, clock) for `bench model --gpu`),
-                                          advisors (Advisor: `bench advise NAME`),
-                                          figures(context) (report sections),
-                                          attach(case, probe, device) (GPU resources: buffers,
-                                          tensor maps, shared memory, extra kernel arguments),
-                                          paper_case(figure) (a published figure's case id and metric)
+                                          work(case), peak(case), headline(metric)
+    what people read                      name, description, describe(case) (bench show)
+    optional hooks (default)              model (None), advisors (()), attach(case, probe, device) (nothing),
+                                          figures(context) ([]), findings(context) ([]),
+                                          paper_case(figure) (None), paper_row(row) (None),
+                                          explain(case_id, metric, value, paper) (None), roofline_case (None)
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Callable
 
 import numpy as np
 
@@ -119,28 +124,140 @@ class Advisor:
     advise: Callable[[dict, object, "str | None"], list[str]] = field(repr=False)
 
 
-class Family(Protocol):
-    name: str
-    description: str
-    id_prefixes: tuple[str, ...]
-    example_id: str
-    template: str  # file name under ptx/
+class Family(ABC):
+    """The contract of an instruction family. Subclass it; give every required member (the abstract
+    methods and the five class attributes); override an optional hook only where the family has one."""
 
-    def cases(self) -> list[Case]: ...
-    def suites(self) -> dict[str, "Suite"]: ...
-    def parse(self, case_id: str) -> Case: ...
-    def check(self, case: Case) -> None: ...
-    def template_params(self, case: Case) -> dict[str, object]: ...
-    def sass_expectation(self, case: Case) -> SassExpectation: ...
-    def inputs(self, case: Case, rng: np.random.Generator) -> Inputs: ...
-    def checks(self, case: Case, inputs: Inputs) -> list[Check]: ...
-    def decode(self, case: Case, words: np.ndarray) -> np.ndarray: ...
-    def output_words(self, case: Case) -> int: ...
-    def plan(self, case: Case, device) -> list: ...
-    def work(self, case: Case) -> Work: ...
-    def peak(self, case: Case) -> float | None: ...
-    def describe(self, case: Case) -> list[str]: ...
-    def headline(self, metric: str) -> dict | None: ...
+    # -- required: what the family is and which ids it owns ---------------------------------------
+    name: str  # the family's name: the registry's key and the `family` of its cases in the database
+    description: str  # one line for `bench list` and the docs
+    id_prefixes: tuple[str, ...]  # the case-id prefixes this family owns; no other family's may start
+    #                               with one of them, or be the start of one (harness/registry.py)
+    example_id: str  # one id of this family, for error messages
+    template: str  # the probe template's file name under ptx/
+
+    # -- required: cases and suites ----------------------------------------------------------------
+    @abstractmethod
+    def cases(self) -> list[Case]:
+        """Every case of the family (`bench list`)."""
+
+    @abstractmethod
+    def suites(self) -> dict[str, "Suite"]:
+        """The family's named suites (harness/suites.py gathers them; a name is one family's)."""
+
+    @abstractmethod
+    def parse(self, case_id: str) -> Case:
+        """The case of a canonical id starting with one of `id_prefixes`; SpecError if it names none."""
+
+    @abstractmethod
+    def check(self, case: Case) -> None:
+        """Raise IllegalShapeError (or SpecError) where the PTX ISA does not allow `case`."""
+
+    # -- required: the probe and its SASS ----------------------------------------------------------
+    @abstractmethod
+    def template_params(self, case: Case) -> dict[str, object]:
+        """The values `template` is filled with (harness/build/render.py)."""
+
+    @abstractmethod
+    def sass_expectation(self, case: Case) -> SassExpectation:
+        """What each kernel's SASS must hold (harness/build/sass.py checks it)."""
+
+    # -- required: correctness -----------------------------------------------------------------------
+    @abstractmethod
+    def inputs(self, case: Case, rng: np.random.Generator) -> Inputs:
+        """The probe's input buffer and the exact values its checks use. A family whose plan asks for
+        another input distribution (a spec's `inputs`) also takes it: inputs(case, rng, pattern)."""
+
+    @abstractmethod
+    def checks(self, case: Case, inputs: Inputs) -> list[Check]:
+        """The validation launches and what each must output."""
+
+    @abstractmethod
+    def decode(self, case: Case, words: np.ndarray) -> np.ndarray:
+        """The output buffer's 32-bit words as the values a check compares."""
+
+    @abstractmethod
+    def output_words(self, case: Case) -> int:
+        """The output buffer's size in 32-bit words."""
+
+    # -- required: what to measure -----------------------------------------------------------------
+    @abstractmethod
+    def plan(self, case: Case, device) -> list:
+        """The method specs to run (harness/measure/methods.py)."""
+
+    @abstractmethod
+    def work(self, case: Case) -> Work:
+        """What one instruction does: FLOP, OP or bytes, and its unit."""
+
+    @abstractmethod
+    def peak(self, case: Case) -> float | None:
+        """The work per SM per cycle at the datasheet's peak, or None where there is none."""
+
+    @abstractmethod
+    def headline(self, metric: str) -> dict | None:
+        """The launch whose value stands for a case where `metric` has several; None: the best of them."""
+
+    @abstractmethod
+    def describe(self, case: Case) -> list[str]:
+        """Lines that say what the case is (`bench show`)."""
+
+    # -- optional hooks: the defaults mean "none" ----------------------------------------------------
+    model: object | None = None
+    """An analytical model, or None: prior(gpu), predict(case, metric, params) and fit(rows, gpu, label)
+    (compare, `bench model --run`, the simulated GPU), and datasheet_table(gpu, clock) for `bench model
+    --gpu`. A family usually makes it a property that imports its model lazily."""
+
+    advisors: tuple[Advisor, ...] = ()
+    """`bench advise NAME`: instruction-choice advice from the family's model (Advisor)."""
+
+    roofline_case: str | None = None
+    """A case id whose bandwidth is the run's roofline: compare derives `roofline_fraction` from it."""
+
+    def attach(self, case: Case, probe, device) -> None:
+        """The family's GPU resources, after the probe is loaded and before any launch: buffers, tensor
+        maps, each kernel's dynamic shared memory, extra kernel arguments (`probe.extra_args`). Default:
+        nothing."""
+
+    def figures(self, context) -> list:
+        """Report sections, [(heading, paragraphs, Path | DataFrame | None)]. Default: none."""
+        return []
+
+    def findings(self, context) -> list:
+        """The family's question answered from the newest measurements (the results site's first
+        sections, a report's first summary bullets), as figures() returns sections. Default: none."""
+        return []
+
+    def paper_case(self, figure: "PaperFigure") -> tuple[str, str] | None:
+        """A published tensor-core figure's counterpart: (case id, metric), or None: not ours (the
+        default)."""
+        return None
+
+    def paper_row(self, row: dict) -> dict | str | None:
+        """A published data-movement row's counterpart: our case, metric, value in our units and the
+        launch the figure is of (a dict), or a string saying why there is none; None: not ours (the
+        default)."""
+        return None
+
+    def explain(self, case_id: str, metric: str, value: float, paper: float) -> str | None:
+        """Why a measurement differs from its published figure, where the family knows; None (the
+        default): no explanation."""
+        return None
+
+
+# The contract by name (tests/test_family_contract.py holds the class above to these).
+REQUIRED = ("name", "description", "id_prefixes", "example_id", "template", "cases", "suites", "parse", "check",
+            "template_params", "sass_expectation", "inputs", "checks", "decode", "output_words", "plan", "work",
+            "peak", "headline", "describe")
+HOOKS = ("model", "advisors", "roofline_case", "attach", "figures", "findings", "paper_case", "paper_row", "explain")
+
+
+def overrides(family: Family, hook: str) -> bool:
+    """Does `family` give `hook` itself, rather than inherit the default? (The reference digest hashes
+    the source of the mapping hooks a family gives: harness/published.py.)"""
+    if hook not in HOOKS:
+        raise ValueError(f"{hook!r} is not an optional hook of Family")
+    return hook in vars(family) or any(hook in vars(klass) for klass in type(family).__mro__
+                                       if klass not in (Family, ABC, object))
 
 
 @dataclass(frozen=True)

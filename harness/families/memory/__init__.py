@@ -36,7 +36,7 @@ from typing import ClassVar
 import numpy as np
 
 from harness.errors import IllegalShapeError, SpecError
-from harness.families.base import Check, Inputs, KernelExpectation, SassExpectation, Suite, Work
+from harness.families.base import Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
 from harness.measure.methods import BracketedLatency, ChainSlope, OccupancySweep, SweepPoint
 from harness.spec import Case
 
@@ -155,7 +155,7 @@ def _suites() -> dict[str, Suite]:
                             "and L2", cases)}
 
 
-class MemoryFamily:
+class MemoryFamily(Family):
     name = "memory"
     description = "the memory hierarchy: pointer chases and streams through shared memory, L1, L2 and HBM"
     id_prefixes = ("ld.shared.u32.pchase", "ld.shared.v4.u32.stream", "ld.global.ca.", "ld.global.cg.",

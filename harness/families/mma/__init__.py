@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness import dtypes
-from harness.families.base import Check, Inputs, KernelExpectation, SassExpectation, Suite, Work
+from harness.families.base import Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
 import harness.families.mma.cases as _cases
 from harness import sparsity
 import harness.families.mma.fragments as fragments
@@ -106,7 +106,37 @@ def chains(case: MmaCase) -> Chains:
     return Chains()
 
 
-class MmaFamily:
+def shapes(case: MmaCase) -> dict[str, int]:
+    """32-bit registers per lane of A, B, C, D and the sparsity metadata E."""
+    k_stored = case.k // 2 if case.sparse else case.k  # sparse A is held compressed
+    per_warp = fragments.QUAD_PAIRS if _quad_pairs(case) else 1
+    return {"a": fragments.registers(per_warp * case.m * k_stored // 32, BITS[case.dtype_a]),
+            "b": fragments.registers(per_warp * case.k * case.n // 32, BITS[case.dtype_b]),
+            "c": fragments.registers(per_warp * case.m * case.n // 32, BITS[case.dtype_c]),
+            "d": fragments.registers(per_warp * case.m * case.n // 32, BITS[case.dtype_d]),
+            "e": 1 if case.sparse else 0}
+
+
+def reference(case: MmaCase, inputs: Inputs) -> np.ndarray:
+    """D = A.B in float64 (sparse: the dense A, zeros included; m8n8k4: four products, one per quad
+    pair); b1: popc(A and B) or popc(A xor B) summed over K."""
+    a, b = inputs.values["a"], inputs.values["b"]
+    if case.bit_op == "xor":
+        return a @ (1 - b) + (1 - a) @ b
+    return a @ b
+
+
+def tolerance(case: MmaCase, inputs: Inputs, chain: int = 1) -> np.ndarray | float:
+    """Integer, b1 and f64 (on exactly representable inputs and sums): exact. Floating accumulators:
+    harness/measure/validate.py accumulation_tolerance (the products of f16, bf16, tf32 and fp8
+    values are exact in f32)."""
+    if case.dtype_d in ("s32", "f64"):
+        return 0.0
+    magnitude = np.abs(inputs.values["a"]) @ np.abs(inputs.values["b"])
+    return accumulation_tolerance(dtypes.unit_roundoff(case.dtype_d), case.k, magnitude, chain)
+
+
+class MmaFamily(Family):
     name = "mma"
     description = "mma.sync: warp-level MMA from registers"
     id_prefixes = ("mma.",)
@@ -120,20 +150,9 @@ class MmaFamily:
 
     # -- the probe -------------------------------------------------------------------------------
 
-    @staticmethod
-    def shapes(case: MmaCase) -> dict[str, int]:
-        """32-bit registers per lane of A, B, C, D and the sparsity metadata E."""
-        k_stored = case.k // 2 if case.sparse else case.k  # sparse A is held compressed
-        per_warp = fragments.QUAD_PAIRS if _quad_pairs(case) else 1
-        return {"a": fragments.registers(per_warp * case.m * k_stored // 32, BITS[case.dtype_a]),
-                "b": fragments.registers(per_warp * case.k * case.n // 32, BITS[case.dtype_b]),
-                "c": fragments.registers(per_warp * case.m * case.n // 32, BITS[case.dtype_c]),
-                "d": fragments.registers(per_warp * case.m * case.n // 32, BITS[case.dtype_d]),
-                "e": 1 if case.sparse else 0}
-
     def template_params(self, case: MmaCase) -> dict[str, object]:
         self.check(case)
-        regs = self.shapes(case)
+        regs = shapes(case)
         doubles = case.dtype_a == "f64"
         if doubles:  # f64 operands are .f64 registers, one per element
             regs = {key: value // 2 for key, value in regs.items()}
@@ -232,30 +251,12 @@ class MmaFamily:
             text = f"normal(0,1) rounded to {case.dtype_a}/{case.dtype_b}"
         return text + ("; A zero outside a random structured-sparse pattern per chunk" if case.sparse else "")
 
-    @staticmethod
-    def reference(case: MmaCase, inputs: Inputs) -> np.ndarray:
-        """D = A.B in float64 (sparse: the dense A, zeros included; m8n8k4: four products, one per quad
-        pair); b1: popc(A and B) or popc(A xor B) summed over K."""
-        a, b = inputs.values["a"], inputs.values["b"]
-        if case.bit_op == "xor":
-            return a @ (1 - b) + (1 - a) @ b
-        return a @ b
-
-    def tolerance(self, case: MmaCase, inputs: Inputs, chain: int = 1) -> np.ndarray | float:
-        """Integer, b1 and f64 (on exactly representable inputs and sums): exact. Floating accumulators:
-        harness/measure/validate.py accumulation_tolerance (the products of f16, bf16, tf32 and fp8
-        values are exact in f32)."""
-        if case.dtype_d in ("s32", "f64"):
-            return 0.0
-        magnitude = np.abs(inputs.values["a"]) @ np.abs(inputs.values["b"])
-        return accumulation_tolerance(dtypes.unit_roundoff(case.dtype_d), case.k, magnitude, chain)
-
     def checks(self, case: MmaCase, inputs: Inputs) -> list[Check]:
         """A dependent chain of one loop body and the issue-interval kernel's first accumulator: `unroll`
         x A.B (A.B where C is a separate zero operand: each mma then computes A.B + 0)."""
         plan = chains(case)
         chain = plan.unroll if case.dtype_c == case.dtype_d else 1
-        ref, tol = chain * self.reference(case, inputs), self.tolerance(case, inputs, chain)
+        ref, tol = chain * reference(case, inputs), tolerance(case, inputs, chain)
         kernels = [plan.kernel(ilp) for ilp in plan.timed_ilps]
         if plan.short_unroll:  # the same chain of `unroll` rounds, in bodies of short_unroll
             kernels += [plan.short_kernel(ilp) for ilp in plan.timed_ilps]
@@ -263,11 +264,11 @@ class MmaFamily:
                 for kernel in kernels]
 
     def output_words(self, case: MmaCase) -> int:
-        return max(ILPS) * 32 * self.shapes(case)["d"]
+        return max(ILPS) * 32 * shapes(case)["d"]
 
     def decode(self, case: MmaCase, words: np.ndarray) -> np.ndarray:
         """The first accumulator's registers of warp 0 -> the M x N matrix (m8n8k4: 4 of them), float64."""
-        regs = self.shapes(case)["d"]
+        regs = shapes(case)["d"]
         codes = fragments.unpack(BITS[case.dtype_d], words[:32 * regs].reshape(32, regs))
         out = np.zeros(((fragments.QUAD_PAIRS,) if _quad_pairs(case) else ()) + (case.m, case.n))
         out[_d_coords(case)] = dtypes.decode(case.dtype_d, codes)
@@ -347,7 +348,7 @@ class MmaFamily:
 
     def describe(self, case: MmaCase) -> list[str]:
         form = sass.form(case)
-        regs = self.shapes(case)
+        regs = shapes(case)
         lines = [f"registers per lane: A {regs['a']}, B {regs['b']}, C {regs['c']}, D {regs['d']}"
                  + (", metadata 1" if case.sparse else ""),
                  f"sm_90a runs: {form.executes}" + (" (emulated: no native instruction)" if form.emulated else "")]

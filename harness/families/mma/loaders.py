@@ -22,7 +22,7 @@ from typing import ClassVar
 import numpy as np
 
 from harness.errors import IllegalShapeError, SpecError
-from harness.families.base import Check, Inputs, KernelExpectation, SassExpectation, Suite, Work
+from harness.families.base import Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
 from harness.families.mma.model import B_BANK as PEAK_BYTES_PER_CYCLE
 from harness.measure.methods import ChainSlope, OccupancySweep, SweepPoint
 from harness.spec import Case
@@ -126,7 +126,7 @@ def _mnemonic(case: LoaderCase) -> str:
     return base + ("" if case.num == 1 else f".{case.num}")
 
 
-class LoadersFamily:
+class LoadersFamily(Family):
     name = "loaders"
     description = "ldmatrix/stmatrix: warp-level fragment loads and stores between shared memory and registers"
     id_prefixes = ("ldmatrix.", "stmatrix.")

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.families.base import Check, Inputs, KernelExpectation, SassExpectation, Suite, Work
+from harness.families.base import Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
 import harness.families.tma.cases as _cases
 import harness.families.tma.model as model
 from harness.families.tma.layout import (BLOCKS_PER_SM, MULTICAST_STAGES, SMEM_PER_BLOCK, SMEM_PER_SM,  # noqa: F401
@@ -102,7 +102,7 @@ QUICK = ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128
          "mbarrier.arrive.expect_tx.then.try_wait")
 
 
-class TmaFamily:
+class TmaFamily(Family):
     name = "tma"
     description = "TMA and clusters: cp.async.bulk(.tensor) copies, multicast, mbarrier, distributed shared memory"
     id_prefixes = ("cp.async.bulk", "cp.reduce.async.bulk", "cp.async.cg", "ld.global", "mbarrier.", "ld.shared::cluster",

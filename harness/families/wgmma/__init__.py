@@ -13,7 +13,7 @@ import numpy as np
 
 from harness import dtypes, sparsity
 from harness.errors import SpecError
-from harness.families.base import Check, Inputs, KernelExpectation, SassExpectation, Suite, Work
+from harness.families.base import Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
 import harness.families.wgmma.cases as _cases
 from harness.families.wgmma.cases import LAYOUTS, M, PAPER_N, WgmmaCase
 from harness.families.wgmma.descriptors import Layout
@@ -149,7 +149,30 @@ def _faults() -> list[WgmmaCase]:
     return cases
 
 
-class WgmmaFamily:
+def reference(case: WgmmaCase, inputs: Inputs) -> np.ndarray:
+    """D = A @ B in float64 (B is stored N x K)."""
+    return inputs.values["a"] @ inputs.values["b"].T
+
+
+def tolerance(case: WgmmaCase, inputs: Inputs, chain: int = 1) -> np.ndarray | float:
+    """Integer and b1: exact. Float: harness/measure/validate.py accumulation_tolerance (products of
+    two 16-bit, tf32 or fp8 values are exact in f32). fp8 into f32 accumulates with fewer bits
+    than f32 holds: DeepSeek-V3's technical report (arXiv 2412.19437, section 3.3.2) measured about
+    14 bits on H800, so its unit roundoff is taken as 2^-13."""
+    if case.dtype_acc == "s32":
+        return 0.0
+    magnitude = np.abs(inputs.values["a"]) @ np.abs(inputs.values["b"]).T
+    if case.dtype_a in _cases.FP8 and case.dtype_acc == "f32":
+        # The report describes products aligned to the largest exponent, the running sum included,
+        # and cut to ~14 bits: each of the K products of instruction i may lose 2^-13 of a sum of
+        # up to i x magnitude. The H100 showed it: all-positive uniform01 inputs broke the per-add
+        # bound by 0.2 % in a chain of 16 (run of 2026-11-22, m64n256k32 e4m3 SS and RS).
+        u = 2.0 ** -13
+        return (2 * case.k * chain + case.k * chain * (chain + 1) / 2) * u * magnitude
+    return accumulation_tolerance(dtypes.unit_roundoff(case.dtype_acc), case.k, magnitude, chain)
+
+
+class WgmmaFamily(Family):
     name = "wgmma"
     description = "wgmma.mma_async: warpgroup MMA from shared memory (SS) or registers (RS)"
     id_prefixes = ("wgmma.",)
@@ -302,34 +325,12 @@ class WgmmaFamily:
         drawn = {"uniform01": lambda: rng.random(shape), "uniform11": lambda: rng.uniform(-1.0, 1.0, shape)}
         return dtypes.round_to(dtype, drawn.get(pattern, lambda: rng.standard_normal(shape))())
 
-    @staticmethod
-    def reference(case: WgmmaCase, inputs: Inputs) -> np.ndarray:
-        """D = A @ B in float64 (B is stored N x K)."""
-        return inputs.values["a"] @ inputs.values["b"].T
-
-    def tolerance(self, case: WgmmaCase, inputs: Inputs, chain: int = 1) -> np.ndarray | float:
-        """Integer and b1: exact. Float: harness/measure/validate.py accumulation_tolerance (products of
-        two 16-bit, tf32 or fp8 values are exact in f32). fp8 into f32 accumulates with fewer bits
-        than f32 holds: DeepSeek-V3's technical report (arXiv 2412.19437, section 3.3.2) measured about
-        14 bits on H800, so its unit roundoff is taken as 2^-13."""
-        if case.dtype_acc == "s32":
-            return 0.0
-        magnitude = np.abs(inputs.values["a"]) @ np.abs(inputs.values["b"]).T
-        if case.dtype_a in _cases.FP8 and case.dtype_acc == "f32":
-            # The report describes products aligned to the largest exponent, the running sum included,
-            # and cut to ~14 bits: each of the K products of instruction i may lose 2^-13 of a sum of
-            # up to i x magnitude. The H100 showed it: all-positive uniform01 inputs broke the per-add
-            # bound by 0.2 % in a chain of 16 (run of 2026-11-22, m64n256k32 e4m3 SS and RS).
-            u = 2.0 ** -13
-            return (2 * case.k * chain + case.k * chain * (chain + 1) / 2) * u * magnitude
-        return accumulation_tolerance(dtypes.unit_roundoff(case.dtype_acc), case.k, magnitude, chain)
-
     def checks(self, case: WgmmaCase, inputs: Inputs) -> list[Check]:
         """One wgmma (the latency kernel) must give A.B; one chain body must give UNROLL x A.B."""
-        ref = self.reference(case, inputs)
-        return [Check("probe_latency", WARPGROUP_THREADS, 1, WARPGROUP_THREADS, ref, self.tolerance(case, inputs),
+        ref = reference(case, inputs)
+        return [Check("probe_latency", WARPGROUP_THREADS, 1, WARPGROUP_THREADS, ref, tolerance(case, inputs),
                       "D (one wgmma)"),
-                Check("probe_chain", WARPGROUP_THREADS, UNROLL, 5, UNROLL * ref, self.tolerance(case, inputs, UNROLL),
+                Check("probe_chain", WARPGROUP_THREADS, UNROLL, 5, UNROLL * ref, tolerance(case, inputs, UNROLL),
                       f"D (chain of {UNROLL})")]
 
     def output_words(self, case: WgmmaCase) -> int:
