@@ -68,7 +68,7 @@ def _counterpart(figure) -> tuple[str, str] | None:
     from harness.registry import FAMILIES
 
     for family in FAMILIES.values():
-        found = getattr(family, "paper_case", None) and family.paper_case(figure)
+        found = family.paper_case(figure)
         if found:
             return found
     return None
@@ -81,8 +81,7 @@ def _data_counterpart(row: dict) -> tuple[dict | None, str | None]:
     from harness.registry import FAMILIES
 
     for family in FAMILIES.values():
-        hook = getattr(family, "paper_row", None)
-        found = hook(row) if hook else None
+        found = family.paper_row(row)
         if isinstance(found, str):
             return None, found
         if found:
@@ -216,12 +215,15 @@ def data_hash() -> str:
 
 
 def _mapping_code() -> bytes:
-    """The families' mapping hooks (paper_case, paper_row): a change to one remaps the figures."""
+    """The families' mapping hooks (paper_case, paper_row) where a family gives them (the contract's
+    defaults map nothing and are not hashed): a change to one remaps the figures."""
     import inspect
 
+    from harness.families.base import overrides
     from harness.registry import FAMILIES
 
-    hooks = [getattr(f, name) for f in FAMILIES.values() for name in ("paper_case", "paper_row") if hasattr(f, name)]
+    hooks = [hook for f in FAMILIES.values() for name, hook in (("paper_case", f.paper_case), ("paper_row", f.paper_row))
+             if overrides(f, name)]
     return "".join(inspect.getsource(hook) for hook in hooks).encode()
 
 

@@ -105,7 +105,7 @@ def with_derived(frame: pd.DataFrame) -> pd.DataFrame:
     that case's best bandwidth in the same run on the same GPU (roofline_fraction)."""
     parts = [frame]
     for name, family in FAMILIES.items():
-        roofline_case = getattr(family, "roofline_case", None)
+        roofline_case = family.roofline_case
         rows = frame[(frame.family == name) & (frame.metric == "bandwidth_gbps")]
         if roofline_case is None or rows.empty:
             continue
@@ -172,7 +172,8 @@ def model_predictions(frame: pd.DataFrame, gpu: str) -> list[float]:
     priors = {}
     values = []
     for row in frame.itertuples():
-        model = getattr(FAMILIES.get(row.family), "model", None)
+        family = FAMILIES.get(row.family)  # None: a family this version no longer has
+        model = family.model if family is not None else None
         if model is None:
             values.append(np.nan)
             continue
@@ -244,10 +245,10 @@ def against_paper(store: Store, run_id: int, include_flagged: bool = False,
 
 def _explanation(row) -> str | None:
     """Why the row's measurement and figure differ, where its family knows (Family.explain)."""
-    explain = getattr(FAMILIES.get(row.family), "explain", None)
-    if explain is None or row.paper != row.paper:  # no hook, or no figure (NaN)
+    family = FAMILIES.get(row.family)
+    if family is None or row.paper != row.paper:  # a family this version no longer has, or no figure (NaN)
         return None
-    return explain(row.case_id, row.metric, row.value, row.paper)
+    return family.explain(row.case_id, row.metric, row.value, row.paper)
 
 
 def _doubtful(row) -> str:

@@ -14,11 +14,12 @@ def fit_run(store: Store, run_id: int, include_flagged: bool = False) -> dict:
     gpu = store.run_info(run_id).gpu_name or "unknown GPU"
     fits = {}
     for name, rows in frame.groupby("family"):
-        model = getattr(FAMILIES.get(name), "model", None)
+        family = FAMILIES.get(name)  # None: a family this version no longer has
+        model = family.model if family is not None else None
         report = model.fit(rows, gpu, f"fitted to run {run_id}") if model else None
         if report is not None:
             fits[name] = report
     if not fits:
         raise SpecError(f"run {run_id} has no measurements that a family's model fits "
-                        f"(models: {', '.join(n for n, f in FAMILIES.items() if getattr(f, 'model', None)) or 'none'})")
+                        f"(models: {', '.join(n for n, f in FAMILIES.items() if f.model) or 'none'})")
     return fits

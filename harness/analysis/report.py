@@ -178,7 +178,7 @@ def _write(store: Store, run_id: int, facts: dict, directory: Path, include_flag
     family_sections = []
     for name in sorted(set(measured.family)):
         family = FAMILIES.get(name)
-        if family is not None and hasattr(family, "figures"):
+        if family is not None:
             family_sections += family.figures(ctx)
     tensor_run = bool(measured.unit.isin(TENSOR_UNITS).any()) if len(measured) else False
     sections = _sections(store, run_id, facts, against, family_sections, include_flagged, tensor_run)
@@ -222,11 +222,10 @@ def _findings(store: Store, run_id: int) -> list[str]:
     with tempfile.TemporaryDirectory() as scratch:
         context = SimpleNamespace(store=store, latest=frame, directory=Path(scratch))
         for family in FAMILIES.values():
-            if hasattr(family, "findings"):
-                for heading, paragraphs, body in family.findings(context):
-                    if isinstance(body, Path):  # a question's answer (its tables repeat it in numbers)
-                        found += [f"{heading} {text}" if i == 0 else text
-                                  for i, text in enumerate(paragraphs[:-1] or paragraphs)]
+            for heading, paragraphs, body in family.findings(context):
+                if isinstance(body, Path):  # a question's answer (its tables repeat it in numbers)
+                    found += [f"{heading} {text}" if i == 0 else text
+                              for i, text in enumerate(paragraphs[:-1] or paragraphs)]
     return found
 
 

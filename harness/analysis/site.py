@@ -64,8 +64,7 @@ def build(store: Store, out: Path, reports: Path | None = None) -> Site:
         context = SiteContext(store, newest, figures)
         sections = []
         for family in FAMILIES.values():
-            if hasattr(family, "findings"):
-                sections += family.findings(context)
+            sections += family.findings(context)
         sections += _paper_and_siblings(store, runs)
         sections += _history(store, figures)
         sections.append(("Every run", ["Newest last. A run's report, where `bench report` wrote one into the "

@@ -167,8 +167,8 @@ def model(gpu, clock, run_id, db, fmt, wide):
     if run_id is None:
         from harness.registry import FAMILIES
 
-        models = [(name, f.model) for name, f in FAMILIES.items()
-                  if hasattr(getattr(f, "model", None), "datasheet_table")]
+        models = [(name, model) for name, f in FAMILIES.items()
+                  if (model := f.model) is not None and hasattr(model, "datasheet_table")]
         for name, family_model in models:
             line, table = family_model.datasheet_table(gpu, clock)
             say(f"{name}: {line}" if len(models) > 1 else line)
@@ -197,7 +197,7 @@ class AdvisorGroup(click.Group):
         from harness.registry import FAMILIES
 
         return {advisor.name: advice_command(family, advisor)
-                for family in FAMILIES.values() for advisor in getattr(family, "advisors", ())}
+                for family in FAMILIES.values() for advisor in family.advisors}
 
     def list_commands(self, ctx):
         return sorted(self.advisors)

@@ -72,7 +72,7 @@ def synthetic_interval(case: Case) -> float:
     """A plausible issue interval: the family's model with datasheet parameters where it has one,
     else the work at the family's peak rate (or 1024 units per cycle), and at least 4 cycles."""
     family = family_of(case)
-    model = getattr(family, "model", None)
+    model = family.model
     predicted = model.predict(case, "issue_interval_cycles", model.prior(PRIOR_GPU)) if model else None
     return predicted or max(family.work(case).amount / (family.peak(case) or 1024.0), 4.0)
 

@@ -73,8 +73,7 @@ def measure_case(case: Case, build: Build, device: DeviceInfo, settings: RunSett
     inputs = family.inputs(case, np.random.default_rng(settings.seed))
     try:
         probe = LoadedProbe(build, inputs.buffer, family.output_words(case))
-        if hasattr(family, "attach"):  # the family's GPU resources: buffers, tensor maps, shared memory
-            family.attach(case, probe, device)
+        family.attach(case, probe, device)  # the family's GPU resources: buffers, tensor maps, shared memory
         validation = validate(case, probe, inputs)
         if not validation.ok:
             return unmeasured(case, f"validation failed: {validation.message}", build, check, metrics=declared,
