@@ -2,8 +2,13 @@
 family's case id. It sits above the families (it imports each) and below what orchestrates them (run,
 compare, report, the CLI), which look families up here and hand them down.
 
-A family is a package under harness/families/ exposing an object that satisfies the Family protocol
-of harness/families/base.py. Adding one is a new package and one entry here.
+A family is a package under harness/families/ exposing an object of a subclass of Family
+(harness/families/base.py). Adding one is a new package, its template in ptx/, and one entry in
+FAMILIES here (docs/architecture.md, "Adding a family").
+
+Each family owns its `id_prefixes`: no prefix of one family starts another family's prefix, so at most
+one family's prefixes match any id and the order of FAMILIES decides nothing (checked when this module
+is imported, and by tests/test_family_contract.py for every case id of every family).
 """
 
 from __future__ import annotations
@@ -16,10 +21,25 @@ from harness.families import memory, mma, tma, wgmma
 from harness.families.base import Family
 from harness.spec import MAX_CASE_ID, Case, split_fault
 
-# memory before tma: its ids (ld.global.ca..., ld.global.cg...) and tma's read baseline (ld.global.v4.u32)
-# share the prefix ld.global, and the first family whose prefixes match parses an id.
-FAMILIES: dict[str, Family] = {f.name: f for f in (wgmma.FAMILY, mma.FAMILY, mma.LOADERS, memory.FAMILY, tma.FAMILY)
-                               if f is not None}
+FAMILIES: dict[str, Family] = {f.name: f for f in (wgmma.FAMILY, mma.FAMILY, mma.LOADERS, memory.FAMILY, tma.FAMILY)}
+
+
+def overlapping_prefixes(families) -> list[tuple[str, str, str, str]]:
+    """(family, prefix, other family, its prefix) wherever one family's id prefix starts another's: an
+    id both could spell."""
+    owned = [(f.name, prefix) for f in families for prefix in f.id_prefixes]
+    return [(a, p, b, q) for a, p in owned for b, q in owned if a != b and q.startswith(p)]
+
+
+def _owners(families) -> dict[str, Family]:
+    """{id prefix: the one family that owns it}; raises where two families' prefixes overlap."""
+    if clashes := overlapping_prefixes(families):
+        raise RuntimeError("family id prefixes overlap: " + "; ".join(
+            f"{a} {p!r} starts {b} {q!r}" for a, p, b, q in clashes) + " (each id prefix is one family's)")
+    return {prefix: f for f in families for prefix in f.id_prefixes}
+
+
+OWNERS = _owners(FAMILIES.values())
 
 
 def get(name: str) -> Family:
@@ -40,10 +60,10 @@ def parse_case_id(case_id: str) -> Case:
         raise SpecError(f"cannot parse case id {shown!r}: case ids are ASCII and at most {MAX_CASE_ID} characters "
                         "(see `bench list`)")
     base, fault = split_fault(case_id)
-    for family in FAMILIES.values():
-        if base.startswith(family.id_prefixes):
-            case = family.parse(base)
-            return replace(case, fault=fault) if fault else case
+    owner = next((family for prefix, family in OWNERS.items() if base.startswith(prefix)), None)
+    if owner is not None:  # the only family whose prefixes match (they do not overlap)
+        case = owner.parse(base)
+        return replace(case, fault=fault) if fault else case
     examples = "; ".join(f"{f.name}: {f.example_id!r}" for f in FAMILIES.values())
     raise SpecError(f"cannot parse case id {case_id!r}: no family spells it (e.g. {examples}; see `bench list`)")
 

@@ -105,8 +105,8 @@ QUICK = ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128
 class TmaFamily(Family):
     name = "tma"
     description = "TMA and clusters: cp.async.bulk(.tensor) copies, multicast, mbarrier, distributed shared memory"
-    id_prefixes = ("cp.async.bulk", "cp.reduce.async.bulk", "cp.async.cg", "ld.global", "mbarrier.", "ld.shared::cluster",
-                   "st.shared::cluster")
+    id_prefixes = ("cp.async.bulk", "cp.reduce.async.bulk", "cp.async.cg", "ld.global.v4.", "mbarrier.",
+                   "ld.shared::cluster", "st.shared::cluster")  # ld.global.v4.: the baselines (memory owns .ca/.cg)
     example_id = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128"
     template = "tma.cu.in"
     roofline_case = FIXED_IDS["read"]  # bandwidths compare as a fraction of this case's, same run (compare)

@@ -1,0 +1,137 @@
+"""The family contract (harness/families/base.py::Family, docs/architecture.md "Adding a family"): every
+family gives the required members and no public member the contract does not declare; the shared stages
+call the optional hooks without probing for them; each case-id prefix is one family's."""
+
+import ast
+import inspect
+from pathlib import Path
+
+import pytest
+
+from harness.families import base
+from harness.families.base import HOOKS, REQUIRED, Family, overrides
+from harness.registry import FAMILIES, overlapping_prefixes, parse_case_id
+
+ROOT = Path(__file__).resolve().parent.parent
+FAMILY_NAMES = sorted(FAMILIES)
+
+
+def declared() -> set[str]:
+    """The members the Family class declares: its annotated attributes and its public methods and values."""
+    return set(Family.__annotations__) | {name for name in vars(Family) if not name.startswith("_")}
+
+
+def test_the_contract_names_exactly_what_the_class_declares():
+    assert len(set(REQUIRED)) == len(REQUIRED) and len(set(HOOKS)) == len(HOOKS) and not set(REQUIRED) & set(HOOKS)
+    assert set(REQUIRED) | set(HOOKS) == declared()
+    abstract = Family.__abstractmethods__
+    assert {name for name in REQUIRED if callable(vars(Family).get(name))} == abstract
+    assert {name for name in REQUIRED if name not in abstract} == {"name", "description", "id_prefixes", "example_id",
+                                                                   "template"}
+    assert all(hasattr(Family, hook) for hook in HOOKS), "every optional hook has its default on Family"
+
+
+def test_a_family_without_a_required_method_cannot_be_made():
+    class Half(Family):
+        name = "half"
+
+    with pytest.raises(TypeError, match="abstract"):
+        Half()
+
+
+@pytest.mark.parametrize("name", FAMILY_NAMES)
+def test_every_family_gives_the_required_members(name):
+    family = FAMILIES[name]
+    assert isinstance(family, Family)
+    missing = [member for member in REQUIRED if not hasattr(family, member)]
+    assert not missing, f"{name} lacks {missing}"
+    assert family.name == name and isinstance(family.description, str) and family.description
+    assert family.template.endswith(".cu.in") and (ROOT / "ptx" / family.template).is_file()
+    assert isinstance(family.id_prefixes, tuple) and family.id_prefixes and all(family.id_prefixes)
+    assert parse_case_id(family.example_id).family == name
+
+
+@pytest.mark.parametrize("name", FAMILY_NAMES)
+def test_every_public_member_of_a_family_is_in_the_contract(name):
+    family = FAMILIES[name]
+    public = {member for member in dir(family) if not member.startswith("_")}
+    extra = public - set(REQUIRED) - set(HOOKS)
+    assert not extra, (f"{name} has public members the Family contract does not declare: {sorted(extra)} (declare "
+                       "them in harness/families/base.py, or make them private or module functions)")
+
+
+def test_the_hooks_a_family_gives_are_told_from_the_defaults():
+    for family in FAMILIES.values():
+        for hook in HOOKS:
+            assert overrides(family, hook) == any(hook in vars(k) for k in type(family).__mro__[:-3])
+    with pytest.raises(ValueError):
+        overrides(FAMILIES["mma"], "cases")
+
+
+def _header_expressions(statement: ast.stmt):
+    """The expressions a statement holds itself, not those of the statements in its body."""
+    skip = {"body", "orelse", "finalbody", "handlers", "decorator_list", "args", "returns", "cases"}
+    for field, value in ast.iter_fields(statement):
+        if field in skip:
+            continue
+        for node in value if isinstance(value, list) else [value]:
+            if isinstance(node, ast.AST):
+                yield node
+
+
+def probing_statements(source: str) -> list[tuple[int, str]]:
+    """(line, hook) for each statement that calls getattr or hasattr and names a hook in a string: a
+    stage asking whether a family has a hook instead of calling it."""
+    found = []
+    for statement in ast.walk(ast.parse(source)):
+        if not isinstance(statement, ast.stmt):
+            continue
+        for expression in _header_expressions(statement):
+            nodes = list(ast.walk(expression))
+            probes = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("getattr", "hasattr")
+                         for n in nodes)
+            named = {n.value for n in nodes if isinstance(n, ast.Constant) and n.value in HOOKS}
+            if probes and named:
+                found += [(statement.lineno, hook) for hook in sorted(named)]
+    return found
+
+
+def test_the_probe_scan_finds_the_old_forms():
+    assert probing_statements('model = getattr(family, "model", None)\n') == [(1, "model")]
+    assert probing_statements('if hasattr(family, "attach"):\n    family.attach(case, probe, device)\n') == \
+        [(1, "attach")]
+    assert probing_statements('hooks = [getattr(f, n) for f in F for n in ("paper_case", "paper_row") if hasattr(f, n)]'
+                              ) == [(1, "paper_case"), (1, "paper_row")]
+    assert probing_statements('x = getattr(body, "columns", [])\nfamily.attach(case, probe, device)\n') == []
+
+
+def test_no_stage_probes_a_family_for_a_hook():
+    """The shared stages call every hook: the defaults on Family say "none". Only base.py may look."""
+    package = ROOT / "harness"
+    found = [f"{path.relative_to(ROOT)}:{line}: {hook}" for path in sorted(package.rglob("*.py"))
+             if path != Path(inspect.getfile(base)) for line, hook in probing_statements(path.read_text())]
+    assert not found, "getattr/hasattr of a family hook (call it: Family declares its default): " + ", ".join(found)
+
+
+def test_no_id_prefix_of_one_family_starts_another_family_s():
+    assert overlapping_prefixes(FAMILIES.values()) == []
+
+
+def test_an_overlap_is_found():
+    class Fake:
+        def __init__(self, name, prefixes):
+            self.name, self.id_prefixes = name, prefixes
+
+    clash = overlapping_prefixes([Fake("a", ("ld.global",)), Fake("b", ("ld.global.ca.", "mma."))])
+    assert clash == [("a", "ld.global", "b", "ld.global.ca.")]
+
+
+def test_every_case_id_is_parsed_by_its_own_family():
+    """Ownership by prefix, checked on every id: the family that owns the id's prefix is the case's."""
+    wrong = []
+    for name, family in FAMILIES.items():
+        for case in family.cases():
+            owners = [f.name for f in FAMILIES.values() if case.case_id.startswith(f.id_prefixes)]
+            if owners != [name] or parse_case_id(case.case_id).family != name:
+                wrong.append((case.case_id, name, owners))
+    assert not wrong, wrong[:10]
