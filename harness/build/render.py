@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import string
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,9 +35,24 @@ class ProbeSource:
         return hashlib.sha256(self.text.encode()).hexdigest()
 
 
+# A template's `#include "name.cuh"` of a header in ptx/ (async.cuh, the asynchronous-copy layer):
+# inlined, so the rendered source stays self-contained (it is what is hashed and compiled).
+INCLUDE = re.compile(r'^#include "([A-Za-z0-9_]+\.cuh)"[ \t]*$', re.MULTILINE)
+
+
+def _inline_includes(body: str) -> str:
+    def header(match: re.Match) -> str:
+        name = match.group(1)
+        if name == COMMON_HEADER:
+            raise ValueError(f"{COMMON_HEADER} is prepended to every probe: a template does not include it")
+        return f"// ---- {name} ----\n{(template_dir() / name).read_text()}// ---- end of {name} ----"
+
+    return INCLUDE.sub(header, body)
+
+
 def _with_common(body: str) -> str:
     common = (template_dir() / COMMON_HEADER).read_text()
-    return f"{common}\n{body}"
+    return f"{common}\n{_inline_includes(body)}"
 
 
 def render(case: Case, family) -> ProbeSource:
