@@ -35,7 +35,7 @@ from harness.registry import parse_case_id
 TMA = FAMILIES["tma"]
 BOX = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x{rows}.sw128"
 LOOP_OWNER = "if (CLUSTER > 1 || lead) {\n    // Every CTA of the launch adds"
-TRY_LOOP = "while (!mbar_try_wait(bar, phase)) {"
+TRY_LOOP = "while (!mbarrier_try_wait_parity(bar, phase)) {"  # ptx/async.cuh mbarrier_wait_parity
 
 
 def variant(text: str, name: str) -> str:
@@ -44,7 +44,7 @@ def variant(text: str, name: str) -> str:
         text = text.replace(LOOP_OWNER, LOOP_OWNER.replace("CLUSTER > 1 || lead", "true"))
     if name.endswith("test"):
         assert TRY_LOOP in text
-        text = text.replace(TRY_LOOP, "while (!mbar_test(bar, phase)) {")
+        text = text.replace(TRY_LOOP, "while (!mbarrier_test_wait_parity(bar, phase)) {")
     return text
 
 

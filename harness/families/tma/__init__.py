@@ -37,8 +37,8 @@ from harness.measure.methods import Bandwidth, BandwidthPoint, BracketedLatency,
 OP_CODES = {"load": 0, "store": 1, "bulk": 2, "read": 3, "cp.async": 4, "ld+st": 5, "mbarrier": 6, "dsmem": 7,
             "reduce": 8, "bulk-store": 9, "dsmem-store": 10, "dsmem-chase": 11}
 # dsmem-chase: the target CTA of rank r per pattern (ptx/tma.cu.in dsmem_chase), as C and as NumPy sees it
-CHASE_TARGETS = {"ring": "(cluster_rank() + 1) % CLUSTER", "pair": "cluster_rank() ^ 1u", "broadcast": "0u",
-                 "local": "cluster_rank()"}
+CHASE_TARGETS = {"ring": "(cluster_ctarank() + 1) % CLUSTER", "pair": "cluster_ctarank() ^ 1u", "broadcast": "0u",
+                 "local": "cluster_ctarank()"}
 CHASE_THREADS = (256, 512, 1024)  # the papers' blocks are 1024 threads
 CHASE_ILP = (1, 2, 4)  # independent chains per thread
 CHASE_CHECK_THREADS = 64
@@ -129,12 +129,7 @@ class TmaFamily(Family):
         self.check(case)
         rank = case.rank if case.tensor else 1
         box = (list(case.box if case.tensor else (case.box_bytes or 16,)) + [1] * 5)[:5]
-        coords = ", ".join(f"%{3 + d}" for d in range(rank))
-        mode = "im2col" if case.im2col else "tile"
-
-        def offsets(first: int) -> str:  # im2col: the offsets' operands after the coordinates' (16-bit)
-            return ", {" + ", ".join(f"%{first + s}" for s in range(rank - 2)) + "}" if case.im2col else ""
-
+        mode = "im2col_" if case.im2col else ""  # ptx/async.cuh: tma_load_3d, tma_load_im2col_3d, ...
         kernels = "\n".join(f"KERNEL probe_stream_k{k}(ARGS) {{\n  planted_fault<PLANTED_FAULT>(iters, out);\n"
                             f"  stream<{k}>(in, out, timing, iters, map, gmap, src, tiles);\n}}"
                             for k in stream_stages(case)) if case.op in COPY_OPS else ""
@@ -158,23 +153,16 @@ class TmaFamily(Family):
             "spread": "true" if case.spread else "false",
             "elem": case.elem if case.tensor else 1,
             "check_tile": model.check_tile(rank),
-            "load_instruction": f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.{mode}.mbarrier::complete_tx::bytes",
-            "store_instruction": f"cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group",
-            "reduce_instruction": f"cp.reduce.async.bulk.tensor.{rank}d.global.shared::cta.add.tile.bulk_group",
-            "prefetch_instruction": f"cp.async.bulk.prefetch.tensor.{rank}d.L2.global.{mode}",
+            # the copy's wrappers (ptx/async.cuh) and their arguments: tile t's coordinates, im2col's offsets
+            "tensor_load": f"tma_load_{mode}{rank}d",
+            "tensor_prefetch": f"tma_prefetch_{mode}{rank}d",
+            "coords": ", ".join(f"k.c[{d}]" for d in range(rank)),
+            "offsets": "".join(f", k.o[{s}]" for s in range(rank - 2)) if case.im2col else "",
             "im2col": "true" if case.im2col else "false",
             "spatial": ", ".join(map(str, (*model.IM2COL_EXTENTS.get(rank, ()), 1, 1, 1)[:3])),
             "im2col_channel_tiles": model.IM2COL_CHANNEL_TILES,
             "im2col_corner": model.IM2COL_CORNER,
             "im2col_filter": model.IM2COL_FILTER,
-            "im2col_operands": offsets(3 + rank),
-            "im2col_operands_prefetch": offsets(1 + rank),
-            "im2col_inputs": "".join(f', "h"(k.o[{s}])' for s in range(rank - 2)) if case.im2col else "",
-            "coord_operands_prefetch": ", ".join(f"%{1 + d}" for d in range(rank)),
-            "coord_operands": coords,
-            "coord_operands_store": ", ".join(f"%{2 + d}" for d in range(rank)),
-            "coord_inputs": ", ".join(f'"r"(k.c[{d}])' for d in range(rank)),
-            "mask_operand": 3 + rank,
             "stream_kernels": kernels,
             "chase_target": CHASE_TARGETS.get(case.pattern, CHASE_TARGETS["ring"]),
             "chase_stride": CHASE_STRIDE,
