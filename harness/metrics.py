@@ -62,6 +62,18 @@ METRICS = {m.name: m for m in (
     MetricInfo("energy_pj_per_op", "pJ", "energy", None, "lower",
                "energy per unit of work (FLOP or OP, dense-equivalent): power_mean_w / throughput_tflops"),
     MetricInfo("bandwidth_gbps", "GB/s", "seconds", "bytes", "higher", "whole-GPU bytes per second (1e9 B/s)"),
+    MetricInfo("library_fraction", "ratio", "ratio", None, "higher",
+               "a kernel's throughput_tflops over the library's (cuBLAS) on the same problem and inputs, round by "
+               "round: rounds of each alternate, so both see the same clock and power state"),
+    MetricInfo("cycles_per_kblock", "cycles", "cycles", None, "lower",
+               "a GEMM pipeline's mainloop cycles per k-block (one consumer warpgroup's, from its first wait to its "
+               "last wgmma of each tile), the median over blocks"),
+    MetricInfo("full_wait_cycles_per_tile", "cycles", "cycles", None, "lower",
+               "cycles a consumer warpgroup waited for a slot to fill (the feed was short), per output tile"),
+    MetricInfo("empty_wait_cycles_per_tile", "cycles", "cycles", None, "lower",
+               "cycles the producer waited for a slot to empty (the tensor cores were busy), per output tile"),
+    MetricInfo("epilogue_cycles_per_tile", "cycles", "cycles", None, "lower",
+               "cycles a consumer warpgroup spent writing C, per output tile"),
     MetricInfo("roofline_fraction", "ratio", "ratio", None, "higher",
                "bandwidth_gbps over the read roofline measured in the same run (its family's roofline case; "
                "derived by compare)"),

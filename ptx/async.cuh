@@ -46,9 +46,11 @@ __device__ __forceinline__ void mbarrier_arrive(u32 bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
 // Arrive on a barrier in another CTA of the cluster, by its shared::cluster address
-// (mapa_shared_cluster below): a consumer releasing a slot that a multicast fills.
+// (mapa_shared_cluster below): a consumer releasing a slot that a multicast fills. Release at CTA
+// scope (the default), as CUTLASS's ClusterBarrier does: what it orders are this CTA's reads of the
+// slot, complete before the arrive; a cluster-scope release cost a GEMM half its rate on an H100.
 __device__ __forceinline__ void mbarrier_arrive_cluster(u32 remote_bar) {
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote_bar) : "memory");
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote_bar) : "memory");
 }
 // Has the phase of parity `phase` completed? try_wait may suspend the thread for a while first.
 __device__ __forceinline__ bool mbarrier_try_wait_parity(u32 bar, u32 phase) {

@@ -38,6 +38,12 @@ class LoadedProbe:
         # CTAs per cluster chosen at launch time (0: none, or the kernel's own __cluster_dims__). A size over
         # the portable 8 needs cuLaunchKernelEx on the CUfunction CuPy loaded (Family.attach sets it).
         self.runtime_cluster = 0
+        # Kernels that are host calls (Family.attach): name -> fn(out, timing, iters), which enqueues its
+        # work (a library call) on CuPy's current stream; launched and timed like a module's kernel.
+        self.host_kernels: dict = {}
+        # One output buffer for every launch, poisoned before each: its address is fixed, so a family
+        # may point a tensor map at it (Family.attach).
+        self.out = cupy.empty(out_words + OUT_GUARD_WORDS, dtype=cupy.uint32)
 
     def load(self, input_bytes: np.ndarray) -> None:
         """Make `input_bytes` the input buffer of every later launch."""
@@ -46,26 +52,38 @@ class LoadedProbe:
         self.inputs = self._cupy.asarray(padded)
 
     def max_threads(self, kernel: str) -> int:
+        if kernel in self.host_kernels:
+            return 1024
         return self.module.get_function(kernel).max_threads_per_block
 
-    def run(self, kernel: str, grid: int, block: int, iters: int, timing_words: int) -> Launch:
+    def run(self, kernel: str, grid: int, block: int, iters: int, timing_words: int, repeat: int = 1) -> Launch:
+        """Launch `kernel` `repeat` times back to back between two CUDA events (the timing words are
+        the last launch's)."""
         cupy = self._cupy
-        function = self.module.get_function(kernel)
-        smem = self.dynamic_smem.get(kernel, 0)
-        if smem > 48 * 1024 and function.max_dynamic_shared_size_bytes < smem:
-            function.max_dynamic_shared_size_bytes = smem
         # Poison the outputs: a word the probe failed to write cannot pass validation. A guard of poison
         # follows them: a probe that writes past its outputs (into the timing records CuPy may place next)
         # is an error, not a wrong clock.
-        out = cupy.full(self.out_words + OUT_GUARD_WORDS, 0xFFFFFFFF, dtype=cupy.uint32)
+        out = self.out
+        out.fill(0xFFFFFFFF)
         timing = cupy.full(timing_words, -1, dtype=cupy.int64)
         start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        args = (self.inputs, out, timing, np.int32(iters), *self.extra_args)
-        start.record()
-        if self.runtime_cluster:
-            _launch_cluster(function, grid, block, smem, self.runtime_cluster, args)
+        if kernel in self.host_kernels:
+            call = self.host_kernels[kernel]
+            start.record()
+            for _ in range(repeat):
+                call(out, timing, iters)
         else:
-            function((grid,), (block,), args, shared_mem=smem)
+            function = self.module.get_function(kernel)
+            smem = self.dynamic_smem.get(kernel, 0)
+            if smem > 48 * 1024 and function.max_dynamic_shared_size_bytes < smem:
+                function.max_dynamic_shared_size_bytes = smem
+            args = (self.inputs, out, timing, np.int32(iters), *self.extra_args)
+            start.record()
+            for _ in range(repeat):
+                if self.runtime_cluster:
+                    _launch_cluster(function, grid, block, smem, self.runtime_cluster, args)
+                else:
+                    function((grid,), (block,), args, shared_mem=smem)
         stop.record()
         stop.synchronize()
         words = out.get()

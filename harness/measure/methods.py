@@ -18,6 +18,9 @@ instructions each loop iteration issues, and the family says how much work one i
                        follows that much idle time (a burst from a cool GPU, as a short program sees).
     Bandwidth          every SM runs B blocks that each move a known number of bytes per loop iteration;
                        whole-GPU bytes per second from CUDA events, launches sized to a few milliseconds.
+    WholeKernel        one launch is the whole job (a GEMM): rounds of back-to-back launches timed by
+                       CUDA events, alternating with an anchor (a library call on the same inputs) whose
+                       rounds give the ratio; the kernel's per-block counters say where its time went.
 
 Every kernel has the argument shape of ptx/common.cuh and writes one timing record per unit.
 """
@@ -189,6 +192,53 @@ class Bandwidth:
         return [("bandwidth_gbps", "GB/s")] if self.points else []
 
 
+@dataclass(frozen=True)
+class Counter:
+    """A per-block int64 the kernel writes after its timing records (word `index` of `words` per block):
+    stored as `metric`, the median over blocks of counter / counter `per` (None: over the block's cycles
+    from its record)."""
+
+    metric: str
+    unit: str
+    index: int
+    per: int | None = None
+
+
+WHOLE_KERNEL_ROUNDS = 12  # alternating rounds of the kernel and its anchor (each a block of launches)
+WHOLE_KERNEL_ROUND_MS = 25.0  # the length of one round's block of launches
+WHOLE_KERNEL_WARMUP_S = 0.5  # launches before the first round: clocks and power settle
+
+
+@dataclass(frozen=True)
+class WholeKernel:
+    """`kernel` is the whole job: `grid` blocks of `threads`, launched with `iters` (the problem it runs).
+    Samples are rounds of back-to-back launches (a block of calls sized to WHOLE_KERNEL_ROUND_MS, so the
+    host's dispatch never leaves the GPU idle), timed by CUDA events; work per launch is the family's
+    Work. With an `anchor` (another kernel of the probe, e.g. a library call on the same inputs), rounds
+    alternate kernel, anchor, kernel, ... and each pair gives `anchor_metric`, the kernel's rate over the
+    anchor's: both see the same clock and power state, which a long run of one then the other does not.
+    The block's counters (`counters`, `words` per block after the records) become metrics too."""
+
+    kernel: str
+    grid: int
+    threads: int
+    iters: int = 1
+    anchor: str | None = None
+    anchor_metric: str = "library_fraction"
+    counters: tuple[Counter, ...] = ()
+    words: int = 0  # counter words per block
+    launch: dict = field(default_factory=dict)
+    notes: str = ""
+    # The kernel writes a timing record per block (ptx/common.cuh): the SM clock it ran at, and the peak
+    # fraction at that clock. A host call (a library) writes none: no clock is claimed for it.
+    records: bool = True
+
+    def declares(self, work: Work) -> list[tuple[str, str]]:
+        names = [("throughput_tflops", throughput_unit(work))] + ([("peak_fraction", "ratio")] if self.records else [])
+        names += [(self.anchor_metric, "ratio")] if self.anchor else []
+        return names + [(c.metric, c.unit) for c in self.counters]
+
+
 def throughput_unit(work: Work) -> str:
     return {"FLOP": "TFLOPS", "OP": "TOPS"}.get(work.unit, f"T{work.unit}/s")
 
@@ -196,7 +246,7 @@ def throughput_unit(work: Work) -> str:
 def run(spec, ctx: Context) -> list[Metric]:
     """The metrics of one spec; each is taken inside a telemetry window, whose state it carries."""
     method = {ChainSlope: chain_slope, BracketedLatency: bracketed_latency, OccupancySweep: occupancy_sweep,
-              Bandwidth: bandwidth}
+              Bandwidth: bandwidth, WholeKernel: whole_kernel}
     return method[type(spec)](spec, ctx)
 
 
@@ -438,4 +488,65 @@ def bandwidth(spec: Bandwidth, ctx: Context) -> list[Metric]:
         metrics.append(Metric("bandwidth_gbps", "GB/s", np.asarray(collected.values), dict(point.launch),
                               sm_clock_mhz=float(np.median(clocks[-kept:])), notes=note,
                               stop_reason=collected.stop_reason, gpu_state=window.state))
+    return metrics
+
+
+def whole_kernel(spec: WholeKernel, ctx: Context) -> list[Metric]:
+    words = spec.grid * (RECORD_WORDS + spec.words)
+
+    def block(kernel: str, calls: int):
+        return ctx.probe.run(kernel, spec.grid, spec.threads, spec.iters, words, repeat=calls)
+
+    def calls_for(kernel: str) -> int:
+        """Launches per round: enough for WHOLE_KERNEL_ROUND_MS, from one launch and then a block of them."""
+        calls = 1
+        for _ in range(2):
+            calls = max(1, int(calls * WHOLE_KERNEL_ROUND_MS / max(block(kernel, calls).elapsed_ms, 1e-3)))
+        return calls
+
+    contenders = [spec.kernel] + ([spec.anchor] if spec.anchor else [])
+    per_round = {name: calls_for(name) for name in contenders}
+    started = time.perf_counter()
+    while time.perf_counter() - started < WHOLE_KERNEL_WARMUP_S:
+        for name in contenders:
+            block(name, per_round[name])
+    rates: dict[str, list[float]] = {name: [] for name in contenders}
+    clocks, counters = [], []
+    window = ctx.sampler.window()
+    with window:
+        for _ in range(WHOLE_KERNEL_ROUNDS):
+            for name in contenders:
+                launch = block(name, per_round[name])
+                rates[name].append(ctx.work.amount * per_round[name] / (launch.elapsed_ms * 1e-3) / 1e12)
+                if name == spec.kernel and spec.records:
+                    records = Records.from_words(launch.timing[:spec.grid * RECORD_WORDS])
+                    clocks.append(records.sm_clock_mhz())
+                    counters.append((records, launch.timing[spec.grid * RECORD_WORDS:].reshape(spec.grid, spec.words)))
+    ours = np.asarray(rates[spec.kernel])
+    clock = float(np.median(clocks)) if clocks else None
+    reason = f"fixed: {WHOLE_KERNEL_ROUNDS} rounds" + (", alternating with the anchor" if spec.anchor else "")
+    note = (f"{spec.grid} blocks of {spec.threads} threads, {per_round[spec.kernel]} launches per round"
+            + (f"; anchor {spec.anchor}: {per_round[spec.anchor]} per round" if spec.anchor else "")
+            + (f"; {spec.notes}" if spec.notes else ""))
+    common = dict(launch=dict(spec.launch), sm_clock_mhz=clock, stop_reason=reason, gpu_state=window.state)
+    metrics = [Metric("throughput_tflops", throughput_unit(ctx.work), ours, notes=note, **common)]
+    if ctx.peak and clocks:
+        round_clocks = np.asarray(clocks)
+        peak = ctx.sm_count * ctx.peak * round_clocks * 1e6 / 1e12
+        metrics.append(Metric("peak_fraction", "ratio", ours / peak,
+                              notes=f"each round against the peak at its own in-kernel clock ({clock:.0f} MHz median)",
+                              **common))
+    if spec.anchor:
+        theirs = np.asarray(rates[spec.anchor])
+        metrics.append(Metric(spec.anchor_metric, "ratio", ours / theirs,
+                              notes=f"round by round over {spec.anchor} (median {np.median(theirs):.1f} "
+                                    f"{throughput_unit(ctx.work)})", **common))
+    for counter in spec.counters:
+        values = []
+        for records, table in counters:
+            denominator = (records.cycles if counter.per is None else table[:, counter.per]).astype(np.float64)
+            used = denominator > 0
+            values.append(float(np.median(table[used, counter.index] / denominator[used])) if used.any() else np.nan)
+        metrics.append(Metric(counter.metric, counter.unit, np.asarray(values),
+                              notes="the median over blocks of each round's last launch", **common))
     return metrics

@@ -90,6 +90,12 @@ def _values(spec, case: Case, device: DeviceInfo, interval: float) -> list[tuple
     if isinstance(spec, methods.Bandwidth):  # more in flight, more bytes per second, up to 3000 GB/s
         return [("bandwidth_gbps", "GB/s", min(3000.0, 250.0 * point.blocks_per_sm * point.launch.get("stages", 4)),
                  point.launch) for point in spec.points]
+    if isinstance(spec, methods.WholeKernel):  # the work at 70 % of the peak rate, the anchor at 72 %
+        rate = work.amount / (work.amount / (0.7 * (peak or 1024.0) * device.sm_count * SIMULATED_CLOCK_MHZ * 1e6)) / 1e12
+        rows = [("throughput_tflops", methods.throughput_unit(work), rate, spec.launch)]
+        rows += [("peak_fraction", "ratio", 0.7, spec.launch)] if peak and spec.records else []
+        rows += [(spec.anchor_metric, "ratio", 0.7 / 0.72, spec.launch)] if spec.anchor else []
+        return rows + [(c.metric, c.unit, 1000.0, spec.launch) for c in spec.counters]
     rows, rated = [], []
     for point in spec.points:
         per_sm = work.amount * min(point.units * point.per_iter, 4) / interval

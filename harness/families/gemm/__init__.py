@@ -1,0 +1,179 @@
+"""GEMM pipelines (sm_90a): the Family object. From instructions to kernels.
+
+A pipeline case is a warp-specialized Hopper GEMM (ptx/gemm.cu.in): a producer warp streams TMA tiles
+of A and B into a ring of shared-memory stages, one or two consumer warpgroups run wgmma over each
+k-block, an epilogue writes C. A library case is cuBLAS (cublasGemmEx) on the same problem. Cases and
+ids: cases.py; GPU resources and the library call: gpu.py; the planner (the family's model): model.py.
+
+Every case is validated twice before it is timed:
+    the check problem   small integer-valued A and B (exact in f32), several tiles per CTA, every stage
+                        of the ring reused: C must equal NumPy's bit for bit
+    the measured one    normal(0, 1) inputs at the case's size: C against cuBLAS on the same inputs,
+                        within a tolerance a dropped k-block or a misplaced tile cannot meet
+then timed by methods.WholeKernel: rounds of back-to-back launches alternating with cuBLAS on the same
+inputs, the ratio taken round by round; in-kernel counters say where the time went.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.families.base import Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
+import harness.families.gemm.cases as _cases
+from harness.families.gemm.cases import GemmCase
+from harness.families.gemm.problem import (CHECK_VALUES, CONSUMER_REGS, COUNTER_WORDS, COUNTERS, POISON,
+                                           PRODUCER_REGS, TENSOR_FLOPS_PER_CYCLE, VERIFY_ATOL, VERIFY_RTOL,
+                                           check_grid, check_problem, grid, threads, to_bits)
+from harness.measure.methods import WholeKernel
+
+def _suites() -> dict[str, Suite]:
+    return {
+        "gemm": Suite("GEMM pipelines at 8192^3 f16: the seed worklog's ladder, a stage sweep for four tiles, the "
+                      "mainloop alone (one tile per SM, long K), and cuBLAS beside them", _cases.everyday),
+        "gemm-full": Suite("runs of record: the gemm suite, the ladder at 4096^3, the best pipeline and cuBLAS at "
+                           "2048..16384 and skinny M, f16 and bf16, and one change at a time from the best",
+                           _cases.full),
+        "gemm-quick": Suite("one pipeline and cuBLAS at 2048^3", _cases.quick),
+    }
+
+
+class GemmFamily(Family):
+    name = "gemm"
+    description = "GEMM pipelines: warp-specialized TMA -> wgmma mainloops, and cuBLAS on the same problems"
+    id_prefixes = ("gemm.", "cublas.")
+    example_id = "gemm.f16.8192x8192x8192.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore"
+    template = "gemm.cu.in"
+
+    cases = staticmethod(_cases.cases)
+    parse = staticmethod(_cases.parse)
+    check = staticmethod(_cases.check)
+    suites = staticmethod(_suites)
+
+    @property
+    def model(self):
+        """The planner: the pipeline's bounds from measured instruction figures (model.py)."""
+        from harness.families.gemm.model import GemmModel
+
+        return GemmModel()
+
+    # -- the probe -----------------------------------------------------------------------------------
+
+    def template_params(self, case: GemmCase) -> dict[str, object]:
+        self.check(case)
+        acc = case.bn // 2
+        return {
+            "library": int(case.library), "dtype": case.dtype, "bm": case.bm, "bn": case.bn, "bk": case.bk,
+            "stages": case.stages, "consumers": case.consumers, "rebalance": str(case.rebalance).lower(),
+            "producer_regs": PRODUCER_REGS, "consumer_regs": CONSUMER_REGS, "cluster": case.cluster,
+            "persistent": str(case.persistent).lower(), "order": _cases.ORDERS.index(case.order),
+            "group": _cases.GROUP, "epilogue_tma": str(case.epilogue == "tmastore").lower(),
+            "cluster_attr": f"__cluster_dims__({case.cluster}, 1, 1)" if case.cluster > 1 else "",
+            "instruction": f"wgmma.mma_async.sync.aligned.m64n{case.bn}k16.f32.{case.dtype}.{case.dtype}",
+            "d_operands": ", ".join(f"%{i}" for i in range(acc)),
+            "d_constraints": ", ".join(f'"+f"(d[{i}])' for i in range(acc)),
+            "desc_a_operand": acc, "desc_b_operand": acc + 1, "scale_operand": acc + 2,
+        }
+
+    def sass_expectation(self, case: GemmCase) -> SassExpectation:
+        """The mainloop's k-block: BK / 16 x (rows per consumer / 64) HGMMA, once in the kernel (its loop is
+        not unrolled); the TMA loads; no spills."""
+        if case.library:
+            return SassExpectation((), executes="cuBLAS (cublasGemmEx): kernels the library chooses")
+        mnemonic = f"HGMMA.64x{case.bn}x16.F32" + (".BF16" if case.dtype == "bf16" else "")
+        per_kblock = (case.bk // 16) * (case.bm // case.consumers // 64)
+        load, multicast = "UTMALDG.2D", "UTMALDG.2D.MULTICAST"
+        kernels = [("probe_gemm", KernelExpectation(mnemonic, per_kblock)),  # A, and B unless multicast
+                   ("probe_gemm", KernelExpectation(load, 1 if case.cluster > 1 else 2, exclude=(multicast,)))]
+        if case.cluster > 1:
+            kernels.append(("probe_gemm", KernelExpectation(multicast, 1)))
+        if case.epilogue == "tmastore":
+            kernels.append(("probe_gemm", KernelExpectation("UTMASTG.2D", case.bn // 64)))  # a 64-column box each
+        return SassExpectation(tuple(kernels), executes=f"{per_kblock} x {mnemonic} per k-block",
+                               invalidating_notes=("C7510", "C7511", "C7515"), spill_kernels=("probe_gemm",))
+
+    # -- correctness ---------------------------------------------------------------------------------
+
+    def inputs(self, case: GemmCase, rng: np.random.Generator) -> Inputs:
+        """The check problem's A (M x K) and B (N x K): small integers, exact in f16 and bf16; the
+        measured problem's normal(0, 1) inputs are drawn on the GPU (gpu.py)."""
+        m, n, k = check_problem(case)
+        low, high = CHECK_VALUES
+        a = rng.integers(low, high + 1, (m, k)).astype(np.float64)
+        b = rng.integers(low, high + 1, (n, k)).astype(np.float64)
+        buffer = np.concatenate([to_bits(a, case.dtype).ravel(), to_bits(b, case.dtype).ravel()]).view(np.uint8)
+        return Inputs(buffer, {"A": a, "B": b},
+                      f"check: integers {low}..{high}; measured: normal(0, 1) {case.dtype}, seeded, drawn on the GPU")
+
+    def output_words(self, case: GemmCase) -> int:
+        m, n, _ = check_problem(case)
+        return m * n // 2
+
+    def decode(self, case: GemmCase, words: np.ndarray) -> np.ndarray:
+        return np.asarray(words[:self.output_words(case)], dtype=np.uint32).astype(np.float64)
+
+    def checks(self, case: GemmCase, inputs: Inputs) -> list[Check]:
+        """C of the check problem bit for bit (an exact f32 sum rounded once, as the kernel does); then the
+        measured problem against cuBLAS, where a k-block dropped or a tile misplaced moves an element by
+        several units (normal inputs: a k-block adds about 8 to it) and the tolerance is 0.05 + 1/128 of it."""
+        a, b = inputs.values["A"], inputs.values["B"]
+        exact = a.astype(np.float32) @ b.astype(np.float32).T  # integers below 2^24: exact in f32
+        words = to_bits(exact, case.dtype).ravel().view(np.uint32).astype(np.float64)
+        m, n, k = check_problem(case)
+        label = (f"C of a {m}x{n}x{k} problem, bit for bit"
+                 + ("" if case.library else f" ({check_grid(case)} blocks, {k // case.bk} k-blocks through "
+                    f"{case.stages} stages)"))
+        grid = 1 if case.library else check_grid(case)
+        block = 1 if case.library else threads(case)
+        timing = grid * (5 + COUNTER_WORDS)
+        checks = [Check("probe_gemm", block, 0, timing, words, 0.0, label, grid=grid)]
+        if not case.library:
+            expected = np.full(self.output_words(case), POISON, dtype=np.float64)
+            expected[0] = 0
+            checks.append(Check("probe_verify", 1, 1, 1, expected, 0.0,
+                                f"the {case.m}x{case.n}x{case.k} problem against cuBLAS on the same inputs: "
+                                f"elements beyond {VERIFY_ATOL} + {VERIFY_RTOL:.4f} x |cuBLAS| (expected 0)"))
+        return checks
+
+    # -- on the GPU ------------------------------------------------------------------------------------
+
+    def attach(self, case: GemmCase, probe, device) -> None:
+        import harness.families.gemm.gpu as gpu
+
+        gpu.attach(case, probe, device)
+
+    # -- measurement ----------------------------------------------------------------------------------
+
+    def work(self, case: GemmCase) -> Work:
+        return Work(case.flops, "FLOP")
+
+    def peak(self, case: GemmCase) -> float | None:
+        return float(TENSOR_FLOPS_PER_CYCLE)
+
+    def plan(self, case: GemmCase, device=None) -> list:
+        sm_count = device.sm_count if device is not None else 132
+        if case.library:
+            return [WholeKernel("probe_gemm", 1, 1, launch={"problem": "measured"}, records=False,
+                                notes="cublasGemmEx (TN: C = A . B^T), f32 compute, default algorithm")]
+        blocks = grid(case, sm_count)
+        return [WholeKernel("probe_gemm", blocks, threads(case), anchor="library", counters=COUNTERS,
+                            words=COUNTER_WORDS, launch={"problem": "measured"},
+                            notes=f"{case.tiles} tiles of {case.bm}x{case.bn}, {case.kblocks} k-blocks each")]
+
+    def describe(self, case: GemmCase) -> list[str]:
+        shape = f"C[{case.m}, {case.n}] = A[{case.m}, {case.k}] . B[{case.n}, {case.k}]^T, {case.dtype} in, f32 accumulate"
+        if case.library:
+            return [shape, "cuBLAS: cublasGemmEx, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT, on CuPy's stream"]
+        return [shape,
+                f"tile {case.bm}x{case.bn}x{case.bk} ({case.tiles} tiles), {case.stages} stages of "
+                f"{(case.bm + case.bn) * case.bk * 2 // 1024} KiB, {case.consumers} consumer warpgroup(s)"
+                + (f", setmaxnreg {PRODUCER_REGS}/{CONSUMER_REGS}" if case.rebalance else ""),
+                ("cluster of 2 on vertically adjacent tiles, B multicast" if case.cluster > 1 else "no cluster")
+                + (f"; persistent, {case.order} order" if case.persistent else f"; one CTA per tile, {case.order} order"),
+                "epilogue through shared memory and a TMA store" if case.epilogue == "tmastore"
+                else "epilogue from registers"]
+
+    def headline(self, metric: str) -> dict | None:
+        return None
+
+
+FAMILY = GemmFamily()

@@ -1,0 +1,248 @@
+"""GEMM cases: a warp-specialized TMA -> wgmma pipeline configuration on one problem, or the library
+(cuBLAS) on the same problem. Ids:
+
+    gemm.f16.8192x8192x8192.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore
+    cublas.f16.8192x8192x8192
+
+C[M, N] = A[M, K] . B[N, K]^T, A and B row-major (K-major), f32 accumulation, C in the input type.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from harness.errors import SpecError
+from harness.spec import Case
+
+DTYPES = ("f16", "bf16")
+BK = 64  # one 128-byte swizzle span of 2-byte elements
+TILES = ((64, 128), (128, 128), (128, 256), (256, 128), (64, 64), (128, 64))
+MAX_STAGES = 7
+SMEM_LIMIT = 227 * 1024  # dynamic shared memory per block on sm_90 (cudaDevAttrMaxSharedMemoryPerBlockOptin)
+SMEM_SLACK = 1024  # the kernel aligns its dynamic shared memory to 1024 bytes itself
+ORDERS = ("row", "grouped")
+EPILOGUES = ("regs", "tmastore")
+MAX_DIM = 65536
+GROUP = 8  # ptx/gemm.cu.in: rows of work items a grouped order walks at a time
+ACC_REGISTER_LIMIT = 128  # f32 accumulators per thread beyond which ptxas serializes the wgmma (C7511)
+
+
+@dataclass(frozen=True)
+class GemmCase(Case):
+    family = "gemm"
+    dtype: str
+    m: int
+    n: int
+    k: int
+    library: bool = False  # cuBLAS on the problem, not a pipeline
+    bm: int = 128
+    bn: int = 256
+    bk: int = BK
+    stages: int = 3
+    consumers: int = 2
+    rebalance: bool = False
+    cluster: int = 1
+    persistent: bool = False
+    order: str = "row"
+    epilogue: str = "regs"
+
+    @property
+    def base_id(self) -> str:
+        shape = f"{self.dtype}.{self.m}x{self.n}x{self.k}"
+        if self.library:
+            return f"cublas.{shape}"
+        return (f"gemm.{shape}.tile{self.bm}x{self.bn}x{self.bk}.s{self.stages}.wg{self.consumers}"
+                + (".setmaxnreg" if self.rebalance else "")
+                + f".cluster{self.cluster}.{'persistent' if self.persistent else 'grid'}-{self.order}.{self.epilogue}")
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.m * self.n * self.k
+
+    @property
+    def kblocks(self) -> int:
+        return self.k // self.bk
+
+    @property
+    def tiles(self) -> int:
+        return (self.m // self.bm) * (self.n // self.bn)
+
+    @property
+    def accumulators(self) -> int:
+        """f32 accumulator registers per consumer thread."""
+        return (self.bm // self.consumers // 64) * self.bn // 2
+
+    def smem_bytes(self) -> int:
+        """Dynamic shared memory: the ring, the output tile of a TMA-store epilogue, the alignment slack."""
+        stage = (self.bm + self.bn) * self.bk * 2
+        return self.stages * stage + (self.bm * self.bn * 2 if self.epilogue == "tmastore" else 0) + SMEM_SLACK
+
+    def columns(self) -> dict[str, object]:
+        return {"instruction": "cublasGemmEx" if self.library else "wgmma.mma_async + cp.async.bulk.tensor",
+                "m": self.m, "n": self.n, "k": self.k, "dtype_a": self.dtype, "dtype_b": self.dtype,
+                "dtype_acc": "f32", "operands": None if self.library else "SS"}
+
+    def params(self) -> dict[str, object]:
+        values = super().params()
+        if self.library:
+            return {key: values[key] for key in ("dtype", "m", "n", "k", "library")}
+        return values
+
+
+ID = re.compile(r"^(?P<library>cublas|gemm)\.(?P<dtype>[a-z0-9]+)\.(?P<m>\d+)x(?P<n>\d+)x(?P<k>\d+)"
+                r"(?:\.tile(?P<bm>\d+)x(?P<bn>\d+)x(?P<bk>\d+)\.s(?P<stages>\d+)\.wg(?P<wg>\d+)(?P<rb>\.setmaxnreg)?"
+                r"\.cluster(?P<cluster>\d+)\.(?P<sched>grid|persistent)-(?P<order>[a-z]+)\.(?P<epi>[a-z]+))?$")
+
+
+def parse(case_id: str) -> GemmCase:
+    match = ID.match(case_id)
+    if not match or (match["library"] == "cublas") != (match["bm"] is None):
+        raise SpecError(f"cannot parse GEMM case id {case_id!r}: expected e.g. "
+                        "'gemm.f16.8192x8192x8192.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore' "
+                        "or 'cublas.f16.8192x8192x8192'")
+    g = match.groupdict()
+    common = dict(dtype=g["dtype"], m=int(g["m"]), n=int(g["n"]), k=int(g["k"]))
+    if g["library"] == "cublas":
+        case = GemmCase(**common, library=True)
+    else:
+        case = GemmCase(**common, bm=int(g["bm"]), bn=int(g["bn"]), bk=int(g["bk"]), stages=int(g["stages"]),
+                        consumers=int(g["wg"]), rebalance=bool(g["rb"]), cluster=int(g["cluster"]),
+                        persistent=g["sched"] == "persistent", order=g["order"], epilogue=g["epi"])
+    check(case)
+    if case.case_id != case_id:
+        raise SpecError(f"GEMM case id {case_id!r} is not canonical: {case.case_id!r}")
+    return case
+
+
+def check(case: GemmCase) -> None:
+    """One line saying why a configuration cannot be built, or nothing."""
+    def refuse(why: str):
+        raise SpecError(f"{case.case_id}: {why}")
+
+    if case.dtype not in DTYPES:
+        refuse(f"dtype {case.dtype!r}: expected one of {', '.join(DTYPES)}")
+    for name in ("m", "n", "k"):
+        value = getattr(case, name)
+        if not 1 <= value <= MAX_DIM:
+            refuse(f"{name.upper()} = {value}: expected 1..{MAX_DIM}")
+    if case.library:
+        if case.m % 8 or case.n % 8 or case.k % 8:
+            refuse("M, N and K must be multiples of 8 (16-byte rows)")
+        return
+    if (case.bm, case.bn) not in TILES:
+        refuse(f"tile {case.bm}x{case.bn}: expected one of {', '.join(f'{m}x{n}' for m, n in TILES)}")
+    if case.bk != BK:
+        refuse(f"BK = {case.bk}: the pipeline's k-block is {BK} (one 128-byte swizzle span)")
+    if case.consumers not in (1, 2) or case.bm % (64 * case.consumers):
+        refuse(f"{case.consumers} consumer warpgroups cannot split {case.bm} rows into blocks of 64")
+    if case.accumulators > ACC_REGISTER_LIMIT:
+        refuse(f"{case.accumulators} f32 accumulators per thread: ptxas would serialize the wgmma (C7511); "
+               "split the tile over two consumer warpgroups")
+    if case.rebalance and case.consumers != 2:
+        refuse("setmaxnreg rebalances registers from the producer to two consumer warpgroups")
+    if case.cluster not in (1, 2):
+        refuse(f"cluster {case.cluster}: expected 1 or 2")
+    if case.order not in ORDERS or case.epilogue not in EPILOGUES:
+        refuse(f"order {case.order!r} / epilogue {case.epilogue!r}: expected {ORDERS} / {EPILOGUES}")
+    if not 1 <= case.stages <= MAX_STAGES:
+        refuse(f"{case.stages} stages: expected 1..{MAX_STAGES}")
+    if case.smem_bytes() > SMEM_LIMIT:
+        refuse(f"{case.smem_bytes()} bytes of shared memory: more than the {SMEM_LIMIT} a block may have")
+    if case.m % (case.bm * case.cluster) or case.n % case.bn or case.k % case.bk:
+        refuse(f"{case.m}x{case.n}x{case.k} is not a whole number of {case.bm * case.cluster}x{case.bn}x{case.bk} "
+               "tiles (cluster pairs along M)")
+
+
+# -- the suites ------------------------------------------------------------------------------------
+
+SQUARE = (2048, 4096, 8192, 16384)
+SKINNY = ((128, 8192, 8192), (512, 8192, 8192))
+MAINLOOP = (1024, 4096, 65536)  # 8 x 16 = 128 tiles of 128x256: one per SM, 1024 k-blocks each
+
+
+def pipeline(dtype: str, shape: tuple[int, int, int], **config) -> GemmCase:
+    m, n, k = shape
+    return GemmCase(dtype, m, n, k, **config)
+
+
+def library(dtype: str, shape: tuple[int, int, int]) -> GemmCase:
+    m, n, k = shape
+    return GemmCase(dtype, m, n, k, library=True)
+
+
+# The seed worklog's kernels that this family expresses (harness/families/gemm/ladder.py maps them).
+BEST = dict(bm=128, bn=256, stages=3, consumers=2, rebalance=True, cluster=2, persistent=True, order="grouped",
+            epilogue="tmastore")
+LADDER = {
+    "2": dict(bm=64, bn=64, stages=1, consumers=1),
+    "3": dict(bm=128, bn=128, stages=1, consumers=1),
+    "4": dict(bm=128, bn=128, stages=5, consumers=1),
+    "5b": dict(bm=128, bn=256, stages=3, consumers=2),
+    "5c": dict(bm=128, bn=256, stages=3, consumers=2, rebalance=True),
+    "6a": dict(bm=128, bn=256, stages=3, consumers=2, rebalance=True, persistent=True),
+    "6b": dict(bm=128, bn=256, stages=3, consumers=2, rebalance=True, persistent=True, order="grouped"),
+    "8": dict(bm=128, bn=256, stages=3, consumers=2, rebalance=True, persistent=True, order="grouped", cluster=2),
+    "10": BEST,
+}
+
+
+def _unique(cases: list[GemmCase]) -> list[GemmCase]:
+    return list(dict.fromkeys(cases))
+
+
+def stage_sweep(dtype: str, shape: tuple[int, int, int]) -> list[GemmCase]:
+    """Stages 1..as many as fit, for each tile, everything else as the best configuration but the epilogue
+    (from registers: the TMA store's output tile would take the shared memory of one or two stages)."""
+    cases = []
+    for bm, bn in ((128, 128), (128, 256), (256, 128), (64, 128)):
+        consumers = 1 if bm == 64 else 2
+        for stages in range(1, MAX_STAGES + 1):
+            config = dict(BEST, bm=bm, bn=bn, stages=stages, consumers=consumers, rebalance=consumers == 2,
+                          epilogue="regs")
+            case = pipeline(dtype, shape, **config)
+            if case.smem_bytes() <= SMEM_LIMIT:
+                cases.append(case)
+    return cases
+
+
+def everyday() -> list[GemmCase]:
+    """The ladder, a stage sweep at 8192^3 f16 with cuBLAS, and the mainloop-only case."""
+    shape = (8192, 8192, 8192)
+    cases = [pipeline("f16", shape, **config) for config in LADDER.values()]
+    cases += stage_sweep("f16", shape)
+    cases += [pipeline("f16", MAINLOOP, **dict(BEST, persistent=False, cluster=1, order="row")), library("f16", MAINLOOP)]
+    return _unique(cases + [library("f16", shape)])
+
+
+def full() -> list[GemmCase]:
+    """Runs of record: the everyday suite; the ladder at 4096^3; the best configuration and cuBLAS at every
+    size and skinny shape, f16 and bf16; the epilogue, cluster and order each alone at 4096^3 and 16384^3."""
+    cases = everyday()
+    cases += [pipeline("f16", (4096, 4096, 4096), **config) for config in LADDER.values()]
+    for dtype in DTYPES:
+        for shape in [(s, s, s) for s in SQUARE] + list(SKINNY):
+            best = dict(BEST)
+            if shape[0] % (best["bm"] * best["cluster"]):
+                best["cluster"] = 1
+            cases += [pipeline(dtype, shape, **best), library(dtype, shape)]
+            if shape[0] == 128:  # a 128-row problem: one row of tiles; narrower tiles fill more SMs
+                cases.append(pipeline(dtype, shape, **dict(best, bn=128)))
+    for s in (4096, 16384):
+        for change in (dict(epilogue="regs"), dict(cluster=1), dict(order="row"), dict(rebalance=False)):
+            cases.append(pipeline("f16", (s, s, s), **dict(BEST, **change)))
+    return _unique(cases)
+
+
+def quick() -> list[GemmCase]:
+    """One small pipeline and the library at 2048^3: the family end to end in seconds."""
+    shape = (2048, 2048, 2048)
+    return [pipeline("f16", shape, **BEST), library("f16", shape)]
+
+
+def cases() -> list[GemmCase]:
+    return _unique(full() + quick())
+
+
+def with_problem(case: GemmCase, m: int, n: int, k: int) -> GemmCase:
+    return replace(case, m=m, n=n, k=k)

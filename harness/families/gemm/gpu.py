@@ -1,0 +1,148 @@
+"""The GEMM family's GPU resources (Family.attach): the two problems' matrices and tensor maps, the
+kernel arguments, and the host kernels (the library call, the measured problem's verification). Runs in
+the worker process, on the GPU only.
+
+ptx/gemm.cu.in takes two `Problem`s by value after the common four arguments: the check problem (A and
+B in the probe's input buffer, C in its output buffer) and the measured one (normal(0, 1) inputs drawn
+here). cuBLAS computes the same product column-major: C^T[N, M] = B[N, K] . A^T (op T on B's K x N
+storage, op N on A's), which is C[M, N] row-major.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.errors import HarnessError
+
+MAP_WORDS = 16
+PROBLEM = np.dtype([("a", np.uint64, (MAP_WORDS,)), ("b", np.uint64, (MAP_WORDS,)), ("c", np.uint64, (MAP_WORDS,)),
+                    ("c_ptr", np.uint64), ("m", np.int32), ("n", np.int32), ("k", np.int32), ("pad", np.int32),
+                    ("tail", np.uint8, (40,))])  # ptx/gemm.cu.in Problem: 3 x 128 + 24, aligned to 64 = 448 bytes
+assert PROBLEM.itemsize == 448
+CUDA_R_16F, CUDA_R_16BF = 2, 14  # cudaDataType
+CUBLAS_COMPUTE_32F = 68
+CUBLAS_GEMM_DEFAULT = -1
+SEED = 20261125
+
+
+def _encode(case, address: int, rows: int, cols: int, box_rows: int, box_cols: int, promotion: bool) -> np.ndarray:
+    """A 2-D map over a row-major rows x cols matrix of 2-byte elements, box box_rows x box_cols, 128-byte
+    swizzle."""
+    from cuda.bindings import driver
+
+    types = driver.CUtensorMapDataType
+    dtype = types.CU_TENSOR_MAP_DATA_TYPE_FLOAT16 if case.dtype == "f16" else types.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+    l2 = driver.CUtensorMapL2promotion
+    err, tmap = driver.cuTensorMapEncodeTiled(
+        dtype, 2, address, [driver.cuuint64_t(cols), driver.cuuint64_t(rows)], [driver.cuuint64_t(cols * 2)],
+        [driver.cuuint32_t(box_cols), driver.cuuint32_t(box_rows)], [driver.cuuint32_t(1), driver.cuuint32_t(1)],
+        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        l2.CU_TENSOR_MAP_L2_PROMOTION_L2_256B if promotion else l2.CU_TENSOR_MAP_L2_PROMOTION_NONE,
+        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise HarnessError(f"{case}: cuTensorMapEncodeTiled refused a {rows}x{cols} map with a {box_rows}x{box_cols} box: "
+                           f"{err.name}")
+    return np.array([int(w) for w in tmap.opaque], dtype=np.uint64)
+
+
+def problem(case, a: int, b: int, c: int, m: int, n: int, k: int) -> np.ndarray:
+    """The kernel's Problem argument for A, B, C at these addresses (row-major, K-major A and B)."""
+    value = np.zeros(1, dtype=PROBLEM)
+    if not case.library:
+        value["a"] = _encode(case, a, m, k, case.bm, case.bk, True)
+        value["b"] = _encode(case, b, n, k, case.bn // case.cluster, case.bk, True)
+        value["c"] = _encode(case, c, m, n, case.bm // case.consumers, 64, False)
+    value["c_ptr"], value["m"], value["n"], value["k"] = c, m, n, k
+    return value
+
+
+def normal(cupy, rows: int, cols: int, dtype: str, seed: int):
+    """normal(0, 1) values as the 16-bit patterns of `dtype`, drawn on the GPU."""
+    x = cupy.random.RandomState(seed).standard_normal((rows, cols), dtype=cupy.float32)
+    if dtype == "f16":
+        return x.astype(cupy.float16).view(cupy.uint16)
+    u = x.view(cupy.uint32)
+    return ((u + cupy.uint32(0x7FFF) + ((u >> 16) & cupy.uint32(1))) >> 16).astype(cupy.uint16)
+
+
+def as_float(cupy, bits, dtype: str):
+    if dtype == "f16":
+        return bits.view(cupy.float16).astype(cupy.float32)
+    return (bits.astype(cupy.uint32) << 16).view(cupy.float32)
+
+
+class Library:
+    """cublasGemmEx on CuPy's handle and current stream: C[M, N] = A[M, K] . B[N, K]^T, f32 compute."""
+
+    def __init__(self, dtype: str):
+        from cupy_backends.cuda.libs import cublas
+
+        import cupy
+
+        self._cublas = cublas
+        self._cupy = cupy
+        self.handle = cupy.cuda.device.get_cublas_handle()
+        self.type = CUDA_R_16F if dtype == "f16" else CUDA_R_16BF
+        self.alpha = np.ones(1, dtype=np.float32)
+        self.beta = np.zeros(1, dtype=np.float32)
+
+    def __call__(self, a: int, b: int, c: int, m: int, n: int, k: int) -> None:
+        cublas = self._cublas
+        cublas.setStream(self.handle, self._cupy.cuda.get_current_stream().ptr)
+        cublas.setPointerMode(self.handle, cublas.CUBLAS_POINTER_MODE_HOST)
+        cublas.gemmEx(self.handle, cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N, n, m, k, self.alpha.ctypes.data,
+                      b, self.type, k, a, self.type, k, self.beta.ctypes.data, c, self.type, n,
+                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
+
+
+def attach(case, probe, device) -> None:
+    import cupy
+
+    from harness.families.gemm.problem import VERIFY_ATOL, VERIFY_RTOL, check_problem, grid, threads
+
+    m0, n0, k0 = check_problem(case)
+    a0 = probe.inputs.data.ptr
+    b0 = a0 + m0 * k0 * 2
+    c0 = probe.out.data.ptr
+    m, n, k = case.m, case.n, case.k
+    a1 = normal(cupy, m, k, case.dtype, SEED)
+    b1 = normal(cupy, n, k, case.dtype, SEED + 1)
+    c1 = cupy.zeros((m, n), dtype=cupy.uint16)
+    reference = cupy.zeros((m, n), dtype=cupy.uint16)
+    library = Library(case.dtype)
+    probe.resources = [a1, b1, c1, reference]
+    check = problem(case, a0, b0, c0, m0, n0, k0)
+    measured = problem(case, a1.data.ptr, b1.data.ptr, c1.data.ptr, m, n, k)
+    probe.extra_args = (check, measured)
+
+    if case.library:
+        def run_library(out, timing, iters):
+            if iters == 0:
+                library(a0, b0, out.data.ptr, m0, n0, k0)
+            else:
+                library(a1.data.ptr, b1.data.ptr, c1.data.ptr, m, n, k)
+
+        probe.host_kernels = {"probe_gemm": run_library}
+        return
+
+    probe.dynamic_smem = {"probe_gemm": case.smem_bytes()}
+    blocks, block = grid(case, device.sm_count), threads(case)
+
+    def anchor(out, timing, iters):
+        library(a1.data.ptr, b1.data.ptr, reference.data.ptr, m, n, k)
+
+    def verify(out, timing, iters):
+        """The measured problem once, cuBLAS once; out[0] = the elements beyond the tolerance (NaN counts)."""
+        function = probe.module.get_function("probe_gemm")
+        if function.max_dynamic_shared_size_bytes < case.smem_bytes():
+            function.max_dynamic_shared_size_bytes = case.smem_bytes()
+        scratch = cupy.zeros(blocks * 16, dtype=cupy.int64)
+        c1.fill(0xFFFF)
+        function((blocks,), (block,), (probe.inputs, out, scratch, np.int32(1), check, measured),
+                 shared_mem=case.smem_bytes())
+        library(a1.data.ptr, b1.data.ptr, reference.data.ptr, m, n, k)
+        ours, theirs = as_float(cupy, c1, case.dtype), as_float(cupy, reference, case.dtype)
+        bad = ~(cupy.abs(ours - theirs) <= VERIFY_ATOL + VERIFY_RTOL * cupy.abs(theirs))
+        out[0:1] = cupy.count_nonzero(bad).astype(cupy.uint32)
+
+    probe.host_kernels = {"library": anchor, "probe_verify": verify}

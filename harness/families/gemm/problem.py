@@ -1,0 +1,58 @@
+"""What the GEMM probe's launches are (ptx/gemm.cu.in): the check problem, grids, block sizes, the
+counters the kernel writes, and the tolerances of its checks. Shared by the family object and gpu.py."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import harness.families.gemm.cases as _cases
+from harness.families.gemm.cases import GemmCase
+from harness.measure.methods import Counter
+
+PRODUCER_REGS, CONSUMER_REGS = 40, 232  # setmaxnreg: 128 x 40 + 256 x 232 = 64512 of 65536 registers
+TENSOR_FLOPS_PER_CYCLE = 4096  # dense f16/bf16 FLOP per cycle per SM: 4 tensor cores x 1024 (wgmma measures it)
+POISON = 0xFFFFFFFF
+CHECK_VALUES = (-2, 2)  # the check problem's inputs: integers in this range, exact in every type
+VERIFY_ATOL, VERIFY_RTOL = 0.05, 1.0 / 128  # the measured problem against cuBLAS (see checks())
+# ptx/gemm.cu.in counters, per CTA after its timing record
+FULL_WAIT, EMPTY_WAIT, EPILOGUE, MAINLOOP, TILES, KBLOCKS = range(6)
+COUNTER_WORDS = 6
+COUNTERS = (Counter("cycles_per_kblock", "cycles", MAINLOOP, KBLOCKS),
+            Counter("full_wait_cycles_per_tile", "cycles", FULL_WAIT, TILES),
+            Counter("empty_wait_cycles_per_tile", "cycles", EMPTY_WAIT, TILES),
+            Counter("epilogue_cycles_per_tile", "cycles", EPILOGUE, TILES))
+
+
+def check_problem(case: GemmCase) -> tuple[int, int, int]:
+    """M, N, K of the check problem: more work items than a grouped order's group, two tile columns, and
+    2 x stages + 3 k-blocks (the ring wraps, each slot's phase flips several times)."""
+    if case.library:
+        return 256, 256, 9 * _cases.BK
+    pairs = _cases.GROUP + 1 if case.order == "grouped" else 2
+    return pairs * case.bm * case.cluster, 2 * case.bn, (2 * case.stages + 3) * case.bk
+
+
+def check_grid(case: GemmCase) -> int:
+    """Blocks of the check launch: two clusters walking every tile (persistent), or one per tile."""
+    m, n, _ = check_problem(case)
+    items = (m // case.bm // case.cluster) * (n // case.bn)
+    return 2 * case.cluster if case.persistent else items * case.cluster
+
+
+def grid(case: GemmCase, sm_count: int) -> int:
+    items = case.tiles // case.cluster
+    return min(sm_count // case.cluster, items) * case.cluster if case.persistent else items * case.cluster
+
+
+def threads(case: GemmCase) -> int:
+    return 128 * (1 + case.consumers)
+
+
+def to_bits(values: np.ndarray, dtype: str) -> np.ndarray:
+    """float values as the 16-bit patterns of `dtype` (round to nearest even, as cvt.rn does)."""
+    if dtype == "f16":
+        return np.asarray(values, dtype=np.float32).astype(np.float16).view(np.uint16)
+    u = np.asarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
