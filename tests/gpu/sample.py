@@ -23,8 +23,9 @@ def full_sweep(config=None) -> bool:
 def sample(cases: list) -> list:
     groups: dict[tuple, list] = {}
     for case in cases:
+        sizes = SIZE_FIELDS + getattr(type(case), "size_fields", ())  # a GEMM's problem size: m, n, k
         key = (type(case).__name__,) + tuple((f.name, getattr(case, f.name)) for f in dataclasses.fields(case)
-                                             if f.name not in SIZE_FIELDS)
+                                             if f.name not in sizes)
         groups.setdefault(key, []).append(case)
     chosen = {id(group[0]) for group in groups.values()} | {id(group[-1]) for group in groups.values()}
     seen = set().union(*(expectations(case) for case in cases if id(case) in chosen))

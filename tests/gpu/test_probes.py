@@ -35,8 +35,7 @@ def loaded(case, seed=1):
     family = FAMILIES[case.family]
     inputs = family.inputs(case, np.random.default_rng(seed))
     probe = LoadedProbe(compile_probe(probe_source(case)), inputs.buffer, family.output_words(case))
-    if hasattr(family, "attach"):  # GPU resources: the TMA family's source tensor and tensor map
-        family.attach(case, probe, open_device(0))
+    family.attach(case, probe, open_device(0))  # GPU resources: tensor maps, buffers (a no-op by default)
     return probe, inputs
 
 

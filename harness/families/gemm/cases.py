@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from harness.errors import SpecError
 from harness.spec import Case
@@ -31,6 +32,8 @@ ACC_REGISTER_LIMIT = 128  # f32 accumulators per thread beyond which ptxas seria
 @dataclass(frozen=True)
 class GemmCase(Case):
     family = "gemm"
+    # what the GPU tests' default sample varies least (tests/gpu/sample.py): the problem and the ring's depth
+    size_fields: ClassVar[tuple[str, ...]] = ("m", "n", "k", "stages")
     dtype: str
     m: int
     n: int

@@ -1,32 +1,34 @@
-"""The planner: what a warp-specialized TMA -> wgmma GEMM should do on a GPU, bound by bound (the GEMM
-family's model; `bench plan`, `bench model --run N`, `bench compare --against model`).
+"""The planner: what a warp-specialized TMA -> wgmma GEMM (ptx/gemm.cu.in) should do on a GPU, bound by
+bound. It is the GEMM family's model (`bench advise plan`, `bench model --run N`, `bench compare
+--against model`).
 
-Per SM, in cycles (so a prediction holds at any clock; throughput_tflops follows at the clock the kernel
-ran, measured in it):
+Everything is per SM and in cycles, so a prediction holds at any clock; TFLOPS follow at the clock the
+kernel ran at (measured in it) or, for a plan, the clock the GPU held under a large GEMM (measured).
 
-    t_tc     = 2 BM BN BK / (F_tc x e(BN))          the tensor cores: F_tc FLOP/cycle/SM (4 x 1024 for f16),
-                                                      e the wgmma m64nBNk16 SS efficiency (the wgmma family's
-                                                      issue interval against its ideal; 1 where unmeasured)
-    t_feed   = loaded bytes per k-block / W           the feed: A and B tiles (B halved by a cluster's
-                                                      multicast) at W bytes/cycle/SM from the L2
-    t_lat    = L / (stages - 1)                       latency not hidden: a copy's round trip L (TMA latency
-                                                      + barriers), with stages - 1 copies in flight (the
-                                                      consumer holds one slot while its wgmma runs); with one
-                                                      stage nothing overlaps: t = L + t_tc
-    t_kblock = max(t_tc, t_feed, t_lat)
-    T_tile   = kblocks x t_kblock + epilogue + (L unless persistent: the first load)
-    epilogue = C bytes per tile / E (E: bytes/cycle of the register stores or of the shared-memory
-               path and TMA store), exposed: the consumers do it while the tensor cores wait
-    T_gemm   = waves x T_tile, waves = ceil(tiles / (SMs used)); FLOP/cycle/SM = 2MNK / (T_gemm x SMs)
+    t_tc     = 2 BM BN BK / F + c_w                the tensor cores (F FLOP/cycle/SM: 4 x 1024 for f16/bf16),
+                                                   plus what a k-block costs a consumer beyond its wgmma
+                                                   (c_1 with one consumer warpgroup, c_2 with two, which
+                                                   hide each other's)
+    L(S)     = L0 + a B + q (S - 1) B               a copy's round trip when S - 1 copies of B KiB each (A and
+                                                   B tiles, B halved by a cluster's multicast) are in flight
+                                                   per SM: the TMA latency, its barriers, and the queueing
+                                                   every SM's copies add at the L2
+    t_kblock = max(t_tc, L(S) / (S - 1))            S stages hide S - 1 round trips (the consumer holds one slot
+                                                   while its wgmma runs); S = 1: L(1) + t_tc, nothing overlaps
+    epilogue = C bytes of a tile / E                E of the register stores or of the shared-memory path and
+                                                   TMA store; the consumers do it while the tensor cores wait
+    T_tile   = kblocks x t_kblock + epilogue (+ L(1), the first load, unless persistent)
+    T        = waves x T_tile, waves = ceil(tiles / SMs used); FLOP/cycle/SM = 2 M N K / (T x SMs)
 
-The bound a configuration hits is the largest term. W, L and E are fitted to a run's pipeline cases
-(least squares on log throughput); the prior (a GPU never measured) takes them from the datasheet's
-L2 and the figures the tma family measures on Hopper.
+The bound a configuration hits is the term that sets t_kblock ("tensor cores", "latency"), or the
+epilogue, or wave quantization, whichever costs most. The parameters are fitted to a run's pipeline
+cases (fitting.py: t_kblock to the in-kernel cycles per k-block, E to the epilogue counters); a GPU never
+measured gets PRIOR, an H100's fit rounded, labelled as such.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from math import ceil
 
 import pandas as pd
@@ -35,63 +37,118 @@ from harness.datasheets import gpu_specs, spec_name
 from harness.families.gemm.cases import GemmCase
 
 ELEM = 2
+KIB = 1024.0
 
 
 @dataclass(frozen=True)
 class Params:
     gpu: str
     sm_count: int
-    flops_per_cycle: float  # dense f16/bf16 FLOP per cycle per SM
-    feed_bytes_per_cycle: float  # W: L2 -> shared memory, per SM, with every SM loading
-    latency_cycles: float  # L: a k-block's copy round trip, issue to full barrier to the consumer
-    epilogue_regs: float  # E: bytes per cycle per SM, stores from registers
-    epilogue_tma: float  # E: bytes per cycle per SM, through shared memory and a TMA store
+    flops_per_cycle: float  # F: dense f16/bf16 FLOP per cycle per SM
+    latency_cycles: float  # L0
+    latency_per_kib: float  # a
+    queue_per_kib: float  # q: per KiB in flight per SM beyond the first copy
+    consumer_overhead_1: float  # c_1
+    consumer_overhead_2: float  # c_2
+    sharpness: float  # p of the smooth maximum of t_tc and the latency term (near the crossover both cost)
+    epilogue_regs: float  # E, bytes per cycle: stores from registers
+    epilogue_tma: float  # E, bytes per cycle: through shared memory and a TMA store
+    clock_mhz: float | None = None  # the SM clock under a large GEMM (measured), for TFLOPS
     source: str = "prior"
 
-    FITTED = ("feed_bytes_per_cycle", "latency_cycles", "epilogue_regs", "epilogue_tma")
+    @classmethod
+    def fitted_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls)
+                     if f.name not in ("gpu", "sm_count", "flops_per_cycle", "clock_mhz", "source"))
 
 
-# Hopper figures for a GPU never measured (tma family: an L2 tile copy's round trip is about 700-900 cycles
-# with barriers on an H100; the L2 feeds about 40-50 B/cycle/SM with every SM loading).
-PRIOR = dict(feed_bytes_per_cycle=48.0, latency_cycles=900.0, epilogue_regs=16.0, epilogue_tma=64.0)
+# A GPU never measured: an H100 SXM fit (run of record), rounded; see docs/gemm.md.
+PRIOR = dict(latency_cycles=700.0, latency_per_kib=20.0, queue_per_kib=8.0, consumer_overhead_1=150.0,
+             consumer_overhead_2=20.0, sharpness=4.0, epilogue_regs=6.5, epilogue_tma=45.0)
+BOUNDS = ("tensor cores", "latency", "epilogue", "waves")
 
 
 @dataclass(frozen=True)
 class Prediction:
     flops_per_cycle_sm: float
-    bound: str  # the term that sets t_kblock, or "epilogue"/"waves" where those cost most
+    bound: str  # one of BOUNDS
     t_kblock: float
-    terms: dict
+    epilogue: float
+    waves: int
+    tile_cycles: float
+
+    def tflops(self, sm_count: int, clock_mhz: float) -> float:
+        return self.flops_per_cycle_sm * sm_count * clock_mhz / 1e6
+
+
+def kblock_kib(case: GemmCase) -> float:
+    """KiB one CTA's producer loads per k-block (its half of B under a cluster's multicast)."""
+    return (case.bm + case.bn / case.cluster) * case.bk * ELEM / KIB
+
+
+def round_trip(case: GemmCase, p: Params, stages: int | None = None) -> float:
+    kib = kblock_kib(case)
+    in_flight = max((stages or case.stages) - 1, 0)
+    return p.latency_cycles + p.latency_per_kib * kib + p.queue_per_kib * in_flight * kib
+
+
+def tensor_cycles(case: GemmCase, p: Params) -> float:
+    overhead = p.consumer_overhead_1 if case.consumers == 1 else p.consumer_overhead_2
+    return 2.0 * case.bm * case.bn * case.bk / p.flops_per_cycle + overhead
+
+
+REGISTERS = 65536  # per SM
+SMEM_PER_SM = 228 * 1024
+
+
+def blocks_per_sm(case: GemmCase) -> int:
+    """CTAs of a one-CTA-per-tile grid that share an SM (a persistent grid has one per SM): by shared
+    memory and by registers (two consumer warpgroups take 168 per thread, the launch bound of 384 threads;
+    one takes its accumulators and about 64 more, as ptxas allocates them)."""
+    if case.persistent:
+        return 1
+    threads = 128 * (1 + case.consumers)
+    registers = 168 if case.consumers == 2 else min(255, case.accumulators + 64)
+    return max(1, min(SMEM_PER_SM // case.smem_bytes(), REGISTERS // (registers * threads), 2048 // threads))
+
+
+def kblock_cycles(case: GemmCase, p: Params) -> tuple[float, str]:
+    """Cycles per k-block of one CTA, and the term that sets it. Near the crossover both the tensor cores
+    and the copies in flight cost (a smooth maximum of sharpness p); co-resident CTAs overlap theirs."""
+    t_tc = tensor_cycles(case, p)
+    blocks = blocks_per_sm(case)
+    if case.stages == 1:
+        t_lat = round_trip(case, p) + t_tc
+    else:
+        t_lat = round_trip(case, p) / (case.stages - 1)
+    t_lat /= blocks
+    smooth = (t_tc ** p.sharpness + t_lat ** p.sharpness) ** (1 / p.sharpness)
+    return smooth * blocks, ("tensor cores" if t_tc >= t_lat else "latency")
+
+
+def epilogue_cycles(case: GemmCase, p: Params) -> float:
+    return case.bm * case.bn * ELEM / (p.epilogue_tma if case.epilogue == "tmastore" else p.epilogue_regs)
 
 
 def predict_case(case: GemmCase, p: Params) -> Prediction:
-    kblock_flops = 2.0 * case.bm * case.bn * case.bk
-    t_tc = kblock_flops / p.flops_per_cycle
-    loaded = (case.bm + case.bn / case.cluster) * case.bk * ELEM
-    t_feed = loaded / p.feed_bytes_per_cycle
-    if case.stages == 1:
-        t_lat = p.latency_cycles + t_tc
-    else:
-        t_lat = p.latency_cycles / (case.stages - 1)
-    terms = {"tensor cores": t_tc, "L2 feed": t_feed, "latency": t_lat}
-    t_kblock = max(terms.values())
-    c_bytes = case.bm * case.bn * ELEM
-    epilogue = c_bytes / (p.epilogue_tma if case.epilogue == "tmastore" else p.epilogue_regs)
-    prologue = 0.0 if case.persistent else p.latency_cycles
-    t_tile = case.kblocks * t_kblock + epilogue + prologue
+    t_kblock, bound = kblock_cycles(case, p)
+    epilogue = epilogue_cycles(case, p)
+    first_load = round_trip(case, p, 1)
+    tile = case.kblocks * t_kblock + epilogue + (0.0 if case.persistent else first_load)
     sms = p.sm_count // case.cluster * case.cluster
-    waves = ceil(case.tiles / sms)
-    total = waves * t_tile + (p.latency_cycles if case.persistent else 0.0)
+    waves = ceil(case.tiles / (sms * blocks_per_sm(case)))
+    total = waves * tile + (first_load if case.persistent else 0.0)
     rate = case.flops / (total * p.sm_count)
-    costs = {"epilogue": case.kblocks and epilogue / t_tile, "waves": 1 - case.tiles / (waves * sms)}
-    bound = max(terms, key=terms.get)
-    if costs["epilogue"] > 0.25:
-        bound = "epilogue"
-    return Prediction(rate, bound, t_kblock, {**terms, "epilogue": epilogue, "waves": waves, "tile": t_tile})
+    # the bound: the k-block's, unless the epilogue or the last wave's idle SMs cost more
+    costs = {bound: case.kblocks * waves * (t_kblock - tensor_cycles(case, p)) if bound == "latency" else 0.0,
+             "epilogue": waves * epilogue, "waves": (waves * sms - case.tiles) / sms * tile}
+    if max(costs["epilogue"], costs["waves"]) > max(costs[bound], 0.02 * total):
+        bound = max(("epilogue", "waves"), key=costs.get)
+    return Prediction(rate, bound, t_kblock, epilogue, waves, tile)
 
 
 class GemmModel:
-    """The planner as the family's model: a prior from the datasheet, a fit to a run's pipeline cases."""
+    """The planner as the family's model: a prior for a GPU never measured, a fit to a run."""
 
     def prior(self, gpu: str) -> Params | None:
         specs = gpu_specs()
@@ -99,7 +156,8 @@ class GemmModel:
         spec = specs.get(name) if name else None
         if spec is None or not spec.sm_count:
             return None
-        return Params(name, spec.sm_count, spec.tensor_cores_per_sm * spec.flops_per_tc_per_clk_fp16, **PRIOR)
+        return Params(name, spec.sm_count, spec.tensor_cores_per_sm * spec.flops_per_tc_per_clk_fp16, **PRIOR,
+                      clock_mhz=spec.tc_boost_clock_mhz, source=f"prior: an H100 fit, {name}'s datasheet")
 
     def predict(self, case, metric: str, params: Params | None) -> float | None:
         if params is None or case.library or metric != "sm_throughput":
@@ -109,12 +167,11 @@ class GemmModel:
     def fit(self, frame: pd.DataFrame, gpu: str, source: str):
         from harness.families.gemm.fitting import fit
 
-        return fit(self, frame, gpu, source)
+        return fit(frame, gpu, source, self.prior(gpu))
 
     def datasheet_table(self, gpu: str, clock_mhz: float | None) -> pd.DataFrame:
         params = self.prior(gpu)
         if params is None:
             return pd.DataFrame()
         return pd.DataFrame([{"gpu": params.gpu, "parameter": name, "value": getattr(params, name)}
-                             for name in ("sm_count", "flops_per_cycle", *Params.FITTED)])
-
+                             for name in ("sm_count", "flops_per_cycle", *Params.fitted_names())])

@@ -1,0 +1,152 @@
+"""The planner fitted to a run (`bench model --run N`): model.py's parameters from the run's own pipeline
+cases, and every case's measured throughput beside the fitted prediction.
+
+    E (per epilogue)         the median over cases of C bytes per tile / epilogue cycles per tile (counters)
+    L0, a, q, c_1, c_2       least squares on the relative error of t_kblock against the in-kernel cycles per
+                             k-block of every pipeline case (Nelder-Mead from the prior)
+    the clock                the median in-kernel SM clock of the run's cases at 8192^3 and above: what the
+                             GPU holds under a large GEMM at its power limit, for a plan's TFLOPS
+
+Residuals are of throughput_tflops: the prediction per cycle at the clock that case measured in its kernel
+(the clock is measured, the cycles are predicted), so the summary's median and worst miss say what the
+bounds explain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from harness.families.gemm.cases import GemmCase, parse
+from harness.families.gemm.model import Params, kblock_cycles, predict_case
+
+KBLOCK_PARAMS = ("latency_cycles", "latency_per_kib", "queue_per_kib", "consumer_overhead_1", "consumer_overhead_2",
+                 "sharpness")
+LARGE = 8192 ** 3  # problems at least this large run at the power limit (docs/gemm.md)
+
+
+@dataclass(frozen=True)
+class FitReport:
+    gpu: str
+    params: Params
+    residual_rows: list[dict]
+
+    @property
+    def parameters(self) -> pd.DataFrame:
+        p = self.params
+        rows = [{"gpu": self.gpu, "parameter": name, "value": round(float(getattr(p, name)), 3)}
+                for name in ("sm_count", "flops_per_cycle", *Params.fitted_names(), "clock_mhz")]
+        miss = self.summary()
+        rows += [{"gpu": self.gpu, "parameter": f"throughput miss, {what}", "value": value}
+                 for what, value in miss.items()]
+        return pd.DataFrame(rows)
+
+    @property
+    def residuals(self) -> pd.DataFrame:
+        frame = pd.DataFrame(self.residual_rows)
+        if not frame.empty:
+            frame["relative"] = (frame.measured / frame.fitted - 1).round(4)
+        return frame
+
+    def summary(self) -> dict[str, float]:
+        """|measured / predicted - 1| of throughput over the pipeline cases: median and worst."""
+        misses = [abs(r["measured"] / r["fitted"] - 1) for r in self.residual_rows if r["metric"] == "throughput_tflops"]
+        return {"median": round(float(np.median(misses)), 4), "worst": round(float(np.max(misses)), 4)} if misses else {}
+
+
+def pipeline_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per pipeline case of the run: its measured throughput, clock, SMs and counters."""
+    rows = frame[frame.case_id.str.startswith("gemm.")]
+    if rows.empty:
+        return pd.DataFrame()
+    table = rows.pivot_table(index="case_id", columns="metric", values="value", aggfunc="first")
+    clocks = rows[rows.metric == "throughput_tflops"].groupby("case_id").sm_clock_mhz.first()
+    table["clock_mhz"] = clocks
+    table["sm_count"] = rows.groupby("case_id").sm_count.first()
+    return table.dropna(subset=["throughput_tflops", "clock_mhz"])
+
+
+def nelder_mead(f, x0: np.ndarray, step: np.ndarray, iterations: int = 600) -> np.ndarray:
+    """Minimise f from x0 (a simplex of x0 and x0 + step along each axis)."""
+    simplex = [x0] + [x0 + np.eye(len(x0))[i] * step[i] for i in range(len(x0))]
+    values = [f(x) for x in simplex]
+    for _ in range(iterations):
+        order = np.argsort(values)
+        simplex, values = [simplex[i] for i in order], [values[i] for i in order]
+        centre = np.mean(simplex[:-1], axis=0)
+        reflected = centre + (centre - simplex[-1])
+        fr = f(reflected)
+        if fr < values[0]:
+            expanded = centre + 2 * (centre - simplex[-1])
+            fe = f(expanded)
+            simplex[-1], values[-1] = (expanded, fe) if fe < fr else (reflected, fr)
+        elif fr < values[-2]:
+            simplex[-1], values[-1] = reflected, fr
+        else:
+            contracted = centre + 0.5 * (simplex[-1] - centre)
+            fc = f(contracted)
+            if fc < values[-1]:
+                simplex[-1], values[-1] = contracted, fc
+            else:
+                simplex = [simplex[0]] + [simplex[0] + 0.5 * (s - simplex[0]) for s in simplex[1:]]
+                values = [values[0]] + [f(s) for s in simplex[1:]]
+    return simplex[int(np.argmin(values))]
+
+
+def fit(frame: pd.DataFrame, gpu: str, source: str, prior: Params | None) -> FitReport | None:
+    table = pipeline_table(frame)
+    if table.empty or "cycles_per_kblock" not in table:
+        return None
+    cases = {cid: parse(cid) for cid in table.index}
+    sm_count = int(table.sm_count.iloc[0])
+    start = prior or Params(gpu, sm_count, 4096.0, 700.0, 20.0, 8.0, 150.0, 20.0, 4.0, 6.5, 45.0)
+    start = replace(start, gpu=gpu, sm_count=sm_count, source=source)
+    p = _fit_epilogue(start, table, cases)
+    p = _fit_kblock(p, table, cases)
+    large = [c for c in table.index if cases[c].flops / 2 >= LARGE]
+    clock = float(table.loc[large or list(table.index), "clock_mhz"].median())
+    p = replace(p, clock_mhz=round(clock, 1))
+    rows = []
+    for cid, row in table.iterrows():
+        case = cases[cid]
+        predicted = predict_case(case, p)
+        rows.append({"case_id": cid, "metric": "throughput_tflops", "measured": round(float(row.throughput_tflops), 2),
+                     "fitted": round(predicted.tflops(int(row.sm_count), float(row.clock_mhz)), 2),
+                     "bound": predicted.bound})
+        if not np.isnan(row.get("cycles_per_kblock", np.nan)):
+            rows.append({"case_id": cid, "metric": "cycles_per_kblock", "measured": round(float(row.cycles_per_kblock), 1),
+                         "fitted": round(predicted.t_kblock, 1), "bound": predicted.bound})
+    return FitReport(gpu, p, rows)
+
+
+def _fit_epilogue(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) -> Params:
+    rates = {"regs": [], "tmastore": []}
+    for cid, row in table.iterrows():
+        cycles = row.get("epilogue_cycles_per_tile", np.nan)
+        if cycles and not np.isnan(cycles):
+            case = cases[cid]
+            rates[case.epilogue].append(case.bm * case.bn * 2 / cycles)
+    return replace(p, epilogue_regs=float(np.median(rates["regs"])) if rates["regs"] else p.epilogue_regs,
+                   epilogue_tma=float(np.median(rates["tmastore"])) if rates["tmastore"] else p.epilogue_tma)
+
+
+def _fit_kblock(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) -> Params:
+    measured = table.cycles_per_kblock.dropna()
+    if len(measured) < len(KBLOCK_PARAMS):
+        return p
+    chosen = [cases[c] for c in measured.index]
+    target = measured.to_numpy()
+    x0 = np.array([getattr(p, n) for n in KBLOCK_PARAMS], dtype=float)
+
+    def loss(x: np.ndarray) -> float:
+        if (x < 0).any() or x[-1] < 1:
+            return 1e9
+        q = replace(p, **dict(zip(KBLOCK_PARAMS, x)))
+        predicted = np.array([kblock_cycles(c, q)[0] for c in chosen])
+        return float(np.sum((predicted / target - 1) ** 2))
+
+    best = nelder_mead(loss, x0, np.maximum(np.abs(x0) * 0.3, 5.0))
+    return replace(p, **dict(zip(KBLOCK_PARAMS, (float(v) for v in best))))
+
