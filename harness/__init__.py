@@ -1,7 +1,8 @@
 """hopper-bench: microbenchmarks for NVIDIA Hopper tensor-core and data-movement instructions.
 
 From Python (notebooks): `harness.results(db, **filters)`, `harness.latest(db, **filters)` and
-`harness.references(db)` return the documented views as typed pandas DataFrames (harness/db/frames.py).
+`harness.references(db)` return the documented views as typed pandas DataFrames (harness/db/frames.py);
+`harness.compare(db, run, against)` is `bench compare`'s table (harness/analysis/compare.py).
 """
 
 from harness.version import __version__  # noqa: F401
@@ -26,3 +27,18 @@ def references(db=None, **filters):
     from harness.db.frames import references as view
 
     return view(db, **filters)
+
+
+def compare(db=None, run=None, against="paper", metric=None, disagreements=False, include_flagged=False,
+            tolerance=None):
+    """`bench compare` as a DataFrame: a run (default: the newest complete one) against "paper", "model"
+    or another run's id, one row per case and metric with its verdict (harness/verdicts.py). The
+    comparison fails where a row's verdict is in harness.verdicts.FAILING (`bench compare` exits 3):
+    harness/analysis/compare.py comparison, whose Comparison also says that (`failed`)."""
+    from harness.analysis.compare import comparison
+    from harness.db.store import Store
+    from harness.paper import DEFAULT_TOLERANCE
+
+    with Store.open(db, read_only=True) as store:
+        return comparison(store, run, against, metric, disagreements, include_flagged,
+                          DEFAULT_TOLERANCE if tolerance is None else tolerance).frame

@@ -14,6 +14,8 @@ from typing import Callable, Iterable
 
 import pandas as pd
 
+from harness import verdicts
+
 FORMATS = ("table", "csv", "json", "markdown")
 
 
@@ -154,8 +156,9 @@ def terminal_width() -> int:
     return shutil.get_terminal_size((80, 24)).columns
 
 
-STYLES = {"DISAGREES": "bold red", "slower": "red", "faster": "green", "agrees": "green", "same": "green",
-          "explained": "cyan", "paper clock doubtful": "yellow", "clock not printed": "yellow",
+STYLES = {verdicts.DISAGREES: "bold red", verdicts.SLOWER: "red", verdicts.FASTER: "green", verdicts.AGREES: "green",
+          verdicts.SAME: "green", verdicts.EXPLAINED: "cyan", verdicts.PAPER_CLOCK_DOUBTFUL: "yellow",
+          verdicts.CLOCK_NOT_PRINTED: "yellow",
           "failed": "red", "invalid": "red", "interrupted": "yellow", "complete": "green", "yes": "yellow"}
 """How a cell with exactly this text is coloured, when the output is a colour terminal."""
 

@@ -17,18 +17,21 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from harness import metrics as registry
 from harness.db.store import Store
-from harness.errors import SpecError
+from harness.errors import SpecError, StoreError
 from harness.registry import FAMILIES
 from harness.measure.measurement import launch_key
 from harness.paper import (DEFAULT_TOLERANCE, PAPER_CLOCK_MHZ, PAPER_CLOCK_STEP_MHZ,  # noqa: F401  (quoted as
                            PAPER_GPU, PAPER_POWER_LIMIT_W, PAPER_SMS)  # comparing.X by report and site)
 from harness.registry import parse_case_id
+from harness.verdicts import (AGREES, CLOCK_NOT_PRINTED, DIFFERING, DISAGREES, EXPLAINED, FAILING, FASTER,
+                              FOR_CONTEXT, NO_MODEL, NO_PAPER_FIGURE, PAPER_CLOCK_DOUBTFUL, SAME, SLOWER)
 
 CLOCK_FIGURE = "sm_clock_mhz"  # a reference "metric": the clock a table printed beside a throughput
 OUR_INPUTS = {"zero": "zeros", "random": "uniform11"}  # the paper's inputs -> our distribution of its fill
@@ -226,15 +229,15 @@ def against_paper(store: Store, run_id: int, include_flagged: bool = False,
         [frame.paper.isna(), energy, within & (printed | ~is_timed),
          is_timed & printed & (frame.paper_ratio > 1), is_timed & ~printed & (frame.paper_ratio >= 1 - allowed),
          explained.notna()],
-        ["no paper figure", "for context", "agrees", "paper clock doubtful", "clock not printed", "explained"],
-        "DISAGREES")
+        [NO_PAPER_FIGURE, FOR_CONTEXT, AGREES, PAPER_CLOCK_DOUBTFUL, CLOCK_NOT_PRINTED, EXPLAINED],
+        DISAGREES)
     frame["note"] = np.select(
-        [frame.verdict == "paper clock doubtful", frame.verdict == "clock not printed", frame.verdict == "explained"],
+        [frame.verdict == PAPER_CLOCK_DOUBTFUL, frame.verdict == CLOCK_NOT_PRINTED, frame.verdict == EXPLAINED],
         [[_doubtful(r) for r in frame.itertuples()], [f"implies {m:.0f} MHz" for m in frame.paper_implied_mhz],
          explained.fillna("")], "")
     # a model of work per cycle, scaled by a launch's median clock: the clock's movement within it is noise
     model_ok = (frame.model_ratio - 1).abs() <= allowed + np.where(is_timed, CLOCK_DRIFT, 0)
-    frame["model_verdict"] = np.select([frame.model.isna(), model_ok], ["", "agrees"], "DISAGREES")
+    frame["model_verdict"] = np.select([frame.model.isna(), model_ok], [NO_MODEL, AGREES], DISAGREES)
     frame["emulated"] = frame.emulated.fillna(False).astype(bool)
     frame = frame.sort_values(["family", "metric", "operands", "n", "case_id", "paper_table", "paper_inputs"],
                               kind="stable", na_position="first")
@@ -313,7 +316,7 @@ def against_run(store: Store, run_id: int, other: int, include_flagged: bool = F
     frame["noise"] = noise
     better = np.where(frame.metric.map(registry.lower_is_better).astype(bool), compared < 1, compared > 1)
     # the 1e-9 keeps an exact one-cycle step (quantum == difference) on the "same" side of the line
-    frame["verdict"] = np.where(np.abs(compared - 1) <= noise + 1e-9, "same", np.where(better, "faster", "slower"))
+    frame["verdict"] = np.where(np.abs(compared - 1) <= noise + 1e-9, SAME, np.where(better, FASTER, SLOWER))
     order = frame.case_id.map(natural_key)
     frame = frame.assign(_order=order).sort_values(["_order", "metric", "launch"], kind="stable").drop(columns="_order")
     return frame[["case_id", "metric", "launch", "unit", "value", "spread", "other", "other_spread",
@@ -325,14 +328,102 @@ def natural_key(text: str) -> tuple:
     return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
 
 
-def compare(store: Store, run_id: int | None, against: str = "paper", include_flagged: bool = False,
+RUN_ID_MAX = 2**63 - 1  # the largest run id (SQLite's integer)
+
+
+class BadArgument(SpecError):
+    """An argument of a comparison that names nothing it can compare: `parameter` says which
+    (against, metric), so that the CLI can name its option."""
+
+    def __init__(self, parameter: str, message: str):
+        super().__init__(message)
+        self.parameter = parameter
+
+
+def parse_against(against: str | int) -> str | int:
+    """What a run is compared with: "paper", "model", or another run's id (1 to RUN_ID_MAX; as a number
+    or its digits) -> "paper", "model" or the id as an int."""
+    if isinstance(against, int) and not isinstance(against, bool) and 1 <= against <= RUN_ID_MAX:
+        return against
+    if against in ("paper", "model"):
+        return against
+    if isinstance(against, str) and against.isdigit() and 1 <= int(against) <= RUN_ID_MAX:
+        return int(against)
+    raise BadArgument("against", f"{against!r}: expected paper, model or a run id from 1 to {RUN_ID_MAX}")
+
+
+def verdict_column(against: str | int) -> str:
+    """The column that holds a comparison's verdicts: model_verdict against the model, else verdict."""
+    return "model_verdict" if against == "model" else "verdict"
+
+
+def run_label(store: Store, run_id: int) -> str:
+    """A run as a line names it: its GPU, suite and commit."""
+    info = store.run_info(run_id)
+    commit = (info.git_commit or "no commit")[:8]
+    return f"{info.gpu_name or 'unknown GPU'}, suite {info.suite}, commit {commit}"
+
+
+def compare(store: Store, run_id: int | None, against: str | int = "paper", include_flagged: bool = False,
             tolerance: float = DEFAULT_TOLERANCE) -> pd.DataFrame:
+    """Every row of a run against the paper, the model or another run (parse_against), unfiltered."""
     run_id = default_run(store) if run_id is None else run_id
+    against = parse_against(against)
     if against == "paper":
         return against_paper(store, run_id, include_flagged, tolerance)
     if against == "model":
         return against_model(store, run_id, include_flagged, tolerance)
-    if against.isdigit():
-        store.run_info(int(against))
-        return against_run(store, run_id, int(against), include_flagged, tolerance)
-    raise SpecError(f"cannot compare against {against!r}: expected paper, model or a run id (see `bench runs`)")
+    store.run_info(against)
+    return against_run(store, run_id, against, include_flagged, tolerance)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A run against the paper, the model or another run, as `bench compare` gives it (and
+    harness.compare). `failing` counts the rows whose verdict fails the comparison
+    (harness/verdicts.py FAILING: DISAGREES against the paper or the model, slower against a run),
+    counted after the metric filter and before `disagreements` kept only the differing rows."""
+
+    run_id: int
+    against: str | int  # "paper", "model" or the other run's id
+    frame: pd.DataFrame
+    failing: int
+    no_model: bool  # against the paper or the model, no row has a model prediction
+
+    @property
+    def column(self) -> str:
+        return verdict_column(self.against)
+
+    @property
+    def failed(self) -> bool:
+        """Does a row fail the comparison (the CLI's exit status 3)?"""
+        return self.failing > 0
+
+    def counts(self) -> pd.Series:
+        """How many rows have each verdict, most first."""
+        return self.frame[self.column].value_counts()
+
+
+def comparison(store: Store, run_id: int | None = None, against: str | int = "paper", metric: str | None = None,
+               disagreements: bool = False, include_flagged: bool = False,
+               tolerance: float = DEFAULT_TOLERANCE) -> Comparison:
+    """compare(), then the rows of one `metric` (BadArgument if the comparison has none of it) and, with
+    `disagreements`, only the rows that differ beyond the noise with no reason given
+    (harness/verdicts.py DIFFERING). Two runs that share no case, metric and launch are a StoreError."""
+    against = parse_against(against)
+    run_id = default_run(store) if run_id is None else run_id
+    frame = compare(store, run_id, against, include_flagged, tolerance)
+    if against not in ("paper", "model") and frame.empty:
+        raise StoreError(f"runs {run_id} and {against} have no case, metric and launch in common "
+                         f"({run_label(store, run_id)}; {run_label(store, against)})")
+    no_model = bool(against in ("paper", "model") and "model" in frame and len(frame) and frame.model.isna().all())
+    if metric is not None:
+        if metric not in set(frame.metric):
+            raise BadArgument("metric", f"{metric!r} is not among this comparison's metrics: "
+                                        f"{', '.join(sorted(set(frame.metric)))}")
+        frame = frame[frame.metric == metric]
+    column = verdict_column(against)
+    failing = int(frame[column].isin(FAILING).sum())
+    if disagreements:
+        frame = frame[frame[column].isin(DIFFERING)]
+    return Comparison(run_id, against, frame.reset_index(drop=True), failing, no_model)

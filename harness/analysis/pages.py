@@ -10,6 +10,7 @@ import re
 import pandas as pd
 
 from harness import output
+from harness.verdicts import AGREES, DISAGREES
 
 CSS = """body{font:15px/1.5 system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.8em;border-bottom:1px solid #ddd}
@@ -30,7 +31,7 @@ def html_table(frame: pd.DataFrame) -> str:
         cells = []
         for value in row:
             text = output.cell(value)
-            cls = ' class="bad"' if text == "DISAGREES" else ' class="good"' if text == "agrees" else ""
+            cls = ' class="bad"' if text == DISAGREES else ' class="good"' if text == AGREES else ""
             cells.append(f"<td{cls}>{html.escape(text)}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"

@@ -26,6 +26,7 @@ from harness.analysis.pages import CSS, html_table, slug
 from harness.db.store import Store
 from harness.errors import StoreError, redact
 from harness.registry import FAMILIES
+from harness.verdicts import AGREES, DISAGREES, FOR_CONTEXT, PAPER_CLOCK_DOUBTFUL
 
 TENSOR_UNITS = ("FLOP/cycle/SM", "OP/cycle/SM")
 
@@ -69,7 +70,7 @@ def _paper_table(against: pd.DataFrame) -> pd.DataFrame:
     """Every measurement with a published figure, energy apart (_energy_table): a throughput as ours at the
     paper's clock on its 114 SMs (per cycle per SM, bench compare), beside the paper's, with the clock
     the paper printed or the one its figure implies, and the verdict with its reason."""
-    rows = against[against.paper.notna() & (against.verdict != "for context")].copy()
+    rows = against[against.paper.notna() & (against.verdict != FOR_CONTEXT)].copy()
     timed = rows.metric == "throughput_tflops"
     rows["measured"] = rows.value.round(2)
     rows["at the paper's clock"] = np.where(timed, rows.comparable.round(1), np.nan)
@@ -98,7 +99,7 @@ def _energy_table(store: Store, run_id: int, against: pd.DataFrame) -> pd.DataFr
                              AND metric = 'power_mean_w'""")
     wide = wide.merge(clocks, on=["case_id", "launch"], how="left")
     wide["inputs"] = [json.loads(launch).get("inputs", "random") for launch in wide.launch]
-    paper = against[against.verdict == "for context"]
+    paper = against[against.verdict == FOR_CONTEXT]
     figures = {(r.case_id, r.metric, r.launch): r.paper for r in paper.itertuples()}
     wide["paper TFLOPS/W"] = [figures.get((c, "energy_efficiency", launch), np.nan)
                               for c, launch in zip(wide.case_id, wide.launch)]
@@ -232,17 +233,17 @@ def _findings(store: Store, run_id: int) -> list[str]:
 def _sections(store: Store, run_id: int, facts: dict, against: pd.DataFrame, family_sections: list,
               include_flagged: bool, tensor_run: bool = True) -> list:
     """[(heading, text paragraphs, Path | DataFrame | None)] shared by the Markdown and the HTML."""
-    disagree = against[(against.verdict == "DISAGREES") | (against.model_verdict == "DISAGREES")]
+    disagree = against[(against.verdict == DISAGREES) | (against.model_verdict == DISAGREES)]
     summary = _findings(store, run_id) + [
                f"{int(facts['cases'])} cases in {', '.join(sorted(set(against.family)) or ['no family'])}; "
                f"{int(facts['invalid'])} invalid, {int(facts['faults'])} faults."]
-    judged = against[against.paper.notna() & (against.verdict != "for context")]
+    judged = against[against.paper.notna() & (against.verdict != FOR_CONTEXT)]
     for metric, rows in judged.groupby("metric"):
         counts = ", ".join(f"{n} {verdict}" for verdict, n in rows.verdict.value_counts().items())
-        summary.append(f"{metric}: of {len(rows)} published figures of the paper's {comparing.PAPER_GPU}, {counts} (agrees: "
+        summary.append(f"{metric}: of {len(rows)} published figures of the paper's {comparing.PAPER_GPU}, {counts} ({AGREES}: "
                        f"within the measurement's spread plus {comparing.DEFAULT_TOLERANCE * 100:g} %; the section below "
                        "gives each row's reason).")
-    context = against[against.verdict == "for context"]
+    context = against[against.verdict == FOR_CONTEXT]
     if len(context):
         summary.append(f"Energy: {len(context)} published power and efficiency figures are shown beside ours for "
                        "context (a different GPU and power limit), in the energy section.")
@@ -254,9 +255,9 @@ def _sections(store: Store, run_id: int, facts: dict, against: pd.DataFrame, fam
         summary.append(
             "Throughput is compared per cycle per SM: ours by the SM clock measured in the kernel, the paper's by "
             f"the clock it printed (2501.12084 Table 13) on its {comparing.PAPER_SMS} SMs. "
-            + (f"At the printed clock, {counts.get('agrees', 0)} of {len(printed)} figures agree; "
-               f"{counts.get('paper clock doubtful', 0)} are below what the tensor cores do per cycle at the clock "
-               "printed beside them (paper clock doubtful: each row names the clock its figure implies). "
+            + (f"At the printed clock, {counts.get(AGREES, 0)} of {len(printed)} figures agree; "
+               f"{counts.get(PAPER_CLOCK_DOUBTFUL, 0)} are below what the tensor cores do per cycle at the clock "
+               f"printed beside them ({PAPER_CLOCK_DOUBTFUL}: each row names the clock its figure implies). "
                if len(printed) else "")
             + (f"{len(implied)} figures were printed without a clock: at this GPU's work per cycle they imply "
                f"{implied.min():.0f}..{implied.max():.0f} MHz on the power-limited {comparing.PAPER_GPU} "
@@ -323,7 +324,8 @@ def _sections(store: Store, run_id: int, facts: dict, against: pd.DataFrame, fam
         *fleet,
         *spread,
         ("Disagreements", ["Rows where the measurement and the paper or the datasheet model differ by more than "
-                           "the measurement's spread plus 3 %." if len(disagree) else "None."],
+                           f"the measurement's spread plus {comparing.DEFAULT_TOLERANCE * 100:g} %." if len(disagree)
+                           else "None."],
          disagree_table if len(disagree) else None),
         ("Provenance", [], provenance),
     ]

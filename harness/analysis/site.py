@@ -26,9 +26,9 @@ from harness.db.frames import latest, results
 from harness.db.store import Store
 from harness.errors import StoreError, redact
 from harness.registry import FAMILIES
+from harness.verdicts import AGAINST_PAPER, DISAGREES
 
 HISTORY_SERIES = 6  # headline measurements followed across commits
-VERDICTS = ("agrees", "explained", "paper clock doubtful", "clock not printed", "for context", "DISAGREES")
 
 
 @dataclass(frozen=True)
@@ -89,14 +89,14 @@ def _paper_and_siblings(store: Store, runs: pd.DataFrame) -> list:
             continue
         counts = against.verdict.value_counts()
         rows.append({"gpu": run.model, "suite": run.suite, "run": int(run.run),
-                     **{v: int(counts.get(v, 0)) for v in VERDICTS}})
+                     **{v: int(counts.get(v, 0)) for v in AGAINST_PAPER}})
         cycles = against[(against.unit == "cycles") & against.paper.notna()]
         beside.append(cycles.assign(gpu=run.model))
     sections = []
     if rows:
         table = pd.DataFrame(rows)
         table = table.loc[:, (table != 0).any(axis=0)]
-        failing = int(table.get("DISAGREES", pd.Series([0])).sum())
+        failing = int(table.get(DISAGREES, pd.Series([0])).sum())
         sections.append(("Against the paper", [
             "Each GPU model's newest complete run of each suite against the published figures of Luo et al. "
             f"(arXiv 2402.13499, 2501.12084; an {comparing.PAPER_GPU}): cycle figures directly, throughput per cycle per SM "

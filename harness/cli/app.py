@@ -42,8 +42,7 @@ DB_HELP = ("results database: a file path or SQLAlchemy URL (default: $HOPPER_BE
 MAX_MESSAGE = 400  # characters of an error line
 
 
-EXIT_DIFFERENCES = 3  # bench compare: a row disagrees with the paper or the model, or is slower than the other run
-FAILING_VERDICTS = ("DISAGREES", "slower")
+EXIT_DIFFERENCES = 3  # bench compare: a row fails the comparison (harness/analysis/compare.py Comparison.failed)
 COMPARE_COLUMNS = {  # what a terminal table of `bench compare` shows first, by what it compares with
     "paper": ("case_id", "metric", "value", "paper", "paper_ratio", "verdict", "launch", "note"),
     "model": ("case_id", "metric", "value", "model", "model_ratio", "model_verdict", "launch"),
@@ -76,12 +75,6 @@ def say(text: str, err: bool = False) -> None:
 
     click.echo(textwrap.fill(text, width=output.terminal_width(), subsequent_indent="  ",
                              break_on_hyphens=False), err=err)
-
-
-def run_label(store, run_id: int) -> str:
-    info = store.run_info(run_id)
-    commit = (info.git_commit or "no commit")[:8]
-    return f"{info.gpu_name or 'unknown GPU'}, suite {info.suite}, commit {commit}"
 
 
 def fail(message: object, code: int) -> None:

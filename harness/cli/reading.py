@@ -13,8 +13,7 @@ import pandas as pd
 from harness import output
 from harness.paper import DEFAULT_TOLERANCE, PAPER_GPU
 from harness.cli.app import (
-    Finite, RUN_ID, DB_HELP, EXIT_DIFFERENCES, FAILING_VERDICTS, COMPARE_COLUMNS,
-    table_options, print_frame, say, run_label, fail, cli, open_store,
+    Finite, RUN_ID, DB_HELP, EXIT_DIFFERENCES, COMPARE_COLUMNS, table_options, print_frame, say, cli, open_store,
 )
 
 
@@ -112,37 +111,23 @@ def compare(run_id, against, metric, disagreements, include_flagged, exit_zero, 
       bench compare --run 5 --against 4 --disagreements
       bench compare --against model --metric issue_interval_cycles --format markdown
     """
-    from harness.analysis.compare import compare as compare_run
+    from harness.analysis.compare import BadArgument, comparison, parse_against, run_label
 
-    if against not in ("paper", "model") and not (against.isdigit() and 1 <= int(against) <= RUN_ID.max):
-        raise click.BadParameter(f"{against!r}: expected paper, model or a run id from 1 to {RUN_ID.max}",
-                                 param_hint="--against")
-    from harness.analysis.compare import default_run
-
-    store = open_store(db)
-    run_id = default_run(store) if run_id is None else run_id
-    frame = compare_run(store, run_id, against, include_flagged, tolerance)
-    if against.isdigit() and frame.empty:
-        fail(f"runs {run_id} and {against} have no case, metric and launch in common ({run_label(store, run_id)}; "
-             f"{run_label(store, int(against))})", 4)
-    if against in ("paper", "model") and "model" in frame and len(frame) and frame.model.isna().all():
+    try:
+        parse_against(against)  # before the database is opened
+        store = open_store(db)
+        result = comparison(store, run_id, against, metric, disagreements, include_flagged, tolerance)
+    except BadArgument as exc:
+        raise click.BadParameter(str(exc), param_hint=f"--{exc.parameter}") from None
+    if result.no_model:
         click.echo("note: no model prediction for this run (its GPU has no row in gpu_specs.csv, or its "
                    "families have no model): the model columns are empty", err=True)
-    if metric is not None:
-        if metric not in set(frame.metric):
-            raise click.BadParameter(f"{metric!r} is not among this comparison's metrics: "
-                                     f"{', '.join(sorted(set(frame.metric)))}", param_hint="--metric")
-        frame = frame[frame.metric == metric]
-    column = "verdict" if against != "model" else "model_verdict"
-    failing = frame[frame[column].isin(FAILING_VERDICTS)]
-    if disagreements:
-        frame = frame[frame[column].isin(FAILING_VERDICTS + ("faster",))]
-    print_frame(frame.reset_index(drop=True), fmt, wide, first=COMPARE_COLUMNS[against if against in COMPARE_COLUMNS else "run"])
-    other = f"run {against} ({run_label(store, int(against))})" if against.isdigit() else \
+    print_frame(result.frame, fmt, wide, first=COMPARE_COLUMNS[against if against in COMPARE_COLUMNS else "run"])
+    other = f"run {result.against} ({run_label(store, result.against)})" if isinstance(result.against, int) else \
         (f"the paper ({PAPER_GPU})" if against == "paper" else "the model")
-    counts = ", ".join(f"{n} {verdict}" for verdict, n in frame[column].value_counts().items()) or "no rows"
-    click.echo(f"run {run_id} ({run_label(store, run_id)}) against {other}: {counts}", err=True)
-    if len(failing) and not exit_zero:
+    counts = ", ".join(f"{n} {verdict}" for verdict, n in result.counts().items()) or "no rows"
+    click.echo(f"run {result.run_id} ({run_label(store, result.run_id)}) against {other}: {counts}", err=True)
+    if result.failed and not exit_zero:
         sys.exit(EXIT_DIFFERENCES)
 
 

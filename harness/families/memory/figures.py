@@ -8,6 +8,8 @@ import json
 
 import pandas as pd
 
+from harness.verdicts import AGREES
+
 # Why one of our memory-level figures differs from the papers', by case id (docs/data-movement.md).
 EXPLANATIONS = {
     "ld.global.cg.u32.pchase.l2": "a mean over the L2's lines, near and far from the SM (single loads: the next "
@@ -25,7 +27,7 @@ def figures(ctx) -> list:
         return []
     rows = ctx.against[(ctx.against.family == "memory") & ctx.against.paper.notna()]
     table = rows[["case_id", "metric", "launch", "value", "spread", "paper", "paper_ratio", "verdict"]].copy()
-    table["why they differ"] = [EXPLANATIONS.get(c, "") if v != "agrees" else ""
+    table["why they differ"] = [EXPLANATIONS.get(c, "") if v != AGREES else ""
                                 for c, v in zip(table.case_id, table.verdict)]
     sections = [("Memory hierarchy beside the papers", [
         "Pointer chases (latency_cycles: the slope of two dependent chains, 256 and 4352 loads) and streams "

@@ -12,6 +12,7 @@ import pandas as pd
 
 from harness.families.tma.cases import DEFAULT_PROMOTION, parse
 from harness.paper import PAPER_GPU
+from harness.verdicts import AGREES
 
 ROOFLINE_CASE = "ld.global.v4.u32"
 NEAR = 0.95  # "within 5 % of the best"
@@ -219,7 +220,7 @@ def _paper_section(ctx) -> list:
     if rows.empty:
         return []
     table = rows[["case_id", "metric", "launch", "value", "spread", "paper", "paper_ratio", "verdict"]].copy()
-    table["why they differ"] = [_explain(c, m) if v != "agrees" else "" for c, m, v in
+    table["why they differ"] = [_explain(c, m) if v != AGREES else "" for c, m, v in
                                 zip(table.case_id, table.metric, table.verdict)]
     return [("TMA and DSMEM beside the papers", [
         "Every TMA and distributed-shared-memory figure of the papers and the authors' logs that a case here "
