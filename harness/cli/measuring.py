@@ -12,7 +12,7 @@ import pandas as pd
 from harness.orchestration.runner import RunSettings
 from harness.orchestration.worker import DEFAULT_WATCHDOG_S
 from harness.cli.app import (
-    Finite, RUN_ID, GPU_INDEX, DB_HELP, print_frame, cli, fail, shipped_references, open_store,
+    Finite, RUN_ID, GPU_INDEX, DB_HELP, print_frame, cli, fail, shipped_references,
 )
 
 
@@ -74,7 +74,7 @@ def run(suite, filter_, resume, gpu, gpus, db, jobs, seed, watchdog, progress_mo
       bench run --suite mma --gpus all
       bench run --resume 7
     """
-    from harness.orchestration.run import execute, plan, plan_resume
+    from harness.orchestration.run import open_run_store, plan, plan_resume
     from harness.orchestration.worker import Worker
 
     if gpus is not None:
@@ -88,18 +88,21 @@ def run(suite, filter_, resume, gpu, gpus, db, jobs, seed, watchdog, progress_mo
     if resume is not None:
         if suite or filter_:
             raise click.UsageError("--resume takes the suite and filter from the run: drop --suite/--filter")
-        _check_store(db)  # upgraded first if it is older
-        store = open_store(db)
+    elif suite is None:
+        raise click.UsageError("missing option --suite (or --resume RUN_ID); suites: see `bench list`")
+    else:
+        run_plan = plan(suite, filter_)
+    # The one store of the run: opened (upgraded first if it is older) before any GPU work, so that a bad
+    # --db fails here; a new file is made only once the GPU is found. Closed when the command ends.
+    store = _open_target(db, must_exist=resume is not None)
+    context = click.get_current_context()
+    context.call_on_close(lambda: store is not None and store.close())
+    if resume is not None:
         run_plan = plan_resume(store, resume)
         if gpu is None:
             from harness.orchestration.node import index_of
 
             gpu = index_of(store.run_info(resume).device_uuid)
-    elif suite is None:
-        raise click.UsageError("missing option --suite (or --resume RUN_ID); suites: see `bench list`")
-    else:
-        run_plan = plan(suite, filter_)
-        _check_store(db)  # a bad --db fails here, before any GPU work
     gpu = 0 if gpu is None else gpu
     worker = Worker(gpu, RunSettings(seed=seed), watchdog_s=watchdog)
     # Both signals interrupt the run (even where SIGINT was inherited as ignored, as in background jobs).
@@ -107,10 +110,8 @@ def run(suite, filter_, resume, gpu, gpus, db, jobs, seed, watchdog, progress_mo
         signal.signal(sig, signal.default_int_handler)
     with worker:
         device = worker.start()
-        from harness.db.store import Store
-
-        with Store.open(db, create=True) as store:  # execute() refuses too; asked here, it is the only line
-            store.refuse_mixing_with(device.uuid)
+        # made now if new; a database of the other kind (simulated or real) refused: the only line
+        store = open_run_store(store if store is not None else db, device)
         what = f"resuming run {resume}: {len(run_plan.cases)} of {run_plan.size}" if resume else f"{len(run_plan.cases)}"
         if progress_mode == "lines":
             click.echo(f"device {device.index} {device.uuid} {device.name}")
@@ -118,6 +119,8 @@ def run(suite, filter_, resume, gpu, gpus, db, jobs, seed, watchdog, progress_mo
                    f"{what} cases")
         started = time.monotonic()
         if progress_mode == "lines":  # for `--gpus`: the parent draws one line per GPU from these
+            from harness.orchestration.run import execute
+
             done = []
 
             def on_case(result):
@@ -127,12 +130,12 @@ def run(suite, filter_, resume, gpu, gpus, db, jobs, seed, watchdog, progress_mo
                 click.echo(f"progress {len(done)} {len(run_plan.cases)} {result.case.case_id} {result.status}")
 
             failed = []
-            outcome = execute(run_plan, db, worker, jobs=jobs, argv=sys.argv, on_case=on_case)
+            outcome = execute(run_plan, store, worker, jobs=jobs, argv=sys.argv, on_case=on_case)
         else:
-            outcome, failed = _run_with_bars(run_plan, db, worker, jobs)
+            outcome, failed = _run_with_bars(run_plan, store, worker, jobs)
     faults = sum(r.status == "fault" for r in failed)
     click.echo(f"run {outcome.run_id}: {len(outcome.results)} cases measured, {len(failed) - faults} invalid, "
-               f"{faults} faults, {time.monotonic() - started:.0f} s; stored in {_where(db)}")
+               f"{faults} faults, {time.monotonic() - started:.0f} s; stored in {store.url}")
     shown = 5  # the database holds every error; the console shows the first few
     for result in failed[:shown]:
         click.echo(f"  {result.status}: {result.case.case_id}: {result.error[:300]}", err=True)
@@ -141,23 +144,23 @@ def run(suite, filter_, resume, gpu, gpus, db, jobs, seed, watchdog, progress_mo
                    f"FROM results WHERE run_id={outcome.run_id} AND NOT valid\"", err=True)
 
 
-def _check_store(db):
+def _open_target(db, must_exist: bool):
+    """Store.open_target, telling the user (one line on stderr) when an older file was upgraded; None
+    for a new file (unless `must_exist`: then the error that there is none)."""
     from harness.db.store import Store
 
-    migration = Store.check_target(db)
+    store = Store.open_target(db)
+    if store is None:
+        return Store.open(db) if must_exist else None  # a missing file: StoreError naming it
+    migration = store.migration
     if migration:
         backup = f"; the old file is kept as {migration.backup}" if migration.backup else ""
         click.echo(f"note: upgraded the database from schema {migration.from_version} to "
                    f"{migration.to_version}{backup}", err=True)
+    return store
 
 
-def _where(db) -> str:
-    from harness.db.store import describe, resolve_url
-
-    return describe(resolve_url(db, write=True))
-
-
-def _run_with_bars(run_plan, db, worker, jobs):
+def _run_with_bars(run_plan, store, worker, jobs):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from harness.orchestration.run import execute
@@ -179,7 +182,7 @@ def _run_with_bars(run_plan, db, worker, jobs):
             shown = f"{first.name} {first.value:.4g} {first.unit}" if first and result.valid else result.status.upper()
             progress.update(measuring, advance=1, detail=f"{result.case.case_id} {shown}")
 
-        outcome = execute(run_plan, db, worker, jobs=jobs, argv=sys.argv, on_compiled=on_compiled, on_case=on_case)
+        outcome = execute(run_plan, store, worker, jobs=jobs, argv=sys.argv, on_compiled=on_compiled, on_case=on_case)
     return outcome, failed
 
 

@@ -163,10 +163,11 @@ class Store:
         return store
 
     @classmethod
-    def check_target(cls, db: str | os.PathLike | None = None) -> Migration | None:
-        """What `bench run` checks before any GPU work: an existing database is opened (refused if it
-        is not ours, upgraded if older) and closed; for a new file, its folder must exist and be
-        writable (the file itself is made when the run starts, so a run that cannot start leaves none)."""
+    def open_target(cls, db: str | os.PathLike | None = None) -> "Store | None":
+        """What `bench run` opens before any GPU work: an existing database, for writing (refused if it
+        is not ours, upgraded if older: see `migration`); for a new SQLite file None, once its folder is
+        known to exist and be writable (the file itself is made when the run starts, so a run that
+        cannot start leaves none)."""
         path = sqlite_path(resolve_url(db, write=True))
         if path is not None and not path.exists():
             if not path.parent.is_dir():
@@ -174,8 +175,7 @@ class Store:
             if not os.access(path.parent, os.W_OK | os.X_OK):
                 raise StoreError(f"cannot create {path}: directory {path.parent} is not writable")
             return None
-        with cls.open(db, create=True) as store:
-            return store.migration
+        return cls.open(db, create=True)
 
     def __init__(self, url: URL | str, engine: Engine, path: Path | None = None, read_only: bool = False):
         self.sa_url = make_url(url) if isinstance(url, str) else url

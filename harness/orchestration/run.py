@@ -9,6 +9,7 @@ missing.
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from contextlib import contextmanager
@@ -109,15 +110,40 @@ def _signals_held():
             signal.signal(s, handler)
 
 
-def execute(run_plan: RunPlan, store_db: str | None, worker: Worker, jobs: int | None = None,
+def open_run_store(db: str | os.PathLike | Store | None, device: DeviceInfo) -> Store:
+    """The database a run on `device` writes to, ready before any work: `db` itself where it is a Store
+    already open for writing (Store.open_target's), else opened here (created if missing). A database
+    holding runs of the other kind (simulated or real) is refused (StoreError; a store opened here is
+    closed again), and the published figures are loaded where it lacks them. The caller closes it."""
+    store = db if isinstance(db, Store) else Store.open(db, create=True)
+    try:
+        store.refuse_mixing_with(device.uuid)  # simulated and real runs never share a database
+        store.sync_references(published_figures())
+    except BaseException:
+        if store is not db:
+            store.close()
+        raise
+    return store
+
+
+def execute(run_plan: RunPlan, db: str | os.PathLike | Store | None, worker: Worker, jobs: int | None = None,
             argv: list[str] | None = None, on_compiled: Callable[[Build], None] | None = None,
             on_case: Callable[[CaseResult], None] | None = None) -> RunOutcome:
-    """Compile, then measure each case in `worker` (already started) and store it at once."""
+    """Compile, then measure each case in `worker` (already started) and store it at once.
+
+    `db`: a path or URL, opened (open_run_store) and closed here; or a Store that open_run_store
+    returned for this worker's GPU, which stays the caller's to close."""
     device = worker.device
     prov = provenance.collect(argv)
     check_resumable(run_plan, device, prov.git_commit)
-    store = Store.open(store_db, create=True, references=published_figures())
-    store.refuse_mixing_with(device.uuid)  # simulated and real runs never share a database: before any work
+    if isinstance(db, Store):
+        return _execute(run_plan, db, worker, prov, jobs, on_compiled, on_case)
+    with open_run_store(db, device) as store:
+        return _execute(run_plan, store, worker, prov, jobs, on_compiled, on_case)
+
+
+def _execute(run_plan: RunPlan, store: Store, worker: Worker, prov, jobs, on_compiled, on_case) -> RunOutcome:
+    device = worker.device
     builds = compile_plan(run_plan.cases, jobs, on_compiled) if run_plan.cases else {}
     if run_plan.resume is None:
         run_id = store.start_run(device, prov, run_plan.suite, run_plan.filter)
