@@ -175,5 +175,15 @@ class GemmFamily(Family):
     def headline(self, metric: str) -> dict | None:
         return None
 
+    def figures(self, context) -> list:
+        from harness.families.gemm.figures import figures
+
+        return figures(context)
+
+    def findings(self, context) -> list:
+        from harness.families.gemm.figures import findings
+
+        return findings(context)
+
 
 FAMILY = GemmFamily()

@@ -1,0 +1,135 @@
+"""The gemm family's report sections and findings (harness/families/gemm/figures.py), from small stored runs
+whose numbers are chosen here (no GPU): the stages a finding names are the ones the data implies, the pairs
+it compares are the cases that differ in that alone, and cuBLAS "wins" where the library_fraction says so."""
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from helpers import fake_device
+
+from harness.analysis import compare
+from harness.analysis.report import ReportContext, build
+from harness.build.sass import SassCheck
+from harness.db.frames import results
+from harness.db.store import Store
+from harness.families.gemm import FAMILY
+from harness.families.gemm.cases import BEST, LADDER, everyday, library, pipeline, quick
+from harness.measure.measurement import CaseResult, Metric
+from harness.orchestration.fakegpu import synthetic_result
+from harness.provenance import Provenance
+from harness.published import shipped
+
+BIG = (8192, 8192, 8192)
+SWEEP = dict(BEST, epilogue="regs")
+# TFLOPS by stages: 128x256 is within 2 % of its best from 3 stages (630 >= 0.98 x 640), 128x128 from 5
+# (558 >= 0.98 x 568) though 6 dips; cycles per k-block fall to the tensor cores' 1024 / 512 and stop there.
+SWEEPS = {(128, 256): {1: (300, 2450, 170e3), 2: (445, 1590, 166e3), 3: (630, 1046, 44e3), 4: (640, 1030, 18e3)},
+          (128, 128): {1: (205, 1824, 152e3), 2: (260, 1394, 147e3), 3: (389, 920, 83e3), 4: (531, 588, 39e3),
+                       5: (558, 576, 35e3), 6: (549, 574, 34e3), 7: (568, 550, 28e3)}}
+
+
+def _result(case, tflops, fraction=None, kblock=None, full=None, empty=None, epilogue=None, clock=1300.0):
+    values = {"throughput_tflops": (tflops, "TFLOPS"), "library_fraction": (fraction, "ratio"),
+              "cycles_per_kblock": (kblock, "cycles"), "full_wait_cycles_per_tile": (full, "cycles"),
+              "empty_wait_cycles_per_tile": (empty, "cycles"), "epilogue_cycles_per_tile": (epilogue, "cycles")}
+    metrics = [Metric(name, unit, np.full(5, float(value)), {"problem": "measured"}, sm_clock_mhz=clock)
+               for name, (value, unit) in values.items() if value is not None]
+    return CaseResult(case, None, SassCheck(True, "ok"), True, None, 0.0, "normal(0,1)", metrics)
+
+
+def _store(path, results_):
+    store = Store.open(str(path), create=True, references=shipped())
+    prov = Provenance("bench run --suite gemm", "testhost", "abc123", False, "0.1.0", "3.12", "14.2", "13.0")
+    run_id = store.start_run(fake_device(), prov, "gemm", None)
+    for result in results_:
+        store.record_case(run_id, result)
+    store.finish_run(run_id, "complete")
+    return store, run_id
+
+
+@pytest.fixture
+def gemm_run(tmp_path):
+    rows = []
+    for (bm, bn), points in SWEEPS.items():
+        for stages, (tflops, kblock, full) in points.items():
+            rows.append(_result(pipeline("f16", BIG, **dict(SWEEP, bm=bm, bn=bn, stages=stages)), tflops, tflops / 640,
+                                kblock, full, 100e3, 10e3))
+    best = pipeline("f16", BIG, **BEST)
+    rows.append(_result(best, 651, 1.005, 1050, 47e3, 98e3, 1.5e3))  # the TMA store beside SWEEP's s3 (630)
+    rows.append(_result(pipeline("f16", BIG, **dict(SWEEP, cluster=1)), 620, 0.94, 1046, 41e3, 107e3, 9.7e3))
+    rows.append(_result(pipeline("f16", BIG, **LADDER["2"]), 150, 0.21, 1234, 122e3, 138e3, 1e3))
+    small = (2048, 2048, 2048)
+    rows.append(_result(pipeline("f16", small, **BEST), 540, 0.9, 1100, 50e3, 90e3, 1.5e3))
+    rows += [_result(library("f16", BIG), 640), _result(library("f16", small), 600)]
+    return _store(tmp_path / "gemm.db", rows)
+
+
+def _findings(store, run_id, directory):
+    return FAMILY.findings(SimpleNamespace(store=store, latest=results(store, run_id=run_id, valid=True),
+                                           directory=Path(directory)))
+
+
+def test_findings_name_the_stages_the_data_implies_and_where_cublas_wins(gemm_run, tmp_path):
+    store, run_id = gemm_run
+    sections = _findings(store, run_id, tmp_path)
+    (heading, text, path), (_, _, table) = sections
+    assert path.exists() and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    needed = dict(zip(table.tile, table["stages needed"]))
+    assert needed == {"128x128": 5, "128x256": 3}  # not the best (7, 4): the fewest within 2 % of it
+    joined = " ".join(text)
+    assert "128x256 needs 3 stages" in joined and "128x128 needs 5 stages" in joined
+    # 128x256 at 3 stages: 1046 cycles per k-block against 1024, so the tensor cores set the pace
+    assert "1.02 x the tensor cores' 1024 cycles" in joined and "more stages cannot help" in joined
+    # 128x128 at 5: 576 against 512 cycles, deeper rings no better than 550: not the tensor cores
+    assert "1.12 x the tensor cores' 512 cycles" in joined and "did no better than 550" in joined
+    # the pairs: the TMA store against the same configuration from registers, cluster 2 against 1
+    assert "630 -> 651 TFLOPS" in joined and "10000 -> 1500 cycles per tile" in joined
+    assert "620 -> 630 TFLOPS" in joined
+    # the library: the best pipeline at each size; cuBLAS wins at 2048^3 (0.9) and not at 8192^3 (1.005)
+    assert "2048x2048x2048 f16: 0.900" in joined and "8192x8192x8192 f16: 1.005" in joined
+    assert "cuBLAS wins at 2048x2048x2048 f16 (11.1% faster" in joined
+
+
+def test_figures_draw_the_ladder_stages_time_and_sizes_with_the_planner(gemm_run, tmp_path):
+    store, run_id = gemm_run
+    measured = compare.measured(store, run_id)
+    ctx = ReportContext(store, run_id, "NVIDIA H100 80GB HBM3", tmp_path, measured, compare.against_paper(store, run_id))
+    sections = dict((heading, body) for heading, _, body in FAMILY.figures(ctx))
+    for name in ("the worklog's ladder", "TFLOPS against stages", "where the time goes", "against cuBLAS by size"):
+        body = sections[f"From instructions to a GEMM: {name}"]
+        assert body.exists() and body.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    ladder = sections["From instructions to a GEMM: the ladder in numbers"]
+    assert list(ladder.step) == ["2", "6b", "8", "10"]  # the steps measured at 8192^3 (2048^3 has one: no ladder)
+    assert ladder.set_index("step")["of cuBLAS's TFLOPS"]["10"] == pytest.approx(651 / 640, abs=1e-3)
+    # the planner's TFLOPS is compare's model column: per cycle per SM x SMs x the case's clock
+    against = ctx.against[ctx.against.metric == "throughput_tflops"].set_index("case_id").model
+    best = pipeline("f16", BIG, **BEST).case_id
+    assert ladder.set_index("step")["planner TFLOPS"]["10"] == pytest.approx(against[best], rel=1e-3)
+    stages = sections["From instructions to a GEMM: stages each tile needs"].set_index("tile")
+    assert stages["stages needed (within 2 % of the best)"].to_dict() == {"128x128": 5, "128x256": 3}
+    sizes = sections["From instructions to a GEMM: against cuBLAS, in numbers"].set_index("problem")
+    assert sizes.library_fraction.to_dict() == pytest.approx({"f16 2048x2048x2048": 0.9, "f16 8192x8192x8192": 1.005})
+
+
+def test_the_report_carries_the_section_and_the_findings(gemm_run, tmp_path):
+    store, run_id = gemm_run
+    report = build(store, run_id, tmp_path / "reports")
+    text = report.markdown.read_text()
+    assert "## From instructions to a GEMM: the worklog's ladder" in text
+    assert "- How many stages does a GEMM tile need, and where does cuBLAS still win?" in text
+    assert {f.name for f in report.figures} >= {"gemm_ladder.png", "gemm_stages.png", "gemm_time.png",
+                                                  "gemm_library_fraction.png"}
+
+
+@pytest.mark.parametrize("suite", [everyday, quick])
+def test_a_simulated_run_of_a_suite_reports_without_error(suite, tmp_path):
+    """The fake backend's numbers (every pipeline the same rate, counters alike): ties and a run without a
+    stage sweep still make sections, and a GPU the planner has no parameters for draws no prediction."""
+    rng = np.random.default_rng(1)
+    store, run_id = _store(tmp_path / "sim.db", [synthetic_result(case, None, rng, fake_device()) for case in suite()])
+    report = build(store, run_id, tmp_path / "reports")
+    assert "## From instructions to a GEMM" in report.markdown.read_text()
+    found = _findings(store, run_id, tmp_path)
+    assert found and found[0][2] is not None and found[0][2].exists()
