@@ -9,7 +9,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from conftest import fake_device, fake_result, make_db  # noqa: E402
+from helpers import fake_device, fake_result, make_db  # noqa: E402
 from harness.measure.measurement import unmeasured  # noqa: E402
 from harness.provenance import Provenance  # noqa: E402
 from harness.registry import parse_case_id  # noqa: E402

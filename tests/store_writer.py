@@ -6,7 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from conftest import fake_device, fake_result  # noqa: E402
+from helpers import fake_device, fake_result  # noqa: E402
 from harness.provenance import Provenance  # noqa: E402
 from harness.db.store import Store  # noqa: E402
 

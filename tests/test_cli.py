@@ -1,6 +1,5 @@
 """Every command through click's CliRunner, including the error paths (no GPU needed)."""
 
-import hashlib
 import json
 import re
 from pathlib import Path
@@ -8,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import make_db
+from helpers import digest, make_db, one_error_line
 from harness.db.tables import SCHEMA_VERSION
 from harness.cli import cli
 
@@ -17,17 +16,6 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 
 def bench(*args):
     return CliRunner().invoke(cli, list(args))
-
-
-def digest(path):
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def one_error_line(result, code, pattern):
-    assert result.exit_code == code, result.output
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and re.search(pattern, lines[0]), lines
-    assert "Traceback" not in result.output
 
 
 def test_list_suites_and_cases():

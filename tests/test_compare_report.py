@@ -7,7 +7,7 @@ import pytest
 from pathlib import Path
 from click.testing import CliRunner
 
-from conftest import fake_device
+from helpers import fake_device
 from harness.published import shipped
 from harness import published as references
 from harness.cli import cli

@@ -41,7 +41,7 @@ def test_several_merges_into_a_new_file_at_once_all_succeed(tmp_path):
     import sys as _sys
 
     _sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from conftest import bench_process, make_db
+    from helpers import bench_process, make_db
 
     sources = [make_db(tmp_path / f"s{i}.db", fresh=True) for i in range(4)]  # four runs
     into = tmp_path / "new.db"
@@ -59,7 +59,7 @@ def test_several_upgrades_at_once_upgrade_once(tmp_path):
     import sys as _sys
 
     _sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from conftest import bench_process, copy_fixture
+    from helpers import bench_process, copy_fixture
 
     old = copy_fixture("schema_v1.db", tmp_path)
     upgrades = [bench_process("db", "upgrade", "--db", str(old)) for _ in range(4)]

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import fake_device
+from helpers import fake_device
 from harness.published import shipped
 from harness.analysis.compare import compare
 from harness import published as references

@@ -4,7 +4,7 @@ GPU merely clocked lower are not."""
 import numpy as np
 from click.testing import CliRunner
 
-from conftest import fake_device, fake_result
+from helpers import fake_device, fake_result
 from harness.published import shipped
 from harness.cli import cli
 from harness.db.store import Store

@@ -5,7 +5,7 @@ import hashlib
 import pytest
 
 import harness
-from conftest import make_db
+from helpers import make_db
 from harness.errors import SpecError
 
 
@@ -79,7 +79,7 @@ def test_the_frame_is_typed_for_pandas_and_hides_no_attribute(tmp_path):
 
 def test_latest_keeps_the_newest_valid_run_of_each_gpu_and_case(tmp_path):
     """Three runs of one GPU: the newest that has a case's metric wins; an invalid measurement never does."""
-    from conftest import fake_device, fake_result
+    from helpers import fake_device, fake_result
     from harness.db.store import Store
     from harness.provenance import Provenance
 

@@ -2,7 +2,6 @@
 with "error: " and a non-zero status, never a traceback or an internal error; and the database file
 stays byte-identical unless the command was `run` or `sql --write`."""
 
-import hashlib
 import shutil
 import tempfile
 from pathlib import Path
@@ -12,7 +11,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import make_db
+from helpers import digest, make_db
 from harness.cli import cli
 
 INTERNAL_ERROR = 70  # harness/cli/app.py: what a bug exits with
@@ -72,10 +71,6 @@ def command():
 @pytest.fixture(scope="module")
 def template(tmp_path_factory):
     return make_db(tmp_path_factory.mktemp("fuzz") / "template.db")
-
-
-def digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def check(result, may_write: bool, db: Path, before: str) -> None:

@@ -6,7 +6,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import bench_process
+from helpers import bench_process
 from harness.db.store import Store
 from harness.orchestration.fakegpu import synthetic_result
 from harness.suites import suite_cases

@@ -6,7 +6,7 @@ import sqlite3
 
 from click.testing import CliRunner
 
-from conftest import copy_fixture, make_db
+from helpers import copy_fixture, make_db
 from harness.cli import cli
 
 TABLES = ("devices", "runs", "cases", "builds", "measurements", "samples")

@@ -5,7 +5,7 @@ import sqlite3
 import pytest
 from click.testing import CliRunner
 
-from conftest import FIXTURES, copy_fixture
+from helpers import FIXTURES, copy_fixture
 from harness import migrations
 from harness.cli import cli
 from harness.errors import StoreError

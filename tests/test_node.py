@@ -4,7 +4,7 @@
 import signal
 import time
 
-from conftest import bench_process
+from helpers import bench_process
 from harness.db.store import Store
 
 
@@ -76,8 +76,8 @@ def test_the_slurm_script_is_valid_bash_and_uses_existing_options():
 def test_runs_that_all_fail_end_on_one_error_line_and_leave_the_database_alone(tmp_path, shared_cache):
     """Simulated GPUs into a database of real-GPU runs: each child refuses (runs are never mixed), and
     the last line says how many failed (found by the environment fuzz test: it ended on a child's line)."""
-    from conftest import make_db
-    from test_cli import digest
+    from helpers import make_db
+    from helpers import digest
 
     db = make_db(tmp_path / "real.db")
     before = digest(db)

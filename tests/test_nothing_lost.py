@@ -1,7 +1,6 @@
 """Nothing lost, nothing leaked, files left as they were (issue 22): each test here failed before its fix.
 PostgreSQL's twins are in tests/test_postgres.py; concurrency in tests/test_concurrency.py."""
 
-import hashlib
 from contextlib import closing
 import signal
 import socket
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import bench_process, copy_fixture, fake_device, fake_result, make_db
+from helpers import bench_process, copy_fixture, digest, fake_device, fake_result, make_db, one_error_line
 from harness.cli import cli
 from harness.db.merge import merge
 from harness.db.store import Store
@@ -24,18 +23,6 @@ from harness.provenance import Provenance
 
 def bench(*args, env=None):
     return CliRunner().invoke(cli, [str(a) for a in args], env=env)
-
-
-def digest(path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def one_error_line(result, code, *words):
-    lines = result.output.strip().splitlines()
-    assert result.exit_code == code and len(lines) == 1 and lines[0].startswith("error: "), result.output
-    for word in words:
-        assert word in lines[0], result.output
-    return lines[0]
 
 
 def journal_mode(path) -> str:

@@ -9,7 +9,7 @@ import sys
 from click.testing import CliRunner
 
 import harness
-from conftest import make_db
+from helpers import make_db
 from harness.analysis.compare import against_run, compare
 from harness.analysis.fleet import table as fleet_table
 from harness.cli import cli
@@ -72,7 +72,7 @@ def test_the_cli_reports_merges_and_masks_passwords(pg_url, tmp_path):
 
 def test_two_processes_write_runs_at_once(pg_url):
     """Concurrency: two writers (real processes) each store a run; both land, neither is lost."""
-    script = ("import sys; sys.path.insert(0, 'tests'); from conftest import make_db; make_db(sys.argv[1])")
+    script = ("import sys; sys.path.insert(0, 'tests'); from helpers import make_db; make_db(sys.argv[1])")
     writers = [subprocess.Popen([sys.executable, "-c", script, pg_url]) for _ in range(2)]
     assert [w.wait(timeout=120) for w in writers] == [0, 0]
     store = Store.open(pg_url, read_only=True)
@@ -117,7 +117,7 @@ def test_a_statement_on_postgresql_stops_on_ctrl_c_and_at_its_time_limit(pg_url,
     import signal
     import time
 
-    from conftest import bench_process
+    from helpers import bench_process
 
     make_db(pg_url)
     proc = bench_process("sql", "SELECT pg_sleep(60)", "--db", pg_url)
@@ -136,7 +136,7 @@ def test_a_large_result_on_postgresql_streams_in_bounded_memory(pg_url, request)
     import time
     from pathlib import Path
 
-    from conftest import bench_process
+    from helpers import bench_process
 
     make_db(pg_url)
     proc = bench_process("sql", "SELECT x, repeat('y', 200) FROM generate_series(1, 100000000) AS x", "--format",
@@ -154,7 +154,7 @@ def test_a_large_result_on_postgresql_streams_in_bounded_memory(pg_url, request)
 
 
 def test_a_merge_into_postgresql_brings_a_resumed_runs_measurements(pg_url, tmp_path):
-    from conftest import fake_device, fake_result
+    from helpers import fake_device, fake_result
     from harness.provenance import Provenance
 
     node = tmp_path / "node.db"

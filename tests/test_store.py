@@ -2,7 +2,7 @@ import sqlite3
 
 import pytest
 
-from conftest import make_db
+from helpers import make_db
 from harness.errors import StoreError
 from harness.db.store import Store, resolve_url
 
@@ -129,7 +129,7 @@ def test_derived_sample_arrays_come_back_bit_for_bit(tmp_path):
     the arrays they come from; the samples view must give back exactly what was measured."""
     import numpy as np
 
-    from conftest import fake_device, fake_result
+    from helpers import fake_device, fake_result
     from harness.measure.measurement import Metric
     from harness.provenance import Provenance
 

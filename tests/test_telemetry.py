@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from conftest import fake_device, fake_result
+from helpers import fake_device, fake_result
 from harness.provenance import Provenance
 from harness.db.store import Store
 from harness.measure.telemetry import GpuState, Reading, Sampler, reason_names

@@ -55,10 +55,10 @@ def test_a_simulated_run_into_a_database_of_real_runs_is_refused_before_any_work
     `bench run` says it in one line."""
     from click.testing import CliRunner
 
-    from conftest import make_db
+    from helpers import make_db
     from harness.cli import cli
     from harness.errors import StoreError
-    from test_cli import digest
+    from helpers import digest
 
     monkeypatch.setenv("HOPPER_BENCH_BACKEND", "fake")
     db = make_db(tmp_path / "real.db")
