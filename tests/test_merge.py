@@ -8,12 +8,14 @@ from click.testing import CliRunner
 
 from helpers import copy_fixture, make_db
 from harness.cli import cli
+from harness.db.tables import register_functions
 
 TABLES = ("devices", "runs", "cases", "builds", "measurements", "samples")
 
 
 def counts(path):
     with sqlite3.connect(path) as con:
+        register_functions(con)  # the samples view expands packed arrays (schema 10)
         return {t: con.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in TABLES}
 
 

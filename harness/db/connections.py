@@ -17,6 +17,7 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Engine
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
+from harness.db.tables import register_functions
 from harness.errors import StoreError, redact
 
 BUSY_TIMEOUT_MS = 30_000  # several writers (one per GPU) share one SQLite file
@@ -204,6 +205,7 @@ def _sqlite_connect(dbapi_connection, _record) -> None:
     cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
+    register_functions(dbapi_connection)  # the samples view's samples_json (schema 10)
 
 
 # Authorizer action codes (sqlite3.SQLITE_*) a read-only connection refuses outright, and the pragmas
@@ -227,6 +229,7 @@ def _sqlite_connect_read_only(dbapi_connection, _record) -> None:
     cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     cursor.execute("PRAGMA query_only=ON")
     cursor.close()
+    register_functions(dbapi_connection)  # the samples view's samples_json (schema 10)
     dbapi_connection.set_authorizer(_read_only_authorizer)
 
 

@@ -593,9 +593,9 @@ class Store:
         arrays = {}
         for row in rows:
             if row.samples is not None:
-                arrays[row.measurement_id] = np.asarray(json.loads(row.samples), dtype=float)
+                arrays[row.measurement_id] = row.samples  # a float64 array (tables.SampleBlob)
             elif sources.get(row.derived_from) is not None:
-                source = np.asarray(json.loads(sources[row.derived_from]), dtype=float)
+                source = sources[row.derived_from]
                 arrays[row.measurement_id] = (source - row.subtract) / row.divide_by
         return arrays
 
