@@ -50,6 +50,13 @@ class GemmFamily(Family):
     suites = staticmethod(_suites)
 
     @property
+    def advisors(self):
+        """`bench advise plan`: configurations ranked by the planner (advice.py)."""
+        from harness.families.gemm.advice import PLAN
+
+        return (PLAN,)
+
+    @property
     def model(self):
         """The planner: the pipeline's bounds from measured instruction figures (model.py)."""
         from harness.families.gemm.model import GemmModel

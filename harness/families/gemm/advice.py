@@ -1,0 +1,73 @@
+"""`bench advise plan` (Family.advisors): rank the pipeline configurations for a GEMM by the planner's
+prediction (model.py), with the bound each one hits, from a run's fitted parameters or a GPU's prior."""
+
+from __future__ import annotations
+
+from harness.errors import SpecError
+from harness.families.base import AdviceOption, Advisor
+from harness.families.gemm import cases as _cases
+from harness.families.gemm.model import GemmModel, predict_case
+
+DEFAULT_GPU = "H100 SXM5"
+SHOWN = 8
+
+
+def configurations(dtype: str, m: int, n: int, k: int) -> list[_cases.GemmCase]:
+    """Every configuration of the family that can run this problem (cases.check accepts it)."""
+    found = []
+    for bm, bn in _cases.TILES:
+        for consumers in (1, 2):
+            for stages in range(1, _cases.MAX_STAGES + 1):
+                for cluster in (1, 2):
+                    for persistent, order in ((False, "row"), (True, "row"), (True, "grouped")):
+                        for epilogue in _cases.EPILOGUES:
+                            case = _cases.GemmCase(dtype, m, n, k, bm=bm, bn=bn, stages=stages, consumers=consumers,
+                                                   rebalance=consumers == 2, cluster=cluster, persistent=persistent,
+                                                   order=order, epilogue=epilogue)
+                            try:
+                                _cases.check(case)
+                            except SpecError:
+                                continue
+                            found.append(case)
+    return found
+
+
+def _plan(values: dict, fit, gpu: str | None) -> list[str]:
+    model = GemmModel()
+    params = fit.params if fit is not None else model.prior(gpu or DEFAULT_GPU)
+    if params is None:
+        raise SpecError(f"no planner parameters for GPU {gpu!r}: no run of it, and no row of it in the datasheets "
+                        "(`bench model --gpu` lists them)")
+    m, n, k, dtype = values["m"], values["n"], values["k"], values["dtype"]
+    candidates = configurations(dtype, m, n, k)
+    if not candidates:
+        raise SpecError(f"no pipeline configuration tiles {m}x{n}x{k}: M, N and K must be multiples of a tile "
+                        f"({', '.join(f'{a}x{b}' for a, b in _cases.TILES)}) and K of {_cases.BK}")
+    clock = params.clock_mhz or 1500.0
+    ranked = sorted(((predict_case(c, params), c) for c in candidates), key=lambda pc: -pc[0].flops_per_cycle_sm)
+    lines = [f"C[{m}, {n}] = A[{m}, {k}] . B[{n}, {k}]^T, {dtype}: {len(candidates)} configurations, planner of "
+             f"{params.gpu} ({params.source}), TFLOPS at {clock:.0f} MHz",
+             f"  {'configuration':<64} {'TFLOPS':>7}  bound"]
+    for prediction, case in ranked[:SHOWN]:
+        name = case.case_id.split(".", 3)[3]
+        lines.append(f"  {name:<64} {prediction.tflops(params.sm_count, clock):7.1f}  {prediction.bound}")
+    return lines
+
+
+PLAN = Advisor(
+    "plan",
+    f"""Rank the GEMM pipeline configurations for C = A . B^T by the planner's predicted throughput, each with
+    the bound it hits (tensor cores, latency not hidden by the stages, epilogue, wave quantization).
+    Parameters: --gpu's prior (default {DEFAULT_GPU}), or those fitted to --run's gemm cases.
+
+    \b
+    Examples:
+      bench advise plan --m 8192 --n 8192 --k 8192
+      bench advise plan --m 512 --n 8192 --k 8192 --dtype bf16 --run 60
+    """,
+    (AdviceOption("m", "rows of A and C", high=_cases.MAX_DIM),
+     AdviceOption("n", "rows of B, columns of C", high=_cases.MAX_DIM),
+     AdviceOption("k", "the reduction dimension", high=_cases.MAX_DIM),
+     AdviceOption("dtype", "input type", choices=_cases.DTYPES, default="f16")),
+    _plan,
+)
