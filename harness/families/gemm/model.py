@@ -122,7 +122,8 @@ def kblock_cycles(case: GemmCase, p: Params) -> tuple[float, str]:
     else:
         t_lat = round_trip(case, p) / (case.stages - 1)
     t_lat /= blocks
-    smooth = (t_tc ** p.sharpness + t_lat ** p.sharpness) ** (1 / p.sharpness)
+    top = max(t_tc, t_lat)  # the smooth maximum, scaled so that no power overflows
+    smooth = top * ((t_tc / top) ** p.sharpness + (t_lat / top) ** p.sharpness) ** (1 / p.sharpness)
     return smooth * blocks, ("tensor cores" if t_tc >= t_lat else "latency")
 
 
