@@ -59,7 +59,7 @@ class GemmFamily(Family):
     @property
     def model(self):
         """The planner: the pipeline's bounds from measured instruction figures (model.py)."""
-        from harness.families.gemm.model import GemmModel
+        from harness.families.gemm.planner import GemmModel
 
         return GemmModel()
 

@@ -174,7 +174,8 @@ def library(dtype: str, shape: tuple[int, int, int]) -> GemmCase:
     return GemmCase(dtype, m, n, k, library=True)
 
 
-# The seed worklog's kernels that this family expresses (harness/families/gemm/ladder.py maps them).
+# The seed worklog's kernels that this family expresses, by its step (docs/gemm.md; the steps it does not:
+# 1 CUDA cores, 5a a 128x256 tile on one warpgroup (ptxas serializes it), 11 a Hilbert-curve order).
 BEST = dict(bm=128, bn=256, stages=3, consumers=2, rebalance=True, cluster=2, persistent=True, order="grouped",
             epilogue="tmastore")
 LADDER = {

@@ -100,7 +100,7 @@ def _main_problem(pipes: pd.DataFrame) -> str | None:
 
 def _planner(gpu: str, sms: int | None):
     """The planner's prior parameters for the GPU (None: it has none), on the run's SM count."""
-    from harness.families.gemm.model import GemmModel
+    from harness.families.gemm.planner import GemmModel
 
     params = GemmModel().prior(gpu)  # None: no datasheet for this GPU, no prediction drawn
     return replace(params, sm_count=int(sms)) if params is not None and sms else params

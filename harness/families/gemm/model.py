@@ -31,9 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from math import ceil
 
-import pandas as pd
 
-from harness.datasheets import gpu_specs, spec_name
 from harness.families.gemm.cases import GemmCase
 
 ELEM = 2
@@ -146,33 +144,3 @@ def predict_case(case: GemmCase, p: Params) -> Prediction:
     if max(costs["epilogue"], costs["waves"]) > max(costs[bound], 0.02 * total):
         bound = max(("epilogue", "waves"), key=costs.get)
     return Prediction(rate, bound, t_kblock, epilogue, waves, tile)
-
-
-class GemmModel:
-    """The planner as the family's model: a prior for a GPU never measured, a fit to a run."""
-
-    def prior(self, gpu: str) -> Params | None:
-        specs = gpu_specs()
-        name = spec_name(gpu, specs)
-        spec = specs.get(name) if name else None
-        if spec is None or not spec.sm_count:
-            return None
-        return Params(name, spec.sm_count, spec.tensor_cores_per_sm * spec.flops_per_tc_per_clk_fp16, **PRIOR,
-                      clock_mhz=spec.tc_boost_clock_mhz, source=f"prior: an H100 fit, {name}'s datasheet")
-
-    def predict(self, case, metric: str, params: Params | None) -> float | None:
-        if params is None or case.library or metric != "sm_throughput":
-            return None
-        return predict_case(case, params).flops_per_cycle_sm
-
-    def fit(self, frame: pd.DataFrame, gpu: str, source: str):
-        from harness.families.gemm.fitting import fit
-
-        return fit(frame, gpu, source, self.prior(gpu))
-
-    def datasheet_table(self, gpu: str, clock_mhz: float | None) -> pd.DataFrame:
-        params = self.prior(gpu)
-        if params is None:
-            return pd.DataFrame()
-        return pd.DataFrame([{"gpu": params.gpu, "parameter": name, "value": getattr(params, name)}
-                             for name in ("sm_count", "flops_per_cycle", *Params.fitted_names())])
