@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One call on a GPU node: the GPU tests, the crash-isolation self-test (suite `faults`, into its own
 # database), then the real suite into a new database, $OUT/new.db.gz: bring its runs home with
-# `bench merge new.db --into results.db` (the whole results.db is too large to come back).
+# `bench merge new.db --into results.db` (the whole results.db is too large to come back), then
+# `python scripts/runs_of_record.py export` writes the run's runs/run-NNNN.db.xz: commit that, not results.db.
 # Usage: scripts/device_run.sh [SUITE] [EXTRA bench run ARGS...]
 # Carried wheels in .whl/ (packages the device image lacks) are installed first.
 set -uo pipefail

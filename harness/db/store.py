@@ -51,7 +51,7 @@ from harness.db.tables import (SCHEMA_VERSION, BuildRow, CaseRow, Device, Measur
                             Run, SampleArray)
 
 USER_DB = "bench.db"  # where a user's runs go by default (untracked)
-SHIPPED_DB = "results.db"  # the runs of record, tracked in the repository
+SHIPPED_DB = "results.db"  # the runs of record, built from runs/ (scripts/runs_of_record.py)
 WRITE_ATTEMPTS = 5  # a write still locked out after the busy timeout is retried this often
 _URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
