@@ -16,6 +16,7 @@ from harness.cli import cli
 from harness import migrations
 from harness.db.merge import merge
 from harness.db.store import Store
+from harness.db.tables import register_functions
 
 
 def bench(*args):
@@ -64,7 +65,9 @@ def test_the_cli_reports_merges_and_masks_passwords(pg_url, tmp_path):
     assert [r.added for r in merge([pg_url], str(lite))] == [[1]]
     assert [r.already for r in merge([str(lite)], pg_url)] == [[1]]  # idempotent both ways
     with sqlite3.connect(lite) as con:
+        register_functions(con)  # JSON arrays from PostgreSQL, packed on SQLite (schema 10)
         assert con.execute("SELECT COUNT(*) FROM samples").fetchone()[0] == 16
+        assert {row[0] for row in con.execute("SELECT typeof(samples) FROM sample_arrays")} <= {"blob", "null"}
     secret = pg_url.replace("bench@", "bench:hunter2@").replace("/t_", "/no_such_db_")
     failed = bench("runs", "--db", secret)
     assert failed.exit_code == 4 and "hunter2" not in failed.output and "bench:***@" in failed.output
