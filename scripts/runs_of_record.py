@@ -86,7 +86,7 @@ def export(db: Path, folder: Path = RUNS, force: bool = False) -> list[Path]:
             src.backup(dst)
         Store.open(str(copy)).close()  # upgraded to the newest schema (a copy: the source is only read)
         with closing(sqlite3.connect(copy)) as con:
-            ids = [row[0] for row in con.execute("SELECT id FROM runs ORDER BY id")]
+            ids = [row[0] for row in con.execute("SELECT id FROM runs WHERE status != 'running' ORDER BY id")]
         for run_id in ids:
             path = run_file(run_id, folder)
             if path.exists() and not force:
@@ -131,13 +131,33 @@ def build(into: Path = DB, folder: Path = RUNS, force: bool = False) -> int:
     return len(files)
 
 
+RUN_STATE = "SELECT id, status, finished_at, resumes, (SELECT COUNT(*) FROM measurement_rows m WHERE m.run_id = runs.id) FROM runs"
+
+
 def check(db: Path = DB, folder: Path = RUNS) -> list[str]:
-    """What differs between the runs of `db` and the files of `folder` (nothing: an empty list)."""
+    """What differs between the runs of `db` and the files of `folder` (nothing: an empty list): a run
+    without its file, a file without its run, or a run that changed after its file was written (resumed,
+    or gained measurements by a merge). A run still `running` needs no file yet."""
     with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as con:
-        ids = {row[0] for row in con.execute("SELECT id FROM runs")}
-    files = set(run_files(folder))
-    return ([f"run {i} of {db.name} has no file in {folder.name}/: run `export`" for i in sorted(ids - files)]
-            + [f"{run_file(i, folder).name} is not in {db.name}: run `build --force`" for i in sorted(files - ids)])
+        state = {row[0]: row[1:] for row in con.execute(RUN_STATE)}
+    files = run_files(folder)
+    problems = [f"run {i} of {db.name} has no file in {folder.name}/: run `export`"
+                for i in sorted(set(state) - set(files)) if state[i][0] != "running"]
+    problems += [f"{run_file(i, folder).name} is not in {db.name}: run `build --force`"
+                 for i in sorted(set(files) - set(state))]
+    with tempfile.TemporaryDirectory() as scratch:
+        for run_id in sorted(set(files) & set(state)):
+            single = Path(scratch) / "run.db"
+            with lzma.open(files[run_id]) as packed, open(single, "wb") as raw:
+                shutil.copyfileobj(packed, raw)
+            with closing(sqlite3.connect(single)) as con:
+                stored = {row[0]: row[1:] for row in con.execute(RUN_STATE)}
+            single.unlink()
+            if stored.get(run_id) != state[run_id]:
+                problems.append(f"run {run_id} of {db.name} differs from {files[run_id].name} (status, finish, "
+                                f"resumes, measurements: {state[run_id]} against {stored.get(run_id)}): a run of "
+                                "record enters once it is finished")
+    return problems
 
 
 def main(argv=None) -> int:

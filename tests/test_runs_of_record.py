@@ -88,3 +88,8 @@ def test_export_then_build_gives_every_run_back(tmp_path):
     assert runs_of_record.build(built, folder) == 2
     assert _contents(built) == _contents(source)
     assert runs_of_record.check(built, folder) == []
+    with closing(sqlite3.connect(source)) as con:  # the run changed after its file was written (resumed)
+        con.execute("UPDATE runs SET resumes = resumes + 1 WHERE id = 2")
+        con.commit()
+    assert [line.split(" (")[0] for line in runs_of_record.check(source, folder)] == \
+        ["run 2 of source.db differs from run-0002.db.xz"]
