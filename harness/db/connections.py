@@ -42,7 +42,7 @@ def describe(url: URL) -> str:
     return str(path) if path is not None else redact(url.render_as_string(hide_password=True))
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     lines = str(getattr(exc, "orig", None) or exc).splitlines()
     return lines[0] if lines else type(exc).__name__
 
@@ -58,7 +58,7 @@ class Rows:
     close: Callable[[], None] = lambda: None
 
 
-def _engine(url: URL, path: Path | None, read_only: bool) -> Engine:
+def make_engine(url: URL, path: Path | None, read_only: bool) -> Engine:
     """The engine of a database: SQLite with its pragmas (read-only connections where asked), or a
     server database with a connect timeout."""
     try:
@@ -72,17 +72,17 @@ def _engine(url: URL, path: Path | None, read_only: bool) -> Engine:
             connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
         engine = create_engine(url, connect_args=connect_args)
     except (ArgumentError, SQLAlchemyError, ImportError) as exc:
-        raise StoreError(f"cannot open database {describe(url)}: {_first_line(exc)}") from None
+        raise StoreError(f"cannot open database {describe(url)}: {first_line(exc)}") from None
     if read_only and engine.dialect.name == "postgresql":
         event.listen(engine, "connect", _postgresql_read_only)
     return engine
 
 
-class _Timeout(Exception):
+class StatementTimeout(Exception):
     """A `bench sql` statement ran past its time limit (args[0]: the limit in seconds)."""
 
 
-def _sqlite_rows(raw: sqlite3.Connection, sql: str, timeout_s: float | None, chunk_rows: int) -> Rows:
+def sqlite_rows(raw: sqlite3.Connection, sql: str, timeout_s: float | None, chunk_rows: int) -> Rows:
     """One statement on a SQLite connection, its rows fetched a chunk at a time. A progress handler
     stops it at its deadline, and lets a Ctrl-C (raised inside the handler, which SQLite then
     answers with "interrupted") reach Python while SQLite works."""
@@ -98,7 +98,7 @@ def _sqlite_rows(raw: sqlite3.Connection, sql: str, timeout_s: float | None, chu
             if "interrupted" not in str(exc):
                 raise
             if deadline is not None and time.monotonic() > deadline:
-                raise _Timeout(timeout_s) from None
+                raise StatementTimeout(timeout_s) from None
             raise KeyboardInterrupt from None
 
     raw.set_progress_handler(progress, 10_000)
@@ -118,7 +118,7 @@ def _sqlite_rows(raw: sqlite3.Connection, sql: str, timeout_s: float | None, chu
     return Rows(columns, chunks(), None if cursor.description else cursor.rowcount, cursor.close)
 
 
-def _postgresql_rows(raw, sql: str, chunk_rows: int) -> Rows:
+def postgresql_rows(raw, sql: str, chunk_rows: int) -> Rows:
     """One statement on a psycopg connection. The server first prepares it (the extended query
     protocol takes exactly one statement, so `...; COMMIT; BEGIN READ WRITE; ...` fails here, before
     anything runs) and describes it: a statement with rows is streamed in chunks, so neither side
@@ -141,7 +141,7 @@ def _postgresql_rows(raw, sql: str, chunk_rows: int) -> Rows:
     try:
         rows = cursor.stream(sql, size=chunk_rows)
         first = list(islice(rows, chunk_rows))
-    except _psycopg("NotSupportedError"):  # a libpq before 17: one row at a time
+    except psycopg_errors("NotSupportedError"):  # a libpq before 17: one row at a time
         rows = cursor.stream(sql)
         first = list(islice(rows, chunk_rows))
 
@@ -162,7 +162,7 @@ def _postgresql_rows(raw, sql: str, chunk_rows: int) -> Rows:
 READING_KEYWORDS = ("SELECT", "WITH", "VALUES", "TABLE", "SHOW", "EXPLAIN")
 
 
-def _leading_keyword(sql: str) -> str:
+def leading_keyword(sql: str) -> str:
     """The statement's first word, past whitespace, comments (-- and nested /* */) and "("."""
     i, n = 0, len(sql)
     while i < n:
@@ -191,7 +191,7 @@ def _pg_message(result) -> str:
     return message.removeprefix("ERROR:").strip().splitlines()[0] if message else "the server refused the statement"
 
 
-def _psycopg(name: str) -> tuple:
+def psycopg_errors(name: str) -> tuple:
     """psycopg's exception class `name`, as a tuple for `except` (empty where psycopg was never loaded)."""
     import sys
 
@@ -248,7 +248,7 @@ def _read_only_url(path: Path) -> URL:
 SCHEMA_LOCK = 0x68627368  # PostgreSQL advisory lock key ("hbsh") of every write transaction
 
 
-def _schema_lock(conn) -> None:
+def schema_lock(conn) -> None:
     """Serialise write transactions (schema upgrades, reference syncs, runs and cases) between processes
     until the transaction ends, so that get-or-create never races. SQLite's BEGIN IMMEDIATE already
     does; PostgreSQL takes a transaction-level advisory lock. (Re-entrant within a transaction.)"""
@@ -261,7 +261,7 @@ def _sqlite_begin(conn) -> None:
     conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
-def _read_only(conn, on: bool) -> None:
+def set_read_only(conn, on: bool) -> None:
     if conn.dialect.name == "sqlite":
         conn.exec_driver_sql(f"PRAGMA query_only = {'ON' if on else 'OFF'}")
     elif conn.dialect.name == "postgresql" and on:

@@ -21,7 +21,10 @@ from sqlalchemy import insert, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, aliased
 
-from harness.db.store import Store, Texts, refuse_mixing, copy_sqlite, describe, resolve_url, sqlite_path
+from harness.db.connections import describe, sqlite_path
+from harness.db.files import copy_sqlite, resolve_url
+from harness.db.store import Store
+from harness.db.writing import Texts, refuse_mixing
 from harness.db.tables import TEXT_COLUMNS, BuildRow, CaseRow, Device, Measurement, Run, SampleArray, TextRow
 from harness.errors import StoreError
 
@@ -177,7 +180,7 @@ def _merge_one(source: Store, target: Store, name: str, progress=None) -> MergeR
             progress(len(runs), len(runs), None)
 
     try:
-        target._write(work)
+        target.write(work)
     except SQLAlchemyError as exc:
         raise StoreError(f"cannot merge {name} into {target.url}: "
                          f"{str(getattr(exc, 'orig', exc)).splitlines()[0]}") from None

@@ -1,0 +1,146 @@
+"""The database as a file: which one a command uses (default_db, resolve_url), making a new SQLite file
+whole (create_file), refusing a damaged one or one that is not SQLite (check_integrity,
+check_sqlite_file), and consistent copies (copy_sqlite, backup_file)."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import sqlite3
+from pathlib import Path
+from typing import Callable
+
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
+
+from harness.db.connections import BUSY_TIMEOUT_MS, sqlite_path
+from harness.errors import StoreError
+
+USER_DB = "bench.db"  # where a user's runs go by default (untracked)
+SHIPPED_DB = "results.db"  # the runs of record, built from runs/ (scripts/runs_of_record.py)
+_URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def default_db(write: bool) -> str:
+    """The database a command uses when it is given none: $HOPPER_BENCH_DB, else the user's own
+    ./bench.db; a command that only reads falls back to the shipped ./results.db while there is no
+    ./bench.db (the runs of record are written only when named)."""
+    if os.environ.get("HOPPER_BENCH_DB"):
+        return os.environ["HOPPER_BENCH_DB"]
+    if write or Path(USER_DB).exists() or not Path(SHIPPED_DB).exists():
+        return USER_DB
+    return SHIPPED_DB
+
+
+def resolve_url(db: str | os.PathLike | None, write: bool = False) -> URL:
+    """A path or URL -> a SQLAlchemy URL. Default: default_db(write).
+
+    Only text that starts with `scheme://` is a URL; anything else is a file path, taken literally
+    (`my?results.db`, `50%.db` and `a#b.db` name files). An in-memory SQLite URL is refused: it
+    would keep nothing."""
+    if db is None:
+        db = default_db(write)
+    db = os.fspath(db)
+    if not isinstance(db, str) or not db.strip():
+        raise StoreError(f"--db {db!r} names no database: give a file path or a URL")
+    if _URL_SCHEME.match(db):
+        try:
+            url = make_url(db)
+        except (ArgumentError, ValueError):
+            raise StoreError(f"not a database URL: {db!r} (expected a file path or e.g. sqlite:///x.db)") from None
+        if url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:"):
+            raise StoreError(f"{db!r} is an in-memory database, which keeps nothing: give a file path")
+        return url
+    path = Path(db)
+    try:
+        path = path.expanduser()
+    except RuntimeError:  # "~x.db" names no user's home: a file of that name
+        pass
+    return URL.create("sqlite", database=str(path.resolve()))
+
+
+def create_file(path: Path, build: Callable[[Path], None]) -> None:
+    """A new database, built whole by `build(temporary path)` (Store.build_new: the schema) under a
+    temporary name beside
+    `path` and then hard-linked into place: it appears complete or not at all, so a process that
+    finds the file never finds it empty or half made. When several processes create it at once,
+    the first link wins and the others use that file."""
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise StoreError(f"cannot create {path}: directory {path.parent} is not writable")
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.new")
+    try:
+        build(temp)
+        try:
+            os.link(temp, path)
+        except FileExistsError:
+            pass  # another process made it first: that file is used
+        except OSError:  # a file system without hard links
+            if not path.exists():
+                os.replace(temp, path)
+    except (OSError, sqlite3.Error) as exc:
+        raise StoreError(f"cannot create {path}: {exc}") from None
+    finally:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{temp}{suffix}").unlink(missing_ok=True)
+
+
+def check_integrity(db: str | os.PathLike | None) -> None:
+    """Refuse a damaged SQLite file (SQLite's quick_check), reading only; other databases pass."""
+    path = sqlite_path(resolve_url(db, write=True))
+    if path is None or not path.is_file():
+        return
+    check_sqlite_file(path)
+    try:
+        probe = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            problems = [str(row[0]) for row in probe.execute("PRAGMA quick_check(5)")]
+        finally:
+            probe.close()
+    except sqlite3.Error as exc:
+        problems = [str(exc)]
+    if problems != ["ok"]:
+        raise StoreError(f"{path} is damaged ({'; '.join(problems)[:200]}): restore it from a backup "
+                         "(a .schemaN.bak beside it, or a copy); nothing was changed")
+
+
+def check_sqlite_file(path: Path) -> None:
+    """Refuse a file that is not SQLite before the engine's first connection touches it.
+
+    The file is read through SQLite, read-only, never with open()/close(): closing any other
+    descriptor of the file would drop the POSIX locks that this process's SQLite connections
+    hold on it, and another process could then reset the WAL under them.
+    """
+    if path.stat().st_size == 0:
+        raise StoreError(f"{path} is an empty file, not a hopper-bench database")
+    try:
+        probe = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            probe.execute("PRAGMA schema_version").fetchone()
+        finally:
+            probe.close()
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path} is not a hopper-bench database ({exc})") from None
+
+
+def copy_sqlite(source: Path, target: Path) -> None:
+    """A consistent copy of a SQLite file through SQLite's backup API: commits still in the source's
+    -wal come along (a plain file copy would drop them). The source is opened read-only."""
+    reader = sqlite3.connect(f"{source.as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+    copy = sqlite3.connect(target)
+    try:
+        reader.backup(copy)
+    finally:
+        reader.close()
+        copy.close()
+
+
+def backup_file(path: Path, revision: str) -> Path:
+    """A consistent copy of the SQLite file (WAL included) before it is upgraded."""
+    target = path.with_name(f"{path.name}.schema{int(revision)}.bak")
+    n = 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{path.name}.schema{int(revision)}.{n}.bak")
+    copy_sqlite(path, target)
+    return target

@@ -1,0 +1,225 @@
+"""Writing the database: write transactions (BEGIN IMMEDIATE, retried while the file stays locked),
+runs and their cases with raw samples, strings by digest (Texts), and the rule that simulated and real
+runs never share a database (refuse_mixing)."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timezone
+
+import numpy as np
+from sqlalchemy import insert, select
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session
+
+from harness.db.connections import first_line, schema_lock
+from harness.db.tables import BuildRow, CaseRow, Device, Measurement, Run, SampleArray, TextRow
+from harness.errors import StoreError
+from harness.measure.device import DeviceInfo, is_simulated
+from harness.measure.measurement import CaseResult, launch_key
+from harness.provenance import Provenance
+from harness.stats import summarize
+
+WRITE_ATTEMPTS = 5  # a write still locked out after the busy timeout is retried this often
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+class Writing:
+    """Store's writes (harness/db/store.py): transactions that retry while the file is locked, runs
+    and their cases. A part of Store, on its engine, writer and url."""
+
+    def write(self, work):
+        """Run `work(session)` in a write transaction (BEGIN IMMEDIATE on SQLite) and return its
+        result; retried while the file stays locked past the busy timeout."""
+        self.use_wal()
+        for attempt in range(WRITE_ATTEMPTS):
+            try:
+                with Session(self.writer) as session, session.begin():
+                    schema_lock(session.connection())  # PostgreSQL: one writer at a time, as SQLite's IMMEDIATE
+                    return work(session)
+            except OperationalError as exc:
+                if ("locked" not in str(exc) and "busy" not in str(exc)) or attempt == WRITE_ATTEMPTS - 1:
+                    raise StoreError(f"cannot write to {self.url}: {first_line(exc)}") from None
+                time.sleep(0.1 * 2 ** attempt)
+
+    def start_run(self, device: DeviceInfo, provenance: Provenance, suite: str, filter_: str | None) -> int:
+        def work(session: Session) -> int:
+            refuse_mixing(session, [device.uuid], self.url)
+            device_row = session.scalars(select(Device).where(Device.uuid == device.uuid)).first()
+            if device_row is None:
+                device_row = Device(name=device.name, uuid=device.uuid, sm_count=device.sm_count,
+                                    cc_major=device.cc_major, cc_minor=device.cc_minor,
+                                    total_memory_bytes=device.total_memory_bytes, l2_bytes=device.l2_bytes,
+                                    max_sm_clock_mhz=device.max_sm_clock_mhz,
+                                    max_mem_clock_mhz=device.max_mem_clock_mhz,
+                                    power_limit_w=device.power_limit_w)
+                session.add(device_row)
+                session.flush()
+            run = Run(started_at=_now(), status="running", suite=suite, filter=filter_,
+                      command_line=provenance.command_line, host=provenance.host,
+                      git_commit=provenance.git_commit, git_dirty=provenance.git_dirty,
+                      harness_version=provenance.harness_version, python_version=provenance.python_version,
+                      cupy_version=provenance.cupy_version, nvrtc_version=provenance.nvrtc_version,
+                      driver_version=device.driver_version, cuda_driver_version=device.cuda_driver_version,
+                      device_id=device_row.id, gpu_index=device.index, resumes=0)
+            session.add(run)
+            session.flush()
+            return run.id
+
+        return self.write(work)
+
+    def resume_run(self, run_id: int) -> None:
+        """Mark an interrupted or failed run running again."""
+        def work(session: Session) -> None:
+            run = session.get(Run, run_id)
+            run.status, run.finished_at, run.error = "running", None, None
+            run.resumes = (run.resumes or 0) + 1
+
+        self.write(work)
+
+    def finish_run(self, run_id: int, status: str, error: str | None = None) -> None:
+        def work(session: Session) -> None:
+            run = session.get(Run, run_id)
+            run.status, run.finished_at, run.error = status, _now(), error
+
+        self.write(work)
+
+    def record_case(self, run_id: int, result: CaseResult) -> None:
+        """Store one case's measurements (and raw samples) in one transaction."""
+        self.write(lambda session: self._add_case(session, run_id, result))
+
+    def _add_case(self, session: Session, run_id: int, result: CaseResult) -> None:
+        case_pk = self._case_pk(session, result.case)
+        build_id = self._build_id(session, result) if result.build else None
+        texts = Texts(session)
+        explicit: dict[str, list[tuple[int, np.ndarray]]] = {}  # launch key -> arrays stored as numbers
+        for metric in result.metrics:
+            launch = launch_key(metric.launch)
+            row = Measurement(run_id=run_id, case_pk=case_pk, build_id=build_id,
+                              sm_clock_mhz=metric.sm_clock_mhz, valid=result.valid, error=result.error,
+                              validation_max_error=result.validation_max_error, created_at=_now(), n_samples=0,
+                              telemetry_samples=0, **texts.ids(
+                                  metric=metric.name, unit=metric.unit, launch=launch, status=result.status,
+                                  input_distribution=metric.input_distribution or result.input_distribution,
+                                  notes=metric.notes, stop_reason=metric.stop_reason))
+            if result.valid and metric.samples is not None and len(metric.samples):
+                s = summarize(metric.samples)
+                row.value, row.mean, row.minimum, row.maximum = s.median, s.mean, s.minimum, s.maximum
+                row.stdev, row.spread, row.n_samples = s.stdev, s.spread, s.n
+            if metric.gpu_state is not None:
+                state = metric.gpu_state
+                row.telemetry_samples = state.samples
+                row.nvml_sm_clock_mhz, row.nvml_mem_clock_mhz = state.sm_clock_mhz, state.mem_clock_mhz
+                row.power_w, row.temperature_c = state.power_w, state.temperature_c
+                row.throttle_reasons_id = texts.id(",".join(state.reasons) if state.samples else None)
+                row.throttled, row.power_capped = state.throttled, state.power_capped
+                row.other_processes = state.other_processes
+            session.add(row)
+            session.flush()
+            if row.n_samples:
+                session.add(_sample_array(row.id, np.asarray(metric.samples, dtype=float),
+                                          explicit.setdefault(launch, [])))
+
+    @staticmethod
+    def _case_pk(session: Session, case) -> int:
+        row = session.scalars(select(CaseRow).where(CaseRow.case_id == case.case_id)).first()
+        if row is None:
+            row = CaseRow(case_id=case.case_id, family=case.family,
+                          params=json.dumps(case.params(), sort_keys=True), **case.columns())
+            session.add(row)
+            session.flush()
+        return row.id
+
+    @staticmethod
+    def _build_id(session: Session, result: CaseResult) -> int:
+        build = result.build
+        row = session.scalars(select(BuildRow).where(BuildRow.build_hash == build.build_hash)).first()
+        if row is None:
+            row = BuildRow(build_hash=build.build_hash, source_hash=build.source_hash,
+                           options=" ".join(build.options), nvrtc_version=build.nvrtc_version,
+                           registers=build.max_registers(), spill_bytes=build.spill_bytes(),
+                           sass_ok=result.sass.ok if result.sass else None,
+                           sass_note=result.sass.note if result.sass else None,
+                           executes=result.sass.executes if result.sass else None,
+                           emulated=result.sass.emulated if result.sass else None, compile_log_zlib=BuildRow.pack_log(build.log))
+            session.add(row)
+            session.flush()
+        return row.id
+
+    def refuse_mixing_with(self, uuid: str) -> None:
+        """refuse_mixing for a run of the GPU `uuid`, asked before the run does any work."""
+        with Session(self.engine) as session:
+            refuse_mixing(session, [uuid], self.url)
+
+
+def refuse_mixing(session: Session, uuids: list[str], where: str) -> None:
+    """Simulated runs (the tests' fake GPU: synthetic numbers) and real ones never share a database:
+    refuse to add runs of `uuids` where the other kind is already stored."""
+    kinds = {is_simulated(u) for u in uuids if u}
+    held = {is_simulated(u) for u in session.scalars(select(Device.uuid).join(Run, Run.device_id == Device.id))}
+    if (True in kinds and False in held) or (False in kinds and True in held):
+        theirs = "real GPUs" if False in held else "the simulated GPU"
+        ours = "simulated" if True in kinds else "real-GPU"
+        raise StoreError(f"{where} holds runs of {theirs}: {ours} runs go into a database of their own "
+                         "(--db other.db); simulated and real numbers are never mixed")
+
+
+class Texts:
+    """The ids of strings in `texts` within one write transaction: looked up by digest, added when
+    new. (A cache per transaction: a retried transaction starts again from the database.)"""
+
+    def __init__(self, session: Session, preload: bool = False):
+        """`preload`: read every stored string now (one query; for a writer that adds many rows)."""
+        self.session, self.known = session, {}
+        if preload:
+            self.known = {text: id_ for id_, text in session.execute(select(TextRow.id, TextRow.text))}
+
+    def ensure(self, strings) -> None:
+        """Add the strings not yet stored, in one insert (after preload: every stored one is known)."""
+        missing = sorted({s for s in strings if s is not None and s not in self.known})
+        if not missing:
+            return
+        rows = [{"digest": TextRow.digest_of(text), "text": text} for text in missing]
+        for start in range(0, len(rows), 10_000):  # within every database's limit of bound parameters
+            clash = self.session.execute(select(TextRow.digest, TextRow.text).where(
+                TextRow.digest.in_([r["digest"] for r in rows[start:start + 10_000]]))).first()
+            if clash is not None:
+                raise StoreError(f"two strings share the digest {clash.digest}: {clash.text!r} and another")
+        table = TextRow.__table__
+        ids = self.session.execute(insert(table).returning(table.c.id, sort_by_parameter_order=True), rows).scalars()
+        self.known.update(zip(missing, ids))
+
+    def id(self, text: str | None) -> int | None:
+        if text is None:
+            return None
+        if text not in self.known:
+            digest = TextRow.digest_of(text)
+            row = self.session.scalars(select(TextRow).where(TextRow.digest == digest)).first()
+            if row is None:
+                row = TextRow(digest=digest, text=text)
+                self.session.add(row)
+                self.session.flush()
+            elif row.text != text:
+                raise StoreError(f"two strings share the digest {digest}: {row.text!r} and {text!r}")
+            self.known[text] = row.id
+        return self.known[text]
+
+    def ids(self, **columns: str | None) -> dict[str, int | None]:
+        """{"metric": "x", ...} -> {"metric_id": id, ...}"""
+        return {f"{name}_id": self.id(value) for name, value in columns.items()}
+
+
+def _sample_array(measurement_id: int, values: np.ndarray, explicit: list[tuple[int, np.ndarray]]) -> SampleArray:
+    """The samples as numbers, or as a rule over an array of the same case and launch stored as numbers
+    (a peak fraction is its throughput over the peak, exactly): `explicit` lists those, and grows."""
+    for source_id, source in explicit:
+        rule = SampleArray.derivation(source, values)
+        if rule is not None:
+            return SampleArray(measurement_id=measurement_id, derived_from=source_id,
+                               subtract=rule[0], divide_by=rule[1])
+    explicit.append((measurement_id, values))
+    return SampleArray(measurement_id=measurement_id, samples=SampleArray.encode(values))
