@@ -133,7 +133,7 @@ TEXT_COLUMNS = ("metric", "unit", "launch", "status", "input_distribution", "not
 
 class Measurement(Base):
     """One measurement, as stored: its strings are ids into `texts` (see TEXT_COLUMNS and
-    harness.db.store.Texts). Queries read the `measurements` view, which has the strings."""
+    harness.db.writing.Texts). Queries read the `measurements` view, which has the strings."""
 
     __tablename__ = "measurement_rows"
     __table_args__ = (UniqueConstraint("run_id", "case_pk", "metric_id", "launch_id",
