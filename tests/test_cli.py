@@ -260,7 +260,9 @@ def test_a_gpu_without_a_datasheet_row_gets_answers_that_say_so(tmp_path):
 
 def test_model_finds_the_h200_row():
     result = bench("model", "--gpu", "H200")
-    assert result.exit_code == 0 and result.output.startswith("H200 SXM: ") and "no H200 row" not in result.output
+    # one line per family whose model has a datasheet table (wgmma's parameters, the GEMM planner's prior)
+    assert result.exit_code == 0 and result.output.startswith("wgmma: H200 SXM: ") and "no H200 row" not in result.output
+    assert "gemm: H200 SXM: GEMM planner prior" in result.output
 
 
 def test_a_missing_dependency_is_one_line_naming_the_package(tmp_path):

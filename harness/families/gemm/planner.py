@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from harness.datasheets import gpu_specs, spec_name
+from harness.families.gemm.cases import LADDER, pipeline
 from harness.families.gemm.fitting import fit
 from harness.families.gemm.model import PRIOR, Params, predict_case
 
@@ -30,9 +31,20 @@ class GemmModel:
     def fit(self, frame: pd.DataFrame, gpu: str, source: str):
         return fit(frame, gpu, source, self.prior(gpu))
 
-    def datasheet_table(self, gpu: str, clock_mhz: float | None) -> pd.DataFrame:
+    def datasheet_table(self, gpu: str, clock_mhz: float | None = None) -> tuple[str, pd.DataFrame]:
+        """`bench model --gpu`: the prior's parameters in a line, and what it predicts for the seed worklog's
+        ladder at 8192^3 f16 (TFLOPS at `clock_mhz`, else the datasheet's boost clock)."""
         params = self.prior(gpu)
         if params is None:
-            return pd.DataFrame()
-        return pd.DataFrame([{"gpu": params.gpu, "parameter": name, "value": getattr(params, name)}
-                             for name in ("sm_count", "flops_per_cycle", *Params.fitted_names())])
+            return f"{gpu}: no datasheet row, no GEMM prior", pd.DataFrame()
+        clock = clock_mhz or params.clock_mhz or 1500.0
+        line = (f"{params.gpu}: GEMM planner prior ({params.source}): "
+                + ", ".join(f"{name} = {getattr(params, name):g}" for name in Params.fitted_names()))
+        rows = []
+        for step, config in LADDER.items():
+            case = pipeline("f16", (8192, 8192, 8192), **config)
+            predicted = predict_case(case, params)
+            rows.append({"worklog step": step, "configuration": case.case_id.split(".", 3)[3],
+                         "TFLOPS": round(predicted.tflops(params.sm_count, clock), 1), "at MHz": round(clock),
+                         "bound": predicted.bound})
+        return line, pd.DataFrame(rows)
