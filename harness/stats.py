@@ -33,11 +33,15 @@ def relative_spread(samples) -> float:
     return summarize(samples).spread
 
 
-def coarse_grid(samples, smallest: int = 32, slack: float = 8.0, share: float = 0.9) -> int | None:
+def coarse_grid(samples, smallest: int = 32, slack: float = 8.0, share: float = 0.9,
+                occupied: float = 0.75) -> int | None:
     """The step of a coarse grid the samples fall on, or None: a step g >= `smallest` cycles such that at
     least `share` of them lie within `slack` cycles of min + k g, where the samples span two steps or
-    more (a spread narrower than that says nothing about a grid). Of the steps that fit, the one the
-    samples sit closest to (its multiples fit too: the largest of those within half a cycle).
+    more (a spread narrower than that says nothing about a grid), and they fill at least `occupied` of
+    the grid's points between their minimum and maximum (a waiting mechanism's grid puts samples on
+    consecutive multiples; a few separate clusters, such as the near and far halves of the L2 each with
+    a second mode, fit some step by chance and leave most of its points empty). Of the steps that fit,
+    the one the samples sit closest to (its multiples fit too: the largest of those within half a cycle).
 
     A timing whose samples sit on such a grid measures the mechanism that waits, not what it waits
     for: lane 0 resuming from a try_wait in a diverged warp only every ~150 cycles put TMA latencies
@@ -49,8 +53,10 @@ def coarse_grid(samples, smallest: int = 32, slack: float = 8.0, share: float = 
     offsets = values - values.min()
     fits: list[tuple[float, int]] = []
     for step in range(smallest, int(offsets.max() // 2) + 1):
-        distance = np.abs(offsets - np.round(offsets / step) * step)
-        if np.mean(distance <= slack) >= share:
+        points = np.round(offsets / step)
+        distance = np.abs(offsets - points * step)
+        filled = len(set(points[distance <= slack].tolist())) / (points.max() + 1)
+        if np.mean(distance <= slack) >= share and filled >= occupied:
             fits.append((float(np.mean(distance)), step))
     if not fits:
         return None
