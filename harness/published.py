@@ -117,10 +117,24 @@ def _map_luo(row: dict) -> tuple[dict, str | None]:
                 sparse=figure.sparse), None
 
 
+# Every published bandwidth in one unit at mapping time: decimal GB/s (10^9 bytes a second), our
+# bandwidth_gbps. The authors' TMA logs print GiB/s (their code divides bytes by 1024^3; the CSV says so in its
+# unit column); 2402.13499 Table V's global-memory figure (1861.5) is decimal GB/s.
+GBPS_PER_UNIT = {"GB/s": 1.0, "GiB/s": 2**30 / 1e9, "TB/s": 1000.0}
+BANDWIDTH_UNIT = "GB/s"
+
+
+def to_gbps(value: float, unit: str) -> float:
+    """A published bandwidth in decimal GB/s (GBPS_PER_UNIT); ValueError for a unit that is not a bandwidth."""
+    if unit not in GBPS_PER_UNIT:
+        raise ValueError(f"{unit!r} is not a bandwidth unit ({', '.join(GBPS_PER_UNIT)})")
+    return float(value) * GBPS_PER_UNIT[unit]
+
+
 @cache
 def _paper_rooflines() -> dict[str, float]:
-    """Each paper GPU's global-memory throughput as the authors measured it (2402.13499 Table V)."""
-    return {row["gpu"]: float(row["value"]) for row in _read(LUO_FILES[0])
+    """Each paper GPU's global-memory throughput as the authors measured it (2402.13499 Table V), in GB/s."""
+    return {row["gpu"]: to_gbps(row["value"], row["unit"]) for row in _read(LUO_FILES[0])
             if row["metric"] == "bandwidth_global" and row["paper"] == "2402.13499v1"}
 
 
@@ -155,11 +169,16 @@ def load() -> tuple[Reference, ...]:
     for name in LUO_FILES:
         for row in _read(name):
             fields, reason = _map_luo(row)
-            if fields.pop("of_paper_roofline", False):  # over the authors' own global-memory figure, same units
-                roofline = _paper_rooflines()[fields["gpu"]]
-                fields.update(value=float(row["value"]) / roofline, unit="ratio",
-                              notes=f"{row['value']} {row['unit']} / {roofline:g} (the same authors' float4 global-memory "
-                                    f"throughput, 2402.13499 Table V). {row['notes']}".strip())
+            if fields.pop("of_paper_roofline", False):  # over the authors' own global-memory figure, both in GB/s
+                roofline, gbps = _paper_rooflines()[fields["gpu"]], to_gbps(row["value"], row["unit"])
+                fields.update(value=gbps / roofline, unit="ratio",
+                              notes=f"{row['value']} {row['unit']} = {gbps:.1f} GB/s over {roofline:g} GB/s (the same "
+                                    f"authors' float4 global-memory throughput, 2402.13499 Table V; both decimal). "
+                                    f"{row['notes']}".strip())
+            elif row["unit"] in GBPS_PER_UNIT and row["unit"] != BANDWIDTH_UNIT and "value" not in fields:
+                gbps = to_gbps(row["value"], row["unit"])  # mapped or not, a bandwidth is listed in GB/s
+                fields.update(value=gbps, unit=BANDWIDTH_UNIT,
+                              notes=f"printed {row['value']} {row['unit']} = {gbps:.1f} GB/s. {row['notes']}".strip())
             if fields.pop("per_sm", False):  # a whole-GPU figure compared per SM: over the paper GPU's SMs
                 sms = _paper_sm_counts()[row["gpu"]]
                 fields.update(value=float(row["value"]) / sms,
