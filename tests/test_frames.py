@@ -98,3 +98,19 @@ def test_latest_keeps_the_newest_valid_run_of_each_gpu_and_case(tmp_path):
     assert by_case == {"wgmma.mma_async.m64n8k16.f32.f16.f16.SS": (second, 19.0),
                        "wgmma.mma_async.m64n256k16.f32.f16.f16.SS": (1, 128.0)}
     assert latest.valid.all()
+
+
+def test_references_are_typed_like_results(tmp_path):
+    """harness.references gave m, n, k and sparse as float64 (issue 35, item 11): the same typing as
+    harness.results, so that the two frames join on n and is_sparse."""
+    import pandas as pd
+
+    db = str(make_db(tmp_path / "r.db"))
+    paper = harness.references(db, gpu_name="H800 PCIe")
+    assert len(paper) > 0
+    for column in ("m", "n", "k"):
+        assert str(paper[column].dtype) == "Int64", (column, paper[column].dtype)
+    assert str(paper.is_sparse.dtype) == "boolean" and "sparse" not in paper
+    assert pd.api.types.is_string_dtype(paper.launch_key) and all(isinstance(v, dict) for v in paper.launch)
+    results = harness.results(db)
+    assert paper.n.dtype == results.n.dtype and paper.is_sparse.dtype == results.is_sparse.dtype

@@ -119,5 +119,7 @@ def latest(db: str | None = None, **filters) -> pd.DataFrame:
 
 
 def references(db: str | None = None, **filters) -> pd.DataFrame:
-    """The `reference_values` view: the published figures mapped to our case ids and metrics."""
-    return _view(db, "reference_values", filters)
+    """The `reference_values` view: the published figures mapped to our case ids and metrics, typed as
+    results() is (module docstring): m, n and k Int64, `is_sparse` a boolean, `launch` a dict beside
+    its `launch_key`."""
+    return _typed(_view(db, "reference_values", filters))
