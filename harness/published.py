@@ -63,8 +63,9 @@ def _condition(notes: str) -> str | None:
     return match.group(1) if match else None
 
 
-def _counterpart(figure) -> tuple[str, str] | None:
-    """(case id, metric) from the first family that names one."""
+def _counterpart(figure) -> tuple[str, str] | str | None:
+    """(case id, metric) from the first family that names one, or the first family's reason (a string)
+    why the figure it claims has none."""
     from harness.registry import FAMILIES
 
     for family in FAMILIES.values():
@@ -110,6 +111,8 @@ def _map_luo(row: dict) -> tuple[dict, str | None]:
     ops = row["operand_mode"] if row["operand_mode"] in ("SS", "RS") else None
     figure = PaperFigure(instruction, m, n, k, a, acc, ops, row["sparse"] == "1", metric)
     found = _counterpart(figure)
+    if isinstance(found, str):  # a family's word on why the figure has no counterpart
+        return {}, found
     if found is None:
         return {}, f"no probe family for {instruction!r} {row['shape']} {metric!r} yet"
     case_id, ours = found
@@ -208,12 +211,14 @@ def load() -> tuple[Reference, ...]:
             a, acc = PTX_DTYPES[row["dtype_ab"]], PTX_DTYPES[row["dtype_acc"]]
             ops = row["operand_mode"] if row["operand_mode"] in ("SS", "RS") else None
             found = _counterpart(PaperFigure(row["instruction"], m, n, k, a, acc, ops, False, row["metric"]))
+            reason = found if isinstance(found, str) else f"no probe family for {row['instruction']!r} yet"
+            found = None if isinstance(found, str) else found
             refs.append(Reference(
                 source=row["source"], citation=citations[row["source"]], table=f"{row['metric']} against N",
                 gpu=row["gpu"], case_id=found[0] if found else None, metric=row["metric"], value=float(row["value"]),
                 unit=row["unit"], condition=None, notes=row["notes"], m=m, n=n, k=k, dtype_a=a, dtype_acc=acc,
                 operands=ops, sparse=False,
-                unmapped_reason=None if found else f"no probe family for {row['instruction']!r} yet"))
+                unmapped_reason=None if found else reason))
     return tuple(refs)
 
 

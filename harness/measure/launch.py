@@ -4,6 +4,7 @@ the family attaches (Family.attach: tensor maps, buffers), with the dynamic shar
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +19,7 @@ class Launch:
     out: np.ndarray  # uint32 words
     timing: np.ndarray  # int64 words
     elapsed_ms: float  # CUDA-event time of the launch
+    host_seconds: float = 0.0  # what enqueueing the launches took the host
 
 
 class LoadedProbe:
@@ -44,6 +46,7 @@ class LoadedProbe:
         # One output buffer for every launch, poisoned before each: its address is fixed, so a family
         # may point a tensor map at it (Family.attach).
         self.out = cupy.empty(out_words + OUT_GUARD_WORDS, dtype=cupy.uint32)
+        self._graphs: dict = {}  # (kernel, grid, block, iters, timing words, repeat) -> captured launches
 
     def load(self, input_bytes: np.ndarray) -> None:
         """Make `input_bytes` the input buffer of every later launch."""
@@ -56,42 +59,74 @@ class LoadedProbe:
             return 1024
         return self.module.get_function(kernel).max_threads_per_block
 
-    def run(self, kernel: str, grid: int, block: int, iters: int, timing_words: int, repeat: int = 1) -> Launch:
+    def _enqueue(self, kernel: str, grid: int, block: int, iters: int, timing, repeat: int) -> None:
+        """`repeat` launches of `kernel` on CuPy's current stream."""
+        out = self.out
+        if kernel in self.host_kernels:
+            call = self.host_kernels[kernel]
+            for _ in range(repeat):
+                call(out, timing, iters)
+            return
+        function = self.module.get_function(kernel)
+        smem = self.dynamic_smem.get(kernel, 0)
+        if smem > 48 * 1024 and function.max_dynamic_shared_size_bytes < smem:
+            function.max_dynamic_shared_size_bytes = smem
+        args = (self.inputs, out, timing, np.int32(iters), *self.extra_args)
+        for _ in range(repeat):
+            if self.runtime_cluster:
+                _launch_cluster(function, grid, block, smem, self.runtime_cluster, args)
+            else:
+                function((grid,), (block,), args, shared_mem=smem)
+
+    def run(self, kernel: str, grid: int, block: int, iters: int, timing_words: int, repeat: int = 1,
+            graph: bool = False) -> Launch:
         """Launch `kernel` `repeat` times back to back between two CUDA events (the timing words are
-        the last launch's)."""
+        the last launch's). With `graph`, the launches are captured once into a CUDA graph and replayed:
+        the host enqueues one graph, so a kernel shorter than a launch call's host time (some tens of
+        microseconds through CuPy) is not timed at the host's dispatch rate. `host_seconds` says how long
+        the host took to enqueue the block either way."""
         cupy = self._cupy
         # Poison the outputs: a word the probe failed to write cannot pass validation. A guard of poison
         # follows them: a probe that writes past its outputs (into the timing records CuPy may place next)
         # is an error, not a wrong clock.
         out = self.out
         out.fill(0xFFFFFFFF)
-        timing = cupy.full(timing_words, -1, dtype=cupy.int64)
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        if kernel in self.host_kernels:
-            call = self.host_kernels[kernel]
-            start.record()
-            for _ in range(repeat):
-                call(out, timing, iters)
+        if graph and repeat > 1:
+            key = (kernel, grid, block, iters, timing_words, repeat)
+            if key not in self._graphs:
+                timing = cupy.empty(timing_words, dtype=cupy.int64)
+                stream = cupy.cuda.Stream(non_blocking=True)
+                with stream:
+                    stream.begin_capture()
+                    try:
+                        self._enqueue(kernel, grid, block, iters, timing, repeat)
+                    finally:
+                        captured = stream.end_capture()
+                self._graphs[key] = (captured, timing, stream)
+            captured, timing, stream = self._graphs[key]
+            timing.fill(-1)
+            cupy.cuda.get_current_stream().synchronize()
+            start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+            began = time.perf_counter()
+            start.record(stream)
+            captured.launch(stream)
+            stop.record(stream)
+            host = time.perf_counter() - began
         else:
-            function = self.module.get_function(kernel)
-            smem = self.dynamic_smem.get(kernel, 0)
-            if smem > 48 * 1024 and function.max_dynamic_shared_size_bytes < smem:
-                function.max_dynamic_shared_size_bytes = smem
-            args = (self.inputs, out, timing, np.int32(iters), *self.extra_args)
+            timing = cupy.full(timing_words, -1, dtype=cupy.int64)
+            start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+            began = time.perf_counter()
             start.record()
-            for _ in range(repeat):
-                if self.runtime_cluster:
-                    _launch_cluster(function, grid, block, smem, self.runtime_cluster, args)
-                else:
-                    function((grid,), (block,), args, shared_mem=smem)
-        stop.record()
+            self._enqueue(kernel, grid, block, iters, timing, repeat)
+            stop.record()
+            host = time.perf_counter() - began
         stop.synchronize()
         words = out.get()
         if (words[self.out_words:] != 0xFFFFFFFF).any():
             from harness.errors import HarnessError
 
             raise HarnessError(f"{kernel} wrote past its {self.out_words} output words (grid {grid}, block {block})")
-        return Launch(words[:self.out_words], timing.get(), cupy.cuda.get_elapsed_time(start, stop))
+        return Launch(words[:self.out_words], timing.get(), cupy.cuda.get_elapsed_time(start, stop), host)
 
 
 def _launch_cluster(function, grid: int, block: int, smem: int, cluster: int, args: tuple) -> None:

@@ -212,8 +212,11 @@ WHOLE_KERNEL_WARMUP_S = 0.5  # launches before the first round: clocks and power
 @dataclass(frozen=True)
 class WholeKernel:
     """`kernel` is the whole job: `grid` blocks of `threads`, launched with `iters` (the problem it runs).
-    Samples are rounds of back-to-back launches (a block of calls sized to WHOLE_KERNEL_ROUND_MS, so the
-    host's dispatch never leaves the GPU idle), timed by CUDA events; work per launch is the family's
+    Samples are rounds of back-to-back launches (a block of calls sized to WHOLE_KERNEL_ROUND_MS, captured
+    once into a CUDA graph and replayed, so that a kernel shorter than a launch call's host time is not timed
+    at the host's dispatch rate; a contender that cannot be captured is launched call by call, and a round
+    whose enqueueing took the host 90 % of the GPU's time is counted host-bound in the notes), timed by CUDA
+    events; work per launch is the family's
     Work. With an `anchor` (another kernel of the probe, e.g. a library call on the same inputs), rounds
     alternate kernel, anchor, kernel, ... and each pair gives `anchor_metric`, the kernel's rate over the
     anchor's: both see the same clock and power state, which a long run of one then the other does not.
@@ -494,7 +497,14 @@ def bandwidth(spec: Bandwidth, ctx: Context) -> list[Metric]:
 def whole_kernel(spec: WholeKernel, ctx: Context) -> list[Metric]:
     words = spec.grid * (RECORD_WORDS + spec.words)
 
+    graphs: dict[str, bool] = {}  # contender -> its block of launches replays a CUDA graph
+
     def block(kernel: str, calls: int):
+        if graphs.setdefault(kernel, True):
+            try:
+                return ctx.probe.run(kernel, spec.grid, spec.threads, spec.iters, words, repeat=calls, graph=True)
+            except Exception:  # noqa: BLE001 (a library call that cannot be captured: launched one by one)
+                graphs[kernel] = False
         return ctx.probe.run(kernel, spec.grid, spec.threads, spec.iters, words, repeat=calls)
 
     def calls_for(kernel: str) -> int:
@@ -511,6 +521,7 @@ def whole_kernel(spec: WholeKernel, ctx: Context) -> list[Metric]:
         for name in contenders:
             block(name, per_round[name])
     rates: dict[str, list[float]] = {name: [] for name in contenders}
+    host_bound: dict[str, int] = {name: 0 for name in contenders}
     clocks, counters = [], []
     window = ctx.sampler.window()
     with window:
@@ -518,6 +529,8 @@ def whole_kernel(spec: WholeKernel, ctx: Context) -> list[Metric]:
             for name in contenders:
                 launch = block(name, per_round[name])
                 rates[name].append(ctx.work.amount * per_round[name] / (launch.elapsed_ms * 1e-3) / 1e12)
+                # the host took nearly as long to enqueue the block as the GPU to run it: a rate of dispatch
+                host_bound[name] += launch.host_seconds >= 0.9 * launch.elapsed_ms * 1e-3
                 if name == spec.kernel and spec.records:
                     records = Records.from_words(launch.timing[:spec.grid * RECORD_WORDS])
                     clocks.append(records.sm_clock_mhz())
@@ -527,7 +540,10 @@ def whole_kernel(spec: WholeKernel, ctx: Context) -> list[Metric]:
     reason = f"fixed: {WHOLE_KERNEL_ROUNDS} rounds" + (", alternating with the anchor" if spec.anchor else "")
     note = (f"{spec.grid} blocks of {spec.threads} threads, {per_round[spec.kernel]} launches per round"
             + (f"; anchor {spec.anchor}: {per_round[spec.anchor]} per round" if spec.anchor else "")
-            + (f"; {spec.notes}" if spec.notes else ""))
+            + (f"; {spec.notes}" if spec.notes else "")
+            + "".join(f"; {name}: " + ("one CUDA graph per round" if graphs.get(name) else "launched one by one")
+                      + (f", host-bound in {host_bound[name]} of {WHOLE_KERNEL_ROUNDS} rounds" if host_bound[name] else "")
+                      for name in contenders))
     common = dict(launch=dict(spec.launch), sm_clock_mhz=clock, stop_reason=reason, gpu_state=window.state)
     metrics = [Metric("throughput_tflops", throughput_unit(ctx.work), ours, notes=note, **common)]
     if ctx.peak and clocks:

@@ -182,6 +182,23 @@ class GemmFamily(Family):
     def headline(self, metric: str) -> dict | None:
         return None
 
+    @staticmethod
+    def paper_case(figure) -> tuple[str, str] | str | None:
+        """A step of the seed HGEMM worklog (harness/db/data/references/article_hgemm_worklog_h100.csv): the
+        pipeline case of its configuration (cases.WORKLOG_STEPS) at the figure's size, or why a step has
+        none (cases.WORKLOG_UNEXPRESSED); None for any other figure."""
+        prefix = "hgemm worklog step "
+        if not figure.instruction.startswith(prefix) or figure.metric != "throughput_tflops":
+            return None
+        step = figure.instruction[len(prefix):]
+        if step in _cases.WORKLOG_UNEXPRESSED:
+            return _cases.WORKLOG_UNEXPRESSED[step]
+        config = _cases.WORKLOG_STEPS.get(step)
+        if config is None:
+            return None
+        case = _cases.pipeline(figure.dtype_a, (figure.m, figure.n, figure.k), **config)
+        return case.case_id, "throughput_tflops"
+
     def figures(self, context) -> list:
         from harness.families.gemm.figures import figures
 

@@ -191,6 +191,18 @@ LADDER = {
 }
 
 
+# Every worklog step to the configuration of ours it is compared with: 7 (its barriers through PTX) is 6b's
+# configuration, since ours are always PTX mbarriers; 9 (no zeroing, ordered stores) is 8's, since ours
+# never zero (scale-d) and store from registers.
+WORKLOG_STEPS = {**LADDER, "7": LADDER["6b"], "9": LADDER["8"]}
+WORKLOG_UNEXPRESSED = {
+    "1": "CUDA cores only: not a tensor-core pipeline",
+    "5a": "a 128x256 tile on one consumer warpgroup: 256 accumulators per thread, which ptxas serializes (C7511); "
+          "the family refuses it",
+    "11": "a Hilbert-curve tile order: the family's orders are row-major and grouped",
+}
+
+
 def _unique(cases: list[GemmCase]) -> list[GemmCase]:
     return list(dict.fromkeys(cases))
 

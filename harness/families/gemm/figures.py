@@ -25,7 +25,9 @@ from sqlalchemy.exc import SQLAlchemyError
 from harness.errors import SpecError
 from harness.families.gemm.cases import LADDER, SMEM_LIMIT, GemmCase, parse, pipeline
 from harness.families.gemm.problem import TENSOR_FLOPS_PER_CYCLE
+from harness.paper import DEFAULT_TOLERANCE
 from harness.spec import Case
+from harness.verdicts import AGREES, CLOCK_NOT_PRINTED, DISAGREES
 
 NEAR = 0.98  # "needs S stages": the fewest within 2 % of the tile's best TFLOPS
 MIN_LADDER_STEPS = 3  # ladder steps a size needs to be drawn as a ladder
@@ -187,6 +189,41 @@ def _worklog(ctx, ladder_configs: dict[str, dict]) -> pd.DataFrame:
 
 
 # -- figures -------------------------------------------------------------------------------------------
+
+MAX_SM_CLOCK_MHZ = 1980  # an H100 SXM's and H200's maximum SM clock (both reported it here)
+
+
+def worklog_verdict(ours: float, theirs: float, clock_mhz: float, sms: int) -> tuple[str, str]:
+    """Our TFLOPS for a worklog step against its published figure. The worklog prints no clock: where
+    ours per cycle reaches its figure at a clock the GPU can run (up to MAX_SM_CLOCK_MHZ), the figure is
+    possible and the difference is the clock; otherwise theirs did more per cycle, or ours did."""
+    if not (ours > 0 and theirs > 0 and clock_mhz > 0):
+        return "", ""
+    ratio = ours / theirs
+    implied = theirs * 1e6 / (ours * 1e6 / clock_mhz)  # MHz at which our FLOP/cycle gives their TFLOPS
+    per_cycle = ours * 1e12 / (sms * clock_mhz * 1e6)
+    if abs(ratio - 1) <= DEFAULT_TOLERANCE:
+        return AGREES, f"ours {ratio:.3f} of it at {clock_mhz:.0f} MHz"
+    if ratio < 1 and implied <= MAX_SM_CLOCK_MHZ:
+        return CLOCK_NOT_PRINTED, (f"ours {ratio:.3f} of it at {clock_mhz:.0f} MHz (measured, under the power cap); "
+                                   f"at our {per_cycle:.0f} FLOP/cycle/SM its figure needs {implied:.0f} MHz")
+    if ratio < 1:
+        return DISAGREES, (f"ours {ratio:.3f} of it; at our {per_cycle:.0f} FLOP/cycle/SM its figure needs "
+                           f"{implied:.0f} MHz, above the GPU's {MAX_SM_CLOCK_MHZ}: it did more per cycle")
+    return DISAGREES, f"ours {ratio:.3f} x its figure at {clock_mhz:.0f} MHz: ours does more per cycle or per second"
+
+
+def worklog_sizes_sentence(table: pd.DataFrame) -> str:
+    """Which of our problem sizes the worklog's figures match (its size is not stated): the median
+    |ours / its - 1| over the steps measured at each."""
+    misses = (table.TFLOPS / table["worklog TFLOPS"] - 1).abs().groupby(table["size"]).median().dropna()
+    if misses.empty:
+        return ""
+    parts = ", ".join(f"{int(size)}^3: {miss:.1%}" for size, miss in misses.items())
+    return (f"The worklog does not state its problem size; the median miss of its figures against ours is {parts}, "
+            f"so they match {int(misses.idxmin())}^3 best (our clocks are measured under the 700 W cap; its are not "
+            f"published, so a verdict says what clock its figure needs at our work per cycle).")
+
 
 def _figure_ladder(path, ladder: pd.DataFrame, cublas: dict[int, float], worklog: pd.DataFrame, title: str) -> None:
     """Bars of our TFLOPS per step (one colour per size), cuBLAS of the same run as a dashed line per size,
@@ -414,6 +451,11 @@ def figures(ctx) -> list:
             table["of cuBLAS's TFLOPS"] = [t / cublas[s] if s in cublas else np.nan for t, s in zip(table.TFLOPS, table["size"])]
         if len(worklog):
             table["worklog TFLOPS"] = table.step.map(worklog.set_index("step").value)
+            judged = [worklog_verdict(r.TFLOPS, r["worklog TFLOPS"], r["SM MHz"], sms or 132)
+                      for _, r in table.iterrows()]
+            table["verdict"] = [v for v, _ in judged]
+            table["why"] = [w for _, w in judged]
+            text.append(worklog_sizes_sentence(table))
         sections += [("From instructions to a GEMM: the worklog's ladder", text, path),
                      ("From instructions to a GEMM: the ladder in numbers", [], table.round(3).dropna(axis=1, how="all"))]
 

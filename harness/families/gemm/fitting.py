@@ -22,8 +22,7 @@ import pandas as pd
 from harness.families.gemm.cases import GemmCase, parse
 from harness.families.gemm.model import Params, kblock_cycles, predict_case
 
-KBLOCK_PARAMS = ("latency_cycles", "latency_per_kib", "queue_per_kib", "consumer_overhead_1", "consumer_overhead_2",
-                 "sharpness")
+KBLOCK_PARAMS = ("latency_cycles", "latency_per_kib", "queue_per_kib", "consumer_overhead_1", "consumer_overhead_2")
 LARGE = 8192 ** 3  # problems at least this large run at the power limit (docs/gemm.md)
 
 
@@ -101,7 +100,7 @@ def fit(frame: pd.DataFrame, gpu: str, source: str, prior: Params | None) -> Fit
         return None
     cases = {cid: parse(cid) for cid in table.index}
     sm_count = int(table.sm_count.iloc[0])
-    start = prior or Params(gpu, sm_count, 4096.0, 700.0, 20.0, 8.0, 150.0, 20.0, 4.0, 6.5, 45.0)
+    start = prior or Params(gpu, sm_count, 4096.0, 990.0, 7.4, 9.4, 141.0, 61.0, 6.6, 45.0)
     start = replace(start, gpu=gpu, sm_count=sm_count, source=source)
     p = _fit_epilogue(start, table, cases)
     p = _fit_kblock(p, table, cases)
@@ -141,7 +140,7 @@ def _fit_kblock(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) -> P
     x0 = np.array([getattr(p, n) for n in KBLOCK_PARAMS], dtype=float)
 
     def loss(x: np.ndarray) -> float:
-        if (x < 0).any() or x[-1] < 1:
+        if (x < 0).any():
             return 1e9
         q = replace(p, **dict(zip(KBLOCK_PARAMS, x)))
         predicted = np.array([kblock_cycles(c, q)[0] for c in chosen])

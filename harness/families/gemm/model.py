@@ -14,7 +14,9 @@ kernel ran at (measured in it) or, for a plan, the clock the GPU held under a la
                                                    per SM: the TMA latency, its barriers, and the queueing
                                                    every SM's copies add at the L2
     t_kblock = max(t_tc, L(S) / (S - 1))            S stages hide S - 1 round trips (the consumer holds one slot
-                                                   while its wgmma runs); S = 1: L(1) + t_tc, nothing overlaps
+                                                   while its wgmma runs); S = 1: L(1) + t_tc, nothing overlaps;
+                                                   k CTAs sharing an SM (a one-CTA-per-tile grid of small
+                                                   tiles) overlap their round trips k ways
     epilogue = C bytes of a tile / E                E of the register stores or of the shared-memory path and
                                                    TMA store; the consumers do it while the tensor cores wait
     T_tile   = kblocks x t_kblock + epilogue (+ L(1), the first load, unless persistent)
@@ -48,7 +50,6 @@ class Params:
     queue_per_kib: float  # q: per KiB in flight per SM beyond the first copy
     consumer_overhead_1: float  # c_1
     consumer_overhead_2: float  # c_2
-    sharpness: float  # p of the smooth maximum of t_tc and the latency term (near the crossover both cost)
     epilogue_regs: float  # E, bytes per cycle: stores from registers
     epilogue_tma: float  # E, bytes per cycle: through shared memory and a TMA store
     clock_mhz: float | None = None  # the SM clock under a large GEMM (measured), for TFLOPS
@@ -60,9 +61,9 @@ class Params:
                      if f.name not in ("gpu", "sm_count", "flops_per_cycle", "clock_mhz", "source"))
 
 
-# A GPU never measured: an H100 SXM fit (run of record), rounded; see docs/gemm.md.
-PRIOR = dict(latency_cycles=700.0, latency_per_kib=20.0, queue_per_kib=8.0, consumer_overhead_1=150.0,
-             consumer_overhead_2=20.0, sharpness=4.0, epilogue_regs=6.5, epilogue_tma=45.0)
+# A GPU never measured: the fit to the H100 SXM's run of record 59, rounded (docs/gemm.md).
+PRIOR = dict(latency_cycles=990.0, latency_per_kib=7.4, queue_per_kib=9.4, consumer_overhead_1=141.0,
+             consumer_overhead_2=61.0, epilogue_regs=6.6, epilogue_tma=45.0)
 BOUNDS = ("tensor cores", "latency", "epilogue", "waves")
 
 
@@ -111,18 +112,12 @@ def blocks_per_sm(case: GemmCase) -> int:
 
 
 def kblock_cycles(case: GemmCase, p: Params) -> tuple[float, str]:
-    """Cycles per k-block of one CTA, and the term that sets it. Near the crossover both the tensor cores
-    and the copies in flight cost (a smooth maximum of sharpness p); co-resident CTAs overlap theirs."""
+    """Cycles per k-block of one CTA, and the term that sets it; co-resident CTAs overlap their round trips."""
     t_tc = tensor_cycles(case, p)
     blocks = blocks_per_sm(case)
-    if case.stages == 1:
-        t_lat = round_trip(case, p) + t_tc
-    else:
-        t_lat = round_trip(case, p) / (case.stages - 1)
+    t_lat = round_trip(case, p) + t_tc if case.stages == 1 else round_trip(case, p) / (case.stages - 1)
     t_lat /= blocks
-    top = max(t_tc, t_lat)  # the smooth maximum, scaled so that no power overflows
-    smooth = top * ((t_tc / top) ** p.sharpness + (t_lat / top) ** p.sharpness) ** (1 / p.sharpness)
-    return smooth * blocks, ("tensor cores" if t_tc >= t_lat else "latency")
+    return (t_tc * blocks, "tensor cores") if t_tc >= t_lat else (t_lat * blocks, "latency")
 
 
 def epilogue_cycles(case: GemmCase, p: Params) -> float:

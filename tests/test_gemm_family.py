@@ -1,0 +1,98 @@
+"""The gemm family on the CPU: ids, what it refuses and why, the check problem's exact values, the worklog's
+mapping and verdicts, and the planner's arithmetic."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness.errors import SpecError
+from harness.families.base import PaperFigure
+from harness.families.gemm import FAMILY
+from harness.families.gemm import cases as C
+from harness.families.gemm.figures import worklog_verdict
+from harness.families.gemm.model import PRIOR, Params, predict_case
+from harness.families.gemm.problem import check_problem, to_bits
+from harness.verdicts import AGREES, CLOCK_NOT_PRINTED, DISAGREES
+
+
+def test_every_id_round_trips():
+    for case in FAMILY.cases():
+        assert FAMILY.parse(case.case_id) == case
+
+
+@pytest.mark.parametrize("case_id, why", [
+    # 256 f32 accumulators per thread: ptxas serializes the wgmma (the worklog's step 5a, 123 TFLOPS)
+    ("gemm.f16.8192x8192x8192.tile128x256x64.s3.wg1.cluster1.grid-row.regs", "C7511"),
+    # 4 x 48 KiB of stages + the 64 KiB output tile + 1 KiB alignment > 227 KiB a block may have
+    ("gemm.f16.8192x8192x8192.tile128x256x64.s4.wg2.setmaxnreg.cluster1.grid-row.tmastore", "shared memory"),
+    ("gemm.f16.8192x8192x8100.tile128x256x64.s3.wg2.cluster1.grid-row.regs", "whole number"),
+    ("gemm.f16.128x8192x8192.tile128x256x64.s3.wg2.cluster2.grid-row.regs", "whole number"),  # a pair along M
+    ("gemm.f16.8192x8192x8192.tile128x256x64.s3.wg1.setmaxnreg.cluster1.grid-row.regs", "setmaxnreg"),
+    ("cublas.f32.8192x8192x8192", "dtype"),
+])
+def test_a_configuration_that_cannot_be_built_is_refused_with_its_reason(case_id, why):
+    with pytest.raises(SpecError, match=why):
+        FAMILY.parse(case_id)
+
+
+def test_shared_memory_of_the_best_configuration():
+    case = FAMILY.parse("gemm.f16.8192x8192x8192.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore")
+    assert case.smem_bytes() == 3 * (128 + 256) * 64 * 2 + 128 * 256 * 2 + 1024 <= 227 * 1024
+
+
+def test_bf16_rounds_to_nearest_even_as_cvt_rn_does():
+    values = np.array([1.0, 1 + 2 ** -8, 1 + 3 * 2 ** -8, -2.5, 65504.0], dtype=np.float32)
+    assert to_bits(values, "bf16").tolist() == [0x3F80, 0x3F80, 0x3F82, 0xC020, 0x4780]
+    assert (to_bits(values, "f16") == values.astype(np.float16).view(np.uint16)).all()
+
+
+def test_the_check_problem_is_exact_and_wraps_the_ring():
+    case = FAMILY.parse("gemm.f16.8192x8192x8192.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore")
+    m, n, k = check_problem(case)
+    assert k // case.bk == 2 * case.stages + 3 and m // case.bm // case.cluster > C.GROUP
+    inputs = FAMILY.inputs(case, np.random.default_rng(0))
+    check = FAMILY.checks(case, inputs)[0]
+    # every sum of products (|a|, |b| <= 2) is an integer exact in f32, rounded once to f16 as the kernel does
+    assert 4 * k < 2 ** 24
+    c = check.expected.astype(np.uint32).view(np.uint16).view(np.float16).reshape(m, n)
+    assert (c == (inputs.values["A"] @ inputs.values["B"].T).astype(np.float16)).all()
+
+
+def test_worklog_steps_map_to_our_configurations():
+    figure = PaperFigure("hgemm worklog step 10", 8192, 8192, 8192, "f16", "f32", None, False, "throughput_tflops")
+    assert FAMILY.paper_case(figure) == (C.pipeline("f16", (8192,) * 3, **C.BEST).case_id, "throughput_tflops")
+    step7 = FAMILY.paper_case(PaperFigure("hgemm worklog step 7", 4096, 4096, 4096, "f16", "f32", None, False,
+                                          "throughput_tflops"))
+    assert step7[0] == C.pipeline("f16", (4096,) * 3, **C.LADDER["6b"]).case_id
+    assert "C7511" in FAMILY.paper_case(PaperFigure("hgemm worklog step 5a", 8192, 8192, 8192, "f16", "f32", None,
+                                                    False, "throughput_tflops"))
+    assert FAMILY.paper_case(PaperFigure("wgmma.mma_async", 64, 64, 16, "f16", "f32", "SS", False, "throughput")) is None
+
+
+def test_worklog_verdicts():
+    # 677 TFLOPS at 1349 MHz on 132 SMs: the worklog's 758 needs 1510 MHz at that work per cycle, possible
+    verdict, why = worklog_verdict(677.0, 758.0, 1349.0, 132)
+    assert verdict == CLOCK_NOT_PRINTED and "1510 MHz" in why
+    assert worklog_verdict(750.0, 758.0, 1349.0, 132)[0] == AGREES
+    assert worklog_verdict(152.0, 317.0, 1445.0, 132)[0] == DISAGREES  # would need 3014 MHz
+    assert worklog_verdict(546.0, 400.0, 1258.0, 132)[0] == DISAGREES  # ours above it
+
+
+def _params() -> Params:
+    return Params("test", 132, 4096.0, **PRIOR)
+
+
+def test_more_stages_never_predict_less_and_a_deep_ring_reaches_the_tensor_cores():
+    rates = [predict_case(C.pipeline("f16", (8192,) * 3, **dict(C.BEST, stages=s, epilogue="regs")), _params())
+             for s in (1, 2, 3, 4)]
+    assert all(a.flops_per_cycle_sm <= b.flops_per_cycle_sm for a, b in zip(rates, rates[1:]))
+    assert rates[0].bound == "latency"
+    deep = rates[-1]
+    assert deep.t_kblock == pytest.approx(2 * 128 * 256 * 64 / 4096 + PRIOR["consumer_overhead_2"], rel=0.02)
+
+
+def test_wave_quantization():
+    # 2048 tiles of 128x256 on 132 SMs: 16 waves where 15.5 would do
+    prediction = predict_case(C.pipeline("f16", (8192,) * 3, **C.BEST), _params())
+    assert prediction.waves == 16
