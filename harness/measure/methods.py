@@ -498,13 +498,15 @@ def whole_kernel(spec: WholeKernel, ctx: Context) -> list[Metric]:
     words = spec.grid * (RECORD_WORDS + spec.words)
 
     graphs: dict[str, bool] = {}  # contender -> its block of launches replays a CUDA graph
+    uncaptured: dict[str, str] = {}  # contender -> why it could not be captured
 
     def block(kernel: str, calls: int):
         if graphs.setdefault(kernel, True):
             try:
                 return ctx.probe.run(kernel, spec.grid, spec.threads, spec.iters, words, repeat=calls, graph=True)
-            except Exception:  # noqa: BLE001 (a library call that cannot be captured: launched one by one)
+            except Exception as exc:  # noqa: BLE001 (a call that cannot be captured: launched one by one)
                 graphs[kernel] = False
+                uncaptured[kernel] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}"
         return ctx.probe.run(kernel, spec.grid, spec.threads, spec.iters, words, repeat=calls)
 
     def calls_for(kernel: str) -> int:
@@ -541,7 +543,8 @@ def whole_kernel(spec: WholeKernel, ctx: Context) -> list[Metric]:
     note = (f"{spec.grid} blocks of {spec.threads} threads, {per_round[spec.kernel]} launches per round"
             + (f"; anchor {spec.anchor}: {per_round[spec.anchor]} per round" if spec.anchor else "")
             + (f"; {spec.notes}" if spec.notes else "")
-            + "".join(f"; {name}: " + ("one CUDA graph per round" if graphs.get(name) else "launched one by one")
+            + "".join(f"; {name}: " + ("one CUDA graph per round" if graphs.get(name) else
+                                        f"launched one by one (not captured: {uncaptured.get(name, '')})")
                       + (f", host-bound in {host_bound[name]} of {WHOLE_KERNEL_ROUNDS} rounds" if host_bound[name] else "")
                       for name in contenders))
     common = dict(launch=dict(spec.launch), sm_clock_mhz=clock, stop_reason=reason, gpu_state=window.state)

@@ -10,6 +10,8 @@ storage, op N on A's), which is C[M, N] row-major.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from harness.errors import HarnessError
@@ -71,8 +73,24 @@ def as_float(cupy, bits, dtype: str):
     return (bits.astype(cupy.uint32) << 16).view(cupy.float32)
 
 
+WORKSPACE_BYTES = 32 << 20
+
+
+@functools.cache
+def _handle() -> tuple[int, object]:
+    """One cuBLAS handle for the process, with a workspace of its own: cuBLAS then needs no allocation of
+    its own while a stream is captured, so its calls can be replayed in a CUDA graph as the kernel's are."""
+    import cupy
+    from cupy_backends.cuda.libs import cublas
+
+    handle = cublas.create()
+    workspace = cupy.empty(WORKSPACE_BYTES, dtype=cupy.uint8)
+    cublas.setWorkspace(handle, workspace.data.ptr, WORKSPACE_BYTES)
+    return handle, workspace
+
+
 class Library:
-    """cublasGemmEx on CuPy's handle and current stream: C[M, N] = A[M, K] . B[N, K]^T, f32 compute."""
+    """cublasGemmEx on the current stream: C[M, N] = A[M, K] . B[N, K]^T, f32 compute."""
 
     def __init__(self, dtype: str):
         from cupy_backends.cuda.libs import cublas
@@ -81,7 +99,7 @@ class Library:
 
         self._cublas = cublas
         self._cupy = cupy
-        self.handle = cupy.cuda.device.get_cublas_handle()
+        self.handle, _ = _handle()
         self.type = CUDA_R_16F if dtype == "f16" else CUDA_R_16BF
         self.alpha = np.ones(1, dtype=np.float32)
         self.beta = np.zeros(1, dtype=np.float32)
