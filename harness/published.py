@@ -182,6 +182,12 @@ def load() -> tuple[Reference, ...]:
                 gbps = to_gbps(row["value"], row["unit"])  # mapped or not, a bandwidth is listed in GB/s
                 fields.update(value=gbps, unit=BANDWIDTH_UNIT,
                               notes=f"printed {row['value']} {row['unit']} = {gbps:.1f} GB/s. {row['notes']}".strip())
+            wall_mhz = fields.pop("wall_clock_mhz", None)
+            if wall_mhz:  # cycles that are wall time x a clock: the time itself, in ns (compare's basis "ns")
+                ns = float(row["value"]) * 1e3 / wall_mhz
+                fields.update(value=ns, unit="ns",
+                              notes=f"printed {row['value']} {row['unit']} = wall time x {wall_mhz:g} MHz: {ns:.1f} ns; "
+                                    f"compared as time. {row['notes']}".strip())
             if fields.pop("per_sm", False):  # a whole-GPU figure compared per SM: over the paper GPU's SMs
                 sms = _paper_sm_counts()[row["gpu"]]
                 fields.update(value=float(row["value"]) / sms,

@@ -62,3 +62,27 @@ def coarse_grid(samples, smallest: int = 32, slack: float = 8.0, share: float = 
         return None
     best = min(d for d, _ in fits)
     return max(step for d, step in fits if d <= best + 0.5)
+
+
+def median_interval(samples, z: float = 1.96) -> tuple[float, float]:
+    """A distribution-free confidence interval of the median (order statistics; 95 % for z = 1.96): the
+    j-th and k-th smallest samples, j = floor(n/2 - z sqrt(n)/2) and k = ceil(1 + n/2 + z sqrt(n)/2)
+    (1-based, clipped to the samples). How well the median is known, not how wide the samples are: a wide
+    distribution with many samples at its median has a narrow interval."""
+    x = np.sort(np.asarray(samples, dtype=np.float64))
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        raise ValueError("no samples")
+    n = x.size
+    half = z * np.sqrt(n) / 2
+    j = int(np.clip(np.floor(n / 2 - half), 1, n))
+    k = int(np.clip(np.ceil(1 + n / 2 + half), 1, n))
+    return float(x[j - 1]), float(x[k - 1])
+
+
+def relative_uncertainty(samples, centre: float | None = None, z: float = 1.96) -> float:
+    """Half the width of median_interval relative to `centre` (default the median): the larger side."""
+    x = np.asarray(samples, dtype=np.float64)
+    centre = float(np.median(x)) if centre is None else float(centre)
+    lo, hi = median_interval(x, z)
+    return max(centre - lo, hi - centre, 0.0) / abs(centre) if centre else float("inf")

@@ -56,8 +56,9 @@ def measured(store: Store, run_id: int, include_flagged: bool = False) -> pd.Dat
     store.run_info(run_id)  # StoreError naming the valid runs if there is no such run
     flagged = "" if include_flagged else "AND NOT flagged"
     return store.query(f"""
-        SELECT run_id, gpu_name, sm_count, family, case_id, instruction, n, dtype_a, dtype_b, dtype_acc, operands, sparse,
-               metric, launch, value, spread, sm_clock_mhz, nvml_sm_clock_mhz, unit, emulated, executes
+        SELECT run_id, measurement_id, gpu_name, sm_count, family, case_id, instruction, n, dtype_a, dtype_b, dtype_acc,
+               operands, sparse, metric, launch, value, spread, n_samples, sm_clock_mhz, nvml_sm_clock_mhz, unit,
+               emulated, executes
         FROM results WHERE run_id = {int(run_id)} AND valid {flagged} AND value IS NOT NULL
         ORDER BY family, case_id, metric, launch""")
 
@@ -81,7 +82,7 @@ def headline(frame: pd.DataFrame) -> pd.DataFrame:
 def _paper(store: Store) -> pd.DataFrame:
     """Every figure of the paper's GPU, one row per (case, metric, input condition, table, launch), with
     the clock the same table printed for the same case and inputs (2501.12084 Table 13), if any."""
-    refs = store.query(f"""SELECT case_id, metric, value, condition, launch, source, source_table FROM reference_values
+    refs = store.query(f"""SELECT case_id, metric, value, unit, condition, launch, source, source_table FROM reference_values
                           WHERE gpu_name = '{PAPER_GPU}' ORDER BY reference_id""")
     refs["launch"] = refs.launch.fillna("")
     refs["condition"] = refs.condition.fillna("")
@@ -90,8 +91,8 @@ def _paper(store: Store) -> pd.DataFrame:
     refs = refs[refs.metric != CLOCK_FIGURE]
     refs["paper_clock_mhz"] = [clocks.get(key, np.nan) for key in zip(*(refs[k] for k in keys))]
     refs = refs.drop_duplicates(subset=["case_id", "metric", "condition", "source_table", "launch"]).drop(columns="source")
-    return refs.rename(columns={"value": "paper", "condition": "paper_inputs", "source_table": "paper_table",
-                                "launch": "paper_launch"})
+    return refs.rename(columns={"value": "paper", "unit": "paper_unit", "condition": "paper_inputs",
+                                "source_table": "paper_table", "launch": "paper_launch"})
 
 
 def _launch_matches(launch: str, wanted: str) -> bool:
@@ -102,19 +103,50 @@ def _launch_matches(launch: str, wanted: str) -> bool:
     return all(held.get(key) == value for key, value in json.loads(wanted).items())
 
 
+def pin_rate_gbps(gpu: str) -> float:
+    """The datasheet's DRAM bandwidth of `gpu` (gpu_specs.csv memory_bandwidth_gbps: H100 SXM 3352, H200 4800
+    GB/s), NaN where it has none."""
+    from harness.datasheets import gpu_specs, spec_name
+
+    specs = gpu_specs()
+    name = spec_name(gpu or "", specs)
+    value = specs[name].memory_bandwidth_gbps if name in specs else None
+    return float(value) if value else float("nan")
+
+
+def read_roofline(frame: pd.DataFrame, family: str) -> pd.DataFrame:
+    """Per GPU of `frame` (measurements of one run), the read roofline of `family`: the best bandwidth_gbps
+    of its plain HBM readers (Family.roofline_cases) over their launches. Columns: gpu_name, roofline_gbps,
+    roofline_case, roofline_launch, roofline_measurement (its measurement id, where known), pin_rate_gbps
+    (the datasheet's, beside it)."""
+    columns = ["gpu_name", "roofline_gbps", "roofline_case", "roofline_launch", "roofline_measurement",
+               "pin_rate_gbps"]
+    cases = FAMILIES[family].roofline_cases if family in FAMILIES else ()
+    rows = frame[frame.case_id.isin(cases) & (frame.metric == "bandwidth_gbps")]
+    if rows.empty:
+        return pd.DataFrame(columns=columns)
+    best = rows.loc[rows.groupby("gpu_name").value.idxmax()]
+    mids = best.measurement_id if "measurement_id" in best else pd.Series(np.nan, index=best.index)
+    return pd.DataFrame({"gpu_name": best.gpu_name.to_numpy(), "roofline_gbps": best.value.to_numpy(),
+                         "roofline_case": best.case_id.to_numpy(), "roofline_launch": best.launch.to_numpy(),
+                         "roofline_measurement": mids.to_numpy(),
+                         "pin_rate_gbps": [pin_rate_gbps(g) for g in best.gpu_name]}, columns=columns)
+
+
 def with_derived(frame: pd.DataFrame) -> pd.DataFrame:
-    """The measurements plus what compare derives from them: each bandwidth of a family that names a
-    roofline case (Family.roofline_case: every thread streaming 16-byte loads from HBM) as a fraction of
-    that case's best bandwidth in the same run on the same GPU (roofline_fraction)."""
+    """The measurements plus what compare derives from them: each bandwidth of a family that names plain
+    HBM readers (Family.roofline_cases) as a fraction of the best of them in the same run on the same GPU
+    (roofline_fraction; read_roofline: the roofline and the datasheet's pin rate ride along)."""
     parts = [frame]
     for name, family in FAMILIES.items():
-        roofline_case = family.roofline_case
         rows = frame[(frame.family == name) & (frame.metric == "bandwidth_gbps")]
-        if roofline_case is None or rows.empty:
+        if not family.roofline_cases or rows.empty:
             continue
-        roofline = rows[rows.case_id == roofline_case].groupby("gpu_name").value.max()
-        derived = rows[rows.gpu_name.isin(roofline.index)].copy()
-        derived["value"] = derived.value / derived.gpu_name.map(roofline)
+        roofline = read_roofline(frame, name)
+        derived = rows.merge(roofline, on="gpu_name")
+        if derived.empty:
+            continue
+        derived["value"] = derived.value / derived.roofline_gbps
         derived["metric"], derived["unit"] = "roofline_fraction", "ratio"
         parts.append(derived)
     return pd.concat(parts, ignore_index=True)
@@ -133,7 +165,7 @@ def _paper_rows(everything: pd.DataFrame, refs: pd.DataFrame) -> pd.DataFrame:
     timed = set(registry.names("seconds")) - {"bandwidth_gbps"}
     always = set(registry.names("cycles")) - {"sm_throughput"} | timed
     heads = headline(everything)
-    parts = [heads[heads.metric.isin(always)].assign(paper=np.nan, paper_inputs="", paper_table=None,
+    parts = [heads[heads.metric.isin(always)].assign(paper=np.nan, paper_unit=None, paper_inputs="", paper_table=None,
                                                      paper_clock_mhz=np.nan)]
     indexed = everything.set_index(["case_id", "metric", "launch"])
     heads = heads.set_index(["case_id", "metric"])
@@ -153,8 +185,8 @@ def _paper_rows(everything: pd.DataFrame, refs: pd.DataFrame) -> pd.DataFrame:
             key = (ref.case_id, ref.metric, _with_inputs(row.launch.iloc[0], ours)) if ours else None
             if key in indexed.index:
                 row = indexed.loc[[key]].reset_index()
-        parts.append(row.assign(paper=ref.paper, paper_inputs=ref.paper_inputs, paper_table=ref.paper_table,
-                                paper_clock_mhz=ref.paper_clock_mhz))
+        parts.append(row.assign(paper=ref.paper, paper_unit=ref.paper_unit, paper_inputs=ref.paper_inputs,
+                                paper_table=ref.paper_table, paper_clock_mhz=ref.paper_clock_mhz))
     frame = pd.concat(parts, ignore_index=True)
     # a headline row without a figure goes where the same measurement has one
     compared = frame[frame.paper.notna()]
@@ -191,59 +223,197 @@ def model_predictions(frame: pd.DataFrame, gpu: str) -> list[float]:
     return values
 
 
+# A figure in ns (published.py: the authors' wall time x their clock) compares as time; the rest in cycles.
+NS = "ns"
+# Where a measurement's samples are missing, the uncertainty of its median from its IQR/median and n: 1.96 x
+# 1.253 sigma / sqrt(n), sigma = IQR / 1.349 (a normal's) -- an estimate, never the IQR itself.
+IQR_TO_MEDIAN_CI = 1.96 * 1.2533 / 1.349
+
+
+def statistic_of(samples, statistic: tuple[str, int] | None = None) -> dict:
+    """The statistic compared and how well it is known, from a measurement's stored samples:
+    value, uncertainty (relative half-width of a 95 % interval: harness.stats.median_interval), n (what
+    the statistic is over), statistic (its name) and distribution (text). `statistic` ("minimum", k): the
+    samples are k placements repeated launch after launch (Family.paper_statistic): the value is the
+    minimum over the k placements' medians, its uncertainty the interval of the median of each launch's
+    minimum, and n = k placements."""
+    from harness.stats import median_interval, relative_uncertainty
+
+    x = np.asarray(samples, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    if statistic is not None and x.size and x.size % statistic[1] == 0:
+        k, minimum = statistic[1], statistic[0] == "minimum"
+        launches = x.reshape(-1, k)
+        placements = np.median(launches, axis=0)
+        value = float(placements.min() if minimum else np.median(placements))
+        # the minimum: how it moves launch to launch; the median over placements: its interval over the k
+        lo, hi = median_interval(launches.min(axis=1)) if minimum else median_interval(placements)
+        return {"value": value, "uncertainty": max(value - lo, hi - value, 0.0) / abs(value), "n": k,
+                "statistic": f"{statistic[0]} over {k} placements",
+                "distribution": (f"{k} placements x {launches.shape[0]} launches: per placement {placements.min():.1f}-"
+                                 f"{placements.max():.1f}, median {np.median(placements):.1f}")}
+    if x.size == 0:
+        return {"value": np.nan, "uncertainty": np.nan, "n": 0, "statistic": "median", "distribution": ""}
+    median = float(np.median(x))
+    return {"value": median, "uncertainty": relative_uncertainty(x, median), "n": int(x.size), "statistic": "median",
+            "distribution": f"{x.size} samples {x.min():.4g}-{x.max():.4g}"}
+
+
+def _statistics(store: Store, frame: pd.DataFrame) -> pd.DataFrame:
+    """Each row with a figure: the statistic like the paper's and its uncertainty (statistic_of), from the
+    stored samples of its measurement (a roofline fraction: of its bandwidth and of the roofline, in
+    quadrature). A row without samples keeps its value, its uncertainty estimated from IQR/median and n."""
+    out = pd.DataFrame({"uncertainty": np.nan, "n_compared": np.nan, "statistic": "median", "distribution": ""},
+                       index=frame.index)
+    out["value"] = frame.value
+    wanted = frame.paper.notna()
+    ids = set(frame.loc[wanted, "measurement_id"].dropna().astype(int))
+    if "roofline_measurement" in frame:
+        ids |= set(frame.loc[wanted, "roofline_measurement"].dropna().astype(int))
+    arrays = store.samples_of(pd.Series(sorted(ids), dtype="int64")) if ids else {}
+
+    def known(mid) -> dict | None:
+        return statistic_of(arrays[int(mid)]) if mid == mid and mid is not None and int(mid) in arrays else None
+
+    for i in frame.index[wanted]:
+        row = frame.loc[i]
+        family = FAMILIES.get(row.family)
+        mid = row.get("measurement_id")
+        if row.metric == "roofline_fraction":
+            parts = [known(mid), known(row.get("roofline_measurement"))]
+            if all(parts):
+                out.loc[i, ["uncertainty", "n_compared"]] = (float(np.hypot(parts[0]["uncertainty"], parts[1]["uncertainty"])),
+                                                             parts[0]["n"])
+                out.loc[i, "distribution"] = f"bandwidth {parts[0]['distribution']}; roofline {parts[1]['distribution']}"
+                continue
+        elif mid == mid and mid is not None and int(mid) in arrays:
+            wanted_statistic = family.paper_statistic(row.case_id, row.metric) if family is not None else None
+            found = statistic_of(arrays[int(mid)], wanted_statistic)
+            if wanted_statistic is None or wanted_statistic[0] == "median":
+                found["value"] = row.value  # the stored value (the median, or a launch's best) stays ours
+                found["uncertainty"] = (relative_uncertainty_about(arrays[int(mid)], row.value)
+                                        if row.value == row.value else found["uncertainty"])
+            out.loc[i, ["value", "uncertainty", "n_compared", "statistic", "distribution"]] = (
+                found["value"], found["uncertainty"], found["n"], found["statistic"], found["distribution"])
+            continue
+        n = row.get("n_samples")
+        spread = row.get("spread")
+        out.loc[i, "uncertainty"] = (IQR_TO_MEDIAN_CI * spread / np.sqrt(n) if n == n and n and spread == spread
+                                     else 0.0)
+        out.loc[i, "n_compared"] = n
+    return out
+
+
+def relative_uncertainty_about(samples, centre: float) -> float:
+    from harness.stats import relative_uncertainty
+
+    return relative_uncertainty(np.asarray(samples, dtype=np.float64), centre)
+
+
+def _clocks(store: Store, run_id: int, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The SM clock each row's kernels ran at and where it comes from: measured in the kernel with the
+    measurement (sm_clock_mhz), else NVML's reading during it, else the median in-kernel clock of the run."""
+    run_clock = store.query(f"SELECT AVG(sm_clock_mhz) AS c FROM results WHERE run_id = {int(run_id)} "
+                            "AND sm_clock_mhz IS NOT NULL").c.iloc[0]
+    kernel, nvml = frame.sm_clock_mhz.to_numpy(float), frame.nvml_sm_clock_mhz.to_numpy(float)
+    clock = np.where(np.isfinite(kernel), kernel, np.where(np.isfinite(nvml), nvml, run_clock if run_clock else np.nan))
+    source = np.where(np.isfinite(kernel), "in-kernel", np.where(np.isfinite(nvml), "NVML (no in-kernel clock)",
+                                                                  "in-kernel, run mean"))
+    return clock.astype(float), source
+
+
 def against_paper(store: Store, run_id: int, include_flagged: bool = False,
                   tolerance: float = DEFAULT_TOLERANCE) -> pd.DataFrame:
     """Our run beside the paper's figures (docs/architecture.md, "Comparing with the paper").
 
-    Cycle metrics compare as they are. A throughput compares per cycle: ours is divided by our SMs and
-    the SM clock measured in the kernel; the paper's by its 114 SMs and the clock the paper printed for
-    that figure (paper_clock_mhz). `comparable` is ours at the paper's clock on 114 SMs (the printed
-    clock, else the H800 PCIe's maximum, 1755 MHz), and paper_implied_mhz the clock at which the paper's
-    figure is exactly our work per cycle per SM. Verdicts of a throughput:
+    The statistic compared is the paper's: the median of our samples, or where the family says the
+    paper reports its fastest placement (Family.paper_statistic), our minimum over placements, with n
+    the placements. A difference counts beyond the tolerance plus the uncertainty of that statistic
+    (`uncertainty`: a 95 % order-statistic interval of the median from the stored samples), never the
+    samples' width (`spread`, shown).
+
+    Latencies compare in the basis the paper measured in (`basis`): cycles, or ns where the figure is
+    wall time x a clock (published.py: unit ns), ours divided by the clock our kernels ran at
+    (`clock_mhz`, `clock_source`); value_ns and paper_ns show both bases. A throughput compares per
+    cycle: ours is divided by our SMs and the SM clock measured in the kernel; the paper's by its 114
+    SMs and the clock the paper printed for that figure (paper_clock_mhz). `comparable` is ours in the
+    paper's terms (ns; at the paper's clock on 114 SMs: the printed clock, else 1755 MHz), and
+    paper_implied_mhz the clock at which the paper's figure is exactly our work per cycle per SM.
+    Verdicts of a throughput:
         agrees                 per cycle within the tolerance (printed clock)
-        paper clock doubtful   the paper's figure is below ours per cycle: at the printed clock it would
-                               mean its tensor cores did less per cycle than they do; it implies a lower
-                               clock (paper_implied_mhz), which is the likelier reading (the note says so)
+        paper clock doubtful   the paper's figure is below ours per cycle at the printed clock, by no more
+                               than our own NVML clock reading overstates the in-kernel clock under the same
+                               inputs (nvml_ratio): the evidence that a printed NVML clock can be that high
         clock not printed      no printed clock, and the figure is possible at a clock up to 1755 MHz
-        DISAGREES              more per cycle than ours at the printed clock, or than ours at 1755 MHz
+        DISAGREES              more per cycle than ours at the printed clock, or than ours at 1755 MHz, or
+                               below ours by more than our NVML-vs-kernel clock ratio allows (or none measured)
     Energy metrics depend on the GPU's power limit and the board: "for context", never a verdict.
     """
     everything = with_derived(measured(store, run_id, include_flagged))
     timed = set(registry.names("seconds")) - {"bandwidth_gbps"}  # bandwidth compares as roofline_fraction
     frame = _paper_rows(everything, _paper(store)).copy()
+    for column in ("roofline_gbps", "roofline_case", "pin_rate_gbps"):
+        if column not in frame:
+            frame[column] = np.nan
+    stats = _statistics(store, frame)
+    frame["value"] = stats.value
+    frame["uncertainty"], frame["n_compared"] = stats.uncertainty, stats.n_compared
+    frame["statistic"], frame["distribution"] = stats.statistic, stats.distribution
     is_timed = frame.metric.isin(timed)
     per_cycle = frame.value * 1e6 / (frame.sm_count * frame.sm_clock_mhz)  # work per cycle per SM (TFLOPS -> 1e12)
     clock = frame.paper_clock_mhz.fillna(PAPER_CLOCK_MHZ)
-    frame["comparable"] = np.where(is_timed, per_cycle * PAPER_SMS * clock / 1e6, frame.value)
+    frame["clock_mhz"], frame["clock_source"] = _clocks(store, run_id, frame)
+    latency = frame.metric.map(lambda m: m in registry.METRICS and registry.METRICS[m].unit == "cycles"
+                               and m.startswith("latency")).astype(bool)
+    in_ns = (frame.paper_unit == NS).to_numpy()
+    frame["basis"] = np.where(in_ns, "ns", np.where(is_timed, "per cycle per SM", "cycles"))
+    frame["value_ns"] = np.where(latency, frame.value * 1e3 / frame.clock_mhz, np.nan)
+    frame["paper_ns"] = np.where(in_ns, frame.paper, np.where(latency, frame.paper * 1e3 / PAPER_CLOCK_MHZ, np.nan))
+    frame["paper_cycles"] = np.where(in_ns, frame.paper * PAPER_CLOCK_MHZ / 1e3, np.where(latency, frame.paper, np.nan))
+    frame["comparable"] = np.where(is_timed, per_cycle * PAPER_SMS * clock / 1e6,
+                                   np.where(in_ns, frame.value_ns, frame.value))
     gpu = store.run_info(run_id).gpu_name or ""
     frame["model"] = model_predictions(frame, gpu)
     frame["paper_ratio"] = frame.comparable / frame.paper
+    frame["cycles_ratio"] = np.where(latency, frame.value / frame.paper_cycles, np.nan)
     frame["paper_implied_mhz"] = np.where(is_timed, frame.paper * 1e6 / (PAPER_SMS * per_cycle), np.nan)
+    frame["nvml_ratio"] = frame.nvml_sm_clock_mhz / frame.sm_clock_mhz
     frame["model_ratio"] = frame.value / frame.model
-    allowed = frame.spread.fillna(0) + tolerance
+    allowed = frame.uncertainty.fillna(0) + tolerance
     printed = frame.paper_clock_mhz.notna()
-    within = (frame.paper_ratio - 1).abs() <= allowed + np.where(printed, PAPER_CLOCK_STEP_MHZ / frame.paper_clock_mhz, 0)
+    step = np.where(printed, PAPER_CLOCK_STEP_MHZ / frame.paper_clock_mhz, 0)
+    within = (frame.paper_ratio - 1).abs() <= allowed + step
     energy = basis_of(frame.metric) == "energy"
     explained = pd.Series([_explanation(r) for r in frame.itertuples()], index=frame.index, dtype=object)
+    # the paper's NVML clock would have to overstate its SM clock by paper_ratio; ours does by nvml_ratio
+    supported = frame.nvml_ratio.notna() & (frame.paper_ratio <= frame.nvml_ratio * (1 + allowed) + step)
+    below = is_timed & printed & (frame.paper_ratio > 1)
     frame["verdict"] = np.select(
-        [frame.paper.isna(), energy, within & (printed | ~is_timed),
-         is_timed & printed & (frame.paper_ratio > 1), is_timed & ~printed & (frame.paper_ratio >= 1 - allowed),
-         explained.notna()],
+        [frame.paper.isna(), energy, within & (printed | ~is_timed), below & supported,
+         is_timed & ~printed & (frame.paper_ratio >= 1 - allowed), explained.notna()],
         [NO_PAPER_FIGURE, FOR_CONTEXT, AGREES, PAPER_CLOCK_DOUBTFUL, CLOCK_NOT_PRINTED, EXPLAINED],
         DISAGREES)
+    unsupported = below & ~supported & (frame.verdict == DISAGREES)
     frame["note"] = np.select(
-        [frame.verdict == PAPER_CLOCK_DOUBTFUL, frame.verdict == CLOCK_NOT_PRINTED, frame.verdict == EXPLAINED],
-        [[_doubtful(r) for r in frame.itertuples()], [f"implies {m:.0f} MHz" for m in frame.paper_implied_mhz],
-         explained.fillna("")], "")
+        [frame.verdict == PAPER_CLOCK_DOUBTFUL, unsupported, frame.verdict == CLOCK_NOT_PRINTED,
+         frame.verdict == EXPLAINED],
+        [[_doubtful(r) for r in frame.itertuples()], [_not_doubtful(r) for r in frame.itertuples()],
+         [f"implies {m:.0f} MHz" for m in frame.paper_implied_mhz], explained.fillna("")], "")
+    # every DISAGREES names what disagrees, in the run's numbers, where its family gives no reason
+    unexplained = (frame.verdict == DISAGREES) & (frame.note == "")
+    frame.loc[unexplained, "note"] = [_disagreement(r, tolerance) for r in frame[unexplained].itertuples()]
     # a model of work per cycle, scaled by a launch's median clock: the clock's movement within it is noise
     model_ok = (frame.model_ratio - 1).abs() <= allowed + np.where(is_timed, CLOCK_DRIFT, 0)
     frame["model_verdict"] = np.select([frame.model.isna(), model_ok], [NO_MODEL, AGREES], DISAGREES)
     frame["emulated"] = frame.emulated.fillna(False).astype(bool)
     frame = frame.sort_values(["family", "metric", "operands", "n", "case_id", "paper_table", "paper_inputs"],
                               kind="stable", na_position="first")
-    return frame[["family", "case_id", "n", "operands", "metric", "unit", "launch", "value", "spread", "comparable",
-                  "paper", "paper_ratio", "paper_clock_mhz", "paper_implied_mhz", "model", "model_ratio", "verdict",
-                  "note", "model_verdict", "paper_inputs", "paper_table", "emulated"]].reset_index(drop=True)
+    return frame[["family", "case_id", "n", "operands", "metric", "unit", "launch", "value", "spread", "uncertainty",
+                  "n_compared", "statistic", "distribution", "basis", "clock_mhz", "clock_source", "value_ns",
+                  "comparable", "paper", "paper_unit", "paper_ns", "paper_cycles", "paper_ratio", "cycles_ratio",
+                  "paper_clock_mhz", "paper_implied_mhz", "nvml_ratio", "roofline_gbps", "roofline_case",
+                  "pin_rate_gbps", "model", "model_ratio", "verdict", "note", "model_verdict", "paper_inputs",
+                  "paper_table", "emulated"]].reset_index(drop=True)
 
 
 def _explanation(row) -> str | None:
@@ -254,9 +424,28 @@ def _explanation(row) -> str | None:
     return family.explain(row.case_id, row.metric, row.value, row.paper)
 
 
+def _disagreement(row, tolerance: float) -> str:
+    """A DISAGREES row's note when its family knows no reason: the measured value against the figure,
+    and what was allowed (the measurement's spread plus the tolerance)."""
+    unit = f" {row.unit}" if isinstance(row.unit, str) and row.unit not in ("", "ratio") else ""
+    spread = row.spread if row.spread == row.spread else 0.0
+    return (f"ours {row.comparable:.4g}{unit} against the paper's {row.paper:.4g} ({row.paper_table}): "
+            f"{row.paper_ratio:.3f} x, beyond the spread ({spread:.1%}) plus the tolerance ({tolerance:.0%}); "
+            "the family names no reason (Family.explain)")
+
+
 def _doubtful(row) -> str:
     return (f"at the printed {row.paper_clock_mhz:.0f} MHz the paper's figure is {1 / row.paper_ratio:.3f} of the work "
-            f"per cycle per SM measured here (clock64, every SM); it implies {row.paper_implied_mhz:.0f} MHz")
+            f"per cycle per SM measured here (clock64, every SM); it implies {row.paper_implied_mhz:.0f} MHz, an NVML "
+            f"clock {row.paper_ratio:.3f} x the SM's; ours read {row.nvml_ratio:.3f} x under the same inputs")
+
+
+def _not_doubtful(row) -> str:
+    if row.nvml_ratio != row.nvml_ratio:
+        return (f"below ours per cycle at the printed {row.paper_clock_mhz:.0f} MHz (implies "
+                f"{row.paper_implied_mhz:.0f} MHz); no NVML clock of ours to test a misread clock against")
+    return (f"below ours per cycle at the printed {row.paper_clock_mhz:.0f} MHz: it needs an NVML clock "
+            f"{row.paper_ratio:.3f} x the SM's, ours read {row.nvml_ratio:.3f} x under the same inputs")
 
 
 def against_model(store: Store, run_id: int, include_flagged: bool = False,

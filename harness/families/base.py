@@ -23,7 +23,8 @@ stages call them without asking first. A family's public members are this contra
     optional hooks (default)              model (None), advisors (()), attach(case, probe, device) (nothing),
                                           figures(context) ([]), findings(context) ([]),
                                           paper_case(figure) (None), paper_row(row) (None),
-                                          explain(case_id, metric, value, paper) (None), roofline_case (None)
+                                          explain(case_id, metric, value, paper) (None), roofline_cases (()),
+                                          paper_statistic(case_id, metric) (None)
 """
 
 from __future__ import annotations
@@ -210,8 +211,9 @@ class Family(ABC):
     advisors: tuple[Advisor, ...] = ()
     """`bench advise NAME`: instruction-choice advice from the family's model (Advisor)."""
 
-    roofline_case: str | None = None
-    """A case id whose bandwidth is the run's roofline: compare derives `roofline_fraction` from it."""
+    roofline_cases: tuple[str, ...] = ()
+    """Plain readers from HBM (case ids) whose best bandwidth in a run is that run's read roofline: compare
+    derives `roofline_fraction` of every bandwidth of the family from the best of them (any launch)."""
 
     def attach(self, case: Case, probe, device) -> None:
         """The family's GPU resources, after the probe is loaded and before any launch: buffers, tensor
@@ -238,6 +240,13 @@ class Family(ABC):
         default)."""
         return None
 
+    def paper_statistic(self, case_id: str, metric: str) -> tuple[str, int] | None:
+        """The statistic of our samples that is like the papers' figure, where it is not the median:
+        ("minimum", n) says the samples are n placements measured at once, repeated launch after launch
+        (placement i is sample i mod n), and the paper reports its fastest placement: compare takes the
+        minimum over our n placements and counts n of them. None (the default): the median."""
+        return None
+
     def explain(self, case_id: str, metric: str, value: float, paper: float) -> str | None:
         """Why a measurement differs from its published figure, where the family knows; None (the
         default): no explanation."""
@@ -248,7 +257,8 @@ class Family(ABC):
 REQUIRED = ("name", "description", "id_prefixes", "example_id", "template", "cases", "suites", "parse", "check",
             "template_params", "sass_expectation", "inputs", "checks", "decode", "output_words", "plan", "work",
             "peak", "headline", "describe")
-HOOKS = ("model", "advisors", "roofline_case", "attach", "figures", "findings", "paper_case", "paper_row", "explain")
+HOOKS = ("model", "advisors", "roofline_cases", "attach", "figures", "findings", "paper_case", "paper_row",
+         "paper_statistic", "explain")
 
 
 def overrides(family: Family, hook: str) -> bool:

@@ -45,6 +45,13 @@ CHASE_CHECK_THREADS = 64
 CHASE_STRIDE = 256  # words each step moves on, times the target's rank + 1 (ptx/tma.cu.in dsmem_chase)
 
 
+def wall_clock(notes: str) -> float:
+    """The clock an authors' log multiplied wall time by ("clock 1755 MHz"): its cycles are nanoseconds x that."""
+    import re
+
+    return float(re.search(r"clock (\d+(?:\.\d+)?) MHz", notes).group(1))
+
+
 def chase_target(pattern: str, rank: int, cluster: int) -> int:
     return {"ring": (rank + 1) % cluster, "pair": rank ^ 1, "broadcast": 0, "local": rank}[pattern]
 COPY_THREADS = 32  # copy kernels: one warp, thread 0 issues
@@ -109,7 +116,9 @@ class TmaFamily(Family):
                    "ld.shared::cluster", "st.shared::cluster")  # ld.global.v4.: the baselines (memory owns .ca/.cg)
     example_id = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128"
     template = "tma.cu.in"
-    roofline_case = FIXED_IDS["read"]  # bandwidths compare as a fraction of this case's, same run (compare)
+    # bandwidths compare as a fraction of the best of these plain HBM readers in the same run (compare); the
+    # memory family's streams read L1 and L2, not HBM, and are no roofline of it
+    roofline_cases = (FIXED_IDS["read"], FIXED_IDS["cp.async"], FIXED_IDS["ld+st"])
 
     @property
     def model(self):
@@ -502,7 +511,7 @@ class TmaFamily(Family):
             size_kb = float(row["shape"].split()[1])
             source = "HBM" if size_kb > (64 << 10) else "L2"  # TMA loads bypass L1: 2 KB and 4 MB chains hit L2
             return dict(case_id=str(_load(1, 2, (256,), 0)), metric="latency_raw_cycles", gpu=gpu,
-                        launch={"source": source})
+                        launch={"source": source}, wall_clock_mhz=wall_clock(row["notes"]))
         if "NewFeatures/TMA/Throughput" in table:
             blocks, size = row["shape"].split(";")[:2]
             if blocks.strip() != "456 thread blocks" or "3d" in table:
@@ -523,6 +532,18 @@ class TmaFamily(Family):
             return ("a difference of two figures or a documented limit: the report sets our TMA latency beside the "
                     "memory family's chase at the same level")
         return None
+
+    def paper_statistic(self, case_id: str, metric: str) -> tuple[str, int] | None:
+        """The DSMEM chases' latency is CHAIN_CLUSTERS placements measured at once (one sample per cluster and
+        launch, repeated): n is the placements. The remote chase (ld.shared::cluster.u32.clusterN) compares
+        the minimum over them, as the authors' figure is the fastest rank pair of their log; the local chase
+        (one value in their log at every cluster size) the median over them."""
+        if metric != "latency_cycles" or not case_id.startswith("ld.shared::cluster."):
+            return None
+        case = _cases.parse(case_id)
+        if case.op == "dsmem" and not case.spread:
+            return ("minimum", CHAIN_CLUSTERS)
+        return ("median", CHAIN_CLUSTERS) if case.op == "dsmem-chase" and case.pattern == "local" else None
 
     def headline(self, metric: str) -> dict | None:
         # None: the best over launches. One launch key cannot stand for every case (copies have a source,
