@@ -50,6 +50,20 @@ def cell(value) -> str:
     return text if len(text) <= MAX_CELL else text[:MAX_CELL - 3] + "..."
 
 
+def readable(value: float, digits: int = 4) -> str:
+    """A number as a person reads it: `digits` significant digits, no exponent between 1e-4 and 1e9,
+    no trailing zeros (108 -> "108", 1755.0 -> "1755", 0.12345 -> "0.1235", 1e-6 -> "1e-06")."""
+    if value != value or value in (float("inf"), float("-inf")):
+        return str(value)
+    if value == 0:
+        return "0"
+    if not 1e-4 <= abs(value) < 1e9:
+        return f"{value:.{digits - 1}e}".replace("e+0", "e").replace("e-0", "e-")
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
+    text = f"{value:.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 def unique_columns(names) -> list[str]:
     """Column names made unique the way a reader expects: the second `a` becomes `a_2`."""
     seen: dict[str, int] = {}
@@ -164,54 +178,91 @@ STYLES = {verdicts.DISAGREES: "bold red", verdicts.SLOWER: "red", verdicts.FASTE
 
 
 def text_table(frame: pd.DataFrame, width: int | None = None, wide: bool = False, color: bool = False,
-               cut: int = TABLE_CELL) -> Table:
+               cut: int = TABLE_CELL, keep: Iterable[str] = (), below: str | None = None) -> Table:
     """`frame` as an aligned table no line of which is wider than `width` (unless `wide`): numbers
     right-aligned with one precision a column, text columns folded (wrapped inside their cell) down to
-    TEXT_MIN characters, and when that is not enough the rightmost columns left out. The frame's
-    column order is its priority: put what a reader needs first. Text longer than `cut` characters is
-    cut (0: never)."""
+    TEXT_MIN characters, and when that is not enough, first the columns with no value at all, then the
+    rightmost columns not in `keep` left out. The frame's column order is its priority: put what a
+    reader needs first. The columns of `keep` (what answers the command's question: an id, the values,
+    the verdict) are never left out and never cut, only folded, so that two ids stay two ids. Text
+    longer than `cut` characters is cut (0: never). `below`: a column of prose (a reason) printed
+    under its row across the table's width, where it has a value, rather than as a column."""
     from rich import box
     from rich.console import Console
     from rich.table import Table as RichTable
     from rich.text import Text
 
     width = width or terminal_width()
+    keep = set(keep)
     names = unique_columns(frame.columns)
-    columns = [(name, *_column_cells(frame.iloc[:, i], cut)) for i, name in enumerate(names)]
+    columns = [(name, *_column_cells(frame.iloc[:, i], 0 if name in keep or name == below else cut))
+               for i, name in enumerate(names)]
+    notes = None
+    if below in names:
+        notes = next(cells for name, cells, _ in columns if name == below)
+        columns = [c for c in columns if c[0] != below]
+        if not any(notes):
+            notes = None
+    if not wide:  # a column with no value says nothing: it goes first, unnamed
+        columns = [c for c in columns if any(c[1])] or columns[:1]
     widths = [max([len(name)] + [len(c) for c in cells]) for name, cells, _ in columns]
-    least = [w if numeric else min(w, TEXT_MIN) for (_, _, numeric), w in zip(columns, widths)]
-    keep = len(columns)
+    least = [w if numeric else max(min(w, TEXT_MIN), *(len(p.rstrip()) for p in _pieces(name, w)))
+             for (name, _, numeric), w in zip(columns, widths)]
+    shown_at = list(range(len(columns)))
     if not wide:
-        while keep > 1 and sum(least[:keep]) + GAP * (keep - 1) > width:
-            keep -= 1
-        widths, least = widths[:keep], least[:keep]
-        for i in reversed(range(keep)):  # fold the text columns, the last (least needed) first
-            widths[i] -= min(widths[i] - least[i], max(0, sum(widths) + GAP * (keep - 1) - width))
-    shown, hidden = columns[:keep], [name for name, _, _ in columns[keep:]]
-    table = RichTable(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1),
-                      header_style="bold", expand=False)
-    for (name, _, numeric), w in zip(shown, widths):
-        table.add_column(name, justify="right" if numeric else "left", no_wrap=numeric,
-                         overflow="fold", width=w)
-    for row in zip(*(cells for _, cells, _ in shown)):  # Text: a cell's "[...]" is no markup
-        table.add_row(*(Text(wrap(cell, w), style=STYLES.get(cell, "") if color else "")
-                        for cell, w in zip(row, widths)))
+        droppable = [i for i, (name, _, _) in enumerate(columns) if name not in keep][::-1]
+        while len(shown_at) > 1 and droppable and \
+                sum(least[i] for i in shown_at) + GAP * (len(shown_at) - 1) > width:
+            shown_at.remove(droppable.pop(0))
+        widths, least = [widths[i] for i in shown_at], [least[i] for i in shown_at]
+        for j in reversed(range(len(shown_at))):  # fold the text columns, the last (least needed) first
+            widths[j] -= min(widths[j] - least[j], max(0, sum(widths) + GAP * (len(shown_at) - 1) - width))
+    shown = [columns[i] for i in shown_at]
+    hidden = [name for i, (name, _, _) in enumerate(columns) if i not in shown_at]
     console = Console(width=10**6 if wide else width, file=io.StringIO(), force_terminal=color,
                       color_system="standard" if color else None,
                       highlight=False, soft_wrap=False, legacy_windows=False)
-    console.print(table)
+
+    def table_of(rows, header: bool):
+        table = RichTable(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1),
+                          header_style="bold", expand=False, show_header=header)
+        for (name, _, numeric), w in zip(shown, widths):  # a header folds between its words
+            table.add_column(Text(wrap(name, w), style="bold"), justify="right" if numeric else "left",
+                             no_wrap=numeric, overflow="fold", width=w)
+        for row in rows:  # Text: a cell's "[...]" is no markup
+            table.add_row(*(Text(wrap(cell, w), style=STYLES.get(cell, "") if color else "")
+                            for cell, w in zip(row, widths)))
+        return table
+
+    rows = list(zip(*(cells for _, cells, _ in shown)))
+    if notes is None:
+        console.print(table_of(rows, True))
+    else:  # row by row, each followed by its note, indented under the row across the whole width
+        line_width = (sum(widths) + GAP * (len(widths) - 1)) if wide else width
+        console.print(table_of(rows[:1], True))
+        for i, row in enumerate(rows):
+            if i:
+                console.print(table_of([row], False))
+            if notes[i]:
+                console.print(Text(textwrap_indent(wrap(notes[i], max(20, line_width - 4)), "    ")))
     lines = [line.rstrip() for line in console.file.getvalue().splitlines()]
     return Table("\n".join(line for line in lines if line or lines.index(line) > 0).strip("\n"), hidden)
 
 
+def textwrap_indent(text: str, prefix: str) -> str:
+    return "\n".join(prefix + line for line in text.splitlines())
+
+
 def render(frame: pd.DataFrame, fmt: str, first: Iterable[str] = (), wide: bool = False,
-           width: int | None = None, color: bool = False, cut: int = TABLE_CELL) -> Table:
+           width: int | None = None, color: bool = False, cut: int = TABLE_CELL, keep: Iterable[str] = (),
+           below: str | None = None) -> Table:
     """`frame` in `fmt`. A terminal table puts the columns `first` first (those a reader needs; the
-    rest follow and are the first left out to fit `width`); other formats keep every column."""
+    rest follow and are the first left out to fit `width`), never leaves out those of `keep`, and
+    prints the column `below` under each row (text_table); other formats keep every column."""
     if fmt == "table" and not frame.empty:
         order = [c for c in first if c in frame.columns]
         frame = frame[order + [c for c in frame.columns if c not in order]]
-        return text_table(frame, width, wide, color, cut)
+        return text_table(frame, width, wide, color, cut, keep, below)
     return Table(render_frame(frame, fmt), [])
 
 

@@ -19,10 +19,18 @@ NO_MODEL = ""
 SAME = "same"
 FASTER = "faster"
 SLOWER = "slower"
+# Run against run, a power or energy metric (metrics basis "energy"): power follows the board, its power
+# limit and its inputs, not the instruction's speed, so these are their own class and fail a comparison
+# only when asked (`bench compare --gate-energy`).
+MORE_ENERGY = "more energy"
+LESS_ENERGY = "less energy"
 
 # Every verdict against the paper, in the order a summary counts them (the site's table).
 AGAINST_PAPER = (AGREES, EXPLAINED, PAPER_CLOCK_DOUBTFUL, CLOCK_NOT_PRINTED, FOR_CONTEXT, DISAGREES)
 # A comparison fails (`bench compare` exits 3) when a row has one of these.
 FAILING = (DISAGREES, SLOWER)
-# The rows that differ beyond the noise with no reason given (`bench compare --disagreements`).
-DIFFERING = FAILING + (FASTER,)
+# ... and also these, when energy gates (`bench compare --gate-energy`).
+FAILING_ENERGY = (MORE_ENERGY,)
+# The rows that differ beyond the noise with no reason given (`bench compare --disagreements`, and
+# the rows `bench compare` shows by default): performance first, then energy.
+DIFFERING = FAILING + (FASTER,) + (MORE_ENERGY, LESS_ENERGY)

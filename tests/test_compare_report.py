@@ -117,8 +117,8 @@ def test_cli_compare_model_advise_report_references(db, tmp_path):
     result = run("compare", "--run", "1", "--metric", "issue_interval_cycles", "--format", "csv")
     assert result.exit_code == 0 and result.output.count("agrees") >= 12
     slower = run("compare", "--run", "2", "--against", "1", "--disagreements")
-    assert slower.exit_code == 3 and slower.stdout.count("slower") == 1
-    assert "18" in run("model", "--run", "1").output
+    assert slower.exit_code == 3 and slower.stdout.count("slower") == 2  # its count, its row
+    assert "18" in run("model", "--run", "1", "--residuals").output
     h20 = CliRunner().invoke(cli, ["model", "--gpu", "H20"]).output
     assert re.search(r"^256\s+512", h20, re.M)
     advice = CliRunner().invoke(cli, ["advise", "swapab", "--m", "16", "--n", "64", "--k", "16", "--gpu", "H20"])
@@ -165,9 +165,16 @@ def test_compare_names_both_sides_counts_the_verdicts_and_gates_on_a_regression(
     run = lambda *args: CliRunner().invoke(cli, [*args, "--db", str(db)])  # noqa: E731
     regression = run("compare", "--run", "2", "--against", "1")
     assert regression.exit_code == 3
-    summary = regression.stderr.strip().splitlines()[-1]
-    assert summary.startswith("run 2 (NVIDIA H100 80GB HBM3, suite wgmma-quick, commit abc123) against run 1 (")
-    assert re.search(r"\b1 slower\b", summary) and re.search(r"\b\d+ same\b", summary)
+    # the summary leads, on stdout, in short lines (issue 35, item 2)
+    lines = regression.stdout.splitlines()
+    assert lines[0] == "run 2 (NVIDIA H100 80GB HBM3, suite wgmma-quick, commit abc123)"
+    assert lines[1].startswith("against run 1 (")
+    assert re.search(r"^\s+1 slower\b", lines[2]) and any(re.search(r"^\s+\d+ same$", line) for line in lines[3:6])
+    assert "--all shows them" in regression.stdout and regression.stdout.count("slower") == 2  # the count, the row
+    every = run("compare", "--run", "2", "--against", "1", "--all")
+    assert every.stdout.count(" same") > regression.stdout.count(" same")
+    csv = run("compare", "--run", "2", "--against", "1", "--format", "csv")  # a program: every row, counts on stderr
+    assert csv.stdout.startswith("case_id,") and re.search(r"\b1 slower\b", csv.stderr.splitlines()[-1])
     assert run("compare", "--run", "2", "--against", "1", "--exit-zero").exit_code == 0
     assert run("compare", "--run", "1", "--against", "2").exit_code == 0  # run 1 is faster, no regression
     same = run("compare", "--run", "1", "--against", "1")

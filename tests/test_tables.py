@@ -101,3 +101,52 @@ def test_markdown_keeps_its_columns_when_a_name_or_value_holds_a_pipe():
     lines = markdown(pd.DataFrame({"max |x|": [1.5], "case": ["a|b"]})).splitlines()
     cells = [len(re.findall(r"(?<!\\)\|", line)) for line in lines]
     assert cells == [3, 3, 3], lines
+
+
+def test_a_table_keeps_the_columns_that_answer_and_drops_empty_ones_first():
+    """Issue 35, item 1: at 80 columns `bench compare --run 47` left out the verdict while empty columns
+    (family, n, operands, model) kept their space, and case ids cut to 16 characters read the same."""
+    ids = [f"cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x{r}.sw128" for r in (16, 32, 64, 128)]
+    frame = pd.DataFrame({"case_id": ids, "family": [None] * 4, "n": [None] * 4, "metric": ["latency_cycles"] * 4,
+                          "value": [270.0, 274.0, 320.0, 429.0], "paper": [300.0] * 4, "ratio": [0.9, 0.91, 1.07, 1.43],
+                          "verdict": ["agrees"] * 3 + ["DISAGREES"], "launch": ['{"source":"L2"}'] * 4,
+                          "model": [None] * 4, "note": ["", "", "", "a reason, with its numbers"]})
+    table = text_table(frame, 80, keep=("case_id", "metric", "value", "paper", "ratio", "verdict"), below="note")
+    lines = table.text.splitlines()
+    assert max(map(len, lines)) <= 80 and "verdict" in lines[0] and table.text.count("DISAGREES") == 1
+    assert not {"family", "n", "model"} & set(table.hidden)  # empty: dropped silently, before any other
+    width = lines[0].index("metric")
+    column = "".join(line[:width].strip() for line in lines[2:] if not line.startswith("    "))
+    assert all(case in column for case in ids) and "…" not in table.text  # whole ids, four of them
+    assert "    a reason, with its numbers" in lines  # under its row
+
+
+def test_a_header_folds_between_words():
+    frame = pd.DataFrame({"unmapped_reason": ["x " * 40], "value": [1.5], **{f"c{i}": ["y" * 20] for i in range(3)}})
+    header = text_table(frame, 60, keep=("unmapped_reason",)).text.splitlines()[:2]
+    assert "unmapped_rea" not in " ".join(header).replace("unmapped_reason", "") or "unmapped_" in header[0]
+    assert not any(line.strip().startswith("son") for line in header)
+
+
+@pytest.mark.parametrize("args,most", [(["--run", "47"], 24), (["--run", "52"], 24),
+                                       (["--run", "58", "--against", "57"], 24), ([], 24)])
+def test_compare_leads_with_the_summary_in_one_screen(shipped, args, most):
+    """Issue 35, item 2: 2622 and 3314 lines before, the counts on stderr on one 248-character line."""
+    result = CliRunner().invoke(cli, ["compare", *args, "--db", shipped], env={"COLUMNS": "80", "LINES": "24"})
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("run ") and lines[1].startswith("against ")
+    assert re.match(r"^\s+\d+ \S", lines[2])  # the first count
+    assert len(lines) <= most and max(map(len, lines)) <= 80, (len(lines), max(lines, key=len))
+    every = CliRunner().invoke(cli, ["compare", *args, "--db", shipped, "--all"], env={"COLUMNS": "80"})
+    assert len(every.stdout.splitlines()) > len(lines)
+
+
+def test_power_is_not_speed_and_the_runs_of_record_pass_their_gate(shipped):
+    """Issue 35, item 3: run 58 against 57 exited 3 for one board drawing 283 W where another drew 259 W."""
+    run = lambda *args: CliRunner().invoke(cli, ["compare", "--run", "58", "--against", "57", *args,  # noqa: E731
+                                                 "--db", shipped], env={"COLUMNS": "80"})
+    default = run()
+    assert default.exit_code == 0, default.output
+    assert re.search(r"^\s+3 more energy", default.stdout, re.M) and "slower" not in default.stdout
+    assert "power_mean_w" in default.stdout  # reported, as its own class
+    assert run("--gate-energy").exit_code == 3

@@ -30,8 +30,9 @@ from harness.measure.measurement import launch_key
 from harness.paper import (DEFAULT_TOLERANCE, PAPER_CLOCK_MHZ, PAPER_CLOCK_STEP_MHZ,  # noqa: F401  (quoted as
                            PAPER_GPU, PAPER_POWER_LIMIT_W, PAPER_SMS)  # comparing.X by report and site)
 from harness.registry import parse_case_id
-from harness.verdicts import (AGREES, CLOCK_NOT_PRINTED, DIFFERING, DISAGREES, EXPLAINED, FAILING, FASTER,
-                              FOR_CONTEXT, NO_MODEL, NO_PAPER_FIGURE, PAPER_CLOCK_DOUBTFUL, SAME, SLOWER)
+from harness.verdicts import (AGREES, CLOCK_NOT_PRINTED, DIFFERING, DISAGREES, EXPLAINED, FAILING, FAILING_ENERGY,
+                              FASTER, FOR_CONTEXT, LESS_ENERGY, MORE_ENERGY, NO_MODEL, NO_PAPER_FIGURE,
+                              PAPER_CLOCK_DOUBTFUL, SAME, SLOWER)
 
 CLOCK_FIGURE = "sm_clock_mhz"  # a reference "metric": the clock a table printed beside a throughput
 OUR_INPUTS = {"zero": "zeros", "random": "uniform11"}  # the paper's inputs -> our distribution of its fill
@@ -402,6 +403,9 @@ def against_paper(store: Store, run_id: int, include_flagged: bool = False,
     # every DISAGREES names what disagrees, in the run's numbers, where its family gives no reason
     unexplained = (frame.verdict == DISAGREES) & (frame.note == "")
     frame.loc[unexplained, "note"] = [_disagreement(r, tolerance) for r in frame[unexplained].itertuples()]
+    # every DISAGREES names what disagrees, in the run's numbers, where its family gives no reason
+    unexplained = (frame.verdict == DISAGREES) & (frame.note == "")
+    frame.loc[unexplained, "note"] = [_disagreement(r, tolerance) for r in frame[unexplained].itertuples()]
     # a model of work per cycle, scaled by a launch's median clock: the clock's movement within it is noise
     model_ok = (frame.model_ratio - 1).abs() <= allowed + np.where(is_timed, CLOCK_DRIFT, 0)
     frame["model_verdict"] = np.select([frame.model.isna(), model_ok], [NO_MODEL, AGREES], DISAGREES)
@@ -422,6 +426,16 @@ def _explanation(row) -> str | None:
     if family is None or row.paper != row.paper:  # a family this version no longer has, or no figure (NaN)
         return None
     return family.explain(row.case_id, row.metric, row.value, row.paper)
+
+
+def _disagreement(row, tolerance: float) -> str:
+    """A DISAGREES row's note when its family knows no reason: the measured value against the figure,
+    and what was allowed (the measurement's spread plus the tolerance)."""
+    unit = f" {row.unit}" if isinstance(row.unit, str) and row.unit not in ("", "ratio") else ""
+    spread = row.spread if row.spread == row.spread else 0.0
+    return (f"ours {row.comparable:.4g}{unit} against the paper's {row.paper:.4g} ({row.paper_table}): "
+            f"{row.paper_ratio:.3f} x, beyond the spread ({spread:.1%}) plus the tolerance ({tolerance:.0%}); "
+            "the family names no reason (Family.explain)")
 
 
 def _disagreement(row, tolerance: float) -> str:
@@ -481,6 +495,8 @@ def against_run(store: Store, run_id: int, other: int, include_flagged: bool = F
                 tolerance: float = 0.0) -> pd.DataFrame:
     """Same case, metric and launch in two runs, nvbench-style: "faster" or "slower" only when the relative
     difference exceeds the noise of both sides (their spreads), the metric's floor, and `tolerance`.
+    A power or energy metric (basis "energy") says "more energy" or "less energy" instead: power is
+    not speed (harness/verdicts.py).
 
     Floors: a cycle metric whose samples are whole cycles on both sides moves in steps of
     CYCLE_QUANTUM, and each side may sit one step off, so two steps are noise; other cycle metrics
@@ -505,7 +521,10 @@ def against_run(store: Store, run_id: int, other: int, include_flagged: bool = F
     frame["noise"] = noise
     better = np.where(frame.metric.map(registry.lower_is_better).astype(bool), compared < 1, compared > 1)
     # the 1e-9 keeps an exact one-cycle step (quantum == difference) on the "same" side of the line
-    frame["verdict"] = np.where(np.abs(compared - 1) <= noise + 1e-9, SAME, np.where(better, FASTER, SLOWER))
+    energy = (basis == "energy").to_numpy()  # power is not speed: its own words
+    frame["verdict"] = np.where(np.abs(compared - 1) <= noise + 1e-9, SAME,
+                                np.where(energy, np.where(better, LESS_ENERGY, MORE_ENERGY),
+                                         np.where(better, FASTER, SLOWER)))
     order = frame.case_id.map(natural_key)
     frame = frame.assign(_order=order).sort_values(["_order", "metric", "launch"], kind="stable").drop(columns="_order")
     return frame[["case_id", "metric", "launch", "unit", "value", "spread", "other", "other_spread",
@@ -571,13 +590,16 @@ class Comparison:
     """A run against the paper, the model or another run, as `bench compare` gives it (and
     harness.compare). `failing` counts the rows whose verdict fails the comparison
     (harness/verdicts.py FAILING: DISAGREES against the paper or the model, slower against a run),
-    counted after the metric filter and before `disagreements` kept only the differing rows."""
+    counted after the metric filter and before `disagreements` kept only the differing rows; power and
+    energy differences (more energy) count only when `gate_energy` was asked for. `energy_differences`
+    counts the rows of "more energy" either way."""
 
     run_id: int
     against: str | int  # "paper", "model" or the other run's id
     frame: pd.DataFrame
     failing: int
     no_model: bool  # against the paper or the model, no row has a model prediction
+    energy_differences: int = 0
 
     @property
     def column(self) -> str:
@@ -595,10 +617,11 @@ class Comparison:
 
 def comparison(store: Store, run_id: int | None = None, against: str | int = "paper", metric: str | None = None,
                disagreements: bool = False, include_flagged: bool = False,
-               tolerance: float = DEFAULT_TOLERANCE) -> Comparison:
+               tolerance: float = DEFAULT_TOLERANCE, gate_energy: bool = False) -> Comparison:
     """compare(), then the rows of one `metric` (BadArgument if the comparison has none of it) and, with
     `disagreements`, only the rows that differ beyond the noise with no reason given
-    (harness/verdicts.py DIFFERING). Two runs that share no case, metric and launch are a StoreError."""
+    (harness/verdicts.py DIFFERING). `gate_energy`: a power or energy difference (more energy) fails the
+    comparison too. Two runs that share no case, metric and launch are a StoreError."""
     against = parse_against(against)
     run_id = default_run(store) if run_id is None else run_id
     frame = compare(store, run_id, against, include_flagged, tolerance)
@@ -612,7 +635,8 @@ def comparison(store: Store, run_id: int | None = None, against: str | int = "pa
                                         f"{', '.join(sorted(set(frame.metric)))}")
         frame = frame[frame.metric == metric]
     column = verdict_column(against)
-    failing = int(frame[column].isin(FAILING).sum())
+    failing = int(frame[column].isin(FAILING + (FAILING_ENERGY if gate_energy else ())).sum())
+    energy_differences = int(frame[column].isin(FAILING_ENERGY).sum())
     if disagreements:
         frame = frame[frame[column].isin(DIFFERING)]
-    return Comparison(run_id, against, frame.reset_index(drop=True), failing, no_model)
+    return Comparison(run_id, against, frame.reset_index(drop=True), failing, no_model, energy_differences)

@@ -58,10 +58,13 @@ def table_options(command):
                         help="table: fitted to the terminal; csv, json, markdown: every column, whole")(command)
 
 
-def print_frame(frame, fmt: str, wide: bool = False, first=(), cut: int = output.TABLE_CELL) -> None:
-    """Print `frame` (a table fitted to the terminal, coloured on a colour terminal); a note on stderr
+def print_frame(frame, fmt: str, wide: bool = False, first=(), cut: int = output.TABLE_CELL, keep=(),
+                below: str | None = None) -> None:
+    """Print `frame` (a table fitted to the terminal, coloured on a colour terminal; `keep`: columns
+    never left out, `below`: a column printed under each row, output.text_table); a note on stderr
     names the columns left out to fit."""
-    table = output.render(frame, fmt, first, wide, color=sys.stdout.isatty() and "NO_COLOR" not in os.environ, cut=cut)
+    table = output.render(frame, fmt, first, wide, color=sys.stdout.isatty() and "NO_COLOR" not in os.environ, cut=cut,
+                          keep=keep, below=below)
     click.echo(table.text, color=True)
     if table.hidden:
         click.echo(f"note: {len(table.hidden)} more column{'s' if len(table.hidden) > 1 else ''} "

@@ -85,25 +85,33 @@ def sql(query, db, fmt, wide, write, max_rows, timeout):
               help="the paper's H800 figures, the model's predictions, or another run")
 @click.option("--metric", default=None, help="only this metric (e.g. issue_interval_cycles)")
 @click.option("--disagreements", is_flag=True, help="only the rows that disagree (or differ from the other run)")
+@click.option("--all", "every_row", is_flag=True,
+              help="every row (default: the summary and the rows that differ, at most a screen of them)")
+@click.option("--gate-energy", is_flag=True,
+              help="a power or energy difference from the other run fails too (default: reported, exit 0)")
 @click.option("--include-flagged", is_flag=True, help="keep measurements taken while throttled or shared")
 @click.option("--exit-zero", is_flag=True, help="exit 0 even where rows differ (default: exit 3, for CI)")
 @click.option("--tolerance", default=DEFAULT_TOLERANCE, show_default=True, type=Finite(0, 10),
               help="relative difference allowed on top of the measurement's spread")
 @click.option("--db", default=None, help=DB_HELP)
 @table_options
-def compare(run_id, against, metric, disagreements, include_flagged, exit_zero, tolerance, db, fmt, wide):
+def compare(run_id, against, metric, disagreements, every_row, gate_energy, include_flagged, exit_zero, tolerance,
+            db, fmt, wide):
     """Compare a run with the paper, the model, or another run: one row per case and metric.
 
     Cycle metrics compare directly; TFLOPS compare per cycle per SM (ours by the SM clock measured in
     the kernel, the paper's by the clock it printed, else the clock its figure implies), and the
     note names the reason of every verdict but "agrees". Run against run says "same" when the
-    difference is within the noise of either. --disagreements keeps the rows that differ beyond
-    the noise and have no reason given (DISAGREES, slower, faster).
+    difference is within the noise of either; power and energy say "more energy" or "less energy"
+    (power is not speed). --disagreements keeps the rows that differ beyond the noise and have no
+    reason given (DISAGREES, slower, faster, more or less energy).
 
     \b
-    A line on stderr names both sides and counts the verdicts. Exit status: 0 when no row is
-    DISAGREES (against the paper or the model) or slower (against a run); 3 when one is, so a CI
-    job can gate on it (--exit-zero: 0 regardless); 4 when two runs share no case and metric.
+    A table leads with the summary (both sides, the count of each verdict), then the rows that
+    differ, at most a screen of them; --all prints every row. Other formats give every row (the
+    summary on stderr). Exit status: 0 when no row is DISAGREES (against the paper or the model) or
+    slower (against a run; more energy too with --gate-energy); 3 when one is, so a CI job can gate
+    on it (--exit-zero: 0 regardless); 4 when two runs share no case and metric.
 
     \b
     Examples:
@@ -116,19 +124,101 @@ def compare(run_id, against, metric, disagreements, include_flagged, exit_zero, 
     try:
         parse_against(against)  # before the database is opened
         store = open_store(db)
-        result = comparison(store, run_id, against, metric, disagreements, include_flagged, tolerance)
+        result = comparison(store, run_id, against, metric, disagreements, include_flagged, tolerance, gate_energy)
     except BadArgument as exc:
         raise click.BadParameter(str(exc), param_hint=f"--{exc.parameter}") from None
     if result.no_model:
         click.echo("note: no model prediction for this run (its GPU has no row in gpu_specs.csv, or its "
                    "families have no model): the model columns are empty", err=True)
-    print_frame(result.frame, fmt, wide, first=COMPARE_COLUMNS[against if against in COMPARE_COLUMNS else "run"])
     other = f"run {result.against} ({run_label(store, result.against)})" if isinstance(result.against, int) else \
         (f"the paper ({PAPER_GPU})" if against == "paper" else "the model")
-    counts = ", ".join(f"{n} {verdict}" for verdict, n in result.counts().items()) or "no rows"
-    click.echo(f"run {result.run_id} ({run_label(store, result.run_id)}) against {other}: {counts}", err=True)
+    side = f"run {result.run_id} ({run_label(store, result.run_id)})"
+    if fmt != "table":
+        print_frame(result.frame, fmt, wide)
+        counts = ", ".join(f"{n} {verdict}" for verdict, n in result.counts().items()) or "no rows"
+        click.echo(f"{side} against {other}: {counts}", err=True)
+    else:
+        _compare_table(result, f"{side}\nagainst {other}", disagreements or every_row, wide, gate_energy)
     if result.failed and not exit_zero:
         sys.exit(EXIT_DIFFERENCES)
+
+
+def _compare_table(result, sides: str, every: bool, wide: bool, gate_energy: bool) -> None:
+    """`bench compare` on a terminal: the summary (both sides, one line per verdict, those that fail
+    first), the rows that differ (performance, then power and energy) and, with `every`, the rest;
+    without it, at most a screen (the terminal's height) in all."""
+    import shutil
+
+    from harness import verdicts
+
+    frame, column = result.frame, result.column
+    kind = result.against if result.against in COMPARE_COLUMNS else "run"
+    first = COMPARE_COLUMNS[kind]
+    names = {"paper_ratio": "ratio"} if kind == "paper" else \
+        {"model_ratio": "ratio", "model_verdict": "verdict"} if kind == "model" else {}
+    frame = frame.rename(columns=names)  # short headers: a narrow table keeps its columns
+    first = tuple(names.get(c, c) for c in first)
+    keep = ("case_id", "metric", "value", "paper", "model", "other", "ratio", "verdict")
+    order = [*verdicts.FAILING, verdicts.FASTER, verdicts.MORE_ENERGY, verdicts.LESS_ENERGY, verdicts.EXPLAINED,
+             verdicts.PAPER_CLOCK_DOUBTFUL, verdicts.CLOCK_NOT_PRINTED, verdicts.AGREES, verdicts.SAME,
+             verdicts.FOR_CONTEXT, verdicts.NO_PAPER_FIGURE]
+    counts = frame.verdict.replace("", "no model").value_counts()
+    ranked = sorted(counts.items(), key=lambda item: (order.index(item[0]) if item[0] in order else len(order),
+                                                      -item[1]))
+    lines = sides.splitlines()
+    for verdict, n in ranked:
+        gloss = ""
+        if verdict in verdicts.FAILING:
+            gloss = " (fails: exit 3)"
+        elif verdict == verdicts.MORE_ENERGY:
+            gloss = " (fails: exit 3)" if gate_energy else " (power is not speed: --gate-energy gates on it)"
+        lines.append(f"  {n:>5} {verdict}{gloss}")
+    if not ranked:
+        lines.append("  no rows")
+    click.echo("\n".join(lines))
+
+    performance = frame[frame.verdict.isin(verdicts.FAILING + (verdicts.FASTER,))]
+    energy = frame[frame.verdict.isin((verdicts.MORE_ENERGY, verdicts.LESS_ENERGY))]
+    rest = frame[~frame.index.isin(performance.index) & ~frame.index.isin(energy.index)]
+    energy_heading = "power and energy (they follow the board, its power limit and its inputs): " + \
+                     ("reported, gating only with --gate-energy" if not gate_energy else "gating (--gate-energy)")
+    sections = [(performance, "rows that differ:"), (energy, energy_heading)]
+    if every:
+        sections.append((rest, "the other rows:"))
+    budget = max(shutil.get_terminal_size((80, 24)).lines, 24) - len(lines) - 2
+    left_out = 0 if every else len(rest)
+    for rows, heading in sections:
+        if rows.empty:
+            continue
+        shown = len(rows)
+        while True:
+            text, hidden = _rendered(rows.iloc[:shown], heading, first, keep, wide)
+            if every or shown <= 1 or len(text.splitlines()) <= budget:
+                break
+            shown = max(1, shown * budget // max(len(text.splitlines()), 1) if shown > 8 else shown - 1)
+        budget -= len(text.splitlines())
+        click.echo(text, color=True)
+        if hidden:
+            click.echo(f"note: {len(hidden)} more column{'s' if len(hidden) > 1 else ''} ({', '.join(hidden)}): "
+                       "--wide shows them", err=True)
+        if shown < len(rows):
+            click.echo(f"... {len(rows) - shown} more such rows: --disagreements shows every one")
+    if performance.empty and energy.empty:
+        click.echo("\nno row differs beyond the noise")
+    if left_out:
+        kinds = ", ".join(f"{n} {v}" for v, n in ranked
+                          if v not in verdicts.DIFFERING) or f"{left_out}"
+        click.echo("")
+        say(f"{left_out} rows that do not differ ({kinds}): --all shows them")
+
+
+def _rendered(rows, heading: str, first, keep, wide: bool) -> tuple[str, list[str]]:
+    table = output.render(rows.reset_index(drop=True), "table", first, wide, keep=keep, below="note",
+                          color=sys.stdout.isatty() and "NO_COLOR" not in __import__("os").environ)
+    import textwrap
+
+    heading = textwrap.fill(heading, width=output.terminal_width(), subsequent_indent="  ")
+    return "\n".join(["", heading, table.text]), table.hidden
 
 
 @cli.command()
@@ -136,10 +226,11 @@ def compare(run_id, against, metric, disagreements, include_flagged, exit_zero, 
 @click.option("--clock", type=click.FloatRange(100, 5000), default=None,
               help="SM clock in MHz for the predicted TFLOPS (default: the datasheet's boost clock)")
 @click.option("--run", "run_id", default=None, type=RUN_ID,
-              help="fit every family's model to this run instead, with residuals")
+              help="fit every family's model to this run instead: its parameters, how well it fits")
+@click.option("--residuals", is_flag=True, help="with --run, every measurement beside the fit")
 @click.option("--db", default=None, help=DB_HELP)
 @table_options
-def model(gpu, clock, run_id, db, fmt, wide):
+def model(gpu, clock, run_id, residuals, db, fmt, wide):
     """Predict from a GPU's datasheet parameters (each family whose model can), or fit every family's
     model to a run: its parameters, and each measurement beside the fit (residuals).
 
@@ -148,6 +239,7 @@ def model(gpu, clock, run_id, db, fmt, wide):
       bench model --gpu H20
       bench model --gpu H800 --clock 1560
       bench model --run 4
+      bench model --run 4 --residuals
     """
     if run_id is None:
         from harness.registry import FAMILIES
@@ -163,14 +255,61 @@ def model(gpu, clock, run_id, db, fmt, wide):
     from harness.analysis.models import fit_run
 
     for family, report in fit_run(open_store(db), run_id).items():
-        click.echo(f"{family}:")
-        print_frame(report.parameters, fmt, wide)
-        residuals = report.residuals
-        if "case_id" in residuals and len(residuals):  # m64n8 before m64n104: numbers as numbers
-            residuals = residuals.iloc[sorted(range(len(residuals)),
-                                              key=lambda i: natural_key(str(residuals.case_id.iloc[i])))]
-        print_frame(residuals.reset_index(drop=True), fmt, wide,
-                    first=("case_id", "metric", "measured", "fitted", "residual", "relative"))
+        rows = report.residuals
+        if "case_id" in rows and len(rows):  # m64n8 before m64n104: numbers as numbers
+            rows = rows.iloc[sorted(range(len(rows)), key=lambda i: natural_key(str(rows.case_id.iloc[i])))]
+        rows = rows.reset_index(drop=True)
+        if fmt != "table":
+            click.echo(f"{family}:")
+            print_frame(report.parameters, fmt, wide)
+            if residuals:
+                print_frame(rows, fmt, wide)
+            continue
+        _model_summary(family, report.parameters, rows, wide)
+        if residuals and len(rows):
+            shown = rows.copy()
+            if "relative" in shown:  # a person reads a fraction of a per cent, not -1.0120e-05
+                shown["relative"] = [f"{100 * v:+.3f} %" if v == v else "" for v in shown.relative]
+            for column in ("measured", "fitted", "residual"):
+                if column in shown:
+                    shown[column] = [output.readable(v, 6) if v == v else "" for v in shown[column]]
+            print_frame(shown, fmt, wide, first=("case_id", "metric", "measured", "fitted", "residual", "relative"),
+                        keep=("case_id", "metric", "measured", "fitted", "relative"))
+
+
+def _model_summary(family: str, parameters: pd.DataFrame, residuals: pd.DataFrame, wide: bool) -> None:
+    """A family's fit on a terminal: a heading (with what every fit shares, e.g. the GPU), the fitted
+    parameters (every one of them: one row a fit, or, where that is too wide, one row a parameter),
+    and how well the model fits: the median and the worst relative residual."""
+    constant = [c for c in parameters.columns if len(parameters) > 1 and parameters[c].nunique(dropna=False) == 1
+                and not pd.api.types.is_numeric_dtype(parameters[c])]
+    shared = ", ".join(str(parameters[c].iloc[0]) for c in constant
+                       if parameters[c].iloc[0] is not None and parameters[c].iloc[0] == parameters[c].iloc[0])
+    click.echo(f"{family}" + (f" ({shared})" if shared else "") + ":")
+    table = parameters.drop(columns=constant)
+    numbers = [c for c in table.columns if pd.api.types.is_numeric_dtype(table[c])]
+    text = [c for c in table.columns if c not in numbers]
+    whole = output.text_table(table, wide=True) if len(table) else None  # every column at its full width
+    too_wide = whole is not None and not wide and max(map(len, whole.text.splitlines())) > output.terminal_width()
+    if too_wide and 1 <= len(table) <= 6 and numbers:  # one row a parameter, one column a fit
+        labels = [" ".join(str(v) for v in row) or f"fit {i + 1}"
+                  for i, row in enumerate(table[text].itertuples(index=False))] if text else \
+            [f"fit {i + 1}" for i in range(len(table))]
+        flipped = pd.DataFrame({"parameter": numbers,
+                                **{label: [output.readable(float(table[c].iloc[i]), 6)
+                                           if table[c].iloc[i] == table[c].iloc[i] else "" for c in numbers]
+                                   for i, label in enumerate(output.unique_columns(labels))}})
+        print_frame(flipped, "table", wide, keep=list(flipped.columns))
+    elif len(table):
+        print_frame(table, "table", wide, keep=list(table.columns))
+    if "relative" in residuals and residuals.relative.notna().any():
+        relative = residuals.relative.abs()
+        worst = residuals.loc[relative.idxmax()]
+        where = ", ".join(str(worst[c]) for c in ("case_id", "metric", "model") if c in worst and worst[c] == worst[c])
+        say(f"{len(residuals)} measurements: median miss {100 * relative.median():.3g} %, worst "
+            f"{100 * relative.max():.3g} %" + (f" ({where})" if where else "") + "; --residuals lists each")
+    elif len(residuals):
+        say(f"{len(residuals)} measurements beside the fit: --residuals lists them")
 
 
 class AdvisorGroup(click.Group):
@@ -233,25 +372,51 @@ def advice_command(family, advisor) -> click.Command:
 
 
 @cli.command()
-@click.option("--unmapped", is_flag=True, help="list the figures that map to none of our cases or metrics, and why")
+@click.option("--unmapped", is_flag=True, help="the figures that map to none of our cases or metrics, and why")
+@click.option("--all", "every_row", is_flag=True,
+              help="with --unmapped, every figure (default: a table, the count of each reason first)")
 @click.option("--db", default=None, help=DB_HELP)
 @table_options
-def references(unmapped, db, fmt, wide):
+def references(unmapped, every_row, db, fmt, wide):
     """The published figures shipped with the harness (paper tables, the article's, datasheets).
 
     \b
     Examples:
       bench references
-      bench references --unmapped --format csv
+      bench references --unmapped
+      bench references --unmapped --all --format csv
     """
     store = open_store(db)
-    if unmapped:
-        frame = store.query("SELECT source, source_table, gpu, metric AS mapped_metric, value, unit, unmapped_reason "
-                            "FROM reference_figures WHERE case_id IS NULL ORDER BY id")
-    else:
+    if not unmapped:
         frame = store.query("SELECT source, gpu_name, metric, COUNT(*) AS figures, COUNT(also_in) AS also_printed_elsewhere "
                             "FROM reference_values GROUP BY source, gpu_name, metric ORDER BY source, gpu_name")
-    print_frame(frame, fmt, wide, first=("source_table", "value", "unit", "unmapped_reason"), cut=0)
+        print_frame(frame, fmt, wide, first=("source", "gpu_name", "metric", "figures"))
+        return
+    frame = store.query("SELECT source, source_table, gpu, metric AS mapped_metric, value, unit, unmapped_reason "
+                        "FROM reference_figures WHERE case_id IS NULL ORDER BY id")
+    if fmt != "table":  # a program gets every figure, whole
+        print_frame(frame, fmt, wide)
+        return
+    # a figure in the unit a person reads: "108 SMs", not a column of mixed magnitudes in exponents
+    frame["figure"] = [f"{output.readable(v)} {u or ''}".strip() if v == v else (u or "")
+                       for v, u in zip(frame.value, frame.unit)]
+    frame["reason"] = frame.unmapped_reason.fillna("").map(lambda r: " ".join(r.split()))
+    import re
+
+    # one line a kind of reason: the shapes a reason quotes ('block 8x8; 1 blocks/SM') differ figure by figure
+    kind = frame.reason.map(lambda r: re.sub(r"'[^']*'", "'...'", r))
+    short = frame.source.map(lambda s: "authors' repo" if s.startswith("repo ") else s)
+    summary = (pd.DataFrame({"reason": kind, "source": short}).groupby("reason", sort=False)
+               .agg(figures=("source", "size"), sources=("source", lambda s: ", ".join(sorted(set(s)))))
+               .reset_index().sort_values("figures", ascending=False, kind="stable"))
+    say(f"{len(frame)} published figures map to no case or metric of ours; the reasons, most figures first:")
+    print_frame(summary[["figures", "reason", "sources"]], fmt, wide, keep=("figures", "reason"), cut=0)
+    if every_row:
+        click.echo("")
+        print_frame(frame[["source_table", "figure", "reason", "source", "gpu", "mapped_metric"]], fmt, wide,
+                    keep=("source_table", "figure", "reason"), cut=0)
+    else:
+        click.echo("(--all lists every figure with its table; --format csv gives them whole)", err=True)
 
 
 @cli.command()
