@@ -403,9 +403,6 @@ def against_paper(store: Store, run_id: int, include_flagged: bool = False,
     # every DISAGREES names what disagrees, in the run's numbers, where its family gives no reason
     unexplained = (frame.verdict == DISAGREES) & (frame.note == "")
     frame.loc[unexplained, "note"] = [_disagreement(r, tolerance) for r in frame[unexplained].itertuples()]
-    # every DISAGREES names what disagrees, in the run's numbers, where its family gives no reason
-    unexplained = (frame.verdict == DISAGREES) & (frame.note == "")
-    frame.loc[unexplained, "note"] = [_disagreement(r, tolerance) for r in frame[unexplained].itertuples()]
     # a model of work per cycle, scaled by a launch's median clock: the clock's movement within it is noise
     model_ok = (frame.model_ratio - 1).abs() <= allowed + np.where(is_timed, CLOCK_DRIFT, 0)
     frame["model_verdict"] = np.select([frame.model.isna(), model_ok], [NO_MODEL, AGREES], DISAGREES)
@@ -426,16 +423,6 @@ def _explanation(row) -> str | None:
     if family is None or row.paper != row.paper:  # a family this version no longer has, or no figure (NaN)
         return None
     return family.explain(row.case_id, row.metric, row.value, row.paper)
-
-
-def _disagreement(row, tolerance: float) -> str:
-    """A DISAGREES row's note when its family knows no reason: the measured value against the figure,
-    and what was allowed (the measurement's spread plus the tolerance)."""
-    unit = f" {row.unit}" if isinstance(row.unit, str) and row.unit not in ("", "ratio") else ""
-    spread = row.spread if row.spread == row.spread else 0.0
-    return (f"ours {row.comparable:.4g}{unit} against the paper's {row.paper:.4g} ({row.paper_table}): "
-            f"{row.paper_ratio:.3f} x, beyond the spread ({spread:.1%}) plus the tolerance ({tolerance:.0%}); "
-            "the family names no reason (Family.explain)")
 
 
 def _disagreement(row, tolerance: float) -> str:
