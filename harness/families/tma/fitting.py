@@ -117,7 +117,8 @@ class TmaModel:
         return lines, residuals
 
     def _little(self, rows: pd.DataFrame, cases: dict, hbm: Line | None) -> list[dict]:
-        roofline = rows[(rows.case_id == FIXED_IDS["read"]) & (rows.metric == "bandwidth_gbps")].value
+        readers = (FIXED_IDS["read"], FIXED_IDS["cp.async"], FIXED_IDS["ld+st"])  # the roofline: the best of them
+        roofline = rows[rows.case_id.isin(readers) & (rows.metric == "bandwidth_gbps")].value
         if hbm is None or roofline.empty:
             return []
         top = float(roofline.max())
