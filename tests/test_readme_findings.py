@@ -1,0 +1,127 @@
+"""Every key finding of the README holds (issue 35, item 10): each finding's command, run here against
+the shipped results.db as the README writes it, prints the numbers the finding quotes."""
+
+import re
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+FINDINGS = README.split("## Key findings", 1)[1].split("\nMore:", 1)[0]
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    if not (ROOT / "results.db").exists():
+        pytest.skip("no shipped results.db in this checkout")
+    copy = tmp_path_factory.mktemp("readme") / "results.db"
+    shutil.copy(ROOT / "results.db", copy)
+    return str(copy)
+
+
+def finding(start: str) -> str:
+    """The text of the finding whose bold claim starts with `start`."""
+    items = re.split(r"\n- ", FINDINGS)
+    found = [item for item in items if item.lstrip("- ").startswith(f"**{start}")]
+    assert len(found) == 1, f"no README finding starts with {start!r}"
+    return found[0]
+
+
+def bench(db: str, command: str, text: str):
+    """Run `command` (a `bench ...` line) exactly as the finding's text writes it, at 80 columns."""
+    assert command in " ".join(text.split()), f"the finding does not cite {command!r}"
+    args = shlex.split(command)[1:]
+    args = [db if a == "results.db" and args[i - 1] == "--db" else a for i, a in enumerate(args)]
+    result = CliRunner().invoke(cli, args, env={"COLUMNS": "80"})
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result
+
+
+def sql_block(text: str) -> str:
+    block = re.search(r"```sh\n(.*?)```", text, re.S).group(1)
+    return " ".join(block.split())
+
+
+def test_wgmma_turns_compute_bound_at_64_ss_and_32_rs(db):
+    text = finding("wgmma turns compute-bound")
+    model = bench(db, "bench model --run 55 --db results.db", text)
+    rows = {line.split()[0]: line.split()[1:] for line in model.stdout.splitlines() if line.split()}
+    assert all(abs(float(v) - 128) < 0.5 for v in rows["B_smem"]) and all(float(v) == 13 for v in rows["floor"])
+    assert all(abs(float(v) - 64) < 0.5 for v in rows["crossover_N_SS"])
+    assert all(24 < float(v) <= 32 for v in rows["crossover_N_RS"])  # so N = 32 is the first past it
+    query = sql_block(text)
+    assert "run_id IN (23, 55)" in query
+    csv = bench(db, query + " --format csv", query + " --format csv").stdout
+    values = {}
+    for line in csv.splitlines()[1:]:
+        gpu, operands, n, value = line.rsplit(",", 3)
+        values[(gpu, operands, int(n))] = float(value)
+    gpus = {gpu for gpu, _, _ in values}
+    assert gpus == {"NVIDIA H100 80GB HBM3", "NVIDIA H200"}  # "on both GPUs"
+    for gpu in gpus:
+        for n in range(8, 257, 8):
+            ss, rs = values[(gpu, "SS", n)], values[(gpu, "RS", n)]
+            assert (abs(ss - n / 2) < 0.01) == (n >= 64), (gpu, "SS", n, ss)
+            assert (abs(rs - n / 2) < 0.01) == (n >= 32), (gpu, "RS", n, rs)
+        assert abs(values[(gpu, "RS", 8)] - 13) < 0.01  # the 13-cycle floor
+
+
+def test_tensor_core_figures_match_the_paper(db):
+    text = finding("Tensor-core cycles match the paper")
+    quoted = re.search(r"(\d+) of the (\d+)\s+Table 13 throughputs agree.*?the other (\d+) imply", text, re.S)
+    agree, printed, doubtful = map(int, quoted.groups())
+    counts = bench(db, "bench compare --run 52 --metric throughput_tflops --db results.db", text).stdout
+    assert re.search(rf"^\s+{agree} agrees$", counts, re.M) and re.search(rf"^\s+{doubtful} paper clock doubtful", counts, re.M)
+    assert agree + doubtful == printed
+    cycles = bench(db, "bench compare --run 52 --metric issue_interval_cycles --all --db results.db", text)
+    from harness.analysis.compare import compare
+    from harness.db.store import Store
+
+    with Store.open(db, read_only=True) as store:
+        frame = compare(store, 52)
+    judged = frame[(frame.metric == "issue_interval_cycles") & frame.paper.notna()]
+    assert len(judged) and (judged.value - judged.paper).abs().max() <= 0.01  # "to 0.01 cycle"
+    assert "DISAGREES" not in cycles.stdout
+
+
+def test_mma_sync_reaches_two_thirds_of_wgmma(db):
+    text = finding("`mma.sync` reaches 2/3")
+    out = bench(db, "bench compare --run 51 --db results.db", text)
+    assert out.exit_code in (0, 3)
+    bench(db, "bench model --run 51 --db results.db", text)
+    import harness
+
+    rows = harness.results(db, run_id=51, case_id="mma.sync.m16n8k16.row.col.f32.f16.f16.f32")
+    interval = rows[rows.metric == "issue_interval_cycles"].value.iloc[0]
+    latency = rows[rows.metric == "latency_cycles"].value.iloc[0]
+    assert abs(interval - 6) < 0.01 and abs(latency - 24) < 0.05  # "every 6 cycles", "latency 24 cycles"
+
+
+def test_ldmatrix_streams_128_bytes_per_cycle(db):
+    text = finding("ldmatrix/stmatrix stream 128 B/cycle/SM")
+    assert "--run 51" not in text  # an mma run, without loaders
+    for run in (11, 13):
+        command = "bench model --run 11 --db results.db" if run == 11 else None
+        out = (bench(db, command, text) if command else
+               CliRunner().invoke(cli, ["model", "--run", "13", "--db", db], env={"COLUMNS": "80"})).stdout
+        banks = {float(v) for v in re.findall(r"^ldmatrix\S*\s+([\d.]+)", out, re.M)}
+        assert banks and all(abs(b - 125.2) < 0.05 for b in banks), banks  # "fits 125.2 B/cycle/SM"
+        import harness
+
+        measured = harness.results(db, run_id=run, metric="sm_throughput").value.max()
+        assert f"{measured:.2f}" == "127.98" and "127.98" in text
+
+
+def test_the_gemm_matches_cublas_at_8192(db):
+    text = finding("A warp-specialized TMA -> wgmma GEMM")
+    query = sql_block(text)
+    csv = bench(db, query + " --format csv", query + " --format csv").stdout
+    fractions = {line.split(",")[0]: float(line.rsplit(",", 1)[1]) for line in csv.splitlines()[1:]}
+    assert f"{fractions['NVIDIA H100 80GB HBM3']:.3f}" == "0.997" and "0.997 x cuBLAS" in text
+    assert f"{fractions['NVIDIA H200']:.3f}" == "1.013" and "1.013 x" in text
