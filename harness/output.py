@@ -139,6 +139,7 @@ def _column_cells(values: pd.Series, cut: int = 0) -> tuple[list[str], bool]:
 
 TABLE_CELL = 64  # characters of one text value in a terminal table
 TEXT_MIN = 12  # a text column is folded down to this width before a column is left out
+KEPT_TEXT = 20  # ... and a text column of `keep` to this width before a column not in `keep` is
 GAP = 3  # characters between columns: a space of padding each side of a one-space rule
 
 
@@ -211,8 +212,12 @@ def text_table(frame: pd.DataFrame, width: int | None = None, wide: bool = False
     shown_at = list(range(len(columns)))
     if not wide:
         droppable = [i for i, (name, _, _) in enumerate(columns) if name not in keep][::-1]
+        # a column not in `keep` stays only where the kept text columns keep KEPT_TEXT characters (an id
+        # folded to a few characters a line is hard to read)
+        want = [min(widths[i], max(least[i], KEPT_TEXT)) if columns[i][0] in keep and not columns[i][2] else least[i]
+                for i in range(len(columns))]
         while len(shown_at) > 1 and droppable and \
-                sum(least[i] for i in shown_at) + GAP * (len(shown_at) - 1) > width:
+                sum(want[i] for i in shown_at) + GAP * (len(shown_at) - 1) > width:
             shown_at.remove(droppable.pop(0))
         widths, least = [widths[i] for i in shown_at], [least[i] for i in shown_at]
         for j in reversed(range(len(shown_at))):  # fold the text columns, the last (least needed) first
@@ -244,13 +249,12 @@ def text_table(frame: pd.DataFrame, width: int | None = None, wide: bool = False
             if i:
                 console.print(table_of([row], False))
             if notes[i]:
-                console.print(Text(textwrap_indent(wrap(notes[i], max(20, line_width - 4)), "    ")))
+                import textwrap  # prose: broken between words, not after a decimal point
+
+                console.print(Text("\n".join(textwrap.wrap(notes[i], max(20, line_width - 4), initial_indent="    ",
+                                                            subsequent_indent="    ", break_on_hyphens=False))))
     lines = [line.rstrip() for line in console.file.getvalue().splitlines()]
     return Table("\n".join(line for line in lines if line or lines.index(line) > 0).strip("\n"), hidden)
-
-
-def textwrap_indent(text: str, prefix: str) -> str:
-    return "\n".join(prefix + line for line in text.splitlines())
 
 
 def render(frame: pd.DataFrame, fmt: str, first: Iterable[str] = (), wide: bool = False,

@@ -430,9 +430,8 @@ def _disagreement(row, tolerance: float) -> str:
     and what was allowed (the measurement's spread plus the tolerance)."""
     unit = f" {row.unit}" if isinstance(row.unit, str) and row.unit not in ("", "ratio") else ""
     spread = row.spread if row.spread == row.spread else 0.0
-    return (f"ours {row.comparable:.4g}{unit} against the paper's {row.paper:.4g} ({row.paper_table}): "
-            f"{row.paper_ratio:.3f} x, beyond the spread ({spread:.1%}) plus the tolerance ({tolerance:.0%}); "
-            "the family names no reason (Family.explain)")
+    return (f"ours {row.comparable:.4g}{unit}, the paper's {row.paper:.4g} ({row.paper_table}): "
+            f"{row.paper_ratio:.3f} x, beyond spread {spread:.1%} + tolerance {tolerance:.0%}; no reason known")
 
 
 def _doubtful(row) -> str:
