@@ -38,14 +38,20 @@ def window_state(reader, own=frozenset({100}), work=lambda: None):
     return window.state
 
 
+def a_while():
+    import time
+
+    time.sleep(0.05)
+
+
 def test_a_window_summarises_what_nvml_saw():
-    state = window_state(ScriptedReader([NORMAL, POWER_CAP, POWER_CAP]))
+    state = window_state(ScriptedReader([NORMAL, POWER_CAP, POWER_CAP]), work=a_while)
     assert state.samples >= 2 and state.power_w == 699.0 and state.temperature_c == 60
     assert state.reasons == ("sw_power_cap",) and state.power_capped and not state.throttled
 
 
 def test_thermal_slowdown_is_throttling():
-    state = window_state(ScriptedReader([NORMAL, HOT]))
+    state = window_state(ScriptedReader([NORMAL, HOT]), work=a_while)
     assert state.throttled and set(state.reasons) == {"sw_thermal", "sw_power_cap"}
 
 
@@ -130,3 +136,81 @@ def test_mean_power_is_taken_between_the_energy_counters_steps():
     assert counter_power([Reading(1755, 2619, 390.0, 50, 0)] * 50) is None  # no counter
     state = GpuState.from_readings(readings, 0)
     assert state.mean_power_w == pytest.approx(400.0, rel=0.03) and state.mean_reading_w == pytest.approx(390.0)
+
+
+class SimulatedNvml:
+    """A fake NVML sample stream in time: a previous case's load (700 W, clocked down by the software
+    power cap) until `switch`, then this case's (250 W, full clock, no reason). Power readings are
+    trailing averages over `power_average_s`, as nvmlDeviceGetPowerUsage's are; clocks and reasons are
+    read as they are; the energy counter integrates the true power."""
+
+    def __init__(self, power_average_s=0.2, before=700.0, after=250.0):
+        import time
+
+        self.power_average_s, self.before, self.after = power_average_s, before, after
+        self.origin = time.perf_counter() - 5.0  # the previous load ran for 5 s
+        self.switch = float("inf")
+
+    def _energy_j(self, t):  # joules since `origin`
+        cut = min(t, self.switch)
+        return (cut - self.origin) * self.before + max(0.0, t - self.switch) * self.after
+
+    def read(self):
+        import time
+
+        t = time.perf_counter()
+        span = self.power_average_s
+        average = (self._energy_j(t) - self._energy_j(t - span)) / span if span else \
+            (self.before if t < self.switch else self.after)
+        loaded = t < self.switch
+        energy_mj = 1e3 * self._energy_j(t // 0.1 * 0.1)  # the counter steps every 100 ms
+        return Reading(1620 if loaded else 1980, 2619, average, 60, 0x4 if loaded else 0x0, energy_mj, t)
+
+    def compute_pids(self):
+        return set()
+
+
+def test_a_window_describes_its_own_work_not_the_previous_cases():
+    """Issue 34 item 12: a low-power case right after a power-capped one. Its window's flags, clocks and
+    power are its own: no reading from before its start, no power reading whose average reaches back
+    before it. (The code before the fix took a reading on entry, the previous load's: 700 W, 1620 MHz,
+    sw_power_cap, so the case was flagged power_capped with power_w 700 against its 250.)"""
+    import time
+
+    nvml = SimulatedNvml()
+    window = Sampler(nvml, set()).window()
+    with window:
+        nvml.switch = time.perf_counter()  # this case's work starts
+        time.sleep(0.45)
+    state = window.state
+    assert not state.power_capped and state.reasons == () and not state.throttled
+    assert state.sm_clock_mhz == 1980
+    assert state.power_w == pytest.approx(250.0, rel=0.02) and state.mean_reading_w == pytest.approx(250.0, rel=0.02)
+
+
+def test_the_stream_as_the_old_window_saw_it_is_flagged():
+    """The same stream with the reading the old window took on entry (just before the work) and the
+    readings whose averages still hold the previous load: all of them flag the case; its own do not."""
+    nvml = SimulatedNvml(power_average_s=1.0)
+    start = nvml.origin + 5.0
+    nvml.switch = start
+    stream = []
+    for i in range(-1, 151):  # one reading 10 ms before the start, then every 10 ms for 1.5 s
+        t = start + 0.01 * i + (0.009 if i < 0 else 0.0)
+        power = (nvml._energy_j(t) - nvml._energy_j(t - 1.0)) / 1.0
+        loaded = t < nvml.switch
+        stream.append(Reading(1620 if loaded else 1980, 2619, power, 60, 0x4 if loaded else 0x0,
+                              1e3 * nvml._energy_j(t // 0.1 * 0.1), t))
+    old = GpuState.from_readings(stream, 0)
+    assert old.power_capped and old.power_w > 690 and old.mean_reading_w > 300
+    own = GpuState.from_readings(stream, 0, since=start, power_average_s=1.0)
+    assert not own.power_capped and own.power_w == pytest.approx(250.0, rel=0.01)
+    assert own.mean_power_w == pytest.approx(250.0, rel=0.02)  # the energy counter agrees
+    assert own.samples == 151  # the reading before the start is not the window's
+    short = GpuState.from_readings(stream[:50], 0, since=start, power_average_s=1.0)
+    assert short.power_w is None and short.mean_reading_w is None and not short.power_capped
+
+
+def test_a_failed_first_read_or_an_empty_window_flags_nothing():
+    state = GpuState.from_readings([Reading(1620, 2619, 700.0, 60, 0x4, None, 1.0)], 0, since=2.0)
+    assert state.samples == 0 and state.power_capped is None and state.throttled is None

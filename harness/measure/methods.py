@@ -414,11 +414,13 @@ def _energy_metrics(timed: _Timed, work: Work, common: dict) -> list[Metric]:
         return []
     if state.mean_power_w is not None:
         watts = state.mean_power_w
-        how = (f"NVML energy counter: {state.energy_steps} steps over {state.energy_seconds:.2f} s "
-               f"(mean power reading {state.mean_reading_w:.0f} W)")
-    else:
+        readings = "" if state.mean_reading_w is None else f" (mean power reading {state.mean_reading_w:.0f} W)"
+        how = f"NVML energy counter: {state.energy_steps} steps over {state.energy_seconds:.2f} s{readings}"
+    elif state.mean_reading_w is not None:
         watts = state.mean_reading_w
-        how = f"no energy counter: the mean of {state.samples} power readings"
+        how = "no energy counter: the mean of the window's own power readings"
+    else:
+        return []  # neither: the window was shorter than the counter's steps and the readings' average
     rate = timed.window_rate
     note = f"{how}; {rate:.1f} {throughput_unit(work)}, the median launch of the window"
     (power, w), (efficiency, e), (per_op, j) = energy_metrics(work)

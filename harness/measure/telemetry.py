@@ -12,6 +12,19 @@ Energy: NVML's total-energy counter (millijoules since the driver loaded) moves 
 taken between the first and the last step the sampler saw inside it, each timed to within one
 sampling interval, never from the counter at the window's edges (which would count up to 100 ms of
 energy from outside it). A window shorter than ENERGY_MIN_STEPS steps has no energy figure.
+
+A window's own readings. What a window reports (its clocks, temperature, clock-event reasons and the
+flags built on them, its power) describes the time between its start and its end, nothing from before:
+    - no reading is taken before the work starts (the one once taken on entry still showed the previous
+      case's state: in runs 52/54 every zero-input row was flagged power_capped, with a window maximum
+      of 680-705 W against a mean of 208-309 W);
+    - a power reading is an average over the reader's `power_average_s` before it was taken (NVML's
+      nvmlDeviceGetPowerUsage: 1 s on Ampere and newer but GA100, NVML_POWER_AVERAGE_S; stored runs agree:
+      run 52's zero-input windows read a mean of 370-378 W where the energy counter gave 260-271 W, as a
+      1-s average falling from ~700 W over the window's first second gives), so it counts for the window
+      only if that span lies inside the window: a window shorter than it has no power_w;
+    - clocks, temperature and reasons are read as they are at the moment of the reading;
+    - the energy counter is cumulative: its steps inside the window are the window's.
 """
 
 from __future__ import annotations
@@ -19,12 +32,13 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import median
 from typing import Protocol
 
 SAMPLE_INTERVAL_S = 0.01
 ENERGY_MIN_STEPS = 5  # counter steps a window must span for a mean power (0.4 s at least on an H100)
+NVML_POWER_AVERAGE_S = 1.0  # what nvmlDeviceGetPowerUsage averages over (Ampere and newer but GA100)
 
 # NVML clock-event ("throttle") reason bits (nvml.h nvmlClocksEventReason*), named here so the
 # database stores words, not bit masks.
@@ -70,14 +84,14 @@ class GpuState:
     samples: int
     sm_clock_mhz: float | None = None  # median
     mem_clock_mhz: float | None = None  # median
-    power_w: float | None = None  # maximum
+    power_w: float | None = None  # maximum of the window's own power readings (None: none; see the docstring)
     temperature_c: float | None = None  # maximum
     reasons: tuple[str, ...] = ()  # every reason seen, sorted
     other_processes: int | None = None  # most other compute processes seen at once
     mean_power_w: float | None = None  # from the energy counter's steps (counter_power), else None
     energy_seconds: float | None = None  # the span the mean power is of
     energy_steps: int | None = None
-    mean_reading_w: float | None = None  # the mean of the power readings, for comparison
+    mean_reading_w: float | None = None  # the mean of the window's own power readings, for comparison
 
     @property
     def throttled(self) -> bool | None:
@@ -88,27 +102,39 @@ class GpuState:
         return "sw_power_cap" in self.reasons if self.samples else None
 
     @classmethod
-    def from_readings(cls, readings: list[Reading], other_processes: int | None) -> "GpuState":
+    def from_readings(cls, readings: list[Reading], other_processes: int | None, since: float | None = None,
+                      power_average_s: float = 0.0) -> "GpuState":
+        """What `readings` (in time order) say. With `since` (the window's start, perf_counter seconds),
+        only the window's own: readings taken from then on, and power readings whose averaging span
+        (`power_average_s` before each) starts there or later (module docstring, "A window's own readings")."""
+        if since is not None:
+            readings = [r for r in readings if r.at_s >= since]
         if not readings:
             return cls(0, other_processes=other_processes)
+        powered = readings if since is None else [r for r in readings if r.at_s - power_average_s >= since]
         mask = 0
         for r in readings:
             mask |= r.reasons
         energy = counter_power(readings)
         return cls(len(readings), median(r.sm_clock_mhz for r in readings),
-                   median(r.mem_clock_mhz for r in readings), max(r.power_w for r in readings),
+                   median(r.mem_clock_mhz for r in readings), max((r.power_w for r in powered), default=None),
                    max(r.temperature_c for r in readings), tuple(sorted(reason_names(mask))), other_processes,
-                   *(energy or (None, None, None)), sum(r.power_w for r in readings) / len(readings))
+                   *(energy or (None, None, None)),
+                   sum(r.power_w for r in powered) / len(powered) if powered else None)
 
 
 class Reader(Protocol):
+    """Also, optionally, `power_average_s`: the span each power reading averages over (0 if absent:
+    instantaneous)."""
+
     def read(self) -> Reading: ...
 
     def compute_pids(self) -> set[int]: ...
 
 
 class Window:
-    """A context manager that samples `reader` every `interval` seconds while it is open."""
+    """A context manager that samples `reader` every `interval` seconds while it is open, and once as it
+    closes; its state is of the readings of its own span (GpuState.from_readings with `since`)."""
 
     def __init__(self, reader: Reader, own_pids: set[int], interval: float = SAMPLE_INTERVAL_S):
         self._reader, self._own, self._interval = reader, own_pids, interval
@@ -116,13 +142,16 @@ class Window:
         self._others = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
+        self.started: float | None = None
         self.state: GpuState | None = None
 
     def _sample(self) -> None:
         try:
-            self._readings.append(self._reader.read())
+            reading = self._reader.read()
         except Exception:  # a failed NVML read loses one sample, never the measurement
-            pass
+            return
+        # A reader that does not time its readings (a scripted one) is timed here, as it returns.
+        self._readings.append(reading if reading.at_s else replace(reading, at_s=time.perf_counter()))
 
     def _count_others(self) -> None:
         try:
@@ -135,8 +164,9 @@ class Window:
             self._sample()
 
     def __enter__(self) -> "Window":
+        # No reading now: one taken before the work starts shows the state the previous work left.
         self._count_others()
-        self._sample()
+        self.started = time.perf_counter()
         self._thread.start()
         return self
 
@@ -145,7 +175,8 @@ class Window:
         self._thread.join()
         self._sample()
         self._count_others()
-        self.state = GpuState.from_readings(self._readings, self._others)
+        self.state = GpuState.from_readings(self._readings, self._others, since=self.started,
+                                            power_average_s=getattr(self._reader, "power_average_s", 0.0))
 
 
 class NullWindow:
@@ -175,6 +206,8 @@ class NullSampler:
 
 
 class NvmlReader:
+    power_average_s = NVML_POWER_AVERAGE_S  # nvmlDeviceGetPowerUsage is a trailing average
+
     def __init__(self, uuid: str):
         import pynvml
 
