@@ -78,11 +78,15 @@ WORKSPACE_BYTES = 32 << 20
 
 @functools.cache
 def _handle() -> tuple[int, object]:
-    """One cuBLAS handle for the process, with a workspace of its own: cuBLAS then needs no allocation of
-    its own while a stream is captured, so its calls can be replayed in a CUDA graph as the kernel's are."""
+    """A cuBLAS handle for the process. Where CuPy exposes cublasSetWorkspace, one of our own with a workspace
+    of its own: cuBLAS then allocates nothing while a stream is captured, so its calls can be replayed in a
+    CUDA graph as the kernel's are. Otherwise (CuPy 14.2 does not expose it) CuPy's handle: its calls are
+    launched one by one (WholeKernel says so, and leaves out the rounds where that left the GPU idle)."""
     import cupy
     from cupy_backends.cuda.libs import cublas
 
+    if not hasattr(cublas, "setWorkspace"):
+        return cupy.cuda.device.get_cublas_handle(), None
     handle = cublas.create()
     workspace = cupy.empty(WORKSPACE_BYTES, dtype=cupy.uint8)
     cublas.setWorkspace(handle, workspace.data.ptr, WORKSPACE_BYTES)
