@@ -4,10 +4,14 @@
 # `bench merge new.db --into results.db` (the whole results.db is too large to come back), then
 # `python scripts/runs_of_record.py export` writes the run's runs/run-NNNN.db.xz: commit that, not results.db.
 # Usage: scripts/device_run.sh [SUITE] [EXTRA bench run ARGS...]
+# A run of record of `wgmma` also runs `wgmma-energy` (its N = 256 input, energy and burst points, left out
+# of the main job), as a second run into the same database after the timed passes; ALSO="" leaves it out,
+# ALSO="suite ..." names others.
 # Carried wheels in .whl/ (packages the device image lacks) are installed first.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 suite=${1:-wgmma}; shift || true
+also=${ALSO-$([ "$suite" = wgmma ] && echo wgmma-energy)}
 out=${OUT:-/tmp/hopper-bench-out}; mkdir -p "$out"
 if compgen -G ".whl/*.whl" >/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -34,5 +38,10 @@ for pass in ${PASSES:-cold}; do
   start=$(date +%s)
   python3 -m harness run --suite "$suite" --db "$out/new.db" "$@" 2>&1 | tee "$out/run-$pass.log" | grep -v "^\s*$" | tail -8
   echo "$pass pass: $(( $(date +%s) - start )) s wall" | tee -a "$out/timings.txt"
+done
+for extra in $also; do
+  start=$(date +%s)
+  python3 -m harness run --suite "$extra" --db "$out/new.db" "$@" 2>&1 | tee "$out/run-$extra.log" | grep -v "^\s*$" | tail -8
+  echo "$extra: $(( $(date +%s) - start )) s wall" | tee -a "$out/timings.txt"
 done
 gzip -c "$out/new.db" > "$out/new.db.gz" && rm -f "$out/new.db" "$out/new.db-wal" "$out/new.db-shm"

@@ -55,7 +55,7 @@ def test_runs(tmp_path):
 # a file that is not a database, DIR a directory; every other command reads the database through
 # $HOPPER_BENCH_DB, which points at the same file.
 BAD_INPUTS = [
-    (["run", "--suite", "nope"], 2, "unknown suite 'nope': expected one of wgmma, wgmma-quick, faults, wgmma-all, wgmma-dense"),
+    (["run", "--suite", "nope"], 2, "unknown suite 'nope': expected one of wgmma, wgmma-energy, wgmma-quick, faults, wgmma-all, wgmma-dense"),
     (["run", "--suite", "wgmma", "--filter", "*m64n7k16*"], 2, "matches none of the 192 cases .*e.g."),
     (["run"], 2, "missing option --suite \\(or --resume RUN_ID\\)"),
     (["run", "--suite", "wgmma", "--gpu", "x"], 2, "'x' is not a valid integer"),

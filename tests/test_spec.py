@@ -31,7 +31,7 @@ def test_the_wgmma_suite_covers_every_legal_n_dtype_and_mode():
 
 
 def test_unknown_suite_lists_the_known_ones():
-    with pytest.raises(SpecError, match="expected one of wgmma, wgmma-quick, faults, wgmma-all, wgmma-dense"):
+    with pytest.raises(SpecError, match="expected one of wgmma, wgmma-energy, wgmma-quick, faults, wgmma-all, wgmma-dense"):
         suite_cases("nope")
 
 

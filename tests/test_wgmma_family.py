@@ -171,3 +171,29 @@ def test_the_whole_gpu_rate_is_timed_with_one_warpgroup_at_the_papers_points_onl
     assert ("sm_throughput", 1) in names and ("sm_throughput", 4) in names
     assert (("throughput_tflops", 1) in names) == whole_gpu
     assert ("throughput_tflops", 4) not in names
+
+
+def test_the_main_job_leaves_the_energy_points_to_wgmma_energy_and_loses_nothing():
+    """Issue 34 item 16: `wgmma` without the N = 256 input, energy and burst points (some 50 of its 78 s on
+    an H100), `wgmma-energy` with them; the two together declare every metric at every launch that
+    `wgmma` declared before, and the other suites keep them."""
+    from harness.registry import parse_case_id
+    from harness.suites import suite_cases
+
+    def declared(case):
+        work = wgmma.work(case)
+        return {(case.case_id, name, tuple(sorted(spec_launch.items())))
+                for spec in wgmma.plan(case) for name, _ in spec.declares(work)
+                for spec_launch in ([p.launch for p in spec.points] if hasattr(spec, "points") else [spec.launch])}
+
+    main, energy = suite_cases("wgmma"), suite_cases("wgmma-energy")
+    assert len(main) == 192 and len(energy) == 6 and {c.case_id for c in energy} <= {c.case_id for c in main}
+    before = set().union(*(declared(parse_case_id(c.case_id)) for c in main))  # a parsed id: every point
+    now = set().union(*(declared(c) for c in main + energy))
+    assert now == before
+    for case in main:
+        assert not [s for s in wgmma.plan(case) if getattr(s, "inputs", None) or getattr(s, "idle_ms", 0)
+                    or getattr(s, "energy", False)]
+    assert all(any(getattr(s, "energy", False) for s in wgmma.plan(c)) == (c.dtype_a == "f16") for c in energy)
+    assert all(c.energy for c in suite_cases("wgmma-all")) and not any(c.energy for c in suite_cases("wgmma-quick"))
+    assert "energy" not in main[0].params() and main[0].params() == parse_case_id(main[0].case_id).params()

@@ -122,7 +122,14 @@ def sass_mnemonic(case: WgmmaCase) -> str:
 
 
 def _everyday() -> list[WgmmaCase]:
-    return [c for c in _cases.cases() if c.dtype_a in EVERYDAY]
+    """The main job: every dense f16/bf16 form, without the N = 256 energy points (`wgmma-energy`)."""
+    return [replace(c, energy=False) for c in _cases.cases() if c.dtype_a in EVERYDAY]
+
+
+def _energy() -> list[WgmmaCase]:
+    """What `wgmma` leaves out: its N = 256 cases with the input-distribution, energy and burst points
+    (WgmmaFamily.plan)."""
+    return [c for c in _cases.cases() if c.dtype_a in EVERYDAY and c.n == DISTRIBUTION_N]
 
 
 def _all() -> list[WgmmaCase]:
@@ -135,7 +142,8 @@ def _of(*types: str):
 
 
 def _quick() -> list[WgmmaCase]:
-    return [c for c in _cases.cases() if c.n in PAPER_N and c.dtype_a == "f16" and c.dtype_acc == "f32"]
+    return [replace(c, energy=False) for c in _cases.cases()
+            if c.n in PAPER_N and c.dtype_a == "f16" and c.dtype_acc == "f32"]
 
 
 def _faults() -> list[WgmmaCase]:
@@ -185,8 +193,11 @@ class WgmmaFamily(Family):
 
     def suites(self) -> dict[str, Suite]:
         return {
-            "wgmma": Suite("dense wgmma m64nNk16: f16 (f32 and f16 accumulate) and bf16, N = 8..256, SS and RS",
-                           _everyday),
+            "wgmma": Suite("dense wgmma m64nNk16: f16 (f32 and f16 accumulate) and bf16, N = 8..256, SS and RS "
+                           "(the N = 256 input, energy and burst points are `wgmma-energy`)", _everyday),
+            "wgmma-energy": Suite("the `wgmma` suite's N = 256 cases with what it leaves out: throughput on every "
+                                  "input distribution, mean power and energy per operation over 2-s windows (f16 "
+                                  "types), bursts after idle; runs of record run it after `wgmma`", _energy),
             "wgmma-quick": Suite("f16 inputs, f32 accumulate, SS and RS, at the paper's N = 8, 16, 32, 64, 128, 256",
                                  _quick),
             "faults": Suite("self-test: wgmma-quick with planted faulting probes (trap, out-of-bounds store, "
@@ -372,7 +383,7 @@ class WgmmaFamily(Family):
         full = range(MAX_WARPGROUPS_PER_SM, 1, -1)
         most = replace(point(full[0]), fallback=tuple(point(w) for w in full[1:]))
         compared = case.n in PAPER_N and case.layout == _cases.DEFAULT_LAYOUT  # where the paper has a point
-        distributions = case.n == DISTRIBUTION_N and case.layout == _cases.DEFAULT_LAYOUT
+        distributions = case.energy and case.n == DISTRIBUTION_N and case.layout == _cases.DEFAULT_LAYOUT
         energy = distributions and (case.dtype_a, case.dtype_acc) in ENERGY_TYPES and case.dtype_b == case.dtype_a
         others = []
         if distributions:
