@@ -80,7 +80,7 @@ def test_worklog_verdicts():
 
 
 def _params() -> Params:
-    return Params("test", 132, 4096.0, **PRIOR)
+    return Params("test", 132, 4096.0, **PRIOR, hbm_gbps=3000.0, launch_cycles=0.0, clock_mhz=1500.0)
 
 
 def test_more_stages_never_predict_less_and_a_deep_ring_reaches_the_tensor_cores():
@@ -90,6 +90,16 @@ def test_more_stages_never_predict_less_and_a_deep_ring_reaches_the_tensor_cores
     assert rates[0].bound == "latency"
     deep = rates[-1]
     assert deep.t_kblock == pytest.approx(2 * 128 * 256 * 64 / 4096 + PRIOR["consumer_overhead_2"], rel=0.02)
+
+
+def test_a_skinny_problem_is_bound_by_the_memory():
+    # 128 x 8192 x 8192 in 64x128 tiles (128 of them): B (128 MiB) is read once for 17 GFLOP, 45 us at 3000 GB/s,
+    # more than the tiles take
+    config = dict(C.BEST, bm=64, bn=128, stages=5, consumers=1, rebalance=False, cluster=1)
+    prediction = predict_case(C.pipeline("f16", (128, 8192, 8192), **config), _params())
+    assert prediction.bound == "HBM"
+    seconds = 2 * 128 * 8192 * 8192 / (prediction.flops_per_cycle_sm * 132 * 1500e6)
+    assert seconds == pytest.approx((128 * 8192 + 8192 * 8192 + 128 * 8192) * 2 / 3000e9, rel=1e-6)
 
 
 def test_wave_quantization():

@@ -22,7 +22,8 @@ import pandas as pd
 from harness.families.gemm.cases import GemmCase, parse
 from harness.families.gemm.model import Params, kblock_cycles, predict_case
 
-KBLOCK_PARAMS = ("latency_cycles", "latency_per_kib", "queue_per_kib", "consumer_overhead_1", "consumer_overhead_2")
+KBLOCK_PARAMS = ("latency_cycles", "latency_per_kib", "queue_per_kib", "queue_per_copy", "consumer_overhead_1",
+                 "consumer_overhead_2")
 LARGE = 8192 ** 3  # problems at least this large run at the power limit (docs/gemm.md)
 
 
@@ -100,10 +101,11 @@ def fit(frame: pd.DataFrame, gpu: str, source: str, prior: Params | None) -> Fit
         return None
     cases = {cid: parse(cid) for cid in table.index}
     sm_count = int(table.sm_count.iloc[0])
-    start = prior or Params(gpu, sm_count, 4096.0, 990.0, 7.4, 9.4, 141.0, 61.0, 6.6, 45.0)
+    start = prior or Params(gpu, sm_count, 4096.0, 960.0, 8.6, 9.2, 0.0, 140.0, 57.0, 6.6, 45.0, 3000.0, 4000.0)
     start = replace(start, gpu=gpu, sm_count=sm_count, source=source)
     p = _fit_epilogue(start, table, cases)
     p = _fit_kblock(p, table, cases)
+    p = _fit_whole(p, table, cases)
     large = [c for c in table.index if cases[c].flops / 2 >= LARGE]
     clock = float(table.loc[large or list(table.index), "clock_mhz"].median())
     p = replace(p, clock_mhz=round(clock, 1))
@@ -112,7 +114,8 @@ def fit(frame: pd.DataFrame, gpu: str, source: str, prior: Params | None) -> Fit
         case = cases[cid]
         predicted = predict_case(case, p)
         rows.append({"case_id": cid, "metric": "throughput_tflops", "measured": round(float(row.throughput_tflops), 2),
-                     "fitted": round(predicted.tflops(int(row.sm_count), float(row.clock_mhz)), 2),
+                     "fitted": round(predict_case(case, p, float(row.clock_mhz)).tflops(int(row.sm_count),
+                                                                                         float(row.clock_mhz)), 2),
                      "bound": predicted.bound})
         if not np.isnan(row.get("cycles_per_kblock", np.nan)):
             rows.append({"case_id": cid, "metric": "cycles_per_kblock", "measured": round(float(row.cycles_per_kblock), 1),
@@ -131,6 +134,21 @@ def _fit_epilogue(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) ->
                    epilogue_tma=float(np.median(rates["tmastore"])) if rates["tmastore"] else p.epilogue_tma)
 
 
+def _fit_whole(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) -> Params:
+    """The memory's bandwidth and a launch's fixed cost: least squares on log throughput, each case at the
+    clock it measured (they matter where a problem is small or skinny)."""
+    rows = [(cases[c], float(r.clock_mhz), float(r.throughput_tflops), int(r.sm_count)) for c, r in table.iterrows()]
+
+    def loss(x: np.ndarray) -> float:
+        if (x <= 0).any():
+            return 1e9
+        q = replace(p, hbm_gbps=float(x[0]), launch_cycles=float(x[1]))
+        return float(sum(np.log(predict_case(c, q, mhz).tflops(sms, mhz) / tflops) ** 2 for c, mhz, tflops, sms in rows))
+
+    best = nelder_mead(loss, np.array([p.hbm_gbps, p.launch_cycles]), np.array([300.0, 2000.0]), iterations=300)
+    return replace(p, hbm_gbps=float(best[0]), launch_cycles=float(best[1]))
+
+
 def _fit_kblock(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) -> Params:
     measured = table.cycles_per_kblock.dropna()
     if len(measured) < len(KBLOCK_PARAMS):
@@ -146,6 +164,6 @@ def _fit_kblock(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) -> P
         predicted = np.array([kblock_cycles(c, q)[0] for c in chosen])
         return float(np.sum((predicted / target - 1) ** 2))
 
-    best = nelder_mead(loss, x0, np.maximum(np.abs(x0) * 0.3, 5.0))
+    best = nelder_mead(loss, x0, np.maximum(np.abs(x0) * 0.3, 50.0), iterations=1500)
     return replace(p, **dict(zip(KBLOCK_PARAMS, (float(v) for v in best))))
 

@@ -9,7 +9,7 @@ kernel ran at (measured in it) or, for a plan, the clock the GPU held under a la
                                                    plus what a k-block costs a consumer beyond its wgmma
                                                    (c_1 with one consumer warpgroup, c_2 with two, which
                                                    hide each other's)
-    L(S)     = L0 + a B + q (S - 1) B               a copy's round trip when S - 1 copies of B KiB each (A and
+    L(S)     = L0 + a B + (S - 1)(q0 + q B)         a copy's round trip when S - 1 copies of B KiB each (A and
                                                    B tiles, B halved by a cluster's multicast) are in flight
                                                    per SM: the TMA latency, its barriers, and the queueing
                                                    every SM's copies add at the L2
@@ -20,7 +20,9 @@ kernel ran at (measured in it) or, for a plan, the clock the GPU held under a la
     epilogue = C bytes of a tile / E                E of the register stores or of the shared-memory path and
                                                    TMA store; the consumers do it while the tensor cores wait
     T_tile   = kblocks x t_kblock + epilogue (+ L(1), the first load, unless persistent)
-    T        = waves x T_tile, waves = ceil(tiles / SMs used); FLOP/cycle/SM = 2 M N K / (T x SMs)
+    T        = max(waves x T_tile, HBM) + a launch's fixed cost, waves = ceil(tiles / SMs used),
+               HBM = (A + B + C bytes) / the memory's bandwidth (each read or written once: the L2 keeps what
+               tiles share); FLOP/cycle/SM = 2 M N K / (T x SMs)
 
 The bound a configuration hits is the term that sets t_kblock ("tensor cores", "latency"), or the
 epilogue, or wave quantization, whichever costs most. The parameters are fitted to a run's pipeline
@@ -48,10 +50,13 @@ class Params:
     latency_cycles: float  # L0
     latency_per_kib: float  # a
     queue_per_kib: float  # q: per KiB in flight per SM beyond the first copy
+    queue_per_copy: float  # q0: per copy in flight per SM beyond the first
     consumer_overhead_1: float  # c_1
     consumer_overhead_2: float  # c_2
     epilogue_regs: float  # E, bytes per cycle: stores from registers
     epilogue_tma: float  # E, bytes per cycle: through shared memory and a TMA store
+    hbm_gbps: float  # what the GPU's memory delivers to a GEMM (A, B read and C written once), 1e9 B/s
+    launch_cycles: float  # a launch's fixed cost: its start, the first loads' fill, the last tile's drain
     clock_mhz: float | None = None  # the SM clock under a large GEMM (measured), for TFLOPS
     source: str = "prior"
 
@@ -62,9 +67,11 @@ class Params:
 
 
 # A GPU never measured: the fit to the H100 SXM's run of record 59, rounded (docs/gemm.md).
-PRIOR = dict(latency_cycles=990.0, latency_per_kib=7.4, queue_per_kib=9.4, consumer_overhead_1=141.0,
-             consumer_overhead_2=61.0, epilogue_regs=6.6, epilogue_tma=45.0)
-BOUNDS = ("tensor cores", "latency", "epilogue", "waves")
+PRIOR = dict(latency_cycles=960.0, latency_per_kib=8.6, queue_per_kib=9.2, queue_per_copy=0.0, consumer_overhead_1=140.0,
+             consumer_overhead_2=57.0, epilogue_regs=6.6, epilogue_tma=45.0)
+HBM_OF_DATASHEET = 0.92  # a GPU never measured: its datasheet bandwidth x the H100's measured read roofline / pin rate
+PRIOR_LAUNCH_CYCLES = 4000.0
+BOUNDS = ("tensor cores", "latency", "epilogue", "waves", "HBM")
 
 
 @dataclass(frozen=True)
@@ -88,7 +95,7 @@ def kblock_kib(case: GemmCase) -> float:
 def round_trip(case: GemmCase, p: Params, stages: int | None = None) -> float:
     kib = kblock_kib(case)
     in_flight = max((stages or case.stages) - 1, 0)
-    return p.latency_cycles + p.latency_per_kib * kib + p.queue_per_kib * in_flight * kib
+    return p.latency_cycles + p.latency_per_kib * kib + in_flight * (p.queue_per_copy + p.queue_per_kib * kib)
 
 
 def tensor_cycles(case: GemmCase, p: Params) -> float:
@@ -124,18 +131,32 @@ def epilogue_cycles(case: GemmCase, p: Params) -> float:
     return case.bm * case.bn * ELEM / (p.epilogue_tma if case.epilogue == "tmastore" else p.epilogue_regs)
 
 
-def predict_case(case: GemmCase, p: Params) -> Prediction:
+def hbm_cycles(case: GemmCase, p: Params, clock_mhz: float) -> float:
+    """Cycles the memory needs to read A and B and write C once at hbm_gbps, at this SM clock."""
+    nbytes = (case.m * case.k + case.n * case.k + case.m * case.n) * ELEM
+    return nbytes / (p.hbm_gbps * 1e9 / (clock_mhz * 1e6))
+
+
+def predict_case(case: GemmCase, p: Params, clock_mhz: float | None = None) -> Prediction:
+    """At `clock_mhz` (the clock the case ran at; else the fit's large-GEMM clock): only the memory's
+    bound depends on it, every other term is in cycles."""
+    clock = clock_mhz or p.clock_mhz or 1500.0
     t_kblock, bound = kblock_cycles(case, p)
     epilogue = epilogue_cycles(case, p)
     first_load = round_trip(case, p, 1)
     tile = case.kblocks * t_kblock + epilogue + (0.0 if case.persistent else first_load)
     sms = p.sm_count // case.cluster * case.cluster
     waves = ceil(case.tiles / (sms * blocks_per_sm(case)))
-    total = waves * tile + (first_load if case.persistent else 0.0)
+    compute = waves * tile
+    memory = hbm_cycles(case, p, clock)
+    total = max(compute, memory) + p.launch_cycles
     rate = case.flops / (total * p.sm_count)
-    # the bound: the k-block's, unless the epilogue or the last wave's idle SMs cost more
+    # the bound: the memory's if it takes longest; else the k-block's, unless the epilogue or the last
+    # wave's idle SMs cost more
     costs = {bound: case.kblocks * waves * (t_kblock - tensor_cycles(case, p)) if bound == "latency" else 0.0,
              "epilogue": waves * epilogue, "waves": (waves * sms - case.tiles) / sms * tile}
     if max(costs["epilogue"], costs["waves"]) > max(costs[bound], 0.02 * total):
         bound = max(("epilogue", "waves"), key=costs.get)
+    if memory > compute:
+        bound = "HBM"
     return Prediction(rate, bound, t_kblock, epilogue, waves, tile)

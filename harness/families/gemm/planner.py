@@ -8,7 +8,7 @@ import pandas as pd
 from harness.datasheets import gpu_specs, spec_name
 from harness.families.gemm.cases import LADDER, pipeline
 from harness.families.gemm.fitting import fit
-from harness.families.gemm.model import PRIOR, Params, predict_case
+from harness.families.gemm.model import HBM_OF_DATASHEET, PRIOR, PRIOR_LAUNCH_CYCLES, Params, predict_case
 
 
 class GemmModel:
@@ -20,8 +20,10 @@ class GemmModel:
         spec = specs.get(name) if name else None
         if spec is None or not spec.sm_count:
             return None
+        hbm = (spec.memory_bandwidth_gbps or 3000.0) * HBM_OF_DATASHEET
         return Params(name, spec.sm_count, spec.tensor_cores_per_sm * spec.flops_per_tc_per_clk_fp16, **PRIOR,
-                      clock_mhz=spec.tc_boost_clock_mhz, source=f"prior: an H100 fit, {name}'s datasheet")
+                      hbm_gbps=hbm, launch_cycles=PRIOR_LAUNCH_CYCLES, clock_mhz=spec.tc_boost_clock_mhz,
+                      source=f"prior: an H100 fit, {name}'s datasheet")
 
     def predict(self, case, metric: str, params: Params | None) -> float | None:
         if params is None or case.library or metric != "sm_throughput":
