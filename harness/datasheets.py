@@ -58,3 +58,12 @@ def spec_name(gpu: str, specs: dict) -> str | None:
         return "".join(name.lower().replace("nvidia", "").split())
 
     return next((row for row in specs if plain(row) == plain(gpu)), None)
+
+
+def pin_rate_gbps(gpu: str) -> float:
+    """The datasheet's DRAM bandwidth of `gpu` (gpu_specs.csv memory_bandwidth_gbps: H100 SXM 3352, H200 4800
+    GB/s), NaN where it has none."""
+    specs = gpu_specs()
+    name = spec_name(gpu or "", specs)
+    value = specs[name].memory_bandwidth_gbps if name in specs else None
+    return float(value) if value else float("nan")

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from harness import metrics as registry
+from harness.datasheets import pin_rate_gbps
 from harness.db.store import Store
 from harness.errors import SpecError, StoreError
 from harness.registry import FAMILIES
@@ -102,17 +103,6 @@ def _launch_matches(launch: str, wanted: str) -> bool:
 
     held = json.loads(launch) if launch else {}
     return all(held.get(key) == value for key, value in json.loads(wanted).items())
-
-
-def pin_rate_gbps(gpu: str) -> float:
-    """The datasheet's DRAM bandwidth of `gpu` (gpu_specs.csv memory_bandwidth_gbps: H100 SXM 3352, H200 4800
-    GB/s), NaN where it has none."""
-    from harness.datasheets import gpu_specs, spec_name
-
-    specs = gpu_specs()
-    name = spec_name(gpu or "", specs)
-    value = specs[name].memory_bandwidth_gbps if name in specs else None
-    return float(value) if value else float("nan")
 
 
 def read_roofline(frame: pd.DataFrame, family: str) -> pd.DataFrame:

@@ -140,7 +140,7 @@ def figures(ctx) -> list:
         near["inflight"] = near.stages * near.blocks_per_sm
         smallest = near.sort_values(["box_bytes", "inflight"]).iloc[0]
         fewest = near.sort_values(["inflight", "box_bytes"]).iloc[0]
-        from harness.analysis.compare import pin_rate_gbps
+        from harness.datasheets import pin_rate_gbps
 
         pin = pin_rate_gbps(str(frame.gpu_name.iloc[0])) if "gpu_name" in frame else float("nan")
         text = [f"The read roofline of this run (the best plain reader: {', '.join(ROOFLINE_CASES)}) is "
