@@ -86,3 +86,14 @@ def relative_uncertainty(samples, centre: float | None = None, z: float = 1.96) 
     centre = float(np.median(x)) if centre is None else float(centre)
     lo, hi = median_interval(x, z)
     return max(centre - lo, hi - centre, 0.0) / abs(centre) if centre else float("inf")
+
+
+def residual_frame(rows: list[dict]):
+    """A model's residuals as a DataFrame (rows with `measured` and `fitted`), with `relative`, the
+    measured over the fitted less one, rounded to 4 places (`bench model --run N --residuals`)."""
+    import pandas as pd
+
+    frame = pd.DataFrame(rows)
+    if not frame.empty:
+        frame["relative"] = (frame.measured / frame.fitted - 1).round(4)
+    return frame

@@ -19,6 +19,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from harness.stats import residual_frame
+
 from harness.families.gemm.cases import GemmCase, parse
 from harness.families.gemm.model import Params, kblock_cycles, predict_case
 
@@ -45,10 +47,7 @@ class FitReport:
 
     @property
     def residuals(self) -> pd.DataFrame:
-        frame = pd.DataFrame(self.residual_rows)
-        if not frame.empty:
-            frame["relative"] = (frame.measured / frame.fitted - 1).round(4)
-        return frame
+        return residual_frame(self.residual_rows)
 
     def summary(self) -> dict[str, float]:
         """|measured / predicted - 1| of throughput over the pipeline cases: median and worst."""

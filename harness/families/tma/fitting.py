@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from harness.families.tma.cases import FIXED_IDS, parse
+from harness.stats import residual_frame
 
 SOURCES = ("L2", "HBM", "prefetched")
 
@@ -69,10 +70,7 @@ class FitReport:
 
     @property
     def residuals(self) -> pd.DataFrame:
-        frame = pd.DataFrame(self.residual_rows)
-        if not frame.empty:
-            frame["relative"] = (frame.measured / frame.fitted - 1).round(4)
-        return frame
+        return residual_frame(self.residual_rows)
 
 
 class TmaModel:
