@@ -79,3 +79,18 @@ def test_plans_declare_the_paper_metrics():
     assert MEMORY.headline("latency_cycles") == {"timed": "chain"}
     shared = parse_case_id("ld.shared.v4.u32.stream")
     assert MEMORY.peak(shared) == 128 and MEMORY.work(shared).amount == 512  # a warp's 16-byte loads
+
+
+def test_the_shared_pointer_chase_has_no_address_arithmetic_between_its_loads():
+    """ld.shared.u32.ptrchase loads the next address itself; its SASS guard (nothing but the loads between
+    them) fails on the index chase, whose every step adds the word to the ring's base (issue 34, item 7)."""
+    from harness.build import sass
+    from harness.build.compile import compile_probe
+    from harness.build.render import render
+
+    family = FAMILIES["memory"]
+    pointer, index = family.parse("ld.shared.u32.ptrchase"), family.parse("ld.shared.u32.pchase")
+    guard = family.sass_expectation(pointer)
+    assert sass.check(compile_probe(render(pointer, family)), guard).ok
+    assert not sass.check(compile_probe(render(index, family)), guard).ok
+    assert family.template_params(pointer)["ring_words"] == family.template_params(index)["ring_words"]

@@ -7,7 +7,11 @@ ptx/memory.cu.in) share none of the TMA template's kernels.
 
 Ids spell the PTX load, then what is timed and where the data lives:
 
-    ld.shared.u32.pchase              a pointer chase through shared memory
+    ld.shared.u32.pchase              an index chase through shared memory: each step adds the loaded word
+                                      index to the ring's base (address arithmetic between the loads), as the
+                                      papers' chases do: the figure compared with theirs
+    ld.shared.u32.ptrchase            a pointer chase through shared memory: the loaded word is the next
+                                      address, nothing between two loads: the load's own latency
     ld.global.ca.u32.pchase.l1        ... through global memory cached in L1 (a 16 KiB ring)
     ld.global.u64.pchase.l1           ... the same ring as 64-bit pointers through a plain ld.global: no
                                       address arithmetic between loads (the u32 chases add an index)
@@ -62,14 +66,14 @@ LOG_CLOCK_MHZ = {"H800 PCIe": 1755.0, "A100 PCIe": 1395.0, "RTX4090": 2235.0}
 # Shared memory: 32 banks x 4 B per cycle per SM (CUDA C++ Programming Guide, compute capability 9.0).
 SHARED_PEAK = 128
 
-_ID = re.compile(r"^ld\.(?P<space>shared|global\.ca|global\.cg|global)\.(?P<width>u32|u64|v4\.u32)\.(?P<kind>pchase|stream)"
+_ID = re.compile(r"^ld\.(?P<space>shared|global\.ca|global\.cg|global)\.(?P<width>u32|u64|v4\.u32)\.(?P<kind>pchase|ptrchase|stream)"
                  r"(?:\.(?P<level>l1|l2|hbm))?$")
 
 
 @dataclass(frozen=True)
 class MemoryCase(Case):
     family: ClassVar[str] = "memory"
-    kind: str  # "pchase" or "stream"
+    kind: str  # "pchase" (an index chase), "ptrchase" (shared memory: a chase of addresses) or "stream"
     level: str  # shared, l1, l2, hbm
     weak: bool = False  # a plain ld.global.u64 of 64-bit pointers (the L1 chase), not ld.global.ca of an index
 
@@ -87,7 +91,7 @@ class MemoryCase(Case):
 
     @property
     def region_bytes(self) -> int:
-        return (RING_BYTES if self.kind == "pchase" else STREAM_BYTES)[self.level]
+        return (STREAM_BYTES if self.kind == "stream" else RING_BYTES)[self.level]
 
     def columns(self) -> dict[str, object]:
         return dict(instruction=self.instruction, layout=self.level)
@@ -119,14 +123,17 @@ def parse(case_id: str) -> MemoryCase:
 
 
 def check(case: MemoryCase) -> None:
-    if case.kind not in ("pchase", "stream") or case.level not in LEVELS:
+    if case.kind not in ("pchase", "ptrchase", "stream") or case.level not in LEVELS:
         raise SpecError(f"{case}: unknown kind {case.kind!r} or level {case.level!r}")
+    if case.kind == "ptrchase" and (case.level != "shared" or case.weak):
+        raise IllegalShapeError(f"{case}: the chase of addresses is shared memory's (global memory's is ld.global.u64)")
     if case.kind == "stream" and case.level == "hbm":
         raise IllegalShapeError(f"{case}: the HBM stream is the tma suite's read baseline (ld.global.v4.u32)")
 
 
 def cases() -> list[MemoryCase]:
     return ([MemoryCase("pchase", level) for level in ("shared", "l1", "l2", "hbm")] + [MemoryCase("pchase", "l1", True)]
+            + [MemoryCase("ptrchase", "shared")]
             + [MemoryCase("stream", level) for level in ("shared", "l1", "l2")])
 
 
@@ -164,7 +171,7 @@ def _suites() -> dict[str, Suite]:
 class MemoryFamily(Family):
     name = "memory"
     description = "the memory hierarchy: pointer chases and streams through shared memory, L1, L2 and HBM"
-    id_prefixes = ("ld.shared.u32.pchase", "ld.shared.v4.u32.stream", "ld.global.ca.", "ld.global.cg.",
+    id_prefixes = ("ld.shared.u32.pchase", "ld.shared.u32.ptrchase", "ld.shared.v4.u32.stream", "ld.global.ca.", "ld.global.cg.",
                    "ld.global.u64.pchase")
     example_id = "ld.global.cg.u32.pchase.l2"
     template = "memory.cu.in"
@@ -177,10 +184,11 @@ class MemoryFamily(Family):
     def template_params(self, case: MemoryCase) -> dict[str, object]:
         self.check(case)
         words = case.region_bytes // 4
-        return {"kind": 0 if case.kind == "pchase" else 1, "space": SPACES[case.space], "ring_words": words,
+        return {"kind": 1 if case.kind == "stream" else 0, "space": SPACES[case.space], "ring_words": words,
+                "pointers": "true" if case.kind == "ptrchase" else "false",
                 "shared_words": words if case.level == "shared" else 4,
                 "launch_step": HBM_LAUNCH_STEP if case.level == "hbm" else 0,
-                "unroll": UNROLL if case.kind == "pchase" else STREAM_UNROLL, "out_threads": self.output_words(case)}
+                "unroll": STREAM_UNROLL if case.kind == "stream" else UNROLL, "out_threads": self.output_words(case)}
 
     def sass_expectation(self, case: MemoryCase) -> SassExpectation:
         """The chase's UNROLL dependent loads (LDS, or LDG.E with .cg's STRONG.GPU); the stream's loads."""
@@ -191,7 +199,10 @@ class MemoryFamily(Family):
             load = "LDG.E" + (".128" if case.kind == "stream" else ".64" if case.weak else "") + strength
         if case.kind == "stream":
             return SassExpectation((("probe_stream", KernelExpectation(load, STREAM_UNROLL)),), executes=load)
-        kernels = [("probe_chain", KernelExpectation(load, UNROLL, exclude=(load + ".",) if load == "LDS" else ()))]
+        # a chase of addresses holds nothing between its loads: no address arithmetic (the index chase's IMAD/LEA)
+        between = ("IMAD", "IADD", "LEA", "SHF", "ISCADD") if case.kind == "ptrchase" else ()
+        kernels = [("probe_chain", KernelExpectation(load, UNROLL, forbidden=between,
+                                                     exclude=(load + ".",) if load == "LDS" else ()))]
         if case.level in ("l2", "hbm"):
             kernels.append(("probe_each", KernelExpectation(load, 1)))
         return SassExpectation(tuple(kernels), executes=load)
@@ -199,7 +210,7 @@ class MemoryFamily(Family):
     # -- correctness -------------------------------------------------------------------------------
 
     def inputs(self, case: MemoryCase, rng: np.random.Generator) -> Inputs:
-        if case.kind == "pchase":
+        if case.kind in ("pchase", "ptrchase"):
             words = ring(case.region_bytes // (4 * CHUNK_WORDS), rng)
             how = f"a random cycle through {words.size // CHUNK_WORDS} 64-byte chunks"
             if case.weak:  # room for the kernel's ring of pointers after the ring of indices
@@ -253,8 +264,10 @@ class MemoryFamily(Family):
         where = {"shared": "shared memory (4 KiB)", "l1": "a 16 KiB ring in global memory, cached in L1 after the "
                  "first pass (the short chain's misses cancel in the slope)", "l2": "an 8 MiB ring, resident in the L2",
                  "hbm": "256 MiB, every launch on chunks no launch touched before"}[case.level]
+        how = ("a chase of shared addresses (the word loaded is the next address)" if case.kind == "ptrchase" else
+               "an index chase (each step adds the word loaded to the ring's base)" if case.level == "shared" else "")
         plan = [ChainSlope("latency_cycles", "probe_chain", 32, unroll=UNROLL, launch={"timed": "chain"},
-                           notes=f"one thread's dependent {case.instruction} through {where}")]
+                           notes=f"one thread's dependent {case.instruction} through {where}" + (f": {how}" if how else ""))]
         if case.level in ("l2", "hbm"):
             plan.append(BracketedLatency("probe_each", "probe_each_empty", 32,
                                          "two clock reads and a shared store of the word", launch={"timed": "each access"},
@@ -267,7 +280,7 @@ class MemoryFamily(Family):
         MiB: write twice the L2 elsewhere, so that the HBM chase's first launches find none of it there."""
         import cupy
 
-        if case.kind == "pchase":
+        if case.kind in ("pchase", "ptrchase"):
             for name in ("chain_launches", "each_launches"):
                 cupy.ndarray((1,), cupy.uint32, probe.module.get_global(name)).fill(0)
         if case.level == "hbm":
@@ -324,7 +337,9 @@ class MemoryFamily(Family):
         return figures(context)
 
     def describe(self, case: MemoryCase) -> list[str]:
-        what = ("a pointer chase" if case.kind == "pchase" else "every thread streaming 16-byte loads")
+        what = {"pchase": "a pointer chase" if case.level != "shared" else "an index chase (base + word each step)",
+                "ptrchase": "a chase of addresses (the word loaded is the next address)"}.get(
+            case.kind, "every thread streaming 16-byte loads")
         return [f"{what} with {case.instruction} over {case.region_bytes >> 10} KiB ({case.level})"]
 
 
