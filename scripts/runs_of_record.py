@@ -138,7 +138,9 @@ def check(db: Path = DB, folder: Path = RUNS) -> list[str]:
     """What differs between the runs of `db` and the files of `folder` (nothing: an empty list): a run
     without its file, a file without its run, or a run that changed after its file was written (resumed,
     or gained measurements by a merge). A run still `running` needs no file yet."""
-    with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as con:
+    from harness.db.files import reading_sqlite
+
+    with reading_sqlite(db.resolve()) as con:  # read-only, and leaves no -wal/-shm beside it
         state = {row[0]: row[1:] for row in con.execute(RUN_STATE)}
     files = run_files(folder)
     problems = [f"run {i} of {db.name} has no file in {folder.name}/: run `export`"

@@ -19,7 +19,8 @@ DB = Path(__file__).resolve().parent.parent / "results.db"
 def store():
     if not DB.exists():
         pytest.skip("no results.db beside the tests")
-    return Store.open(str(DB), read_only=True)
+    with Store.open(str(DB), read_only=True) as store:  # closed: no -wal/-shm left beside results.db
+        yield store
 
 
 def _newest_tma_runs(store):

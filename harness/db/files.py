@@ -8,8 +8,9 @@ import os
 import re
 import secrets
 import sqlite3
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
@@ -85,6 +86,47 @@ def create_file(path: Path, build: Callable[[Path], None]) -> None:
             Path(f"{temp}{suffix}").unlink(missing_ok=True)
 
 
+@contextmanager
+def reading_sqlite(path: Path) -> Iterator[sqlite3.Connection]:
+    """A read-only sqlite3 connection to `path` (`mode=ro`) that leaves no -wal/-shm it made: SQLite
+    makes them for any reader of a WAL file, and a read-only connection cannot remove them again
+    (tidy_wal does, once it is closed), whether the file turns out readable or not."""
+    wal_was_there = Path(f"{path}-wal").exists()
+    con = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+    try:
+        yield con
+    finally:
+        con.close()
+        if not wal_was_there:
+            tidy_wal(path)
+
+
+def tidy_wal(path: Path) -> None:
+    """Remove the -wal/-shm of `path` when they hold nothing and no one else has the file open: SQLite
+    itself does that when its last connection to the file closes, so one plain connection is opened
+    and closed (it writes nothing: the log it would check in is empty). A file that SQLite cannot
+    read (damaged, or not SQLite) gets its empty -wal and -shm removed directly."""
+    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+    try:
+        if not wal.exists() or wal.stat().st_size != 0 or not os.access(path, os.W_OK):
+            return
+        tidy = sqlite3.connect(f"{path.as_uri()}?mode=rw", uri=True, timeout=0.1)
+        try:
+            tidy.execute("PRAGMA schema_version").fetchone()
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError):
+                return  # locked, busy: someone else has the file open, the -wal is theirs
+            tidy.close()  # damaged or not SQLite: no one can use this log; the empty pair is ours
+            if wal.stat().st_size == 0:
+                wal.unlink(missing_ok=True)
+                shm.unlink(missing_ok=True)
+            return
+        finally:
+            tidy.close()
+    except (OSError, sqlite3.Error):
+        pass  # someone else has the file open: the -wal is theirs to remove
+
+
 def check_integrity(db: str | os.PathLike | None) -> None:
     """Refuse a damaged SQLite file (SQLite's quick_check), reading only; other databases pass."""
     path = sqlite_path(resolve_url(db, write=True))
@@ -92,11 +134,8 @@ def check_integrity(db: str | os.PathLike | None) -> None:
         return
     check_sqlite_file(path)
     try:
-        probe = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
-        try:
+        with reading_sqlite(path) as probe:
             problems = [str(row[0]) for row in probe.execute("PRAGMA quick_check(5)")]
-        finally:
-            probe.close()
     except sqlite3.Error as exc:
         problems = [str(exc)]
     if problems != ["ok"]:
@@ -114,11 +153,8 @@ def check_sqlite_file(path: Path) -> None:
     if path.stat().st_size == 0:
         raise StoreError(f"{path} is an empty file, not a hopper-bench database")
     try:
-        probe = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
-        try:
+        with reading_sqlite(path) as probe:
             probe.execute("PRAGMA schema_version").fetchone()
-        finally:
-            probe.close()
     except sqlite3.Error as exc:
         raise StoreError(f"{path} is not a hopper-bench database ({exc})") from None
 
@@ -126,13 +162,12 @@ def check_sqlite_file(path: Path) -> None:
 def copy_sqlite(source: Path, target: Path) -> None:
     """A consistent copy of a SQLite file through SQLite's backup API: commits still in the source's
     -wal come along (a plain file copy would drop them). The source is opened read-only."""
-    reader = sqlite3.connect(f"{source.as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
-    copy = sqlite3.connect(target)
-    try:
-        reader.backup(copy)
-    finally:
-        reader.close()
-        copy.close()
+    with reading_sqlite(source) as reader:
+        copy = sqlite3.connect(target)
+        try:
+            reader.backup(copy)
+        finally:
+            copy.close()
 
 
 def backup_file(path: Path, revision: str) -> Path:

@@ -22,14 +22,14 @@ What a command may change is decided before any byte of the file changes:
 from __future__ import annotations
 
 import os
-import sqlite3
+import weakref
 from pathlib import Path
 
 from sqlalchemy import URL, Engine, make_url  # (the package by its name: a missing one is named so)
 
 from harness.db.connections import describe, make_engine, sqlite_path
 from harness.db.files import (SHIPPED_DB, USER_DB, check_integrity, check_sqlite_file, copy_sqlite,  # noqa: F401
-                              create_file, default_db, resolve_url)  # (USER_DB..copy_sqlite: also for callers)
+                              create_file, default_db, resolve_url, tidy_wal)  # (USER_DB..copy_sqlite: also for callers)
 from harness.db.reading import Reading, RunInfo, gpu_label  # noqa: F401  (RunInfo, gpu_label: for callers)
 from harness.db.schema import Migration, Schema
 from harness.db.writing import Texts, Writing, refuse_mixing  # noqa: F401  (Texts, refuse_mixing: for callers)
@@ -71,6 +71,9 @@ class Store(Schema, Writing, Reading):
         engine = make_engine(url, path, read_only)
         store = cls(url, engine, path=path, read_only=read_only)
         store._wal_was_there = wal_was_there
+        # a store left open (a module's fixture, a notebook) still leaves no -wal/-shm when the process ends
+        store._finalizer = weakref.finalize(store, _close_engine, engine,
+                                            path if read_only and path is not None and not wal_was_there else None)
         try:
             if read_only or not upgrade:
                 store.check_current()
@@ -120,6 +123,7 @@ class Store(Schema, Writing, Reading):
         self.last_rowcount: int | None = None
         self.wal_ready = engine.dialect.name != "sqlite"
         self._wal_was_there = True
+        self._finalizer = weakref.finalize(self, lambda: None)
 
     def __repr__(self) -> str:
         return f"Store({self.url!r}{', read-only' if self.read_only else ''})"
@@ -133,19 +137,12 @@ class Store(Schema, Writing, Reading):
     def close(self) -> None:
         """Close every connection. A reading store that made a WAL file's -wal/-shm (SQLite makes
         them for any reader) removes them again when they hold nothing and no one else has the file
-        open: SQLite itself does that when its last connection to the file closes, so one plain
-        connection is opened and closed (it writes nothing: the log it would check in is empty)."""
-        self.engine.dispose()
-        if not (self.read_only and self.path is not None and not self._wal_was_there):
-            return
-        wal = Path(f"{self.path}-wal")
-        try:
-            if not wal.exists() or wal.stat().st_size != 0 or not os.access(self.path, os.W_OK):
-                return
-            tidy = sqlite3.connect(f"{self.path.as_uri()}?mode=rw", uri=True, timeout=0.1)
-            try:
-                tidy.execute("PRAGMA schema_version").fetchone()
-            finally:
-                tidy.close()
-        except (OSError, sqlite3.Error):
-            pass  # someone else has the file open: the -wal is theirs to remove
+        open (files.tidy_wal). A store never closed is closed so when the process ends."""
+        _close_engine(self.engine, self.path if self.read_only and not self._wal_was_there else None)
+        self._finalizer.detach()
+
+
+def _close_engine(engine: Engine, tidy: Path | None) -> None:
+    engine.dispose()
+    if tidy is not None:
+        tidy_wal(tidy)

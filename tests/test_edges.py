@@ -1,0 +1,68 @@
+"""The rough edges of issue 35 (items 12-19): each gets one clear line, the right exit status, and
+leaves the files as they were."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import cli
+from helpers import digest, make_db, one_error_line
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def bench(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def wal_db(path: Path) -> Path:
+    """make_db's database in WAL mode (as every written one is), with no -wal/-shm beside it."""
+    make_db(path)
+    with closing(sqlite3.connect(path)) as con:
+        con.execute("PRAGMA journal_mode=WAL")
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
+    return path
+
+
+# -- 12: a store the test suite (or a notebook) never closes, and the runs-of-record check ------------
+
+def test_a_reading_store_never_closed_leaves_no_wal(tmp_path):
+    db = wal_db(tmp_path / "r.db")
+    script = ("import sys; from harness.db.store import Store; "
+              "s = Store.open(sys.argv[1], read_only=True); s.query('SELECT COUNT(*) FROM runs'); keep = [s]")
+    subprocess.run([sys.executable, "-c", script, str(db)], check=True, cwd=ROOT)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.db"]
+
+
+def test_runs_of_record_check_leaves_no_wal(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("runs_of_record", ROOT / "scripts" / "runs_of_record.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    db = wal_db(tmp_path / "r.db")
+    (tmp_path / "runs").mkdir()
+    module.check(db, tmp_path / "runs")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.db", "runs"]
+
+
+# -- 13: a read-only command on a truncated or malformed file ------------------------------------------
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage"])
+@pytest.mark.parametrize("command", [("runs",), ("sql", "SELECT 1"), ("compare",), ("fleet",)])
+def test_a_damaged_file_is_refused_and_left_alone(tmp_path, damage, command):
+    whole = wal_db(tmp_path / "whole.db").read_bytes()
+    db = tmp_path / "r.db"
+    db.write_bytes(whole[:4096 + 100] if damage == "truncated" else whole[:100] + b"\x07" * 20000)
+    (tmp_path / "whole.db").unlink()
+    before = digest(db)
+    one_error_line(bench(*command, "--db", db), 4, "r.db")
+    assert digest(db) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.db"]
