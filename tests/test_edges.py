@@ -66,3 +66,46 @@ def test_a_damaged_file_is_refused_and_left_alone(tmp_path, damage, command):
     one_error_line(bench(*command, "--db", db), 4, "r.db")
     assert digest(db) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.db"]
+
+
+# -- 14: bench report of a run without measurements, and where the report cannot be written --------------
+
+def db_with_an_empty_run(tmp_path) -> tuple[Path, int]:
+    from harness.db.store import Store
+    from harness.provenance import Provenance
+    from helpers import fake_device
+
+    db = make_db(tmp_path / "r.db")
+    with Store.open(str(db)) as store:
+        prov = Provenance("bench run", "h", "abc", False, "0.1.0", "3.12", "14.2", "13.0")
+        run = store.start_run(fake_device(), prov, "wgmma", None)
+        store.finish_run(run, "complete")
+    return db, run
+
+
+def test_a_report_of_a_run_without_measurements_fails_and_writes_nothing(tmp_path):
+    db, run = db_with_an_empty_run(tmp_path)
+    one_error_line(bench("report", "--run", run, "--db", db, "--out", tmp_path / "out"), 4, f"run {run} has no measurements")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_report_that_cannot_be_written_says_so(tmp_path):
+    db = make_db(tmp_path / "r.db")
+    one_error_line(bench("report", "--run", 1, "--db", db, "--out", "/dev/full"), 2, "cannot write the report")
+    (tmp_path / "link").symlink_to("/dev/full")
+    one_error_line(bench("report", "--run", 1, "--db", db, "--out", tmp_path / "link"), 2, "cannot write the report")
+
+
+def test_a_report_replaces_an_old_one_whose_report_md_is_a_folder_and_says_nothing_else(tmp_path):
+    import warnings
+
+    db = make_db(tmp_path / "r.db")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning (numpy's on a NaN comparison) is not part of the output
+        first = bench("report", "--run", 1, "--db", db, "--out", tmp_path / "out")
+    assert first.exit_code == 0 and first.output.count("\n") == 1, first.output
+    folder, = (tmp_path / "out").iterdir()
+    (folder / "report.md").unlink()
+    (folder / "report.md").mkdir()
+    again = bench("report", "--run", 1, "--db", db, "--out", tmp_path / "out")
+    assert again.exit_code == 0 and (folder / "report.md").is_file()

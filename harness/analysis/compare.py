@@ -377,7 +377,8 @@ def against_paper(store: Store, run_id: int, include_flagged: bool = False,
     energy = basis_of(frame.metric) == "energy"
     explained = pd.Series([_explanation(r) for r in frame.itertuples()], index=frame.index, dtype=object)
     # the paper's NVML clock would have to overstate its SM clock by paper_ratio; ours does by nvml_ratio
-    supported = frame.nvml_ratio.notna() & (frame.paper_ratio <= frame.nvml_ratio * (1 + allowed) + step)
+    with np.errstate(invalid="ignore"):  # NaN ratios (no paper figure, no NVML clock) compare False, quietly
+        supported = frame.nvml_ratio.notna() & (frame.paper_ratio <= frame.nvml_ratio * (1 + allowed) + step)
     below = is_timed & printed & (frame.paper_ratio > 1)
     frame["verdict"] = np.select(
         [frame.paper.isna(), energy, within & (printed | ~is_timed), below & supported,
