@@ -185,7 +185,8 @@ def _compare_table(result, sides: str, every: bool, wide: bool, gate_energy: boo
     sections = [(performance, "rows that differ:"), (energy, energy_heading)]
     if every:
         sections.append((rest, "the other rows:"))
-    budget = max(shutil.get_terminal_size((80, 24)).lines, 24) - len(lines) - 2
+    # the screen less the summary, and three lines after the rows: "... more such rows", a blank and the count
+    budget = max(shutil.get_terminal_size((80, 24)).lines, 24) - len(lines) - 3
     left_out = 0 if every else len(rest)
     for rows, heading in sections:
         if rows.empty:
