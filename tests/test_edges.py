@@ -3,6 +3,7 @@ leaves the files as they were."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import subprocess
 import sys
@@ -109,3 +110,57 @@ def test_a_report_replaces_an_old_one_whose_report_md_is_a_folder_and_says_nothi
     (folder / "report.md").mkdir()
     again = bench("report", "--run", 1, "--db", db, "--out", tmp_path / "out")
     assert again.exit_code == 0 and (folder / "report.md").is_file()
+
+
+# -- 15: a FIFO, a device, a /proc file or a symbolic link loop as the database ---------------------------
+
+@pytest.mark.parametrize("kind, said", [("fifo", "is a FIFO"), ("device", "is a device"),
+                                        ("proc", "virtual file system"), ("loop", "symbolic links form a loop")])
+def test_a_database_that_is_no_file_is_named_for_what_it_is(tmp_path, kind, said):
+    import os
+
+    if kind == "fifo":
+        os.mkfifo(tmp_path / "x.db")
+        db = tmp_path / "x.db"
+    elif kind == "loop":
+        (tmp_path / "a.db").symlink_to(tmp_path / "b.db")
+        (tmp_path / "b.db").symlink_to(tmp_path / "a.db")
+        db = tmp_path / "a.db"
+    else:
+        db = Path("/dev/null" if kind == "device" else "/proc/self/status")
+    for args in (("runs", "--db", db), ("sql", "SELECT 1", "--db", db), ("merge", db, "--into", tmp_path / "m.db")):
+        one_error_line(bench(*args), 4, said)
+    assert not (tmp_path / "m.db").exists()  # a merge that cannot start creates no target
+    if kind == "loop":
+        make_db(tmp_path / "r.db")
+        one_error_line(bench("merge", tmp_path / "r.db", "--into", db), 4, said)
+
+
+# -- 16: bench merge says when it upgrades its target, and what a full stdout cost -------------------------
+
+def test_merge_into_an_older_target_says_it_upgraded_it(tmp_path):
+    from helpers import copy_fixture
+
+    target = copy_fixture("schema_v5.db", tmp_path)
+    source = make_db(tmp_path / "r.db")
+    result = bench("merge", source, "--into", target)
+    assert result.exit_code == 0, result.output
+    assert re.search(r"note: upgraded .*schema_v5.db from schema 5 to \d+; the old file is kept as .*\.bak",
+                     result.output), result.output
+
+
+def test_merge_whose_stdout_is_full_says_the_merge_was_committed(tmp_path):
+    from helpers import bench_process
+
+    source = make_db(tmp_path / "r.db")
+    with open("/dev/full", "w") as full:
+        process = bench_process("merge", str(source), "--into", str(tmp_path / "m.db"), stdout=full,
+                                stderr=subprocess.PIPE)
+        _, err = process.communicate(timeout=60)
+    assert process.returncode == 1
+    assert err.strip().splitlines() == [f"error: merged into {tmp_path / 'm.db'} (committed), but its report "
+                                        "could not be printed: No space left on device"], err
+    from harness.db.store import Store
+
+    with Store.open(str(tmp_path / "m.db"), read_only=True) as store:
+        assert len(store.query("SELECT id FROM runs")) == 1

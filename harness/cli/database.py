@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from harness.errors import HarnessError
 from harness.cli.app import DB_HELP, cli, shipped_references, open_store
 
 
@@ -37,9 +38,21 @@ def merge(sources, into):
                 tasks[name] = bar.add_task(name[-40:], total=total)
             bar.update(tasks[name], completed=done)
 
-        reports = merge_databases(list(sources), into, shipped_references(), on_progress)
-    for report in reports:
-        click.echo(report.line())
+        def on_open(target):  # like every writing command: an upgraded target is said, with its backup
+            if target.migration:
+                m = target.migration
+                backup = f"; the old file is kept as {m.backup}" if m.backup else ""
+                click.echo(f"note: upgraded {target.url} from schema {m.from_version} to {m.to_version}{backup}",
+                           err=True)
+
+        reports = merge_databases(list(sources), into, shipped_references(), on_progress, on_open)
+    try:
+        for report in reports:
+            click.echo(report.line())
+        sys.stdout.flush()
+    except OSError as exc:  # the merge is committed: only its report was lost
+        raise HarnessError(f"merged into {into} (committed), but its report could not be printed: "
+                           f"{exc.strerror or exc}") from None
 
 
 @cli.group()

@@ -8,6 +8,7 @@ import os
 import re
 import secrets
 import sqlite3
+import stat
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
@@ -58,7 +59,16 @@ def resolve_url(db: str | os.PathLike | None, write: bool = False) -> URL:
         path = path.expanduser()
     except RuntimeError:  # "~x.db" names no user's home: a file of that name
         pass
-    return URL.create("sqlite", database=str(path.resolve()))
+    try:
+        resolved = path.resolve()
+    except (RuntimeError, OSError) as exc:  # a symbolic link loop (RuntimeError before Python 3.13)
+        raise StoreError(f"cannot use {db}: {_loop_or(exc)}") from None
+    return URL.create("sqlite", database=str(resolved))
+
+
+def _loop_or(exc: BaseException) -> str:
+    text = getattr(exc, "strerror", None) or str(exc)
+    return "its symbolic links form a loop" if "loop" in text.lower() else text
 
 
 def create_file(path: Path, build: Callable[[Path], None]) -> None:
@@ -150,13 +160,28 @@ def check_sqlite_file(path: Path) -> None:
     descriptor of the file would drop the POSIX locks that this process's SQLite connections
     hold on it, and another process could then reset the WAL under them.
     """
+    mode = path.stat().st_mode
+    if not stat.S_ISREG(mode):
+        kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+        raise StoreError(f"{path} is {kind}, not a hopper-bench database: give a database file")
     if path.stat().st_size == 0:
-        raise StoreError(f"{path} is an empty file, not a hopper-bench database")
+        raise StoreError(f"{path} is {_kind_of_empty(path)}, not a hopper-bench database")
     try:
         with reading_sqlite(path) as probe:
             probe.execute("PRAGMA schema_version").fetchone()
     except sqlite3.Error as exc:
         raise StoreError(f"{path} is not a hopper-bench database ({exc})") from None
+
+
+def _kind_of_empty(path: Path) -> str:
+    """What a regular file of size 0 is: empty, or one of a virtual file system (/proc, /sys) whose
+    size says nothing. (A file of size 0 holds no SQLite database, so no lock of ours is on it.)"""
+    try:
+        with open(path, "rb", buffering=0) as handle:
+            return "a file of a virtual file system (such as /proc)" if handle.read(1) else "an empty file"
+    except OSError:
+        return "an empty file"
 
 
 def copy_sqlite(source: Path, target: Path) -> None:

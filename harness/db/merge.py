@@ -13,6 +13,7 @@ is only read); a file that is not a hopper-bench database is refused with one li
 from __future__ import annotations
 
 import tempfile
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -63,8 +64,8 @@ def _values(row, model, skip=("id",)) -> dict:
     return {a.key: getattr(row, a.key) for a in model.__mapper__.column_attrs if a.key not in skip}
 
 
-def _open_source(source: str, scratch: Path) -> tuple[Store, int | None]:
-    """The source read-only; an older one through an upgraded copy in `scratch`."""
+def _open_source(source: str, copy: Path) -> tuple[Store, int | None]:
+    """The source read-only; an older one through an upgraded copy at `copy`."""
     try:
         return Store.open(source, read_only=True), None
     except StoreError as exc:
@@ -74,8 +75,6 @@ def _open_source(source: str, scratch: Path) -> tuple[Store, int | None]:
     if path is None:  # an older PostgreSQL database: upgrade it first, where it is
         raise StoreError(f"{describe(resolve_url(source))} has an older schema: "
                          "run `bench db upgrade --db ...` on it first")
-    copy = scratch / "source.db"
-    copy.unlink(missing_ok=True)
     copy_sqlite(path, copy)
     store = Store.open(str(copy))
     return store, store.migration.from_version if store.migration else None
@@ -90,29 +89,33 @@ def _progress(run: Run) -> tuple:
     return (run.resumes or 0, run.finished_at is not None, run.finished_at or datetime.min)
 
 
-def merge(sources: list[str], into: str, references=None, progress=None) -> list[MergeReport]:
+def merge(sources: list[str], into: str, references=None, progress=None, on_open=None) -> list[MergeReport]:
     """Merge every source into `into` (created if missing, given the published figures `references`,
-    harness/published.py); one report per source. `progress(source, runs done, runs)` is called as
-    each run is merged."""
-    target = Store.open(into, create=True, references=references)
+    harness/published.py); one report per source. Every source is opened (and refused, if it must
+    be) before the target is opened or created, so a merge that cannot start leaves no new file.
+    `on_open(target store)` is called once the target is open (its `migration` says whether it was
+    upgraded); `progress(source, runs done, runs)` as each run is merged."""
     reports = []
-    try:
-        with tempfile.TemporaryDirectory() as scratch:
-            for source in sources:
-                source_path = sqlite_path(resolve_url(source))
-                if target.path is not None and source_path is not None and source_path.resolve() == target.path.resolve():
-                    raise StoreError(f"{source_path} is the database merged into: nothing to merge")
-                store, upgraded = _open_source(source, Path(scratch))
-                try:
-                    name = describe(resolve_url(source))
-                    report = _merge_one(store, target, name,
-                                        progress and (lambda done, total, _run, name=name: progress(name, done, total)))
-                finally:
-                    store.close()
-                report.upgraded_from = upgraded
-                reports.append(report)
-    finally:
-        target.close()
+    with tempfile.TemporaryDirectory() as scratch, ExitStack() as opened:
+        into_path = sqlite_path(resolve_url(into, write=True))
+        stores = []
+        for i, source in enumerate(sources):
+            source_path = sqlite_path(resolve_url(source))
+            if into_path is not None and source_path is not None and source_path == into_path:
+                raise StoreError(f"{source_path} is the database merged into: nothing to merge")
+            store, upgraded = _open_source(source, Path(scratch) / f"source{i}.db")
+            opened.callback(store.close)
+            stores.append((source, store, upgraded))
+        target = Store.open(into, create=True, references=references)
+        opened.callback(target.close)
+        if on_open is not None:
+            on_open(target)
+        for source, store, upgraded in stores:
+            name = describe(resolve_url(source))
+            report = _merge_one(store, target, name,
+                                progress and (lambda done, total, _run, name=name: progress(name, done, total)))
+            report.upgraded_from = upgraded
+            reports.append(report)
     return reports
 
 
