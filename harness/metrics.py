@@ -40,6 +40,10 @@ METRICS = {m.name: m for m in (
                "what one instruction adds to the sequence that must bracket it (a fence before it, a commit and a wait after it); part of "
                "that sequence overlaps the instruction, so this is below the round trip (latency_raw_cycles) and "
                "may be below the issue interval"),
+    MetricInfo("store_drain_cycles", "cycles", "cycles", None, "lower",
+               "a bulk or tensor store from shared memory, from issue to its bulk group's wait_group 0, net of the "
+               "same commit and wait without the store: the SM sending the tile out (29 + bytes / 32 cycles on an "
+               "H100 and an H200), not its arrival in the L2 or its visibility to another SM"),
     MetricInfo("latency_raw_cycles", "cycles", "cycles", None, "lower",
                "the bracketed sequence with the instruction, its overhead included (where that sequence is what "
                "using the result takes, the instruction's full round trip, with two clock reads)"),

@@ -174,3 +174,16 @@ def test_the_l2_promotion_is_part_of_the_id_when_not_the_default():
     assert str(parse_case_id(base + ".l2promo0")) == base + ".l2promo0"
     with pytest.raises(IllegalShapeError, match="promotion"):
         parse_case_id(base + ".l2promo32")
+
+
+def test_a_store_is_timed_as_the_sm_draining_it_not_as_a_latency_from_the_l2():
+    """Issue 34, item 8: a store's bulk group completes at 29 + bytes / 32 cycles on both GPUs, the SM
+    sending the tile out; its metric says so (store_drain_cycles), where loads keep latency_cycles."""
+    from harness.registry import FAMILIES
+
+    family = FAMILIES["tma"]
+    store = family.parse("cp.async.bulk.tensor.2d.global.shared::cta.tile.b16.box64x64.sw128")
+    load = family.parse("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128")
+    named = lambda case: {m for spec in family.plan(case, None) for m, _ in spec.declares(family.work(case))}  # noqa: E731
+    assert "store_drain_cycles" in named(store) and "latency_cycles" not in named(store)
+    assert "latency_cycles" in named(load) and "store_drain_cycles" not in named(load)

@@ -168,9 +168,11 @@ def figures(ctx) -> list:
     latency = _latency_table(frame)
     if len(latency):
         sections.append(("TMA: latency from L2 and from HBM", [
-            "One copy from issue to the completion of its mbarrier (a store: its bulk group), net of the same "
-            "arrive.expect_tx / try_wait sequence without the copy (its cost is the mbarrier case's latency). "
-            "L2: the same tile again; HBM: a fresh tile each time, across a tensor many times the L2."], latency))
+            "One load from issue to the completion of its mbarrier, net of the same arrive.expect_tx / try_wait "
+            "sequence without the copy (its cost is the mbarrier case's latency). L2: the same tile again; HBM: a "
+            "fresh tile each time, across a tensor many times the L2. Stores are not here: their bulk group "
+            "completes once the SM has sent the tile (store_drain_cycles, 29 + bytes / 32 cycles), which says "
+            "nothing of the L2."], latency))
     little_text, little = _little(frame, roofline, sm_count)
     if len(little):
         sections.append(("TMA: how many copies in flight (Little's law)", little_text, little))
