@@ -40,13 +40,22 @@ def _json_value(value):
     return value
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 and C1 controls but tab and newline
+
+
+def visible(text: str) -> str:
+    """`text` with its control characters written out (ESC as \\x1b): text stored in a database from
+    elsewhere never moves the cursor, recolours or rewrites the reader's screen."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def cell(value) -> str:
     value = _plain(value)
     if value is None:
         return ""
     if isinstance(value, float):
         return f"{value:.6g}"
-    text = str(value)
+    text = visible(str(value))
     return text if len(text) <= MAX_CELL else text[:MAX_CELL - 3] + "..."
 
 
@@ -65,12 +74,23 @@ def readable(value: float, digits: int = 4) -> str:
 
 
 def unique_columns(names) -> list[str]:
-    """Column names made unique the way a reader expects: the second `a` becomes `a_2`."""
+    """Column names made unique the way a reader expects: the second `a` becomes `a_2` (or `a_3`, ...
+    where the statement has an `a_2` of its own: no two columns ever share a name)."""
+    names = [visible(str(name)) for name in names]
+    taken = set(names)
     seen: dict[str, int] = {}
     out = []
-    for name in map(str, names):
+    for name in names:
         seen[name] = seen.get(name, 0) + 1
-        out.append(name if seen[name] == 1 else f"{name}_{seen[name]}")
+        if seen[name] == 1:
+            out.append(name)
+            continue
+        n = seen[name]
+        while f"{name}_{n}" in taken:
+            n += 1
+        seen[name] = n
+        taken.add(f"{name}_{n}")
+        out.append(f"{name}_{n}")
     return out
 
 
@@ -80,10 +100,15 @@ def to_json(frame: pd.DataFrame) -> str:
     return json.dumps(records, indent=1, default=str, allow_nan=False)
 
 
+def _markdown_cell(text: str) -> str:
+    """A cell of a Markdown table: `|` escaped, a line break as <br> (a newline would end the row)."""
+    return re.sub(r"\r\n|\r|\n", "<br>", text.replace("|", "\\|"))
+
+
 def markdown(frame: pd.DataFrame) -> str:
-    header = "| " + " | ".join(str(c).replace("|", "\\|") for c in frame.columns) + " |"
+    header = "| " + " | ".join(_markdown_cell(c) for c in unique_columns(frame.columns)) + " |"
     rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    rows = ["| " + " | ".join(cell(v).replace("|", "\\|") for v in row) + " |"
+    rows = ["| " + " | ".join(_markdown_cell(cell(v)) for v in row) + " |"
             for row in frame.itertuples(index=False)]
     return "\n".join([header, rule, *rows])
 
@@ -131,7 +156,7 @@ def _column_cells(values: pd.Series, cut: int = 0) -> tuple[list[str], bool]:
                 pass
         if isinstance(value, dict):
             value = " ".join(f"{k}={v}" for k, v in value.items())
-        value = " ".join(str(value).split())  # one line per row
+        value = visible(" ".join(str(value).split()))  # one line per row, no control character
         return value if not cut or len(value) <= cut else value[:cut - 1] + "…"
 
     return [text(v) for v in plain], numeric
@@ -285,10 +310,13 @@ def render_frame(frame: pd.DataFrame, fmt: str) -> str:
 
 
 def write_rows(columns: list[str], chunks: Iterable[list[tuple]], fmt: str, max_rows: int | None,
-               echo: Callable[[str], None], show: Callable[[pd.DataFrame], None] | None = None) -> tuple[int, bool]:
+               echo: Callable[[str], None], show: Callable[[pd.DataFrame], None] | None = None,
+               terminal: bool = False) -> tuple[int, bool]:
     """Write a streamed result: csv and json as the rows come (memory stays that of one chunk),
     table and Markdown once all rows are in (at most `max_rows` of them). Stops after `max_rows`
-    rows (None: no bound). Returns (rows written, whether rows were left unread)."""
+    rows (None: no bound). Returns (rows written, whether rows were left unread). On a `terminal`,
+    csv writes control characters out (visible) as the table and Markdown always do (json escapes
+    them itself); into a file or pipe csv keeps every value whole."""
     names = unique_columns(columns)
     taken, more, kept = 0, False, []
     if fmt == "csv":
@@ -300,7 +328,8 @@ def write_rows(columns: list[str], chunks: Iterable[list[tuple]], fmt: str, max_
             chunk, more = chunk[:max_rows - taken], True
         if fmt == "csv":
             for row in chunk:
-                echo(_csv_line([_plain(v) for v in row]))
+                values = [_plain(v) for v in row]
+                echo(_csv_line([visible(v) if terminal and isinstance(v, str) else v for v in values]))
         elif fmt == "json":
             for row in chunk:
                 record = json.dumps(dict(zip(names, map(_json_value, row))), default=str, allow_nan=False)

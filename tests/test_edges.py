@@ -164,3 +164,57 @@ def test_merge_whose_stdout_is_full_says_the_merge_was_committed(tmp_path):
 
     with Store.open(str(tmp_path / "m.db"), read_only=True) as store:
         assert len(store.query("SELECT id FROM runs")) == 1
+
+
+# -- 17: bench sql ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("query", ["-- just a comment", "/* a /* nested */ one */", " ; -- and a semicolon\n"])
+def test_sql_of_comments_alone_is_refused(tmp_path, query):
+    one_error_line(bench("sql", query, "--db", make_db(tmp_path / "r.db")), 2, "only comments")
+
+
+def test_sql_columns_of_one_name_stay_apart_in_every_format(tmp_path):
+    import json
+
+    db = make_db(tmp_path / "r.db")
+    query = "SELECT 1 AS a, 2 AS a, 3 AS a_2"
+    header = bench("sql", query, "--db", db, "--format", "csv").output.splitlines()[0].split(",")
+    assert len(set(header)) == 3 and header[0] == "a" and header[2] == "a_2", header
+    record = json.loads(bench("sql", query, "--db", db, "--format", "json").output)[0]
+    assert sorted(record.values()) == [1, 2, 3]
+
+
+def test_sql_markdown_keeps_a_row_on_one_line(tmp_path):
+    out = bench("sql", "SELECT 'x' || char(10) || 'y|z' AS a, 2 AS b", "--db", make_db(tmp_path / "r.db"),
+                "--format", "markdown").output
+    assert out.splitlines() == ["| a | b |", "|---|---|", "| x<br>y\\|z | 2 |"]
+
+
+def test_escape_sequences_in_the_database_never_reach_the_terminal_raw(tmp_path):
+    import os
+    import pty
+
+    db = make_db(tmp_path / "r.db")
+    query = "SELECT 'x' || char(27) || '[2J' || char(155) || 'y' AS a"
+    assert "\x1b" not in bench("sql", query, "--db", db).output  # the table, into a pipe too
+    assert "\x1b" not in bench("sql", query, "--db", db, "--format", "markdown").output
+    assert "\x1b" in bench("sql", query, "--db", db, "--format", "csv").output  # a file gets the value whole
+    for fmt in ("table", "csv", "json"):
+        controller, terminal = pty.openpty()
+        process = subprocess.run([sys.executable, "-m", "harness", "sql", query, "--db", str(db), "--format", fmt],
+                                 stdout=terminal, stderr=subprocess.PIPE, env={**os.environ, "NO_COLOR": "1"},
+                                 timeout=60)
+        os.close(terminal)
+        shown = b""
+        while True:
+            try:
+                piece = os.read(controller, 4096)
+            except OSError:
+                break
+            if not piece:
+                break
+            shown += piece
+        os.close(controller)
+        assert process.returncode == 0, process.stderr
+        assert b"\x1b" not in shown and "\x9b".encode() not in shown, (fmt, shown)
+        assert b"x" in shown and b"y" in shown

@@ -61,6 +61,10 @@ def sql(query, db, fmt, wide, write, max_rows, timeout):
         raise click.BadParameter("is empty: give one SQL statement", param_hint="QUERY")
     if "\x00" in query:
         raise click.BadParameter("contains a NUL character", param_hint="QUERY")
+    from harness.db.connections import only_comments
+
+    if only_comments(query):
+        raise click.BadParameter("holds only comments: give one SQL statement", param_hint="QUERY")
     store = open_store(db, write=write, upgrade=False)
     with store.stream(query, write=write, timeout_s=timeout or None) as rows:
         if write and not rows.columns:
@@ -69,8 +73,12 @@ def sql(query, db, fmt, wide, write, max_rows, timeout):
         else:
             if not rows.columns:
                 list(rows.chunks)
-            written, more = output.write_rows(rows.columns, rows.chunks, fmt, max_rows or None, click.echo,
-                                              lambda frame: print_frame(frame, fmt, wide))
+            # color=True: click would strip what looks like ANSI codes from values into a file or pipe
+            # (csv and json keep every value whole); on a terminal write_rows writes them out itself
+            written, more = output.write_rows(rows.columns, rows.chunks, fmt, max_rows or None,
+                                              functools.partial(click.echo, color=True),
+                                              lambda frame: print_frame(frame, fmt, wide),
+                                              terminal=sys.stdout.isatty())
             message = None
     if message:
         click.echo(message)

@@ -164,9 +164,21 @@ READING_KEYWORDS = ("SELECT", "WITH", "VALUES", "TABLE", "SHOW", "EXPLAIN")
 
 def leading_keyword(sql: str) -> str:
     """The statement's first word, past whitespace, comments (-- and nested /* */) and "("."""
+    match = re.match(r"[A-Za-z]+", sql[_past_comments(sql, parens=True):])
+    return match.group(0).upper() if match else ""
+
+
+def only_comments(sql: str) -> bool:
+    """Whether `sql` holds nothing but whitespace, comments and semicolons: no statement at all."""
+    return not sql[_past_comments(sql, parens=False, semicolons=True):].strip()
+
+
+def _past_comments(sql: str, parens: bool, semicolons: bool = False) -> int:
+    """Where the first thing of `sql` that is not whitespace or a comment (nor "(" with `parens`, nor
+    ";" with `semicolons`) starts."""
     i, n = 0, len(sql)
     while i < n:
-        if sql[i].isspace() or sql[i] == "(":
+        if sql[i].isspace() or (parens and sql[i] == "(") or (semicolons and sql[i] == ";"):
             i += 1
         elif sql.startswith("--", i):
             end = sql.find("\n", i)
@@ -182,8 +194,7 @@ def leading_keyword(sql: str) -> str:
                     i += 1
         else:
             break
-    match = re.match(r"[A-Za-z]+", sql[i:])
-    return match.group(0).upper() if match else ""
+    return i
 
 
 def _pg_message(result) -> str:
