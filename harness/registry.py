@@ -17,11 +17,11 @@ from dataclasses import replace
 
 from harness.build.render import render
 from harness.errors import SpecError
-from harness.families import gemm, memory, mma, tma, wgmma
+from harness.families import gemm, loaders, memory, mma, tma, wgmma
 from harness.families.base import Family
 from harness.spec import MAX_CASE_ID, Case, split_fault
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (wgmma.FAMILY, mma.FAMILY, mma.LOADERS, memory.FAMILY, tma.FAMILY,
+FAMILIES: dict[str, Family] = {f.name: f for f in (wgmma.FAMILY, mma.FAMILY, loaders.FAMILY, memory.FAMILY, tma.FAMILY,
                                                  gemm.FAMILY)}
 
 
@@ -62,11 +62,28 @@ def parse_case_id(case_id: str) -> Case:
                         "(see `bench list`)")
     base, fault = split_fault(case_id)
     owner = next((family for prefix, family in OWNERS.items() if base.startswith(prefix)), None)
-    if owner is not None:  # the only family whose prefixes match (they do not overlap)
-        case = owner.parse(base)
-        return replace(case, fault=fault) if fault else case
-    examples = "; ".join(f"{f.name}: {f.example_id!r}" for f in FAMILIES.values())
-    raise SpecError(f"cannot parse case id {case_id!r}: no family spells it (e.g. {examples}; see `bench list`)")
+    try:
+        if owner is not None:  # the only family whose prefixes match (they do not overlap)
+            case = owner.parse(base)
+            return replace(case, fault=fault) if fault else case
+        examples = "; ".join(f"{f.name}: {f.example_id!r}" for f in FAMILIES.values())
+        raise SpecError(f"cannot parse case id {case_id!r}: no family spells it (e.g. {examples}; see `bench list`)")
+    except SpecError as exc:
+        close = did_you_mean(base)
+        if close is None:
+            raise
+        raise SpecError(f"{case_id!r}: did you mean {close!r}? ({exc.args[0] if exc.args else exc})") from None
+
+
+def did_you_mean(case_id: str) -> str | None:
+    """The id of a case of the suites closest to a misspelled `case_id` (None: none is close)."""
+    import difflib
+
+    from harness.suites import all_suites
+
+    known = {case.case_id for suite in all_suites().values() for case in suite.make()}
+    close = difflib.get_close_matches(case_id, known, n=1, cutoff=0.85)
+    return close[0] if close else None
 
 
 def probe_source(case: Case):

@@ -42,7 +42,11 @@ def suite_cases(name: str) -> list[Case]:
     try:
         return SUITES[name].make()
     except KeyError:
-        raise SpecError(f"unknown suite {name!r}: expected one of {', '.join(SUITES)}") from None
+        import difflib
+
+        close = difflib.get_close_matches(str(name), list(SUITES), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise SpecError(f"unknown suite {name!r}{hint}: expected one of {', '.join(SUITES)}") from None
 
 
 def select(cases: list[Case], pattern: str | None) -> list[Case]:

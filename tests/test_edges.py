@@ -218,3 +218,46 @@ def test_escape_sequences_in_the_database_never_reach_the_terminal_raw(tmp_path)
         assert process.returncode == 0, process.stderr
         assert b"\x1b" not in shown and "\x9b".encode() not in shown, (fmt, shown)
         assert b"x" in shown and b"y" in shown
+
+
+# -- 18: bench model, bench list, did you mean, the unknown command's hint, harness.results(5) --------------
+
+def test_model_of_a_run_no_model_covers_fails(tmp_path):
+    db, run = db_with_an_empty_run(tmp_path)
+    one_error_line(bench("model", "--run", run, "--db", db), 2, f"run {run} has no measurements that a family's model fits")
+
+
+@pytest.mark.parametrize("extra, said", [(("--gpu", "H20"), "--gpu and --run do not go together"),
+                                         (("--clock", "1500"), "--clock and --run do not go together")])
+def test_model_refuses_a_datasheet_option_beside_run(tmp_path, extra, said):
+    one_error_line(bench("model", "--run", 1, *extra, "--db", make_db(tmp_path / "r.db")), 2, said)
+    one_error_line(bench("model", "--residuals"), 2, "--residuals needs --run")
+
+
+def test_list_with_a_filter_that_matches_nothing_fails():
+    one_error_line(bench("list", "--suite", "wgmma", "--filter", "zzz*"), 2, "matches none")
+
+
+@pytest.mark.parametrize("args, said", [
+    (("list", "--suite", "wgmm"), "unknown suite 'wgmm' \\(did you mean 'wgmma'\\?\\)"),
+    (("show", "wgmm.mma_async.m64n8k16.f32.f16.f16.SS"), "did you mean 'wgmma.mma_async.m64n8k16.f32.f16.f16.SS'"),
+    (("show", "ldmatrix.sync.m8n8.x4.shared.b61"), "did you mean 'ldmatrix.sync.m8n8.x4.shared.b16'"),
+])
+def test_a_misspelled_suite_or_case_gets_did_you_mean(args, said):
+    one_error_line(bench(*args), 2, said)
+
+
+@pytest.mark.parametrize("args, hint", [(("nosuch",), "`bench --help`"), (("db", "upgrad"), "`bench db --help`"),
+                                        (("model", "--bogus"), "`bench model --help`")])
+def test_the_hint_names_a_help_that_exists(args, hint):
+    line = one_error_line(bench(*args), 2)
+    assert line.endswith(f"(see {hint})"), line
+    assert bench(*hint.strip("`").split()[1:]).exit_code == 0
+
+
+def test_results_of_a_run_id_says_what_db_is():
+    import harness
+
+    with pytest.raises(TypeError, match=r"db is int 5: give a file path, a database URL or a Store "
+                                        r"\(a run is a filter: results\(db, run_id=5\)\)"):
+        harness.results(5)

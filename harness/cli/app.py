@@ -103,8 +103,10 @@ class BenchGroup(click.Group):
         except HarnessError as exc:
             fail(exc, exc.exit_code)
         except click.ClickException as exc:
-            command = " ".join(sys.argv[1:2]) if args is None else " ".join(list(args)[:1])
-            hint = f" (see `bench {command} --help`)" if command and not command.startswith("-") else ""
+            # the help of the command that refused (the group's own for an unknown command)
+            where = getattr(exc, "ctx", None)
+            path = where.command_path.split()[1:] if where is not None else []
+            hint = f" (see `{' '.join(['bench', *path, '--help'])}`)"
             fail(f"{exc.format_message()}{hint}", exc.exit_code)
         except (click.exceptions.Abort, KeyboardInterrupt):
             fail("interrupted", 130)

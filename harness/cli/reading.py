@@ -250,6 +250,13 @@ def model(gpu, clock, run_id, residuals, db, fmt, wide):
       bench model --run 4
       bench model --run 4 --residuals
     """
+    given = [f"--{name}" for name in ("gpu", "clock")
+             if click.get_current_context().get_parameter_source(name) != click.core.ParameterSource.DEFAULT]
+    if run_id is not None and given:  # a fit takes its GPU and clocks from the run's measurements
+        raise click.UsageError(f"{' and '.join(given)} and --run do not go together: --run fits the model to "
+                               "the run's own GPU and clocks; --gpu/--clock predict from a datasheet")
+    if residuals and run_id is None:
+        raise click.UsageError("--residuals needs --run (the residuals of a fit to a run)")
     if run_id is None:
         from harness.registry import FAMILIES
 

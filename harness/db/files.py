@@ -43,6 +43,9 @@ def resolve_url(db: str | os.PathLike | None, write: bool = False) -> URL:
     would keep nothing."""
     if db is None:
         db = default_db(write)
+    if not isinstance(db, (str, os.PathLike)):  # harness.results(5): a run id where the database goes
+        hint = f" (a run is a filter: results(db, run_id={db!r}))" if isinstance(db, int) else ""
+        raise TypeError(f"db is {type(db).__name__} {db!r}: give a file path, a database URL or a Store{hint}")
     db = os.fspath(db)
     if not isinstance(db, str) or not db.strip():
         raise StoreError(f"--db {db!r} names no database: give a file path or a URL")
