@@ -40,21 +40,26 @@ def test_no_data_movement_latency_sits_on_a_coarse_grid(store):
 
 
 def test_tile_latency_from_the_l2_rises_with_the_box(store):
+    """The near half of the L2: a tile's samples fall in two modes, the L2 partition near the SM and the far
+    one (~35 cycles apart), in a proportion set by which SM ran the probe; the median flips between them from
+    run to run (run 72: 293 cycles at 128 B, 264 at 256 B), and so, less, does a low percentile: the curve is
+    taken at the fastest sample, the near partition's floor."""
     for gpu, run in _newest_tma_runs(store):
-        rows = store.query(f"""SELECT case_id, value FROM results WHERE run_id = {run} AND metric = 'latency_cycles'
-                               AND launch = '{{"source":"L2"}}'""")
+        rows = store.query(f"""SELECT measurement_id, case_id FROM results WHERE run_id = {run}
+                               AND metric = 'latency_cycles' AND launch = '{{"source":"L2"}}'""")
+        arrays = store.samples_of(rows.measurement_id)
         curve = {}
-        for case_id, value in rows.itertuples(index=False):
+        for measurement, case_id in rows.itertuples(index=False):
             case = parse(case_id)
             if case.op == "load" and case.rank == 2 and case.box[0] == 64 and case.swizzle == 128 \
                     and case.cluster == 1 and not case.gmap and case.promotion == 128:
-                curve[case.box_bytes] = value
+                curve[case.box_bytes] = float(np.min(arrays[measurement]))
         sizes = sorted(curve)
         assert sizes[0] == 128 and sizes[-1] == 32768, sizes
-        medians = np.array([curve[s] for s in sizes])
-        assert np.all(np.diff(medians) > -8), (gpu, dict(zip(sizes, medians)))  # a few cycles of noise at most
+        near = np.array([curve[s] for s in sizes])
+        assert np.all(np.diff(near) > -8), (gpu, dict(zip(sizes, near)))  # a few cycles of noise at most
         # 32 KiB takes at least its extra bytes at 256 B/cycle longer than 128 B (no SM copies faster)
-        assert medians[-1] - medians[0] >= (32768 - 128) / 256, (gpu, medians)
+        assert near[-1] - near[0] >= (32768 - 128) / 256, (gpu, near)
 
 
 def test_two_d_boxes_reach_the_read_roofline(store):
