@@ -261,3 +261,47 @@ def test_results_of_a_run_id_says_what_db_is():
     with pytest.raises(TypeError, match=r"db is int 5: give a file path, a database URL or a Store "
                                         r"\(a run is a filter: results\(db, run_id=5\)\)"):
         harness.results(5)
+
+
+# -- 19: Ctrl-C during a report (or while the command loads) is one line and nothing else -----------------
+
+INTERRUPTED_REPORT = """
+import logging, os, signal, sys, time, warnings
+import harness.analysis.report as report
+
+def build(*args, **kwargs):  # a report interrupted while matplotlib draws; its unwinding warns
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(30)
+    finally:
+        warnings.warn("Glyph 8722 missing from current font.", UserWarning)
+        logging.getLogger("matplotlib").warning("a figure half drawn")
+
+report.build = build
+sys.argv = ["bench", "report", "--db", sys.argv[1], "--out", sys.argv[2]]
+from harness.cli import main
+main()
+"""
+
+
+def test_ctrl_c_during_a_report_prints_one_line(tmp_path):
+    db = make_db(tmp_path / "r.db")
+    done = subprocess.run([sys.executable, "-c", INTERRUPTED_REPORT, str(db), str(tmp_path / "out")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 130
+    assert done.stdout == "" and done.stderr == "error: interrupted\n", (done.stdout, done.stderr)
+    assert not (tmp_path / "out").exists()
+
+
+def test_ctrl_c_while_the_command_loads_prints_one_line():
+    code = ("import builtins, os, signal\n"
+            "real = builtins.__import__\n"
+            "def interrupting(name, *a, **k):\n"
+            "    if name == 'harness.cli.measuring' or (name == 'harness.cli' and a[2] and 'measuring' in a[2]):\n"
+            "        os.kill(os.getpid(), signal.SIGINT)\n"
+            "    return real(name, *a, **k)\n"
+            "builtins.__import__ = interrupting\n"
+            "import sys; sys.argv = ['bench', '--version']\n"
+            "from harness.cli import main\nmain()\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout, done.stderr) == (130, "", "error: interrupted\n")

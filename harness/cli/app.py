@@ -94,7 +94,26 @@ class BenchGroup(click.Group):
     """Turns every error (ours, click's, the operating system's, or a bug) into one line on stderr and
     a non-zero status: no command prints a traceback."""
 
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:  # past click's main, which would print a blank line before our one
+            raise _Interrupted() from None
+
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        import signal
+        import threading
+
+        quiet = (threading.current_thread() is threading.main_thread()
+                 and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+        previous = signal.signal(signal.SIGINT, _quiet_interrupt) if quiet else None
+        try:
+            self._main(args, prog_name, complete_var, **extra)
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
+
+    def _main(self, args, prog_name, complete_var, **extra):
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.NoArgsIsHelpError as exc:  # a bare `bench`: the commands, and how to start
@@ -108,7 +127,8 @@ class BenchGroup(click.Group):
             path = where.command_path.split()[1:] if where is not None else []
             hint = f" (see `{' '.join(['bench', *path, '--help'])}`)"
             fail(f"{exc.format_message()}{hint}", exc.exit_code)
-        except (click.exceptions.Abort, KeyboardInterrupt):
+        except (click.exceptions.Abort, KeyboardInterrupt, _Interrupted):
+            _mute()
             fail("interrupted", 130)
         except OSError as exc:
             where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
@@ -123,6 +143,25 @@ class BenchGroup(click.Group):
                 fail(f"database error: {str(getattr(exc, 'orig', exc))}", 4)
             fail(f"internal error ({type(exc).__name__}: {exc}); please report it with the command line", 70)
         sys.exit(rv if isinstance(rv, int) else 0)
+
+
+class _Interrupted(Exception):
+    """A Ctrl-C inside a command, on its way to BenchGroup.main's one line."""
+
+
+def _mute() -> None:
+    """Nothing but the one line after a Ctrl-C: the warnings and log records that libraries emit while
+    unwinding (matplotlib's, from a figure half drawn) or at exit are dropped."""
+    import logging
+    import warnings
+
+    warnings.simplefilter("ignore")
+    logging.disable(logging.CRITICAL)
+
+
+def _quiet_interrupt(_signum, _frame):
+    _mute()
+    raise KeyboardInterrupt
 
 
 @click.group(cls=BenchGroup, context_settings={"help_option_names": ["-h", "--help"]})
