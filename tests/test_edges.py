@@ -305,3 +305,42 @@ def test_ctrl_c_while_the_command_loads_prints_one_line():
             "from harness.cli import main\nmain()\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stdout, done.stderr) == (130, "", "error: interrupted\n")
+
+
+# -- 9: bench site shows its progress -----------------------------------------------------------------------
+
+def test_site_build_reports_each_step(tmp_path):
+    from harness.analysis.site import build
+    from harness.db.store import Store
+
+    seen = []
+    with Store.open(str(make_db(tmp_path / "r.db")), read_only=True) as store:
+        build(store, tmp_path / "site", progress=lambda step, done, steps: seen.append((step, done, steps)))
+    steps = seen[0][2]
+    assert [done for _, done, _ in seen] == list(range(steps + 1))
+    assert {"against the paper", "history", "the page"} <= {step for step, _, _ in seen} and seen[-1][0] == "done"
+
+
+def test_bench_site_shows_progress_on_a_terminal_and_says_how_long_it_took(tmp_path):
+    import os
+    import pty
+
+    db = make_db(tmp_path / "r.db")
+    controller, terminal = pty.openpty()
+    done = subprocess.run([sys.executable, "-m", "harness", "site", "--db", str(db), "--out", str(tmp_path / "site")],
+                          stdout=subprocess.PIPE, stderr=terminal, text=True, timeout=120, cwd=tmp_path,
+                          env={**os.environ, "COLUMNS": "100"})
+    os.close(terminal)
+    shown = b""
+    while True:
+        try:
+            piece = os.read(controller, 65536)
+        except OSError:
+            break
+        if not piece:
+            break
+        shown += piece
+    os.close(controller)
+    assert done.returncode == 0
+    assert b"site: " in shown, shown  # the bar, naming its step (rich erases it when done)
+    assert re.fullmatch(r"wrote \S+index.html \(\d+ sections\) in \d+\.\d s\n", done.stdout), done.stdout

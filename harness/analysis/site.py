@@ -47,9 +47,19 @@ class Site:
     sections: list[str]
 
 
-def build(store: Store, out: Path, reports: Path | None = None) -> Site:
+def build(store: Store, out: Path, reports: Path | None = None, progress=None) -> Site:
     """Write `out`/index.html (replacing an earlier one). `reports`: the folder of `bench report`'s
-    output, linked from the runs table where a run's report is there."""
+    output, linked from the runs table where a run's report is there. `progress(step, done, steps)`
+    is called as each step starts (each family's findings, the paper, history, the page) and once
+    at the end (done == steps)."""
+    steps = [f"{name}: findings" for name in FAMILIES] + ["against the paper", "history", "the page"]
+    step = iter(enumerate(steps))
+
+    def next_step() -> None:
+        if progress is not None:
+            done, name = next(step)
+            progress(name, done, len(steps))
+
     import matplotlib
 
     matplotlib.use("Agg")
@@ -64,9 +74,13 @@ def build(store: Store, out: Path, reports: Path | None = None) -> Site:
         context = SiteContext(store, newest, figures)
         sections = []
         for family in FAMILIES.values():
+            next_step()
             sections += family.findings(context)
+        next_step()
         sections += _paper_and_siblings(store, runs)
+        next_step()
         sections += _history(store, figures)
+        next_step()
         sections.append(("Every run", ["Newest last. A run's report, where `bench report` wrote one into the "
                                        "reports folder, is linked from its number."],
                          _runs_table(runs, out, reports)))
@@ -74,6 +88,8 @@ def build(store: Store, out: Path, reports: Path | None = None) -> Site:
         temp = out / f".index.{os.getpid()}.html"
         temp.write_text(_page(store, runs, sections))
         os.replace(temp, page)
+    if progress is not None:
+        progress("done", len(steps), len(steps))
     return Site(page, [heading for heading, _, _ in sections])
 
 
