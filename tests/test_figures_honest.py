@@ -52,3 +52,47 @@ def test_the_input_distribution_figure_starts_its_bars_at_zero(tmp_path, monkeyp
     seen = checked_figures(monkeypatch)
     _figure_inputs(tmp_path / "inputs.png", pd.DataFrame(rows), "a run's rate by input distribution")
     assert seen == [[]]
+
+
+def test_coinciding_lines_are_said_and_both_visible():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from harness.plotting import mark_coinciding
+
+    fig, ax = plt.subplots()
+    ax.plot([8, 16, 256], [18.0, 20.0, 128.0], "o-", ms=3, label="NVIDIA H100 80GB HBM3 (measured)")
+    ax.plot([8, 16, 256], [18.0, 20.05, 128.1], "o-", ms=3, label="NVIDIA H200 (measured)")
+    ax.plot([8, 16, 256], [30.0, 40.0, 128.0], "o-", ms=3, label="another")
+    said = mark_coinciding(ax)
+    h100, h200, other = ax.get_lines()
+    assert said == ["NVIDIA H200 coincides with NVIDIA H100 80GB HBM3 (every point within 0.5 %): "
+                    "NVIDIA H200's points are the hollow rings on NVIDIA H100 80GB HBM3's line."]
+    assert h200.get_markerfacecolor() == "none" and h200.get_markersize() > h100.get_markersize()
+    assert "on NVIDIA H100 80GB HBM3's line" in h200.get_label() and other.get_linestyle() == "-"
+    plt.close(fig)
+
+
+def test_history_is_drawn_against_the_noise_band_and_changes_only_where_compare_would():
+    import numpy as np
+
+    from harness.analysis.site import _history_changes
+    from harness.plotting import history_range
+
+    # 0.002-cycle noise about 128 cycles: a range of several noise bands, not of the noise itself
+    values = np.array([128.000, 128.002, 127.999, 128.001])
+    low, high = history_range(values, 0.005)
+    assert low <= 128 * (1 - 0.01) and high >= 128 * (1 + 0.01)
+
+    class Samples:  # samples of fractional cycles: the 0.5 % floor applies, as in compare.against_run
+        def samples_of(self, ids):
+            return {i: np.array([1.5, 2.5]) for i in ids}
+
+    series = pd.DataFrame({"measurement_id": range(5), "run_id": [1, 2, 3, 4, 5], "gpu_name": "H100",
+                           "metric": "issue_interval_cycles", "value": [128.0, 128.002, 127.999, 134.4, 134.4],
+                           "spread": [0.001] * 5, "sm_clock_mhz": [1755.0] * 5})
+    changes = _history_changes(Samples(), series)
+    assert list(changes.verdict) == ["same", "same", "same", "slower", "same"]
+    assert (changes.noise_here >= 0.005).all()

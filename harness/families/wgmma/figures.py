@@ -10,6 +10,7 @@ import harness.families.wgmma.model as perfmodel
 from harness.families.wgmma.cases import DEFAULT_LAYOUT, K_OF, PAPER_N, WgmmaCase, parse
 from harness.families.wgmma.fitting import SPARSE
 from harness.paper import PAPER_GPU
+from harness.plotting import mark_coinciding
 
 DTYPE_ORDER = ("f16/f32", "f16/f16", "bf16/f32")
 COLORS = {"SS": "#1f77b4", "RS": "#d62728"}
@@ -411,7 +412,10 @@ def findings(ctx) -> list:
     f_tc = f_tc if f_tc == f_tc else perfmodel.datasheet("H100 SXM5").f_tc  # no fit: the datasheet's
     per_n = perfmodel.flops(WgmmaCase(64, 1, 16, "f16", "f16", "f32", "SS")) / (perfmodel.TENSOR_CORES_PER_SM * f_tc)
     ns = np.arange(8, 257, 8)
+    coinciding = []
     for ax, operands in zip(axes, ("SS", "RS")):
+        # GPUs whose intervals coincide (an H200 on an H100's line): said, and both drawn visibly
+        coinciding += [f"{operands}: {sentence}" for sentence in mark_coinciding(ax)]
         ax.plot(ns, ns * per_n, "k:", label=f"tensor cores alone: {per_n:.3g} N cycles ({f_tc:.4g} FLOP/cycle x {perfmodel.TENSOR_CORES_PER_SM})")
         ax.set_title(f"wgmma m64nNk16 f16 -> f32, {operands}", fontsize=10)
         ax.set_xlabel("N")
@@ -431,6 +435,7 @@ def findings(ctx) -> list:
                         + (f"reading A and B from shared memory at {fitted('B_smem (B/cycle/SM, fitted)')} B/cycle "
                            "(fitted) bounds it." if operands == "SS" else
                            f"the {fitted('floor (cycles, fitted)')}-cycle floor (fitted) bounds it."))
+    text += coinciding
     return [("Where does wgmma turn compute-bound?", text + [
         "Newest measurements of each GPU model; the model (harness/families/wgmma/model.py) is fitted to each "
         "GPU's own intervals. Every other type scales the same way by its rate (bench compare --against model)."],
