@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from harness.errors import IllegalShapeError, SpecError
-from harness.families.mma import loaders
-from harness.families.mma.loaders import LOADERS
+from harness.families import loaders
+from harness.families.loaders import FAMILY as LOADERS
 from harness.registry import parse_case_id
 
 

@@ -1,4 +1,5 @@
-"""ldmatrix and stmatrix (the fragment loaders of mma.sync): the Family object.
+"""ldmatrix and stmatrix (the fragment loaders of mma.sync): the Family object, its cases and NumPy model.
+Its analytical model: model.py; its report section: figures.py.
 
     ldmatrix.sync.m8n8.x<1|2|4>[.trans].shared.b16      stmatrix.sync.m8n8.x<1|2|4>[.trans].shared.b16
 are the PTX instructions without `.aligned`. One warp moves NUM 8x8 matrices of 16-bit elements
@@ -23,7 +24,7 @@ import numpy as np
 
 from harness.errors import IllegalShapeError, SpecError
 from harness.families.base import Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
-from harness.families.mma.model import B_BANK as PEAK_BYTES_PER_CYCLE
+from harness.families.loaders.model import B_BANK as PEAK_BYTES_PER_CYCLE
 from harness.measure.methods import ChainSlope, OccupancySweep, SweepPoint
 from harness.spec import Case
 
@@ -270,14 +271,14 @@ class LoadersFamily(Family):
 
     @property
     def model(self):
-        from harness.families.mma.model import LoaderModel
+        from harness.families.loaders.model import LoaderModel
 
         return LoaderModel()
 
     def figures(self, context) -> list:
-        from harness.families.mma.figures import loader_figures
+        from harness.families.loaders.figures import figures
 
-        return loader_figures(context)
+        return figures(context)
 
 
 def _pack16(elements: np.ndarray) -> np.ndarray:
@@ -293,4 +294,4 @@ def _output(registers: np.ndarray, image: np.ndarray | None = None) -> np.ndarra
     return out
 
 
-LOADERS = LoadersFamily()
+FAMILY = LoadersFamily()

@@ -1,4 +1,5 @@
-"""mma.sync (warp-level MMA, sm_90): the Family object, and the fragment loaders' (loaders.py).
+"""mma.sync (warp-level MMA, sm_90): the Family object (its fragment loaders, ldmatrix/stmatrix, are
+the loaders family: harness/families/loaders/).
 
 Cases and ids: cases.py. Register fragments: fragments.py. What each form compiles to on sm_90a,
 native or emulated: sass.py. Probe template: ptx/mma.cu.in.
@@ -394,4 +395,3 @@ def _d_coords(case: MmaCase):
 
 
 FAMILY = MmaFamily()
-from harness.families.mma.loaders import LOADERS  # noqa: E402,F401  the ldmatrix/stmatrix family (registry.py names it)
