@@ -135,3 +135,23 @@ def test_every_case_id_is_parsed_by_its_own_family():
             if owners != [name] or parse_case_id(case.case_id).family != name:
                 wrong.append((case.case_id, name, owners))
     assert not wrong, wrong[:10]
+
+
+def test_every_familys_layout_column_is_documented():
+    """The shared `layout` column means something else in each family (docs/database.md, the table of
+    what `layout` holds): each family has its row there, naming every value its cases store (wgmma's
+    eight descriptions: the two ends of the range)."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "database.md").read_text()
+    rows = {line.split("|")[1].strip().strip("`"): line for line in text.splitlines()
+            if line.startswith("| `") and line.count("|") == 5}
+    missing = []
+    for name, family in FAMILIES.items():
+        if name not in rows:
+            missing.append((name, "no row"))
+            continue
+        values = {case.columns().get("layout") for case in family.cases()} - {None}
+        if name == "wgmma":
+            assert {"K-major, no swizzle", "MN-major, 128B swizzle"} <= values
+            values = {"K-major, no swizzle", "MN-major, 128B swizzle"}
+        missing += [(name, value) for value in sorted(values) if f"`{value}`" not in rows[name]]
+    assert not missing, missing
