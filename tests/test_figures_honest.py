@@ -28,9 +28,10 @@ def checked_figures(monkeypatch) -> list:
                 low = ax.get_ylim()[0]
                 if low != 0 and "not zero" not in ax.get_ylabel():
                     problems.append(f"bars of {ax.get_ylabel()!r} start at {low}")
-            for label in ax.get_xticklabels():
-                if not label.get_visible() or not label.get_text():
-                    continue
+            low, high = sorted(ax.get_xlim())
+            for where, label in zip(ax.get_xticks(), ax.get_xticklabels()):
+                if not label.get_visible() or not label.get_text() or not low <= where <= high:
+                    continue  # matplotlib lists ticks beyond the axis that it never draws
                 box = label.get_window_extent(renderer)
                 if box.x0 < whole.x0 - 1 or box.x1 > whole.x1 + 1 or box.y0 < whole.y0 - 1:
                     problems.append(f"x label {label.get_text()!r} cut at the edge")
@@ -96,3 +97,23 @@ def test_history_is_drawn_against_the_noise_band_and_changes_only_where_compare_
     changes = _history_changes(Samples(), series)
     assert list(changes.verdict) == ["same", "same", "same", "slower", "same"]
     assert (changes.noise_here >= 0.005).all()
+
+
+SHIPPED = __import__("pathlib").Path(__file__).resolve().parent.parent / "results.db"
+
+
+@pytest.mark.parametrize("run", [52, 47, 56])
+def test_every_figure_of_a_shipped_report_is_honest(tmp_path, monkeypatch, run):
+    """Runs 52 (wgmma input distributions and clocks), 47 (TMA) and 56 (wgmma, every N)."""
+    if not SHIPPED.exists():
+        pytest.skip("no shipped results.db in this checkout")
+    from harness.analysis.report import build
+    from harness.db.files import copy_sqlite
+    from harness.db.store import Store
+
+    copy = tmp_path / "results.db"
+    copy_sqlite(SHIPPED, copy)
+    seen = checked_figures(monkeypatch)
+    with Store.open(str(copy), read_only=True) as store:
+        build(store, run, tmp_path / "reports")
+    assert seen and all(problems == [] for problems in seen), seen
