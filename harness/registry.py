@@ -76,12 +76,10 @@ def parse_case_id(case_id: str) -> Case:
 
 
 def did_you_mean(case_id: str) -> str | None:
-    """The id of a case of the suites closest to a misspelled `case_id` (None: none is close)."""
+    """The id of a case of any family closest to a misspelled `case_id` (None: none is close)."""
     import difflib
 
-    from harness.suites import all_suites
-
-    known = {case.case_id for suite in all_suites().values() for case in suite.make()}
+    known = {case.case_id for family in FAMILIES.values() for case in family.cases()}
     close = difflib.get_close_matches(case_id, known, n=1, cutoff=0.85)
     return close[0] if close else None
 

@@ -13,7 +13,7 @@ PACKAGE = ROOT / "harness"
 LAYERS = [
     ("vocabulary", ["harness.version", "harness.errors", "harness.dtypes", "harness.sparsity", "harness.stats",
                     "harness.output", "harness.environment", "harness.spec", "harness.datasheets", "harness.paper",
-                    "harness.metrics", "harness.verdicts"]),
+                    "harness.metrics", "harness.verdicts", "harness.plotting"]),
     ("build", ["harness.build", "harness.build.*"]),
     ("measurement vocabulary", ["harness.families.base", "harness.measure", "harness.measure.*"]),
     ("store", ["harness.provenance", "harness.migrations", "harness.migrations.*", "harness.db", "harness.db.*"]),
