@@ -72,7 +72,8 @@ def parse_case_id(case_id: str) -> Case:
         close = did_you_mean(base)
         if close is None:
             raise
-        raise SpecError(f"{case_id!r}: did you mean {close!r}? ({exc.args[0] if exc.args else exc})") from None
+        # the same kind of error (an illegal shape stays one), with the suggestion
+        raise type(exc)(f"{case_id!r}: did you mean {close!r}? ({exc.args[0] if exc.args else exc})") from None
 
 
 def did_you_mean(case_id: str) -> str | None:
