@@ -41,9 +41,9 @@ METRICS = {m.name: m for m in (
                "that sequence overlaps the instruction, so this is below the round trip (latency_raw_cycles) and "
                "may be below the issue interval"),
     MetricInfo("store_drain_cycles", "cycles", "cycles", None, "lower",
-               "a bulk or tensor store from shared memory, from issue to its bulk group's wait_group 0, net of the "
-               "same commit and wait without the store: the SM sending the tile out (29 + bytes / 32 cycles on an "
-               "H100 and an H200), not its arrival in the L2 or its visibility to another SM"),
+               "a store from shared to global memory, from issue to its completion as the issuing thread sees it, "
+               "net of the same wait without the store: the SM sending the data out, not its arrival in the L2 or "
+               "its visibility to another SM"),
     MetricInfo("latency_raw_cycles", "cycles", "cycles", None, "lower",
                "the bracketed sequence with the instruction, its overhead included (where that sequence is what "
                "using the result takes, the instruction's full round trip, with two clock reads)"),
@@ -67,11 +67,11 @@ METRICS = {m.name: m for m in (
                "energy per unit of work (FLOP or OP, dense-equivalent): power_mean_w / throughput_tflops"),
     MetricInfo("bandwidth_gbps", "GB/s", "seconds", "bytes", "higher", "whole-GPU bytes per second (1e9 B/s)"),
     MetricInfo("library_fraction", "ratio", "ratio", None, "higher",
-               "a kernel's throughput_tflops over the library's (cuBLAS) on the same problem and inputs, round by "
+               "a kernel's throughput_tflops over a library's on the same problem and inputs, round by "
                "round: rounds of each alternate, so both see the same clock and power state"),
     MetricInfo("cycles_per_kblock", "cycles", "cycles", None, "lower",
-               "a GEMM pipeline's mainloop cycles per k-block (one consumer warpgroup's, from its first wait to its "
-               "last wgmma of each tile), the median over blocks"),
+               "a pipelined kernel's mainloop cycles per block of the reduction dimension (k-block), the median over "
+               "thread blocks"),
     MetricInfo("full_wait_cycles_per_tile", "cycles", "cycles", None, "lower",
                "cycles a consumer warpgroup waited for a slot to fill (the feed was short), per output tile"),
     MetricInfo("empty_wait_cycles_per_tile", "cycles", "cycles", None, "lower",

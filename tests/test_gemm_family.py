@@ -72,11 +72,12 @@ def test_worklog_steps_map_to_our_configurations():
 
 def test_worklog_verdicts():
     # 677 TFLOPS at 1349 MHz on 132 SMs: the worklog's 758 needs 1510 MHz at that work per cycle, possible
-    verdict, why = worklog_verdict(677.0, 758.0, 1349.0, 132)
+    verdict, why = worklog_verdict(677.0, 758.0, 1349.0, 132, 1980.0)
     assert verdict == CLOCK_NOT_PRINTED and "1510 MHz" in why
-    assert worklog_verdict(750.0, 758.0, 1349.0, 132)[0] == AGREES
-    assert worklog_verdict(152.0, 317.0, 1445.0, 132)[0] == DISAGREES  # would need 3014 MHz
-    assert worklog_verdict(546.0, 400.0, 1258.0, 132)[0] == DISAGREES  # ours above it
+    assert worklog_verdict(677.0, 758.0, 1349.0, 132, 1500.0)[0] == DISAGREES  # a GPU whose maximum is below it
+    assert worklog_verdict(750.0, 758.0, 1349.0, 132, 1980.0)[0] == AGREES
+    assert worklog_verdict(152.0, 317.0, 1445.0, 132, 1980.0)[0] == DISAGREES  # would need 3014 MHz
+    assert worklog_verdict(546.0, 400.0, 1258.0, 132, 1980.0)[0] == DISAGREES  # ours above it
 
 
 def _params() -> Params:

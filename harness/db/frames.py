@@ -41,7 +41,7 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
         frame["launch"] = [json.loads(v) if v else {} for v in frame["launch_key"]]
     if "params" in frame:
         frame["params"] = [json.loads(v) if v else {} for v in frame["params"].fillna("")]
-        # wgmma's layout as the case id spells it (e.g. "MN", "K-SW128"): a key to group and filter by,
+        # the layout as the case id spells it (e.g. "MN", "K-SW128"): a key to group and filter by,
         # beside `layout`, its description; None for the other families (docs/database.md, `layout`)
         frame["layout_key"] = [p.get("layout") for p in frame["params"]]
     return frame.rename(columns=RENAMED)

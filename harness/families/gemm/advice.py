@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from harness.errors import SpecError
 from harness.families.base import AdviceOption, Advisor
-from harness.families.gemm import cases as _cases
+import harness.families.gemm.cases as _cases
 from harness.families.gemm.model import predict_case
 from harness.families.gemm.planner import GemmModel
 

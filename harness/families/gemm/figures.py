@@ -190,12 +190,20 @@ def _worklog(ctx, ladder_configs: dict[str, dict]) -> pd.DataFrame:
 
 # -- figures -------------------------------------------------------------------------------------------
 
-MAX_SM_CLOCK_MHZ = 1980  # an H100 SXM's and H200's maximum SM clock (both reported it here)
+def _max_clock(ctx) -> float | None:
+    """The maximum SM clock the run's GPU reported (the device row), None where it is not stored."""
+    try:
+        found = ctx.store.query(f"""SELECT d.max_sm_clock_mhz FROM runs r JOIN devices d ON r.device_id = d.id
+                                    WHERE r.id = {int(ctx.run_id)}""")
+    except SQLAlchemyError:
+        return None
+    return float(found.iloc[0, 0]) if len(found) and pd.notna(found.iloc[0, 0]) else None
 
 
-def worklog_verdict(ours: float, theirs: float, clock_mhz: float, sms: int) -> tuple[str, str]:
+def worklog_verdict(ours: float, theirs: float, clock_mhz: float, sms: int,
+                    max_clock_mhz: float | None) -> tuple[str, str]:
     """Our TFLOPS for a worklog step against its published figure. The worklog prints no clock: where
-    ours per cycle reaches its figure at a clock the GPU can run (up to MAX_SM_CLOCK_MHZ), the figure is
+    ours per cycle reaches its figure at a clock the GPU can run (up to the maximum it reports), the figure is
     possible and the difference is the clock; otherwise theirs did more per cycle, or ours did."""
     if not (ours > 0 and theirs > 0 and clock_mhz > 0):
         return "", ""
@@ -204,12 +212,12 @@ def worklog_verdict(ours: float, theirs: float, clock_mhz: float, sms: int) -> t
     per_cycle = ours * 1e12 / (sms * clock_mhz * 1e6)
     if abs(ratio - 1) <= DEFAULT_TOLERANCE:
         return AGREES, f"ours {ratio:.3f} of it at {clock_mhz:.0f} MHz"
-    if ratio < 1 and implied <= MAX_SM_CLOCK_MHZ:
+    if ratio < 1 and (max_clock_mhz is None or implied <= max_clock_mhz):
         return CLOCK_NOT_PRINTED, (f"ours {ratio:.3f} of it at {clock_mhz:.0f} MHz (measured, under the power cap); "
                                    f"at our {per_cycle:.0f} FLOP/cycle/SM its figure needs {implied:.0f} MHz")
     if ratio < 1:
         return DISAGREES, (f"ours {ratio:.3f} of it; at our {per_cycle:.0f} FLOP/cycle/SM its figure needs "
-                           f"{implied:.0f} MHz, above the GPU's {MAX_SM_CLOCK_MHZ}: it did more per cycle")
+                           f"{implied:.0f} MHz, above the GPU's {max_clock_mhz:.0f}: it did more per cycle")
     return DISAGREES, f"ours {ratio:.3f} x its figure at {clock_mhz:.0f} MHz: ours does more per cycle or per second"
 
 
@@ -451,7 +459,8 @@ def figures(ctx) -> list:
             table["of cuBLAS's TFLOPS"] = [t / cublas[s] if s in cublas else np.nan for t, s in zip(table.TFLOPS, table["size"])]
         if len(worklog):
             table["worklog TFLOPS"] = table.step.map(worklog.set_index("step").value)
-            judged = [worklog_verdict(r.TFLOPS, r["worklog TFLOPS"], r["SM MHz"], sms or 132)
+            top = _max_clock(ctx)
+            judged = [worklog_verdict(r.TFLOPS, r["worklog TFLOPS"], r["SM MHz"], sms or 132, top)
                       for _, r in table.iterrows()]
             table["verdict"] = [v for v, _ in judged]
             table["why"] = [w for _, w in judged]
