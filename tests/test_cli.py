@@ -121,6 +121,9 @@ BAD_INPUTS = [
     (["advise", "swapab", "--m", "16", "--n", "64"], 2, "Missing option '--k'"),
     (["advise", "swapab", "--m", "16", "--n", "64", "--k", "16", "--gpu", "H20", "--run", "1"], 2, "--gpu or --run, not both"),
     (["advise", "splitk"], 2, "No such command 'splitk'"),
+    (["plan", "--m", "0", "--n", "8192", "--k", "8192"], 2, "--m.*0 is not in the range 1<=x<=65536"),
+    (["plan", "--m", "100", "--n", "8192", "--k", "8192"], 2, "no pipeline configuration tiles 100x8192x8192"),
+    (["plan", "--m", "128", "--n", "128", "--k", "64", "--dtype", "f64"], 2, "--dtype.*'f64' is not one of"),
     (["report", "--run", "3"], 4, "no run 3 .*runs 1..1"),
     (["report", "--out", "/proc/no/such/place"], 2, "--out: cannot write the report under /proc/no/such/place"),
     (["sql", "PRAGMA query_only=OFF"], 4, "not authorized .*read-only: pass --write"),
@@ -291,3 +294,11 @@ def test_a_database_failure_or_a_bug_is_one_line_with_its_own_status(monkeypatch
 
     monkeypatch.setattr("harness.suites.SUITES", Failing())
     one_error_line(bench("list"), code, pattern)
+
+
+def test_plan_is_a_shortcut_for_the_advisor():
+    """`bench plan` (the issue's name) is `bench advise plan`: the same command, listed at the top level."""
+    top = bench("plan", "--m", "512", "--n", "8192", "--k", "8192")
+    nested = bench("advise", "plan", "--m", "512", "--n", "8192", "--k", "8192")
+    assert top.exit_code == 0 and top.output == nested.output and "configurations" in top.output
+    assert "plan" in bench("--help").output.split("Commands:")[1]

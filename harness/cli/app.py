@@ -92,7 +92,20 @@ def fail(message: object, code: int) -> None:
 
 class BenchGroup(click.Group):
     """Turns every error (ours, click's, the operating system's, or a bug) into one line on stderr and
-    a non-zero status: no command prints a traceback."""
+    a non-zero status: no command prints a traceback. A subgroup's `shortcuts` ({name: command}, e.g.
+    `bench advise plan`'s) are top-level commands too, unless one of the group's own has the name."""
+
+    def _shortcuts(self) -> dict[str, click.Command]:
+        found = {}
+        for group in self.commands.values():
+            found.update(getattr(group, "shortcuts", {}))
+        return {name: command for name, command in found.items() if name not in self.commands}
+
+    def get_command(self, ctx, name):
+        return super().get_command(ctx, name) or self._shortcuts().get(name)
+
+    def list_commands(self, ctx):
+        return sorted({*super().list_commands(ctx), *self._shortcuts()})
 
     def invoke(self, ctx):
         try:

@@ -339,6 +339,11 @@ class AdvisorGroup(click.Group):
         return {advisor.name: advice_command(family, advisor)
                 for family in FAMILIES.values() for advisor in family.advisors}
 
+    @property
+    def shortcuts(self) -> dict[str, click.Command]:
+        """The advisors that are also `bench NAME` (Advisor.shortcut)."""
+        return {name: command for name, command in self.advisors.items() if command.shortcut}
+
     def list_commands(self, ctx):
         return sorted(self.advisors)
 
@@ -384,7 +389,9 @@ def advice_command(family, advisor) -> click.Command:
                 click.Option(["--run", "run_id"], default=None, type=RUN_ID,
                              help="predict with the parameters fitted to this run"),
                 click.Option(["--db"], default=None, help=DB_HELP)]
-    return click.Command(advisor.name, callback=run_advisor, params=options, help=inspect.cleandoc(advisor.help))
+    command = click.Command(advisor.name, callback=run_advisor, params=options, help=inspect.cleandoc(advisor.help))
+    command.shortcut = advisor.shortcut
+    return command
 
 
 @cli.command()

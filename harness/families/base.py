@@ -117,12 +117,14 @@ class Advisor:
     """`bench advise NAME`: instruction-choice advice from a family's model. The command adds --gpu (the
     datasheet's parameters), --run (the parameters fitted to a run) and --db to `options`, and prints
     what `advise(values, fit, gpu)` returns: `values` by option name, `fit` the family model's fit
-    report for --run (else None), `gpu` --gpu's name (else None)."""
+    report for --run (else None), `gpu` --gpu's name (else None). A `shortcut` advisor is also
+    `bench NAME` (one no command of the CLI's own is called)."""
 
     name: str
     help: str  # the command's help: a summary line, then examples
     options: tuple[AdviceOption, ...]
     advise: Callable[[dict, object, "str | None"], list[str]] = field(repr=False)
+    shortcut: bool = False  # also a top-level command, `bench NAME`
 
 
 class Family(ABC):

@@ -1,4 +1,4 @@
-"""`bench advise plan` (Family.advisors): rank the pipeline configurations for a GEMM by the planner's
+"""`bench plan`, also `bench advise plan` (Family.advisors): rank the pipeline configurations for a GEMM by the planner's
 prediction (model.py), with the bound each one hits, from a run's fitted parameters or a GPU's prior."""
 
 from __future__ import annotations
@@ -66,12 +66,13 @@ PLAN = Advisor(
 
     \b
     Examples:
-      bench advise plan --m 8192 --n 8192 --k 8192
-      bench advise plan --m 512 --n 8192 --k 8192 --dtype bf16 --run 60
+      bench plan --m 8192 --n 8192 --k 8192
+      bench plan --m 512 --n 8192 --k 8192 --dtype bf16 --run 60
     """,
     (AdviceOption("m", "rows of A and C", high=_cases.MAX_DIM),
      AdviceOption("n", "rows of B, columns of C", high=_cases.MAX_DIM),
      AdviceOption("k", "the reduction dimension", high=_cases.MAX_DIM),
      AdviceOption("dtype", "input type", choices=_cases.DTYPES, default="f16")),
     _plan,
+    shortcut=True,
 )
