@@ -74,7 +74,6 @@ def test_dsmem_compares_the_minimum_over_placements_and_counts_them():
 
 @pytest.fixture(scope="module")
 def shipped_copy(tmp_path_factory):
-    import shutil
     import sqlite3
     from pathlib import Path
 

@@ -159,7 +159,7 @@ def _compare_table(result, sides: str, every: bool, wide: bool, gate_energy: boo
 
     from harness import verdicts
 
-    frame, column = result.frame, result.column
+    frame = result.frame
     kind = result.against if result.against in COMPARE_COLUMNS else "run"
     first = COMPARE_COLUMNS[kind]
     names = {"paper_ratio": "ratio"} if kind == "paper" else \
