@@ -147,7 +147,7 @@ def test_any_db_path_or_url_is_one_line(path, args, monkeypatch, tmp_path):
 URL_CHARACTERS = st.text(st.sampled_from("ab?#%&=:@;+ 41F~"), min_size=1, max_size=12)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(name=URL_CHARACTERS)
 def test_a_file_name_with_url_characters_is_that_file(template, name, monkeypatch):
     """A path is never parsed as a URL: `?`, `#`, `%41`, `@` and `:` are characters of the name."""

@@ -73,3 +73,36 @@ def test_a_simulated_run_into_a_database_of_real_runs_is_refused_before_any_work
         f"error: {db} holds runs of real GPUs: simulated runs go into a database of their own (--db other.db); "
         "simulated and real numbers are never mixed"], result.output
     assert digest(db) == before
+
+
+def test_the_run_stores_a_case_while_the_worker_measures_the_next(tmp_path, fake_backend, monkeypatch):
+    """bench run overlaps its work: case i+1 is sent to the worker before case i is stored, and every
+    case is still stored once, in the plan's order (the first is stored only after the second left)."""
+    events = []
+    original = Store.record_case
+    monkeypatch.setattr(Store, "record_case",
+                        lambda self, run_id, result: (events.append(("store", result.case.case_id)),
+                                                      original(self, run_id, result))[1])
+    run_plan = plan("wgmma-quick", None)
+    ids = [c.case_id for c in run_plan.cases]
+    with Worker(0) as worker:
+        worker.start()
+        sent = worker.submit
+        monkeypatch.setattr(worker, "submit", lambda case, build: (events.append(("send", case.case_id)),
+                                                                   sent(case, build))[1])
+        execute(run_plan, str(tmp_path / "r.db"), worker)
+    assert [i for kind, i in events if kind == "store"] == [i for kind, i in events if kind == "send"] == ids
+    for i in range(len(ids) - 1):
+        assert events.index(("send", ids[i + 1])) < events.index(("store", ids[i]))
+    stored = Store.open(str(tmp_path / "r.db")).query("SELECT case_id, COUNT(*) AS n FROM results GROUP BY case_id")
+    assert sorted(stored.case_id) == sorted(ids) and len(set(stored.n)) == 1
+
+
+def test_a_submitted_case_must_be_collected_before_the_next(fake_backend):
+    run_plan = plan("wgmma-quick", None)
+    with Worker(0) as worker:
+        worker.start()
+        worker.submit(run_plan.cases[0], None)
+        with pytest.raises(RuntimeError, match="not been collected"):
+            worker.submit(run_plan.cases[1], None)
+        assert worker.collect().case == run_plan.cases[0]

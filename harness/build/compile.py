@@ -14,7 +14,7 @@ import re
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 from harness.errors import CompileError
 from harness.build.render import ProbeSource
@@ -130,21 +130,29 @@ def compile_probe(source: ProbeSource, options: tuple[str, ...] = NVRTC_OPTIONS)
 def compile_many(sources: Iterable[ProbeSource], jobs: int | None = None,
                  on_done: Callable[[Build], None] | None = None) -> dict[str, Build]:
     """Compile many probes in worker processes; returns builds by source name."""
+    return {build.name: build for build in compile_each(sources, jobs, on_done)}
+
+
+def compile_each(sources: Iterable[ProbeSource], jobs: int | None = None,
+                 on_done: Callable[[Build], None] | None = None) -> Iterator[Build]:
+    """Compile many probes in `jobs` worker processes (default: one per CPU), yielding each build in
+    the order of `sources` as soon as it and those before it are done: the processes work ahead while
+    the caller uses the builds it has (bench run measures them). Closing the iterator early cancels
+    the compilations not started."""
     sources = list(sources)
     jobs = jobs or max(1, min(len(sources), os.cpu_count() or 1))
-    builds: dict[str, Build] = {}
     if jobs == 1:
-        results = map(compile_probe, sources)
-    else:
-        # spawn, not fork: the parent may have threads (CUDA, NVML) that a forked child would inherit
-        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
-        results = pool.map(compile_probe, sources)
-    try:
-        for build in results:
-            builds[build.name] = build
+        for build in map(compile_probe, sources):
             if on_done:
                 on_done(build)
+            yield build
+        return
+    # spawn, not fork: the parent may have threads (CUDA, NVML) that a forked child would inherit
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        for build in pool.map(compile_probe, sources):
+            if on_done:
+                on_done(build)
+            yield build
     finally:
-        if jobs != 1:
-            pool.shutdown(cancel_futures=True)
-    return builds
+        pool.shutdown(cancel_futures=True)

@@ -45,18 +45,39 @@ def find_nvdisasm() -> str:
 
 def _elf_text_sections(data: bytes) -> dict[str, bytes]:
     """The instruction bytes of every kernel of a 64-bit little-endian ELF cubin (.text.<kernel>)."""
+    return {kernel: code for kernel, (code, _) in _elf_kernels(data).items()}
+
+
+def _elf_kernels(data: bytes) -> dict[str, tuple[bytes, dict[int, str]]]:
+    """Every kernel of a 64-bit little-endian ELF cubin (.text.<kernel>): its instruction bytes, and the
+    functions of its section ({offset: name}, from the symbol table: the kernel at 0 and the routines
+    that ptxas placed after it), which its CALLs and RETs name."""
     if data[:4] != b"\x7fELF" or data[4] != 2:
         raise HarnessError("not a 64-bit ELF cubin")
     (shoff,), (shentsize, shnum, shstrndx) = struct.unpack_from("<Q", data, 0x28), struct.unpack_from("<HHH", data, 0x3A)
-    headers = [struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize) for i in range(shnum)]
-    names_at = headers[shstrndx][4]
-    sections = {}
-    for name, _type, _flags, _addr, offset, size in headers:
-        start = names_at + name
-        title = data[start:data.index(b"\0", start)].decode()
+    headers = [struct.unpack_from("<IIQQQQII", data, shoff + i * shentsize) for i in range(shnum)]
+
+    def text(table: int, at: int) -> str:
+        start = headers[table][4] + at
+        return data[start:data.index(b"\0", start)].decode()
+
+    kernels, by_index = {}, {}
+    for index, (name, *_, offset, size, _link, _info) in enumerate(headers):
+        title = text(shstrndx, name)
         if title.startswith(".text."):
-            sections[title[len(".text."):]] = data[offset:offset + size]
-    return sections
+            kernels[title[len(".text."):]] = (data[offset:offset + size], {})
+            by_index[index] = title[len(".text."):]
+    for _name, kind, *_, offset, size, link, _info in headers:
+        if kind != 2:  # SHT_SYMTAB
+            continue
+        for at in range(offset, offset + size, 24):  # Elf64_Sym: name, info, other, section, value, size
+            symbol, info, _other, section, value, _size = struct.unpack_from("<IBBHQQ", data, at)
+            if info & 0xF == 2 and section in by_index:  # STT_FUNC: the kernel (at 0) and its routines
+                kernels[by_index[section]][1][value] = text(link, symbol)
+    return kernels
+
+
+_CALL_TARGET = re.compile(r"^((?:CALL|RET)\.\S+(?: R\d+)?) 0x([0-9a-f]+)$")
 
 
 def _disassemble_elf(cubin: Path) -> dict[str, list[str]]:
@@ -93,35 +114,45 @@ def disassemble_many(cubins: Iterable[Path], batch_bytes: int = 8 << 20,
     nvdisasm spends about 0.4 s starting on each file, far more than the disassembly of a probe; so the
     kernels' instruction bytes are cut out of their ELF files, concatenated, and disassembled as one raw
     SM90a binary (a batch of at most `batch_bytes`, and as many batches as there are jobs), then split
-    again by address. Raw mode prints branch and call targets as addresses: a cubin with a CALL is
-    disassembled again from its ELF, so that routine names stay readable.
+    again by address. Raw mode prints branch and call targets as addresses: a CALL's target is named
+    from the cubin's symbol table as nvdisasm names it (a cubin with a target the table lacks is
+    disassembled again from its ELF), so that the routines of emulated instructions stay readable.
     """
     cubins = [Path(c) for c in cubins]
     out = {c: json.loads(_cached(c).read_text()) for c in cubins if _cached(c).is_file()}
     todo = [c for c in dict.fromkeys(cubins) if c not in out]
     jobs = max(1, jobs or os.cpu_count() or 1)
-    sections = [(cubin, kernel, code) for cubin in todo
-                for kernel, code in _elf_text_sections(cubin.read_bytes()).items()]
-    total = sum(len(code) for *_, code in sections)
+    sections = [(cubin, kernel, code, routines) for cubin in todo
+                for kernel, (code, routines) in _elf_kernels(cubin.read_bytes()).items()]
+    total = sum(len(code) for _, _, code, _ in sections)
     limit = max(INSTRUCTION_BYTES, min(batch_bytes, -(-total // jobs)))
     batches, pieces, size = [], [], 0
-    for cubin, kernel, code in sections:  # a cubin's kernels stay in one batch
+    for cubin, kernel, code, routines in sections:  # a cubin's kernels stay in one batch
         if pieces and size >= limit and pieces[-1][0] != cubin:
             batches.append(pieces)
             pieces, size = [], 0
-        pieces.append((cubin, kernel, size, code))
+        pieces.append((cubin, kernel, size, code, routines))
         size += len(code)
     if pieces:
         batches.append(pieces)
+    unnamed = set()  # cubins with a CALL whose target is no routine of the symbol table
     with ThreadPoolExecutor(jobs) as pool:  # threads wait on nvdisasm processes: the work runs in those
-        raws = pool.map(lambda batch: _disassemble_raw(b"".join(code for *_, code in batch)), batches)
+        raws = pool.map(lambda batch: _disassemble_raw(b"".join(piece[3] for piece in batch)), batches)
         for batch, by_address in zip(batches, raws):
-            for cubin, kernel, start, code in batch:
-                instructions = [by_address[a] for a in range(start, start + len(code), INSTRUCTION_BYTES)
-                                if a in by_address]
+            for cubin, kernel, start, code, routines in batch:
+                instructions = []
+                for a in range(start, start + len(code), INSTRUCTION_BYTES):
+                    if a not in by_address:
+                        continue
+                    instruction = by_address[a]
+                    if call := _CALL_TARGET.match(instruction):  # named as nvdisasm names it in the ELF
+                        name = routines.get(int(call[2], 16) - start)
+                        instruction = f"{call[1]} `({name})" if name else instruction
+                        unnamed.update([] if name else [cubin])
+                    instructions.append(instruction)
                 out.setdefault(cubin, {})[kernel] = instructions
-        calling = [c for c in todo if any(ins.startswith("CALL") for kernel in out[c].values() for ins in kernel)]
-        out.update(zip(calling, pool.map(_disassemble_elf, calling)))
+        unnamed = sorted(unnamed)
+        out.update(zip(unnamed, pool.map(_disassemble_elf, unnamed)))
     for cubin in todo:
         _cached(cubin).write_text(json.dumps(out[cubin]))
     return out

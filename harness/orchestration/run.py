@@ -1,10 +1,13 @@
-"""A whole `bench run`: check everything first, compile all cases, then measure and store each.
+"""A whole `bench run`: check everything first, then compile, measure and store each case, the three
+overlapped: the compiler's processes work ahead of the measurement, and the run stores one case while
+the worker measures the next.
 
-Nothing touches the database until the suite, filter, GPU and probes have all been checked.
-Cases are measured in a worker process (harness/orchestration/worker.py), so a probe that faults or hangs is
-stored as a fault and the run goes on. Each case is committed as soon as it is measured;
-SIGINT or SIGTERM marks the run interrupted, and `bench run --resume RUN_ID` measures what is
-missing.
+Nothing touches the database until the suite, filter, cases and GPU have all been checked. A probe
+that fails to compile (CI compiles every shipped one) fails the run with NVRTC's message, keeping the
+cases measured before it. Cases are measured in a worker process (harness/orchestration/worker.py), so
+a probe that faults or hangs is stored as a fault and the run goes on. Each case is committed as soon
+as it is measured; SIGINT or SIGTERM marks the run interrupted, and `bench run --resume RUN_ID`
+measures what is missing.
 """
 
 from __future__ import annotations
@@ -14,11 +17,11 @@ import signal
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator
 
 from harness import provenance
 from harness.build import sass
-from harness.build.compile import Build, compile_many
+from harness.build.compile import Build, compile_each
 from harness.measure.device import DeviceInfo
 from harness.errors import DeviceError, RunInterrupted, SpecError
 from harness.registry import family_of
@@ -77,11 +80,21 @@ class RunOutcome:
     results: list[CaseResult]
 
 
-def compile_plan(cases: list[Case], jobs: int | None = None,
-                 on_compiled: Callable[[Build], None] | None = None) -> dict[str, Build]:
-    builds = compile_many([probe_source(c) for c in cases], jobs=jobs, on_done=on_compiled)
-    sass.disassemble_many(b.cubin_path for b in builds.values())  # cached for the SASS checks
-    return builds
+def compiled(cases: list[Case], jobs: int | None = None,
+             on_compiled: Callable[[Build], None] | None = None) -> Iterator[tuple[Case, Build]]:
+    """Each case with its build, in the plan's order, as soon as it is compiled and disassembled: the
+    compiler's processes work ahead while the caller measures. The disassembly (cached for the SASS
+    checks) goes in batches that double in size, so that the first case waits for one build and
+    nvdisasm starts a few times, not once a case."""
+    ready, batch = [], 1
+    for case, build in zip(cases, compile_each([probe_source(c) for c in cases], jobs, on_compiled)):
+        ready.append((case, build))
+        if len(ready) == batch:
+            sass.disassemble_many(b.cubin_path for _, b in ready)
+            yield from ready
+            ready, batch = [], batch * 2
+    sass.disassemble_many(b.cubin_path for _, b in ready)
+    yield from ready
 
 
 def check_resumable(run_plan: RunPlan, device: DeviceInfo, commit: str | None) -> None:
@@ -144,23 +157,38 @@ def execute(run_plan: RunPlan, db: str | os.PathLike | Store | None, worker: Wor
 
 def _execute(run_plan: RunPlan, store: Store, worker: Worker, prov, jobs, on_compiled, on_case) -> RunOutcome:
     device = worker.device
-    builds = compile_plan(run_plan.cases, jobs, on_compiled) if run_plan.cases else {}
+    builds = compiled(run_plan.cases, jobs, on_compiled)
     if run_plan.resume is None:
         run_id = store.start_run(device, prov, run_plan.suite, run_plan.filter)
     else:
         run_id = run_plan.resume
         store.resume_run(run_id)
     results: list[CaseResult] = []
+    pending: CaseResult | None = None  # measured, not yet stored
+
+    def keep(result: CaseResult) -> None:
+        store.record_case(run_id, result)
+        results.append(result)
+        if on_case:
+            on_case(result)
+
     try:
         with worker:
-            for case in run_plan.cases:
-                result = worker.measure(case, builds[case.case_id])
-                store.record_case(run_id, result)
-                results.append(result)
-                if on_case:
-                    on_case(result)
+            ahead = next(builds, None)
+            while ahead is not None:
+                worker.submit(*ahead)
+                if pending is not None:  # stored while the worker measures the next case
+                    result, pending = pending, None
+                    keep(result)
+                ahead = next(builds, None)  # ... and the case after it compiled
+                pending = worker.collect()
+            if pending is not None:
+                result, pending = pending, None
+                keep(result)
     except KeyboardInterrupt:
         with _signals_held():
+            if pending is not None:  # measured before the interrupt: kept
+                keep(pending)
             kept = run_plan.size - len(run_plan.cases) + len(results)
             store.finish_run(run_id, "interrupted", f"interrupted with {kept} of {run_plan.size} cases stored")
         raise RunInterrupted(f"interrupted: run {run_id} keeps {kept} of {run_plan.size} cases; "
@@ -169,5 +197,7 @@ def _execute(run_plan: RunPlan, store: Store, worker: Worker, prov, jobs, on_com
         with _signals_held():
             store.finish_run(run_id, "failed", f"{type(exc).__name__}: {exc}")
         raise
+    finally:
+        builds.close()  # the compilations not yet started are cancelled
     store.finish_run(run_id, "complete")
     return RunOutcome(run_id, "complete", results)

@@ -133,6 +133,7 @@ class Worker:
         self._context = multiprocessing.get_context("spawn")
         self._process = None
         self._conn = None
+        self._pending: tuple[Case, Build | None, float] | None = None  # submitted, not yet collected
 
     def start(self) -> DeviceInfo:
         """Start the worker; DeviceError if it cannot open the GPU (or opens a different one)."""
@@ -163,11 +164,26 @@ class Worker:
 
     def measure(self, case: Case, build: Build | None) -> CaseResult:
         """The case's result, or a fault result if the worker failed it (the worker is then replaced)."""
+        self.submit(case, build)
+        return self.collect()
+
+    def submit(self, case: Case, build: Build | None) -> None:
+        """Send a case to the worker, which starts measuring it; `collect` returns its result. One case
+        at a time: the caller may do its own work (store the previous case) while this one runs."""
+        if self._pending is not None:
+            raise RuntimeError("the worker's previous case has not been collected")
         if self._process is None or not self._process.is_alive():
             self.start()
-        started = time.monotonic()
+        self._pending = (case, build, time.monotonic())
         self._conn.send((case, build))
-        if not self._conn.poll(self.watchdog_s):
+
+    def collect(self) -> CaseResult:
+        """The submitted case's result, or a fault result (the worker is then replaced); the watchdog
+        counts from the submission."""
+        case, build, started = self._pending
+        self._pending = None
+        # a result that came while the caller was busy is taken at once, even past the watchdog's time
+        if not self._conn.poll(max(self.watchdog_s - (time.monotonic() - started), 0.0)) and not self._conn.poll(0):
             self._kill()
             return self._fault(case, build, f"hang: no result within the {self.watchdog_s:g} s watchdog; "
                                             "worker killed")
@@ -204,7 +220,7 @@ class Worker:
 
     def _discard(self) -> None:
         self._conn.close()
-        self._process = self._conn = None
+        self._process = self._conn = self._pending = None
 
     def close(self) -> None:
         """Ask the worker to finish; kill it if it does not."""
