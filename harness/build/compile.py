@@ -8,6 +8,7 @@ what we inspect is what we time.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import multiprocessing
 import os
 import re
@@ -102,29 +103,40 @@ def _nvrtc_compile(text: str, name: str, options: tuple[str, ...]) -> tuple[byte
         nvrtc.nvrtcDestroyProgram(prog)
 
 
-def compile_probe(source: ProbeSource, options: tuple[str, ...] = NVRTC_OPTIONS) -> Build:
-    """Compile `source` (or take it from the cache); raises CompileError with NVRTC's log."""
+def _paths(source: ProbeSource, options: tuple[str, ...]) -> tuple[str, str, Path, Path]:
+    """(NVRTC version, cache key, cubin path, log path) of `source` compiled with `options`."""
     version = nvrtc_version()
     key = _key(source, options, version)
     directory = cache_dir()
-    cubin_path, log_path = directory / f"{key}.cubin", directory / f"{key}.log"
-    build = lambda cached: Build(source.name, source.source_hash, key, cubin_path,  # noqa: E731
-                                 log_path.read_text(), options, version, cached)
+    return version, key, directory / f"{key}.cubin", directory / f"{key}.log"
+
+
+def cached_build(source: ProbeSource, options: tuple[str, ...] = NVRTC_OPTIONS) -> Build | None:
+    """`source`'s build from the cache, or None where it was never compiled."""
+    version, key, cubin_path, log_path = _paths(source, options)
     if cubin_path.exists() and log_path.exists():
-        return build(True)
+        return Build(source.name, source.source_hash, key, cubin_path, log_path.read_text(), options, version, True)
+    return None
+
+
+def compile_probe(source: ProbeSource, options: tuple[str, ...] = NVRTC_OPTIONS) -> Build:
+    """Compile `source` (or take it from the cache); raises CompileError with NVRTC's log."""
+    if (build := cached_build(source, options)) is not None:
+        return build
+    version, key, cubin_path, log_path = _paths(source, options)
     cubin, log = _nvrtc_compile(source.text, source.name, options)
     if cubin is None:
-        failed = directory / f"{key}.failed.cu"
+        failed = cubin_path.with_suffix(".failed.cu")
         failed.write_text(source.text)
         first = next((line for line in log.splitlines() if "error" in line), log.strip()[:200])
         raise CompileError(f"NVRTC failed on {source.name}: {first} (source: {failed})", log)
     # Write under a temporary name and rename: concurrent compilers never see half a file.
-    for path, data in ((log_path, log.encode()), (directory / f"{key}.cu", source.text.encode()),
+    for path, data in ((log_path, log.encode()), (cubin_path.with_suffix(".cu"), source.text.encode()),
                        (cubin_path, cubin)):
         tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
         tmp.write_bytes(data)
         tmp.replace(path)
-    return build(False)
+    return Build(source.name, source.source_hash, key, cubin_path, log, options, version, False)
 
 
 def compile_many(sources: Iterable[ProbeSource], jobs: int | None = None,
@@ -135,24 +147,33 @@ def compile_many(sources: Iterable[ProbeSource], jobs: int | None = None,
 
 def compile_each(sources: Iterable[ProbeSource], jobs: int | None = None,
                  on_done: Callable[[Build], None] | None = None) -> Iterator[Build]:
-    """Compile many probes in `jobs` worker processes (default: one per CPU), yielding each build in
-    the order of `sources` as soon as it and those before it are done: the processes work ahead while
-    the caller uses the builds it has (bench run measures them). Closing the iterator early cancels
-    the compilations not started."""
+    """Each source's build, in the order of `sources`, as soon as it and those before it are done.
+
+    Builds in the cache are taken at once; the rest compile in `jobs` worker processes (default: one
+    per CPU), which work ahead while the caller uses the builds it has (bench run measures them),
+    except the first, which compiles here while the processes start. Closing the iterator early
+    cancels the compilations not started."""
     sources = list(sources)
-    jobs = jobs or max(1, min(len(sources), os.cpu_count() or 1))
-    if jobs == 1:
-        for build in map(compile_probe, sources):
-            if on_done:
-                on_done(build)
-            yield build
-        return
-    # spawn, not fork: the parent may have threads (CUDA, NVML) that a forked child would inherit
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+    found = [cached_build(source) for source in sources]
+    missing = [source for source, build in zip(sources, found) if build is None]
+    jobs = jobs or max(1, min(len(missing), os.cpu_count() or 1))
+    pool = None
+    if jobs == 1 or len(missing) < 2:
+        fresh = map(compile_probe, missing)
+    else:  # spawn, not fork: the parent may have threads (CUDA, NVML) that a forked child would inherit
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+        fresh = itertools.chain(_later(compile_probe, missing[0]), pool.map(compile_probe, missing[1:]))
     try:
-        for build in pool.map(compile_probe, sources):
+        for build in found:
+            build = build if build is not None else next(fresh)
             if on_done:
                 on_done(build)
             yield build
     finally:
-        pool.shutdown(cancel_futures=True)
+        if pool is not None:  # the processes end on their own once their work is done or cancelled
+            pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _later(function, argument) -> Iterator:
+    """`function(argument)`, called when first asked for."""
+    yield function(argument)
