@@ -54,7 +54,7 @@ def list_command(suite, filter_):
 @click.option("--gpus", default=None, metavar="all|I,J,...",
               help="every GPU of the node (or these) at once: one worker process and one run per GPU")
 @click.option("--db", default=None, help=DB_HELP)
-@click.option("--jobs", default=None, type=click.IntRange(1, 1024), help="parallel compile jobs (default: CPU count)")
+@click.option("--jobs", default=None, type=click.IntRange(1, 1024), help="parallel compile jobs (default: half the CPUs; the other half keep the measurement running)")
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1), help="seed of the random inputs")
 @click.option("--watchdog", default=DEFAULT_WATCHDOG_S, show_default=True, type=Finite(1, 86400), metavar="SECONDS",
               help="a case with no result after this long is stored as a hang and its worker killed")

@@ -83,10 +83,11 @@ class RunOutcome:
 def compiled(cases: list[Case], jobs: int | None = None,
              on_compiled: Callable[[Build], None] | None = None) -> Iterator[tuple[Case, Build]]:
     """Each case with its build, in the plan's order, as soon as it is compiled and disassembled: the
-    compiler's processes work ahead while the caller measures. The disassembly (cached for the SASS
+    compiler's processes (default: half the CPUs) work ahead while the caller measures. The disassembly (cached for the SASS
     checks) goes in batches that double in size, so that the first case waits for one build and
     nvdisasm starts a few times, not once a case."""
     ready, batch = [], 1
+    jobs = jobs or max(1, (os.cpu_count() or 2) // 2)  # the other half: the measuring worker and this process
     for case, build in zip(cases, compile_each([probe_source(c) for c in cases], jobs, on_compiled)):
         ready.append((case, build))
         if len(ready) == batch:
