@@ -149,10 +149,10 @@ def compile_each(sources: Iterable[ProbeSource], jobs: int | None = None,
                  on_done: Callable[[Build], None] | None = None) -> Iterator[Build]:
     """Each source's build, in the order of `sources`, as soon as it and those before it are done.
 
-    Builds in the cache are taken at once; the rest compile in `jobs` worker processes (default: one
-    per CPU), which work ahead while the caller uses the builds it has (bench run measures them),
-    except the first, which compiles here while the processes start. Closing the iterator early
-    cancels the compilations not started."""
+    The work starts at the call, not at the first build asked for: builds in the cache are looked up,
+    and the rest handed to `jobs` worker processes (default: one per CPU), which work ahead while the
+    caller uses the builds it has (bench run measures them); the first missing one compiles here when
+    asked for, while the processes start. Closing the iterator cancels the compilations not started."""
     sources = list(sources)
     found = [cached_build(source) for source in sources]
     missing = [source for source, build in zip(sources, found) if build is None]
@@ -163,6 +163,10 @@ def compile_each(sources: Iterable[ProbeSource], jobs: int | None = None,
     else:  # spawn, not fork: the parent may have threads (CUDA, NVML) that a forked child would inherit
         pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
         fresh = itertools.chain(_later(compile_probe, missing[0]), pool.map(compile_probe, missing[1:]))
+    return _in_order(found, fresh, pool, on_done)
+
+
+def _in_order(found: list[Build | None], fresh: Iterator[Build], pool, on_done) -> Iterator[Build]:
     try:
         for build in found:
             build = build if build is not None else next(fresh)

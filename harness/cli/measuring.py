@@ -74,7 +74,7 @@ def run(suite, filter_, resume, gpu, gpus, db, jobs, seed, watchdog, progress_mo
       bench run --suite mma --gpus all
       bench run --resume 7
     """
-    from harness.orchestration.run import open_run_store, plan, plan_resume
+    from harness.orchestration.run import compiled, open_run_store, plan, plan_resume
     from harness.orchestration.worker import Worker
 
     if gpus is not None:
@@ -105,6 +105,8 @@ def run(suite, filter_, resume, gpu, gpus, db, jobs, seed, watchdog, progress_mo
             gpu = index_of(store.run_info(resume).device_uuid)
     gpu = 0 if gpu is None else gpu
     worker = Worker(gpu, RunSettings(seed=seed), watchdog_s=watchdog)
+    builds = compiled(run_plan.cases, jobs)  # the compiler starts now, while the worker opens the GPU
+    context.call_on_close(builds.close)
     # Both signals interrupt the run (even where SIGINT was inherited as ignored, as in background jobs).
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.default_int_handler)
@@ -130,9 +132,9 @@ def run(suite, filter_, resume, gpu, gpus, db, jobs, seed, watchdog, progress_mo
                 click.echo(f"progress {len(done)} {len(run_plan.cases)} {result.case.case_id} {result.status}")
 
             failed = []
-            outcome = execute(run_plan, store, worker, jobs=jobs, argv=sys.argv, on_case=on_case)
+            outcome = execute(run_plan, store, worker, argv=sys.argv, on_case=on_case, builds=builds)
         else:
-            outcome, failed = _run_with_bars(run_plan, store, worker, jobs)
+            outcome, failed = _run_with_bars(run_plan, store, worker, builds)
     faults = sum(r.status == "fault" for r in failed)
     click.echo(f"run {outcome.run_id}: {len(outcome.results)} cases measured, {len(failed) - faults} invalid, "
                f"{faults} faults, {time.monotonic() - started:.0f} s; stored in {store.url}")
@@ -160,7 +162,7 @@ def _open_target(db, must_exist: bool):
     return store
 
 
-def _run_with_bars(run_plan, store, worker, jobs):
+def _run_with_bars(run_plan, store, worker, builds):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from harness.orchestration.run import execute
@@ -182,7 +184,8 @@ def _run_with_bars(run_plan, store, worker, jobs):
             shown = f"{first.name} {first.value:.4g} {first.unit}" if first and result.valid else result.status.upper()
             progress.update(measuring, advance=1, detail=f"{result.case.case_id} {shown}")
 
-        outcome = execute(run_plan, store, worker, jobs=jobs, argv=sys.argv, on_compiled=on_compiled, on_case=on_case)
+        outcome = execute(run_plan, store, worker, argv=sys.argv, on_compiled=on_compiled, on_case=on_case,
+                          builds=builds)
     return outcome, failed
 
 

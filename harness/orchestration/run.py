@@ -80,22 +80,29 @@ class RunOutcome:
     results: list[CaseResult]
 
 
-def compiled(cases: list[Case], jobs: int | None = None,
-             on_compiled: Callable[[Build], None] | None = None) -> Iterator[tuple[Case, Build]]:
-    """Each case with its build, in the plan's order, as soon as it is compiled and disassembled: the
-    compiler's processes (default: half the CPUs) work ahead while the caller measures. The disassembly (cached for the SASS
+def compiled(cases: list[Case], jobs: int | None = None) -> Iterator[tuple[Case, Build]]:
+    """Each case with its build, in the plan's order, as soon as it is compiled and disassembled. The
+    compiler's processes (default: half the CPUs) start at the call and work ahead while the caller
+    measures (bench run starts them before the GPU worker). The disassembly (cached for the SASS
     checks) goes in batches that double in size, so that the first case waits for one build and
     nvdisasm starts a few times, not once a case."""
-    ready, batch = [], 1
     jobs = jobs or max(1, (os.cpu_count() or 2) // 2)  # the other half: the measuring worker and this process
-    for case, build in zip(cases, compile_each([probe_source(c) for c in cases], jobs, on_compiled)):
-        ready.append((case, build))
-        if len(ready) == batch:
-            sass.disassemble_many(b.cubin_path for _, b in ready)
-            yield from ready
-            ready, batch = [], batch * 2
-    sass.disassemble_many(b.cubin_path for _, b in ready)
-    yield from ready
+    return _disassembled(cases, compile_each([probe_source(c) for c in cases], jobs))
+
+
+def _disassembled(cases: list[Case], builds: Iterator[Build]) -> Iterator[tuple[Case, Build]]:
+    ready, batch = [], 1
+    try:
+        for case, build in zip(cases, builds):
+            ready.append((case, build))
+            if len(ready) == batch:
+                sass.disassemble_many(b.cubin_path for _, b in ready)
+                yield from ready
+                ready, batch = [], batch * 2
+        sass.disassemble_many(b.cubin_path for _, b in ready)
+        yield from ready
+    finally:
+        builds.close()
 
 
 def check_resumable(run_plan: RunPlan, device: DeviceInfo, commit: str | None) -> None:
@@ -142,23 +149,25 @@ def open_run_store(db: str | os.PathLike | Store | None, device: DeviceInfo) -> 
 
 def execute(run_plan: RunPlan, db: str | os.PathLike | Store | None, worker: Worker, jobs: int | None = None,
             argv: list[str] | None = None, on_compiled: Callable[[Build], None] | None = None,
-            on_case: Callable[[CaseResult], None] | None = None) -> RunOutcome:
-    """Compile, then measure each case in `worker` (already started) and store it at once.
+            on_case: Callable[[CaseResult], None] | None = None,
+            builds: Iterator[tuple[Case, Build]] | None = None) -> RunOutcome:
+    """Compile, measure each case in `worker` (already started) and store it at once.
 
     `db`: a path or URL, opened (open_run_store) and closed here; or a Store that open_run_store
-    returned for this worker's GPU, which stays the caller's to close."""
+    returned for this worker's GPU, which stays the caller's to close. `builds`: `compiled(the plan's
+    cases)`, begun by the caller (before it started the worker), closed here; else begun here.
+    `on_compiled` sees each build as the run takes it."""
     device = worker.device
     prov = provenance.collect(argv)
     check_resumable(run_plan, device, prov.git_commit)
     if isinstance(db, Store):
-        return _execute(run_plan, db, worker, prov, jobs, on_compiled, on_case)
+        return _execute(run_plan, db, worker, prov, builds or compiled(run_plan.cases, jobs), on_compiled, on_case)
     with open_run_store(db, device) as store:
-        return _execute(run_plan, store, worker, prov, jobs, on_compiled, on_case)
+        return _execute(run_plan, store, worker, prov, builds or compiled(run_plan.cases, jobs), on_compiled, on_case)
 
 
-def _execute(run_plan: RunPlan, store: Store, worker: Worker, prov, jobs, on_compiled, on_case) -> RunOutcome:
+def _execute(run_plan: RunPlan, store: Store, worker: Worker, prov, builds, on_compiled, on_case) -> RunOutcome:
     device = worker.device
-    builds = compiled(run_plan.cases, jobs, on_compiled)
     if run_plan.resume is None:
         run_id = store.start_run(device, prov, run_plan.suite, run_plan.filter)
     else:
@@ -173,15 +182,21 @@ def _execute(run_plan: RunPlan, store: Store, worker: Worker, prov, jobs, on_com
         if on_case:
             on_case(result)
 
+    def take() -> tuple[Case, Build] | None:
+        ahead = next(builds, None)
+        if ahead is not None and on_compiled:
+            on_compiled(ahead[1])
+        return ahead
+
     try:
         with worker:
-            ahead = next(builds, None)
+            ahead = take()
             while ahead is not None:
                 worker.submit(*ahead)
                 if pending is not None:  # stored while the worker measures the next case
                     result, pending = pending, None
                     keep(result)
-                ahead = next(builds, None)  # ... and the case after it compiled
+                ahead = take()  # ... and the case after it compiled
                 pending = worker.collect()
             if pending is not None:
                 result, pending = pending, None
