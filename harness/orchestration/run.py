@@ -34,6 +34,7 @@ from harness.suites import select, suite_cases
 from harness.orchestration.worker import Worker
 
 RESUMABLE = ("interrupted", "failed")
+DISASSEMBLY_BATCH = 16  # builds disassembled at once by bench run (nvdisasm takes about 0.4 s to start)
 
 
 @dataclass(frozen=True)
@@ -84,8 +85,9 @@ def compiled(cases: list[Case], jobs: int | None = None) -> Iterator[tuple[Case,
     """Each case with its build, in the plan's order, as soon as it is compiled and disassembled. The
     compiler's processes (default: half the CPUs) start at the call and work ahead while the caller
     measures (bench run starts them before the GPU worker). The disassembly (cached for the SASS
-    checks) goes in batches that double in size, so that the first case waits for one build and
-    nvdisasm starts a few times, not once a case."""
+    checks) goes in batches that double in size up to DISASSEMBLY_BATCH, so that the first case waits
+    for one build, nvdisasm starts a few times, not once a case, and no batch waits long for the
+    compiler."""
     jobs = jobs or max(1, (os.cpu_count() or 2) // 2)  # the other half: the measuring worker and this process
     return _disassembled(cases, compile_each([probe_source(c) for c in cases], jobs))
 
@@ -98,7 +100,7 @@ def _disassembled(cases: list[Case], builds: Iterator[Build]) -> Iterator[tuple[
             if len(ready) == batch:
                 sass.disassemble_many(b.cubin_path for _, b in ready)
                 yield from ready
-                ready, batch = [], batch * 2
+                ready, batch = [], min(batch * 2, DISASSEMBLY_BATCH)
         sass.disassemble_many(b.cubin_path for _, b in ready)
         yield from ready
     finally:
