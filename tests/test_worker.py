@@ -106,3 +106,27 @@ def test_a_submitted_case_must_be_collected_before_the_next(fake_backend):
         with pytest.raises(RuntimeError, match="not been collected"):
             worker.submit(run_plan.cases[1], None)
         assert worker.collect().case == run_plan.cases[0]
+
+
+def test_a_probe_that_fails_to_compile_fails_the_run_and_keeps_the_cases_before_it(tmp_path, fake_backend,
+                                                                                   monkeypatch):
+    """The compiler works ahead of the measurement, so its error arrives mid-run: the run is marked
+    failed with NVRTC's message and keeps what was measured before the broken probe."""
+    import harness.orchestration.run as run_module
+    from harness.build.render import ProbeSource
+    from harness.errors import CompileError
+
+    run_plan = plan("wgmma-quick", None)
+    broken = run_plan.cases[2].case_id
+    real = run_module.probe_source
+    monkeypatch.setattr(run_module, "probe_source", lambda case: ProbeSource(
+        case.case_id, 'extern "C" __global__ void k() { undeclared(); }') if case.case_id == broken else real(case))
+    db = str(tmp_path / "r.db")
+    with Worker(0) as worker, pytest.raises(CompileError, match="undeclared"):
+        worker.start()
+        execute(run_plan, db, worker)
+    store = Store.open(db)
+    run = store.query("SELECT status, error FROM runs")
+    assert list(run.status) == ["failed"] and "undeclared" in run.error[0]
+    assert sorted(store.query("SELECT DISTINCT case_id FROM results").case_id) == sorted(
+        c.case_id for c in run_plan.cases[:2])

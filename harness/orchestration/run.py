@@ -13,6 +13,7 @@ measures what is missing.
 from __future__ import annotations
 
 import os
+import queue
 import signal
 import threading
 from contextlib import contextmanager
@@ -83,28 +84,72 @@ class RunOutcome:
 
 def compiled(cases: list[Case], jobs: int | None = None) -> Iterator[tuple[Case, Build]]:
     """Each case with its build, in the plan's order, as soon as it is compiled and disassembled. The
-    compiler's processes (default: half the CPUs) start at the call and work ahead while the caller
-    measures (bench run starts them before the GPU worker). The disassembly (cached for the SASS
-    checks) goes in batches that double in size up to DISASSEMBLY_BATCH, so that the first case waits
-    for one build, nvdisasm starts a few times, not once a case, and no batch waits long for the
-    compiler."""
+    work starts at the call and runs ahead of the caller (bench run starts it before the GPU worker
+    and measures while it goes on): the compiler's processes (default: half the CPUs), and a thread
+    that disassembles their builds (cached for the SASS checks) in batches that double in size up to
+    DISASSEMBLY_BATCH, so that the first case waits for one build and nvdisasm starts a few times,
+    not once a case. Closing the iterator stops both."""
     jobs = jobs or max(1, (os.cpu_count() or 2) // 2)  # the other half: the measuring worker and this process
-    return _disassembled(cases, compile_each([probe_source(c) for c in cases], jobs))
+    return _Ahead(_disassembled(cases, compile_each([probe_source(c) for c in cases], jobs)))
 
 
 def _disassembled(cases: list[Case], builds: Iterator[Build]) -> Iterator[tuple[Case, Build]]:
     ready, batch = [], 1
     try:
-        for case, build in zip(cases, builds):
-            ready.append((case, build))
-            if len(ready) == batch:
-                sass.disassemble_many(b.cubin_path for _, b in ready)
-                yield from ready
-                ready, batch = [], min(batch * 2, DISASSEMBLY_BATCH)
-        sass.disassemble_many(b.cubin_path for _, b in ready)
+        try:
+            for case, build in zip(cases, builds):
+                ready.append((case, build))
+                if len(ready) == batch:
+                    sass.disassemble_many((b.cubin_path for _, b in ready), jobs=1)
+                    yield from ready
+                    ready, batch = [], min(batch * 2, DISASSEMBLY_BATCH)
+        except Exception:  # a probe that does not compile: the builds before it are measured first
+            sass.disassemble_many((b.cubin_path for _, b in ready), jobs=1)
+            yield from ready
+            raise
+        sass.disassemble_many((b.cubin_path for _, b in ready), jobs=1)
         yield from ready
     finally:
         builds.close()
+
+
+class _Ahead:
+    """An iterator filled by a thread of its own from `source`, ahead of its reader; an exception of
+    `source` is raised to the reader in its place. close() stops the thread after its current item."""
+
+    _END = object()
+
+    def __init__(self, source: Iterator):
+        self._items: queue.Queue = queue.Queue()
+        self._stop = threading.Event()
+        threading.Thread(target=self._fill, args=(source,), daemon=True, name="bench-compile").start()
+
+    def _fill(self, source: Iterator) -> None:
+        try:
+            for item in source:
+                if self._stop.is_set():
+                    break
+                self._items.put((item, None))
+            self._items.put((self._END, None))
+        except BaseException as exc:  # noqa: BLE001  (the reader raises it)
+            self._items.put((self._END, exc))
+        finally:
+            source.close()
+
+    def __iter__(self) -> "_Ahead":
+        return self
+
+    def __next__(self):
+        item, error = self._items.get()
+        if item is self._END:
+            self._items.put((item, error))  # every later call ends the same way
+            if error is not None:
+                raise error
+            raise StopIteration
+        return item
+
+    def close(self) -> None:
+        self._stop.set()
 
 
 def check_resumable(run_plan: RunPlan, device: DeviceInfo, commit: str | None) -> None:
@@ -198,7 +243,11 @@ def _execute(run_plan: RunPlan, store: Store, worker: Worker, prov, builds, on_c
                 if pending is not None:  # stored while the worker measures the next case
                     result, pending = pending, None
                     keep(result)
-                ahead = take()  # ... and the case after it compiled
+                try:
+                    ahead = take()  # ... and the case after it compiled
+                except Exception:  # it did not compile: the case in flight is measured and kept first
+                    pending = worker.collect()
+                    raise
                 pending = worker.collect()
             if pending is not None:
                 result, pending = pending, None
@@ -213,6 +262,8 @@ def _execute(run_plan: RunPlan, store: Store, worker: Worker, prov, builds, on_c
                              f"measure the rest with `bench run --resume {run_id}`") from None
     except BaseException as exc:
         with _signals_held():
+            if pending is not None:  # measured before the error: kept
+                keep(pending)
             store.finish_run(run_id, "failed", f"{type(exc).__name__}: {exc}")
         raise
     finally:
