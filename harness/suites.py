@@ -20,8 +20,9 @@ def all_suites() -> dict[str, Suite]:
     return suites
 
 
-# Suites made of the family suites that name them in Suite.part_of, across families.
-COMPOSED = {"tensor": "every tensor-core case"}
+# Suites made of the family suites that name them in Suite.part_of, across families (in registry order).
+COMPOSED = {"tensor": "every tensor-core case",
+            "tma": "TMA and clusters (the runs of record's data-movement suite)"}
 
 
 def _composed(parts: list[Suite]):

@@ -13,6 +13,7 @@ from harness.published import shipped
 from harness.analysis.compare import compare
 from harness import published as references
 from harness.db.store import Store
+from harness.families.dsmem.fitting import DsmemModel
 from harness.families.tma.fitting import TmaModel, fit_line, little
 from harness.orchestration.fakegpu import synthetic_result
 from harness.provenance import Provenance
@@ -100,14 +101,23 @@ def test_the_tma_model_fits_a_run_and_prints_residuals():
         case_id = f"cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x{rows_}.sw128"
         rows.append(dict(case_id=case_id, metric="latency_cycles", launch=json.dumps({"source": source}),
                          value=base + 128 * rows_ / 100.0, sm_count=132, sm_clock_mhz=1980.0))
-    for cluster, value in ((2, 185.0), (4, 205.0), (8, 205.0), (16, 212.0)):
-        rows.append(dict(case_id=f"ld.shared::cluster.u32.cluster{cluster}", metric="latency_cycles",
-                         launch=json.dumps({"cluster": cluster}), value=value, sm_count=132, sm_clock_mhz=1980.0))
     report = TmaModel().fit(pd.DataFrame(rows), "test GPU", "test")
     params = report.parameters.set_index("model")
     assert params.loc["copy latency from L2", "base_cycles"] == pytest.approx(250, abs=0.1)
     assert params.loc["copy latency from HBM", "bytes_per_cycle"] == pytest.approx(100, abs=0.1)
     residuals = report.residuals
     assert (residuals[residuals.model.str.startswith("copy")].residual.abs() < 0.1).all()
-    hop = residuals[residuals.model == "DSMEM hop"]
-    assert len(hop) == 4 and abs(hop.residual.sum()) < 1e-6  # least squares: residuals sum to zero
+
+
+def test_the_dsmem_hop_model_fits_the_chases_to_the_next_cta():
+    rows = [{"case_id": f"ld.shared::cluster.u32.cluster{cluster}", "metric": "latency_cycles",
+             "launch": json.dumps({"cluster": cluster}), "value": value, "sm_count": 132, "sm_clock_mhz": 1980.0}
+            for cluster, value in ((2, 185.0), (4, 205.0), (8, 205.0), (16, 212.0))]
+    rows.append({"case_id": "ld.shared::cluster.u32.cluster8.spread", "metric": "latency_cycles",
+                 "launch": json.dumps({"cluster": 8}), "value": 999.0, "sm_count": 132, "sm_clock_mhz": 1980.0})
+    report = DsmemModel().fit(pd.DataFrame(rows), "test GPU", "test")
+    hop = report.residuals
+    assert set(hop.model) == {"DSMEM hop"} and len(hop) == 4  # the spread chase is not a hop to the next CTA
+    assert abs(hop.residual.sum()) < 1e-6  # least squares: residuals sum to zero
+    assert report.parameters.model.tolist() == ["DSMEM hop: a + b log2(cluster)"]
+    assert DsmemModel().fit(pd.DataFrame(rows[:2]), "test GPU", "test") is None  # two clusters fit no line

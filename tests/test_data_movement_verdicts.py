@@ -58,7 +58,7 @@ def test_dsmem_compares_the_minimum_over_placements_and_counts_them():
     import numpy as np
 
     from harness.analysis.compare import statistic_of
-    from harness.families.tma import FAMILY
+    from harness.families.dsmem import FAMILY
 
     assert FAMILY.paper_statistic("ld.shared::cluster.u32.cluster2", "latency_cycles") == ("minimum", 16)
     assert FAMILY.paper_statistic("ld.shared::cluster.u32.cluster2.chase.local", "latency_cycles") == ("median", 16)

@@ -10,7 +10,7 @@ from harness import migrations
 from harness.cli import cli
 from harness.errors import StoreError
 from harness.db.store import Store
-from harness.db.tables import SCHEMA_VERSION
+from harness.db.tables import SCHEMA_VERSION, register_functions
 
 OLD_FIXTURES = sorted(p.name for p in FIXTURES.glob("schema_v*.db") if p.name != f"schema_v{SCHEMA_VERSION}.db")
 
@@ -29,6 +29,7 @@ def test_there_is_a_fixture_for_every_schema_version():
 def test_an_old_database_upgrades_on_open_and_keeps_its_data(tmp_path, name):
     path = copy_fixture(name, tmp_path)
     old = sqlite3.connect(path)
+    register_functions(old)  # the samples view of schema 10 on expands packed arrays through samples_json
     # Schema 8 renamed wgmma's latency_cycles (its net of fence, commit and wait is no latency)
     measurements = old.execute("""SELECT m.id, CASE WHEN c.family = 'wgmma' AND m.metric = 'latency_cycles'
                                   THEN 'latency_added_cycles' ELSE m.metric END, m.value, m.valid, m.error
@@ -167,3 +168,79 @@ def test_schema_9_gives_emulated_mma_a_call_interval(tmp_path):
     assert set(zip(frame.case_pk, frame.metric)) == {
         (ids["emulated"], "call_interval_cycles"), (ids["emulated"], "latency_cycles"),
         (ids["native"], "issue_interval_cycles"), (ids["native"], "latency_cycles")}
+
+
+# Cases as the tma family stored them before schema 11: its params dict (eleven keys) for the DSMEM ones.
+TMA_ERA = {
+    "ld.shared::cluster.u32.cluster4": ("tma", {"op": "dsmem", "cluster": 4, "spread": False, "pattern": ""}),
+    "st.shared::cluster.u32.cluster8.spread": ("tma", {"op": "dsmem-store", "cluster": 8, "spread": True, "pattern": ""}),
+    "ld.shared::cluster.u32.cluster2.chase.local": ("tma", {"op": "dsmem-chase", "cluster": 2, "spread": False,
+                                                            "pattern": "local"}),
+    "cp.async.bulk.shared::cluster.global.8192B": ("tma", {"op": "bulk", "box": [8192], "cluster": 1}),
+    "ld.global.v4.u32": ("tma", {"op": "read", "cluster": 1}),
+    "ld.shared.u32.pchase": ("memory", {"level": "shared"}),
+}
+TMA_DEFAULTS = {"rank": 1, "elem": 1, "box": [], "swizzle": 0, "gmap": False, "im2col": False, "promotion": 128,
+                "spread": False, "pattern": ""}
+
+
+def insert_tma_era_cases(execute) -> None:
+    """The cases above as a schema-10 database holds them (`execute(sql, params)` of either backend)."""
+    import json
+
+    for case_id, (family, params) in TMA_ERA.items():
+        stored = {**TMA_DEFAULTS, **params} if family == "tma" else params
+        instruction = case_id.split(".cluster")[0] if case_id.startswith(("ld.shared::", "st.shared::")) else None
+        execute("INSERT INTO cases (case_id, family, params, instruction) VALUES (:c, :f, :p, :i)",
+                {"c": case_id, "f": family, "p": json.dumps(stored, sort_keys=True), "i": instruction})
+
+
+def check_dsmem_rows_moved(store, before) -> None:
+    """Every DSMEM case is the dsmem family's now; nothing else of the cases changed, params included,
+    and each DSMEM row's params still make the case its id names."""
+    import json
+
+    from harness.families.dsmem.cases import from_params
+    from harness.registry import parse_case_id
+
+    after = store.query("SELECT * FROM cases ORDER BY id")
+    assert after.drop(columns="family").astype(str).values.tolist() == \
+        before.drop(columns="family").astype(str).values.tolist()
+    moved = dict(zip(after.case_id, after.family))
+    for case_id, family in zip(before.case_id, before.family):
+        dsmem = case_id.startswith(("ld.shared::cluster", "st.shared::cluster"))
+        assert moved[case_id] == ("dsmem" if dsmem else family), case_id
+    for case_id, params in zip(after.case_id, after.params):
+        if moved[case_id] == "dsmem":
+            assert from_params(json.loads(params)) == parse_case_id(case_id)
+            assert parse_case_id(case_id).family == "dsmem"
+
+
+def test_schema_11_gives_the_dsmem_cases_their_own_family(tmp_path):
+    """Cases and measurements stored by the tma family: the DSMEM ones (ids starting ld.shared::cluster or
+    st.shared::cluster) become the dsmem family's; their ids, params and measurements, and every other
+    row, stay as they were (a bulk copy to shared::cluster and the memory family's ld.shared keep theirs)."""
+    import pandas as pd
+
+    path = copy_fixture("schema_v10.db", tmp_path)
+    con = sqlite3.connect(path)
+    insert_tma_era_cases(lambda sql, params: con.execute(sql, params))
+    run = con.execute("SELECT MIN(id) FROM runs").fetchone()[0]
+    dsmem = con.execute("SELECT id FROM cases WHERE case_id = 'ld.shared::cluster.u32.cluster4'").fetchone()[0]
+    launch, valid, cycles = _insert_text(con, '{"cluster":4}'), _insert_text(con, "valid"), _insert_text(con, "cycles")
+    con.execute("""INSERT INTO measurement_rows (run_id, case_pk, metric_id, unit_id, launch_id, status_id, value,
+                   n_samples, valid, created_at, telemetry_samples)
+                   VALUES (?, ?, ?, ?, ?, ?, 201.5, 1, 1, '2026-11-24 00:00:00', 0)""",
+                (run, dsmem, _insert_text(con, "latency_cycles"), cycles, launch, valid))
+    con.commit()
+    measurements = con.execute("SELECT * FROM measurement_rows ORDER BY id").fetchall()
+    before = pd.read_sql_query("SELECT * FROM cases ORDER BY id", con)
+    con.close()
+    store = Store.open(str(path))
+    assert store.migration.from_version == 10 and store.schema_version() == SCHEMA_VERSION == 11
+    check_dsmem_rows_moved(store, before)
+    after = store.query("SELECT * FROM measurement_rows ORDER BY id")
+    assert [_plain(row) for row in after.itertuples(index=False)] == [_plain(row) for row in measurements]
+    row = store.query("SELECT family, case_id, instruction, value FROM results "
+                      "WHERE case_id = 'ld.shared::cluster.u32.cluster4'")
+    assert row.values.tolist() == [["dsmem", "ld.shared::cluster.u32.cluster4", "ld.shared::cluster.u32", 201.5]]

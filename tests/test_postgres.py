@@ -206,3 +206,25 @@ def test_sql_fuzzing_on_postgresql_never_writes_or_crashes(pg_url):
 
     one()
     assert state() == before
+
+
+def test_schema_11_gives_the_dsmem_cases_their_own_family_on_postgresql(pg_url):
+    """The SQLite test's twin (tests/test_migrations.py): a database built to schema 10 holding cases as
+    the tma family stored them, then upgraded."""
+    import pandas as pd
+    import sqlalchemy as sa
+    from alembic import command
+
+    from test_migrations import check_dsmem_rows_moved, insert_tma_era_cases
+
+    engine = sa.create_engine(pg_url)
+    with engine.begin() as conn:
+        command.upgrade(migrations.config(conn), "0010")
+        insert_tma_era_cases(lambda sql, params: conn.execute(sa.text(sql), params))
+    with engine.connect() as conn:
+        before = pd.read_sql_query(sa.text("SELECT * FROM cases ORDER BY id"), conn)
+    engine.dispose()
+    store = Store.open(pg_url)
+    assert store.migration is not None and store.migration.from_version == 10
+    assert store.query("SELECT version_num FROM alembic_version").version_num[0] == migrations.head() == "0011"
+    check_dsmem_rows_moved(store, before)

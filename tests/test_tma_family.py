@@ -102,27 +102,6 @@ def test_multicast_checks_expect_every_cta_to_hold_every_box():
     assert check.grid == 4
 
 
-@pytest.mark.parametrize("case_id", ["st.shared::cluster.u32.cluster2", "st.shared::cluster.u32.cluster8.spread"])
-def test_dsmem_store_check_is_what_the_stores_leave_in_rank_0(case_id):
-    """Replays the store kernel as ptx/tma.cu.in spells it (every rank, thread, iteration and store in
-    program order, each to its target's ring) and reads rank 0's ring: the check must expect exactly that."""
-    from harness.families.tma import DSMEM_THREADS, RING_WORDS, UNROLL
-
-    case = cases.parse(case_id)
-    iters, c = 3, case.cluster
-    rings = np.zeros((c, RING_WORDS // 4, 4), dtype=np.int64)
-    for i in range(iters):
-        for rank in range(c):
-            for x in range(DSMEM_THREADS):
-                hop = 1 + (x // 32) % (c - 1) if case.spread else 1
-                for u in range(UNROLL):
-                    rings[(rank + hop) % c, x + u * DSMEM_THREADS] = (i, rank, x, u)
-    check = next(k for k in tma.FAMILY.checks(case, tma.FAMILY.inputs(case, np.random.default_rng(0)))
-                 if k.kernel == "probe_dsmem_store_stream")
-    assert check.iters == iters
-    np.testing.assert_array_equal(check.expected, rings[0].ravel().astype(np.float64))
-
-
 @pytest.mark.parametrize("rank,pixels", [(3, 128), (4, 32), (4, 256), (5, 128)])
 def test_im2col_column_is_the_convolutions_im2col_row_set(rank, pixels):
     """An im2col load's pixels against the textbook definition of a 'same' convolution's im2col (filter

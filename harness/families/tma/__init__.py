@@ -1,4 +1,4 @@
-"""TMA and clusters (sm_90a): the Family object.
+"""TMA (sm_90a): the Family object.
 
 Cases and ids: cases.py. What lands where (the source, boxes, swizzles): model.py. Probe template:
 ptx/tma.cu.in. Each copy case validates the bytes that landed (every CTA of a multicast, global
@@ -15,9 +15,8 @@ memory for stores) for every kernel it times, then measures:
 
 The baselines move 16-byte words with every thread (ld.global, the load roofline; cp.async;
 ld.global + st.shared into the same kind of shared ring); the mbarrier case times the barrier
-sequence alone; DSMEM load cases chase pointers through, and stream from, another CTA's shared memory,
-store cases pass a flag between two CTAs and stream stores into another. im2col loads validate like
-tile loads, through model.Im2colGeometry (the pixel walk).
+sequence alone. im2col loads validate like tile loads, through model.Im2colGeometry (the pixel walk).
+Distributed shared memory is the dsmem family's (harness/families/dsmem/).
 """
 
 from __future__ import annotations
@@ -31,18 +30,11 @@ import harness.families.tma.model as model
 from harness.families.tma.layout import (BLOCKS_PER_SM, MULTICAST_STAGES, SMEM_PER_BLOCK, SMEM_PER_SM,  # noqa: F401
                                          SOURCE_L2_MULTIPLE, SOURCE_MIN_BYTES, STAGES, dynamic_smem, geometry,
                                          source_tiles, stage_bytes, stream_points, stream_stages)
-from harness.families.tma.cases import COPY_OPS, DSMEM_OPS, FIXED_IDS, STORE_OPS, TmaCase, _load
-from harness.measure.methods import Bandwidth, BandwidthPoint, BracketedLatency, ChainSlope
+from harness.families.tma.cases import COPY_OPS, FIXED_IDS, STORE_OPS, TmaCase, _load
+from harness.measure.methods import Bandwidth, BandwidthPoint, BracketedLatency
 
-OP_CODES = {"load": 0, "store": 1, "bulk": 2, "read": 3, "cp.async": 4, "ld+st": 5, "mbarrier": 6, "dsmem": 7,
-            "reduce": 8, "bulk-store": 9, "dsmem-store": 10, "dsmem-chase": 11}
-# dsmem-chase: the target CTA of rank r per pattern (ptx/tma.cu.in dsmem_chase), as C and as NumPy sees it
-CHASE_TARGETS = {"ring": "(cluster_ctarank() + 1) % CLUSTER", "pair": "cluster_ctarank() ^ 1u", "broadcast": "0u",
-                 "local": "cluster_ctarank()"}
-CHASE_THREADS = (256, 512, 1024)  # the papers' blocks are 1024 threads
-CHASE_ILP = (1, 2, 4)  # independent chains per thread
-CHASE_CHECK_THREADS = 64
-CHASE_STRIDE = 256  # words each step moves on, times the target's rank + 1 (ptx/tma.cu.in dsmem_chase)
+OP_CODES = {"load": 0, "store": 1, "bulk": 2, "read": 3, "cp.async": 4, "ld+st": 5, "mbarrier": 6,
+            "reduce": 8, "bulk-store": 9}  # 7, 10 and 11 were DSMEM's (ptx/dsmem.cu.in)
 
 
 def wall_clock(notes: str) -> float:
@@ -52,19 +44,14 @@ def wall_clock(notes: str) -> float:
     return float(re.search(r"clock (\d+(?:\.\d+)?) MHz", notes).group(1))
 
 
-def chase_target(pattern: str, rank: int, cluster: int) -> int:
-    return {"ring": (rank + 1) % cluster, "pair": rank ^ 1, "broadcast": 0, "local": rank}[pattern]
 COPY_THREADS = 32  # copy kernels: one warp, thread 0 issues
 BASELINE_THREADS = 256
 BASELINE_BLOCKS_PER_SM = (1, 2, 4, 8)
-UNROLL = 4  # 16-byte accesses per thread per iteration (baselines, DSMEM stream)
-RING_WORDS = 8192  # DSMEM: 32 KB per CTA (THREADS x UNROLL 16-byte words: no two loads of a thread alike)
-DSMEM_THREADS = 512
+UNROLL = 4  # 16-byte accesses per thread per iteration (baselines)
 LATENCY_REPS = 64
 CHECK_REPS = 8  # repetitions of a latency check (the cold one: tiles 0, 97, ... 679)
 COLD_STRIDE = 97  # tiles between two cold repetitions (tiles of the tensor are 8 KB or more apart)
 HOT_TILES = 16  # tiles the L2 latency takes in turn (ptx/tma.cu.in): its samples span both L2 partitions
-CHAIN_CLUSTERS = 16  # clusters of a DSMEM chain launch, each its own pair of SMs: samples over placements
 PREFETCH_FIRST = 50  # ptx/tma.cu.in: the prefetched latency's tiles are 50 + 97 i, fresh like the cold ones
 PREFETCH_WAIT = 4000  # cycles from the prefetch to the timed copy (the HBM latency is about 1000)
 POISON = 0xFFFFFFFF  # what LoadedProbe fills `out` with: words a kernel did not write
@@ -93,12 +80,10 @@ def prefetches(case: TmaCase) -> bool:
 
 def _suites() -> dict[str, Suite]:
     return {
-        "tma": Suite("TMA and clusters: tensor loads (box size, element size, swizzle, rank 1-5, the map in global "
-                     "memory, im2col rank 3-5, multicast to 2/4/8/16 CTAs, L2 prefetch), tensor stores and a reduction, "
-                     "bulk copies both ways, the baselines (ld.global, cp.async, ld+st.shared), the mbarrier sequence, "
-                     "distributed shared memory loads and stores, and the papers' DSMEM chase patterns (ring, pair, "
-                     "broadcast, local) over block sizes and chains per thread",
-                     _cases.cases),
+        "tma-copies": Suite("tensor loads (box size, element size, swizzle, rank 1-5, the map in global memory, "
+                            "im2col rank 3-5, multicast to 2/4/8/16 CTAs, L2 prefetch), tensor stores and a reduction, "
+                            "bulk copies both ways, the baselines (ld.global, cp.async, ld+st.shared), the mbarrier "
+                            "sequence", _cases.cases, part_of=("tma",)),
         "tma-quick": Suite("one tensor load, one store, the read baseline and the barrier",
                            lambda: [c for c in _cases.cases() if c.case_id in QUICK]),
     }
@@ -111,9 +96,9 @@ QUICK = ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128
 
 class TmaFamily(Family):
     name = "tma"
-    description = "TMA and clusters: cp.async.bulk(.tensor) copies, multicast, mbarrier, distributed shared memory"
-    id_prefixes = ("cp.async.bulk", "cp.reduce.async.bulk", "cp.async.cg", "ld.global.v4.", "mbarrier.",
-                   "ld.shared::cluster", "st.shared::cluster")  # ld.global.v4.: the baselines (memory owns .ca/.cg)
+    description = "TMA: cp.async.bulk(.tensor) copies, multicast, mbarrier, the global-memory baselines"
+    id_prefixes = ("cp.async.bulk", "cp.reduce.async.bulk", "cp.async.cg", "ld.global.v4.",
+                   "mbarrier.")  # ld.global.v4.: the baselines (memory owns .ca/.cg)
     example_id = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128"
     template = "tma.cu.in"
     # bandwidths compare as a fraction of the best of these plain HBM readers in the same run (compare); the
@@ -122,7 +107,7 @@ class TmaFamily(Family):
 
     @property
     def model(self):
-        """Copy latency by source, Little's law, the DSMEM hop (fitting.py): fitted to a run."""
+        """Copy latency by source, Little's law (fitting.py): fitted to a run."""
         from harness.families.tma.fitting import TmaModel
 
         return TmaModel()
@@ -156,10 +141,8 @@ class TmaFamily(Family):
             "gmap": "true" if case.gmap else "false",
             "cold_stride": COLD_STRIDE,
             "hot_tiles": HOT_TILES,
-            "threads": DSMEM_THREADS if case.op in DSMEM_OPS else BASELINE_THREADS,
+            "threads": BASELINE_THREADS,
             "unroll": UNROLL,
-            "ring_words": RING_WORDS,
-            "spread": "true" if case.spread else "false",
             "elem": case.elem if case.tensor else 1,
             "check_tile": model.check_tile(rank),
             # the copy's wrappers (ptx/async.cuh) and their arguments: tile t's coordinates, im2col's offsets
@@ -173,18 +156,11 @@ class TmaFamily(Family):
             "im2col_corner": model.IM2COL_CORNER,
             "im2col_filter": model.IM2COL_FILTER,
             "stream_kernels": kernels,
-            "chase_target": CHASE_TARGETS.get(case.pattern, CHASE_TARGETS["ring"]),
-            "chase_stride": CHASE_STRIDE,
-            "chase_check_threads": CHASE_CHECK_THREADS,
-            "chain_target": "0u" if case.pattern == "local" else "SPREAD ? CLUSTER - 1 : 1",
-            "chase_kernels": "\n".join(f"KERNEL probe_dsmem_chase_i{i}(ARGS) {{\n  planted_fault<PLANTED_FAULT>(iters, out);\n"
-                                       f"  dsmem_chase<{i}>(in, out, timing, iters, map, gmap, src, tiles);\n}}"
-                                       for i in CHASE_ILP) if case.op == "dsmem-chase" else "",
         }
 
     def sass_expectation(self, case: TmaCase) -> SassExpectation:
         """The copy once in each copy kernel (nothing else may issue one); the baselines' UNROLL
-        16-byte accesses per loop body; the barrier's arrive; the DSMEM loads."""
+        16-byte accesses per loop body; the barrier's arrive."""
         if case.op in COPY_OPS:
             copy = KernelExpectation(_mnemonic(case), 1)
             kernels = [("probe_check", copy), ("probe_latency", copy)]
@@ -205,32 +181,17 @@ class TmaFamily(Family):
             return SassExpectation((("probe_stream_baseline", KernelExpectation("LDG.E.128", UNROLL)),
                                     ("probe_stream_baseline", KernelExpectation("STS.128", UNROLL))),
                                    executes="LDG.E.128 + STS.128")
-        if case.op == "mbarrier":
-            return SassExpectation((("probe_barrier", KernelExpectation("SYNCS.ARRIVE.TRANS64", 1)),),
-                                   executes="SYNCS.ARRIVE.TRANS64 + SYNCS.PHASECHK.TRANS64.TRYWAIT")
-        if case.op == "dsmem-chase":
-            return SassExpectation(tuple((f"probe_dsmem_chase_i{i}", KernelExpectation("LD.E", i, exclude=("LD.E.",)))
-                                         for i in CHASE_ILP), executes="LD.E")
-        if case.op == "dsmem-store":
-            return SassExpectation((("probe_dsmem_pingpong", KernelExpectation("ST.E.STRONG.GPU", 1)),
-                                    ("probe_dsmem_store_stream", KernelExpectation("ST.E.128", UNROLL))),
-                                   executes="ST.E.128")
-        return SassExpectation((("probe_dsmem_chain", KernelExpectation("LD.E", UNROLL)),
-                                ("probe_dsmem_stream", KernelExpectation("LD.E.128", UNROLL))), executes="LD.E")
+        return SassExpectation((("probe_barrier", KernelExpectation("SYNCS.ARRIVE.TRANS64", 1)),),
+                               executes="SYNCS.ARRIVE.TRANS64 + SYNCS.PHASECHK.TRANS64.TRYWAIT")
 
     # -- correctness -------------------------------------------------------------------------------
 
     def inputs(self, case: TmaCase, rng: np.random.Generator) -> Inputs:
-        """Stores: random box bytes for shared memory. DSMEM: a random cyclic ring of word indices.
-        Copies and baselines read the source tensor, which attach() fills on the GPU."""
+        """Stores: random box bytes for shared memory. Copies and baselines read the source tensor, which
+        attach() fills on the GPU."""
         if case.op in STORE_OPS:
             pattern = rng.integers(0, 256, case.box_bytes, dtype=np.uint8)
             return Inputs(pattern, {"pattern": pattern}, "source word w = mix(w); random box bytes to store")
-        if case.op in DSMEM_OPS:  # stores overwrite the ring: what it held before does not matter
-            order = rng.permutation(RING_WORDS)
-            ring = np.empty(RING_WORDS, dtype=np.uint32)
-            ring[order] = np.roll(order, -1)
-            return Inputs(ring.view(np.uint8), {"ring": ring}, "a random cycle through the ring's words")
         return Inputs(np.zeros(16, dtype=np.uint8), {}, "source word w = mix(w) (harness/families/tma/model.py)")
 
     def output_words(self, case: TmaCase) -> int:
@@ -239,11 +200,7 @@ class TmaFamily(Family):
             return case.cluster * max(stream_stages(case)) * per_stage
         if case.op in ("cp.async", "ld+st"):
             return 2 * UNROLL * BASELINE_THREADS * 4
-        if case.op == "dsmem-store":
-            return RING_WORDS
-        if case.op == "dsmem-chase":
-            return 2 * CHASE_CHECK_THREADS
-        return max(BASELINE_THREADS, DSMEM_THREADS, 1)
+        return 2 * BASELINE_THREADS  # the read check's sums, then words no kernel may write (512, as before)
 
     def decode(self, case: TmaCase, words: np.ndarray) -> np.ndarray:
         return np.asarray(words[:self.output_words(case)], dtype=np.uint32).astype(np.float64)
@@ -268,15 +225,9 @@ class TmaFamily(Family):
             return self._store_checks(case, inputs.values["pattern"])
         if case.op in ("read", "cp.async", "ld+st"):
             return [self._baseline_check(case)]
-        if case.op == "mbarrier":
-            return [Check("probe_barrier", COPY_THREADS, CHECK_REPS, CHECK_REPS * COPY_THREADS,
-                          self._expected(case, [CHECK_REPS]), 0.0,
-                          f"{CHECK_REPS} rounds, each completing exactly one phase (test_wait.parity)")]
-        if case.op == "dsmem-store":
-            return self._dsmem_store_checks(case)
-        if case.op == "dsmem-chase":
-            return self._dsmem_chase_checks(case, inputs.values["ring"])
-        return self._dsmem_checks(case, inputs.values["ring"])
+        return [Check("probe_barrier", COPY_THREADS, CHECK_REPS, CHECK_REPS * COPY_THREADS,
+                      self._expected(case, [CHECK_REPS]), 0.0,
+                      f"{CHECK_REPS} rounds, each completing exactly one phase (test_wait.parity)")]
 
     def _copy_checks(self, case: TmaCase) -> list[Check]:
         # Tiles below 1000 only: every tensor has more, so no tile number wraps in a check.
@@ -355,60 +306,6 @@ class TmaFamily(Family):
         return Check("probe_stream_baseline", BASELINE_THREADS, iters, 5, self._expected(case, ring.ravel()), 0.0,
                      f"the shared ring after {iters} iterations")
 
-    def _dsmem_checks(self, case: TmaCase, ring: np.ndarray) -> list[Check]:
-        steps, word = 16 * UNROLL, 0
-        for _ in range(steps):
-            word = int(ring[word])
-        quads = ring.reshape(-1, 4).astype(np.uint64).sum(axis=1)
-        x = np.arange(DSMEM_THREADS)
-        iters = 3
-        sums = sum(quads[(x + u * DSMEM_THREADS + i) % quads.size] for u in range(UNROLL) for i in range(iters))
-        sums = sums % (1 << 32)
-        return [Check("probe_dsmem_chain", COPY_THREADS, steps, 5, self._expected(case, [word]), 0.0,
-                      f"{steps} steps through CTA 1's ring", grid=case.cluster),
-                Check("probe_dsmem_stream", DSMEM_THREADS, iters, 5 * case.cluster,
-                      self._expected(case, sums.astype(np.uint32)), 0.0,
-                      f"each thread's sum over the next CTA's ring, {iters} iterations", grid=case.cluster)]
-
-    def _dsmem_chase_checks(self, case: TmaCase, ring: np.ndarray, iters: int = 5) -> list[Check]:
-        """Blocks 0 and 1 (ranks 0 and 1) of one cluster: chain j of thread x starts at x + j * threads and
-        steps by CHASE_STRIDE x (target + 1) words, its target's stride; every kernel (each number of
-        chains) is checked. The local pattern's pointer chase checks like the other DSMEM cases'."""
-        checks = []
-        for ilp in CHASE_ILP:
-            sums = []
-            for rank in (0, 1):
-                step = CHASE_STRIDE * (chase_target(case.pattern, rank, case.cluster) + 1)
-                starts = np.arange(CHASE_CHECK_THREADS)[:, None] + np.arange(ilp)[None, :] * CHASE_CHECK_THREADS
-                sums.append(((starts + iters * step) % RING_WORDS).sum(axis=1) % (1 << 32))
-            checks.append(Check(f"probe_dsmem_chase_i{ilp}", CHASE_CHECK_THREADS, iters, 5 * case.cluster,
-                                self._expected(case, np.concatenate(sums).astype(np.uint32)), 0.0,
-                                f"ranks 0 and 1: each thread's {ilp} chains, {iters} steps through its target "
-                                f"CTA ({case.pattern})", grid=case.cluster))
-        if case.pattern == "local":
-            steps, word = 16 * UNROLL, 0
-            for _ in range(steps):
-                word = int(ring[word])
-            checks.insert(0, Check("probe_dsmem_chain", COPY_THREADS, steps, 5, self._expected(case, [word]), 0.0,
-                                   f"{steps} steps through rank 0's own ring", grid=case.cluster))
-        return checks
-
-    def _dsmem_store_checks(self, case: TmaCase, iters: int = 3) -> list[Check]:
-        """The ping-pong's last flag; CTA 0's ring after the stores: slot a = x + u THREADS holds the word
-        of the last iteration from thread x's store u, of the rank whose hop lands on rank 0 (the last
-        rank; with .spread, the rank that warp x // 32 hops from)."""
-        hops = 16 * UNROLL  # ChainSlope's short chain: an even number of hops, so the flag ends at rank 0
-        slots, last = RING_WORDS // 4, iters - 1
-        x, u = np.arange(slots) % DSMEM_THREADS, np.arange(slots) // DSMEM_THREADS
-        hop = 1 + (x // 32) % (case.cluster - 1) if case.spread else np.ones_like(x)
-        rank = (-hop) % case.cluster
-        ring = np.stack([np.full(slots, last), rank, x, u], axis=1).ravel()
-        partner = case.cluster - 1 if case.spread else 1
-        return [Check("probe_dsmem_pingpong", COPY_THREADS, hops, 5, self._expected(case, [hops]), 0.0,
-                      f"{hops} hops between rank 0 and rank {partner}, the flag back at rank 0", grid=case.cluster),
-                Check("probe_dsmem_store_stream", DSMEM_THREADS, iters, 5 * case.cluster, self._expected(case, ring),
-                      0.0, f"rank 0's ring after {iters} iterations of stores into it", grid=case.cluster)]
-
     # -- on the GPU: the source tensor, the maps, shared memory --------------------------------------
 
     def attach(self, case: TmaCase, probe, device) -> None:
@@ -459,57 +356,15 @@ class TmaFamily(Family):
                            for b in BASELINE_BLOCKS_PER_SM)
             return [Bandwidth(points, notes=f"{BASELINE_THREADS} threads per block, {UNROLL} x 16 B each per "
                                             "iteration")]
-        if case.op == "mbarrier":
-            return [BracketedLatency("probe_barrier", "probe_barrier_empty", COPY_THREADS, "the two clock reads",
-                                     launch={}, reps=LATENCY_REPS)]
-        if case.op == "dsmem-chase":
-            points = tuple(BandwidthPoint(f"probe_dsmem_chase_i{i}", 1, t, t * i * 4,
-                                          {"cluster": c, "threads": t, "ilp": i}) for t in CHASE_THREADS for i in CHASE_ILP)
-            plan = [Bandwidth(points, grid_multiple=c, notes=f"every thread chases {case.pattern}: dependent 4-byte "
-                              "ld.shared::cluster loads, `ilp` chains per thread, one block per SM")]
-            if case.pattern == "local":
-                plan.insert(0, ChainSlope("latency_cycles", "probe_dsmem_chain", COPY_THREADS, unroll=UNROLL,
-                                          launch={"cluster": c}, grid=c * CHAIN_CLUSTERS, units=CHAIN_CLUSTERS,
-                                          every_unit=True,
-                                          notes="a pointer chase by rank 0 through its own shared memory, by "
-                                                "ld.shared::cluster through mapa"))
-            return plan
-        if case.op == "dsmem-store":
-            partner = f"rank {c - 1}" if case.spread else "rank 1"
-            points = tuple(BandwidthPoint("probe_dsmem_store_stream", b, DSMEM_THREADS, DSMEM_THREADS * UNROLL * 16,
-                                          {"blocks_per_sm": b, "cluster": c}) for b in (1, 2))
-            return [ChainSlope("latency_cycles", "probe_dsmem_pingpong", COPY_THREADS, unroll=UNROLL,
-                               launch={"cluster": c}, grid=c,
-                               notes=f"a flag passed between rank 0 and {partner}: each hop a st.relaxed.cluster into "
-                                     "the other CTA's shared memory, seen by its spin on ld.relaxed"),
-                    Bandwidth(points, grid_multiple=c, notes="every thread stores into "
-                              + ("another CTA's shared memory, warp by warp" if case.spread else "the next CTA's shared memory"))]
-        points = tuple(BandwidthPoint("probe_dsmem_stream", b, DSMEM_THREADS, DSMEM_THREADS * UNROLL * 16,
-                                      {"blocks_per_sm": b, "cluster": c}) for b in (1, 2))
-        chased = f"rank {c - 1}" if case.spread else "rank 1"
-        return [ChainSlope("latency_cycles", "probe_dsmem_chain", COPY_THREADS, unroll=UNROLL, launch={"cluster": c},
-                           notes=f"a pointer chase by rank 0 through the shared memory of {chased}, in each of "
-                                 f"{CHAIN_CLUSTERS} clusters at once (each its own SMs): one sample per cluster",
-                           grid=c * CHAIN_CLUSTERS, units=CHAIN_CLUSTERS, every_unit=True),
-                Bandwidth(points, grid_multiple=c, notes="every thread reads the next CTA's shared memory")]
+        return [BracketedLatency("probe_barrier", "probe_barrier_empty", COPY_THREADS, "the two clock reads",
+                                 launch={}, reps=LATENCY_REPS)]
 
     @staticmethod
     def paper_row(row: dict) -> dict | str | None:
-        """Our counterpart of the authors' TMA and DSMEM logs (HPMLL/NVIDIA-Hopper-Benchmark) and of
-        2501.12084 Sec. 5.1; a string says why one has none; None: not ours."""
-        table, metric = row["table_or_figure"], row["metric"]
+        """Our counterpart of the authors' TMA logs (HPMLL/NVIDIA-Hopper-Benchmark) and of 2501.12084 Sec. 5.1;
+        a string says why one has none; None: not ours (their DSM logs: the dsmem family's)."""
+        table = row["table_or_figure"]
         gpu = row["gpu"].replace(" (inferred)", "")
-        if "NewFeatures/DSM/Latency" in table:
-            cluster = int(row["shape"].split()[-1])
-            if metric == "latency_dsm_remote_max":
-                return "the slowest rank pair of the log; compared: the fastest (latency_dsm_remote_min)"
-            if metric == "latency_dsm_local" and cluster != 2:
-                return "the same local chase at every cluster size (33 cycles); compared at cluster 2"
-            if metric == "latency_dsm_remote_min" and cluster not in _cases.CLUSTERS:
-                return f"a cluster of {cluster}: ours are {', '.join(map(str, _cases.CLUSTERS))}"
-            case = (TmaCase("dsmem-chase", cluster=2, pattern="local") if metric == "latency_dsm_local"
-                    else TmaCase("dsmem", cluster=cluster))
-            return dict(case_id=case.case_id, metric="latency_cycles", gpu=gpu)
         if "NewFeatures/TMA/Latency" in table:  # a chase: each step a TMA load, its wait and the index read
             size_kb = float(row["shape"].split()[1])
             source = "HBM" if size_kb > (64 << 10) else "L2"  # TMA loads bypass L1: 2 KB and 4 MB chains hit L2
@@ -536,21 +391,9 @@ class TmaFamily(Family):
                     "memory family's chase at the same level")
         return None
 
-    def paper_statistic(self, case_id: str, metric: str) -> tuple[str, int] | None:
-        """The DSMEM chases' latency is CHAIN_CLUSTERS placements measured at once (one sample per cluster and
-        launch, repeated): n is the placements. The remote chase (ld.shared::cluster.u32.clusterN) compares
-        the minimum over them, as the authors' figure is the fastest rank pair of their log; the local chase
-        (one value in their log at every cluster size) the median over them."""
-        if metric != "latency_cycles" or not case_id.startswith("ld.shared::cluster."):
-            return None
-        case = _cases.parse(case_id)
-        if case.op == "dsmem" and not case.spread:
-            return ("minimum", CHAIN_CLUSTERS)
-        return ("median", CHAIN_CLUSTERS) if case.op == "dsmem-chase" and case.pattern == "local" else None
-
     def headline(self, metric: str) -> dict | None:
         # None: the best over launches. One launch key cannot stand for every case (copies have a source,
-        # DSMEM a cluster, the barrier none), and a key a case lacks would drop its rows.
+        # the baselines blocks per SM, the barrier none), and a key a case lacks would drop its rows.
         return None
 
     def describe(self, case: TmaCase) -> list[str]:

@@ -1,4 +1,4 @@
-"""TMA and cluster cases: what each measures, its canonical id, and what is legal.
+"""TMA cases: what each measures, its canonical id, and what is legal.
 
 Ids spell the PTX instruction (without the operands) and add what it does not say:
 
@@ -13,15 +13,11 @@ Ids spell the PTX instruction (without the operands) and add what it does not sa
     cp.async.bulk.global.shared::cta.8192B                                      non-tensor bulk store
     ld.global.v4.u32 | cp.async.cg.shared.global.16 | ld.global.v4.u32.then.st.shared.v4.u32   baselines
     mbarrier.arrive.expect_tx.then.try_wait                                    the barrier sequence alone
-    ld.shared::cluster.u32.cluster4                                            distributed shared memory
-    ld.shared::cluster.u32.cluster8.spread                                     ... each warp from another CTA
-    st.shared::cluster.u32.cluster4                                            stores to another CTA's shared memory
-    ld.shared::cluster.u32.cluster4.chase.ring                                 the papers' pattern: every thread chases
-                                                                               through the next CTA (.pair, .broadcast, .local)
 
 b8/b16/b32/b64 are the element sizes (1, 2, 4, 8 bytes); `box` lists the box's extent per dimension,
 innermost first; `sw` the swizzle span in bytes (absent: none). An im2col load names the channels per
 pixel (`ch`) and the pixels per column (`px`) instead of a box; its tensor is (C, W, [H, [D,]] N).
+Distributed shared memory is the dsmem family's (harness/families/dsmem/).
 """
 
 from __future__ import annotations
@@ -43,13 +39,9 @@ MAX_PIXELS = 1024  # pixels per column (cuTensorMapEncodeIm2col)
 # or none), and two-boxes-wide tensors at 0.90 on an H100 (scripts/investigate_tma.py, docs/data-movement.md).
 PROMOTIONS = (0, 64, 128, 256)
 DEFAULT_PROMOTION = 128
-CLUSTERS = (2, 4, 8, 16)  # CTAs per cluster; 8 is the portable most, 16 a non-portable size (launched at run time)
+CLUSTERS = (2, 4, 8, 16)  # multicast destinations; 8 is the portable most, 16 a non-portable size (launched at run time)
 PORTABLE_CLUSTER = 8
-OPS = ("load", "store", "reduce", "bulk", "bulk-store", "read", "cp.async", "ld+st", "mbarrier", "dsmem", "dsmem-store",
-       "dsmem-chase")
-DSMEM_OPS = ("dsmem", "dsmem-store", "dsmem-chase")  # distributed shared memory: loads from, or stores to, another CTA
-# The papers' DSMEM patterns (dsmem-chase): whose shared memory each CTA's threads chase through.
-CHASE_PATTERNS = ("ring", "pair", "broadcast", "local")
+OPS = ("load", "store", "reduce", "bulk", "bulk-store", "read", "cp.async", "ld+st", "mbarrier")
 TENSOR_OPS = ("load", "store", "reduce")
 COPY_OPS = ("load", "store", "reduce", "bulk", "bulk-store")  # the operations with copy kernels
 STORE_OPS = ("store", "reduce", "bulk-store")  # shared -> global, completing on bulk groups
@@ -61,7 +53,6 @@ BULK = "cp.async.bulk.shared::cluster.global"
 BULK_STORE = "cp.async.bulk.global.shared::cta"
 FIXED_IDS = {"read": "ld.global.v4.u32", "cp.async": "cp.async.cg.shared.global.16",
              "ld+st": "ld.global.v4.u32.then.st.shared.v4.u32", "mbarrier": "mbarrier.arrive.expect_tx.then.try_wait"}
-DSMEM = {"dsmem": "ld.shared::cluster.u32", "dsmem-store": "st.shared::cluster.u32", "dsmem-chase": "ld.shared::cluster.u32"}
 
 _TENSOR = re.compile(r"^(?P<red>cp\.reduce|cp)\.async\.bulk\.tensor\.(?P<rank>\d)d\."
                      r"(?P<dir>shared::cluster\.global|global\.shared::cta)(?P<add>\.add)?\.(?P<mode>tile|im2col)\.b(?P<bits>\d+)"
@@ -69,8 +60,6 @@ _TENSOR = re.compile(r"^(?P<red>cp\.reduce|cp)\.async\.bulk\.tensor\.(?P<rank>\d
                      r"(?:\.l2promo(?P<promo>\d+))?"
                      r"(?:\.multicast(?P<mc>\d+))?$")
 _BULK = re.compile(r"^cp\.async\.bulk\.(?P<dir>shared::cluster\.global|global\.shared::cta)\.(?P<bytes>\d+)B$")
-_DSMEM = re.compile(r"^(?P<op>ld|st)\.shared::cluster\.u32\.cluster(?P<cluster>\d+)(?P<spread>\.spread)?"
-                    r"(?:\.chase\.(?P<pattern>\w+))?$")
 
 
 @dataclass(frozen=True)
@@ -82,10 +71,8 @@ class TmaCase(Case):
     box: tuple[int, ...] = ()  # elements per dimension, innermost first (bulk: (bytes,))
     swizzle: int = 0  # bytes: 0 (none), 32, 64, 128
     gmap: bool = False  # the tensor map in global memory (with the acquire fence), not a kernel parameter
-    cluster: int = 1  # CTAs per cluster: multicast destinations (load) or the DSMEM cluster
-    spread: bool = False  # DSMEM: each warp reads (writes) another CTA; the latency goes to the last rank
+    cluster: int = 1  # CTAs per cluster: multicast destinations (load)
     im2col: bool = False  # a load in im2col mode: box = (channels per pixel, pixels per column)
-    pattern: str = ""  # dsmem-chase: ring, pair, broadcast or local (CHASE_PATTERNS)
     promotion: int = DEFAULT_PROMOTION  # the map's L2 promotion in bytes (0: none): the L2 fetch per request
 
     @property
@@ -112,8 +99,6 @@ class TmaCase(Case):
             return BULK
         if self.op == "bulk-store":
             return BULK_STORE
-        if self.op in DSMEM_OPS:
-            return DSMEM[self.op]
         return FIXED_IDS[self.op]
 
     @property
@@ -126,9 +111,6 @@ class TmaCase(Case):
                     f"{f'.multicast{self.cluster}' if self.multicast else ''}")
         if self.op in ("bulk", "bulk-store"):
             return f"{self.instruction}.{self.box_bytes}B"
-        if self.op in DSMEM_OPS:
-            return (f"{DSMEM[self.op]}.cluster{self.cluster}" + (".spread" if self.spread else "")
-                    + (f".chase.{self.pattern}" if self.op == "dsmem-chase" else ""))
         return FIXED_IDS[self.op]
 
     def columns(self) -> dict[str, object]:
@@ -156,11 +138,6 @@ def parse(case_id: str) -> TmaCase:
                        int(match["mc"] or 1), im2col=im2col, promotion=promotion)
     elif match := _BULK.match(case_id):
         case = TmaCase("bulk" if match["dir"].startswith("shared") else "bulk-store", box=(int(match["bytes"]),))
-    elif match := _DSMEM.match(case_id):
-        if match["pattern"] is not None and (match["op"] != "ld" or match["spread"]):
-            raise SpecError(f"{case_id!r}: a chase pattern is written ld.shared::cluster.u32.clusterC.chase.PATTERN")
-        op = "dsmem-chase" if match["pattern"] is not None else "dsmem" if match["op"] == "ld" else "dsmem-store"
-        case = TmaCase(op, cluster=int(match["cluster"]), spread=bool(match["spread"]), pattern=match["pattern"] or "")
     elif case_id in FIXED_IDS.values():
         case = TmaCase(next(op for op, spelled in FIXED_IDS.items() if spelled == case_id))
     else:
@@ -212,14 +189,9 @@ def check(case: TmaCase) -> None:
         size = case.box_bytes
         if size <= 0 or size % 16 or size > MAX_STAGE_BYTES:
             raise IllegalShapeError(f"{case}: a bulk copy moves a multiple of 16 bytes, up to {MAX_STAGE_BYTES}")
-    elif case.op in DSMEM_OPS and case.cluster not in CLUSTERS:
-        raise IllegalShapeError(f"{case}: clusters of {', '.join(map(str, CLUSTERS))} CTAs, not {case.cluster}")
-    elif case.op in DSMEM_OPS and case.spread and case.cluster < 4:
-        raise IllegalShapeError(f"{case}: .spread needs 4 CTAs or more (in 2 the next CTA is the only other one)")
-    if case.op == "dsmem-chase" and case.pattern not in CHASE_PATTERNS:
-        raise IllegalShapeError(f"{case}: chase patterns are {', '.join(CHASE_PATTERNS)}, not {case.pattern!r}")
-    if case.spread and case.op not in DSMEM_OPS:
-        raise IllegalShapeError(f"{case}: .spread is a distributed shared memory access pattern")
+    if case.cluster > 1 and not case.multicast:
+        raise IllegalShapeError(f"{case}: a cluster is a multicast load's (distributed shared memory: the dsmem "
+                                "family)")
 
 
 def _check_im2col(case: TmaCase) -> None:
@@ -246,9 +218,9 @@ def _load(rank, elem, box, swizzle=128, **kw) -> TmaCase:
 
 
 def cases() -> list[TmaCase]:
-    """The `tma` suite: box size, element size, swizzle and rank each varied alone around a 2-D b16
-    box of 128-byte rows with the 128-byte swizzle; the map in global memory; multicast; stores and a
-    reduction; bulk copies both ways; the baselines; the barrier alone; distributed shared memory."""
+    """The `tma-copies` suite (part of `tma`): box size, element size, swizzle and rank each varied alone
+    around a 2-D b16 box of 128-byte rows with the 128-byte swizzle; the map in global memory; multicast;
+    stores and a reduction; bulk copies both ways; the baselines; the barrier alone."""
     out = [_load(2, 2, (64, rows)) for rows in (1, 2, 4, 8, 16, 32, 64, 128, 256)]  # 128 B .. 32 KB
     out += [_load(2, elem, (128 // elem, 64)) for elem in (1, 4, 8)]  # 8 KB each (b16 above)
     out += [_load(2, 2, (16 * span // 32 if span else 64, 64), span) for span in (0, 32, 64)]
@@ -269,11 +241,4 @@ def cases() -> list[TmaCase]:
     out += [TmaCase("bulk", box=(size,)) for size in (2048, 8192, 32768)]
     out += [TmaCase("bulk-store", box=(size,)) for size in (8192, 32768)]
     out += [TmaCase(op) for op in ("read", "cp.async", "ld+st", "mbarrier")]
-    out += [TmaCase("dsmem", cluster=c) for c in CLUSTERS]
-    out += [TmaCase("dsmem", cluster=c, spread=True) for c in CLUSTERS if c >= 4]
-    out += [TmaCase("dsmem-store", cluster=c) for c in CLUSTERS]
-    out += [TmaCase("dsmem-store", cluster=c, spread=True) for c in CLUSTERS if c >= 4]
-    out += [TmaCase("dsmem-chase", cluster=c, pattern="ring") for c in CLUSTERS]
-    out += [TmaCase("dsmem-chase", cluster=c, pattern=p) for c, p in ((4, "pair"), (4, "broadcast"), (16, "broadcast"),
-                                                                        (2, "local"))]
     return out

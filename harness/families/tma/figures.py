@@ -1,7 +1,7 @@
 """The TMA sections of `bench report`: bandwidth against box size and copies in flight, against the read
 roofline measured in the same run; latency from L2 and from HBM; what it takes to reach the roofline
-(Little's law on the measured figures, checked against the sweep); multicast and distributed shared
-memory by cluster size; the paper's H800 PCIe log figures beside ours."""
+(Little's law on the measured figures, checked against the sweep); multicast by cluster size; the paper's
+H800 PCIe log figures beside ours. Distributed shared memory has its own sections (the dsmem family)."""
 
 from __future__ import annotations
 
@@ -125,7 +125,7 @@ def figures(ctx) -> list:
     sections = []
     best = (bandwidth.sort_values("value", ascending=False).groupby("case_id", as_index=False).first()
             .sort_values("value", ascending=False))
-    single = best[best.cluster == 1]  # multicast and DSMEM count other bytes: their own section
+    single = best[best.cluster == 1]  # multicast counts other bytes: its own section
     table = single[["case_id", "value", "stages", "blocks_per_sm"]].rename(columns={"value": "best GB/s"})
     if roofline:
         table["of the roofline"] = (table["best GB/s"] / roofline).round(3)
@@ -184,15 +184,10 @@ def figures(ctx) -> list:
         summary = (rows.assign(what=what)
                    .groupby(["case_id", "cluster", "what"]).value.max().unstack("what").reset_index()
                    .sort_values(["case_id", "cluster"]).round(1))
-        sections.append(("TMA: multicast and distributed shared memory by cluster size", [
+        sections.append(("TMA: multicast by cluster size", [
             "Multicast: each CTA of the cluster loads one box a round into every CTA's shared memory; GB/s counts "
-            "the bytes that land (global memory is read once per cluster). DSMEM loads (ld.shared::cluster): "
-            "latency of a pointer chase through another CTA's shared memory; bandwidth of every thread reading the "
-            "next CTA's (.spread: each warp another CTA's). DSMEM stores (st.shared::cluster): latency of one hop "
-            "of a flag passed between two CTAs (a store into the other's shared memory until its spin sees it); "
-            "bandwidth of every thread storing into the next CTA's."], summary))
+            "the bytes that land (global memory is read once per cluster)."], summary))
     sections += _distributions(ctx, frame)
-    sections += _dsmem_patterns(frame)
     sections += _models(frame)
     sections += _paper_section(ctx)
     return sections
@@ -201,12 +196,6 @@ def figures(ctx) -> list:
 # Why a data-movement figure of ours differs from the papers' (arXiv 2402.13499, 2501.12084 and the authors'
 # logs), by the start of our case id and the metric. Each is measured, not assumed: docs/data-movement.md.
 EXPLANATIONS = {
-    ("ld.shared::cluster.u32.cluster", "latency_cycles"):
-        "ours: the minimum over 16 clusters placed at once (the range by placement: `distribution`); theirs: "
-        "the fastest rank pair of one cluster",
-    ("ld.shared::cluster.u32.cluster2.chase.local", "latency_cycles"):
-        "ours adds the word's address to the window base each step, which the memory family's L1 chases show "
-        "costs an index chase cycles over a pointer chase (not measured here without it)",
     ("cp.async.bulk.tensor.1d", "latency_raw_cycles"):
         "theirs is a step of a chase (copy, wait, read the next index from shared memory, compute the coordinate); "
         "ours the copy and its wait alone",
@@ -231,12 +220,11 @@ def _paper_section(ctx) -> list:
                   "roofline_case", "pin_rate_gbps", "verdict", "distribution"]].copy()
     table["why they differ"] = [_explain(c, m) if v != AGREES else "" for c, m, v in
                                 zip(table.case_id, table.metric, table.verdict)]
-    return [("TMA and DSMEM beside the papers", [
-        "Every TMA and distributed-shared-memory figure of the papers and the authors' logs that a case here "
-        "measures (bench compare). Each verdict is in the basis the paper measured in (`basis`): the authors' TMA "
-        "latency log is wall time x 1755 MHz, so it compares in ns, ours at the clock our kernels ran at "
-        "(`clock_mhz`, from `clock_source`), with the ratio in cycles beside it; DSMEM latency in cycles, our minimum "
-        "over 16 placements against their fastest rank pair (n = 16; `distribution`). Bandwidth is a fraction of "
+    return [("TMA beside the papers", [
+        "Every TMA figure of the papers and the authors' logs that a case here measures (bench compare). Each "
+        "verdict is in the basis the paper measured in (`basis`): the authors' TMA latency log is wall time x "
+        "1755 MHz, so it compares in ns, ours at the clock our kernels ran at (`clock_mhz`, from `clock_source`), "
+        "with the ratio in cycles beside it. Bandwidth is a fraction of "
         "each GPU's own read roofline (the authors' float4 global-memory figure on theirs; on ours the best plain "
         "reader of this run, `roofline_case`, beside the datasheet's pin rate), both in decimal GB/s (the logs' GiB/s "
         "converted). A difference counts beyond 3 % plus the 95 % interval of the statistic (`uncertainty`). A "
@@ -282,7 +270,7 @@ def _distributions(ctx, frame: pd.DataFrame) -> list:
     sections.append(("TMA: spread of the cycle measurements", [
         f"{wide} of {total} cycle measurements of this run spread (interquartile range over median) by more than "
         "1 %. They are distributions, not noise around one value: HBM latencies (DRAM, and which L2 partition a "
-        "fresh tile lands in), prefetched tiles (landed or not), and DSMEM chases over 16 SM placements."], table))
+        "fresh tile lands in) and prefetched tiles (landed or not)."], table))
     return sections
 
 
@@ -306,33 +294,6 @@ def _figure_latency(path, table: pd.DataFrame, title: str) -> None:
     plt.close(fig)
 
 
-def _dsmem_patterns(frame: pd.DataFrame) -> list:
-    """Distributed shared memory in bytes per cycle per SM: the papers' chase patterns and ours."""
-    rows = frame[(frame.metric == "bandwidth_gbps") & frame.case_id.str.startswith(("ld.shared::cluster",
-                                                                                    "st.shared::cluster"))]
-    if rows.empty:
-        return []
-    per_sm = rows.value * 1e3 / (rows.sm_count * rows.sm_clock_mhz)
-    best = rows.assign(per_sm=per_sm).sort_values("per_sm", ascending=False).groupby("case_id", as_index=False).first()
-    best["pattern"] = [_pattern(c) for c in best.case_id]
-    table = best[["pattern", "cluster", "case_id", "value", "per_sm", "launch"]].rename(
-        columns={"value": "best GB/s", "per_sm": "B/cycle/SM"}).sort_values(["pattern", "cluster"]).round(1)
-    return [("DSMEM: the papers' patterns beside ours", [
-        "The papers' ring, pair and broadcast (chase: every thread follows dependent 4-byte loads through its target "
-        "CTA, every lane of a warp stepping by the same stride, so a warp reads 128 contiguous bytes; 256-1024 "
-        "threads x 1-4 chains per thread, the best point shown) and local (through the CTA's own window), beside "
-        "ours (stream: every thread's 16-byte loads or stores into the next CTA, or .spread each warp another). "
-        "B/cycle/SM divides by every SM of the GPU and the clock measured during the point."], table)]
-
-
-def _pattern(case_id: str) -> str:
-    case = parse(case_id)
-    if case.op == "dsmem-chase":
-        return f"chase {case.pattern}"
-    kind = "store stream" if case.op == "dsmem-store" else "load stream"
-    return kind + (" .spread" if case.spread else " next")
-
-
 def _models(frame: pd.DataFrame) -> list:
     from harness.families.tma.fitting import TmaModel
 
@@ -346,8 +307,8 @@ def _models(frame: pd.DataFrame) -> list:
     worst = residuals.loc[residuals.relative.abs().sort_values(ascending=False).index[:8]]
     return [("Data-movement models (bench model --run)", [
         "Copy latency = base + bytes / rate per source, least squares over the single-CTA tile and bulk loads; "
-        "Little's law: bandwidth = min(roofline, SMs x blocks x copies in flight x box / HBM latency at that box); "
-        "DSMEM hop = a + b log2(cluster). The parameters, then how far each model misses, then its worst points: "
+        "Little's law: bandwidth = min(roofline, SMs x blocks x copies in flight x box / HBM latency at that box). "
+        "The parameters, then how far each model misses, then its worst points: "
         "Little's law misses where copies in flight are not the limit (small boxes issue-bound, the point past the "
         "roofline), the latency line at the smallest boxes (a fixed cost the line averages)."],
         report.parameters), ("Data-movement models: residuals", [], summary),

@@ -8,8 +8,8 @@
                     at that box, in seconds at the clock measured during the stream; the roofline is the
                     run's read baseline (ld.global.v4.u32). Where it misses, copies in flight are not the
                     only limit (a copy's issue cost, the box's row count).
-    DSMEM hop       latency = a + b log2(cluster) over the pointer chases to rank 1 (two CTAs of a TPC at
-                    cluster 2, farther apart in larger clusters).
+
+The DSMEM hop is the dsmem family's model (harness/families/dsmem/fitting.py).
 """
 
 from __future__ import annotations
@@ -55,7 +55,6 @@ def little(sms: int, blocks: int, stages: int, box_bytes: int, latency_cycles: f
 class FitReport:
     gpu: str
     lines: dict[str, Line]
-    hop: tuple[float, float] | None
     residual_rows: list[dict]
 
     @property
@@ -63,9 +62,6 @@ class FitReport:
         rows = [{"gpu": self.gpu, "model": f"copy latency from {source}", "base_cycles": round(line.base, 1),
                  "bytes_per_cycle": round(line.rate, 1), "points": line.points}
                 for source, line in self.lines.items()]
-        if self.hop:
-            rows.append({"gpu": self.gpu, "model": "DSMEM hop: a + b log2(cluster)", "base_cycles": round(self.hop[0], 1),
-                         "bytes_per_cycle": None, "points": None, "b_cycles": round(self.hop[1], 1)})
         return pd.DataFrame(rows)
 
     @property
@@ -87,11 +83,9 @@ class TmaModel:
         cases = {c: parse(c) for c in rows.case_id.unique()}
         lines, residuals = self._latency(rows, cases)
         residuals += self._little(rows, cases, lines.get("HBM"))
-        hop, hop_rows = self._hop(rows, cases)
-        residuals += hop_rows
-        if not lines and hop is None:
+        if not lines:
             return None
-        return FitReport(gpu, lines, hop, residuals)
+        return FitReport(gpu, lines, residuals)
 
     @staticmethod
     def _single_box(case) -> bool:
@@ -130,15 +124,3 @@ class TmaModel:
                         "launch": f"stages={launch['stages']},blocks_per_sm={launch['blocks_per_sm']}",
                         "measured": round(value, 1), "fitted": round(fitted, 1), "residual": round(value - fitted, 1)})
         return out
-
-    def _hop(self, rows: pd.DataFrame, cases: dict) -> tuple[tuple[float, float] | None, list[dict]]:
-        chains = rows[(rows.metric == "latency_cycles")
-                      & rows.case_id.map(lambda c: cases[c].op == "dsmem" and not cases[c].spread)]
-        if len(chains) < 3:
-            return None, []
-        x = np.log2(chains.case_id.map(lambda c: cases[c].cluster).to_numpy(dtype=float))
-        b, a = np.polyfit(x, chains.value.to_numpy(dtype=float), 1)
-        out = [{"model": "DSMEM hop", "case_id": c, "launch": f"cluster={cases[c].cluster}", "measured": round(v, 1),
-                "fitted": round(a + b * xi, 1), "residual": round(v - a - b * xi, 1)}
-               for c, v, xi in zip(chains.case_id, chains.value, x)]
-        return (float(a), float(b)), out

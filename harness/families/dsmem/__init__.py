@@ -1,0 +1,303 @@
+"""Distributed shared memory (sm_90a clusters): the Family object.
+
+Cases and ids: cases.py. Probe template: ptx/dsmem.cu.in. Every CTA of a cluster holds a ring of
+RING_WORDS words in its shared memory; the probes reach another CTA's through mapa and
+ld.shared::cluster / st.shared::cluster:
+
+    latency_cycles   loads: a pointer chase by rank 0 through another CTA's ring (the next rank; .spread:
+                     the last), in CHAIN_CLUSTERS clusters at once, one sample per cluster (a distribution
+                     over SM placements); stores: one hop of a flag passed between two CTAs, each hop a
+                     store into the other's shared memory that its spin sees; the local chase: rank 0
+                     through its own ring, by ld.shared::cluster
+    bandwidth_gbps   the whole GPU, CUDA events: every thread of every CTA streaming 16-byte loads from (or
+                     stores into) the next CTA's ring (.spread: each warp another CTA's); the papers' chase
+                     patterns (ring, pair, broadcast, local): every thread following `ilp` dependent chains
+                     through its target CTA, 256 to 1024 threads per block
+
+These cases were the tma family's until schema 11 (harness/migrations/versions/0011_dsmem_family.py):
+their ids, parameters and kernels are unchanged. The `tma` suite is composed of tma-copies and this
+family's `dsmem` suite (harness/suites.py COMPOSED).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import harness.families.dsmem.cases as _cases
+from harness.families.base import Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
+from harness.families.dsmem.cases import PORTABLE_CLUSTER, DsmemCase
+from harness.measure.methods import Bandwidth, BandwidthPoint, ChainSlope
+
+OP_CODES = {"dsmem": 0, "dsmem-store": 1, "dsmem-chase": 2}  # ptx/dsmem.cu.in: the kernels each compiles
+# dsmem-chase: the target CTA of rank r per pattern (ptx/dsmem.cu.in dsmem_chase), as C and as NumPy sees it
+CHASE_TARGETS = {"ring": "(cluster_ctarank() + 1) % CLUSTER", "pair": "cluster_ctarank() ^ 1u", "broadcast": "0u",
+                 "local": "cluster_ctarank()"}
+CHASE_THREADS = (256, 512, 1024)  # the papers' blocks are 1024 threads
+CHASE_ILP = (1, 2, 4)  # independent chains per thread
+CHASE_CHECK_THREADS = 64
+CHASE_STRIDE = 256  # words each step moves on, times the target's rank + 1 (ptx/dsmem.cu.in dsmem_chase)
+COPY_THREADS = 32  # the chain and ping-pong kernels: one warp, thread 0 works
+UNROLL = 4  # 16-byte accesses per thread per iteration (streams); chain steps per loop body
+RING_WORDS = 8192  # 32 KB per CTA (THREADS x UNROLL 16-byte words: no two loads of a thread alike)
+DSMEM_THREADS = 512  # block size of the streams
+CHAIN_CLUSTERS = 16  # clusters of a chain launch, each its own pair of SMs: samples over placements
+POISON = 0xFFFFFFFF  # what LoadedProbe fills `out` with: words a kernel did not write
+
+
+def chase_target(pattern: str, rank: int, cluster: int) -> int:
+    return {"ring": (rank + 1) % cluster, "pair": rank ^ 1, "broadcast": 0, "local": rank}[pattern]
+
+
+def _suites() -> dict[str, Suite]:
+    return {
+        "dsmem": Suite("distributed shared memory: loads and stores to another CTA (the next, or spread over the "
+                       "cluster) in clusters of 2/4/8/16, and the papers' chase patterns (ring, pair, broadcast, "
+                       "local) over block sizes and chains per thread", _cases.cases, part_of=("tma",)),
+    }
+
+
+class DsmemFamily(Family):
+    name = "dsmem"
+    description = "distributed shared memory: ld/st.shared::cluster between the CTAs of a cluster"
+    id_prefixes = ("ld.shared::cluster", "st.shared::cluster")
+    example_id = "ld.shared::cluster.u32.cluster4"
+    template = "dsmem.cu.in"
+
+    @property
+    def model(self):
+        """The DSMEM hop, latency = a + b log2(cluster) (fitting.py): fitted to a run."""
+        from harness.families.dsmem.fitting import DsmemModel
+
+        return DsmemModel()
+
+    cases = staticmethod(_cases.cases)
+    parse = staticmethod(_cases.parse)
+    check = staticmethod(_cases.check)
+    suites = staticmethod(_suites)
+
+    # -- the probe ---------------------------------------------------------------------------------
+
+    def template_params(self, case: DsmemCase) -> dict[str, object]:
+        self.check(case)
+        local = case.op == "dsmem-chase" and case.pattern == "local"
+        return {
+            "op": OP_CODES[case.op],
+            "cluster": case.cluster,
+            # a non-portable size is given at launch time (LoadedProbe.runtime_cluster), not in the source
+            "cluster_attr": f"__cluster_dims__({case.cluster}, 1, 1)" if case.cluster <= PORTABLE_CLUSTER else "",
+            "threads": DSMEM_THREADS,
+            "unroll": UNROLL,
+            "ring_words": RING_WORDS,
+            "spread": "true" if case.spread else "false",
+            "local_chain": 1 if local else 0,
+            "chain_target": "0u" if local else "SPREAD ? CLUSTER - 1 : 1",
+            "chase_target": CHASE_TARGETS.get(case.pattern, CHASE_TARGETS["ring"]),
+            "chase_stride": CHASE_STRIDE,
+            "chase_check_threads": CHASE_CHECK_THREADS,
+            "chase_kernels": "\n".join(f"KERNEL probe_dsmem_chase_i{i}(ARGS) {{\n  planted_fault<PLANTED_FAULT>(iters, out);\n"
+                                       f"  dsmem_chase<{i}>(in, out, timing, iters);\n}}"
+                                       for i in CHASE_ILP) if case.op == "dsmem-chase" else "",
+        }
+
+    def sass_expectation(self, case: DsmemCase) -> SassExpectation:
+        """The chain's UNROLL loads per loop body and the stream's UNROLL 16-byte ones; the ping-pong's
+        one store and the store stream's UNROLL; each chase kernel's `ilp` loads."""
+        if case.op == "dsmem-chase":
+            return SassExpectation(tuple((f"probe_dsmem_chase_i{i}", KernelExpectation("LD.E", i, exclude=("LD.E.",)))
+                                         for i in CHASE_ILP), executes="LD.E")
+        if case.op == "dsmem-store":
+            return SassExpectation((("probe_dsmem_pingpong", KernelExpectation("ST.E.STRONG.GPU", 1)),
+                                    ("probe_dsmem_store_stream", KernelExpectation("ST.E.128", UNROLL))),
+                                   executes="ST.E.128")
+        return SassExpectation((("probe_dsmem_chain", KernelExpectation("LD.E", UNROLL)),
+                                ("probe_dsmem_stream", KernelExpectation("LD.E.128", UNROLL))), executes="LD.E")
+
+    # -- correctness -------------------------------------------------------------------------------
+
+    def inputs(self, case: DsmemCase, rng: np.random.Generator) -> Inputs:
+        """A random cyclic ring of word indices (stores overwrite it: what it held before does not matter)."""
+        order = rng.permutation(RING_WORDS)
+        ring = np.empty(RING_WORDS, dtype=np.uint32)
+        ring[order] = np.roll(order, -1)
+        return Inputs(ring.view(np.uint8), {"ring": ring}, "a random cycle through the ring's words")
+
+    def output_words(self, case: DsmemCase) -> int:
+        if case.op == "dsmem-store":
+            return RING_WORDS
+        if case.op == "dsmem-chase":
+            return 2 * CHASE_CHECK_THREADS
+        return DSMEM_THREADS
+
+    def decode(self, case: DsmemCase, words: np.ndarray) -> np.ndarray:
+        return np.asarray(words[:self.output_words(case)], dtype=np.uint32).astype(np.float64)
+
+    def _expected(self, case: DsmemCase, *parts: np.ndarray) -> np.ndarray:
+        """The output: `parts` (uint32 words) from word 0 on, every other word still poison."""
+        out = np.full(self.output_words(case), POISON, dtype=np.float64)
+        data = np.concatenate([np.asarray(p, dtype=np.uint32) for p in parts]) if parts else np.zeros(0)
+        out[:data.size] = data
+        return out
+
+    def checks(self, case: DsmemCase, inputs: Inputs) -> list[Check]:
+        if case.op == "dsmem-store":
+            return self._store_checks(case)
+        if case.op == "dsmem-chase":
+            return self._chase_checks(case, inputs.values["ring"])
+        return self._load_checks(case, inputs.values["ring"])
+
+    def _load_checks(self, case: DsmemCase, ring: np.ndarray) -> list[Check]:
+        steps, word = 16 * UNROLL, 0
+        for _ in range(steps):
+            word = int(ring[word])
+        quads = ring.reshape(-1, 4).astype(np.uint64).sum(axis=1)
+        x = np.arange(DSMEM_THREADS)
+        iters = 3
+        sums = sum(quads[(x + u * DSMEM_THREADS + i) % quads.size] for u in range(UNROLL) for i in range(iters))
+        sums = sums % (1 << 32)
+        return [Check("probe_dsmem_chain", COPY_THREADS, steps, 5, self._expected(case, [word]), 0.0,
+                      f"{steps} steps through CTA 1's ring", grid=case.cluster),
+                Check("probe_dsmem_stream", DSMEM_THREADS, iters, 5 * case.cluster,
+                      self._expected(case, sums.astype(np.uint32)), 0.0,
+                      f"each thread's sum over the next CTA's ring, {iters} iterations", grid=case.cluster)]
+
+    def _chase_checks(self, case: DsmemCase, ring: np.ndarray, iters: int = 5) -> list[Check]:
+        """Blocks 0 and 1 (ranks 0 and 1) of one cluster: chain j of thread x starts at x + j * threads and
+        steps by CHASE_STRIDE x (target + 1) words, its target's stride; every kernel (each number of
+        chains) is checked. The local pattern's pointer chase checks like the load cases' chain."""
+        checks = []
+        for ilp in CHASE_ILP:
+            sums = []
+            for rank in (0, 1):
+                step = CHASE_STRIDE * (chase_target(case.pattern, rank, case.cluster) + 1)
+                starts = np.arange(CHASE_CHECK_THREADS)[:, None] + np.arange(ilp)[None, :] * CHASE_CHECK_THREADS
+                sums.append(((starts + iters * step) % RING_WORDS).sum(axis=1) % (1 << 32))
+            checks.append(Check(f"probe_dsmem_chase_i{ilp}", CHASE_CHECK_THREADS, iters, 5 * case.cluster,
+                                self._expected(case, np.concatenate(sums).astype(np.uint32)), 0.0,
+                                f"ranks 0 and 1: each thread's {ilp} chains, {iters} steps through its target "
+                                f"CTA ({case.pattern})", grid=case.cluster))
+        if case.pattern == "local":
+            steps, word = 16 * UNROLL, 0
+            for _ in range(steps):
+                word = int(ring[word])
+            checks.insert(0, Check("probe_dsmem_chain", COPY_THREADS, steps, 5, self._expected(case, [word]), 0.0,
+                                   f"{steps} steps through rank 0's own ring", grid=case.cluster))
+        return checks
+
+    def _store_checks(self, case: DsmemCase, iters: int = 3) -> list[Check]:
+        """The ping-pong's last flag; CTA 0's ring after the stores: slot a = x + u THREADS holds the word
+        of the last iteration from thread x's store u, of the rank whose hop lands on rank 0 (the last
+        rank; with .spread, the rank that warp x // 32 hops from)."""
+        hops = 16 * UNROLL  # ChainSlope's short chain: an even number of hops, so the flag ends at rank 0
+        slots, last = RING_WORDS // 4, iters - 1
+        x, u = np.arange(slots) % DSMEM_THREADS, np.arange(slots) // DSMEM_THREADS
+        hop = 1 + (x // 32) % (case.cluster - 1) if case.spread else np.ones_like(x)
+        rank = (-hop) % case.cluster
+        ring = np.stack([np.full(slots, last), rank, x, u], axis=1).ravel()
+        partner = case.cluster - 1 if case.spread else 1
+        return [Check("probe_dsmem_pingpong", COPY_THREADS, hops, 5, self._expected(case, [hops]), 0.0,
+                      f"{hops} hops between rank 0 and rank {partner}, the flag back at rank 0", grid=case.cluster),
+                Check("probe_dsmem_store_stream", DSMEM_THREADS, iters, 5 * case.cluster, self._expected(case, ring),
+                      0.0, f"rank 0's ring after {iters} iterations of stores into it", grid=case.cluster)]
+
+    # -- on the GPU ----------------------------------------------------------------------------------
+
+    def attach(self, case: DsmemCase, probe, device) -> None:
+        """A cluster of more CTAs than the portable 8 is launched with its size as an attribute."""
+        if case.cluster > PORTABLE_CLUSTER:
+            probe.runtime_cluster = case.cluster
+
+    # -- measurement ---------------------------------------------------------------------------------
+
+    def work(self, case: DsmemCase) -> Work:
+        return Work(16, "B")
+
+    def peak(self, case: DsmemCase) -> float | None:
+        return None
+
+    def plan(self, case: DsmemCase, device=None) -> list:
+        c = case.cluster
+        if case.op == "dsmem-chase":
+            points = tuple(BandwidthPoint(f"probe_dsmem_chase_i{i}", 1, t, t * i * 4,
+                                          {"cluster": c, "threads": t, "ilp": i}) for t in CHASE_THREADS for i in CHASE_ILP)
+            plan = [Bandwidth(points, grid_multiple=c, notes=f"every thread chases {case.pattern}: dependent 4-byte "
+                              "ld.shared::cluster loads, `ilp` chains per thread, one block per SM")]
+            if case.pattern == "local":
+                plan.insert(0, ChainSlope("latency_cycles", "probe_dsmem_chain", COPY_THREADS, unroll=UNROLL,
+                                          launch={"cluster": c}, grid=c * CHAIN_CLUSTERS, units=CHAIN_CLUSTERS,
+                                          every_unit=True,
+                                          notes="a pointer chase by rank 0 through its own shared memory, by "
+                                                "ld.shared::cluster through mapa"))
+            return plan
+        if case.op == "dsmem-store":
+            partner = f"rank {c - 1}" if case.spread else "rank 1"
+            points = tuple(BandwidthPoint("probe_dsmem_store_stream", b, DSMEM_THREADS, DSMEM_THREADS * UNROLL * 16,
+                                          {"blocks_per_sm": b, "cluster": c}) for b in (1, 2))
+            return [ChainSlope("latency_cycles", "probe_dsmem_pingpong", COPY_THREADS, unroll=UNROLL,
+                               launch={"cluster": c}, grid=c,
+                               notes=f"a flag passed between rank 0 and {partner}: each hop a st.relaxed.cluster into "
+                                     "the other CTA's shared memory, seen by its spin on ld.relaxed"),
+                    Bandwidth(points, grid_multiple=c, notes="every thread stores into "
+                              + ("another CTA's shared memory, warp by warp" if case.spread else "the next CTA's shared memory"))]
+        points = tuple(BandwidthPoint("probe_dsmem_stream", b, DSMEM_THREADS, DSMEM_THREADS * UNROLL * 16,
+                                      {"blocks_per_sm": b, "cluster": c}) for b in (1, 2))
+        chased = f"rank {c - 1}" if case.spread else "rank 1"
+        return [ChainSlope("latency_cycles", "probe_dsmem_chain", COPY_THREADS, unroll=UNROLL, launch={"cluster": c},
+                           notes=f"a pointer chase by rank 0 through the shared memory of {chased}, in each of "
+                                 f"{CHAIN_CLUSTERS} clusters at once (each its own SMs): one sample per cluster",
+                           grid=c * CHAIN_CLUSTERS, units=CHAIN_CLUSTERS, every_unit=True),
+                Bandwidth(points, grid_multiple=c, notes="every thread reads the next CTA's shared memory")]
+
+    @staticmethod
+    def paper_row(row: dict) -> dict | str | None:
+        """Our counterpart of the authors' DSM latency logs (HPMLL/NVIDIA-Hopper-Benchmark); a string says
+        why one has none; None: not ours."""
+        table, metric = row["table_or_figure"], row["metric"]
+        if "NewFeatures/DSM/Latency" not in table:
+            return None
+        gpu = row["gpu"].replace(" (inferred)", "")
+        cluster = int(row["shape"].split()[-1])
+        if metric == "latency_dsm_remote_max":
+            return "the slowest rank pair of the log; compared: the fastest (latency_dsm_remote_min)"
+        if metric == "latency_dsm_local" and cluster != 2:
+            return "the same local chase at every cluster size (33 cycles); compared at cluster 2"
+        if metric == "latency_dsm_remote_min" and cluster not in _cases.CLUSTERS:
+            return f"a cluster of {cluster}: ours are {', '.join(map(str, _cases.CLUSTERS))}"
+        case = (DsmemCase("dsmem-chase", cluster=2, pattern="local") if metric == "latency_dsm_local"
+                else DsmemCase("dsmem", cluster=cluster))
+        return {"case_id": case.case_id, "metric": "latency_cycles", "gpu": gpu}
+
+    def paper_statistic(self, case_id: str, metric: str) -> tuple[str, int] | None:
+        """The chases' latency is CHAIN_CLUSTERS placements measured at once (one sample per cluster and
+        launch, repeated): n is the placements. The remote chase (ld.shared::cluster.u32.clusterN) compares
+        the minimum over them, as the authors' figure is the fastest rank pair of their log; the local chase
+        (one value in their log at every cluster size) the median over them."""
+        if metric != "latency_cycles" or not case_id.startswith("ld.shared::cluster."):
+            return None
+        case = _cases.parse(case_id)
+        if case.op == "dsmem" and not case.spread:
+            return ("minimum", CHAIN_CLUSTERS)
+        return ("median", CHAIN_CLUSTERS) if case.op == "dsmem-chase" and case.pattern == "local" else None
+
+    def headline(self, metric: str) -> dict | None:
+        return None  # the best over launches (clusters, blocks per SM, threads and chains)
+
+    def describe(self, case: DsmemCase) -> list[str]:
+        where = f"a cluster of {case.cluster} CTAs" + (" (launched with its size as an attribute: above the portable 8)"
+                                                        if case.cluster > PORTABLE_CLUSTER else "")
+        if case.op == "dsmem-chase":
+            what = f"the papers' {case.pattern} chase: every thread's dependent loads through its target CTA"
+        elif case.op == "dsmem-store":
+            what = ("stores into another CTA's shared memory" + (", each warp another CTA" if case.spread else
+                                                                  ", the next CTA"))
+        else:
+            what = ("loads from another CTA's shared memory" + (", each warp another CTA" if case.spread else
+                                                               ", the next CTA"))
+        return [case.instruction, where, what]
+
+    def figures(self, context) -> list:
+        from harness.families.dsmem.figures import figures
+
+        return figures(context)
+
+
+FAMILY = DsmemFamily()

@@ -1,0 +1,125 @@
+"""The distributed shared memory family: its ids (the same strings the tma family gave these cases), its
+checks against a replay of its kernels, its place in the `tma` suite, and the stored parameters of before."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.errors import IllegalShapeError, SpecError
+from harness.families import dsmem, tma
+from harness.families.dsmem import cases
+from harness.registry import FAMILIES, overlapping_prefixes, parse_case_id
+
+ROOT = Path(__file__).resolve().parent.parent
+# Every DSMEM id the tma family listed before the split (its `tma` suite, in order): stored rows key on them.
+IDS = ["ld.shared::cluster.u32.cluster2", "ld.shared::cluster.u32.cluster4", "ld.shared::cluster.u32.cluster8",
+       "ld.shared::cluster.u32.cluster16", "ld.shared::cluster.u32.cluster4.spread",
+       "ld.shared::cluster.u32.cluster8.spread", "ld.shared::cluster.u32.cluster16.spread",
+       "st.shared::cluster.u32.cluster2", "st.shared::cluster.u32.cluster4", "st.shared::cluster.u32.cluster8",
+       "st.shared::cluster.u32.cluster16", "st.shared::cluster.u32.cluster4.spread",
+       "st.shared::cluster.u32.cluster8.spread", "st.shared::cluster.u32.cluster16.spread",
+       "ld.shared::cluster.u32.cluster2.chase.ring", "ld.shared::cluster.u32.cluster4.chase.ring",
+       "ld.shared::cluster.u32.cluster8.chase.ring", "ld.shared::cluster.u32.cluster16.chase.ring",
+       "ld.shared::cluster.u32.cluster4.chase.pair", "ld.shared::cluster.u32.cluster4.chase.broadcast",
+       "ld.shared::cluster.u32.cluster16.chase.broadcast", "ld.shared::cluster.u32.cluster2.chase.local"]
+
+
+def test_the_family_owns_the_ids_the_tma_family_had():
+    assert [c.case_id for c in dsmem.FAMILY.cases()] == IDS
+    for case_id in IDS:
+        case = parse_case_id(case_id)
+        assert case.family == "dsmem" and case.case_id == case_id
+    assert not any(c.case_id.startswith(dsmem.FAMILY.id_prefixes) for c in tma.FAMILY.cases())
+    assert not overlapping_prefixes([tma.FAMILY, dsmem.FAMILY])
+    assert not overlapping_prefixes(FAMILIES.values())
+
+
+def test_the_tma_suite_is_the_copies_then_dsmem_as_before():
+    from harness.suites import SUITES, suite_cases
+
+    ids = [c.case_id for c in suite_cases("tma")]
+    assert ids == [c.case_id for c in tma.FAMILY.cases()] + IDS and len(ids) == 71
+    assert [c.case_id for c in suite_cases("dsmem")] == IDS
+    assert "tma-copies" in SUITES and "dsmem" in SUITES["tma"].description
+
+
+@pytest.mark.parametrize("case_id,error,message", [
+    ("ld.shared::cluster.u32.cluster3", IllegalShapeError, "clusters of 2, 4, 8, 16"),
+    ("ld.shared::cluster.u32.cluster2.spread", IllegalShapeError, "4 CTAs or more"),
+    ("ld.shared::cluster.u32.cluster4.chase.ring2", IllegalShapeError, "chase patterns are"),
+    ("st.shared::cluster.u32.cluster4.chase.ring", SpecError, "a chase pattern is written"),
+    ("ld.shared::cluster.u32.cluster4.spread.chase.ring", SpecError, "a chase pattern is written"),
+    ("ld.shared::cluster.u64.cluster4", SpecError, "cannot parse"),
+])
+def test_illegal_ids_are_one_line_errors(case_id, error, message):
+    with pytest.raises(error, match=message):
+        cases.parse(case_id)
+
+
+def test_the_stored_parameters_of_before_still_make_the_case():
+    """Rows stored before schema 11 keep the params the tma family wrote (its eleven keys); the four this
+    family has are among them with the same names and values (docs/database.md)."""
+    before = {"op": "dsmem-chase", "rank": 1, "elem": 1, "box": [], "swizzle": 0, "gmap": False, "cluster": 4,
+              "spread": False, "im2col": False, "pattern": "pair", "promotion": 128}
+    case = cases.from_params(before)
+    assert case == parse_case_id("ld.shared::cluster.u32.cluster4.chase.pair")
+    assert set(case.params()) == {"op", "cluster", "spread", "pattern"} < set(before)
+    assert all(case.params()[key] == before[key] for key in case.params())
+    for case in dsmem.FAMILY.cases():
+        assert cases.from_params(case.params()) == case
+
+
+@pytest.mark.parametrize("case_id", ["st.shared::cluster.u32.cluster2", "st.shared::cluster.u32.cluster8.spread"])
+def test_dsmem_store_check_is_what_the_stores_leave_in_rank_0(case_id):
+    """Replays the store kernel as ptx/dsmem.cu.in spells it (every rank, thread, iteration and store in
+    program order, each to its target's ring) and reads rank 0's ring: the check must expect exactly that."""
+    from harness.families.dsmem import DSMEM_THREADS, RING_WORDS, UNROLL
+
+    case = cases.parse(case_id)
+    iters, c = 3, case.cluster
+    rings = np.zeros((c, RING_WORDS // 4, 4), dtype=np.int64)
+    for i in range(iters):
+        for rank in range(c):
+            for x in range(DSMEM_THREADS):
+                hop = 1 + (x // 32) % (c - 1) if case.spread else 1
+                for u in range(UNROLL):
+                    rings[(rank + hop) % c, x + u * DSMEM_THREADS] = (i, rank, x, u)
+    check = next(k for k in dsmem.FAMILY.checks(case, dsmem.FAMILY.inputs(case, np.random.default_rng(0)))
+                 if k.kernel == "probe_dsmem_store_stream")
+    assert check.iters == iters
+    np.testing.assert_array_equal(check.expected, rings[0].ravel().astype(np.float64))
+
+
+def test_each_operation_compiles_the_kernels_it_launches(cache_dir):
+    """The template's sections test the rendered operation number (the preprocessor cannot see a
+    constexpr): a build holds the kernels its plan and checks name, the local chase its chain too."""
+    from harness.build.compile import compile_probe
+    from harness.build.sass import disassemble
+    from harness.registry import probe_source
+
+    for case_id in ("ld.shared::cluster.u32.cluster4", "st.shared::cluster.u32.cluster16.spread",
+                    "ld.shared::cluster.u32.cluster4.chase.ring", "ld.shared::cluster.u32.cluster2.chase.local"):
+        case = parse_case_id(case_id)
+        kernels = set(disassemble(compile_probe(probe_source(case)).cubin_path))
+        launched = {check.kernel for check in dsmem.FAMILY.checks(case, dsmem.FAMILY.inputs(case, np.random.default_rng(0)))}
+        assert kernels == launched, (case_id, kernels ^ launched)
+
+
+def test_nothing_of_dsmem_is_left_in_tma():
+    template = (ROOT / "ptx" / "tma.cu.in").read_text()
+    assert not any(code in template for code in ("shared::cluster.u32", "probe_dsmem", "OP_DSMEM", "fill_ring", "chase"))
+    code = "".join(p.read_text() for p in (ROOT / "harness" / "families" / "tma").glob("*.py"))
+    assert "ld.shared::cluster" not in code and "dsmem-" not in code and "CHASE" not in code
+
+
+def test_a_cluster_above_the_portable_eight_is_set_at_launch():
+    class Probe:
+        runtime_cluster = 0
+
+    for case_id, runtime in (("ld.shared::cluster.u32.cluster16", 16), ("ld.shared::cluster.u32.cluster8", 0)):
+        probe = Probe()
+        dsmem.FAMILY.attach(parse_case_id(case_id), probe, None)
+        assert probe.runtime_cluster == runtime
+        attribute = dsmem.FAMILY.template_params(parse_case_id(case_id))["cluster_attr"]
+        assert bool(attribute) == (runtime == 0)
