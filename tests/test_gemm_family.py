@@ -3,6 +3,8 @@ mapping and verdicts, and the planner's arithmetic."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 import pytest
 
@@ -11,7 +13,16 @@ from harness.families.base import PaperFigure
 from harness.families.gemm import FAMILY
 from harness.families.gemm import cases as C
 from harness.families.gemm.figures import worklog_verdict
-from harness.families.gemm.model import PRIOR, Params, predict_case
+from harness.families.gemm.model import (
+    PRIOR,
+    Params,
+    feed_cycles,
+    issue_stall,
+    kblock_cycles,
+    mean_value,
+    predict_case,
+    wgmma_per_kblock,
+)
 from harness.families.gemm.problem import check_problem, to_bits
 from harness.verdicts import AGREES, CLOCK_NOT_PRINTED, DISAGREES
 
@@ -107,3 +118,40 @@ def test_wave_quantization():
     # 2048 tiles of 128x256 on 132 SMs: 16 waves where 15.5 would do
     prediction = predict_case(C.pipeline("f16", (8192,) * 3, **C.BEST), _params())
     assert prediction.waves == 16
+
+
+def test_the_mean_value_queue_has_littles_law_and_the_bottleneck_as_its_limits():
+    # one copy in flight: the round trip plus its service, nothing overlaps
+    assert mean_value(1, 800.0, (400.0,)) == pytest.approx(1200.0)
+    # few copies: no better than Little's law (N copies per round trip), never better than the feed
+    for n in (2, 3, 5):
+        period = mean_value(n, 800.0, (400.0,))
+        assert period >= max((800.0 + 400.0) / n, 400.0) - 1e-9
+    # many copies: the feed alone sets the period (the bottleneck), and adding copies never slows it
+    periods = [mean_value(n, 800.0, (400.0,)) for n in range(1, 40)]
+    assert all(a >= b for a, b in pairwise(periods))
+    assert periods[-1] == pytest.approx(400.0, rel=1e-3)
+
+
+def test_the_feed_binds_a_small_tile_with_a_deep_ring_and_counts_what_multicast_lands():
+    # 64x128 with 7 stages: 24 KiB land per k-block (A 8, all of B 16 with or without multicast), more than the
+    # 256 cycles of wgmma take at the prior's feed; the k-block then takes the feed's time, not the tensor cores'
+    config = dict(C.BEST, bm=64, bn=128, stages=7, consumers=1, rebalance=False, epilogue="regs")
+    t, bound = kblock_cycles(C.pipeline("f16", (8192,) * 3, **config), _params())
+    assert bound == "L2 feed"
+    assert t == pytest.approx(24 * 1024 / PRIOR["feed_bytes_per_cycle"], rel=0.02)
+    alone = C.pipeline("f16", (8192,) * 3, **dict(config, cluster=1))
+    assert feed_cycles(alone, _params()) == feed_cycles(C.pipeline("f16", (8192,) * 3, **config), _params())
+
+
+def test_the_issue_stall_grows_with_the_wgmma_a_consumer_issues():
+    # 256x128 over two consumers: 8 m64n128 wgmma each per k-block; 128x256: 4 m64n256; the same tensor
+    # time, so the one with more (smaller) wgmma stalls longer before it gives the previous slot back
+    tall = C.pipeline("f16", (8192,) * 3, **dict(C.BEST, bm=256, bn=128, stages=2))
+    wide = C.pipeline("f16", (8192,) * 3, **dict(C.BEST, bm=128, bn=256, stages=2))
+    assert (wgmma_per_kblock(tall), wgmma_per_kblock(wide)) == (8, 4)
+    assert issue_stall(tall, _params()) > issue_stall(wide, _params()) >= 0.0
+    # a tensor pipe that takes every wgmma stalls nothing
+    deep = Params(**{**_params().__dict__, "wgmma_queue": 8.0})
+    assert issue_stall(tall, deep) == 0.0
+    assert kblock_cycles(tall, _params())[0] > kblock_cycles(wide, _params())[0]

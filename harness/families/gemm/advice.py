@@ -46,9 +46,10 @@ def _plan(values: dict, fit, gpu: str | None) -> list[str]:
                         f"({', '.join(f'{a}x{b}' for a, b in _cases.TILES)}) and K of {_cases.BK}")
     clock = params.clock_mhz or 1500.0
     # The planner has no L2 term: where it predicts a tie, the grouped order ranks first (it keeps the panels
-    # the tiles in flight share in the L2; measured at 16384^3 the row order reached about 0.83 of it).
+    # the tiles in flight share in the L2; measured at 16384^3 the row order reached about 0.83 of it), then a
+    # cluster's multicast (it halves the L2's reads of B; measured about 1 %).
     ranked = sorted(((predict_case(c, params), c) for c in candidates),
-                    key=lambda pc: (-round(pc[0].flops_per_cycle_sm, 6), pc[1].order != "grouped"))
+                    key=lambda pc: (-round(pc[0].flops_per_cycle_sm, 6), pc[1].order != "grouped", pc[1].cluster == 1))
     lines = [f"C[{m}, {n}] = A[{m}, {k}] . B[{n}, {k}]^T, {dtype}: {len(candidates)} configurations, planner of "
              f"{params.gpu} ({params.source}), TFLOPS at {clock:.0f} MHz",
              f"  {'configuration':<64} {'TFLOPS':>7}  bound"]

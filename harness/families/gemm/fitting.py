@@ -2,8 +2,8 @@
 cases, and every case's measured throughput beside the fitted prediction.
 
     E (per epilogue)         the median over cases of C bytes per tile / epilogue cycles per tile (counters)
-    L0, a, q, c_1, c_2       least squares on the relative error of t_kblock against the in-kernel cycles per
-                             k-block of every pipeline case (Nelder-Mead from the prior)
+    L0, a, R, d, c_1, c_2    least squares on the relative error of t_kblock against the in-kernel cycles per
+                             k-block of every pipeline case (Nelder-Mead from the prior, restarted once)
     the clock                the median in-kernel SM clock of the run's cases at 8192^3 and above: what the
                              GPU holds under a large GEMM at its power limit, for a plan's TFLOPS
 
@@ -24,7 +24,7 @@ from harness.stats import residual_frame
 from harness.families.gemm.cases import GemmCase, parse
 from harness.families.gemm.model import Params, kblock_cycles, predict_case
 
-KBLOCK_PARAMS = ("latency_cycles", "latency_per_kib", "queue_per_kib", "queue_per_copy", "consumer_overhead_1",
+KBLOCK_PARAMS = ("latency_cycles", "latency_per_kib", "feed_bytes_per_cycle", "wgmma_queue", "consumer_overhead_1",
                  "consumer_overhead_2")
 LARGE = 8192 ** 3  # problems at least this large run at the power limit (docs/gemm.md)
 
@@ -100,7 +100,7 @@ def fit(frame: pd.DataFrame, gpu: str, source: str, prior: Params | None) -> Fit
         return None
     cases = {cid: parse(cid) for cid in table.index}
     sm_count = int(table.sm_count.iloc[0])
-    start = prior or Params(gpu, sm_count, 4096.0, 960.0, 8.6, 9.2, 0.0, 140.0, 57.0, 6.6, 45.0, 3000.0, 4000.0)
+    start = prior or Params(gpu, sm_count, 4096.0, 710.0, 0.0, 62.5, 2.6, 115.0, 43.0, 6.6, 45.0, 3000.0, 4000.0)
     start = replace(start, gpu=gpu, sm_count=sm_count, source=source)
     p = _fit_epilogue(start, table, cases)
     p = _fit_kblock(p, table, cases)
@@ -163,6 +163,7 @@ def _fit_kblock(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) -> P
         predicted = np.array([kblock_cycles(c, q)[0] for c in chosen])
         return float(np.sum((predicted / target - 1) ** 2))
 
-    best = nelder_mead(loss, x0, np.maximum(np.abs(x0) * 0.3, 50.0), iterations=1500)
+    best = nelder_mead(loss, x0, np.maximum(np.abs(x0) * 0.3, 1.0), iterations=1500)
+    best = nelder_mead(loss, best, np.maximum(np.abs(best) * 0.1, 0.5), iterations=1500)
     return replace(p, **dict(zip(KBLOCK_PARAMS, (float(v) for v in best))))
 

@@ -9,14 +9,22 @@ kernel ran at (measured in it) or, for a plan, the clock the GPU held under a la
                                                    plus what a k-block costs a consumer beyond its wgmma
                                                    (c_1 with one consumer warpgroup, c_2 with two, which
                                                    hide each other's)
-    L(S)     = L0 + a B + (S - 1)(q0 + q B)         a copy's round trip when S - 1 copies of B KiB each (A and
-                                                   B tiles, B halved by a cluster's multicast) are in flight
-                                                   per SM: the TMA latency, its barriers, and the queueing
-                                                   every SM's copies add at the L2
-    t_kblock = max(t_tc, L(S) / (S - 1))            S stages hide S - 1 round trips (the consumer holds one slot
-                                                   while its wgmma runs); S = 1: L(1) + t_tc, nothing overlaps;
-                                                   k CTAs sharing an SM (a one-CTA-per-tile grid of small
-                                                   tiles) overlap their round trips k ways
+    Z        = L0 + a B + I                         a copy's round trip unloaded (B KiB one CTA's producer loads
+                                                   per k-block, B halved by a cluster's multicast), plus I:
+    I        = max(0, n - d) t_tc / n               the consumer gives slot j back only after issuing k-block
+                                                   j + 1's n wgmma (MI x BK/16 per warpgroup), and the issue
+                                                   stalls until the tensor pipe holds no more than d of them
+    s        = (BM + BN) BK 2 / R                   the SM's feed: the bytes a k-block lands in shared memory
+                                                   (multicast counted in each CTA that receives it) at R
+                                                   bytes per cycle, what the L2 delivers an SM while every SM
+                                                   loads
+    t_kblock = max(t_tc, MVA(S - 1; Z, s))          S - 1 copies in flight per SM (the consumer holds one slot)
+                                                   circulate through the round trip Z and the feed s: the
+                                                   exact mean-value analysis of that closed queue gives the
+                                                   period, (Z + s) / (S - 1) with few copies (Little's law)
+                                                   and s with many (the feed); S = 1: Z - I + s + t_tc, nothing
+                                                   overlaps; k CTAs sharing an SM (a one-CTA-per-tile grid of
+                                                   small tiles) put k x (S - 1) copies in the queue
     epilogue = C bytes of a tile / E                E of the register stores or of the shared-memory path and
                                                    TMA store; the consumers do it while the tensor cores wait
     T_tile   = kblocks x t_kblock + epilogue (+ L(1), the first load, unless persistent)
@@ -24,7 +32,8 @@ kernel ran at (measured in it) or, for a plan, the clock the GPU held under a la
                HBM = (A + B + C bytes) / the memory's bandwidth (each read or written once: the L2 keeps what
                tiles share); FLOP/cycle/SM = 2 M N K / (T x SMs)
 
-The bound a configuration hits is the term that sets t_kblock ("tensor cores", "latency"), or the
+The bound a configuration hits is the term that sets t_kblock ("tensor cores"; "latency" where the round
+trip dominates the queue's period, "L2 feed" where the feed does), or the
 epilogue, or wave quantization, whichever costs most. The parameters are fitted to a run's pipeline
 cases (fitting.py: t_kblock to the in-kernel cycles per k-block, E to the epilogue counters); a GPU never
 measured gets PRIOR, an H100's fit rounded, labelled as such.
@@ -49,8 +58,8 @@ class Params:
     flops_per_cycle: float  # F: dense f16/bf16 FLOP per cycle per SM
     latency_cycles: float  # L0
     latency_per_kib: float  # a
-    queue_per_kib: float  # q: per KiB in flight per SM beyond the first copy
-    queue_per_copy: float  # q0: per copy in flight per SM beyond the first
+    feed_bytes_per_cycle: float  # R: bytes per cycle the L2 lands in an SM's shared memory, every SM loading
+    wgmma_queue: float  # d: wgmma a consumer issues ahead of the tensor pipe without stalling
     consumer_overhead_1: float  # c_1
     consumer_overhead_2: float  # c_2
     epilogue_regs: float  # E, bytes per cycle: stores from registers
@@ -67,11 +76,11 @@ class Params:
 
 
 # A GPU never measured: the fit to the H100 SXM's run of record 59, rounded (docs/gemm.md).
-PRIOR = dict(latency_cycles=960.0, latency_per_kib=8.6, queue_per_kib=9.2, queue_per_copy=0.0, consumer_overhead_1=140.0,
-             consumer_overhead_2=57.0, epilogue_regs=6.6, epilogue_tma=45.0)
+PRIOR = dict(latency_cycles=710.0, latency_per_kib=0.0, feed_bytes_per_cycle=62.5, wgmma_queue=2.6,
+             consumer_overhead_1=115.0, consumer_overhead_2=43.0, epilogue_regs=6.6, epilogue_tma=45.0)
 HBM_OF_DATASHEET = 0.92  # a GPU never measured: its datasheet bandwidth x the H100's measured read roofline / pin rate
 PRIOR_LAUNCH_CYCLES = 4000.0
-BOUNDS = ("tensor cores", "latency", "epilogue", "waves", "HBM")
+BOUNDS = ("tensor cores", "latency", "L2 feed", "epilogue", "waves", "HBM")
 
 
 @dataclass(frozen=True)
@@ -92,15 +101,48 @@ def kblock_kib(case: GemmCase) -> float:
     return (case.bm + case.bn / case.cluster) * case.bk * ELEM / KIB
 
 
-def round_trip(case: GemmCase, p: Params, stages: int | None = None) -> float:
-    kib = kblock_kib(case)
-    in_flight = max((stages or case.stages) - 1, 0)
-    return p.latency_cycles + p.latency_per_kib * kib + in_flight * (p.queue_per_copy + p.queue_per_kib * kib)
+def wgmma_per_kblock(case: GemmCase) -> int:
+    """wgmma one consumer warpgroup issues per k-block: MI m64 blocks x BK / 16 steps."""
+    return case.bm // case.consumers // 64 * (case.bk // 16)
 
 
 def tensor_cycles(case: GemmCase, p: Params) -> float:
     overhead = p.consumer_overhead_1 if case.consumers == 1 else p.consumer_overhead_2
     return 2.0 * case.bm * case.bn * case.bk / p.flops_per_cycle + overhead
+
+
+def issue_stall(case: GemmCase, p: Params) -> float:
+    """I: cycles after a slot fills before its consumer can give the previous slot back: it stalls issuing
+    the k-block's n wgmma while the tensor pipe holds d of them (each takes t_tc / n of the SM's tensor
+    time: two consumers interleave)."""
+    n = wgmma_per_kblock(case)
+    t_tc = 2.0 * case.bm * case.bn * case.bk / p.flops_per_cycle
+    return max(0.0, n - p.wgmma_queue) * t_tc / n
+
+
+def feed_cycles(case: GemmCase, p: Params) -> float:
+    """s: cycles the SM's feed takes to land a k-block (A and all of B, multicast or not) in shared memory."""
+    return (case.bm + case.bn) * case.bk * ELEM / p.feed_bytes_per_cycle
+
+
+def round_trip(case: GemmCase, p: Params, stages: int | None = None) -> float:
+    """Z + s: a k-block's copies from issue to the full barrier with nothing else in flight, plus the
+    consumer's issue stall I where S > 1 (with one stage the consumer waits for its whole k-block anyway)."""
+    stall = issue_stall(case, p) if (stages or case.stages) > 1 else 0.0
+    return p.latency_cycles + p.latency_per_kib * kblock_kib(case) + stall + feed_cycles(case, p)
+
+
+def mean_value(customers: int, delay: float, services: tuple[float, ...]) -> float:
+    """Cycles between completions of a closed queueing network: `customers` circulate through a pure delay
+    and single-server queues of these service times (exact mean-value analysis). One customer: delay plus
+    the services; many: the longest service (the bottleneck); between: Little's law with the queues' waits."""
+    queued = [0.0] * len(services)
+    throughput = 0.0
+    for n in range(1, customers + 1):
+        residence = [s * (1.0 + q) for s, q in zip(services, queued)]
+        throughput = n / (delay + sum(residence))
+        queued = [throughput * r for r in residence]
+    return 1.0 / throughput
 
 
 REGISTERS = 65536  # per SM
@@ -119,12 +161,20 @@ def blocks_per_sm(case: GemmCase) -> int:
 
 
 def kblock_cycles(case: GemmCase, p: Params) -> tuple[float, str]:
-    """Cycles per k-block of one CTA, and the term that sets it; co-resident CTAs overlap their round trips."""
+    """Cycles per k-block of one CTA, and the term that sets it (co-resident CTAs share the SM's feed and
+    tensor cores: their copies queue together)."""
     t_tc = tensor_cycles(case, p)
     blocks = blocks_per_sm(case)
-    t_lat = round_trip(case, p) + t_tc if case.stages == 1 else round_trip(case, p) / (case.stages - 1)
-    t_lat /= blocks
-    return (t_tc * blocks, "tensor cores") if t_tc >= t_lat else (t_lat * blocks, "latency")
+    s = feed_cycles(case, p)
+    z = round_trip(case, p) - s
+    if case.stages == 1:  # load, then compute: nothing overlaps within a CTA
+        return mean_value(blocks, z, (s, t_tc)) * blocks, "latency"
+    copies = (case.stages - 1) * blocks
+    t_lat = mean_value(copies, z, (s,)) * blocks
+    if t_tc * blocks >= t_lat:
+        return t_tc * blocks, "tensor cores"
+    # the feed binds where the copies in flight could keep it busy on their own (N s >= Z + s)
+    return t_lat, ("L2 feed" if copies * s >= z + s else "latency")
 
 
 def epilogue_cycles(case: GemmCase, p: Params) -> float:
@@ -153,7 +203,7 @@ def predict_case(case: GemmCase, p: Params, clock_mhz: float | None = None) -> P
     rate = case.flops / (total * p.sm_count)
     # the bound: the memory's if it takes longest; else the k-block's, unless the epilogue or the last
     # wave's idle SMs cost more
-    costs = {bound: case.kblocks * waves * (t_kblock - tensor_cycles(case, p)) if bound == "latency" else 0.0,
+    costs = {bound: case.kblocks * waves * (t_kblock - tensor_cycles(case, p)) if bound != "tensor cores" else 0.0,
              "epilogue": waves * epilogue, "waves": (waves * sms - case.tiles) / sms * tile}
     if max(costs["epilogue"], costs["waves"]) > max(costs[bound], 0.02 * total):
         bound = max(("epilogue", "waves"), key=costs.get)
