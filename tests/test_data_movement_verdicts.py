@@ -152,3 +152,36 @@ def test_paper_clock_doubtful_rests_on_our_nvml_to_kernel_clock_ratio(shipped_co
     # each one: the clock misreading the paper's figure needs is no more than ours measured under the same inputs
     assert (doubtful.paper_ratio <= doubtful.nvml_ratio * (1 + doubtful.uncertainty + 0.03) + 15 / 1755).all()
     assert doubtful.note.str.contains("ours read").all()
+
+
+def test_every_disagreement_of_a_shipped_tma_run_shows_its_cause_or_says_none_is_known(shipped_copy):
+    """Issue 35, item 4: the reasons belong to the data (Family.explain) and are shown on the row. A cause
+    that does not close the gap leaves the row DISAGREES; one that does not apply (a roofline fraction with
+    copies pipelined) is not given."""
+    from harness.analysis.compare import against_paper
+
+    frame = against_paper(shipped_copy, 47)
+    disagree = frame[frame.verdict == "DISAGREES"]
+    assert len(disagree) >= 5 and all(disagree.note.str.contains("known cause: |no reason known"))
+    chase = _row(frame, BOX256, "latency_raw_cycles", {"source": "L2"})
+    assert chase.verdict == "DISAGREES" and "known cause: theirs is a step of a chase" in chase.note
+    local = _row(frame, "ld.shared::cluster.u32.cluster2.chase.local", "latency_cycles")
+    assert local.verdict == "DISAGREES" and "index chase" in local.note and local.family == "dsmem"
+    from harness.registry import FAMILIES
+
+    tma = FAMILIES["tma"]
+    assert tma.explain(BOX256, "roofline_fraction", 0.2, 0.25, {"blocks_per_sm": 4, "stages": 1}).accounts is False
+    assert tma.explain(BOX256, "roofline_fraction", 0.2, 0.25, {"blocks_per_sm": 4, "stages": 8}) is None
+    assert tma.explain(BOX256, "bandwidth_gbps", 1.0, 2.0, {}) is None
+
+
+def test_the_docs_quote_the_families_causes_word_for_word():
+    """docs/data-movement.md quotes each family's causes (the data's), not the reverse."""
+    from pathlib import Path
+
+    from harness.families import dsmem, memory, tma
+
+    docs = " ".join((Path(__file__).resolve().parent.parent / "docs" / "data-movement.md").read_text().split())
+    for family in (tma, dsmem, memory):
+        for (prefix, metric), text in family.CAUSES.items():
+            assert " ".join(text.split()) in docs, (family.__name__, prefix, metric)

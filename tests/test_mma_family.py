@@ -233,8 +233,8 @@ def test_the_paper_latency_difference_is_explained_only_where_its_cause_applies(
 
     explain = FAMILIES["mma"].explain
     case = "mma.sync.m16n8k8.row.col.f32.f16.f16.f32"
-    assert "17 cycles apart in straight-line code" in explain(case, "latency_cycles", 17.0003, 16.0)
-    assert "17 - 2/16 = 16.875" in explain(case, "latency_cycles", 16.875, 16.0)
+    assert "17 cycles apart in straight-line code" in explain(case, "latency_cycles", 17.0003, 16.0).text
+    assert "17 - 2/16 = 16.875" in explain(case, "latency_cycles", 16.875, 16.0).text
     assert explain(case, "latency_cycles", 18.0, 16.0) is None  # not what the cause predicts
     assert explain(case, "latency_cycles", 24.0, 24.0) is None
     assert explain(case, "issue_interval_cycles", 17.0, 16.0) is None

@@ -375,7 +375,9 @@ def against_paper(store: Store, run_id: int, include_flagged: bool = False,
     step = np.where(printed, PAPER_CLOCK_STEP_MHZ / frame.paper_clock_mhz, 0)
     within = (frame.paper_ratio - 1).abs() <= allowed + step
     energy = basis_of(frame.metric) == "energy"
-    explained = pd.Series([_explanation(r) for r in frame.itertuples()], index=frame.index, dtype=object)
+    reasons = [_reason(r) for r in frame.itertuples()]
+    explained = pd.Series([r.text if r and r.accounts else None for r in reasons], index=frame.index, dtype=object)
+    causes = pd.Series([r.text if r and not r.accounts else None for r in reasons], index=frame.index, dtype=object)
     # the paper's NVML clock would have to overstate its SM clock by paper_ratio; ours does by nvml_ratio
     with np.errstate(invalid="ignore"):  # NaN ratios (no paper figure, no NVML clock) compare False, quietly
         supported = frame.nvml_ratio.notna() & (frame.paper_ratio <= frame.nvml_ratio * (1 + allowed) + step)
@@ -393,7 +395,8 @@ def against_paper(store: Store, run_id: int, include_flagged: bool = False,
          [f"implies {m:.0f} MHz" for m in frame.paper_implied_mhz], explained.fillna("")], "")
     # every DISAGREES names what disagrees, in the run's numbers, where its family gives no reason
     unexplained = (frame.verdict == DISAGREES) & (frame.note == "")
-    frame.loc[unexplained, "note"] = [_disagreement(r, tolerance) for r in frame[unexplained].itertuples()]
+    frame.loc[unexplained, "note"] = [_disagreement(r, tolerance, causes[r.Index])
+                                      for r in frame[unexplained].itertuples()]
     # a model of work per cycle, scaled by a launch's median clock: the clock's movement within it is noise
     model_ok = (frame.model_ratio - 1).abs() <= allowed + np.where(is_timed, CLOCK_DRIFT, 0)
     frame["model_verdict"] = np.select([frame.model.isna(), model_ok], [NO_MODEL, AGREES], DISAGREES)
@@ -408,21 +411,24 @@ def against_paper(store: Store, run_id: int, include_flagged: bool = False,
                   "paper_table", "emulated"]].reset_index(drop=True)
 
 
-def _explanation(row) -> str | None:
-    """Why the row's measurement and figure differ, where its family knows (Family.explain)."""
+def _reason(row):
+    """Why the row's measurement and figure differ, where its family knows (Family.explain: a Reason)."""
     family = FAMILIES.get(row.family)
     if family is None or row.paper != row.paper:  # a family this version no longer has, or no figure (NaN)
         return None
-    return family.explain(row.case_id, row.metric, row.value, row.paper)
+    launch = json.loads(row.launch) if isinstance(row.launch, str) and row.launch else {}
+    return family.explain(row.case_id, row.metric, row.value, row.paper, launch)
 
 
-def _disagreement(row, tolerance: float) -> str:
-    """A DISAGREES row's note when its family knows no reason: the measured value against the figure,
-    and what was allowed (the measurement's spread plus the tolerance)."""
+def _disagreement(row, tolerance: float, cause: str | None = None) -> str:
+    """A DISAGREES row's note: the measured value against the figure, what was allowed (the
+    measurement's spread plus the tolerance), and the cause its family knows (which does not close the
+    gap by itself), else "no reason known"."""
     unit = f" {row.unit}" if isinstance(row.unit, str) and row.unit not in ("", "ratio") else ""
     spread = row.spread if row.spread == row.spread else 0.0
     return (f"ours {row.comparable:.4g}{unit}, the paper's {row.paper:.4g} ({row.paper_table}): "
-            f"{row.paper_ratio:.3f} x, beyond spread {spread:.1%} + tolerance {tolerance:.0%}; no reason known")
+            f"{row.paper_ratio:.3f} x, beyond spread {spread:.1%} + tolerance {tolerance:.0%}; "
+            + (f"known cause: {cause}" if cause else "no reason known"))
 
 
 def _doubtful(row) -> str:

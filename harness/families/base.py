@@ -23,7 +23,7 @@ stages call them without asking first. A family's public members are this contra
     optional hooks (default)              model (None), advisors (()), attach(case, probe, device) (nothing),
                                           figures(context) ([]), findings(context) ([]),
                                           paper_case(figure) (None), paper_row(row) (None),
-                                          explain(case_id, metric, value, paper) (None), roofline_cases (()),
+                                          explain(case_id, metric, value, paper, launch) (None), roofline_cases (()),
                                           paper_statistic(case_id, metric) (None)
 """
 
@@ -98,6 +98,23 @@ class PaperFigure:
     operands: str | None  # SS or RS (wgmma)
     sparse: bool
     metric: str  # the source's: "latency_cycles" or "throughput" as the papers mean them, or one of ours
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why a measurement differs from its published figure (Family.explain), shown where the row is.
+    `accounts`: the cause accounts for the difference (the verdict is "explained"); False: a known
+    cause that does not close the gap by itself (the row stays DISAGREES, with this as its reason)."""
+
+    text: str
+    accounts: bool = True
+
+
+def known_cause(causes: dict[tuple[str, str], str], case_id: str, metric: str) -> Reason | None:
+    """The cause in `causes` ({(case-id prefix, metric): text}) of the longest prefix that starts
+    `case_id`, for `metric`: a Reason that does not close the gap by itself (accounts=False)."""
+    found = [(len(prefix), text) for (prefix, m), text in causes.items() if m == metric and case_id.startswith(prefix)]
+    return Reason(max(found)[1], accounts=False) if found else None
 
 
 @dataclass(frozen=True)
@@ -249,9 +266,9 @@ class Family(ABC):
         minimum over our n placements and counts n of them. None (the default): the median."""
         return None
 
-    def explain(self, case_id: str, metric: str, value: float, paper: float) -> str | None:
-        """Why a measurement differs from its published figure, where the family knows; None (the
-        default): no explanation."""
+    def explain(self, case_id: str, metric: str, value: float, paper: float, launch: dict) -> "Reason | None":
+        """Why a measurement (`value`, in the run's own unit, of the launch `launch`) differs from its
+        published figure (`paper`), where the family knows (a Reason); None (the default): no reason known."""
         return None
 
 

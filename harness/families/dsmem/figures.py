@@ -92,23 +92,6 @@ def _models(frame: pd.DataFrame) -> list:
         report.parameters), ("DSMEM hop model: residuals", [], report.residuals)]
 
 
-# Why a DSMEM figure of ours differs from the papers' (arXiv 2501.12084 and the authors' logs), by the start of
-# our case id and the metric. Each is measured, not assumed: docs/data-movement.md.
-EXPLANATIONS = {
-    ("ld.shared::cluster.u32.cluster", "latency_cycles"):
-        "ours: the minimum over 16 clusters placed at once (the range by placement: `distribution`); theirs: "
-        "the fastest rank pair of one cluster",
-    ("ld.shared::cluster.u32.cluster2.chase.local", "latency_cycles"):
-        "ours adds the word's address to the window base each step, which the memory family's L1 chases show "
-        "costs an index chase cycles over a pointer chase (not measured here without it)",
-}
-
-
-def _explain(case_id: str, metric: str) -> str:
-    best = [text for (prefix, m), text in EXPLANATIONS.items() if m == metric and case_id.startswith(prefix)]
-    return max(best, key=len) if best else ""
-
-
 def _paper_section(ctx) -> list:
     rows = ctx.against[(ctx.against.family == "dsmem") & ctx.against.paper.notna()]
     if rows.empty:
@@ -116,8 +99,7 @@ def _paper_section(ctx) -> list:
     table = rows[["case_id", "metric", "launch", "statistic", "n_compared", "value", "basis", "clock_mhz", "clock_source",
                   "comparable", "paper", "paper_unit", "uncertainty", "paper_ratio", "cycles_ratio", "verdict",
                   "distribution"]].copy()
-    table["why they differ"] = [_explain(c, m) if v != AGREES else "" for c, m, v in
-                                zip(table.case_id, table.metric, table.verdict)]
+    table["why they differ"] = [note if v != AGREES else "" for note, v in zip(rows.note, table.verdict)]
     return [("DSMEM beside the papers", [
         ("Every distributed-shared-memory figure of the papers and the authors' logs that a case here measures "
         "(bench compare): latency in cycles, our minimum over 16 placements against their fastest rank pair "

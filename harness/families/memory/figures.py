@@ -10,17 +10,6 @@ import pandas as pd
 
 from harness.verdicts import AGREES
 
-# Why one of our memory-level figures differs from the papers', by case id (docs/data-movement.md).
-EXPLANATIONS = {
-    "ld.global.cg.u32.pchase.l2": "a mean over the L2's lines, near and far from the SM (single loads: the next "
-                                  "section); 2501.12084 Table 3 prints 264.5 to 502 for the two partitions",
-    "ld.global.cg.u32.pchase.hbm": "HBM3 / HBM3e against the H800 PCIe's HBM2e; the chase is random over 256 MiB, "
-                                   "as 2501.12084 Table 3's (2402.13499's 478.8 is a fixed stride with a warmed TLB)",
-    "ld.global.cg.v4.u32.stream.l2": "the L2 is shared by all SMs: per SM it is the whole GPU's rate over 132 SMs "
-                                     "here and 114 on the H800 (whole GPU: see the table's value x SMs)",
-}
-
-
 def figures(ctx) -> list:
     frame = ctx.measured[ctx.measured.family == "memory"]
     if frame.empty:
@@ -28,8 +17,7 @@ def figures(ctx) -> list:
     rows = ctx.against[(ctx.against.family == "memory") & ctx.against.paper.notna()]
     table = rows[["case_id", "metric", "launch", "value", "basis", "clock_mhz", "clock_source", "comparable", "paper",
                   "paper_unit", "uncertainty", "paper_ratio", "cycles_ratio", "verdict"]].copy()
-    table["why they differ"] = [EXPLANATIONS.get(c, "") if v != AGREES else ""
-                                for c, v in zip(table.case_id, table.verdict)]
+    table["why they differ"] = [note if v != AGREES else "" for note, v in zip(rows.note, table.verdict)]
     sections = [("Memory hierarchy beside the papers", [
         "Pointer chases (latency_cycles: the slope of two dependent chains, 256 and 4352 loads) and streams "
         "(sm_throughput: every SM, 4-32 warps of 16-byte loads, the best point) against 2402.13499 Tables IV-V and "

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness import dtypes
-from harness.families.base import Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
+from harness.families.base import Check, Family, Inputs, KernelExpectation, Reason, SassExpectation, Suite, Work
 import harness.families.mma.cases as _cases
 from harness import sparsity
 import harness.families.mma.fragments as fragments
@@ -325,7 +325,7 @@ class MmaFamily(Family):
         return f"mma{kind}.sync.m{figure.m}n{figure.n}k{k}.row.col.{acc}.{a}.{a}.{acc}", metric
 
     @staticmethod
-    def explain(case_id: str, metric: str, value: float, paper: float) -> str | None:
+    def explain(case_id: str, metric: str, value: float, paper: float, launch: dict | None = None) -> Reason | None:
         """Why a measurement differs from its published figure, where the difference is understood.
         The 16-cycle dependent chains (docs/chains.md): ptxas spaces a dependent HMMA by stall counts,
         11 + 5 = 16 issue cycles; the hardware runs that pair 17 cycles apart in straight-line code and
@@ -334,13 +334,13 @@ class MmaFamily(Family):
         if metric != "latency_cycles" or not 15.0 <= paper < 17.0:
             return None
         if abs(value - 17.0) < 0.05:
-            return ("a dependent HMMA pair is 17 cycles apart in straight-line code and 15 across a loop's "
-                    "branch (ptxas spaces it 11 + 5 = 16 issue cycles; docs/chains.md): the paper's loop "
-                    "averages the two, ours cancels the branch")
+            return Reason("a dependent HMMA pair is 17 cycles apart in straight-line code and 15 across a loop's "
+                          "branch (ptxas spaces it 11 + 5 = 16 issue cycles; docs/chains.md): the paper's loop "
+                          "averages the two, ours cancels the branch")
         if abs(value - (17.0 - 2.0 / 16)) < 0.05:  # runs before 49: one body length of 16
-            return ("timed with one loop body of 16 (runs before 49): the branch pair's 15 cycles are spread "
-                    "over the body, 17 - 2/16 = 16.875; runs from 49 time two body lengths and read 17 "
-                    "(docs/chains.md)")
+            return Reason("timed with one loop body of 16 (runs before 49): the branch pair's 15 cycles are spread "
+                          "over the body, 17 - 2/16 = 16.875; runs from 49 time two body lengths and read 17 "
+                          "(docs/chains.md)")
         return None
 
     def headline(self, metric: str) -> dict | None:

@@ -193,24 +193,6 @@ def figures(ctx) -> list:
     return sections
 
 
-# Why a data-movement figure of ours differs from the papers' (arXiv 2402.13499, 2501.12084 and the authors'
-# logs), by the start of our case id and the metric. Each is measured, not assumed: docs/data-movement.md.
-EXPLANATIONS = {
-    ("cp.async.bulk.tensor.1d", "latency_raw_cycles"):
-        "theirs is a step of a chase (copy, wait, read the next index from shared memory, compute the coordinate); "
-        "ours the copy and its wait alone",
-    ("cp.async.bulk", "roofline_fraction"):
-        "one copy in flight per block at 4 blocks per SM is latency-bound: Little's law (see the models) gives "
-        "bytes in flight / latency, which is a smaller part of a faster roofline (the read roofline of this run "
-        "against the H800 PCIe's)",
-}
-
-
-def _explain(case_id: str, metric: str) -> str:
-    best = [text for (prefix, m), text in EXPLANATIONS.items() if m == metric and case_id.startswith(prefix)]
-    return max(best, key=len) if best else ""
-
-
 def _paper_section(ctx) -> list:
     rows = ctx.against[(ctx.against.family == "tma") & ctx.against.paper.notna()]
     if rows.empty:
@@ -218,8 +200,7 @@ def _paper_section(ctx) -> list:
     table = rows[["case_id", "metric", "launch", "statistic", "n_compared", "value", "basis", "clock_mhz", "clock_source",
                   "comparable", "paper", "paper_unit", "uncertainty", "paper_ratio", "cycles_ratio", "roofline_gbps",
                   "roofline_case", "pin_rate_gbps", "verdict", "distribution"]].copy()
-    table["why they differ"] = [_explain(c, m) if v != AGREES else "" for c, m, v in
-                                zip(table.case_id, table.metric, table.verdict)]
+    table["why they differ"] = [note if v != AGREES else "" for note, v in zip(rows.note, table.verdict)]
     return [("TMA beside the papers", [
         "Every TMA figure of the papers and the authors' logs that a case here measures (bench compare). Each "
         "verdict is in the basis the paper measured in (`basis`): the authors' TMA latency log is wall time x "
