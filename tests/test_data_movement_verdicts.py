@@ -60,7 +60,14 @@ def test_dsmem_compares_the_minimum_over_placements_and_counts_them():
     from harness.analysis.compare import statistic_of
     from harness.families.dsmem import FAMILY
 
-    assert FAMILY.paper_statistic("ld.shared::cluster.u32.cluster2", "latency_cycles") == ("minimum", 16)
+    assert FAMILY.paper_statistic("ld.shared::cluster.u32.cluster2", "latency_cycles", {"cluster": 2}) == (
+        "minimum", 16, "placements")
+    # every partner of rank 0 (issue 34 item 4), as the authors' OneToAll log; a run that chased rank 1 alone
+    # (no `partners` in its launch) is still read as 16 placements
+    assert FAMILY.paper_statistic("ld.shared::cluster.u32.cluster16", "latency_cycles",
+                                  {"cluster": 16, "partners": 15}) == ("minimum", 240, "placements x partners")
+    assert FAMILY.paper_statistic("ld.shared::cluster.u32.cluster16", "latency_cycles", {"cluster": 16}) == (
+        "minimum", 16, "placements")
     assert FAMILY.paper_statistic("ld.shared::cluster.u32.cluster2.chase.local", "latency_cycles") == ("median", 16)
     assert FAMILY.paper_statistic("ld.shared::cluster.u32.cluster4.spread", "latency_cycles") is None
     placements = np.r_[184.5, np.full(15, 211.6)]

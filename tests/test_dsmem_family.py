@@ -123,3 +123,24 @@ def test_a_cluster_above_the_portable_eight_is_set_at_launch():
         assert probe.runtime_cluster == runtime
         attribute = dsmem.FAMILY.template_params(parse_case_id(case_id))["cluster_attr"]
         assert bool(attribute) == (runtime == 0)
+
+
+def test_the_remote_chain_chases_every_partner_of_rank_0():
+    """Issue 34 item 4: at cluster C rank 0 chases through each of ranks 1..C-1 in turn (the authors'
+    OneToAll log is rank 0 to every other rank), one timing record per cluster and partner; .spread keeps
+    the last rank alone and the local chase its own ring."""
+    from harness.families.dsmem import CHAIN_CLUSTERS, FAMILY, chain_partners
+    from harness.registry import parse_case_id, probe_source
+
+    for case_id, partners in (("ld.shared::cluster.u32.cluster2", (1, 1)), ("ld.shared::cluster.u32.cluster16", (1, 15)),
+                              ("ld.shared::cluster.u32.cluster8.spread", (7, 7)),
+                              ("ld.shared::cluster.u32.cluster2.chase.local", (0, 0))):
+        case = parse_case_id(case_id)
+        assert chain_partners(case) == partners
+        chain = [m for m in FAMILY.plan(case) if getattr(m, "kernel", "") == "probe_dsmem_chain"]
+        assert len(chain) == 1
+        count = partners[1] - partners[0] + 1
+        assert chain[0].units == CHAIN_CLUSTERS * count
+        assert chain[0].launch.get("partners") == (count if count > 1 else None)
+        text = probe_source(case).text
+        assert f"first = {partners[0]}u, last = {partners[1]}u" in text

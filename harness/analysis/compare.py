@@ -225,9 +225,9 @@ def statistic_of(samples, statistic: tuple[str, int] | None = None) -> dict:
     """The statistic compared and how well it is known, from a measurement's stored samples:
     value, uncertainty (relative half-width of a 95 % interval: harness.stats.median_interval), n (what
     the statistic is over), statistic (its name) and distribution (text). `statistic` ("minimum", k): the
-    samples are k placements repeated launch after launch (Family.paper_statistic): the value is the
-    minimum over the k placements' medians, its uncertainty the interval of the median of each launch's
-    minimum, and n = k placements."""
+    samples are k units (placements of a cluster on the SMs, say) repeated launch after launch
+    (Family.paper_statistic; a third element names the units): the value is the minimum over the k
+    units' medians, its uncertainty the interval of the median of each launch's minimum, and n = k."""
     from harness.stats import median_interval, relative_uncertainty
 
     x = np.asarray(samples, dtype=np.float64)
@@ -239,9 +239,10 @@ def statistic_of(samples, statistic: tuple[str, int] | None = None) -> dict:
         value = float(placements.min() if minimum else np.median(placements))
         # the minimum: how it moves launch to launch; the median over placements: its interval over the k
         lo, hi = median_interval(launches.min(axis=1)) if minimum else median_interval(placements)
+        what = statistic[2] if len(statistic) > 2 else "placements"  # what the k units are
         return {"value": value, "uncertainty": max(value - lo, hi - value, 0.0) / abs(value), "n": k,
-                "statistic": f"{statistic[0]} over {k} placements",
-                "distribution": (f"{k} placements x {launches.shape[0]} launches: per placement {placements.min():.1f}-"
+                "statistic": f"{statistic[0]} over {k} {what}",
+                "distribution": (f"{k} {what} x {launches.shape[0]} launches: per unit {placements.min():.1f}-"
                                  f"{placements.max():.1f}, median {np.median(placements):.1f}")}
     if x.size == 0:
         return {"value": np.nan, "uncertainty": np.nan, "n": 0, "statistic": "median", "distribution": ""}
@@ -278,7 +279,8 @@ def _statistics(store: Store, frame: pd.DataFrame) -> pd.DataFrame:
                 out.loc[i, "distribution"] = f"bandwidth {parts[0]['distribution']}; roofline {parts[1]['distribution']}"
                 continue
         elif mid == mid and mid is not None and int(mid) in arrays:
-            wanted_statistic = family.paper_statistic(row.case_id, row.metric) if family is not None else None
+            launch = json.loads(row.launch) if isinstance(row.get("launch"), str) and row.launch else {}
+            wanted_statistic = family.paper_statistic(row.case_id, row.metric, launch) if family is not None else None
             found = statistic_of(arrays[int(mid)], wanted_statistic)
             if wanted_statistic is None or wanted_statistic[0] == "median":
                 found["value"] = row.value  # the stored value (the median, or a launch's best) stays ours

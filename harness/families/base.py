@@ -24,7 +24,7 @@ stages call them without asking first. A family's public members are this contra
                                           figures(context) ([]), findings(context) ([]),
                                           paper_case(figure) (None), paper_row(row) (None),
                                           explain(case_id, metric, value, paper, launch) (None), roofline_cases (()),
-                                          paper_statistic(case_id, metric) (None)
+                                          paper_statistic(case_id, metric, launch) (None)
 """
 
 from __future__ import annotations
@@ -259,11 +259,13 @@ class Family(ABC):
         default)."""
         return None
 
-    def paper_statistic(self, case_id: str, metric: str) -> tuple[str, int] | None:
+    def paper_statistic(self, case_id: str, metric: str, launch: dict | None = None) -> tuple | None:
         """The statistic of our samples that is like the papers' figure, where it is not the median:
-        ("minimum", n) says the samples are n placements measured at once, repeated launch after launch
-        (placement i is sample i mod n), and the paper reports its fastest placement: compare takes the
-        minimum over our n placements and counts n of them. None (the default): the median."""
+        ("minimum", n) says the samples are n units (placements) measured at once, repeated launch after
+        launch (unit i is sample i mod n), and the paper reports its fastest: compare takes the minimum
+        over our n units and counts n of them; ("median", n) their median. A third element names the
+        units ("placements" by default). `launch`: the measurement's (a run of another version may have
+        measured other units). None (the default): the median of every sample."""
         return None
 
     def explain(self, case_id: str, metric: str, value: float, paper: float, launch: dict) -> "Reason | None":

@@ -4,9 +4,10 @@ Cases and ids: cases.py. Probe template: ptx/dsmem.cu.in. Every CTA of a cluster
 RING_WORDS words in its shared memory; the probes reach another CTA's through mapa and
 ld.shared::cluster / st.shared::cluster:
 
-    latency_cycles   loads: a pointer chase by rank 0 through another CTA's ring (the next rank; .spread:
-                     the last), in CHAIN_CLUSTERS clusters at once, one sample per cluster (a distribution
-                     over SM placements); stores: one hop of a flag passed between two CTAs, each hop a
+    latency_cycles   loads: a pointer chase by rank 0 through each other CTA's ring in turn (every partner,
+                     as the authors' OneToAll log; .spread: the last rank alone), in CHAIN_CLUSTERS clusters
+                     at once, one sample per cluster and partner (a distribution over SM placements and
+                     partners); stores: one hop of a flag passed between two CTAs, each hop a
                      store into the other's shared memory that its spin sees; the local chase: rank 0
                      through its own ring, by ld.shared::cluster
     bandwidth_gbps   the whole GPU, CUDA events: every thread of every CTA streaming 16-byte loads from (or
@@ -28,6 +29,7 @@ from harness.families.base import (Check, Family, Inputs, KernelExpectation, Rea
                                    known_cause)
 from harness.families.dsmem.cases import PORTABLE_CLUSTER, DsmemCase
 from harness.measure.methods import Bandwidth, BandwidthPoint, ChainSlope
+from harness.measure.timing import RECORD_WORDS
 
 OP_CODES = {"dsmem": 0, "dsmem-store": 1, "dsmem-chase": 2}  # ptx/dsmem.cu.in: the kernels each compiles
 # dsmem-chase: the target CTA of rank r per pattern (ptx/dsmem.cu.in dsmem_chase), as C and as NumPy sees it
@@ -41,8 +43,22 @@ COPY_THREADS = 32  # the chain and ping-pong kernels: one warp, thread 0 works
 UNROLL = 4  # 16-byte accesses per thread per iteration (streams); chain steps per loop body
 RING_WORDS = 8192  # 32 KB per CTA (THREADS x UNROLL 16-byte words: no two loads of a thread alike)
 DSMEM_THREADS = 512  # block size of the streams
-CHAIN_CLUSTERS = 16  # clusters of a chain launch, each its own pair of SMs: samples over placements
+CHAIN_CLUSTERS = 16  # clusters of a chain launch, each on its own SMs: samples over placements
 POISON = 0xFFFFFFFF  # what LoadedProbe fills `out` with: words a kernel did not write
+
+
+def chain_partners(case) -> tuple[int, int]:
+    """The ranks whose rings rank 0 chases through, in turn (first, last): every other CTA of the cluster
+    for the loads, as the authors' OneToAll log; the last alone for .spread; its own for the local chase."""
+    if case.op == "dsmem-chase":
+        return 0, 0
+    return (case.cluster - 1, case.cluster - 1) if case.spread else (1, case.cluster - 1)
+
+
+def chain_units(case) -> int:
+    """Timing records of a chain launch: one per cluster and partner."""
+    first, last = chain_partners(case)
+    return CHAIN_CLUSTERS * (last - first + 1)
 
 
 def chase_target(pattern: str, rank: int, cluster: int) -> int:
@@ -101,7 +117,8 @@ class DsmemFamily(Family):
             "ring_words": RING_WORDS,
             "spread": "true" if case.spread else "false",
             "local_chain": 1 if local else 0,
-            "chain_target": "0u" if local else "SPREAD ? CLUSTER - 1 : 1",
+            "chain_first": f"{chain_partners(case)[0]}u",
+            "chain_last": f"{chain_partners(case)[1]}u",
             "chase_target": CHASE_TARGETS.get(case.pattern, CHASE_TARGETS["ring"]),
             "chase_stride": CHASE_STRIDE,
             "chase_check_threads": CHASE_CHECK_THREADS,
@@ -165,8 +182,10 @@ class DsmemFamily(Family):
         iters = 3
         sums = sum(quads[(x + u * DSMEM_THREADS + i) % quads.size] for u in range(UNROLL) for i in range(iters))
         sums = sums % (1 << 32)
-        return [Check("probe_dsmem_chain", COPY_THREADS, steps, 5, self._expected(case, [word]), 0.0,
-                      f"{steps} steps through CTA 1's ring", grid=case.cluster),
+        first, last = chain_partners(case)
+        return [Check("probe_dsmem_chain", COPY_THREADS, steps, RECORD_WORDS * (last - first + 1),
+                      self._expected(case, [word]), 0.0,
+                      f"{steps} steps through the ring of each of ranks {first}-{last}, the same word", grid=case.cluster),
                 Check("probe_dsmem_stream", DSMEM_THREADS, iters, 5 * case.cluster,
                       self._expected(case, sums.astype(np.uint32)), 0.0,
                       f"each thread's sum over the next CTA's ring, {iters} iterations", grid=case.cluster)]
@@ -190,7 +209,7 @@ class DsmemFamily(Family):
             steps, word = 16 * UNROLL, 0
             for _ in range(steps):
                 word = int(ring[word])
-            checks.insert(0, Check("probe_dsmem_chain", COPY_THREADS, steps, 5, self._expected(case, [word]), 0.0,
+            checks.insert(0, Check("probe_dsmem_chain", COPY_THREADS, steps, RECORD_WORDS, self._expected(case, [word]), 0.0,
                                    f"{steps} steps through rank 0's own ring", grid=case.cluster))
         return checks
 
@@ -251,11 +270,15 @@ class DsmemFamily(Family):
                               + ("another CTA's shared memory, warp by warp" if case.spread else "the next CTA's shared memory"))]
         points = tuple(BandwidthPoint("probe_dsmem_stream", b, DSMEM_THREADS, DSMEM_THREADS * UNROLL * 16,
                                       {"blocks_per_sm": b, "cluster": c}) for b in (1, 2))
-        chased = f"rank {c - 1}" if case.spread else "rank 1"
-        return [ChainSlope("latency_cycles", "probe_dsmem_chain", COPY_THREADS, unroll=UNROLL, launch={"cluster": c},
+        first, last = chain_partners(case)
+        chased = f"rank {last}" if first == last else f"each of ranks {first}-{last} in turn"
+        partners = last - first + 1  # in the launch where more than one, as the samples per launch grow with it
+        return [ChainSlope("latency_cycles", "probe_dsmem_chain", COPY_THREADS, unroll=UNROLL,
+                           launch={"cluster": c} | ({"partners": partners} if partners > 1 else {}),
                            notes=f"a pointer chase by rank 0 through the shared memory of {chased}, in each of "
-                                 f"{CHAIN_CLUSTERS} clusters at once (each its own SMs): one sample per cluster",
-                           grid=c * CHAIN_CLUSTERS, units=CHAIN_CLUSTERS, every_unit=True),
+                                 f"{CHAIN_CLUSTERS} clusters at once (each its own SMs): one sample per cluster"
+                                 + ("" if first == last else " and partner"),
+                           grid=c * CHAIN_CLUSTERS, units=chain_units(case), every_unit=True),
                 Bandwidth(points, grid_multiple=c, notes="every thread reads the next CTA's shared memory")]
 
     @staticmethod
@@ -277,16 +300,19 @@ class DsmemFamily(Family):
                 else DsmemCase("dsmem", cluster=cluster))
         return {"case_id": case.case_id, "metric": "latency_cycles", "gpu": gpu}
 
-    def paper_statistic(self, case_id: str, metric: str) -> tuple[str, int] | None:
-        """The chases' latency is CHAIN_CLUSTERS placements measured at once (one sample per cluster and
-        launch, repeated): n is the placements. The remote chase (ld.shared::cluster.u32.clusterN) compares
-        the minimum over them, as the authors' figure is the fastest rank pair of their log; the local chase
-        (one value in their log at every cluster size) the median over them."""
+    def paper_statistic(self, case_id: str, metric: str, launch: dict | None = None) -> tuple | None:
+        """The chases' latency is CHAIN_CLUSTERS placements measured at once, each with every partner of
+        rank 0 in turn (one sample per cluster, partner and launch, repeated): n is the placements x
+        partners. The remote chase (ld.shared::cluster.u32.clusterN) compares the minimum over them, as
+        the authors' figure is the fastest rank pair of their OneToAll log; the local chase (one value in
+        their log at every cluster size) the median over the placements. A launch without `partners` (runs
+        before every partner was chased, and clusters of 2) chased rank 1 alone: n is the placements."""
         if metric != "latency_cycles" or not case_id.startswith("ld.shared::cluster."):
             return None
         case = _cases.parse(case_id)
         if case.op == "dsmem" and not case.spread:
-            return ("minimum", CHAIN_CLUSTERS)
+            partners = (launch or {}).get("partners", 1)
+            return ("minimum", CHAIN_CLUSTERS * partners, "placements" if partners == 1 else "placements x partners")
         return ("median", CHAIN_CLUSTERS) if case.op == "dsmem-chase" and case.pattern == "local" else None
 
     @staticmethod
