@@ -44,6 +44,10 @@ METRICS = {m.name: m for m in (
                "a store from shared to global memory, from issue to its completion as the issuing thread sees it, "
                "net of the same wait without the store: the SM sending the data out, not its arrival in the L2 or "
                "its visibility to another SM"),
+    MetricInfo("pingpong_hop_cycles", "cycles", "cycles", None, "lower",
+               "one hop of a flag passed between two CTAs (a store into the other's shared memory, seen by its "
+               "spin): the store's visibility plus where the receiver's poll loop stands when it lands, which "
+               "locks to the same phase hop after hop (docs/data-movement.md); not the store's latency"),
     MetricInfo("latency_raw_cycles", "cycles", "cycles", None, "lower",
                "the bracketed sequence with the instruction, its overhead included (where that sequence is what "
                "using the result takes, the instruction's full round trip, with two clock reads)"),

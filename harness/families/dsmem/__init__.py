@@ -7,9 +7,11 @@ ld.shared::cluster / st.shared::cluster:
     latency_cycles   loads: a pointer chase by rank 0 through each other CTA's ring in turn (every partner,
                      as the authors' OneToAll log; .spread: the last rank alone), in CHAIN_CLUSTERS clusters
                      at once, one sample per cluster and partner (a distribution over SM placements and
-                     partners); stores: one hop of a flag passed between two CTAs, each hop a
-                     store into the other's shared memory that its spin sees; the local chase: rank 0
-                     through its own ring, by ld.shared::cluster
+                     partners); the local chase: rank 0 through its own ring, by ld.shared::cluster
+    pingpong_hop_cycles  stores: one hop of a flag passed between two CTAs, each hop a store into the
+                     other's shared memory that its spin sees. Not a latency: the receiver's poll loop
+                     locks to one phase, so the hop is the store's visibility plus a fixed part of the
+                     poll (a padded poll moves it in steps; docs/data-movement.md)
     bandwidth_gbps   the whole GPU, CUDA events: every thread of every CTA streaming 16-byte loads from (or
                      stores into) the next CTA's ring (.spread: each warp another CTA's); the papers' chase
                      patterns (ring, pair, broadcast, local): every thread following `ilp` dependent chains
@@ -262,7 +264,8 @@ class DsmemFamily(Family):
             partner = f"rank {c - 1}" if case.spread else "rank 1"
             points = tuple(BandwidthPoint("probe_dsmem_store_stream", b, DSMEM_THREADS, DSMEM_THREADS * UNROLL * 16,
                                           {"blocks_per_sm": b, "cluster": c}) for b in (1, 2))
-            return [ChainSlope("latency_cycles", "probe_dsmem_pingpong", COPY_THREADS, unroll=UNROLL,
+            # pingpong_hop_cycles, not a latency: the receiver's poll locks to one phase (docs/data-movement.md)
+            return [ChainSlope("pingpong_hop_cycles", "probe_dsmem_pingpong", COPY_THREADS, unroll=UNROLL,
                                launch={"cluster": c}, grid=c,
                                notes=f"a flag passed between rank 0 and {partner}: each hop a st.relaxed.cluster into "
                                      "the other CTA's shared memory, seen by its spin on ld.relaxed"),

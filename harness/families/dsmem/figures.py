@@ -29,17 +29,19 @@ def figures(ctx) -> list:
     if frame.empty:
         return []
     sections = []
-    rows = frame[(frame.metric == "latency_cycles") | (frame.metric == "bandwidth_gbps")]
+    rows = frame[frame.metric.isin(("latency_cycles", "pingpong_hop_cycles", "bandwidth_gbps"))]
     if len(rows):
-        what = np.where(rows.metric == "bandwidth_gbps", "best GB/s", "latency (cycles)")
+        what = np.select([rows.metric == "bandwidth_gbps", rows.metric == "pingpong_hop_cycles"],
+                         ["best GB/s", "ping-pong hop (cycles)"], "latency (cycles)")
         summary = (rows.assign(what=what)
                    .groupby(["case_id", "cluster", "what"]).value.max().unstack("what").reset_index()
                    .sort_values(["case_id", "cluster"]).round(1))
         sections.append(("DSMEM by cluster size", [
             ("Loads (ld.shared::cluster): latency of a pointer chase through another CTA's shared memory; bandwidth "
             "of every thread reading the next CTA's (.spread: each warp another CTA's). Stores (st.shared::cluster): "
-            "latency of one hop of a flag passed between two CTAs (a store into the other's shared memory until its "
-            "spin sees it); bandwidth of every thread storing into the next CTA's.")], summary))
+            "one hop of a flag passed between two CTAs (a store into the other's shared memory until its spin sees "
+            "it; runs before 84 stored it as latency_cycles): not the store's latency, as the receiver's poll locks "
+            "to one phase hop after hop; bandwidth of every thread storing into the next CTA's.")], summary))
     sections += _patterns(frame)
     from harness.db.distributions import spread_summary
 
