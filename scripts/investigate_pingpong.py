@@ -1,6 +1,9 @@
-# An investigation (issue 34 item 9), not a probe of the harness: does the DSMEM store ping-pong's hop (263.5
-# cycles in 15 of 16 cases on both GPUs) move when the receiver's spin loop is padded? A latency would not;
-# a poll that locks to one phase would, in steps. Prints per-hop cycles by padding. Output: reports/investigation/.
+# An investigation (issue 34 item 9), not a probe of the harness: how does the DSMEM store ping-pong's hop
+# (263.5 cycles in 15 of 16 cases on both GPUs, no spread) move when the receiver pads each poll of its flag?
+# A latency plus a free-running poll would grow with the pad (each hop pays at least the pad after the
+# poll that sees the flag) and spread by placement; a poll locked to one phase of the sender gives the same
+# value to a thousandth of a cycle in every cluster and moves in steps (pads 15 and 30 alike). Prints the
+# per-hop cycles by pad. Output: reports/investigation/dsmem-pingpong-h100.txt.
 import numpy as np, cupy as cp
 SRC = r'''
 extern "C" __global__ void __cluster_dims__(2, 1, 1) pp(long long *out, int iters, int pad, int store_kind) {

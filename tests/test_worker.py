@@ -130,3 +130,57 @@ def test_a_probe_that_fails_to_compile_fails_the_run_and_keeps_the_cases_before_
     assert list(run.status) == ["failed"] and "undeclared" in run.error[0]
     assert sorted(store.query("SELECT DISTINCT case_id FROM results").case_id) == sorted(
         c.case_id for c in run_plan.cases[:2])
+
+
+def test_a_first_probe_that_does_not_compile_leaves_no_run(tmp_path, fake_backend, monkeypatch):
+    """The first case is compiled before the run row is written: nothing is stored for a plan whose
+    first probe fails."""
+    import harness.orchestration.run as run_module
+    from harness.build.render import ProbeSource
+    from harness.errors import CompileError
+
+    run_plan = plan("wgmma-quick", None)
+    first = run_plan.cases[0].case_id
+    real = run_module.probe_source
+    monkeypatch.setattr(run_module, "probe_source", lambda case: ProbeSource(
+        case.case_id, 'extern "C" __global__ void k() { undeclared(); }') if case.case_id == first else real(case))
+    db = str(tmp_path / "r.db")
+    with Worker(0) as worker, pytest.raises(CompileError, match="undeclared"):
+        worker.start()
+        execute(run_plan, db, worker)
+    assert len(Store.open(db).query("SELECT id FROM runs")) == 0
+
+
+def test_the_thread_ahead_stops_when_closed_and_passes_errors_on():
+    import itertools
+    import threading
+    import time
+
+    from harness.orchestration.run import _Ahead
+
+    taken = []
+
+    def endless():
+        for i in itertools.count():
+            taken.append(i)
+            yield i
+
+    ahead = _Ahead(endless())
+    assert [next(ahead) for _ in range(3)] == [0, 1, 2]
+    ahead.close()
+    time.sleep(0.2)
+    count = len(taken)
+    time.sleep(0.2)
+    assert len(taken) == count  # the thread has stopped filling
+    assert not any(t.name == "bench-compile" and t.is_alive() for t in threading.enumerate())
+
+    def failing():
+        yield 1
+        raise ValueError("broken")
+
+    ahead = _Ahead(failing())
+    assert next(ahead) == 1
+    with pytest.raises(ValueError, match="broken"):
+        next(ahead)
+    with pytest.raises(ValueError, match="broken"):  # every later call ends the same way
+        next(ahead)

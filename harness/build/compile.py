@@ -8,7 +8,6 @@ what we inspect is what we time.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import multiprocessing
 import os
 import re
@@ -151,18 +150,19 @@ def compile_each(sources: Iterable[ProbeSource], jobs: int | None = None,
 
     The work starts at the call, not at the first build asked for: builds in the cache are looked up,
     and the rest handed to `jobs` worker processes (default: one per CPU), which work ahead while the
-    caller uses the builds it has (bench run measures them); the first missing one compiles here when
-    asked for, while the processes start. Closing the iterator cancels the compilations not started."""
+    caller uses the builds it has (bench run measures them); a lone missing one compiles here. NVRTC
+    runs in this process only then (a compiler crash ends a worker process, not the caller). Closing
+    the iterator cancels the compilations not started."""
     sources = list(sources)
     found = [cached_build(source) for source in sources]
     missing = [source for source, build in zip(sources, found) if build is None]
     jobs = jobs or max(1, min(len(missing), os.cpu_count() or 1))
     pool = None
-    if jobs == 1 or len(missing) < 2:
+    if len(missing) < 2:
         fresh = map(compile_probe, missing)
     else:  # spawn, not fork: the parent may have threads (CUDA, NVML) that a forked child would inherit
         pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
-        fresh = itertools.chain(_later(compile_probe, missing[0]), pool.map(compile_probe, missing[1:]))
+        fresh = pool.map(compile_probe, missing)
     return _in_order(found, fresh, pool, on_done)
 
 
@@ -176,8 +176,3 @@ def _in_order(found: list[Build | None], fresh: Iterator[Build], pool, on_done) 
     finally:
         if pool is not None:  # the processes end on their own once their work is done or cancelled
             pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _later(function, argument) -> Iterator:
-    """`function(argument)`, called when first asked for."""
-    yield function(argument)

@@ -16,6 +16,7 @@ import os
 import queue
 import signal
 import threading
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterator
@@ -24,7 +25,7 @@ from harness import provenance
 from harness.build import sass
 from harness.build.compile import Build, compile_each
 from harness.measure.device import DeviceInfo
-from harness.errors import DeviceError, RunInterrupted, SpecError
+from harness.errors import CompileError, DeviceError, RunInterrupted, SpecError
 from harness.registry import family_of
 from harness.measure.measurement import CaseResult
 from harness.published import shipped as published_figures
@@ -103,7 +104,7 @@ def _disassembled(cases: list[Case], builds: Iterator[Build]) -> Iterator[tuple[
                     sass.disassemble_many((b.cubin_path for _, b in ready), jobs=1)
                     yield from ready
                     ready, batch = [], min(batch * 2, DISASSEMBLY_BATCH)
-        except Exception:  # a probe that does not compile: the builds before it are measured first
+        except (CompileError, BrokenProcessPool):  # a probe that does not compile: the builds before it first
             sass.disassemble_many((b.cubin_path for _, b in ready), jobs=1)
             yield from ready
             raise
@@ -215,11 +216,6 @@ def execute(run_plan: RunPlan, db: str | os.PathLike | Store | None, worker: Wor
 
 def _execute(run_plan: RunPlan, store: Store, worker: Worker, prov, builds, on_compiled, on_case) -> RunOutcome:
     device = worker.device
-    if run_plan.resume is None:
-        run_id = store.start_run(device, prov, run_plan.suite, run_plan.filter)
-    else:
-        run_id = run_plan.resume
-        store.resume_run(run_id)
     results: list[CaseResult] = []
     pending: CaseResult | None = None  # measured, not yet stored
 
@@ -229,6 +225,17 @@ def _execute(run_plan: RunPlan, store: Store, worker: Worker, prov, builds, on_c
         if on_case:
             on_case(result)
 
+    def keep_pending() -> None:
+        """The case measured before an interrupt or an error, stored if the store still takes it (its
+        failure must not keep the run from being marked)."""
+        nonlocal pending
+        result, pending = pending, None
+        if result is not None:
+            try:
+                keep(result)
+            except Exception:  # noqa: BLE001  (the run's own error is the one to raise)
+                pass
+
     def take() -> tuple[Case, Build] | None:
         ahead = next(builds, None)
         if ahead is not None and on_compiled:
@@ -236,8 +243,18 @@ def _execute(run_plan: RunPlan, store: Store, worker: Worker, prov, builds, on_c
         return ahead
 
     try:
+        # the first case compiled before the run exists: a first probe that does not compile leaves no run
+        ahead = take()
+        if run_plan.resume is None:
+            run_id = store.start_run(device, prov, run_plan.suite, run_plan.filter)
+        else:
+            run_id = run_plan.resume
+            store.resume_run(run_id)
+    except BaseException:
+        builds.close()
+        raise
+    try:
         with worker:
-            ahead = take()
             while ahead is not None:
                 worker.submit(*ahead)
                 if pending is not None:  # stored while the worker measures the next case
@@ -245,7 +262,7 @@ def _execute(run_plan: RunPlan, store: Store, worker: Worker, prov, builds, on_c
                     keep(result)
                 try:
                     ahead = take()  # ... and the case after it compiled
-                except Exception:  # it did not compile: the case in flight is measured and kept first
+                except (CompileError, BrokenProcessPool):  # it did not compile: the case in flight is kept first
                     pending = worker.collect()
                     raise
                 pending = worker.collect()
@@ -254,17 +271,19 @@ def _execute(run_plan: RunPlan, store: Store, worker: Worker, prov, builds, on_c
                 keep(result)
     except KeyboardInterrupt:
         with _signals_held():
-            if pending is not None:  # measured before the interrupt: kept
-                keep(pending)
-            kept = run_plan.size - len(run_plan.cases) + len(results)
-            store.finish_run(run_id, "interrupted", f"interrupted with {kept} of {run_plan.size} cases stored")
+            try:
+                keep_pending()
+            finally:
+                kept = run_plan.size - len(run_plan.cases) + len(results)
+                store.finish_run(run_id, "interrupted", f"interrupted with {kept} of {run_plan.size} cases stored")
         raise RunInterrupted(f"interrupted: run {run_id} keeps {kept} of {run_plan.size} cases; "
                              f"measure the rest with `bench run --resume {run_id}`") from None
     except BaseException as exc:
         with _signals_held():
-            if pending is not None:  # measured before the error: kept
-                keep(pending)
-            store.finish_run(run_id, "failed", f"{type(exc).__name__}: {exc}")
+            try:
+                keep_pending()
+            finally:
+                store.finish_run(run_id, "failed", f"{type(exc).__name__}: {exc}")
         raise
     finally:
         builds.close()  # the compilations not yet started are cancelled

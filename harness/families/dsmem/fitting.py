@@ -1,7 +1,8 @@
 """The DSMEM hop, fitted to a run (`bench model --run`), with its residuals:
 
-    DSMEM hop       latency = a + b log2(cluster) over the pointer chases to rank 1 (two CTAs of a TPC at
-                    cluster 2, farther apart in larger clusters).
+    DSMEM hop       latency = a + b log2(cluster) over rank 0's pointer chases in one run: the median over
+                    placements of the chase to rank 1 in runs before 82, over placements and every
+                    partner from run 82 (the launch's `partners`); runs are fitted one at a time.
 """
 
 from __future__ import annotations

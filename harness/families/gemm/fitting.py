@@ -156,8 +156,10 @@ def _fit_kblock(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) -> P
     target = measured.to_numpy()
     x0 = np.array([getattr(p, n) for n in KBLOCK_PARAMS], dtype=float)
 
+    feed = KBLOCK_PARAMS.index("feed_bytes_per_cycle")
+
     def loss(x: np.ndarray) -> float:
-        if (x < 0).any():
+        if (x < 0).any() or x[feed] <= 0:  # a feed of 0 bytes a cycle divides by zero
             return 1e9
         q = replace(p, **dict(zip(KBLOCK_PARAMS, x)))
         predicted = np.array([kblock_cycles(c, q)[0] for c in chosen])
