@@ -65,7 +65,7 @@ def test_dsmem_compares_the_minimum_over_placements_and_counts_them():
     # every partner of rank 0 (issue 34 item 4), as the authors' OneToAll log; a run that chased rank 1 alone
     # (no `partners` in its launch) is still read as 16 placements
     assert FAMILY.paper_statistic("ld.shared::cluster.u32.cluster16", "latency_cycles",
-                                  {"cluster": 16, "partners": 15}) == ("minimum", 240, "placements x partners")
+                                  {"cluster": 16, "partners": 15}) == ("minimum", 240, "placements x partners", 15)
     assert FAMILY.paper_statistic("ld.shared::cluster.u32.cluster16", "latency_cycles", {"cluster": 16}) == (
         "minimum", 16, "placements")
     assert FAMILY.paper_statistic("ld.shared::cluster.u32.cluster2.chase.local", "latency_cycles") == ("median", 16)
@@ -75,6 +75,10 @@ def test_dsmem_compares_the_minimum_over_placements_and_counts_them():
     found = statistic_of(samples, ("minimum", 16))
     assert found["value"] == 184.5 and found["n"] == 16 and np.median(samples) == 211.6
     assert "184.5-211.6" in found["distribution"]
+    # 2 placements x 3 partners: each placement's fastest pair is reported beside the minimum over all
+    units = np.array([201.9, 210.0, 214.0, 209.0, 208.0, 215.0])
+    found = statistic_of(np.tile(units, 4), ("minimum", 6, "placements x partners", 3))
+    assert found["value"] == 201.9 and "each placement's fastest of its 3: 201.9-208.0, median 204.9" in found["distribution"]
 
 
 # -- 3-6 on the shipped runs of record (results.db beside the tests) -----------------------------------

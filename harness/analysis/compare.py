@@ -226,8 +226,10 @@ def statistic_of(samples, statistic: tuple[str, int] | None = None) -> dict:
     value, uncertainty (relative half-width of a 95 % interval: harness.stats.median_interval), n (what
     the statistic is over), statistic (its name) and distribution (text). `statistic` ("minimum", k): the
     samples are k units (placements of a cluster on the SMs, say) repeated launch after launch
-    (Family.paper_statistic; a third element names the units): the value is the minimum over the k
-    units' medians, its uncertainty the interval of the median of each launch's minimum, and n = k."""
+    (Family.paper_statistic; a third element names the units, a fourth how many consecutive units
+    make one placement): the value is the minimum over the k units' medians, its uncertainty the
+    interval of the median of each launch's minimum, and n = k; the distribution also gives each
+    placement's fastest unit where a placement holds several."""
     from harness.stats import median_interval, relative_uncertainty
 
     x = np.asarray(samples, dtype=np.float64)
@@ -240,10 +242,15 @@ def statistic_of(samples, statistic: tuple[str, int] | None = None) -> dict:
         # the minimum: how it moves launch to launch; the median over placements: its interval over the k
         lo, hi = median_interval(launches.min(axis=1)) if minimum else median_interval(placements)
         what = statistic[2] if len(statistic) > 2 else "placements"  # what the k units are
+        distribution = (f"{k} {what} x {launches.shape[0]} launches: per unit {placements.min():.1f}-"
+                        f"{placements.max():.1f}, median {np.median(placements):.1f}")
+        group = statistic[3] if len(statistic) > 3 else 1  # units of one placement (consecutive)
+        if group > 1 and k % group == 0:
+            fastest = placements.reshape(-1, group).min(axis=1)
+            distribution += (f"; each placement's fastest of its {group}: {fastest.min():.1f}-{fastest.max():.1f}, "
+                             f"median {np.median(fastest):.1f}")
         return {"value": value, "uncertainty": max(value - lo, hi - value, 0.0) / abs(value), "n": k,
-                "statistic": f"{statistic[0]} over {k} {what}",
-                "distribution": (f"{k} {what} x {launches.shape[0]} launches: per unit {placements.min():.1f}-"
-                                 f"{placements.max():.1f}, median {np.median(placements):.1f}")}
+                "statistic": f"{statistic[0]} over {k} {what}", "distribution": distribution}
     if x.size == 0:
         return {"value": np.nan, "uncertainty": np.nan, "n": 0, "statistic": "median", "distribution": ""}
     median = float(np.median(x))

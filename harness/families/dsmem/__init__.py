@@ -315,7 +315,8 @@ class DsmemFamily(Family):
         case = _cases.parse(case_id)
         if case.op == "dsmem" and not case.spread:
             partners = (launch or {}).get("partners", 1)
-            return ("minimum", CHAIN_CLUSTERS * partners, "placements" if partners == 1 else "placements x partners")
+            return (("minimum", CHAIN_CLUSTERS, "placements") if partners == 1
+                    else ("minimum", CHAIN_CLUSTERS * partners, "placements x partners", partners))
         return ("median", CHAIN_CLUSTERS) if case.op == "dsmem-chase" and case.pattern == "local" else None
 
     @staticmethod
