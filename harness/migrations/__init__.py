@@ -7,6 +7,7 @@ importing harness/db/tables.py, which only ever describes the newest schema.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from alembic.config import Config
@@ -22,10 +23,17 @@ def config(connection=None) -> Config:
     return cfg
 
 
+@functools.cache
 def head() -> str:
+    """The newest revision (the migration scripts are read once a process: they do not change under it)."""
     return ScriptDirectory.from_config(config()).get_current_head()
 
 
 def known_revisions() -> list[str]:
     """Every revision, oldest first."""
-    return [script.revision for script in reversed(list(ScriptDirectory.from_config(config()).walk_revisions()))]
+    return list(_revisions())
+
+
+@functools.cache
+def _revisions() -> tuple[str, ...]:
+    return tuple(script.revision for script in reversed(list(ScriptDirectory.from_config(config()).walk_revisions())))
