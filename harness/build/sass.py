@@ -43,11 +43,6 @@ def find_nvdisasm() -> str:
     raise HarnessError("nvdisasm not found: install the nvidia-cuda-nvdisasm wheel or put CUDA's bin on PATH")
 
 
-def _elf_text_sections(data: bytes) -> dict[str, bytes]:
-    """The instruction bytes of every kernel of a 64-bit little-endian ELF cubin (.text.<kernel>)."""
-    return {kernel: code for kernel, (code, _) in _elf_kernels(data).items()}
-
-
 def _elf_kernels(data: bytes) -> dict[str, tuple[bytes, dict[int, str]]]:
     """Every kernel of a 64-bit little-endian ELF cubin (.text.<kernel>): its instruction bytes, and the
     functions of its section ({offset: name}, from the symbol table: the kernel at 0 and the routines

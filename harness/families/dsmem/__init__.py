@@ -80,8 +80,8 @@ def _suites() -> dict[str, Suite]:
 CAUSES = {
     ("ld.shared::cluster.u32.cluster2.chase.local", "latency_cycles"):
         "ours adds the loaded word to the window's base each step (address arithmetic between the loads, as the "
-        "shared-memory index chase, which takes 5.5 cycles more than the pointer chase ld.shared.u32.ptrchase on "
-        "the H100 and the H200); a DSMEM pointer chase is not measured yet",
+        "shared-memory index chase ld.shared.u32.pchase does, which the memory family measures beside the pointer "
+        "chase ld.shared.u32.ptrchase); a DSMEM pointer chase is not measured yet",
 }
 
 

@@ -81,8 +81,8 @@ CAUSES = {
         "HBM3 / HBM3e against the H800 PCIe's HBM2e; the chase is random over 256 MiB, as 2501.12084 Table 3's "
         "(2402.13499's 478.8 is a fixed stride with a warmed TLB)",
     ("ld.global.cg.v4.u32.stream.l2", "sm_throughput"):
-        "the L2 is shared by all SMs: per SM it is the whole GPU's rate over 132 SMs here and 114 on the H800 "
-        "(whole GPU: the value x SMs)",
+        "the L2 is shared by all SMs: per SM it is the whole GPU's rate over this GPU's SMs, and the paper's over "
+        "the H800's 114 (whole GPU: the value x SMs)",
 }
 
 
