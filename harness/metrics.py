@@ -52,7 +52,8 @@ METRICS = {m.name: m for m in (
                "the bracketed sequence with the instruction, its overhead included (where that sequence is what "
                "using the result takes, the instruction's full round trip, with two clock reads)"),
     MetricInfo("latency_first_use_cycles", "cycles", "cycles", None, "lower",
-               "latency_cycles of the first repetition of a launch (a tensor map's first use in it)"),
+               "the first repetition of a launch (a tensor map's first use in it), net of the bracketing sequence "
+               "without the instruction as latency_added_cycles is"),
     MetricInfo("sm_throughput", "work/cycle/SM", "cycles", "work", "higher",
                "work per cycle per SM with every SM busy, by clock64 (FLOP, OP or bytes)"),
     MetricInfo("throughput_tflops", "TFLOPS", "seconds", "work", "higher",

@@ -117,6 +117,42 @@ def test_bracketed_latency_subtracts_the_empty_sequence():
     assert "48" in latency.notes
 
 
+def test_bracketed_latency_with_issue_stamps_subtracts_only_what_its_own_launch_timed():
+    """Words 1 and 2 of each repetition: the copy from its issue, and two clock reads back to back. The
+    latency is word 1 less word 2's median from the SAME launch; the empty kernel's median (another
+    launch) gives only latency_added_cycles. A later launch that timed different clock reads changes
+    nothing: each launch's own are used (issue 34 item 11)."""
+    class Stamped(Scripted):
+        def __init__(self):
+            super().__init__({})
+            self.calls = 0
+
+        def run(self, kernel, grid, block, iters, timing_words):
+            self.calls += 1
+            rows = np.zeros((iters, block), dtype=np.int64)
+            if kernel == "with":
+                rows[:, 0] = 300  # the whole sequence
+                rows[:, 1] = 260 + np.arange(iters) % 3  # from the issue: 260, 261, 262, ...
+                rows[:, 2] = 4 if self.calls % 2 == 0 else 9  # the timed launch (the second call) reads 4
+            else:
+                rows[:, 0] = 52
+                rows[:, 1] = rows[:, 2] = 1000  # an empty launch's stamps must never be used
+            return Launch(np.zeros(1, dtype=np.uint32), rows.ravel(), 0.01)
+
+    spec = methods.BracketedLatency("with", "without", 32, overhead="arrive + wait", reps=64, skip=4,
+                                    net_metric="latency_added_cycles", issue_stamps=True)
+    assert [name for name, _ in spec.declares(None)] == ["latency_cycles", "latency_added_cycles",
+                                                          "latency_raw_cycles"]
+    latency, added, raw = methods.run(spec, context(Stamped()))
+    assert latency.name == "latency_cycles" and added.name == "latency_added_cycles"
+    expected = 260 + np.arange(4, 64) % 3 - 4.0
+    assert np.array_equal(latency.samples, expected)
+    assert np.allclose(added.samples, 300 - 52) and np.allclose(raw.samples, 300)
+    assert "4 cycles for two clock reads" in latency.notes and "52" in added.notes
+    with pytest.raises(ValueError, match="latency_added_cycles"):
+        methods.BracketedLatency("with", "without", 32, overhead="x", issue_stamps=True)
+
+
 def test_occupancy_sweep_counts_work_per_cycle_per_sm_from_the_slowest_unit():
     probe = Scripted({"k1": 6.0, "k4": 4 * 8.0}, slow_block=1)
     points = (methods.SweepPoint("k1", 2, 1, {"warps": 2, "ilp": 1}), methods.SweepPoint("k4", 8, 4, {"warps": 8, "ilp": 4}))

@@ -237,10 +237,75 @@ def test_schema_11_gives_the_dsmem_cases_their_own_family(tmp_path):
     before = pd.read_sql_query("SELECT * FROM cases ORDER BY id", con)
     con.close()
     store = Store.open(str(path))
-    assert store.migration.from_version == 10 and store.schema_version() == SCHEMA_VERSION == 11
+    assert store.migration.from_version == 10 and store.schema_version() == SCHEMA_VERSION
     check_dsmem_rows_moved(store, before)
     after = store.query("SELECT * FROM measurement_rows ORDER BY id")
     assert [_plain(row) for row in after.itertuples(index=False)] == [_plain(row) for row in measurements]
     row = store.query("SELECT family, case_id, instruction, value FROM results "
                       "WHERE case_id = 'ld.shared::cluster.u32.cluster4'")
     assert row.values.tolist() == [["dsmem", "ld.shared::cluster.u32.cluster4", "ld.shared::cluster.u32", 201.5]]
+
+
+# Rows of schema 11 (notes as the tma family wrote them) and what schema 12 calls them.
+SCHEMA_11_LATENCIES = (
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128", "tma",
+     "net of 52 cycles for arrive.expect_tx of 0 bytes + try_wait without a copy", "latency_added_cycles"),
+    ("cp.async.bulk.shared::cluster.global.8192B", "tma",
+     "net of 53 cycles for arrive.expect_tx of 0 bytes + try_wait without a copy; the tile prefetched to the L2 "
+     "4000 cycles before", "latency_added_cycles"),
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128.multicast4", "tma",
+     "net of 640.5 cycles for arrive.expect_tx of 0 bytes + try_wait without a copy", "latency_added_cycles"),
+    ("mbarrier.arrive.expect_tx.then.try_wait", "tma", "net of 2 cycles for the two clock reads", "latency_cycles"),
+    ("cp.async.bulk.tensor.2d.global.shared::cta.tile.b16.box64x64.sw128", "tma",
+     "net of 38 cycles for commit_group + wait_group 0 without a store", "latency_cycles"),
+    ("ld.global.cg.u32.l2.chase", "memory", "net of 52 cycles for arrive.expect_tx of 0 bytes + try_wait without a copy",
+     "latency_cycles"),
+)
+
+
+def insert_schema_11_latencies(execute, scalar) -> dict[str, int]:
+    """The rows above in a schema-11 database (`execute(sql, params)`, `scalar(sql, params)` of either
+    backend, which already holds a run); returns each case's primary key."""
+    import hashlib
+
+    def text(value: str) -> int:
+        digest = hashlib.blake2b(value.encode(), digest_size=8).hexdigest()
+        if scalar("SELECT id FROM texts WHERE digest = :d", {"d": digest}) is None:
+            execute("INSERT INTO texts (digest, text) VALUES (:d, :t)", {"d": digest, "t": value})
+        return scalar("SELECT id FROM texts WHERE digest = :d", {"d": digest})
+
+    run = scalar("SELECT MIN(id) FROM runs", {})
+    ids = {}
+    for case_id, family, note, _ in SCHEMA_11_LATENCIES:
+        execute("INSERT INTO cases (case_id, family, params) VALUES (:c, :f, '{}')", {"c": case_id, "f": family})
+        ids[case_id] = scalar("SELECT id FROM cases WHERE case_id = :c", {"c": case_id})
+        execute("""INSERT INTO measurement_rows (run_id, case_pk, metric_id, unit_id, launch_id, status_id, notes_id,
+                   value, n_samples, valid, created_at, telemetry_samples)
+                   VALUES (:r, :c, :m, :u, :l, :s, :n, 246.0, 1, TRUE, '2026-11-24 00:00:00', 0)""",
+                {"r": run, "c": ids[case_id], "m": text("latency_cycles"), "u": text("cycles"),
+                 "l": text('{"source":"L2"}'), "s": text("valid"), "n": text(note)})
+    return ids
+
+
+def check_schema_12_latencies(store, ids: dict[str, int]) -> None:
+    frame = store.query("SELECT case_pk, metric, value, notes FROM measurements WHERE case_pk IN "
+                        f"({', '.join(map(str, ids.values()))})")
+    got = {(pk, metric): (value, notes) for pk, metric, value, notes in frame.itertuples(index=False)}
+    assert len(got) == len(SCHEMA_11_LATENCIES)
+    for case_id, _, note, metric in SCHEMA_11_LATENCIES:
+        assert got[(ids[case_id], metric)] == (246.0, note), case_id
+
+
+def test_schema_12_renames_a_tma_loads_net_of_its_empty_sequence(tmp_path):
+    """A TMA load's latency_cycles stored before schema 12 was its sequence less the same sequence without
+    the copy (another launch): latency_added_cycles now, value and notes kept. The barrier's (net of two
+    clock reads), a store's and another family's rows keep their name."""
+    path = copy_fixture("schema_v11.db", tmp_path)
+    con = sqlite3.connect(path)
+    ids = insert_schema_11_latencies(lambda sql, p: con.execute(sql, p),
+                                     lambda sql, p: (con.execute(sql, p).fetchone() or (None,))[0])
+    con.commit()
+    con.close()
+    store = Store.open(str(path))
+    assert store.migration.from_version == 11 and store.schema_version() == SCHEMA_VERSION
+    check_schema_12_latencies(store, ids)

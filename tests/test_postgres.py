@@ -208,6 +208,10 @@ def test_sql_fuzzing_on_postgresql_never_writes_or_crashes(pg_url):
     assert state() == before
 
 
+RUN_ROW = ("INSERT INTO runs (started_at, status, suite, command_line, host, harness_version, python_version) "
+           "VALUES ('2026-11-24 00:00:00', 'complete', 'tma', 'bench run --suite tma', 'node', '0.1.0', '3.12')")
+
+
 def test_schema_11_gives_the_dsmem_cases_their_own_family_on_postgresql(pg_url):
     """The SQLite test's twin (tests/test_migrations.py): a database built to schema 10 holding cases as
     the tma family stored them, then upgraded."""
@@ -226,5 +230,25 @@ def test_schema_11_gives_the_dsmem_cases_their_own_family_on_postgresql(pg_url):
     engine.dispose()
     store = Store.open(pg_url)
     assert store.migration is not None and store.migration.from_version == 10
-    assert store.query("SELECT version_num FROM alembic_version").version_num[0] == migrations.head() == "0011"
+    assert store.query("SELECT version_num FROM alembic_version").version_num[0] == migrations.head()
     check_dsmem_rows_moved(store, before)
+
+
+def test_schema_12_renames_a_tma_loads_net_of_its_empty_sequence_on_postgresql(pg_url):
+    """The SQLite test's twin (tests/test_migrations.py): a database built to schema 11 holding a run and
+    the latency rows as schema 11 stored them, then upgraded."""
+    import sqlalchemy as sa
+    from alembic import command
+
+    from test_migrations import check_schema_12_latencies, insert_schema_11_latencies
+
+    engine = sa.create_engine(pg_url)
+    with engine.begin() as conn:
+        command.upgrade(migrations.config(conn), "0011")
+        conn.execute(sa.text(RUN_ROW))
+        ids = insert_schema_11_latencies(lambda sql, p: conn.execute(sa.text(sql), p),
+                                         lambda sql, p: conn.execute(sa.text(sql), p).scalar())
+    engine.dispose()
+    store = Store.open(pg_url)
+    assert store.migration is not None and store.migration.from_version == 11
+    check_schema_12_latencies(store, ids)

@@ -51,6 +51,38 @@ def test_box_offsets_follow_the_tensor_strides():
     assert model.check_tile(2) == 5 and model.check_tile(3) == 1 + 5 * 2
 
 
+def test_a_gemm_tile_is_rows_a_pitch_apart_in_a_matrix_many_boxes_wide():
+    """`.pitch8192`: a 2-D b16 matrix 8192 bytes a row (K = 4096), cut into 64 x rows boxes: 64 boxes side by
+    side, tile t's corner at column 64 (t % 64), row rows (t // 64); a box's rows are 8192 bytes apart, as a
+    GEMM's A tile of BK = 64 is in a row-major M x K matrix."""
+    case = cases.parse("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x4.sw128.pitch8192")
+    assert case.pitch == 8192 and case.row_boxes == 64 and str(case).endswith(".sw128.pitch8192")
+    geom = tma.geometry(case, 64 * 1000)
+    assert geom.dims[0] == 4096 and geom.strides == (2, 8192)
+    assert geom.corner(1) == (64, 0) and geom.corner(64 + 3) == (192, 4)
+    offsets = geom.box_offsets(64 + 3)
+    rows = offsets.reshape(4, 128)
+    assert np.array_equal(rows[:, 0], 4 * 8192 + 3 * 128 + 8192 * np.arange(4))  # 128 contiguous bytes a row
+    assert np.array_equal(rows - rows[:, :1], np.tile(np.arange(128), (4, 1)))
+    assert tma.check_tile(case) == model.check_tile(2, 64) == 1 + 5 * 64
+    assert tma.FAMILY.template_params(case)["tiles"].startswith("64, ")
+    contiguous = cases.parse("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x4.sw128")
+    assert contiguous.row_boxes == 1 and tma.geometry(contiguous, 1000).strides == (2, 128)
+
+
+def test_the_suite_measures_gemm_tiles_and_keeps_the_contiguous_boxes_as_a_variant():
+    """Issue 34 item 10: every 2-D tile copy of the suite is a GEMM's tile (pitch 8192) but the contiguous
+    box sizes, which the suite keeps beside the same boxes as tiles."""
+    suite = tma.FAMILY.cases()
+    two_d = [c for c in suite if c.tensor and c.rank == 2 and not c.im2col]
+    contiguous = {(c.op, c.box) for c in two_d if not c.pitch}
+    assert all(c.pitch == cases.GEMM_PITCH for c in two_d if c.pitch)
+    assert contiguous == {("load", (64, rows)) for rows in cases.BOX_ROWS}
+    assert {(c.op, c.box) for c in two_d if c.pitch and c.cluster == 1 and c.swizzle == 128 and c.elem == 2
+            and not c.gmap and c.promotion == cases.DEFAULT_PROMOTION and c.op == "load"} >= contiguous
+    assert all(c.pitch for c in two_d if c.op != "load" or c.cluster > 1 or c.gmap or c.elem != 2)
+
+
 def test_source_words_are_distinct_and_bytes_little_endian():
     words = model.source_words(np.arange(1 << 16))
     assert len(np.unique(words)) > 65000
@@ -70,6 +102,9 @@ def test_stored_is_the_inverse_of_landed():
     ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x257", "1 to 256 elements"),
     ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box32x8.sw32", "at most 32 bytes, not 64"),
     ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x256.sw128.multicast8", "exceed"),
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128.pitch200", "multiple of the box's 128"),
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128.pitch128", "more than one"),
+    ("cp.async.bulk.tensor.3d.shared::cluster.global.tile.b16.box64x8x8.sw128.pitch8192", "not a rank-3"),
 ])
 def test_illegal_boxes_are_one_line_errors(case_id, message):
     with pytest.raises(IllegalShapeError, match=message):
@@ -166,3 +201,16 @@ def test_a_store_is_timed_as_the_sm_draining_it_not_as_a_latency_from_the_l2():
     named = lambda case: {m for spec in family.plan(case, None) for m, _ in spec.declares(family.work(case))}  # noqa: E731
     assert "store_drain_cycles" in named(store) and "latency_cycles" not in named(store)
     assert "latency_cycles" in named(load) and "store_drain_cycles" not in named(load)
+
+
+def test_a_loads_latency_is_timed_from_its_issue_in_the_same_launch():
+    """Issue 34 item 11: a load's latency_cycles comes from the issue stamps of its own launch; the whole
+    sequence less an empty one from another launch is latency_added_cycles (it overlaps the copy's wait)."""
+    from harness.measure.methods import BracketedLatency
+
+    load = tma.FAMILY.parse("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128.pitch8192")
+    specs = [s for s in tma.FAMILY.plan(load, None) if isinstance(s, BracketedLatency)]
+    assert {s.launch["source"] for s in specs} == {"L2", "HBM", "prefetched"}
+    assert all(s.issue_stamps and s.net_metric == "latency_added_cycles" for s in specs)
+    store = tma.FAMILY.parse("cp.async.bulk.tensor.2d.global.shared::cta.tile.b16.box64x64.sw128.pitch8192")
+    assert [s.issue_stamps for s in tma.FAMILY.plan(store, None) if isinstance(s, BracketedLatency)] == [False]

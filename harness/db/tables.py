@@ -17,7 +17,7 @@ from sqlalchemy import (BigInteger, Boolean, DateTime, Float, ForeignKey, Intege
                         TypeDecorator, UniqueConstraint)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 11  # = the number of the newest migration in harness/migrations/versions
+SCHEMA_VERSION = 12  # = the number of the newest migration in harness/migrations/versions
 
 
 class Base(DeclarativeBase):

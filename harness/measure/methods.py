@@ -111,10 +111,25 @@ class BracketedLatency:
     # times it (two clock reads), latency_added_cycles where it is work that overlaps the instruction
     # (a fence, commit and wait around an asynchronous instruction: its own latency is then latency_raw_cycles).
     net_metric: str = "latency_cycles"
+    # The kernel also writes words 1 and 2 of each repetition's row (lanes 1 and 2's words, in the same
+    # launch as the raw time): the instruction alone, from a clock read just before it issues (after what
+    # arms it: an mbarrier's expect_tx, a cluster barrier) to the one after its completion is seen, and two
+    # clock reads back to back. latency_cycles is then the first less the median of the second: nothing
+    # measured in another launch is subtracted (a bracket's median from another launch took away more than
+    # the sequence adds to some samples: issue 34 item 11). net_metric must then name the other difference.
+    issue_stamps: bool = False
+
+    def __post_init__(self):
+        if self.issue_stamps and self.net_metric == "latency_cycles":
+            raise ValueError("with issue_stamps the issue-to-completion time is latency_cycles: "
+                             "net_metric names raw less the empty sequence (latency_added_cycles)")
+        if self.issue_stamps and self.threads < 3:
+            raise ValueError("issue_stamps needs three words per repetition (threads >= 3)")
 
     def declares(self, work: Work) -> list[tuple[str, str]]:
         first = [("latency_first_use_cycles", "cycles")] if self.first_use else []
-        return [(self.net_metric, "cycles"), ("latency_raw_cycles", "cycles"), *first]
+        issued = [("latency_cycles", "cycles")] if self.issue_stamps else []
+        return [*issued, (self.net_metric, "cycles"), ("latency_raw_cycles", "cycles"), *first]
 
 
 @dataclass(frozen=True)
@@ -284,12 +299,12 @@ def chain_slope(spec: ChainSlope, ctx: Context) -> list[Metric]:
 
 
 def bracketed_latency(spec: BracketedLatency, ctx: Context) -> list[Metric]:
-    def series(kernel: str) -> np.ndarray:
+    def rows(kernel: str) -> np.ndarray:
+        """Each kept repetition's row of words (word 0: thread 0's bracketed time)."""
         words = spec.reps * spec.threads
         ctx.probe.run(kernel, spec.grid, spec.threads, spec.reps, words)  # warm-up
         launch = ctx.probe.run(kernel, spec.grid, spec.threads, spec.reps, words)
-        per_rep = launch.timing.reshape(spec.reps, spec.threads)[:, 0]  # thread 0's view
-        return per_rep[spec.skip:].astype(np.float64)
+        return launch.timing.reshape(spec.reps, spec.threads)[spec.skip:].astype(np.float64)
 
     def first_uses() -> np.ndarray:
         words = spec.reps * spec.threads
@@ -298,14 +313,21 @@ def bracketed_latency(spec: BracketedLatency, ctx: Context) -> list[Metric]:
 
     window = ctx.sampler.window()
     with window:
-        raw, empty = series(spec.kernel), series(spec.empty_kernel)
+        timed, empty = rows(spec.kernel), rows(spec.empty_kernel)[:, 0]
         first = first_uses() if spec.first_use else None
+    raw = timed[:, 0]
     overhead = float(np.median(empty))
     reason = f"fixed: {spec.reps - spec.skip} repetitions in one launch"
     common = dict(launch=dict(spec.launch), stop_reason=reason, gpu_state=window.state)
-    metrics = [Metric(spec.net_metric, "cycles", raw - overhead, notes=f"net of {overhead:g} cycles for {spec.overhead}",
-                      **common),
-               Metric("latency_raw_cycles", "cycles", raw, **common)]
+    metrics = []
+    if spec.issue_stamps:
+        clocks = float(np.median(timed[:, 2]))
+        metrics.append(Metric("latency_cycles", "cycles", timed[:, 1] - clocks, **common,
+                              notes=f"from the clock before the issue, net of {clocks:g} cycles for two clock reads "
+                                    "timed in the same launch"))
+    metrics += [Metric(spec.net_metric, "cycles", raw - overhead, notes=f"net of {overhead:g} cycles for {spec.overhead}",
+                       **common),
+                Metric("latency_raw_cycles", "cycles", raw, **common)]
     if first is not None:
         metrics.append(Metric("latency_first_use_cycles", "cycles", first - overhead,
                               **dict(common, stop_reason=f"fixed: the first repetition of {FIRST_USE_LAUNCHES} launches"),

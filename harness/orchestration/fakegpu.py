@@ -85,7 +85,8 @@ def _values(spec, case: Case, device: DeviceInfo, interval: float) -> list[tuple
         return [(spec.metric, "cycles", value, spec.launch)]
     if isinstance(spec, methods.BracketedLatency):
         first = [("latency_first_use_cycles", "cycles", interval + 60, spec.launch)] if spec.first_use else []
-        return [(spec.net_metric, "cycles", interval + 40, spec.launch),
+        issued = [("latency_cycles", "cycles", interval + 70, spec.launch)] if spec.issue_stamps else []
+        return [*issued, (spec.net_metric, "cycles", interval + 40, spec.launch),
                 ("latency_raw_cycles", "cycles", interval + 90, spec.launch), *first]
     if isinstance(spec, methods.Bandwidth):  # more in flight, more bytes per second, up to 3000 GB/s
         return [("bandwidth_gbps", "GB/s", min(3000.0, 250.0 * point.blocks_per_sm * point.launch.get("stages", 4)),

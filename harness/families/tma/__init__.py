@@ -4,10 +4,13 @@ Cases and ids: cases.py. What lands where (the source, boxes, swizzles): model.p
 ptx/tma.cu.in. Each copy case validates the bytes that landed (every CTA of a multicast, global
 memory for stores) for every kernel it times, then measures:
 
-    latency_cycles   one copy from issue to its mbarrier's completion (a store: to its bulk group's),
-                     net of the same arrive.expect_tx/try_wait sequence without the copy; from L2
+    latency_cycles   one load from a clock read just before its issue (the barrier armed) to its
+                     mbarrier's completion seen, net of two clock reads timed in the same launch; from L2
                      (the same tile again: launch {"source": "L2"}) and from HBM (a fresh tile each
-                     time, across a tensor several times the L2: {"source": "HBM"})
+                     time, across a tensor several times the L2: {"source": "HBM"}). Beside it the whole
+                     arrive.expect_tx/copy/try_wait sequence (latency_raw_cycles) and what the copy adds to
+                     that sequence without it (latency_added_cycles); a store's bulk group completing,
+                     net of commit + wait without it, is store_drain_cycles
     bandwidth_gbps   the whole GPU, CUDA events: one warp per block (lane 0 issues) streaming copies with
                      `stages` in flight, `blocks_per_sm` blocks per SM ({"stages", "blocks_per_sm"});
                      a multicast counts the bytes that land in shared memory (each copy lands in
@@ -31,7 +34,7 @@ import harness.families.tma.model as model
 from harness.families.tma.layout import (BLOCKS_PER_SM, MULTICAST_STAGES, SMEM_PER_BLOCK, SMEM_PER_SM,  # noqa: F401
                                          SOURCE_L2_MULTIPLE, SOURCE_MIN_BYTES, STAGES, dynamic_smem, geometry,
                                          source_tiles, stage_bytes, stream_points, stream_stages)
-from harness.families.tma.cases import COPY_OPS, FIXED_IDS, STORE_OPS, TmaCase, _load
+from harness.families.tma.cases import COPY_OPS, FIXED_IDS, STORE_OPS, TmaCase, _load, _tile
 from harness.measure.methods import Bandwidth, BandwidthPoint, BracketedLatency
 
 OP_CODES = {"load": 0, "store": 1, "bulk": 2, "read": 3, "cp.async": 4, "ld+st": 5, "mbarrier": 6,
@@ -69,9 +72,14 @@ def _mnemonic(case: TmaCase) -> str:
     return "UBLKCP.G.S" if case.op == "bulk-store" else "UBLKCP.S.G"
 
 
-def hot_tile(rank: int, rep: int) -> int:
+def hot_tile(case: TmaCase, rep: int) -> int:
     """The tile repetition `rep` of the L2 latency copies (ptx/tma.cu.in latency, HOT)."""
-    return model.check_tile(rank) + (rep % HOT_TILES) * COLD_STRIDE
+    return check_tile(case) + (rep % HOT_TILES) * COLD_STRIDE
+
+
+def check_tile(case: TmaCase) -> int:
+    """The tile a case's single-copy check loads (model.check_tile of its tensor)."""
+    return model.check_tile(case.rank if case.tensor else 1, case.row_boxes if case.tensor else 1)
 
 
 def prefetches(case: TmaCase) -> bool:
@@ -90,8 +98,8 @@ def _suites() -> dict[str, Suite]:
     }
 
 
-QUICK = ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128",
-         "cp.async.bulk.tensor.2d.global.shared::cta.tile.b16.box64x64.sw128", "ld.global.v4.u32",
+QUICK = ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128.pitch8192",
+         "cp.async.bulk.tensor.2d.global.shared::cta.tile.b16.box64x64.sw128.pitch8192", "ld.global.v4.u32",
          "mbarrier.arrive.expect_tx.then.try_wait")
 
 
@@ -114,7 +122,7 @@ class TmaFamily(Family):
     description = "TMA: cp.async.bulk(.tensor) copies, multicast, mbarrier, the global-memory baselines"
     id_prefixes = ("cp.async.bulk", "cp.reduce.async.bulk", "cp.async.cg", "ld.global.v4.",
                    "mbarrier.")  # ld.global.v4.: the baselines (memory owns .ca/.cg)
-    example_id = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128"
+    example_id = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128.pitch8192"
     template = "tma.cu.in"
     # bandwidths compare as a fraction of the best of these plain HBM readers in the same run (compare); the
     # memory family's streams read L1 and L2, not HBM, and are no roofline of it
@@ -146,7 +154,8 @@ class TmaFamily(Family):
             "op": OP_CODES[case.op],
             "rank": rank,
             "box": ", ".join(map(str, box)),
-            "tiles": ", ".join(map(str, (*model.inner_tiles(rank), 1, 1, 1, 1, 1)[:5])),
+            "tiles": ", ".join(map(str, (*model.inner_tiles(rank, case.row_boxes if case.tensor else 1),
+                                         1, 1, 1, 1, 1)[:5])),
             "box_bytes": case.box_bytes or 16,
             "stage_bytes": stage_bytes(case) if case.box_bytes else model.STAGE_ALIGN,
             "cluster": case.cluster,
@@ -159,7 +168,7 @@ class TmaFamily(Family):
             "threads": BASELINE_THREADS,
             "unroll": UNROLL,
             "elem": case.elem if case.tensor else 1,
-            "check_tile": model.check_tile(rank),
+            "check_tile": check_tile(case),
             # the copy's wrappers (ptx/async.cuh) and their arguments: tile t's coordinates, im2col's offsets
             "tensor_load": f"tma_load_{mode}{rank}d",
             "tensor_prefetch": f"tma_prefetch_{mode}{rank}d",
@@ -247,16 +256,15 @@ class TmaFamily(Family):
     def _copy_checks(self, case: TmaCase) -> list[Check]:
         # Tiles below 1000 only: every tensor has more, so no tile number wraps in a check.
         geom = geometry(case, tiles=1 << 20)
-        rank = case.rank if case.tensor else 1
-        tile, c = model.check_tile(rank), case.cluster
+        tile, c = check_tile(case), case.cluster
         one = model.words(self._stage(case, geom, tile))
         checks = [Check("probe_check", COPY_THREADS, 1, 1, self._expected(case, *[one] * c), 0.0,
                         "one copy: the box, swizzled, in shared memory" + (f" of all {c} CTAs" if c > 1 else ""),
                         grid=c),
                   Check("probe_latency", COPY_THREADS, CHECK_REPS, CHECK_REPS * COPY_THREADS,
-                        self._expected(case, model.words(self._stage(case, geom, hot_tile(rank, CHECK_REPS - 1)))),
+                        self._expected(case, model.words(self._stage(case, geom, hot_tile(case, CHECK_REPS - 1)))),
                         0.0, f"after {CHECK_REPS} copies of the L2 tiles in turn (the last: tile "
-                             f"{hot_tile(rank, CHECK_REPS - 1)})", grid=c)]
+                             f"{hot_tile(case, CHECK_REPS - 1)})", grid=c)]
         cold = (CHECK_REPS - 1) * COLD_STRIDE
         checks.append(Check("probe_latency_cold", COPY_THREADS, CHECK_REPS, CHECK_REPS * COPY_THREADS,
                             self._expected(case, model.words(self._stage(case, geom, cold))), 0.0,
@@ -291,13 +299,12 @@ class TmaFamily(Family):
             source = model.words(geom.logical_box(tile)).astype(np.uint64)
             return ((source + adds[tile] * box) % (1 << 32)).astype(np.uint32)
 
-        rank = case.rank if case.tensor else 1
-        tile = model.check_tile(rank)
+        tile = check_tile(case)
         checks = [Check("probe_check", COPY_THREADS, 1, 1, self._expected(case, back(tile, {tile: 1})), 0.0,
                         "one copy: the box in global memory, unswizzled"),
                   Check("probe_latency", COPY_THREADS, CHECK_REPS, CHECK_REPS * COPY_THREADS,
-                        self._expected(case, back(hot_tile(rank, CHECK_REPS - 1),
-                                                  {hot_tile(rank, i): 1 for i in range(CHECK_REPS)})), 0.0,
+                        self._expected(case, back(hot_tile(case, CHECK_REPS - 1),
+                                                  {hot_tile(case, i): 1 for i in range(CHECK_REPS)})), 0.0,
                         f"after {CHECK_REPS} copies to the L2 tiles in turn, the last read back")]
         for k in stream_stages(case):
             n = 2 * k + 1
@@ -346,19 +353,24 @@ class TmaFamily(Family):
             empty = ("commit_group + wait_group 0 without a store" if stores else
                      "arrive.expect_tx of 0 bytes + try_wait without a copy")
             # the map's first use in a launch against later ones: in global memory, and by value beside it
-            first_use = case.gmap or case == _load(2, 2, (64, 64))
+            first_use = case.gmap or case == _tile(2, (64, 64))
             # A store's bulk group completes once the SM has sent the tile out: 29 + bytes / 32 cycles on an H100
             # and an H200 alike, the SM draining 32 B/cycle, not a round trip to the L2 (issue 34 item 8): named so.
+            # A load's latency_cycles runs from a clock read just before the copy issues (the barrier armed,
+            # the cluster synchronised) to its completion seen, less two clock reads timed in the same launch;
+            # the whole sequence less the same sequence without the copy (another launch) is what the copy
+            # adds to it, latency_added_cycles: the empty sequence's wait overlaps the copy (issue 34 item 11).
+            loads = dict(net_metric="latency_added_cycles", issue_stamps=True)
             latency = [BracketedLatency("probe_latency", "probe_latency_empty", COPY_THREADS, empty,
                                         launch={"source": "L2"}, reps=LATENCY_REPS, grid=c, first_use=first_use,
-                                        net_metric="store_drain_cycles" if stores else "latency_cycles")]
+                                        **(dict(net_metric="store_drain_cycles") if stores else loads))]
             if not stores:
                 latency.append(BracketedLatency("probe_latency_cold", "probe_latency_empty", COPY_THREADS, empty,
-                                                launch={"source": "HBM"}, reps=LATENCY_REPS, grid=c))
+                                                launch={"source": "HBM"}, reps=LATENCY_REPS, grid=c, **loads))
             if prefetches(case):
                 latency.append(BracketedLatency("probe_latency_prefetched", "probe_latency_empty", COPY_THREADS,
                                                 empty + f"; the tile prefetched to the L2 {PREFETCH_WAIT} cycles before",
-                                                launch={"source": "prefetched"}, reps=LATENCY_REPS))
+                                                launch={"source": "prefetched"}, reps=LATENCY_REPS, **loads))
             delivered = case.box_bytes * (c if case.multicast else 1)
             points = tuple(BandwidthPoint(f"probe_stream_k{k}", b, COPY_THREADS, delivered,
                                           {"stages": k, "blocks_per_sm": b}) for k, b in stream_points(case))

@@ -2,7 +2,8 @@
 
 Ids spell the PTX instruction (without the operands) and add what it does not say:
 
-    cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128      tensor load, map by value
+    cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128.pitch8192   tensor load: a GEMM's tile
+    cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128      tensor load of a contiguous box
     cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128.gmap the map in global memory
     cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128.l2promo256   the map's L2 promotion
     cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128.multicast4   to 4 CTAs
@@ -15,7 +16,9 @@ Ids spell the PTX instruction (without the operands) and add what it does not sa
     mbarrier.arrive.expect_tx.then.try_wait                                    the barrier sequence alone
 
 b8/b16/b32/b64 are the element sizes (1, 2, 4, 8 bytes); `box` lists the box's extent per dimension,
-innermost first; `sw` the swizzle span in bytes (absent: none). An im2col load names the channels per
+innermost first; `sw` the swizzle span in bytes (absent: none); `pitch` the bytes of one row of a 2-D
+tensor many boxes wide, as a GEMM's tile comes from a row-major matrix (8192: K = 4096 b16 elements; the
+suite's default geometry, issue 34 item 10). Without it the tensor is one box wide: each box is contiguous. An im2col load names the channels per
 pixel (`ch`) and the pixels per column (`px`) instead of a box; its tensor is (C, W, [H, [D,]] N).
 Distributed shared memory is the dsmem family's (harness/families/dsmem/).
 """
@@ -56,7 +59,8 @@ FIXED_IDS = {"read": "ld.global.v4.u32", "cp.async": "cp.async.cg.shared.global.
 
 _TENSOR = re.compile(r"^(?P<red>cp\.reduce|cp)\.async\.bulk\.tensor\.(?P<rank>\d)d\."
                      r"(?P<dir>shared::cluster\.global|global\.shared::cta)(?P<add>\.add)?\.(?P<mode>tile|im2col)\.b(?P<bits>\d+)"
-                     r"\.(?:box(?P<box>\d+(?:x\d+)*)|ch(?P<ch>\d+)\.px(?P<px>\d+))(?:\.sw(?P<sw>\d+))?(?P<gmap>\.gmap)?"
+                     r"\.(?:box(?P<box>\d+(?:x\d+)*)|ch(?P<ch>\d+)\.px(?P<px>\d+))(?:\.sw(?P<sw>\d+))?"
+                     r"(?:\.pitch(?P<pitch>\d+))?(?P<gmap>\.gmap)?"
                      r"(?:\.l2promo(?P<promo>\d+))?"
                      r"(?:\.multicast(?P<mc>\d+))?$")
 _BULK = re.compile(r"^cp\.async\.bulk\.(?P<dir>shared::cluster\.global|global\.shared::cta)\.(?P<bytes>\d+)B$")
@@ -74,6 +78,12 @@ class TmaCase(Case):
     cluster: int = 1  # CTAs per cluster: multicast destinations (load)
     im2col: bool = False  # a load in im2col mode: box = (channels per pixel, pixels per column)
     promotion: int = DEFAULT_PROMOTION  # the map's L2 promotion in bytes (0: none): the L2 fetch per request
+    pitch: int = 0  # bytes per row of a 2-D tensor many boxes wide (a GEMM's matrix); 0: the tensor is one box wide
+
+    @property
+    def row_boxes(self) -> int:
+        """Boxes side by side along dimension 0 of the tensor (1: each box contiguous)."""
+        return self.pitch // (self.box[0] * self.elem) if self.pitch else 1
 
     @property
     def box_bytes(self) -> int:
@@ -106,7 +116,7 @@ class TmaCase(Case):
         if self.tensor:
             box = f"ch{self.box[0]}.px{self.box[1]}" if self.im2col else "box" + "x".join(map(str, self.box))
             return (f"{self.instruction}.b{8 * self.elem}.{box}{f'.sw{self.swizzle}' if self.swizzle else ''}"
-                    f"{'.gmap' if self.gmap else ''}"
+                    f"{f'.pitch{self.pitch}' if self.pitch else ''}{'.gmap' if self.gmap else ''}"
                     f"{f'.l2promo{self.promotion}' if self.promotion != DEFAULT_PROMOTION else ''}"
                     f"{f'.multicast{self.cluster}' if self.multicast else ''}")
         if self.op in ("bulk", "bulk-store"):
@@ -135,7 +145,7 @@ def parse(case_id: str) -> TmaCase:
         box = (int(match["ch"]), int(match["px"])) if im2col else tuple(int(b) for b in match["box"].split("x"))
         promotion = DEFAULT_PROMOTION if match["promo"] is None else int(match["promo"])
         case = TmaCase(op, int(match["rank"]), bits // 8, box, int(match["sw"] or 0), bool(match["gmap"]),
-                       int(match["mc"] or 1), im2col=im2col, promotion=promotion)
+                       int(match["mc"] or 1), im2col=im2col, promotion=promotion, pitch=int(match["pitch"] or 0))
     elif match := _BULK.match(case_id):
         case = TmaCase("bulk" if match["dir"].startswith("shared") else "bulk-store", box=(int(match["bytes"]),))
     elif case_id in FIXED_IDS.values():
@@ -167,6 +177,8 @@ def check(case: TmaCase) -> None:
         if inner % 16:
             raise IllegalShapeError(f"{case}: the box's inner extent must be a multiple of 16 bytes, "
                                     f"not {inner} ({case.box[0]} x {case.elem} B)")
+        if case.pitch:
+            _check_pitch(case, inner)
         if case.promotion not in PROMOTIONS:
             raise IllegalShapeError(f"{case}: the L2 promotion is 0 (none), 64, 128 or 256 bytes, not {case.promotion}")
         if case.swizzle not in SWIZZLES:
@@ -194,6 +206,17 @@ def check(case: TmaCase) -> None:
                                 "family)")
 
 
+def _check_pitch(case: TmaCase, row: int) -> None:
+    if case.im2col or case.rank != 2:
+        raise IllegalShapeError(f"{case}: a row pitch is a 2-D tile's (a GEMM's matrix), not a rank-{case.rank} "
+                                f"{'im2col ' if case.im2col else ''}tensor's")
+    if case.pitch % row or case.pitch <= row:
+        raise IllegalShapeError(f"{case}: the row pitch is a multiple of the box's {row}-byte rows and more than one "
+                                f"(a tensor one box wide has none), not {case.pitch}")
+    if case.pitch > MAX_PITCH:
+        raise IllegalShapeError(f"{case}: the row pitch is at most {MAX_PITCH} bytes here, not {case.pitch}")
+
+
 def _check_im2col(case: TmaCase) -> None:
     if case.op != "load":
         raise IllegalShapeError(f"{case}: im2col is measured for loads (global to shared memory)")
@@ -211,33 +234,46 @@ def _check_im2col(case: TmaCase) -> None:
 
 
 MAX_STAGE_BYTES = 64 * 1024  # one stage (box, or boxes of a multicast round) fits 3 times in 227 KB
+MAX_PITCH = 1 << 20  # bytes per row (the driver allows strides to 2^40; the source is cut into whole rows of boxes)
+GEMM_PITCH = 8192  # a row of a K = 4096 b16 matrix: the suite's default 2-D geometry
 
 
 def _load(rank, elem, box, swizzle=128, **kw) -> TmaCase:
     return TmaCase("load", rank, elem, tuple(box), swizzle, **kw)
 
 
+def _tile(elem, box, swizzle=128, op="load", **kw) -> TmaCase:
+    """A 2-D copy in the suite's default geometry: a tile of a row-major matrix GEMM_PITCH bytes wide."""
+    return TmaCase(op, 2, elem, tuple(box), swizzle, pitch=GEMM_PITCH, **kw)
+
+
+BOX_ROWS = (1, 2, 4, 8, 16, 32, 64, 128, 256)  # 64 b16 a row (128 B): 128 B .. 32 KB
+
+
 def cases() -> list[TmaCase]:
     """The `tma-copies` suite (part of `tma`): box size, element size, swizzle and rank each varied alone
-    around a 2-D b16 box of 128-byte rows with the 128-byte swizzle; the map in global memory; multicast;
-    stores and a reduction; bulk copies both ways; the baselines; the barrier alone."""
-    out = [_load(2, 2, (64, rows)) for rows in (1, 2, 4, 8, 16, 32, 64, 128, 256)]  # 128 B .. 32 KB
-    out += [_load(2, elem, (128 // elem, 64)) for elem in (1, 4, 8)]  # 8 KB each (b16 above)
-    out += [_load(2, 2, (16 * span // 32 if span else 64, 64), span) for span in (0, 32, 64)]
+    around a 2-D b16 box of 128-byte rows with the 128-byte swizzle, each a tile of a matrix 8 KiB a row (a
+    GEMM's geometry), the box sizes also as contiguous boxes (a tensor one box wide); the map in global
+    memory; multicast; stores and a reduction; bulk copies both ways; the baselines; the barrier alone."""
+    out = [_tile(2, (64, rows)) for rows in BOX_ROWS]
+    # The same boxes contiguous: from HBM a GEMM's tile takes longer than a contiguous box of its bytes.
+    out += [_load(2, 2, (64, rows)) for rows in BOX_ROWS]
+    out += [_tile(elem, (128 // elem, 64)) for elem in (1, 4, 8)]  # 8 KB each (b16 above)
+    out += [_tile(2, (16 * span // 32 if span else 64, 64), span) for span in (0, 32, 64)]
     # 512-byte rows (no swizzle allows them): a quarter of the rows of a 128-byte-row box of the same bytes.
     # On an H200 boxes of 128-byte rows stream at 0.92-0.94 of the read roofline while bulk copies of the
     # same bytes reach it: these tell a per-row cost of the copy engine from a per-byte one.
-    out += [_load(2, 2, (256, rows), 0) for rows in (16, 64)]
+    out += [_tile(2, (256, rows), 0) for rows in (16, 64)]
     out += [_load(1, 2, (256,), 0), _load(3, 2, (64, 8, 8)), _load(4, 2, (64, 4, 4, 4)), _load(5, 2, (64, 4, 4, 2, 2))]
-    out += [_load(2, 2, (64, 64), gmap=True)]
-    out += [_load(2, 2, (64, 64), promotion=p) for p in PROMOTIONS if p != DEFAULT_PROMOTION]
+    out += [_tile(2, (64, 64), gmap=True)]
+    out += [_tile(2, (64, 64), promotion=p) for p in PROMOTIONS if p != DEFAULT_PROMOTION]
     out += [_load(rank, 2, (64, 128), im2col=True) for rank in (3, 4, 5)]  # 16 KB: 128 pixels of 128 B
     out += [_load(4, 2, (64, pixels), im2col=True) for pixels in (32, 64, 256)]
     out += [_load(4, 2, (64, 128), 0, im2col=True)]
-    out += [_load(2, 2, (64, 64), cluster=c) for c in CLUSTERS if c <= PORTABLE_CLUSTER]
-    out += [_load(2, 2, (64, 32), cluster=c) for c in (8, 16)]  # 16 boxes of 8 KB exceed a stage: 4 KB boxes
-    out += [TmaCase("store", 2, 2, (64, 64), 128), TmaCase("store", 2, 2, (64, 256), 128)]
-    out += [TmaCase("reduce", 2, 4, (32, 64), 128)]
+    out += [_tile(2, (64, 64), cluster=c) for c in CLUSTERS if c <= PORTABLE_CLUSTER]
+    out += [_tile(2, (64, 32), cluster=c) for c in (8, 16)]  # 16 boxes of 8 KB exceed a stage: 4 KB boxes
+    out += [_tile(2, (64, 64), op="store"), _tile(2, (64, 256), op="store")]
+    out += [_tile(4, (32, 64), op="reduce")]
     out += [TmaCase("bulk", box=(size,)) for size in (2048, 8192, 32768)]
     out += [TmaCase("bulk-store", box=(size,)) for size in (8192, 32768)]
     out += [TmaCase(op) for op in ("read", "cp.async", "ld+st", "mbarrier")]

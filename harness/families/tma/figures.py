@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from harness.families.tma.cases import DEFAULT_PROMOTION, parse
+from harness.families.tma.cases import DEFAULT_PROMOTION, GEMM_PITCH, parse
 from harness.paper import PAPER_GPU
 from harness.verdicts import AGREES
 
@@ -31,6 +31,7 @@ def _frame(ctx) -> pd.DataFrame:
     frame["box_bytes"] = [cases[c].box_bytes for c in frame.case_id]
     frame["cluster"] = [cases[c].cluster for c in frame.case_id]
     frame["im2col"] = [cases[c].im2col for c in frame.case_id]
+    frame["pitch"] = [cases[c].pitch for c in frame.case_id]
     launches = [json.loads(launch) for launch in frame.launch]
     frame["stages"] = [k.get("stages") for k in launches]
     frame["blocks_per_sm"] = [k.get("blocks_per_sm") for k in launches]
@@ -38,13 +39,67 @@ def _frame(ctx) -> pd.DataFrame:
     return frame
 
 
-def _box_size_cases(frame: pd.DataFrame) -> pd.DataFrame:
+def latency_metric(frame: pd.DataFrame) -> str:
+    """A load's latency in this run: latency_cycles from its issue (schema 12 on), or, in runs that did not
+    time the issue, latency_added_cycles (its sequence less the same sequence without it, which older runs
+    stored as latency_cycles; migration 0012)."""
+    loads = frame[frame.case_id.str.contains("shared::cluster.global", regex=False) & frame.source.notna()]
+    return "latency_cycles" if (loads.metric == "latency_cycles").any() else "latency_added_cycles"
+
+
+def latency_words(metric: str) -> str:
+    return ("from a clock read just before its issue to its mbarrier's completion seen, net of two clock reads "
+            "timed in the same launch" if metric == "latency_cycles" else
+            "net of the same arrive.expect_tx / try_wait sequence without the copy, timed in another launch (what "
+            "the copy adds to that sequence: this run did not time the copy from its issue)")
+
+
+def _box_size_cases(frame: pd.DataFrame, pitch: int | None = None) -> pd.DataFrame:
     """The 2-D b16 loads of 128-byte rows, 128-byte swizzle, map by value, the default L2 promotion: only the
-    box's rows vary."""
-    chosen = [c for c in set(frame.case_id) if (p := parse(c)).op == "load" and p.rank == 2 and p.elem == 2
+    box's rows vary; in one geometry, `pitch` (None: the run's default, a GEMM's tile where it has those)."""
+    chosen = {c: p.pitch for c in set(frame.case_id) if (p := parse(c)).op == "load" and p.rank == 2 and p.elem == 2
               and p.box[0] == 64 and p.swizzle == 128 and not p.gmap and p.cluster == 1
-              and p.promotion == DEFAULT_PROMOTION]
-    return frame[frame.case_id.isin(chosen)]
+              and p.promotion == DEFAULT_PROMOTION}
+    if pitch is None:
+        pitch = GEMM_PITCH if GEMM_PITCH in chosen.values() else 0
+    return frame[frame.case_id.isin([c for c, p in chosen.items() if p == pitch])]
+
+
+def _geometry(frame: pd.DataFrame) -> list:
+    """A GEMM's tile (a matrix GEMM_PITCH bytes a row) against a contiguous box of the same bytes."""
+    wide, contiguous = _box_size_cases(frame, GEMM_PITCH), _box_size_cases(frame, 0)
+    if wide.empty or contiguous.empty:
+        return []
+    metric = latency_metric(frame)
+
+    def summary(part: pd.DataFrame) -> pd.DataFrame:
+        lat = part[(part.metric == metric) & part.source.isin(["L2", "HBM"])]
+        table = lat.pivot_table(index="box_bytes", columns="source", values="value")
+        table["best GB/s"] = part[part.metric == "bandwidth_gbps"].groupby("box_bytes").value.max()
+        return table
+
+    a, b = summary(wide), summary(contiguous)
+    rows = []
+    for box in sorted(set(a.index) & set(b.index)):
+        row = {"box bytes": int(box)}
+        for column in ("L2", "HBM", "best GB/s"):
+            if column in a and column in b:
+                name = f"latency from {column} (cycles)" if column != "best GB/s" else column
+                row[f"{name}, tile"], row[f"{name}, contiguous"] = a.at[box, column], b.at[box, column]
+                row[f"{column}: tile / contiguous"] = a.at[box, column] / b.at[box, column]
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    text = [f"The same 2-D boxes (64 b16 a row, 128-byte swizzle) as a GEMM reads them, tiles of a row-major "
+            f"matrix {GEMM_PITCH} bytes a row (K = {GEMM_PITCH // 2} b16; the suite's default, `.pitch{GEMM_PITCH}`), "
+            "and as contiguous boxes (a tensor one box wide). Latency is the median, its metric " + metric
+            + "; bandwidth the best over copies in flight."]
+    if "HBM: tile / contiguous" in table:
+        hbm = table["HBM: tile / contiguous"]
+        text.append(f"From HBM a tile takes {hbm.min():.2f} to {hbm.max():.2f} times as long as a contiguous box of its "
+                    "bytes" + (f"; from the L2 {table['L2: tile / contiguous'].min():.2f} to "
+                               f"{table['L2: tile / contiguous'].max():.2f}" if "L2: tile / contiguous" in table else "")
+                    + ".")
+    return [("TMA: a GEMM's tile against a contiguous box", text, table.round(3))]
 
 
 def _figure_bandwidth(path, loads: pd.DataFrame, roofline: float | None, title: str) -> None:
@@ -76,7 +131,7 @@ def _figure_bandwidth(path, loads: pd.DataFrame, roofline: float | None, title: 
 
 
 def _latency_table(frame: pd.DataFrame) -> pd.DataFrame:
-    lat = frame[(frame.metric == "latency_cycles") & frame.source.notna()]
+    lat = frame[(frame.metric == latency_metric(frame)) & frame.source.notna()]
     table = lat.pivot_table(index=["case_id", "box_bytes"], columns="source", values="value").reset_index()
     return table.sort_values(["box_bytes", "case_id"]).round(1)
 
@@ -89,7 +144,7 @@ def _little(frame: pd.DataFrame, roofline: float | None, sm_count: int) -> tuple
     loads = _box_size_cases(frame)
     rows = []
     for box, group in loads.groupby("box_bytes"):
-        cold = group[(group.metric == "latency_cycles") & (group.source == "HBM")]
+        cold = group[(group.metric == latency_metric(frame)) & (group.source == "HBM")]
         bw = group[group.metric == "bandwidth_gbps"]
         if cold.empty or bw.empty:
             continue
@@ -168,8 +223,7 @@ def figures(ctx) -> list:
     latency = _latency_table(frame)
     if len(latency):
         sections.append(("TMA: latency from L2 and from HBM", [
-            "One load from issue to the completion of its mbarrier, net of the same arrive.expect_tx / try_wait "
-            "sequence without the copy (its cost is the mbarrier case's latency). L2: the same tile again; HBM: a "
+            f"One load {latency_words(latency_metric(frame))} ({latency_metric(frame)}). L2: the same tile again; HBM: a "
             "fresh tile each time, across a tensor many times the L2. Stores are not here: their bulk group "
             "completes once the SM has sent the tile (store_drain_cycles, 29 + bytes / 32 cycles), which says "
             "nothing of the L2."], latency))
@@ -178,7 +232,7 @@ def figures(ctx) -> list:
         sections.append(("TMA: how many copies in flight (Little's law)", little_text, little))
     clusters = frame[(frame.cluster > 1)]
     if len(clusters):
-        rows = clusters[(clusters.metric == "latency_cycles") | (clusters.metric == "bandwidth_gbps")]
+        rows = clusters[(clusters.metric == latency_metric(frame)) | (clusters.metric == "bandwidth_gbps")]
         what = np.where(rows.metric == "bandwidth_gbps", "best GB/s",
                         "latency (cycles)" + np.where(rows.source.notna(), " from " + rows.source.fillna(""), ""))
         summary = (rows.assign(what=what)
@@ -187,6 +241,7 @@ def figures(ctx) -> list:
         sections.append(("TMA: multicast by cluster size", [
             "Multicast: each CTA of the cluster loads one box a round into every CTA's shared memory; GB/s counts "
             "the bytes that land (global memory is read once per cluster)."], summary))
+    sections += _geometry(frame)
     sections += _distributions(ctx, frame)
     sections += _models(frame)
     sections += _paper_section(ctx)
@@ -219,19 +274,20 @@ def _distributions(ctx, frame: pd.DataFrame) -> list:
     from harness.db.distributions import describe, samples, spread_summary
 
     loads = _box_size_cases(frame)
-    lat = loads[(loads.metric == "latency_cycles") & loads.source.notna()]
+    metric = latency_metric(frame)
+    lat = loads[(loads.metric == metric) & loads.source.notna()]
     sections = []
     if len(lat):
         rows = []
         for (case_id, box, source, launch), _ in lat.groupby(["case_id", "box_bytes", "source", "launch"]):
             rows.append({"box bytes": int(box), "source": source,
-                         **describe(samples(ctx.store, ctx.run_id, case_id, "latency_cycles", launch))})
+                         **describe(samples(ctx.store, ctx.run_id, case_id, metric, launch))})
         table = pd.DataFrame(rows).sort_values(["source", "box bytes"])
         path = ctx.directory / "tma_latency.png"
         _figure_latency(path, table, f"{ctx.gpu}, run {ctx.run_id}: one tile load's latency by box size")
         sections.append(("TMA: tile-load latency against box size", [
-            "One 2-D load (64 x rows of b16, 128-byte swizzle) from issue to its mbarrier, net of the arrive.expect_tx "
-            "/ try_wait sequence alone; the whole warp waits, lane 0 issues. Per repetition: L2, 16 tiles in turn "
+            f"One 2-D load (64 x rows of b16, 128-byte swizzle{', a tile of a matrix %d bytes a row' % GEMM_PITCH if (loads.pitch == GEMM_PITCH).any() else ', a contiguous box'}) "
+            f"{latency_words(metric)} ({metric}); the whole warp waits, lane 0 issues. Per repetition: L2, 16 tiles in turn "
             "that are in the L2; HBM, a fresh tile; prefetched, a fresh tile prefetched to the L2 4000 cycles before. "
             "Dots are medians, bars the quartiles; `modes` splits the samples at their widest gap where both groups "
             "hold a tenth of them or more (two L2 partitions, or a prefetch that had not landed); `grid` is a coarse "
@@ -239,7 +295,8 @@ def _distributions(ctx, frame: pd.DataFrame) -> list:
         sections.append(("TMA: tile-load latency samples", [], table))
     first = frame[frame.metric == "latency_first_use_cycles"]
     if len(first):
-        later = frame[(frame.metric == "latency_cycles") & (frame.source == "L2")].set_index("case_id").value
+        # like for like: both net of the bracketing sequence without the copy (latency_added_cycles)
+        later = frame[(frame.metric == "latency_added_cycles") & (frame.source == "L2")].set_index("case_id").value
         table = first[["case_id", "value"]].rename(columns={"value": "first copy of a launch"})
         table["later copies"] = table.case_id.map(later)
         table["first - later"] = table["first copy of a launch"] - table["later copies"]
@@ -329,7 +386,8 @@ def findings(ctx) -> list:
                 ax.axhline(roofline, color=line.get_color(), ls="--", lw=1)
         top = float(best.max())
         near = inflight[inflight.value >= NEAR * top]
-        latency = frame[(frame.gpu_name == gpu) & (frame.metric == "latency_cycles") & frame.source.notna()
+        latency = frame[(frame.gpu_name == gpu) & (frame.metric == latency_metric(frame[frame.gpu_name == gpu]))
+                        & frame.source.notna()
                         & frame.case_id.isin(set(boxes.case_id))]
         rows.append({"gpu": gpu, "read roofline GB/s": roofline, "best TMA load GB/s": top,
                      "of the roofline": top / roofline if roofline else None,

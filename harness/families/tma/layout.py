@@ -46,7 +46,7 @@ def geometry(case: TmaCase, tiles: int) -> model.Geometry | model.Im2colGeometry
         return model.Geometry(1, 1, case.box, tiles)
     if case.im2col:
         return model.Im2colGeometry(case.rank, case.elem, *case.box, tiles)
-    return model.Geometry(case.rank, case.elem, case.box, tiles)
+    return model.Geometry(case.rank, case.elem, case.box, tiles, case.row_boxes)
 
 
 def source_tiles(case: TmaCase, nbytes: int) -> int:
@@ -58,5 +58,5 @@ def source_tiles(case: TmaCase, nbytes: int) -> int:
         step = case.box[1] // gcd(case.box[1], pixels_per_image)  # images per whole number of columns
         images = nbytes // image_bytes // step * step
         return model.IM2COL_CHANNEL_TILES * images * pixels_per_image // case.box[1]
-    unit = case.box_bytes * (prod(model.inner_tiles(case.rank)) if case.tensor else 1)
+    unit = case.box_bytes * (prod(model.inner_tiles(case.rank, case.row_boxes)) if case.tensor else 1)
     return nbytes // unit * (unit // case.box_bytes)

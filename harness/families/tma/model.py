@@ -2,9 +2,10 @@
 
 The source tensor (ptx/tma.cu.in) is a buffer several times the L2 whose 32-bit word w holds
 source_word(w), so any box can be computed here without copying the buffer back. Its geometry:
-dimension 0 is one box wide (a box's rows are whole rows of the tensor), dimensions 1 .. rank-2 hold
-INNER_TILES boxes each, the last dimension the rest; tile t is the box whose corner is
-(digit_d(t) * box_d), the digits innermost first.
+dimension 0 is one box wide (a box's rows are whole rows of the tensor: each box contiguous), or, for a
+2-D case with a row pitch (cases.py, `.pitch8192`), `row_boxes` boxes wide (a GEMM's matrix: each box a
+tile of rows far apart); dimensions 1 .. rank-2 hold INNER_TILES boxes each, the last dimension the rest;
+tile t is the box whose corner is (digit_d(t) * box_d), the digits innermost first.
 
 Why dimension 0 is one box wide: with two boxes side by side (a 256-byte row pitch under 128-byte box
 rows) and the maps' 256-byte L2 promotion, every row a box reads pulls its neighbour's half into the
@@ -67,10 +68,11 @@ class Geometry:
     elem: int
     box: tuple[int, ...]
     tiles: int  # boxes in the tensor
+    row_boxes: int = 1  # boxes side by side along dimension 0 (a 2-D tensor many boxes wide: a GEMM's matrix)
 
     @property
     def inner_tiles(self) -> tuple[int, ...]:
-        return inner_tiles(self.rank)
+        return inner_tiles(self.rank, self.row_boxes)
 
     @property
     def dims(self) -> tuple[int, ...]:
@@ -117,16 +119,17 @@ def stored(pattern: np.ndarray, span: int) -> np.ndarray:
     return pattern[swizzle(np.arange(pattern.size), span)]
 
 
-def inner_tiles(rank: int) -> tuple[int, ...]:
-    """Boxes along dimensions 0 .. rank-2: one along dimension 0, INNER_TILES along the others."""
-    return (1, *(INNER_TILES,) * (rank - 2)) if rank > 1 else ()
+def inner_tiles(rank: int, row_boxes: int = 1) -> tuple[int, ...]:
+    """Boxes along dimensions 0 .. rank-2: `row_boxes` along dimension 0 (one: each box contiguous),
+    INNER_TILES along the others."""
+    return (row_boxes, *(INNER_TILES,) * (rank - 2)) if rank > 1 else ()
 
 
-def check_tile(rank: int) -> int:
+def check_tile(rank: int, row_boxes: int = 1) -> int:
     """The tile every single-copy check loads: digit 1 along each inner dimension that has more than
     one box, 5 along the last."""
     tile, place = 0, 1
-    for extent in inner_tiles(rank):
+    for extent in inner_tiles(rank, row_boxes):
         tile += place * (1 if extent > 1 else 0)
         place *= extent
     return tile + 5 * place
