@@ -214,3 +214,43 @@ def test_a_loads_latency_is_timed_from_its_issue_in_the_same_launch():
     assert all(s.issue_stamps and s.net_metric == "latency_added_cycles" for s in specs)
     store = tma.FAMILY.parse("cp.async.bulk.tensor.2d.global.shared::cta.tile.b16.box64x64.sw128.pitch8192")
     assert [s.issue_stamps for s in tma.FAMILY.plan(store, None) if isinstance(s, BracketedLatency)] == [False]
+
+
+@pytest.mark.parametrize("case_id", [
+    "cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128.pitch8192",
+    "cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x1.sw128",
+    "cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x32.sw128.pitch8192.multicast16",
+    "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.b16.ch64.px128.sw128",
+    "cp.async.bulk.shared::cluster.global.8192B"])
+def test_nothing_but_the_copys_own_issue_sits_between_the_issue_clock_and_the_copy(case_id, compile_cache, monkeypatch):
+    """The latency from the issue starts at the clock read before the copy. The compiler may move plain
+    arithmetic across a clock read: before the tile's number, coordinates and addresses were settled ahead of
+    the clocks, ptxas placed a fresh tile's 64-bit modulo, the coordinates' digits and the stage's address
+    between them (the whole sequence less the time from the issue read 44 cycles on the HBM kernels, 17 on
+    contiguous boxes from the L2, 5 on tiles, for the same arrive). In the window now: moving operands to uniform registers,
+    predicates, a bulk copy's address, a handful of instructions; no wide multiply, no 64-bit shift, no reading of
+    the CTA's shared-memory window (S2UR: the stage address, which every kernel recomputed there before)."""
+    import re
+    import subprocess
+
+    from harness.build.compile import compile_many
+    from harness.build.sass import find_nvdisasm
+    from harness.registry import probe_source
+
+    monkeypatch.setenv("HOPPER_BENCH_CACHE", str(compile_cache))
+    case = tma.FAMILY.parse(case_id)
+    build = compile_many([probe_source(case)])[case_id]
+    text = subprocess.run([find_nvdisasm(), "-c", str(build.cubin_path)], capture_output=True, text=True,
+                          check=True).stdout
+    kernels = ["probe_latency", "probe_latency_cold"] + (["probe_latency_prefetched"] if tma.prefetches(case) else [])
+    for kernel in kernels:
+        body = text[text.index(f".text.{kernel}:"):]
+        body = body[:body.find("\n.text.", 10)] if "\n.text." in body[10:] else body
+        lines = [re.sub(r"\s+", " ", line.split("*/", 1)[1]).strip() for line in body.splitlines()
+                 if re.search(r"/\*[0-9a-f]{4}\*/", line)]
+        copy = next(i for i, line in enumerate(lines) if re.search(r"\b(UTMALDG|UBLKCP)", line))
+        issue = max(i for i, line in enumerate(lines[:copy]) if "SR_CLOCKLO" in line)
+        window = lines[issue + 1:copy]
+        assert len(window) <= 24, (kernel, window)
+        assert not [line for line in window if re.search(r"\b(IMAD\.WIDE|IMAD\.HI|U?SHF\.R\.U64|S2R|S2UR|LDG|LDS)\b", line)], \
+            (kernel, window)
