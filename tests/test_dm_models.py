@@ -151,8 +151,8 @@ def test_the_issue_cost_is_one_number_on_both_gpus(store, pair):
 def test_dsmem_hop_of_one_gpu_predicts_the_other(store, pair):
     """The hop constant of one GPU's run predicts the other's chases to the other CTAs within 2 %; the ring and
     pair chases below their stream (7 of 45 launches) miss by a median under 12 % and at most 16 % (the runs of
-    record: 8.8-9.7 % and 12-14 %, the chase slower than Little's law with the hop says: a step of the chase
-    is more than the hop, the index added to the base between loads)."""
+    record: 8.7-9.8 % and 12.1-14.0 %, every chase slower than Little's law with the hop says: the hop is one lane's
+    load, a chase step a whole warp's)."""
     from harness.analysis.models import fit_run
 
     for fitted, predicted in (pair, pair[::-1]):

@@ -13,7 +13,8 @@
                     the hop less its service and a service of 4 bytes at the SM's share of the run's load stream
                     to the next CTA (ld.shared::cluster.u32.clusterC, the best of its launches): no parameter of
                     its own. Points where the queue is busy 95 % of the time or more are that stream, an input:
-                    marked `predicts` = False, never counted in the misses.
+                    marked `predicts` = False, never counted in the misses. It counts a warp's 32 loads as 32
+                    requests with the hop's latency each; the hop is one lane's load (docs/data-movement.md).
 """
 
 from __future__ import annotations
