@@ -11,7 +11,8 @@
 
 The TMA streams (harness/families/tma/fitting.py) are the second: a class is a block of one SM, its queue the
 block's issue loop, the shared queue the SM's share of the memory system's bandwidth, the delay the rest of a
-copy's unloaded latency.
+copy's unloaded latency. The DSMEM chases (harness/families/dsmem/fitting.py) are the first: one SM's requests
+in flight through its share of the DSMEM stream and the hop.
 """
 
 from __future__ import annotations
@@ -25,9 +26,6 @@ class Solution:
     throughput: float  # customers (copies) per cycle, of one class
     own: float  # cycles a customer spends at its class's queue, waiting and served
     shared: float  # cycles at the shared queue, waiting and served
-
-    def utilisation(self, demand: float, classes: int = 1) -> float:
-        return self.throughput * demand * classes
 
 
 def exact_mva(demands: Sequence[float], delay: float, population: int) -> float:
