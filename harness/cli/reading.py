@@ -236,10 +236,13 @@ def _rendered(rows, heading: str, first, keep, wide: bool) -> tuple[str, list[st
               help="SM clock in MHz for the predicted TFLOPS (default: the datasheet's boost clock)")
 @click.option("--run", "run_id", default=None, type=RUN_ID,
               help="fit every family's model to this run instead: its parameters, how well it fits")
+@click.option("--fit-run", "fit_run_id", default=None, type=RUN_ID, metavar="RUN_ID",
+              help="with --run: fit the models to this run instead and predict --run's measurements with its "
+                   "parameters (the models that carry them to another run: e.g. one GPU's fit predicting another's)")
 @click.option("--residuals", is_flag=True, help="with --run, every measurement beside the fit")
 @click.option("--db", default=None, help=DB_HELP)
 @table_options
-def model(gpu, clock, run_id, residuals, db, fmt, wide):
+def model(gpu, clock, run_id, fit_run_id, residuals, db, fmt, wide):
     """Predict from a GPU's datasheet parameters (each family whose model can), or fit every family's
     model to a run: its parameters, and each measurement beside the fit (residuals).
 
@@ -249,6 +252,7 @@ def model(gpu, clock, run_id, residuals, db, fmt, wide):
       bench model --gpu H800 --clock 1560
       bench model --run 4
       bench model --run 4 --residuals
+      bench model --run 80 --fit-run 76
     """
     given = [f"--{name}" for name in ("gpu", "clock")
              if click.get_current_context().get_parameter_source(name) != click.core.ParameterSource.DEFAULT]
@@ -257,6 +261,8 @@ def model(gpu, clock, run_id, residuals, db, fmt, wide):
                                "the run's own GPU and clocks; --gpu/--clock predict from a datasheet")
     if residuals and run_id is None:
         raise click.UsageError("--residuals needs --run (the residuals of a fit to a run)")
+    if fit_run_id is not None and run_id is None:
+        raise click.UsageError("--fit-run needs --run (the run whose measurements the other run's fit predicts)")
     if run_id is None:
         from harness.registry import FAMILIES
 
@@ -270,7 +276,10 @@ def model(gpu, clock, run_id, residuals, db, fmt, wide):
     from harness.analysis.compare import natural_key
     from harness.analysis.models import fit_run
 
-    for family, report in fit_run(open_store(db), run_id).items():
+    store = open_store(db)
+    if fit_run_id is not None:
+        store.run_info(fit_run_id)  # StoreError naming the valid runs if there is no such run
+    for family, report in fit_run(store, run_id, fit_run_id=fit_run_id).items():
         rows = report.residuals
         if "case_id" in rows and len(rows):  # m64n8 before m64n104: numbers as numbers
             rows = rows.iloc[sorted(range(len(rows)), key=lambda i: natural_key(str(rows.case_id.iloc[i])))]
@@ -319,13 +328,33 @@ def _model_summary(family: str, parameters: pd.DataFrame, residuals: pd.DataFram
     elif len(table):
         print_frame(table, "table", wide, keep=list(table.columns))
     if "relative" in residuals and residuals.relative.notna().any():
-        relative = residuals.relative.abs()
-        worst = residuals.loc[relative.idxmax()]
-        where = ", ".join(str(worst[c]) for c in ("case_id", "metric", "model") if c in worst and worst[c] == worst[c])
-        say(f"{len(residuals)} measurements: median miss {100 * relative.median():.3g} %, worst "
-            f"{100 * relative.max():.3g} %" + (f" ({where})" if where else "") + "; --residuals lists each")
+        _misses(residuals)
     elif len(residuals):
         say(f"{len(residuals)} measurements beside the fit: --residuals lists them")
+
+
+def _misses(residuals: pd.DataFrame) -> None:
+    """The median and the worst relative miss, per model where the rows name several, over the rows the
+    model predicts (a `predicts` column False marks a row whose value is an input the model was given, e.g.
+    a roofline: counted apart, never in the misses)."""
+    predicts = residuals.predicts.astype(bool) if "predicts" in residuals else pd.Series(True, index=residuals.index)
+    counted = residuals[predicts & residuals.relative.notna()]
+    groups = (list(counted.groupby("model", sort=False)) if "model" in counted and counted.model.nunique() > 1
+              else [(None, counted)])
+    for name, rows in groups:
+        if rows.empty:
+            continue
+        relative = rows.relative.abs()
+        worst = rows.loc[relative.idxmax()]
+        where = ", ".join(str(worst[c]) for c in ("case_id", "metric", "launch", "model")
+                          if c in worst and worst[c] == worst[c] and not (c == "model" and name is not None))
+        say((f"{name}: " if name is not None else "") + f"{len(rows)} measurements: median miss "
+            f"{100 * relative.median():.3g} %, worst {100 * relative.max():.3g} %" + (f" ({where})" if where else ""))
+    left = int((~predicts).sum())
+    if left:
+        say(f"{left} more at an input the model was given (e.g. the roofline): not counted; --residuals lists each")
+    else:
+        say("--residuals lists each")
 
 
 class AdvisorGroup(click.Group):

@@ -94,7 +94,7 @@ class DsmemFamily(Family):
 
     @property
     def model(self):
-        """The DSMEM hop, latency = a + b log2(cluster) (fitting.py): fitted to a run."""
+        """The DSMEM hop (a constant) and the chases' bandwidth from requests in flight (fitting.py)."""
         from harness.families.dsmem.fitting import DsmemModel
 
         return DsmemModel()

@@ -88,10 +88,13 @@ def _models(frame: pd.DataFrame) -> list:
     report = DsmemModel().fit(frame, "", "")
     if report is None:
         return []
-    return [("DSMEM hop model (bench model --run)", [
-        ("DSMEM hop = a + b log2(cluster), least squares over the pointer chases to the next CTA (two CTAs of a TPC "
-        "at cluster 2, farther apart in larger clusters): the parameters, then each point's residual.")],
-        report.parameters), ("DSMEM hop model: residuals", [], report.residuals)]
+    return [("DSMEM models (bench model --run)", [
+        ("DSMEM hop = one constant, the mean of the pointer chases to the other CTAs over the cluster sizes (it does "
+         "not grow with the cluster), with their spread; the ring and pair chases' bandwidth from threads x ilp requests "
+         "in flight, that hop and the run's load stream to the next CTA (a closed queue, exact MVA): the parameters, "
+         "then each point's residual (rows 'at the stream': the queue is busy 95 % of the time or more, the stream's "
+         "value, not a prediction).")],
+        report.parameters), ("DSMEM models: residuals", [], report.residuals)]
 
 
 def _paper_section(ctx) -> list:

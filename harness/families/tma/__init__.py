@@ -130,7 +130,7 @@ class TmaFamily(Family):
 
     @property
     def model(self):
-        """Copy latency by source, Little's law (fitting.py): fitted to a run."""
+        """Copy latency by source, copies in flight as a queueing network (fitting.py): fitted to a run."""
         from harness.families.tma.fitting import TmaModel
 
         return TmaModel()

@@ -342,13 +342,15 @@ def _models(frame: pd.DataFrame) -> list:
     summary = (residuals.assign(abs_rel=residuals.relative.abs())
                .groupby("model").agg(points=("case_id", "size"), median_abs_relative=("abs_rel", "median"),
                                       max_abs_relative=("abs_rel", "max")).reset_index().round(3))
-    worst = residuals.loc[residuals.relative.abs().sort_values(ascending=False).index[:8]]
+    predicted = residuals[residuals.predicts.astype(bool)]  # not the rows whose value is the roofline given
+    worst = predicted.loc[predicted.relative.abs().sort_values(ascending=False).index[:8]]
     return [("Data-movement models (bench model --run)", [
         "Copy latency = base + bytes / rate per source, least squares over the single-CTA tile and bulk loads; "
-        "Little's law: bandwidth = min(roofline, SMs x blocks x copies in flight x box / HBM latency at that box). "
-        "The parameters, then how far each model misses, then its worst points: "
-        "Little's law misses where copies in flight are not the limit (small boxes issue-bound, the point past the "
-        "roofline), the latency line at the smallest boxes (a fixed cost the line averages)."],
+        "copies in flight: each SM a closed queueing network solved by mean-value analysis (each block's copies "
+        "through its issue loop, the fitted issue cycles a copy; the SM's share of the read roofline; the rest of "
+        "the HBM latency line as a delay). The parameters, then how far each model misses, then its worst points; "
+        "rows '(at the roofline)' are streams where the model's memory queue is busy 95 % of the time or more, "
+        "whose value is the roofline the model was given: not predictions, and not among the worst."],
         report.parameters), ("Data-movement models: residuals", [], summary),
         ("Data-movement models: the largest misses", [], worst)]
 

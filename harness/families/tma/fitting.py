@@ -3,27 +3,42 @@
     copy latency    latency = base + bytes / rate, per source (L2, HBM, prefetched), least squares over
                     the single-CTA tile and bulk loads (not im2col or multicast, whose bytes are not one
                     box's): base is the fixed cost of a copy, rate the bytes per cycle one copy streams in.
-    Little's law    bandwidth = min(roofline, bytes in flight / HBM latency of the box): in flight are
-                    SMs x blocks per SM x copies per block x box bytes; the latency is the fitted HBM line
-                    at that box, in seconds at the clock measured during the stream; the roofline is the
-                    run's read baseline (ld.global.v4.u32). Where it misses, copies in flight are not the
-                    only limit (a copy's issue cost, the box's row count).
+    copies in flight  the TMA streams ({"stages": k, "blocks_per_sm": b}) as a closed queueing network of one
+                    SM, solved by mean-value analysis (harness/analysis/queueing.py symmetric_mva): each of the
+                    b blocks keeps k copies of B bytes in flight; a copy passes its block's issue loop (a queue
+                    of the block's own, `issue` cycles a copy: the one fitted parameter), the SM's share of the
+                    memory system (a queue shared by the SM's blocks, B / (roofline / SMs) cycles a copy, the
+                    roofline the run's read baseline, ld.global.v4.u32) and a delay, the rest of the copy's
+                    unloaded latency: the run's own HBM latency line at B, less the two services (at least 0).
+                    Everything but `issue` is the run's own measurement, so `issue` fitted to one GPU's run
+                    predicts another GPU's streams from that GPU's latency line and roofline
+                    (`bench model --run B --fit-run A`).
 
+Residuals of the streams count only the points the model predicts: where the model's memory queue is busy
+95 % of the time or more (`AT_ROOFLINE`) its bandwidth is the roofline it was given, and those rows are
+marked `predicts` = False.
+
+`little` is Little's law capped at the roofline, the model this one replaces (docs/data-movement.md compares them).
 The DSMEM hop is the dsmem family's model (harness/families/dsmem/fitting.py).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from harness.analysis.queueing import symmetric_mva
 from harness.families.tma.cases import FIXED_IDS, parse
 from harness.stats import residual_frame
 
 SOURCES = ("L2", "HBM", "prefetched")
+AT_ROOFLINE = 0.95  # the memory queue's utilisation from which a prediction is the roofline it was given
+ISSUE_RANGE = (1.0, 4000.0)  # cycles a copy: where the fit of the issue loop looks
+STREAM_MODEL = "copies in flight"
 
 
 @dataclass(frozen=True)
@@ -46,9 +61,55 @@ def fit_line(nbytes: np.ndarray, cycles: np.ndarray) -> Line | None:
 
 def little(sms: int, blocks: int, stages: int, box_bytes: int, latency_cycles: float, clock_mhz: float,
            roofline_gbps: float) -> float:
-    """GB/s that `stages` copies in flight per block sustain at that latency, capped at the roofline."""
+    """GB/s that `stages` copies in flight per block sustain at that latency, capped at the roofline
+    (Little's law: the model the queueing network replaced)."""
     in_flight = sms * blocks * stages * box_bytes
     return min(roofline_gbps, in_flight / (latency_cycles / (clock_mhz * 1e6)) / 1e9)
+
+
+@dataclass(frozen=True)
+class StreamPoint:
+    case_id: str
+    stages: int
+    blocks: int
+    box_bytes: int
+    sms: int
+    clock_mhz: float
+    measured: float  # GB/s
+
+
+def stream_bandwidth(point: StreamPoint, issue: float, latency: Line, roofline_gbps: float) -> tuple[float, float]:
+    """(GB/s, the memory queue's utilisation) the queueing network predicts for one stream point."""
+    per_sm = roofline_gbps * 1e9 / (point.sms * point.clock_mhz * 1e6)  # bytes per cycle, the SM's share
+    memory = point.box_bytes / per_sm
+    delay = max(latency.at(point.box_bytes) - issue - memory, 0.0)
+    solution = symmetric_mva(point.blocks, point.stages, issue, memory, delay)
+    copies = solution.throughput * point.blocks  # copies per cycle per SM
+    return copies * point.box_bytes * point.sms * point.clock_mhz * 1e6 / 1e9, copies * memory
+
+
+def fit_issue(points: list[StreamPoint], latency: Line, roofline_gbps: float) -> float:
+    """The issue cycles a copy that minimise the mean squared log ratio of measured to predicted bandwidth over
+    the points: golden-section search over ISSUE_RANGE on a log scale."""
+    def loss(log_issue: float) -> float:
+        issue = math.exp(log_issue)
+        return float(np.mean([math.log(p.measured / stream_bandwidth(p, issue, latency, roofline_gbps)[0]) ** 2
+                              for p in points]))
+
+    low, high = math.log(ISSUE_RANGE[0]), math.log(ISSUE_RANGE[1])
+    ratio = (math.sqrt(5) - 1) / 2
+    a, b = high - ratio * (high - low), low + ratio * (high - low)
+    fa, fb = loss(a), loss(b)
+    while high - low > 1e-4:
+        if fa < fb:
+            high, b, fb = b, a, fa
+            a = high - ratio * (high - low)
+            fa = loss(a)
+        else:
+            low, a, fa = a, b, fb
+            b = low + ratio * (high - low)
+            fb = loss(b)
+    return math.exp((low + high) / 2)
 
 
 @dataclass(frozen=True)
@@ -56,12 +117,19 @@ class FitReport:
     gpu: str
     lines: dict[str, Line]
     residual_rows: list[dict]
+    issue: float | None = None  # cycles a copy in a block's issue loop
+    issue_from: str = ""  # "fitted" or where it came from (another run)
+    roofline_gbps: float | None = None
+    stream_points: int = 0
 
     @property
     def parameters(self) -> pd.DataFrame:
         rows = [{"gpu": self.gpu, "model": f"copy latency from {source}", "base_cycles": round(line.base, 1),
                  "bytes_per_cycle": round(line.rate, 1), "points": line.points}
                 for source, line in self.lines.items()]
+        if self.issue is not None:
+            rows.append({"gpu": self.gpu, "model": f"{STREAM_MODEL}: issue cycles a copy ({self.issue_from})",
+                         "base_cycles": round(self.issue, 1), "bytes_per_cycle": None, "points": self.stream_points})
         return pd.DataFrame(rows)
 
     @property
@@ -78,14 +146,26 @@ class TmaModel:
     def predict(self, case, metric: str, params) -> float | None:
         return None
 
-    def fit(self, frame: pd.DataFrame, gpu: str, source: str) -> FitReport | None:
+    def fit(self, frame: pd.DataFrame, gpu: str, source: str, issue: float | None = None,
+            issue_from: str = "fitted") -> FitReport | None:
+        """The latency lines and the streams' queueing network fitted to the run; with `issue`, the streams
+        are predicted with that issue cost (fitted elsewhere) instead of one fitted here."""
         rows = frame.assign(_launch=[json.loads(x) if x else {} for x in frame.launch])
         cases = {c: parse(c) for c in rows.case_id.unique()}
         lines, residuals = self._latency(rows, cases)
-        residuals += self._little(rows, cases, lines.get("HBM"))
         if not lines:
             return None
-        return FitReport(gpu, lines, residuals)
+        streams = self._streams(rows, cases, lines.get("HBM"), issue, issue_from)
+        if streams is None:
+            return FitReport(gpu, lines, residuals)
+        issue, roofline, stream_rows = streams
+        return FitReport(gpu, lines, residuals + stream_rows, issue, issue_from, roofline, len(stream_rows))
+
+    def transfer(self, fitted: FitReport, frame: pd.DataFrame, gpu: str, source: str) -> FitReport | None:
+        """Predict this run's streams with the issue cost fitted to another run (`fitted`, its report)."""
+        if fitted.issue is None:
+            return None
+        return self.fit(frame, gpu, source, fitted.issue, f"from {source}" if source else "from another run")
 
     @staticmethod
     def _single_box(case) -> bool:
@@ -104,23 +184,32 @@ class TmaModel:
                 continue
             lines[source] = line
             residuals += [{"model": f"copy latency ({source})", "case_id": c, "launch": f"source={source}",
-                           "measured": round(v, 1), "fitted": round(line.at(b), 1), "residual": round(v - line.at(b), 1)}
+                           "measured": round(v, 1), "fitted": round(line.at(b), 1), "residual": round(v - line.at(b), 1),
+                           "predicts": True}
                           for c, v, b in zip(part.case_id, part.value, nbytes)]
         return lines, residuals
 
-    def _little(self, rows: pd.DataFrame, cases: dict, hbm: Line | None) -> list[dict]:
+    def _streams(self, rows: pd.DataFrame, cases: dict, hbm: Line | None, issue: float | None,
+                 issue_from: str) -> tuple[float, float, list[dict]] | None:
         readers = (FIXED_IDS["read"], FIXED_IDS["cp.async"], FIXED_IDS["ld+st"])  # the roofline: the best of them
         roofline = rows[rows.case_id.isin(readers) & (rows.metric == "bandwidth_gbps")].value
-        if hbm is None or roofline.empty:
-            return []
+        streams = rows[(rows.metric == "bandwidth_gbps")
+                       & rows.case_id.map(lambda c: self._single_box(cases[c])).astype(bool)]
+        if hbm is None or roofline.empty or streams.empty:
+            return None
         top = float(roofline.max())
-        streams = rows[(rows.metric == "bandwidth_gbps") & rows.case_id.map(lambda c: self._single_box(cases[c]))]
+        points = [StreamPoint(c, launch["stages"], launch["blocks_per_sm"], cases[c].box_bytes, int(sms), float(clock),
+                              float(value))
+                  for c, value, launch, sms, clock in zip(streams.case_id, streams.value, streams._launch,
+                                                          streams.sm_count, streams.sm_clock_mhz)]
+        if issue is None:
+            issue = fit_issue(points, hbm, top)
         out = []
-        for case_id, value, launch, sms, clock in zip(streams.case_id, streams.value, streams._launch, streams.sm_count,
-                                                       streams.sm_clock_mhz):
-            box = cases[case_id].box_bytes
-            fitted = little(int(sms), launch["blocks_per_sm"], launch["stages"], box, hbm.at(box), float(clock), top)
-            out.append({"model": "Little's law", "case_id": case_id,
-                        "launch": f"stages={launch['stages']},blocks_per_sm={launch['blocks_per_sm']}",
-                        "measured": round(value, 1), "fitted": round(fitted, 1), "residual": round(value - fitted, 1)})
-        return out
+        for p in points:
+            fitted, busy = stream_bandwidth(p, issue, hbm, top)
+            predicts = busy < AT_ROOFLINE
+            out.append({"model": STREAM_MODEL + ("" if predicts else " (at the roofline)"), "case_id": p.case_id,
+                        "launch": f"stages={p.stages},blocks_per_sm={p.blocks}", "measured": round(p.measured, 1),
+                        "fitted": round(fitted, 1), "residual": round(p.measured - fitted, 1), "predicts": predicts,
+                        "issue": issue_from})
+        return issue, top, out
