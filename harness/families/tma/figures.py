@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from harness.families.tma.cases import DEFAULT_PROMOTION, GEMM_PITCH, parse
+from harness.families.tma.fitting import load_latency_metric as latency_metric
 from harness.paper import PAPER_GPU
 from harness.verdicts import AGREES
 
@@ -37,14 +38,6 @@ def _frame(ctx) -> pd.DataFrame:
     frame["blocks_per_sm"] = [k.get("blocks_per_sm") for k in launches]
     frame["source"] = [k.get("source") for k in launches]
     return frame
-
-
-def latency_metric(frame: pd.DataFrame) -> str:
-    """A load's latency in this run: latency_cycles from its issue (schema 12 on), or, in runs that did not
-    time the issue, latency_added_cycles (its sequence less the same sequence without it, which older runs
-    stored as latency_cycles; migration 0012)."""
-    loads = frame[frame.case_id.str.contains("shared::cluster.global", regex=False) & frame.source.notna()]
-    return "latency_cycles" if (loads.metric == "latency_cycles").any() else "latency_added_cycles"
 
 
 def latency_words(metric: str) -> str:

@@ -36,6 +36,16 @@ from harness.families.tma.cases import FIXED_IDS, parse
 from harness.stats import residual_frame
 
 SOURCES = ("L2", "HBM", "prefetched")
+GEMM_TILE = "GEMM tile"  # the latency line of the tiles of a matrix many boxes wide (cases.py, `.pitch`)
+
+
+def load_latency_metric(frame: pd.DataFrame) -> str:
+    """A TMA load's latency in this run: latency_cycles, timed from its issue (schema 12 on); in runs that did
+    not time the issue, latency_added_cycles (the sequence less the same without the copy, which those runs
+    stored as latency_cycles: migration 0012)."""
+    loads = frame[frame.case_id.str.contains("shared::cluster.global", regex=False)
+                  & frame.launch.str.contains('"source"', regex=False)]
+    return "latency_cycles" if (loads.metric == "latency_cycles").any() else "latency_added_cycles"
 AT_ROOFLINE = 0.95  # the memory queue's utilisation from which a prediction is the roofline it was given
 ISSUE_RANGE = (1.0, 4000.0)  # cycles a copy: where the fit of the issue loop looks
 STREAM_MODEL = "copies in flight"
@@ -88,12 +98,15 @@ def stream_bandwidth(point: StreamPoint, issue: float, latency: Line, roofline_g
     return copies * point.box_bytes * point.sms * point.clock_mhz * 1e6 / 1e9, copies * memory
 
 
-def fit_issue(points: list[StreamPoint], latency: Line, roofline_gbps: float) -> float:
+def fit_issue(points: list[StreamPoint], latency, roofline_gbps: float) -> float:
     """The issue cycles a copy that minimise the mean squared log ratio of measured to predicted bandwidth over
-    the points: golden-section search over ISSUE_RANGE on a log scale."""
+    the points: golden-section search over ISSUE_RANGE on a log scale. `latency`: one Line for every point, or
+    a function of the point giving its own (a GEMM's tile and a contiguous box have lines of their own)."""
+    line_of = latency if callable(latency) else (lambda point: latency)
+
     def loss(log_issue: float) -> float:
         issue = math.exp(log_issue)
-        return float(np.mean([math.log(p.measured / stream_bandwidth(p, issue, latency, roofline_gbps)[0]) ** 2
+        return float(np.mean([math.log(p.measured / stream_bandwidth(p, issue, line_of(p), roofline_gbps)[0]) ** 2
                               for p in points]))
 
     low, high = math.log(ISSUE_RANGE[0]), math.log(ISSUE_RANGE[1])
@@ -155,7 +168,7 @@ class TmaModel:
         lines, residuals = self._latency(rows, cases)
         if not lines:
             return None
-        streams = self._streams(rows, cases, lines.get("HBM"), issue, issue_from)
+        streams = self._streams(rows, cases, lines, issue, issue_from)
         if streams is None:
             return FitReport(gpu, lines, residuals)
         issue, roofline, stream_rows = streams
@@ -171,26 +184,40 @@ class TmaModel:
     def _single_box(case) -> bool:
         return case.op in ("load", "bulk") and not case.im2col and case.cluster == 1 and not case.gmap
 
+    @staticmethod
+    def _line_name(source: str, case) -> str:
+        """A latency line per source, and per geometry: a GEMM's tile (rows a pitch apart) has its own."""
+        return f"{source}, {GEMM_TILE}" if case.pitch else source
+
     def _latency(self, rows: pd.DataFrame, cases: dict) -> tuple[dict[str, Line], list[dict]]:
         lines, residuals = {}, []
+        metric = load_latency_metric(rows)
         # .astype(bool): a mask mapped over no rows is of dtype object, which pandas takes as columns
-        latency = rows[(rows.metric == "latency_cycles")
+        latency = rows[(rows.metric == metric)
                        & rows.case_id.map(lambda c: self._single_box(cases[c])).astype(bool)]
+        names = latency.case_id.map(lambda c: cases[c]) if len(latency) else latency.case_id
         for source in SOURCES:
-            part = latency[latency._launch.map(lambda launch: launch.get("source") == source).astype(bool)]
-            nbytes = part.case_id.map(lambda c: cases[c].box_bytes).to_numpy()
-            line = fit_line(nbytes, part.value.to_numpy())
-            if line is None:
-                continue
-            lines[source] = line
-            residuals += [{"model": f"copy latency ({source})", "case_id": c, "launch": f"source={source}",
-                           "measured": round(v, 1), "fitted": round(line.at(b), 1), "residual": round(v - line.at(b), 1),
-                           "predicts": True}
-                          for c, v, b in zip(part.case_id, part.value, nbytes)]
+            at = latency._launch.map(lambda launch: launch.get("source") == source).astype(bool)
+            for name in (source, f"{source}, {GEMM_TILE}"):
+                part = latency[at & (names.map(lambda case: self._line_name(source, case)) == name).astype(bool)]
+                nbytes = part.case_id.map(lambda c: cases[c].box_bytes).to_numpy()
+                line = fit_line(nbytes, part.value.to_numpy())
+                if line is None:
+                    continue
+                lines[name] = line
+                residuals += [{"model": f"copy latency ({name})", "case_id": c, "launch": f"source={source}",
+                               "measured": round(v, 1), "fitted": round(line.at(b), 1),
+                               "residual": round(v - line.at(b), 1), "predicts": True}
+                              for c, v, b in zip(part.case_id, part.value, nbytes)]
         return lines, residuals
 
-    def _streams(self, rows: pd.DataFrame, cases: dict, hbm: Line | None, issue: float | None,
+    def _streams(self, rows: pd.DataFrame, cases: dict, lines: dict[str, Line], issue: float | None,
                  issue_from: str) -> tuple[float, float, list[dict]] | None:
+        hbm = lines.get("HBM")
+
+        def line_of(point: StreamPoint) -> Line:  # the HBM line of the point's geometry, where the run has one
+            return lines.get(self._line_name("HBM", cases[point.case_id]), hbm)
+
         readers = (FIXED_IDS["read"], FIXED_IDS["cp.async"], FIXED_IDS["ld+st"])  # the roofline: the best of them
         roofline = rows[rows.case_id.isin(readers) & (rows.metric == "bandwidth_gbps")].value
         streams = rows[(rows.metric == "bandwidth_gbps")
@@ -203,10 +230,10 @@ class TmaModel:
                   for c, value, launch, sms, clock in zip(streams.case_id, streams.value, streams._launch,
                                                           streams.sm_count, streams.sm_clock_mhz)]
         if issue is None:
-            issue = fit_issue(points, hbm, top)
+            issue = fit_issue(points, line_of, top)
         out = []
         for p in points:
-            fitted, busy = stream_bandwidth(p, issue, hbm, top)
+            fitted, busy = stream_bandwidth(p, issue, line_of(p), top)
             predicts = busy < AT_ROOFLINE
             out.append({"model": STREAM_MODEL + ("" if predicts else " (at the roofline)"), "case_id": p.case_id,
                         "launch": f"stages={p.stages},blocks_per_sm={p.blocks}", "measured": round(p.measured, 1),
