@@ -48,6 +48,10 @@ METRICS = {m.name: m for m in (
                "one hop of a flag passed between two CTAs (a store into the other's shared memory, seen by its "
                "spin): the store's visibility plus where the receiver's poll loop stands when it lands, which "
                "locks to the same phase hop after hop (docs/data-movement.md); not the store's latency"),
+    MetricInfo("roundtrip_cycles", "cycles", "cycles", None, "lower",
+               "a flag stored into another CTA's shared memory and stored back by it on seeing it, from the first "
+               "store's issue to the reply seen by a spinning reader, each round sent at another phase: two stores' "
+               "latencies to visibility and two detections (its fastest round is the floor of both)"),
     MetricInfo("latency_raw_cycles", "cycles", "cycles", None, "lower",
                "the bracketed sequence with the instruction, its overhead included (where that sequence is what "
                "using the result takes, the instruction's full round trip, with two clock reads)"),

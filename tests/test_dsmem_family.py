@@ -103,6 +103,9 @@ def test_each_operation_compiles_the_kernels_it_launches(cache_dir):
         case = parse_case_id(case_id)
         kernels = set(disassemble(compile_probe(probe_source(case)).cubin_path))
         launched = {check.kernel for check in dsmem.FAMILY.checks(case, dsmem.FAMILY.inputs(case, np.random.default_rng(0)))}
+        for spec in dsmem.FAMILY.plan(case, None):  # and what the plan times without checking (an empty bracket)
+            launched |= {k for k in (getattr(spec, "kernel", None), getattr(spec, "empty_kernel", None)) if k}
+            launched |= {point.kernel for point in getattr(spec, "points", ())}
         assert kernels == launched, (case_id, kernels ^ launched)
 
 

@@ -12,6 +12,11 @@ ld.shared::cluster / st.shared::cluster:
                      other's shared memory that its spin sees. Not a latency: the receiver's poll loop
                      locks to one phase, so the hop is the store's visibility plus a fixed part of the
                      poll (a padded poll moves it in steps; docs/data-movement.md)
+    roundtrip_cycles stores: rank 0 stores a flag into the partner's shared memory and spins until the
+                     partner, spinning on its own, stores it back, net of the two clock reads: two stores'
+                     latencies to visibility and two detections. Each round is padded by a dependent chain of
+                     0-63 multiply-adds, so the stores leave at varying phases; the rounds take the same few
+                     values as unpadded ones, so they are no phase of the polls (tests/gpu/test_dsmem.py)
     bandwidth_gbps   the whole GPU, CUDA events: every thread of every CTA streaming 16-byte loads from (or
                      stores into) the next CTA's ring (.spread: each warp another CTA's); the papers' chase
                      patterns (ring, pair, broadcast, local): every thread following `ilp` dependent chains
@@ -30,9 +35,10 @@ import harness.families.dsmem.cases as _cases
 from harness.families.base import (Check, Family, Inputs, KernelExpectation, Reason, SassExpectation, Suite, Work,
                                    known_cause)
 from harness.families.dsmem.cases import PORTABLE_CLUSTER, DsmemCase
-from harness.measure.methods import Bandwidth, BandwidthPoint, ChainSlope
+from harness.measure.methods import Bandwidth, BandwidthPoint, BracketedLatency, ChainSlope
 from harness.measure.timing import RECORD_WORDS
 
+ROUNDTRIP_REPS = 260  # round trips per launch (ptx/dsmem.cu.in roundtrip), the first 4 dropped
 OP_CODES = {"dsmem": 0, "dsmem-store": 1, "dsmem-chase": 2}  # ptx/dsmem.cu.in: the kernels each compiles
 # dsmem-chase: the target CTA of rank r per pattern (ptx/dsmem.cu.in dsmem_chase), as C and as NumPy sees it
 CHASE_TARGETS = {"ring": "(cluster_ctarank() + 1) % CLUSTER", "pair": "cluster_ctarank() ^ 1u", "broadcast": "0u",
@@ -137,6 +143,8 @@ class DsmemFamily(Family):
                                          for i in CHASE_ILP), executes="LD.E")
         if case.op == "dsmem-store":
             return SassExpectation((("probe_dsmem_pingpong", KernelExpectation("ST.E.STRONG.GPU", 1)),
+                                    ("probe_dsmem_roundtrip", KernelExpectation("ST.E.STRONG.GPU", 2)),
+                                    ("probe_dsmem_roundtrip_unpadded", KernelExpectation("ST.E.STRONG.GPU", 2)),
                                     ("probe_dsmem_store_stream", KernelExpectation("ST.E.128", UNROLL))),
                                    executes="ST.E.128")
         return SassExpectation((("probe_dsmem_chain", KernelExpectation("LD.E", UNROLL)),
@@ -228,6 +236,14 @@ class DsmemFamily(Family):
         partner = case.cluster - 1 if case.spread else 1
         return [Check("probe_dsmem_pingpong", COPY_THREADS, hops, 5, self._expected(case, [hops]), 0.0,
                       f"{hops} hops between rank 0 and rank {partner}, the flag back at rank 0", grid=case.cluster),
+                Check("probe_dsmem_roundtrip", COPY_THREADS, ROUNDTRIP_REPS, ROUNDTRIP_REPS * COPY_THREADS,
+                      self._expected(case, [ROUNDTRIP_REPS, ROUNDTRIP_REPS]), 0.0,
+                      f"{ROUNDTRIP_REPS} round trips between rank 0 and rank {partner}: both flags at the last",
+                      grid=case.cluster),
+                Check("probe_dsmem_roundtrip_unpadded", COPY_THREADS, ROUNDTRIP_REPS, ROUNDTRIP_REPS * COPY_THREADS,
+                      self._expected(case, [ROUNDTRIP_REPS, ROUNDTRIP_REPS]), 0.0,
+                      f"{ROUNDTRIP_REPS} unpadded round trips between rank 0 and rank {partner}: both flags at the last",
+                      grid=case.cluster),
                 Check("probe_dsmem_store_stream", DSMEM_THREADS, iters, 5 * case.cluster, self._expected(case, ring),
                       0.0, f"rank 0's ring after {iters} iterations of stores into it", grid=case.cluster)]
 
@@ -269,6 +285,9 @@ class DsmemFamily(Family):
                                launch={"cluster": c}, grid=c,
                                notes=f"a flag passed between rank 0 and {partner}: each hop a st.relaxed.cluster into "
                                      "the other CTA's shared memory, seen by its spin on ld.relaxed"),
+                    BracketedLatency("probe_dsmem_roundtrip", "probe_dsmem_roundtrip_empty", COPY_THREADS,
+                                     "the two clock reads", launch={"cluster": c}, reps=ROUNDTRIP_REPS, grid=c,
+                                     net_metric="roundtrip_cycles"),
                     Bandwidth(points, grid_multiple=c, notes="every thread stores into "
                               + ("another CTA's shared memory, warp by warp" if case.spread else "the next CTA's shared memory"))]
         points = tuple(BandwidthPoint("probe_dsmem_stream", b, DSMEM_THREADS, DSMEM_THREADS * UNROLL * 16,
