@@ -46,8 +46,9 @@ METRICS = {m.name: m for m in (
                "its visibility to another SM"),
     MetricInfo("pingpong_hop_cycles", "cycles", "cycles", None, "lower",
                "one hop of a flag passed between two CTAs (a store into the other's shared memory, seen by its "
-               "spin): the store's visibility plus where the receiver's poll loop stands when it lands, which "
-               "locks to the same phase hop after hop (docs/data-movement.md); not the store's latency"),
+               "spin): the store's visibility plus the receiver's detection and its own next store, the same to a "
+               "thousandth of a cycle hop after hop, as the delivery between SMs is slotted (docs/data-movement.md); "
+               "not the store's latency"),
     MetricInfo("roundtrip_cycles", "cycles", "cycles", None, "lower",
                "a flag stored into another CTA's shared memory and stored back by it on seeing it, from the first "
                "store's issue to the reply seen by a spinning reader, each round sent at another phase: two stores' "

@@ -9,9 +9,9 @@ ld.shared::cluster / st.shared::cluster:
                      at once, one sample per cluster and partner (a distribution over SM placements and
                      partners); the local chase: rank 0 through its own ring, by ld.shared::cluster
     pingpong_hop_cycles  stores: one hop of a flag passed between two CTAs, each hop a store into the
-                     other's shared memory that its spin sees. Not a latency: the receiver's poll loop
-                     locks to one phase, so the hop is the store's visibility plus a fixed part of the
-                     poll (a padded poll moves it in steps; docs/data-movement.md)
+                     other's shared memory that its spin sees. Not a latency: a hop is the store's
+                     visibility, the receiver's detection and its next store, one value hop after hop
+                     (the delivery between SMs is slotted; docs/data-movement.md)
     roundtrip_cycles stores: rank 0 stores a flag into the partner's shared memory and spins until the
                      partner, spinning on its own, stores it back, net of the two clock reads: two stores'
                      latencies to visibility and two detections. Each round is padded by a dependent chain of
@@ -280,7 +280,7 @@ class DsmemFamily(Family):
             partner = f"rank {c - 1}" if case.spread else "rank 1"
             points = tuple(BandwidthPoint("probe_dsmem_store_stream", b, DSMEM_THREADS, DSMEM_THREADS * UNROLL * 16,
                                           {"blocks_per_sm": b, "cluster": c}) for b in (1, 2))
-            # pingpong_hop_cycles, not a latency: the receiver's poll locks to one phase (docs/data-movement.md)
+            # pingpong_hop_cycles, not a latency: a hop holds a detection and the next store (docs/data-movement.md)
             return [ChainSlope("pingpong_hop_cycles", "probe_dsmem_pingpong", COPY_THREADS, unroll=UNROLL,
                                launch={"cluster": c}, grid=c,
                                notes=f"a flag passed between rank 0 and {partner}: each hop a st.relaxed.cluster into "

@@ -40,8 +40,9 @@ def figures(ctx) -> list:
             ("Loads (ld.shared::cluster): latency of a pointer chase through another CTA's shared memory; bandwidth "
             "of every thread reading the next CTA's (.spread: each warp another CTA's). Stores (st.shared::cluster): "
             "one hop of a flag passed between two CTAs (a store into the other's shared memory until its spin sees "
-            "it; runs before 84 stored it as latency_cycles): not the store's latency, as the receiver's poll locks "
-            "to one phase hop after hop; bandwidth of every thread storing into the next CTA's.")], summary))
+            "it; runs before 84 stored it as latency_cycles): not the store's latency, as a hop holds the receiver's "
+            "detection and its next store; the round trip (roundtrip_cycles) takes the same values whatever the "
+            "phase it is sent at (the delivery is slotted); bandwidth of every thread storing into the next CTA's.")], summary))
     sections += _patterns(frame)
     from harness.db.distributions import spread_summary
 
