@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from helpers import one_error_line
-from harness.analysis.queueing import exact_mva, symmetric_mva
+from harness.queueing import exact_mva, symmetric_mva
 from harness.cli import cli
 from harness.families.tma.fitting import Line, StreamPoint, fit_issue, little, stream_bandwidth
 

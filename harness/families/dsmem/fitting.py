@@ -9,7 +9,7 @@
                     run, it predicts another GPU's chases (`bench model --run B --fit-run A`).
     chase bandwidth the papers' ring and pair chases (every thread of one block per SM following `ilp` dependent
                     4-byte loads through another CTA) from requests in flight and the hop: a closed queue of one
-                    SM solved by exact MVA (harness/analysis/queueing.py): threads x ilp requests, each a delay of
+                    SM solved by exact MVA (harness/queueing.py): threads x ilp requests, each a delay of
                     the hop less its service and a service of 4 bytes at the SM's share of the run's load stream
                     to the next CTA (ld.shared::cluster.u32.clusterC, the best of its launches): no parameter of
                     its own. Points where the queue is busy 95 % of the time or more are that stream, an input:
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from harness.analysis.queueing import exact_mva
+from harness.queueing import exact_mva
 from harness.families.dsmem.cases import parse
 from harness.stats import residual_frame
 

@@ -4,7 +4,7 @@
                     the single-CTA tile and bulk loads (not im2col or multicast, whose bytes are not one
                     box's): base is the fixed cost of a copy, rate the bytes per cycle one copy streams in.
     copies in flight  the TMA streams ({"stages": k, "blocks_per_sm": b}) as a closed queueing network of one
-                    SM, solved by mean-value analysis (harness/analysis/queueing.py symmetric_mva): each of the
+                    SM, solved by mean-value analysis (harness/queueing.py symmetric_mva): each of the
                     b blocks keeps k copies of B bytes in flight; a copy passes its block's issue loop (a queue
                     of the block's own, `issue` cycles a copy: the one fitted parameter), the SM's share of the
                     memory system (a queue shared by the SM's blocks, B / (roofline / SMs) cycles a copy, the
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from harness.analysis.queueing import symmetric_mva
+from harness.queueing import symmetric_mva
 from harness.families.tma.cases import FIXED_IDS, parse
 from harness.stats import residual_frame
 
