@@ -19,16 +19,18 @@ REPS = dsmem.ROUNDTRIP_REPS
 SKIP = 4  # BracketedLatency drops the first rounds (warm-up)
 
 
-def _rounds(case_id: str, kernel: str) -> tuple[np.ndarray, np.ndarray]:
-    """(round trips, gaps since the last round) of one launch of `kernel`, rank 0 of the first cluster."""
+def _rounds(case_id: str, padded: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """(round trips, gaps since the last round) of one launch of the round trip, rank 0 of the first cluster;
+    unpadded: the same kernel with the flag that leaves out its pad (so the timed window is the same code)."""
     case = parse_case_id(case_id)
     family = dsmem.FAMILY
     inputs = family.inputs(case, np.random.default_rng(1))
     probe = LoadedProbe(compile_probe(probe_source(case)), inputs.buffer, family.output_words(case))
     family.attach(case, probe, open_device(0))
     threads = dsmem.COPY_THREADS
-    probe.run(kernel, case.cluster, threads, REPS, REPS * threads)  # warm-up
-    launch = probe.run(kernel, case.cluster, threads, REPS, REPS * threads)
+    iters = REPS if padded else REPS | dsmem.ROUNDTRIP_UNPADDED
+    probe.run("probe_dsmem_roundtrip", case.cluster, threads, iters, REPS * threads)  # warm-up
+    launch = probe.run("probe_dsmem_roundtrip", case.cluster, threads, iters, REPS * threads)
     assert (launch.out[:2] == REPS).all(), launch.out[:2]  # both flags at the last round
     rows = launch.timing.reshape(REPS, threads)[SKIP:]
     return rows[:, 0].astype(float), rows[:, 1].astype(float)
@@ -42,8 +44,8 @@ def test_a_stores_round_trip_takes_the_same_values_whatever_the_phase_it_leaves_
     loop had left three), the unpadded one at one. A value that were a phase of the polls would move with the
     pad: so the padded rounds must take the values the unpadded ones take (each within 3 cycles of one of
     them, 99 % of rounds at least) and the same fastest round."""
-    padded, gaps = _rounds(case_id, "probe_dsmem_roundtrip")
-    unpadded, unpadded_gaps = _rounds(case_id, "probe_dsmem_roundtrip_unpadded")
+    padded, gaps = _rounds(case_id)
+    unpadded, unpadded_gaps = _rounds(case_id, padded=False)
     assert len(np.unique(gaps)) >= 16, np.unique(gaps)
     assert len(np.unique(unpadded_gaps)) <= 4, np.unique(unpadded_gaps)
     seen = np.unique(unpadded)
@@ -62,5 +64,5 @@ def test_the_round_trip_is_measured_and_the_ping_pong_is_not_called_a_latency():
     names = {m.name for m in result.metrics}
     assert {"roundtrip_cycles", "pingpong_hop_cycles"} <= names and "latency_cycles" not in names
     rounds = next(m.samples for m in result.metrics if m.name == "roundtrip_cycles")
-    raw, _ = _rounds(case_id, "probe_dsmem_roundtrip")
+    raw, _ = _rounds(case_id)
     assert 0 < np.median(rounds) < np.median(raw)
