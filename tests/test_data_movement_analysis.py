@@ -52,7 +52,8 @@ def test_tma_and_dsmem_figures_map_with_their_launch():
     assert [r.value for r in hbm] == [pytest.approx(761.5 / 1.755)] and hbm[0].unit == "ns"  # wall time x 1755 MHz
     bulk = _mapped("cp.async.bulk.shared::cluster.global.8192B", "roofline_fraction")
     by_blocks = {r.launch["blocks_per_sm"]: round(r.value, 4) for r in bulk}  # the sweep's 1, 2 and 4 per SM
-    assert by_blocks[4] == round(1802.971191 * 2**30 / 1e9 / 1861.5, 4) and sorted(by_blocks) == [1, 2, 4]  # GiB/s -> GB/s
+    assert by_blocks[4] == round(1802.971191 * 2**30 / 1e9 / 1861.5, 4)  # GiB/s -> GB/s
+    assert sorted(by_blocks) == [1, 2, 4]
     assert all(r.launch["stages"] == 1 for r in bulk) and len(bulk) == 3
     assert [r.value for r in _mapped("ld.shared::cluster.u32.cluster4", "latency_cycles")] == [201.0]
     assert [r.value for r in _mapped("ld.shared::cluster.u32.cluster2.chase.local", "latency_cycles")] == [33.0]

@@ -380,7 +380,8 @@ def _dsm_text(row: dict) -> dict | str:
         return ("one SM's store read by another SM through global memory: no case of ours times a store in one SM "
                 "seen by a load in another (docs/data-movement.md, \"Not done\")")
     if metric.startswith("latency_reduction_vs"):
-        return "a ratio of two figures (the DSM hop against the L2 latency or the SM-to-SM round trip through global memory)"
+        return ("a ratio of two figures (the DSM hop against the L2 latency or the SM-to-SM round trip through "
+                "global memory)")
     if metric == "bandwidth_dsm_local_per_sm":
         return ("GB/s per SM through the DSM interface to the block's own shared memory, at a clock not printed, from "
                 "50160 blocks of 16 KB of shared memory each: our local chase gives the whole GPU's bandwidth_gbps "

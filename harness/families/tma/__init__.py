@@ -96,9 +96,9 @@ def _suites() -> dict[str, Suite]:
                             "im2col rank 3-5, multicast to 2/4/8/16 CTAs, L2 prefetch), tensor stores and a reduction, "
                             "bulk copies both ways, the baselines (ld.global, cp.async, ld+st.shared), the mbarrier "
                             "sequence", _cases.cases, part_of=("tma",)),
-        "tma-authors": Suite("the authors' TMA bandwidth geometries (their logs, 2501.12084 Fig. 3) that tma-copies "
-                             "lacks: bulk copies of 1, 4, 12 and 16 KB, 1-D b64 boxes of 768 B to 2 KB, their six 2-D FP32 "
-                             "boxes of a matrix 128 KiB a row", _cases.authors_cases, part_of=("tma",)),
+        "tma-authors": Suite("the authors' TMA bandwidth geometries (their logs, 2501.12084 Fig. 3) that "
+                             "tma-copies lacks: bulk copies of 1, 4, 12 and 16 KB, 1-D b64 boxes of 768 B to 2 KB, "
+                             "their 2-D FP32 boxes of a matrix 128 KiB a row", _cases.authors_cases, part_of=("tma",)),
         "tma-quick": Suite("one tensor load, one store, the read baseline and the barrier",
                            lambda: [c for c in _cases.cases() if c.case_id in QUICK]),
     }
@@ -410,21 +410,22 @@ class TmaFamily(Family):
             blocks = int(row["shape"].split()[0])
             per_sm, rest = divmod(blocks, AUTHORS_SMS)
             if rest or per_sm not in BLOCKS_PER_SM:
-                return (f"{blocks} blocks ({blocks / AUTHORS_SMS:g} per SM of the H800 PCIe's {AUTHORS_SMS}): our streams "
-                        f"run {', '.join(map(str, BLOCKS_PER_SM))} blocks per SM")
+                return (f"{blocks} blocks ({blocks / AUTHORS_SMS:g} per SM of the H800 PCIe's {AUTHORS_SMS}): our "
+                        f"streams run {', '.join(map(str, BLOCKS_PER_SM))} blocks per SM")
             return dict(case_id=str(case), metric="roofline_fraction", gpu=gpu, of_paper_roofline=True,
                         launch={"blocks_per_sm": per_sm, "stages": 1})
         if table.startswith("Sec. 5.1"):
             if row["metric"] == "min_tma_load_size":
                 return ("a documented limit (a bulk copy moves a multiple of 16 bytes, PTX ISA), not a measurement: "
                         "the tma family's check refuses anything else")
-            return ("a difference of two chase steps (a TMA load's against a plain load's; the logs give about 105): no "
-                    "metric of ours is one case less another; both terms are mapped apart (latency_raw_cycles of the "
-                    "1-D 512-byte box, latency_cycles of ld.global.cg.u32.pchase.l2)")
+            return ("a difference of two chase steps (a TMA load's against a plain load's; the logs give about "
+                    "105): no metric of ours is one case less another; both terms are mapped apart "
+                    "(latency_raw_cycles of the 1-D 512-byte box, latency_cycles of ld.global.cg.u32.pchase.l2)")
         if table.startswith("Sec. 5.2"):
-            return ("a test parameter (4 GB loaded per point), not a measurement" if row["metric"] == "data_loaded_per_test"
-                    else "a bound stated in the text ('over 1800 GB/s', Fig. 3 not read numerically): the authors' logs "
-                         "behind Fig. 3 are mapped point by point")
+            if row["metric"] == "data_loaded_per_test":
+                return "a test parameter (4 GB loaded per point), not a measurement"
+            return ("a bound stated in the text ('over 1800 GB/s', Fig. 3 not read numerically): the authors' "
+                    "logs behind Fig. 3 are mapped point by point")
         if table.startswith(("Table XIII ", "Table XIV ")) or "AsyncPipe" in row["instruction"]:
             return ("GFLOPS of the CUDA sample globalToShmemAsyncCopy (a tiled FP32 matmul, 2048 wide, synchronous or "
                     "with a 2-stage cuda::memcpy_async pipeline) or their ratio: a whole kernel's rate; our cp.async "

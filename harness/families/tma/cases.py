@@ -306,14 +306,15 @@ def authors_case(log: str, shape: str) -> TmaCase | str:
     if log == "tma_bw_2d":
         width, height = (int(e) for e in shape.split("box")[1].split("x"))
         if AUTHORS_2D_PITCH % (4 * width):
+            row = 4 * width
             return (f"a {width} x {height} FP32 box of the authors' matrix, whose 32768-element rows hold "
-                    f"{32768 // width} such boxes and {32768 % width} elements over: our row pitch is a whole number of "
-                    f"boxes ({AUTHORS_2D_PITCH // (4 * width) * 4 * width} or {-(-AUTHORS_2D_PITCH // (4 * width)) * 4 * width} "
-                    f"bytes, not {AUTHORS_2D_PITCH})")
+                    f"{32768 // width} such boxes and {32768 % width} elements over: our row pitch is a whole number "
+                    f"of boxes ({AUTHORS_2D_PITCH // row * row} or {-(-AUTHORS_2D_PITCH // row) * row} bytes, "
+                    f"not {AUTHORS_2D_PITCH})")
         return TmaCase("load", 2, 4, (width, height), 0, pitch=AUTHORS_2D_PITCH)
-    return ("a box of the authors' 1024 x 1024 x 1024 FP32 tensor (its rows 4 KiB apart, its planes 4 MiB apart): our "
-            "rank-3 tensors are one box wide along dimension 0 and a row pitch is a 2-D tile's, so no case of ours reads "
-            "those boxes from that geometry")
+    return ("a box of the authors' 1024 x 1024 x 1024 FP32 tensor (its rows 4 KiB apart, its planes 4 MiB apart): "
+            "our rank-3 tensors are one box wide along dimension 0 and a row pitch is a 2-D tile's, so no case of "
+            "ours reads those boxes from that geometry")
 
 
 def authors_cases() -> list[TmaCase]:
