@@ -72,8 +72,10 @@ def test_a_gemm_tile_is_rows_a_pitch_apart_in_a_matrix_many_boxes_wide():
 
 def test_the_suite_measures_gemm_tiles_and_keeps_the_contiguous_boxes_as_a_variant():
     """Issue 34 item 10: every 2-D tile copy of the suite is a GEMM's tile (pitch 8192) but the contiguous
-    box sizes, which the suite keeps beside the same boxes as tiles."""
-    suite = tma.FAMILY.cases()
+    box sizes, which the suite keeps beside the same boxes as tiles. (The tma-authors suite's 2-D boxes are the
+    authors' FP32 matrix, 32768 elements a row: pitch 131072.)"""
+    suite = cases.cases()
+    assert {c.pitch for c in cases.authors_cases() if c.rank == 2} == {cases.AUTHORS_2D_PITCH}
     two_d = [c for c in suite if c.tensor and c.rank == 2 and not c.im2col]
     contiguous = {(c.op, c.box) for c in two_d if not c.pitch}
     assert all(c.pitch == cases.GEMM_PITCH for c in two_d if c.pitch)

@@ -304,6 +304,9 @@ class DsmemFamily(Family):
         """Our counterpart of the authors' DSM latency logs (HPMLL/NVIDIA-Hopper-Benchmark); a string says
         why one has none; None: not ours."""
         table, metric = row["table_or_figure"], row["metric"]
+        if table.startswith(("Sec. III-D ", "Sec. IV-E ", "Sec. 7.1 ", "Sec. 7.2 ", "Sec. 7.3 ")) and (
+                "DSM" in row["instruction"] or "global store" in row["instruction"]):
+            return _dsm_text(row)
         if "NewFeatures/DSM/Latency" not in table:
             return None
         gpu = row["gpu"].replace(" (inferred)", "")
@@ -359,6 +362,42 @@ class DsmemFamily(Family):
         from harness.families.dsmem.figures import figures
 
         return figures(context)
+
+
+def _dsm_text(row: dict) -> dict | str:
+    """Distributed shared memory as the papers' text states it (2402.13499 Secs. III-D, IV-E; 2501.12084 Secs.
+    7.1-7.3): the cluster-2 and local chases map like the authors' log; the rest, and why."""
+    metric, gpu = row["metric"], row["gpu"]
+    if metric == "latency_dsm_local":  # the log's local chase (33 at every cluster size)
+        return {"case_id": DsmemCase("dsmem-chase", cluster=2, pattern="local").case_id, "metric": "latency_cycles",
+                "gpu": gpu}
+    if metric == "latency_dsm_remote_cluster2":  # the log's fastest pair at cluster 2
+        return {"case_id": DsmemCase("dsmem", cluster=2).case_id, "metric": "latency_cycles", "gpu": gpu}
+    if metric == "latency_dsm_remote":
+        return ("a rounded statement with no cluster size (\"180 cycles\"): the log's fastest pair per cluster size "
+                "is mapped one by one")
+    if metric.startswith("latency_dsm_remote_cluster2to16"):
+        return "the range of the log's per-cluster figures (clusters 2-16), which are mapped one by one"
+    if metric == "latency_sm_to_sm_via_global":
+        return ("one SM's store read by another SM through global memory: no case of ours times a store in one SM "
+                "seen by a load in another (docs/data-movement.md, \"Not done\")")
+    if metric.startswith("latency_reduction_vs"):
+        return ("a ratio of two figures (the DSM hop against the L2 latency or the SM-to-SM round trip through "
+                "global memory)")
+    if metric == "bandwidth_dsm_local_per_sm":
+        return ("GB/s per SM through the DSM interface to the block's own shared memory, at a clock not printed, from "
+                "50160 blocks of 16 KB of shared memory each: our local chase gives the whole GPU's bandwidth_gbps "
+                "with one block of 256-1024 threads per SM, and no per-SM rate at a known clock")
+    if metric.startswith("bandwidth_dsm_peak"):
+        return ("the whole GPU's TB/s of a ring copy (50160 blocks of 16 KB of shared memory each, Fig. 8/11 not read "
+                "numerically), at a clock not printed: our ring chases run one block of 256-1024 threads per SM and "
+                "compare per cycle")
+    if metric == "blocks_launched":
+        return "a test parameter (blocks launched), not a measurement"
+    if metric.startswith("best_cluster_size"):
+        return "an application's (a histogram kernel's) best cluster size: no case of ours runs that kernel"
+    return "quoted from NVIDIA's documentation, not measured" if "vendor" in metric else (
+        f"a DSM figure ({metric}) with no case of ours")
 
 
 FAMILY = DsmemFamily()

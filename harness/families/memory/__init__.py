@@ -309,6 +309,8 @@ class MemoryFamily(Family):
         """Our counterpart of a published memory-level figure (2402.13499 Tables IV-V, 2501.12084 Tables 3-5,
         the authors' random_latency logs), in our units; a string says why one has none; None: not ours."""
         table, metric, how = row["table_or_figure"], row["metric"], row["instruction"]
+        if table.startswith(("Sec. IV-B ", "Sec. 4.1 ", "Sec. 4.2 ", "Sec. 7.1 ", "Sec. 7.2 ")):
+            return _memory_text(row)
         if not (table.startswith(("Table IV ", "Table 3 ", "Table 4 ", "Table V ", "Table 5 "))
                 or "RegularUnits/random_latency" in table):
             return None
@@ -362,6 +364,31 @@ class MemoryFamily(Family):
                 "ptrchase": "a chase of addresses (the word loaded is the next address)"}.get(
             case.kind, "every thread streaming 16-byte loads")
         return [f"{what} with {case.instruction} over {case.region_bytes >> 10} KiB ({case.level})"]
+
+
+def _memory_text(row: dict) -> dict | str | None:
+    """The memory levels as the papers' text states them (2402.13499 Sec. IV-B, 2501.12084 Secs. 4.1, 4.2, and
+    7.1-7.2's shared-memory figures): the plain shared-memory chase maps; the rest are ranges, ratios or
+    arithmetic whose terms the tables give. None: not a memory-level figure (DSMEM: the dsmem family's)."""
+    metric = row["metric"]
+    if metric == "latency_shared" and row["gpu"] == "H800 PCIe":  # Sec. 7.1: ld.shared beside the DSM chases
+        return dict(case_id=_latency_case("shared", plain=False), metric="latency_cycles")
+    if metric == "bandwidth_shared_theoretical_per_sm":
+        return "arithmetic (1755 MHz x 128 B a cycle), not a measurement"
+    if metric == "bandwidth_fraction_of_theoretical":
+        return ("a fraction of that arithmetic (225 GB/s); ld.shared.v4.u32.stream's sm_throughput (B/cycle/SM, of "
+                "128) is mapped from the tables")
+    if metric.startswith(("latency_l1_range", "latency_shared_range")):
+        return "a range stated over the three GPUs (\"around 32-33\", \"29~31\"): Tables IV and 3 per GPU are mapped"
+    if row["gpu"] not in ("H800 PCIe", "all three"):
+        return f"another GPU's ({row['gpu']}) figure"
+    if metric.startswith("ratio_"):
+        return ("a ratio of two figures (over the three GPUs, or against another GPU): its H800 terms, the chases' "
+                "latency_cycles and the streams' sm_throughput, are mapped apart")
+    if metric == "global_bandwidth_fraction_of_theoretical":
+        return ("a fraction of the datasheet bandwidth (a device property): the tma suite's read roofline "
+                "(ld.global.v4.u32 bandwidth_gbps) is our numerator, and Table V's 1861.5 GB/s the authors'")
+    return None
 
 
 FAMILY = MemoryFamily()

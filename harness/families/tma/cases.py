@@ -278,3 +278,57 @@ def cases() -> list[TmaCase]:
     out += [TmaCase("bulk-store", box=(size,)) for size in (8192, 32768)]
     out += [TmaCase(op) for op in ("read", "cp.async", "ld+st", "mbarrier")]
     return out
+
+
+# The authors' TMA bandwidth logs (HPMLL/NVIDIA-Hopper-Benchmark NewFeatures/TMA/Throughput, 2501.12084 Fig. 3):
+# one copy in flight per block, 1-4 blocks per SM, in these geometries (their sources' constants):
+#   tma_bw     cp.async.bulk of 1, 2, 4, 8, 12 and 16 KB from a contiguous 4 GiB array
+#   tma_bw_1d  a rank-1 map of INT64 elements over the same array, boxes of 512 B to 2 KB, no swizzle
+#   tma_bw_2d  a 32768 x 32768 FP32 matrix (rows of 128 KiB), boxes W x H (W innermost), no swizzle
+#   tma_bw_3d  a 1024 x 1024 x 1024 FP32 tensor (rows 4 KiB apart, planes 4 MiB apart), no swizzle
+AUTHORS_BULK_KB = (1, 2, 4, 8, 12, 16)
+AUTHORS_1D_BYTES = (512, 768, 1024, 1280, 1536, 2048)
+AUTHORS_2D_BOXES = ((16, 16), (32, 16), (32, 32), (64, 32), (96, 32), (64, 64))
+AUTHORS_2D_PITCH = 32768 * 4  # bytes per row of their FP32 matrix
+
+
+def authors_case(log: str, shape: str) -> TmaCase | str:
+    """Our case for a point of the authors' TMA bandwidth logs (`log`: tma_bw, tma_bw_1d, tma_bw_2d, tma_bw_3d;
+    `shape`: "228 thread blocks; load 2 KB; box 32x16"), or why there is none. The same bytes in the same
+    geometry: a bulk copy of that size; a 1-D box of those bytes (theirs INT64 elements: b64, but the 512-byte box
+    is our b16 box256, the same 512 contiguous bytes); a 2-D FP32 box of their matrix (b32, their row pitch)."""
+    kb = float(shape.split(";")[1].split()[1])
+    if log == "tma_bw":
+        return TmaCase("bulk", box=(int(kb * 1024),))
+    if log == "tma_bw_1d":
+        size = int(kb * 1024)
+        return _load(1, 2, (256,), 0) if size == 512 else _load(1, 8, (size // 8,), 0)
+    if log == "tma_bw_2d":
+        width, height = (int(e) for e in shape.split("box")[1].split("x"))
+        if AUTHORS_2D_PITCH % (4 * width):
+            row = 4 * width
+            return (f"a {width} x {height} FP32 box of the authors' matrix, whose 32768-element rows hold "
+                    f"{32768 // width} such boxes and {32768 % width} elements over: our row pitch is a whole number "
+                    f"of boxes ({AUTHORS_2D_PITCH // row * row} or {-(-AUTHORS_2D_PITCH // row) * row} bytes, "
+                    f"not {AUTHORS_2D_PITCH})")
+        return TmaCase("load", 2, 4, (width, height), 0, pitch=AUTHORS_2D_PITCH)
+    return ("a box of the authors' 1024 x 1024 x 1024 FP32 tensor (its rows 4 KiB apart, its planes 4 MiB apart): "
+            "our rank-3 tensors are one box wide along dimension 0 and a row pitch is a 2-D tile's, so no case of "
+            "ours reads those boxes from that geometry")
+
+
+def authors_cases() -> list[TmaCase]:
+    """The `tma-authors` suite: the authors' bandwidth geometries that `cases()` does not hold (bulk 1, 4, 12,
+    16 KB; 1-D b64 boxes of 768 B to 2 KB; the 2-D FP32 boxes of their matrix but 96 x 32, which does not tile
+    its rows)."""
+    ours = set(cases())
+    wanted = ([TmaCase("bulk", box=(kb * 1024,)) for kb in AUTHORS_BULK_KB]
+              + [_load(1, 8, (size // 8,), 0) for size in AUTHORS_1D_BYTES if size != 512]
+              + [TmaCase("load", 2, 4, box, 0, pitch=AUTHORS_2D_PITCH) for box in AUTHORS_2D_BOXES
+                 if AUTHORS_2D_PITCH % (4 * box[0]) == 0])
+    return [c for c in wanted if c not in ours]
+
+
+def all_cases() -> list[TmaCase]:
+    """Every case of the family: the `tma-copies` suite, then `tma-authors`."""
+    return cases() + authors_cases()
