@@ -289,9 +289,10 @@ def predict_case(case: GemmCase, p: Params, clock_mhz: float | None = None) -> P
     rate = case.flops / (total * p.sm_count)
     # the bound: the memory's if it takes longest; else the k-block's, unless the epilogue or the last
     # wave's idle SMs cost more (the k-block's cost: what it takes beyond the tensor cores)
-    # the memory's queue: what it adds to the k-block (the rest of the k-block's excess is the copies' own)
-    queued = case.kblocks * waves * (t_kblock - _kblock(case, p, 0.0)[0]) if p.memory_queue_cycles > 0 else 0.0
-    costs = {bound: case.kblocks * waves * (t_kblock - tensor_cycles(case, p)) - queued if bound != "tensor cores" else 0.0,
+    # the memory's queue: what it adds to the k-block; the k-block without it has a bound of its own
+    unqueued, bound = _kblock(case, p, 0.0) if p.memory_queue_cycles > 0 else (t_kblock, bound)
+    queued = case.kblocks * waves * (t_kblock - unqueued)
+    costs = {bound: case.kblocks * waves * (unqueued - tensor_cycles(case, p)) if bound != "tensor cores" else 0.0,
              "epilogue": waves * epilogue, "waves": (waves * sms - case.tiles) / sms * tile}
     if max(costs["epilogue"], costs["waves"]) > max(costs[bound], 0.02 * total):
         bound = max(("epilogue", "waves"), key=costs.get)
