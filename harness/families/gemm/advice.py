@@ -45,9 +45,10 @@ def _plan(values: dict, fit, gpu: str | None) -> list[str]:
         raise SpecError(f"no pipeline configuration tiles {m}x{n}x{k}: M, N and K must be multiples of a tile "
                         f"({', '.join(f'{a}x{b}' for a, b in _cases.TILES)}) and K of {_cases.BK}")
     clock = params.clock_mhz or 1500.0
-    # The planner has no L2 term: where it predicts a tie, the grouped order ranks first (it keeps the panels
-    # the tiles in flight share in the L2; measured at 16384^3 the row order reached about 0.83 of it), then a
-    # cluster's multicast (it halves the L2's reads of B; measured about 1 %).
+    # Where the planner predicts a tie (the memory's queue idle: a row-major and a grouped order then miss the
+    # L2 alike in effect), the grouped order ranks first (it keeps the panels the tiles in flight share in the
+    # L2; measured at 16384^3 the row order reached about 0.83 of it), then a cluster's multicast (it halves
+    # the L2's reads of B; measured about 1 %).
     ranked = sorted(((predict_case(c, params), c) for c in candidates),
                     key=lambda pc: (-round(pc[0].flops_per_cycle_sm, 6), pc[1].order != "grouped", pc[1].cluster == 1))
     lines = [f"C[{m}, {n}] = A[{m}, {k}] . B[{n}, {k}]^T, {dtype}: {len(candidates)} configurations, planner of "

@@ -2,8 +2,12 @@
 cases, and every case's measured throughput beside the fitted prediction.
 
     E (per epilogue)         the median over cases of C bytes per tile / epilogue cycles per tile (counters)
-    L0, a, R, d, c_1, c_2    least squares on the relative error of t_kblock against the in-kernel cycles per
-                             k-block of every pipeline case (Nelder-Mead from the prior, restarted once)
+    L0, a, L_q, R, d,        least squares on the relative error of t_kblock against the in-kernel cycles per
+    c_1, c_2                 k-block of every pipeline case, each at the clock it ran at (the memory's queue
+                             depends on it); Nelder-Mead from the prior, restarted once
+    the memory's bandwidth   not fitted: the prior's (the datasheet's rate x the H100's measured read roofline
+                             over its pin rate), for the k-block's memory queue and the whole problem's bound
+    a launch's fixed cost    least squares on log throughput
     the clock                the median in-kernel SM clock of the run's cases at 8192^3 and above: what the
                              GPU holds under a large GEMM at its power limit, for a plan's TFLOPS
 
@@ -24,7 +28,7 @@ from harness.stats import residual_frame
 from harness.families.gemm.cases import GemmCase, parse
 from harness.families.gemm.model import Params, kblock_cycles, predict_case
 
-KBLOCK_PARAMS = ("latency_cycles", "latency_per_kib", "feed_bytes_per_cycle", "wgmma_queue", "consumer_overhead_1",
+KBLOCK_PARAMS = ("latency_cycles", "latency_per_kib", "memory_queue_cycles", "feed_bytes_per_cycle", "wgmma_queue", "consumer_overhead_1",
                  "consumer_overhead_2")
 LARGE = 8192 ** 3  # problems at least this large run at the power limit (docs/gemm.md)
 
@@ -100,7 +104,7 @@ def fit(frame: pd.DataFrame, gpu: str, source: str, prior: Params | None) -> Fit
         return None
     cases = {cid: parse(cid) for cid in table.index}
     sm_count = int(table.sm_count.iloc[0])
-    start = prior or Params(gpu, sm_count, 4096.0, 710.0, 0.0, 62.5, 2.6, 115.0, 43.0, 6.6, 45.0, 3000.0, 4000.0)
+    start = prior or Params(gpu, sm_count, 4096.0, 710.0, 0.0, 600.0, 62.5, 2.6, 115.0, 43.0, 6.6, 45.0, 3000.0, 4000.0)
     start = replace(start, gpu=gpu, sm_count=sm_count, source=source)
     p = _fit_epilogue(start, table, cases)
     p = _fit_kblock(p, table, cases)
@@ -134,18 +138,19 @@ def _fit_epilogue(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) ->
 
 
 def _fit_whole(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) -> Params:
-    """The memory's bandwidth and a launch's fixed cost: least squares on log throughput, each case at the
-    clock it measured (they matter where a problem is small or skinny)."""
+    """A launch's fixed cost: least squares on log throughput, each case at the clock it measured (it matters
+    where a problem is small). The memory's bandwidth stays the prior's: fitted here it took up what the
+    k-block lacked (1717 GB/s on the H100 before the memory's queue, against about 3084 measured)."""
     rows = [(cases[c], float(r.clock_mhz), float(r.throughput_tflops), int(r.sm_count)) for c, r in table.iterrows()]
 
     def loss(x: np.ndarray) -> float:
         if (x <= 0).any():
             return 1e9
-        q = replace(p, hbm_gbps=float(x[0]), launch_cycles=float(x[1]))
+        q = replace(p, launch_cycles=float(x[0]))
         return float(sum(np.log(predict_case(c, q, mhz).tflops(sms, mhz) / tflops) ** 2 for c, mhz, tflops, sms in rows))
 
-    best = nelder_mead(loss, np.array([p.hbm_gbps, p.launch_cycles]), np.array([300.0, 2000.0]), iterations=300)
-    return replace(p, hbm_gbps=float(best[0]), launch_cycles=float(best[1]))
+    best = nelder_mead(loss, np.array([p.launch_cycles]), np.array([2000.0]), iterations=100)
+    return replace(p, launch_cycles=float(best[0]))
 
 
 def _fit_kblock(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) -> Params:
@@ -153,6 +158,7 @@ def _fit_kblock(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) -> P
     if len(measured) < len(KBLOCK_PARAMS):
         return p
     chosen = [cases[c] for c in measured.index]
+    clocks = table.loc[measured.index, "clock_mhz"].to_numpy(dtype=float)
     target = measured.to_numpy()
     x0 = np.array([getattr(p, n) for n in KBLOCK_PARAMS], dtype=float)
 
@@ -162,7 +168,7 @@ def _fit_kblock(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) -> P
         if (x < 0).any() or x[feed] <= 0:  # a feed of 0 bytes a cycle divides by zero
             return 1e9
         q = replace(p, **dict(zip(KBLOCK_PARAMS, x)))
-        predicted = np.array([kblock_cycles(c, q)[0] for c in chosen])
+        predicted = np.array([kblock_cycles(c, q, mhz)[0] for c, mhz in zip(chosen, clocks)])
         return float(np.sum((predicted / target - 1) ** 2))
 
     best = nelder_mead(loss, x0, np.maximum(np.abs(x0) * 0.3, 1.0), iterations=1500)

@@ -9,8 +9,13 @@ kernel ran at (measured in it) or, for a plan, the clock the GPU held under a la
                                                    plus what a k-block costs a consumer beyond its wgmma
                                                    (c_1 with one consumer warpgroup, c_2 with two, which
                                                    hide each other's)
-    Z        = L0 + a B + I                         a copy's round trip unloaded (B KiB one CTA's producer loads
-                                                   per k-block, B halved by a cluster's multicast), plus I:
+    Z        = L0 + a B + W + I                    a copy's round trip unloaded (B KiB one CTA's producer loads
+                                                   per k-block, B halved by a cluster's multicast), plus W and I:
+    W        = f L_q rho / (1 - rho)               the memory's queue: f, the share of a wave's k-block reads
+                                                   that no earlier CTA of the wave read (the A rows and B columns
+                                                   its tiles span, in the kernel's tile order), waits on the
+                                                   memory at load rho = the bandwidth those misses take at this
+                                                   period / hbm_gbps (the period where both agree: a fixed point)
     I        = max(0, n - d) t_tc / n               the consumer gives slot j back only after issuing k-block
                                                    j + 1's n wgmma (MI x BK/16 per warpgroup), and the issue
                                                    stalls until the tensor pipe holds no more than d of them
@@ -35,17 +40,22 @@ kernel ran at (measured in it) or, for a plan, the clock the GPU held under a la
 The bound a configuration hits is the term that sets t_kblock ("tensor cores"; "latency" where the round
 trip dominates the queue's period, "L2 feed" where the feed does), or the
 epilogue, or wave quantization, whichever costs most. The parameters are fitted to a run's pipeline
-cases (fitting.py: t_kblock to the in-kernel cycles per k-block, E to the epilogue counters); a GPU never
-measured gets PRIOR, an H100's fit rounded, labelled as such.
+cases (fitting.py: t_kblock to the in-kernel cycles per k-block, E to the epilogue counters); the memory's
+bandwidth is the datasheet's rate x the H100's measured read roofline over its pin rate, not fitted; a GPU
+never measured gets PRIOR, an H100's fit rounded, labelled as such. "HBM" is the bound where the memory's
+queue (W) adds more to the k-blocks than anything else costs, or the memory's own bound is the longest.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from functools import lru_cache
 from math import ceil
 
+import numpy as np
 
-from harness.families.gemm.cases import GemmCase
+
+from harness.families.gemm.cases import GROUP, GemmCase
 
 ELEM = 2
 KIB = 1024.0
@@ -58,6 +68,7 @@ class Params:
     flops_per_cycle: float  # F: dense f16/bf16 FLOP per cycle per SM
     latency_cycles: float  # L0
     latency_per_kib: float  # a
+    memory_queue_cycles: float  # L_q: an L2 miss waits L_q rho / (1 - rho) in the memory's queue at load rho
     feed_bytes_per_cycle: float  # R: bytes per cycle the L2 lands in an SM's shared memory, every SM loading
     wgmma_queue: float  # d: wgmma a consumer issues ahead of the tensor pipe without stalling
     consumer_overhead_1: float  # c_1
@@ -75,11 +86,12 @@ class Params:
                      if f.name not in ("gpu", "sm_count", "flops_per_cycle", "clock_mhz", "source"))
 
 
-# A GPU never measured: the fit to the H100 SXM's run of record 59, rounded (docs/gemm.md).
-PRIOR = dict(latency_cycles=710.0, latency_per_kib=0.0, feed_bytes_per_cycle=62.5, wgmma_queue=2.6,
-             consumer_overhead_1=115.0, consumer_overhead_2=43.0, epilogue_regs=6.6, epilogue_tma=45.0)
+# A GPU never measured: the fit to the H100 SXM's run of record 65, rounded (docs/gemm.md).
+PRIOR = dict(latency_cycles=745.0, latency_per_kib=0.0, memory_queue_cycles=620.0, feed_bytes_per_cycle=62.3,
+             wgmma_queue=3.2, consumer_overhead_1=0.0, consumer_overhead_2=42.0, epilogue_regs=6.6, epilogue_tma=45.0)
 HBM_OF_DATASHEET = 0.92  # a GPU never measured: its datasheet bandwidth x the H100's measured read roofline / pin rate
 PRIOR_LAUNCH_CYCLES = 4000.0
+RHO_MAX = 0.95  # a miss waits at most 19 L_q: past it the memory's own bound (HBM) holds
 BOUNDS = ("tensor cores", "latency", "L2 feed", "epilogue", "waves", "HBM")
 
 
@@ -125,11 +137,55 @@ def feed_cycles(case: GemmCase, p: Params) -> float:
     return (case.bm + case.bn) * case.bk * ELEM / p.feed_bytes_per_cycle
 
 
-def round_trip(case: GemmCase, p: Params, stages: int | None = None) -> float:
+def round_trip(case: GemmCase, p: Params, stages: int | None = None, miss: float = 0.0) -> float:
     """Z + s: a k-block's copies from issue to the full barrier with nothing else in flight, plus the
-    consumer's issue stall I where S > 1 (with one stage the consumer waits for its whole k-block anyway)."""
+    consumer's issue stall I where S > 1 (with one stage the consumer waits for its whole k-block anyway),
+    plus `miss`, what the bytes that miss the L2 add (miss_cycles)."""
     stall = issue_stall(case, p) if (stages or case.stages) > 1 else 0.0
-    return p.latency_cycles + p.latency_per_kib * kblock_kib(case) + stall + feed_cycles(case, p)
+    return p.latency_cycles + p.latency_per_kib * kblock_kib(case) + miss + stall + feed_cycles(case, p)
+
+
+def miss_cycles(case: GemmCase, p: Params, period: float, clock_mhz: float) -> float:
+    """What a k-block's round trip waits for the memory: the share f of its bytes that miss the L2
+    (miss_fraction) pays the memory's latency over the L2's, L_m, stretched by the memory's queue,
+    1 / (1 - rho), rho the bandwidth the wave's misses take at this k-block period (every CTA in flight
+    reads f of its k-block from memory each period) over hbm_gbps."""
+    f = miss_fraction(case, p.sm_count)
+    read = (case.bm + case.bn / case.cluster) * case.bk * ELEM  # bytes a CTA reads from the L2 per k-block
+    in_flight = min(case.tiles, p.sm_count // case.cluster * case.cluster * blocks_per_sm(case))
+    rho = f * read * in_flight / period / (p.hbm_gbps * 1e9 / (clock_mhz * 1e6))
+    rho = min(rho, RHO_MAX)
+    return f * p.memory_queue_cycles * rho / (1.0 - rho)
+
+
+def miss_fraction(case: GemmCase, sm_count: int) -> float:
+    """The share of the bytes a wave's CTAs read from the L2 per k-block that the wave reads first: the A
+    rows and B columns its tiles span (each k-block's slice is new, fetched from memory by the first CTA
+    that asks and shared by the rest while the wave is in flight). A wave is the work items in flight at
+    once, taken in the kernel's order (ptx/gemm.cu.in tile_of)."""
+    return _miss_fraction(case.m, case.n, case.bm, case.bn, case.cluster, case.order if case.persistent else "row",
+                          (sm_count // case.cluster) * blocks_per_sm(case))
+
+
+@lru_cache(maxsize=4096)
+def _miss_fraction(m: int, n: int, bm: int, bn: int, cluster: int, order: str, in_flight: int) -> float:
+    tiles_n, pairs_m = n // bn, m // bm // cluster
+    items = np.arange(pairs_m * tiles_n)
+    if order == "row":
+        pm, tn = items // tiles_n, items % tiles_n
+    else:
+        per_group = GROUP * tiles_n
+        first = items // per_group * GROUP
+        rows = np.minimum(pairs_m - first, GROUP)
+        r = items % per_group
+        pm, tn = first + r % rows, r // rows
+    read = (cluster * bm + bn)  # rows of 128 bytes a work item's CTAs read from the L2 per k-block
+    fresh = []
+    for start in range(0, len(items), in_flight):
+        wave = slice(start, start + in_flight)
+        fresh.append((len(np.unique(pm[wave])) * cluster * bm + len(np.unique(tn[wave])) * bn)
+                     / (read * len(items[wave])))
+    return float(np.mean(fresh))
 
 
 def mean_value(customers: int, delay: float, services: tuple[float, ...]) -> float:
@@ -160,13 +216,43 @@ def blocks_per_sm(case: GemmCase) -> int:
     return max(1, min(SMEM_PER_SM // case.smem_bytes(), REGISTERS // (registers * threads), 2048 // threads))
 
 
-def kblock_cycles(case: GemmCase, p: Params) -> tuple[float, str]:
+def kblock_cycles(case: GemmCase, p: Params, clock_mhz: float | None = None) -> tuple[float, str]:
     """Cycles per k-block of one CTA, and the term that sets it (co-resident CTAs share the SM's feed and
-    tensor cores: their copies queue together)."""
+    tensor cores: their copies queue together). The misses' queue depends on the period it sets: the
+    period where the two agree, between the period without the queue and with the queue that period
+    would see (a longer period loads the memory less; regula falsi, Illinois)."""
+    clock = clock_mhz or p.clock_mhz or 1500.0
+    if p.memory_queue_cycles <= 0.0 or miss_fraction(case, p.sm_count) <= 0.0:
+        return _kblock(case, p, 0.0)
+
+    def gap(period: float) -> float:
+        return _kblock(case, p, miss_cycles(case, p, period, clock))[0] - period
+
+    low = _kblock(case, p, 0.0)[0]
+    high = low + gap(low)
+    g_low, g_high = high - low, gap(high)
+    side = 0
+    for _ in range(40):
+        if high - low <= 0.01 or g_high == 0.0:
+            break
+        mid = (low * g_high - high * g_low) / (g_high - g_low)
+        g_mid = gap(mid)
+        if g_mid > 0.0:
+            low, g_low = mid, g_mid
+            g_high = g_high / 2 if side == 1 else g_high
+            side = 1
+        else:
+            high, g_high = mid, g_mid
+            g_low = g_low / 2 if side == -1 else g_low
+            side = -1
+    return _kblock(case, p, miss_cycles(case, p, high, clock))
+
+
+def _kblock(case: GemmCase, p: Params, miss: float) -> tuple[float, str]:
     t_tc = tensor_cycles(case, p)
     blocks = blocks_per_sm(case)
     s = feed_cycles(case, p)
-    z = round_trip(case, p) - s
+    z = round_trip(case, p, miss=miss) - s
     if case.stages == 1:  # load, then compute: nothing overlaps within a CTA
         return mean_value(blocks, z, (s, t_tc)) * blocks, "latency"
     copies = (case.stages - 1) * blocks
@@ -191,9 +277,9 @@ def predict_case(case: GemmCase, p: Params, clock_mhz: float | None = None) -> P
     """At `clock_mhz` (the clock the case ran at; else the fit's large-GEMM clock): only the memory's
     bound depends on it, every other term is in cycles."""
     clock = clock_mhz or p.clock_mhz or 1500.0
-    t_kblock, bound = kblock_cycles(case, p)
+    t_kblock, bound = kblock_cycles(case, p, clock)
     epilogue = epilogue_cycles(case, p)
-    first_load = round_trip(case, p, 1)
+    first_load = round_trip(case, p, 1, miss_cycles(case, p, t_kblock, clock) if p.memory_queue_cycles > 0 else 0.0)
     tile = case.kblocks * t_kblock + epilogue + (0.0 if case.persistent else first_load)
     sms = p.sm_count // case.cluster * case.cluster
     waves = ceil(case.tiles / (sms * blocks_per_sm(case)))
@@ -202,11 +288,14 @@ def predict_case(case: GemmCase, p: Params, clock_mhz: float | None = None) -> P
     total = max(compute, memory) + p.launch_cycles
     rate = case.flops / (total * p.sm_count)
     # the bound: the memory's if it takes longest; else the k-block's, unless the epilogue or the last
-    # wave's idle SMs cost more
-    costs = {bound: case.kblocks * waves * (t_kblock - tensor_cycles(case, p)) if bound != "tensor cores" else 0.0,
+    # wave's idle SMs cost more (the k-block's cost: what it takes beyond the tensor cores)
+    # the memory's queue: what it adds to the k-block; the k-block without it has a bound of its own
+    unqueued, bound = _kblock(case, p, 0.0) if p.memory_queue_cycles > 0 else (t_kblock, bound)
+    queued = case.kblocks * waves * (t_kblock - unqueued)
+    costs = {bound: case.kblocks * waves * (unqueued - tensor_cycles(case, p)) if bound != "tensor cores" else 0.0,
              "epilogue": waves * epilogue, "waves": (waves * sms - case.tiles) / sms * tile}
     if max(costs["epilogue"], costs["waves"]) > max(costs[bound], 0.02 * total):
         bound = max(("epilogue", "waves"), key=costs.get)
-    if memory > compute:
+    if memory > compute or queued > max(max(costs.values()), 0.02 * total):
         bound = "HBM"
     return Prediction(rate, bound, t_kblock, epilogue, waves, tile)
