@@ -22,7 +22,8 @@ def all_suites() -> dict[str, Suite]:
 
 # Suites made of the family suites that name them in Suite.part_of, across families (in registry order).
 COMPOSED = {"tensor": "every tensor-core case",
-            "tma": "TMA and clusters (the runs of record's data-movement suite)"}
+            "tma": "TMA and clusters (the runs of record's data-movement suite)",
+            "maps": "maps of the chip: the L2 and distributed shared memory by SM"}
 
 
 def _composed(parts: list[Suite]):

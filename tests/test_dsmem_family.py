@@ -26,7 +26,10 @@ IDS = ["ld.shared::cluster.u32.cluster2", "ld.shared::cluster.u32.cluster4", "ld
 
 
 def test_the_family_owns_the_ids_the_tma_family_had():
-    assert [c.case_id for c in dsmem.FAMILY.cases()] == IDS
+    # the tma family's, in order, then the SM-to-SM maps (the `maps` suite's), which the `dsmem` suite leaves out
+    assert [c.case_id for c in dsmem.FAMILY.cases()] == IDS + [f"ld.shared::cluster.u32.cluster{c}.map"
+                                                                 for c in cases.CLUSTERS]
+    assert [c.case_id for c in cases.cases()] == IDS
     for case_id in IDS:
         case = parse_case_id(case_id)
         assert case.family == "dsmem" and case.case_id == case_id

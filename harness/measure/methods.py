@@ -21,6 +21,9 @@ instructions each loop iteration issues, and the family says how much work one i
     WholeKernel        one launch is the whole job (a GEMM): rounds of back-to-back launches timed by
                        CUDA events, alternating with an anchor (a library call on the same inputs) whose
                        rounds give the ratio; the kernel's per-block counters say where its time went.
+    SmMap              every block times its accesses to a list of targets (lines of the L2, the shared
+                       memory of other SMs) and says which SM it ran on: a map of the chip, by SM and
+                       target, over many launches (docs/data-movement.md, "Maps of the chip").
 
 Every kernel has the argument shape of ptx/common.cuh and writes one timing record per unit.
 """
@@ -257,6 +260,79 @@ class WholeKernel:
         return names + [(c.metric, c.unit) for c in self.counters]
 
 
+MAP_ROW_HEAD = 2  # words of a map row before its (target, cycles) pairs: the block's %smid, the bracket's cost
+
+
+@dataclass(frozen=True)
+class SmMap:
+    """`grid` blocks (0: one per SM, the SM count rounded down to `grid_multiple`, a cluster's size) of
+    `threads`, `launches` times, each launch with `iters`. Block b writes timing words [b * row, (b + 1) * row),
+    row = MAP_ROW_HEAD + 2 x `targets`: its %smid, the cycles its bracket costs without an access (subtracted
+    from every time; 0: none), then per target its id (a line's index, another SM's %smid) and the cycles
+    its `steps` dependent accesses to it took. Each time, less the bracket and over `steps`, is a sample.
+    `by_target` False: one Metric per SM, launch {**launch, "sm": s}, its samples whole rows in launch order
+    (row k's target j is sample k x targets + j: the targets are the same in every row, a fixed walk);
+    True: one Metric per SM and target, launch {**launch, "sm": s, target_key: t} (targets that differ
+    from launch to launch: the SMs a cluster landed on). A block that ran where another block of the same
+    launch ran adds its row too."""
+
+    metric: str
+    kernel: str
+    threads: int
+    targets: int
+    iters: int
+    launches: int
+    launch: dict = field(default_factory=dict)
+    grid: int = 0
+    grid_multiple: int = 1
+    steps: int = 1
+    by_target: bool = False
+    target_key: str = "target"
+    notes: str = ""
+
+    @property
+    def row_words(self) -> int:
+        return MAP_ROW_HEAD + 2 * self.targets
+
+    def blocks(self, sm_count: int) -> int:
+        return self.grid or sm_count // self.grid_multiple * self.grid_multiple
+
+    def declares(self, work: Work) -> list[tuple[str, str]]:
+        return [(self.metric, "cycles")]
+
+
+def map_samples(spec: SmMap, rows: list[np.ndarray]) -> dict[tuple[int, int | None], np.ndarray]:
+    """{(sm, target or None): samples} from each launch's rows (int64, blocks x row_words), as SmMap says."""
+    found: dict[tuple[int, int | None], list[float]] = {}
+    for table in rows:
+        for row in np.asarray(table, dtype=np.int64).reshape(-1, spec.row_words):
+            sm, overhead = int(row[0]), float(row[1])
+            pairs = row[MAP_ROW_HEAD:].reshape(spec.targets, 2)
+            times = (pairs[:, 1].astype(np.float64) - overhead) / spec.steps
+            if spec.by_target:
+                for target, value in zip(pairs[:, 0].tolist(), times.tolist()):
+                    found.setdefault((sm, int(target)), []).append(value)
+            else:
+                found.setdefault((sm, None), []).extend(times.tolist())
+    return {key: np.asarray(values) for key, values in sorted(found.items())}
+
+
+def sm_map(spec: SmMap, ctx: Context) -> list[Metric]:
+    grid = spec.blocks(ctx.sm_count)
+    words = grid * spec.row_words
+    window = ctx.sampler.window()
+    with window:
+        ctx.probe.run(spec.kernel, grid, spec.threads, spec.iters, words)  # warm-up: the lines, the TLB, the code
+        rows = [ctx.probe.run(spec.kernel, grid, spec.threads, spec.iters, words).timing for _ in range(spec.launches)]
+    reason = f"fixed: {spec.launches} launches of {grid} blocks"
+    metrics = []
+    for (sm, target), values in map_samples(spec, rows).items():
+        launch = {**spec.launch, "sm": sm} | ({spec.target_key: target} if spec.by_target else {})
+        metrics.append(Metric(spec.metric, "cycles", values, launch, notes=spec.notes, stop_reason=reason,
+                              gpu_state=window.state))
+    return metrics
+
+
 def throughput_unit(work: Work) -> str:
     return {"FLOP": "TFLOPS", "OP": "TOPS"}.get(work.unit, f"T{work.unit}/s")
 
@@ -264,7 +340,7 @@ def throughput_unit(work: Work) -> str:
 def run(spec, ctx: Context) -> list[Metric]:
     """The metrics of one spec; each is taken inside a telemetry window, whose state it carries."""
     method = {ChainSlope: chain_slope, BracketedLatency: bracketed_latency, OccupancySweep: occupancy_sweep,
-              Bandwidth: bandwidth, WholeKernel: whole_kernel}
+              Bandwidth: bandwidth, WholeKernel: whole_kernel, SmMap: sm_map}
     return method[type(spec)](spec, ctx)
 
 

@@ -117,15 +117,55 @@ def _values(spec, case: Case, device: DeviceInfo, interval: float) -> list[tuple
     return rows
 
 
+# A simulated chip for the maps (methods.SmMap): two L2 halves, SMs in GPCs of 16 and 18, TPCs of 2.
+SIMULATED_GPC_SMS = (16, 18, 16, 18, 16, 16, 16, 16)  # 132 SMs
+SIMULATED_L2_CYCLES = (260.0, 420.0)  # a line in the SM's own half, in the other
+SIMULATED_DSMEM_CYCLES = (190.0, 205.0)  # another SM of the same TPC, of the same GPC
+
+
+def _simulated_gpc(sm: int) -> int:
+    return int(np.searchsorted(np.cumsum(SIMULATED_GPC_SMS), sm, side="right"))
+
+
+def _map_rows(spec: "methods.SmMap", sm_count: int) -> np.ndarray:
+    """One launch's rows as the kernel writes them: each L2 line in one half (by its index), an SM's half by
+    its GPC; clusters packed into the GPCs in order, each CTA timing every other CTA of its cluster."""
+    blocks = spec.blocks(sm_count)
+    rows = np.zeros((blocks, spec.row_words), dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(SIMULATED_GPC_SMS)])
+    c = spec.grid_multiple
+    placed = [int(starts[g]) + i for g, n in enumerate(SIMULATED_GPC_SMS) for i in range(n // c * c)]
+    for b in range(blocks):
+        sm = placed[b % len(placed)] if spec.by_target else b % sm_count
+        rows[b, 0] = sm
+        for j in range(spec.targets):
+            if spec.by_target:
+                peer = placed[(b // c * c + (b % c + 1 + j) % c) % len(placed)]
+                cycles = SIMULATED_DSMEM_CYCLES[0 if peer // 2 == sm // 2 else 1] * spec.steps
+            else:
+                peer, cycles = j, SIMULATED_L2_CYCLES[int(j % 2 != (_simulated_gpc(sm) < 4))]
+            rows[b, methods.MAP_ROW_HEAD + 2 * j:methods.MAP_ROW_HEAD + 2 * j + 2] = (peer, cycles)
+    return rows
+
+
 def synthetic_result(case: Case, build: Build | None, rng: np.random.Generator,
                      device: DeviceInfo | None = None) -> CaseResult:
     """Every metric the family's plan declares, with synthetic values (never a measurement)."""
     device = device or simulated_device()
     interval = synthetic_interval(case)
     state = GpuState(5, SIMULATED_CLOCK_MHZ, 2619.0, SIMULATED_POWER_W, 50.0, (), 0)
+    plan = family_of(case).plan(case, device)
     metrics = [Metric(name, unit, value * (1 + 1e-4 * rng.standard_normal(7)), dict(launch),
                       sm_clock_mhz=SIMULATED_CLOCK_MHZ, stop_reason="simulated", gpu_state=state,
                       notes="simulated: not a measurement")
-               for spec in family_of(case).plan(case, device)
+               for spec in plan if not isinstance(spec, methods.SmMap)
                for name, unit, value, launch in _values(spec, case, device, interval)]
+    for spec in plan:
+        if isinstance(spec, methods.SmMap):
+            rows = [_map_rows(spec, device.sm_count) for _ in range(2)]
+            for (sm, target), values in methods.map_samples(spec, rows).items():
+                launch = {**spec.launch, "sm": sm} | ({spec.target_key: target} if spec.by_target else {})
+                metrics.append(Metric(spec.metric, "cycles", values * (1 + 1e-4 * rng.standard_normal(values.size)),
+                                      launch, sm_clock_mhz=SIMULATED_CLOCK_MHZ, stop_reason="simulated",
+                                      gpu_state=state, notes="simulated: not a measurement"))
     return CaseResult(case, build, SassCheck(True, "simulated"), True, None, 0.0, "simulated", metrics)

@@ -21,6 +21,10 @@ ld.shared::cluster / st.shared::cluster:
                      stores into) the next CTA's ring (.spread: each warp another CTA's); the papers' chase
                      patterns (ring, pair, broadcast, local): every thread following `ilp` dependent chains
                      through its target CTA, 256 to 1024 threads per block
+    latency_cycles   the map (.map): every CTA of every cluster (one per SM) chases each other CTA of its cluster
+    (map)            in turn, MAP_STEPS dependent loads each, and records its own and the other's %smid: one
+                     measurement per pair of SMs ({"map": "dsmem", "cluster": C, "sm": a, "peer": b}), samples
+                     over MAP_LAUNCHES launches; maps.py infers GPCs and TPCs from them
 
 These cases were the tma family's until schema 11 (harness/migrations/versions/0011_dsmem_family.py):
 their ids, parameters and kernels are unchanged. The `tma` suite is composed of tma-copies and this
@@ -35,12 +39,12 @@ import harness.families.dsmem.cases as _cases
 from harness.families.base import (Check, Family, Inputs, KernelExpectation, Reason, SassExpectation, Suite, Work,
                                    known_cause)
 from harness.families.dsmem.cases import PORTABLE_CLUSTER, DsmemCase
-from harness.measure.methods import Bandwidth, BandwidthPoint, BracketedLatency, ChainSlope
+from harness.measure.methods import MAP_ROW_HEAD, Bandwidth, BandwidthPoint, BracketedLatency, ChainSlope, SmMap
 from harness.measure.timing import RECORD_WORDS
 
 ROUNDTRIP_REPS = 260  # round trips per launch (ptx/dsmem.cu.in roundtrip), the first 4 dropped
 ROUNDTRIP_UNPADDED = 1 << 16  # ptx/dsmem.cu.in: a bit of `iters` that runs the round trips without their pad
-OP_CODES = {"dsmem": 0, "dsmem-store": 1, "dsmem-chase": 2}  # ptx/dsmem.cu.in: the kernels each compiles
+OP_CODES = {"dsmem": 0, "dsmem-store": 1, "dsmem-chase": 2, "dsmem-map": 3}  # ptx/dsmem.cu.in: the kernels each compiles
 # dsmem-chase: the target CTA of rank r per pattern (ptx/dsmem.cu.in dsmem_chase), as C and as NumPy sees it
 CHASE_TARGETS = {"ring": "(cluster_ctarank() + 1) % CLUSTER", "pair": "cluster_ctarank() ^ 1u", "broadcast": "0u",
                  "local": "cluster_ctarank()"}
@@ -54,6 +58,10 @@ RING_WORDS = 8192  # 32 KB per CTA (THREADS x UNROLL 16-byte words: no two loads
 DSMEM_THREADS = 512  # block size of the streams
 CHAIN_CLUSTERS = 16  # clusters of a chain launch, each on its own SMs: samples over placements
 POISON = 0xFFFFFFFF  # what LoadedProbe fills `out` with: words a kernel did not write
+MAP_STEPS = 128  # dependent loads per pair in the map: the two clock reads and the loop's entry are < 0.5 %
+MAP_LAUNCHES = 16  # launches of the map: samples of each pair of SMs its clusters landed on
+# Dynamic shared memory (unused) of a map CTA beside its 32 KiB ring: two would need more than an SM's 228 KiB
+MAP_SHARED_BYTES = 96 << 10
 
 
 def chain_partners(case) -> tuple[int, int]:
@@ -79,6 +87,8 @@ def _suites() -> dict[str, Suite]:
         "dsmem": Suite("distributed shared memory: loads and stores to another CTA (the next, or spread over the "
                        "cluster) in clusters of 2/4/8/16, and the papers' chase patterns (ring, pair, broadcast, "
                        "local) over block sizes and chains per thread", _cases.cases, part_of=("tma",)),
+        "maps-dsmem": Suite("the SM-to-SM map: every CTA of clusters of 2/4/8/16 chases every other, by %smid",
+                            _cases.map_cases, part_of=("maps",)),
     }
 
 
@@ -106,7 +116,7 @@ class DsmemFamily(Family):
 
         return DsmemModel()
 
-    cases = staticmethod(_cases.cases)
+    cases = staticmethod(_cases.all_cases)
     parse = staticmethod(_cases.parse)
     check = staticmethod(_cases.check)
     suites = staticmethod(_suites)
@@ -131,6 +141,7 @@ class DsmemFamily(Family):
             "chase_target": CHASE_TARGETS.get(case.pattern, CHASE_TARGETS["ring"]),
             "chase_stride": CHASE_STRIDE,
             "chase_check_threads": CHASE_CHECK_THREADS,
+            "map_row": MAP_ROW_HEAD + 2 * (case.cluster - 1),
             "chase_kernels": "\n".join(f"KERNEL probe_dsmem_chase_i{i}(ARGS) {{\n  planted_fault<PLANTED_FAULT>(iters, out);\n"
                                        f"  dsmem_chase<{i}>(in, out, timing, iters);\n}}"
                                        for i in CHASE_ILP) if case.op == "dsmem-chase" else "",
@@ -139,6 +150,9 @@ class DsmemFamily(Family):
     def sass_expectation(self, case: DsmemCase) -> SassExpectation:
         """The chain's UNROLL loads per loop body and the stream's UNROLL 16-byte ones; the ping-pong's
         one store and the store stream's UNROLL; each chase kernel's `ilp` loads."""
+        if case.op == "dsmem-map":  # the peer's %smid and the chain's UNROLL loads, nothing else remote
+            return SassExpectation((("probe_dsmem_map", KernelExpectation("LD.E", 1 + UNROLL, exclude=("LD.E.",))),),
+                                   executes="LD.E", spill_kernels=("probe_dsmem_map",))
         if case.op == "dsmem-chase":
             return SassExpectation(tuple((f"probe_dsmem_chase_i{i}", KernelExpectation("LD.E", i, exclude=("LD.E.",)))
                                          for i in CHASE_ILP), executes="LD.E")
@@ -160,6 +174,8 @@ class DsmemFamily(Family):
         return Inputs(ring.view(np.uint8), {"ring": ring}, "a random cycle through the ring's words")
 
     def output_words(self, case: DsmemCase) -> int:
+        if case.op == "dsmem-map":
+            return case.cluster
         if case.op == "dsmem-store":
             return RING_WORDS
         if case.op == "dsmem-chase":
@@ -181,6 +197,8 @@ class DsmemFamily(Family):
             return self._store_checks(case)
         if case.op == "dsmem-chase":
             return self._chase_checks(case, inputs.values["ring"])
+        if case.op == "dsmem-map":
+            return self._map_checks(case, inputs.values["ring"])
         return self._load_checks(case, inputs.values["ring"])
 
     def _load_checks(self, case: DsmemCase, ring: np.ndarray) -> list[Check]:
@@ -199,6 +217,15 @@ class DsmemFamily(Family):
                 Check("probe_dsmem_stream", DSMEM_THREADS, iters, 5 * case.cluster,
                       self._expected(case, sums.astype(np.uint32)), 0.0,
                       f"each thread's sum over the next CTA's ring, {iters} iterations", grid=case.cluster)]
+
+    def _map_checks(self, case: DsmemCase, ring: np.ndarray) -> list[Check]:
+        """One cluster: every CTA's chases through every other CTA end on the same word, the ring walked from 0."""
+        steps, word = 5 * UNROLL, 0
+        for _ in range(steps):
+            word = int(ring[word])
+        return [Check("probe_dsmem_map", COPY_THREADS, steps, (MAP_ROW_HEAD + 2 * (case.cluster - 1)) * case.cluster,
+                      self._expected(case, [word] * case.cluster), 0.0,
+                      f"each CTA's {steps} steps through each other CTA's ring, the same word", grid=case.cluster)]
 
     def _chase_checks(self, case: DsmemCase, ring: np.ndarray, iters: int = 5) -> list[Check]:
         """Blocks 0 and 1 (ranks 0 and 1) of one cluster: chain j of thread x starts at x + j * threads and
@@ -246,9 +273,12 @@ class DsmemFamily(Family):
     # -- on the GPU ----------------------------------------------------------------------------------
 
     def attach(self, case: DsmemCase, probe, device) -> None:
-        """A cluster of more CTAs than the portable 8 is launched with its size as an attribute."""
+        """A cluster of more CTAs than the portable 8 is launched with its size as an attribute. The map's CTAs
+        take MAP_SHARED_BYTES more shared memory: one per SM, so that a CTA's partners are other SMs."""
         if case.cluster > PORTABLE_CLUSTER:
             probe.runtime_cluster = case.cluster
+        if case.op == "dsmem-map":
+            probe.dynamic_smem["probe_dsmem_map"] = MAP_SHARED_BYTES
 
     # -- measurement ---------------------------------------------------------------------------------
 
@@ -260,6 +290,14 @@ class DsmemFamily(Family):
 
     def plan(self, case: DsmemCase, device=None) -> list:
         c = case.cluster
+        if case.op == "dsmem-map":
+            return [SmMap("latency_cycles", "probe_dsmem_map", COPY_THREADS, c - 1, MAP_STEPS, MAP_LAUNCHES,
+                          {"map": "dsmem", "cluster": c}, grid_multiple=c, steps=MAP_STEPS, by_target=True,
+                          target_key="peer",
+                          notes=f"clusters of {c}, one CTA per SM: every CTA's thread 0 chases each other CTA of its "
+                                f"cluster in turn ({MAP_STEPS} dependent ld.shared::cluster; at any time every CTA is "
+                                "chased by one other), cycles per load; sm: the chasing CTA's %smid, peer: the "
+                                "chased one's")]
         if case.op == "dsmem-chase":
             points = tuple(BandwidthPoint(f"probe_dsmem_chase_i{i}", 1, t, t * i * 4,
                                           {"cluster": c, "threads": t, "ilp": i}) for t in CHASE_THREADS for i in CHASE_ILP)
@@ -350,6 +388,8 @@ class DsmemFamily(Family):
                                                         if case.cluster > PORTABLE_CLUSTER else "")
         if case.op == "dsmem-chase":
             what = f"the papers' {case.pattern} chase: every thread's dependent loads through its target CTA"
+        elif case.op == "dsmem-map":
+            what = "the SM-to-SM map: every CTA chases every other CTA of its cluster in turn, by %smid"
         elif case.op == "dsmem-store":
             what = ("stores into another CTA's shared memory" + (", each warp another CTA" if case.spread else
                                                                   ", the next CTA"))
@@ -362,6 +402,12 @@ class DsmemFamily(Family):
         from harness.families.dsmem.figures import figures
 
         return figures(context)
+
+    def findings(self, context) -> list:
+        """Which SMs are far from which through DSMEM, and the GPCs and TPCs it implies (the .map cases)."""
+        from harness.families.dsmem.figures import findings
+
+        return findings(context)
 
 
 def _dsm_text(row: dict) -> dict | str:

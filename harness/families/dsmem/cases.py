@@ -8,6 +8,8 @@ Ids spell the PTX instruction (without the operands) and add what it does not sa
     st.shared::cluster.u32.cluster8.spread       ... each warp into another CTA
     ld.shared::cluster.u32.cluster4.chase.ring   the papers' pattern: every thread chases through the next
                                                  CTA (.pair, .broadcast, .local: CHASE_PATTERNS)
+    ld.shared::cluster.u32.cluster16.map         the SM-to-SM map: every CTA chases every other CTA of its
+                                                 cluster in turn, by %smid (the `maps` suite, maps.py)
 
 These ids, and the parameters below (op, cluster, spread, pattern: names and values), are the ones the
 `tma` family gave these cases before they had a family of their own (schema 11,
@@ -25,14 +27,15 @@ from harness.spec import Case
 
 CLUSTERS = (2, 4, 8, 16)  # CTAs per cluster; 8 is the portable most, 16 a non-portable size (launched at run time)
 PORTABLE_CLUSTER = 8
-OPS = ("dsmem", "dsmem-store", "dsmem-chase")  # loads from, or stores to, another CTA; the papers' chase
+OPS = ("dsmem", "dsmem-store", "dsmem-chase", "dsmem-map")  # loads from, stores to, another CTA; the papers'
+# chase; the SM-to-SM map
 # The papers' DSMEM patterns (dsmem-chase): whose shared memory each CTA's threads chase through.
 CHASE_PATTERNS = ("ring", "pair", "broadcast", "local")
 INSTRUCTIONS = {"dsmem": "ld.shared::cluster.u32", "dsmem-store": "st.shared::cluster.u32",
-                "dsmem-chase": "ld.shared::cluster.u32"}
+                "dsmem-chase": "ld.shared::cluster.u32", "dsmem-map": "ld.shared::cluster.u32"}
 
 _ID = re.compile(r"^(?P<op>ld|st)\.shared::cluster\.u32\.cluster(?P<cluster>\d+)(?P<spread>\.spread)?"
-                 r"(?:\.chase\.(?P<pattern>\w+))?$")
+                 r"(?:\.chase\.(?P<pattern>\w+)|(?P<map>\.map))?$")
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,8 @@ class DsmemCase(Case):
     @property
     def base_id(self) -> str:
         return (f"{self.instruction}.cluster{self.cluster}" + (".spread" if self.spread else "")
-                + (f".chase.{self.pattern}" if self.op == "dsmem-chase" else ""))
+                + (f".chase.{self.pattern}" if self.op == "dsmem-chase" else "")
+                + (".map" if self.op == "dsmem-map" else ""))
 
     def columns(self) -> dict[str, object]:
         return {"instruction": self.instruction}
@@ -64,7 +68,10 @@ def parse(case_id: str) -> DsmemCase:
                         "(see `bench list --suite dsmem`)")
     if match["pattern"] is not None and (match["op"] != "ld" or match["spread"]):
         raise SpecError(f"{case_id!r}: a chase pattern is written ld.shared::cluster.u32.clusterC.chase.PATTERN")
-    op = "dsmem-chase" if match["pattern"] is not None else "dsmem" if match["op"] == "ld" else "dsmem-store"
+    if match["map"] and (match["op"] != "ld" or match["spread"]):
+        raise SpecError(f"{case_id!r}: the SM-to-SM map is written ld.shared::cluster.u32.clusterC.map")
+    op = ("dsmem-chase" if match["pattern"] is not None else "dsmem-map" if match["map"] else
+          "dsmem" if match["op"] == "ld" else "dsmem-store")
     case = DsmemCase(op, cluster=int(match["cluster"]), spread=bool(match["spread"]), pattern=match["pattern"] or "")
     check(case)
     return case
@@ -82,6 +89,8 @@ def check(case: DsmemCase) -> None:
         raise IllegalShapeError(f"{case}: chase patterns are {', '.join(CHASE_PATTERNS)}, not {case.pattern!r}")
     if case.op != "dsmem-chase" and case.pattern:
         raise IllegalShapeError(f"{case}: a pattern is a chase's ({', '.join(CHASE_PATTERNS)})")
+    if case.op == "dsmem-map" and (case.spread or case.pattern):
+        raise IllegalShapeError(f"{case}: the map has every CTA chase every other: no .spread, no pattern")
     if case.op == "dsmem-chase" and case.spread:
         raise IllegalShapeError(f"{case}: .spread is a stream's access pattern, not a chase's")
 
@@ -92,6 +101,16 @@ def from_params(params: dict) -> DsmemCase:
     at their defaults for these cases; docs/database.md)."""
     return DsmemCase(params["op"], cluster=int(params["cluster"]), spread=bool(params["spread"]),
                      pattern=params.get("pattern") or "")
+
+
+def map_cases() -> list[DsmemCase]:
+    """The `maps-dsmem` suite (part of `maps`): the SM-to-SM map at every cluster size (each size lands its
+    clusters on other SMs: together they cover more pairs of SMs)."""
+    return [DsmemCase("dsmem-map", cluster=c) for c in CLUSTERS]
+
+
+def all_cases() -> list[DsmemCase]:
+    return cases() + map_cases()
 
 
 def cases() -> list[DsmemCase]:

@@ -1,6 +1,6 @@
 """The DSMEM sections of `bench report`: latency and bandwidth by cluster size, the papers' chase patterns
 beside our streams in bytes per cycle per SM, the spread of the chases over SM placements, the hop model,
-and the papers' figures beside ours."""
+the papers' figures beside ours, and the SM-to-SM map (a heat map per GPU, and the site's finding)."""
 
 from __future__ import annotations
 
@@ -28,6 +28,10 @@ def figures(ctx) -> list:
     frame = _frame(ctx)
     if frame.empty:
         return []
+    maps = map_sections(ctx)
+    frame = frame[frame.op != "dsmem-map"]
+    if frame.empty:
+        return maps
     sections = []
     rows = frame[frame.metric.isin(("latency_cycles", "pingpong_hop_cycles", "bandwidth_gbps"))]
     if len(rows):
@@ -54,7 +58,7 @@ def figures(ctx) -> list:
             "placements, not noise around one value.")], table))
     sections += _models(frame)
     sections += _paper_section(ctx)
-    return sections
+    return sections + maps
 
 
 def _patterns(frame: pd.DataFrame) -> list:
@@ -111,3 +115,54 @@ def _paper_section(ctx) -> list:
         "(bench compare): latency in cycles, our minimum over 16 placements against their fastest rank pair "
         "(n = 16; `distribution`), and the local chase's median against their one figure. A difference counts "
         "beyond 3 % plus the 95 % interval of the statistic (`uncertainty`).")], table.round(3))]
+
+
+MAP_METHOD = ("Clusters of 2, 4, 8 and 16 CTAs, one CTA per SM (shared memory enough that no two share one): every "
+              "CTA's thread 0 chases each other CTA of its cluster in turn (128 dependent ld.shared::cluster loads, the "
+              "chain's cycles per load, as the latency cases' chain), and reads its %smid; 16 launches per size. A "
+              "cell is the median over launches and sizes; blank: the two SMs never shared a cluster. Groups: SMs that "
+              "shared a cluster, transitively (a cluster lives in one GPC). harness/families/dsmem/maps.py; "
+              "docs/data-movement.md, 'Maps of the chip'.")
+
+
+def _map_figure(maps: dict, directory, name: str):
+    import matplotlib.pyplot as plt
+
+    from harness.families.dsmem.maps import heatmap
+
+    fig, axes = plt.subplots(1, len(maps), figsize=(7 * len(maps), 6.5), squeeze=False)
+    for ax, (gpu, pairs) in zip(axes[0], maps.items()):
+        image = heatmap(ax, pairs, f"{gpu}: DSMEM latency SM to SM (cycles per load)")
+        fig.colorbar(image, ax=ax, shrink=0.8)
+    fig.tight_layout()
+    path = directory / name
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def map_sections(ctx) -> list:
+    from harness.families.dsmem.maps import describe, load, per_sm
+
+    maps = load(ctx.store, ctx.measured)
+    if not maps:
+        return []
+    path = _map_figure(maps, ctx.directory, "dsmem_sm_map.png")
+    text = [line for gpu, pairs in maps.items() for line in describe(gpu, pairs)]
+    table = pd.concat([per_sm(pairs).assign(gpu=gpu) for gpu, pairs in maps.items()]).round(1)
+    return [("DSMEM by SM: the SM-to-SM map", text + [MAP_METHOD], path),
+            ("DSMEM by SM, in numbers", ["Per SM: its group (SMs that shared a cluster), the median of its chases to "
+                                         "the others and theirs to it, and how far that is above its group's median."],
+             table)]
+
+
+def findings(ctx) -> list:
+    """Which SMs are far from which, and the GPCs and TPCs the DSMEM map implies, per GPU model."""
+    from harness.families.dsmem.maps import describe, load
+
+    maps = load(ctx.store, ctx.latest)
+    if not maps:
+        return []
+    path = _map_figure(maps, ctx.directory, "dsmem_sm_map.png")
+    return [("Which SMs are far from which, through distributed shared memory?",
+             [line for gpu, pairs in maps.items() for line in describe(gpu, pairs)] + [MAP_METHOD], path)]

@@ -20,12 +20,17 @@ Ids spell the PTX load, then what is timed and where the data lives:
     ld.shared.v4.u32.stream           every thread of every SM loading 16-byte words: bytes per cycle per SM
     ld.global.ca.v4.u32.stream.l1     ... from a 16 KiB region each SM keeps in its L1
     ld.global.cg.v4.u32.stream.l2     ... from a 16 MiB region spread over the L2
+    ld.global.cg.u32.map.l2           the L2 by SM: one block per SM walks MAP_LINES lines spread over 8 MiB
+                                      (in the L2), timing each load alone: a map of the L2's latency from
+                                      every SM to every line, whose lines fall into the near and far partition
+                                      (maps.py; the `maps` suite)
 
 Metrics: `latency_cycles` of a chase, by chain slope ({"timed": "chain"}: two chains of 256 and 4352
 dependent loads, the difference over the difference of lengths; the headline) and, for L2 and HBM,
 each load timed alone ({"timed": "each access"}: clock, load, a shared store that waits for the word,
 clock; net of the same without the load), whose samples show the near and far L2 partitions as two
-modes; `sm_throughput` of a stream in B/cycle/SM (clock64, warps per SM 4..32).
+modes; `sm_throughput` of a stream in B/cycle/SM (clock64, warps per SM 4..32); the map's `latency_cycles`
+per SM ({"map": "l2", "lines": MAP_LINES, "sm": s}: every line's load, MAP_LAUNCHES launches; methods.SmMap).
 
 Rings are random cycles through 64-byte chunks (the papers' chunk size): word 16 c of chunk c holds
 the word index of the next chunk, so consecutive loads fall in unrelated lines.
@@ -42,7 +47,7 @@ import numpy as np
 from harness.errors import IllegalShapeError, SpecError
 from harness.families.base import (Check, Family, Inputs, KernelExpectation, Reason, SassExpectation, Suite, Work,
                                    known_cause)
-from harness.measure.methods import BracketedLatency, ChainSlope, OccupancySweep, SweepPoint
+from harness.measure.methods import MAP_ROW_HEAD, BracketedLatency, ChainSlope, OccupancySweep, SmMap, SweepPoint
 from harness.spec import Case
 
 LEVELS = {"shared": ("shared", None), "l1": ("global.ca", "l1"), "l2": ("global.cg", "l2"), "hbm": ("global.cg", "hbm")}
@@ -58,6 +63,14 @@ STREAM_UNROLL = 4  # 16-byte loads per thread per iteration
 SWEEP_WARPS = (4, 8, 16, 32)
 EACH_REPS = 512  # loads timed alone per launch
 CHECK_WARPS = 4
+# The L2 map (ld.global.cg.u32.map.l2): lines walked by every SM, spread over an 8 MiB region (in the L2 of
+# every Hopper: 50-60 MiB), each timed alone; launches, each a sample of every (SM, line).
+MAP_LINES = 64
+MAP_LAUNCHES = 16
+MAP_EMPTY = 16  # empty brackets each block times first; the least is the bracket's cost
+# Dynamic shared memory (unused) of a map block: more than half of an SM's 228 KiB, so no two blocks share an SM
+# and a grid of one block per SM lands on every SM (CUDA C++ Programming Guide, compute capability 9.0).
+MAP_SHARED_BYTES = 120 << 10
 # Levels beyond the SM, whose latency is not all in SM cycles: a paper figure of wall time x a clock is compared
 # with ours as time (compare's basis "ns"), with cycles beside it.
 BEYOND_SM = ("l2", "hbm")
@@ -67,7 +80,7 @@ LOG_CLOCK_MHZ = {"H800 PCIe": 1755.0, "A100 PCIe": 1395.0, "RTX4090": 2235.0}
 # Shared memory: 32 banks x 4 B per cycle per SM (CUDA C++ Programming Guide, compute capability 9.0).
 SHARED_PEAK = 128
 
-_ID = re.compile(r"^ld\.(?P<space>shared|global\.ca|global\.cg|global)\.(?P<width>u32|u64|v4\.u32)\.(?P<kind>pchase|ptrchase|stream)"
+_ID = re.compile(r"^ld\.(?P<space>shared|global\.ca|global\.cg|global)\.(?P<width>u32|u64|v4\.u32)\.(?P<kind>pchase|ptrchase|stream|map)"
                  r"(?:\.(?P<level>l1|l2|hbm))?$")
 
 
@@ -89,7 +102,7 @@ CAUSES = {
 @dataclass(frozen=True)
 class MemoryCase(Case):
     family: ClassVar[str] = "memory"
-    kind: str  # "pchase" (an index chase), "ptrchase" (shared memory: a chase of addresses) or "stream"
+    kind: str  # "pchase" (an index chase), "ptrchase" (shared memory: a chase of addresses), "stream" or "map"
     level: str  # shared, l1, l2, hbm
     weak: bool = False  # a plain ld.global.u64 of 64-bit pointers (the L1 chase), not ld.global.ca of an index
 
@@ -139,10 +152,12 @@ def parse(case_id: str) -> MemoryCase:
 
 
 def check(case: MemoryCase) -> None:
-    if case.kind not in ("pchase", "ptrchase", "stream") or case.level not in LEVELS:
+    if case.kind not in ("pchase", "ptrchase", "stream", "map") or case.level not in LEVELS:
         raise SpecError(f"{case}: unknown kind {case.kind!r} or level {case.level!r}")
     if case.kind == "ptrchase" and (case.level != "shared" or case.weak):
         raise IllegalShapeError(f"{case}: the chase of addresses is shared memory's (global memory's is ld.global.u64)")
+    if case.kind == "map" and (case.level != "l2" or case.weak):
+        raise IllegalShapeError(f"{case}: the map is the L2's (ld.global.cg.u32.map.l2)")
     if case.kind == "stream" and case.level == "hbm":
         raise IllegalShapeError(f"{case}: the HBM stream is the tma suite's read baseline (ld.global.v4.u32)")
 
@@ -178,10 +193,32 @@ def stream_sums(words: np.ndarray, threads: int, iters: int) -> np.ndarray:
     return (quads[index].sum(axis=0) % (1 << 32)).astype(np.uint32)
 
 
+def map_cases() -> list[MemoryCase]:
+    return [MemoryCase("map", "l2")]
+
+
+def all_cases() -> list[MemoryCase]:
+    """The family's cases: the `memory` suite's and the map's (the `maps` suite's)."""
+    return cases() + map_cases()
+
+
+def map_ring(rng: np.random.Generator) -> np.ndarray:
+    """The L2 map's words: MAP_LINES chunks drawn from the 8 MiB region, in a random cycle from chunk 0 (the
+    walk starts at word 0); every other word zero."""
+    chunks = RING_BYTES["l2"] // (4 * CHUNK_WORDS)
+    lines = np.concatenate([[0], 1 + rng.choice(chunks - 1, MAP_LINES - 1, replace=False)])
+    order = np.concatenate([[0], rng.permutation(lines[1:])])
+    words = np.zeros(chunks * CHUNK_WORDS, dtype=np.uint32)
+    words[order * CHUNK_WORDS] = np.roll(order, -1) * CHUNK_WORDS
+    return words
+
+
 def _suites() -> dict[str, Suite]:
     return {"memory": Suite("the memory hierarchy: pointer-chase latency through shared memory, L1, L2 and HBM (each "
                             "load also timed alone for L2 and HBM), and load throughput per SM from shared memory, L1 "
-                            "and L2", cases)}
+                            "and L2", cases),
+            "maps-l2": Suite("the L2 by SM: every SM's latency to each of 64 lines (near and far partition)", map_cases,
+                             part_of=("maps",))}
 
 
 class MemoryFamily(Family):
@@ -192,7 +229,7 @@ class MemoryFamily(Family):
     example_id = "ld.global.cg.u32.pchase.l2"
     template = "memory.cu.in"
 
-    cases = staticmethod(cases)
+    cases = staticmethod(all_cases)
     parse = staticmethod(parse)
     check = staticmethod(check)
     suites = staticmethod(_suites)
@@ -200,11 +237,12 @@ class MemoryFamily(Family):
     def template_params(self, case: MemoryCase) -> dict[str, object]:
         self.check(case)
         words = case.region_bytes // 4
-        return {"kind": 1 if case.kind == "stream" else 0, "space": SPACES[case.space], "ring_words": words,
+        return {"kind": {"stream": 1, "map": 2}.get(case.kind, 0), "space": SPACES[case.space], "ring_words": words,
                 "pointers": "true" if case.kind == "ptrchase" else "false",
                 "shared_words": words if case.level == "shared" else 4,
                 "launch_step": HBM_LAUNCH_STEP if case.level == "hbm" else 0,
-                "unroll": STREAM_UNROLL if case.kind == "stream" else UNROLL, "out_threads": self.output_words(case)}
+                "unroll": STREAM_UNROLL if case.kind == "stream" else UNROLL, "out_threads": self.output_words(case),
+                "map_lines": MAP_LINES, "map_empty": MAP_EMPTY, "map_row": MAP_ROW_HEAD + 2 * MAP_LINES}
 
     def sass_expectation(self, case: MemoryCase) -> SassExpectation:
         """The chase's UNROLL dependent loads (LDS, or LDG.E with .cg's STRONG.GPU); the stream's loads."""
@@ -215,6 +253,9 @@ class MemoryFamily(Family):
             load = "LDG.E" + (".128" if case.kind == "stream" else ".64" if case.weak else "") + strength
         if case.kind == "stream":
             return SassExpectation((("probe_stream", KernelExpectation(load, STREAM_UNROLL)),), executes=load)
+        if case.kind == "map":  # the warm walk's load and the timed one's; local memory would be a spill
+            return SassExpectation((("probe_map", KernelExpectation(load, 2)),), executes=load,
+                                   spill_kernels=("probe_map",))
         # a chase of addresses holds nothing between its loads: no address arithmetic (the index chase's IMAD/LEA)
         between = ("IMAD", "IADD", "LEA", "SHF", "ISCADD") if case.kind == "ptrchase" else ()
         kernels = [("probe_chain", KernelExpectation(load, UNROLL, forbidden=between,
@@ -226,6 +267,10 @@ class MemoryFamily(Family):
     # -- correctness -------------------------------------------------------------------------------
 
     def inputs(self, case: MemoryCase, rng: np.random.Generator) -> Inputs:
+        if case.kind == "map":
+            words = map_ring(rng)
+            return Inputs(words.view(np.uint8), {"words": words},
+                          f"a random cycle through {MAP_LINES} 64-byte chunks of an 8 MiB region")
         if case.kind in ("pchase", "ptrchase"):
             words = ring(case.region_bytes // (4 * CHUNK_WORDS), rng)
             how = f"a random cycle through {words.size // CHUNK_WORDS} 64-byte chunks"
@@ -244,6 +289,11 @@ class MemoryFamily(Family):
             return [Check("probe_stream", threads, iters, 5 * CHECK_WARPS,
                           self._expected(case, stream_sums(words, threads, iters)), 0.0,
                           f"each thread's sum of {iters * STREAM_UNROLL} 16-byte words")]
+        if case.kind == "map":  # a walk of fewer steps than the cycle, which would end where it began
+            steps = MAP_LINES // 2 + 3
+            return [Check("probe_map", 32, steps, MAP_ROW_HEAD + 2 * MAP_LINES,
+                          self._expected(case, [chase(words, 0, steps)]), 0.0,
+                          f"the word after the warm walk of {MAP_LINES} lines and {steps} timed steps", grid=1)]
         steps = 2 * UNROLL
         checks = [Check("probe_chain", 32, steps, 5, self._expected(case, [chase(words, 0, steps)]), 0.0,
                         f"the word after {steps} steps of the chase")]
@@ -274,6 +324,13 @@ class MemoryFamily(Family):
         return SHARED_PEAK if case.kind == "stream" and case.level in ("shared", "l1") else None
 
     def plan(self, case: MemoryCase, device=None) -> list:
+        if case.kind == "map":
+            return [SmMap("latency_cycles", "probe_map", 32, MAP_LINES, MAP_LINES, MAP_LAUNCHES,
+                          {"map": "l2", "lines": MAP_LINES},
+                          notes=f"each block (one per SM) walks {MAP_LINES} lines of an 8 MiB region (resident in the "
+                                "L2) with ld.global.cg, each load timed alone (clock, load, a shared store that waits "
+                                "for the word, clock) less the least of 16 empty brackets; samples: launch by launch, "
+                                "the lines in walk order")]
         if case.kind == "stream":
             points = tuple(SweepPoint("probe_stream", w, STREAM_UNROLL, {"warps": w}) for w in SWEEP_WARPS)
             return [OccupancySweep(points, 32, 1, whole_gpu="none")]
@@ -291,11 +348,13 @@ class MemoryFamily(Family):
         return plan
 
     def attach(self, case: MemoryCase, probe, device) -> None:
-        """The chases' launch counters start at zero for every probe (its checks expect it; a module loaded
+        """The map's blocks one per SM (MAP_SHARED_BYTES). The chases' launch counters start at zero for every probe (its checks expect it; a module loaded
         again in one process keeps its globals). After the ring's upload the L2 holds its last tens of
         MiB: write twice the L2 elsewhere, so that the HBM chase's first launches find none of it there."""
         import cupy
 
+        if case.kind == "map":  # shared memory no two blocks fit on one SM beside: one block per SM
+            probe.dynamic_smem["probe_map"] = MAP_SHARED_BYTES
         if case.kind in ("pchase", "ptrchase"):
             for name in ("chain_launches", "each_launches"):
                 cupy.ndarray((1,), cupy.uint32, probe.module.get_global(name)).fill(0)
@@ -358,6 +417,12 @@ class MemoryFamily(Family):
         from harness.families.memory.figures import figures
 
         return figures(context)
+
+    def findings(self, context) -> list:
+        """Which SMs are far from which half of the L2 (the map, ld.global.cg.u32.map.l2)."""
+        from harness.families.memory.figures import findings
+
+        return findings(context)
 
     def describe(self, case: MemoryCase) -> list[str]:
         what = {"pchase": "a pointer chase" if case.level != "shared" else "an index chase (base + word each step)",

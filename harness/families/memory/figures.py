@@ -1,6 +1,6 @@
 """The memory family's sections of `bench report`: each level's latency and throughput beside the
-papers' (bench compare), with why a figure differs, and the distribution of single loads from the L2
-and from HBM."""
+papers' (bench compare), with why a figure differs, the distribution of single loads from the L2
+and from HBM, and the L2 by SM (the map: a heat map per GPU, and the site's finding)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,18 @@ import pandas as pd
 
 from harness.verdicts import AGREES
 
+def _is_map(launch) -> bool:
+    return "map" in (json.loads(launch) if isinstance(launch, str) else launch)
+
+
 def figures(ctx) -> list:
     frame = ctx.measured[ctx.measured.family == "memory"]
     if frame.empty:
         return []
+    maps = map_sections(ctx)
+    frame = frame[~frame.launch.map(_is_map)]
+    if frame.empty:
+        return maps
     rows = ctx.against[(ctx.against.family == "memory") & ctx.against.paper.notna()]
     table = rows[["case_id", "metric", "launch", "value", "basis", "clock_mhz", "clock_source", "comparable", "paper",
                   "paper_unit", "uncertainty", "paper_ratio", "cycles_ratio", "verdict"]].copy()
@@ -38,4 +46,55 @@ def figures(ctx) -> list:
             "Each load timed alone (clock, load, a shared store that waits for the word, clock; net of the same "
             "without the load), 508 of them: their spread is where the line sat (near or far L2 partition, an open "
             "DRAM page or not), not noise."], described))
-    return sections
+    return sections + maps
+
+
+MAP_METHOD = ("Every SM (one block each, shared memory enough that no two share an SM) walks the same 64 lines, "
+              "spread over an 8 MiB region resident in the L2, with ld.global.cg, each load timed alone (clock, load, a "
+              "shared store that waits for the word, clock, less the least of 16 empty brackets), over 16 launches; "
+              "a cell is the median over launches. The lines are put in two groups by their profile over the SMs "
+              "(harness/families/memory/maps.py); each SM's near partition is the group it reaches sooner. "
+              "docs/data-movement.md, 'Maps of the chip'.")
+
+
+def _map_figure(maps: dict, directory, name: str):
+    import matplotlib.pyplot as plt
+
+    from harness.families.memory.maps import heatmap
+
+    fig, axes = plt.subplots(1, len(maps), figsize=(6.5 * len(maps), 5.5), squeeze=False)
+    for ax, (gpu, found) in zip(axes[0], maps.items()):
+        image = heatmap(ax, found, f"{gpu}: L2 load latency by SM and line (cycles)")
+        fig.colorbar(image, ax=ax, shrink=0.8)
+    fig.tight_layout()
+    path = directory / name
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def map_sections(ctx) -> list:
+    """The report's L2 map: the heat map, the sentence, and per SM its near and far latency."""
+    from harness.families.memory.maps import describe, load
+
+    maps = load(ctx.store, ctx.measured)
+    if not maps:
+        return []
+    path = _map_figure(maps, ctx.directory, "memory_l2_map.png")
+    tables = pd.concat([found.per_sm().assign(gpu=gpu) for gpu, found in maps.items()]).round(1)
+    return [("The L2 by SM: near and far partition", [describe(gpu, found) for gpu, found in maps.items()]
+             + [MAP_METHOD], path),
+            ("The L2 by SM, in numbers", ["Per SM: the median over each partition's lines, its near partition, far - "
+                                          "near."], tables)]
+
+
+def findings(ctx) -> list:
+    """Which SMs are far from which half of the L2, per GPU model (the newest map of each)."""
+    from harness.families.memory.maps import describe, load
+
+    maps = load(ctx.store, ctx.latest)
+    if not maps:
+        return []
+    path = _map_figure(maps, ctx.directory, "memory_l2_map.png")
+    return [("Which SMs are far from which half of the L2?", [describe(gpu, found) for gpu, found in maps.items()]
+             + [MAP_METHOD], path)]

@@ -1,0 +1,166 @@
+"""The SM-to-SM map (ld.shared::cluster.u32.clusterC.map): DSMEM latency between the SMs clusters land on,
+and the chip's structure inferred from it.
+
+The map's measurements are one per pair of SMs a cluster landed on (launch {"map": "dsmem", "cluster": C,
+"sm": a, "peer": b}; samples: cycles per load of a's chases through b's shared memory, launch by launch).
+
+- GPCs: a cluster always lives in one GPC, so SMs that ever shared a cluster share a GPC. The groups are the
+  connected components of the pairs seen, over every cluster size: at least as fine as the GPCs (two groups
+  may be one GPC whose SMs never shared a cluster, where a GPC holds more SMs than the largest cluster and
+  the hardware always placed it the same way).
+- TPCs: the two SMs of a TPC share its connection to the GPC; a pair of SMs each other's nearest, by
+  MIN_TPC_GAP cycles or more against the next nearest, is reported as one (a guess from latency: the map
+  cannot see the die).
+- Which SMs are far: each SM's median latency to the others of its group, against the group's median.
+
+What it cannot tell: pairs in different GPCs (no cluster spans two), and a GPC's SMs that no cluster placed
+together in these launches.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+MIN_TPC_GAP = 3.0  # cycles: a mutual nearest pair counts as a TPC if its next nearest is this much slower
+FAR_CYCLES = 5.0  # an SM whose median to its group is this much above the group's median is "far"
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """Every pair's samples: a frame of (cluster, sm, peer, samples)."""
+
+    frame: pd.DataFrame
+
+    def medians(self) -> pd.DataFrame:
+        """(sm, peer) -> the median of every sample of the pair, over cluster sizes."""
+        grouped = self.frame.groupby(["sm", "peer"]).samples.apply(lambda s: float(np.median(np.concatenate(list(s)))))
+        return grouped.reset_index(name="cycles")
+
+
+def load(store, frame: pd.DataFrame) -> dict[str, Pairs]:
+    """Every GPU's map pairs among `frame`'s rows (a run's, or the newest of each GPU): {gpu: Pairs}."""
+    rows = frame[(frame.family == "dsmem") & (frame.metric == "latency_cycles")]
+    launches = [json.loads(l) if isinstance(l, str) else dict(l) for l in rows.launch]
+    keep = np.array([l.get("map") == "dsmem" for l in launches], dtype=bool)
+    if not keep.any():
+        return {}
+    rows = rows[keep]
+    launches = [l for l, k in zip(launches, keep) if k]
+    arrays = store.samples_of(rows.measurement_id)
+    found = pd.DataFrame({"gpu": rows.gpu_name.values, "cluster": [l["cluster"] for l in launches],
+                          "sm": [l["sm"] for l in launches], "peer": [l["peer"] for l in launches],
+                          "samples": [arrays.get(int(i)) for i in rows.measurement_id]})
+    found = found[found.samples.notna()]
+    return {gpu: Pairs(part.drop(columns="gpu").reset_index(drop=True)) for gpu, part in found.groupby("gpu")}
+
+
+def matrix(pairs: Pairs) -> tuple[np.ndarray, np.ndarray]:
+    """(%smids, SMs x SMs median cycles, NaN where the pair never shared a cluster)."""
+    med = pairs.medians()
+    sms = np.array(sorted(set(med.sm) | set(med.peer)))
+    index = {s: i for i, s in enumerate(sms)}
+    cycles = np.full((sms.size, sms.size), np.nan)
+    for sm, peer, value in med.itertuples(index=False):
+        cycles[index[sm], index[peer]] = value
+    return sms, cycles
+
+
+def groups(pairs: Pairs) -> list[list[int]]:
+    """SMs that shared a cluster, transitively (the connected components of the pairs seen): GPCs or parts of
+    them, largest first, then by their first SM."""
+    parent: dict[int, int] = {}
+
+    def root(x: int) -> int:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for sm, peer in zip(pairs.frame.sm, pairs.frame.peer):
+        a, b = root(int(sm)), root(int(peer))
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+    found: dict[int, list[int]] = {}
+    for sm in list(parent):
+        found.setdefault(root(sm), []).append(sm)
+    return sorted((sorted(g) for g in found.values()), key=lambda g: (-len(g), g[0]))
+
+
+def tpcs(sms: np.ndarray, cycles: np.ndarray) -> list[tuple[int, int, float, float]]:
+    """(a, b, their latency, the next nearest of either) for pairs each other's nearest by MIN_TPC_GAP."""
+    both = np.fmax(cycles, cycles.T)  # the slower way of a pair; a pair measured one way only keeps that way
+    found = []
+    for i in range(sms.size):
+        row = both[i]
+        if np.isnan(row).all():
+            continue
+        j = int(np.nanargmin(row))
+        if j <= i or int(np.nanargmin(both[j])) != i:
+            continue
+        rest = np.concatenate([np.delete(row, [i, j]), np.delete(both[j], [i, j])])
+        rest = rest[~np.isnan(rest)]
+        if rest.size and rest.min() - row[j] >= MIN_TPC_GAP:
+            found.append((int(sms[i]), int(sms[j]), float(row[j]), float(rest.min())))
+    return found
+
+
+def per_sm(pairs: Pairs) -> pd.DataFrame:
+    """Per SM: its group, the median of its chases to the others (and theirs to it), and how far that is
+    above its group's median."""
+    med = pairs.medians()
+    member = {sm: g for g, sms in enumerate(groups(pairs)) for sm in sms}
+    both = pd.concat([med[["sm", "cycles"]], med[["peer", "cycles"]].rename(columns={"peer": "sm"})])
+    table = both.groupby("sm").cycles.median().reset_index(name="median cycles")
+    table["group"] = table.sm.map(member)
+    table["group median"] = table.groupby("group")["median cycles"].transform("median")
+    table["above the group"] = table["median cycles"] - table["group median"]
+    return table
+
+
+def describe(gpu: str, pairs: Pairs) -> list[str]:
+    """Sentences with the run's numbers: the groups, the TPC pairs, the far SMs, the fastest pair per cluster size."""
+    sms, cycles = matrix(pairs)
+    found = groups(pairs)
+    pairs_tpc = tpcs(sms, cycles)
+    table = per_sm(pairs)
+    far = table[table["above the group"] >= FAR_CYCLES].sort_values("above the group", ascending=False)
+    sizes = ", ".join(str(len(g)) for g in found)
+    text = [f"{gpu}: {sms.size} SMs in {len(found)} groups that shared clusters (GPCs or parts of them; sizes {sizes}); "
+            f"{len(pairs_tpc)} pairs of SMs are each other's nearest by {MIN_TPC_GAP:g} cycles or more (TPCs, as "
+            "latency sees them)"
+            + (f", at {np.median([p[2] for p in pairs_tpc]):.0f} cycles against {np.median([p[3] for p in pairs_tpc]):.0f} "
+               "to the next nearest (medians)" if pairs_tpc else "") + "."]
+    if len(far):
+        text.append(f"{gpu}: far from the rest of their group (median latency {FAR_CYCLES:g} cycles or more above the "
+                    "group's): " + ", ".join(f"SM {int(r.sm)} (+{r['above the group']:.0f}, {r['median cycles']:.0f} "
+                                             "cycles)" for _, r in far.head(8).iterrows())
+                    + (f" and {len(far) - 8} more" if len(far) > 8 else "") + ".")
+    else:
+        text.append(f"{gpu}: no SM is {FAR_CYCLES:g} cycles or more above its group's median latency.")
+    by_cluster = pairs.frame.assign(median=pairs.frame.samples.map(lambda s: float(np.median(s))))
+    fastest = by_cluster.groupby("cluster")["median"].agg(["min", "median", "max"])
+    text.append(f"{gpu}: fastest / median / slowest pair by cluster size: "
+                + "; ".join(f"{int(c)}: {r['min']:.0f} / {r['median']:.0f} / {r['max']:.0f}" for c, r in fastest.iterrows())
+                + " cycles per load.")
+    return text
+
+
+def heatmap(ax, pairs: Pairs, title: str):
+    """SM x SM cycles, the SMs ordered by group then id; blank: never in one cluster."""
+    sms, cycles = matrix(pairs)
+    order = [s for g in groups(pairs) for s in g]
+    index = {s: i for i, s in enumerate(sms)}
+    idx = [index[s] for s in order]
+    image = ax.imshow(np.ma.masked_invalid(cycles[np.ix_(idx, idx)]), interpolation="nearest", cmap="viridis")
+    ax.set_title(title, fontsize=9)
+    step = max(1, len(order) // 16)
+    ax.set_xticks(range(0, len(order), step), [str(s) for s in order[::step]], fontsize=6, rotation=90)
+    ax.set_yticks(range(0, len(order), step), [str(s) for s in order[::step]], fontsize=6)
+    ax.set_xlabel("chased SM (peer), by group")
+    ax.set_ylabel("chasing SM, by group")
+    return image
