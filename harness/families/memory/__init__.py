@@ -328,9 +328,9 @@ class MemoryFamily(Family):
             return [SmMap("latency_cycles", "probe_map", 32, MAP_LINES, MAP_LINES, MAP_LAUNCHES,
                           {"map": "l2", "lines": MAP_LINES},
                           notes=f"each block (one per SM) walks {MAP_LINES} lines of an 8 MiB region (resident in the "
-                                "L2) with ld.global.cg, each load timed alone (clock, load, a shared store that waits "
-                                "for the word, clock) less the least of 16 empty brackets; samples: launch by launch, "
-                                "the lines in walk order")]
+                                f"L2), block b from line b mod {MAP_LINES}, with ld.global.cg, each load timed alone "
+                                "(clock, load, a shared store that waits for the word, clock) less the least of 16 "
+                                "empty brackets; samples: launch by launch, the lines in walk order from word 0")]
         if case.kind == "stream":
             points = tuple(SweepPoint("probe_stream", w, STREAM_UNROLL, {"warps": w}) for w in SWEEP_WARPS)
             return [OccupancySweep(points, 32, 1, whole_gpu="none")]

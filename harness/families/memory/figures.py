@@ -50,7 +50,8 @@ def figures(ctx) -> list:
 
 
 MAP_METHOD = ("Every SM (one block each, shared memory enough that no two share an SM) walks the same 64 lines, "
-              "spread over an 8 MiB region resident in the L2, with ld.global.cg, each load timed alone (clock, load, a "
+              "spread over an 8 MiB region resident in the L2, each from its own place in the cycle, with "
+              "ld.global.cg, each load timed alone (clock, load, a "
               "shared store that waits for the word, clock, less the least of 16 empty brackets), over 16 launches; "
               "a cell is the median over launches. The lines are put in two groups by their profile over the SMs "
               "(harness/families/memory/maps.py); each SM's near partition is the group it reaches sooner. "
