@@ -126,7 +126,9 @@ def test_tpc_pairs_are_mutual_nearest_and_far_sms_are_named():
     table = dsmem_maps.per_sm(pairs)
     assert table[table["above the group"] >= dsmem_maps.FAR_CYCLES].sm.tolist() == [21]
     text = " ".join(dsmem_maps.describe("GPU", pairs))
-    assert "2 groups" in text and "16 pairs" in text and "SM 21 (+" in text and "2: 190" in text
+    assert "2 groups" in text and "16 pairs" in text and "SM 21 (+" in text and "2: 190 / 190 / 190 (100%)" in text
+    shares = dsmem_maps.by_cluster(pairs, found).tpc
+    assert shares[2] == 1.0 and shares[16] == pytest.approx(32 / (2 * 16 * 15))
 
 
 def test_no_tpc_where_no_pair_stands_out():

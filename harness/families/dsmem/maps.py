@@ -142,12 +142,21 @@ def describe(gpu: str, pairs: Pairs) -> list[str]:
                     + (f" and {len(far) - 8} more" if len(far) > 8 else "") + ".")
     else:
         text.append(f"{gpu}: no SM is {FAR_CYCLES:g} cycles or more above its group's median latency.")
-    by_cluster = pairs.frame.assign(median=pairs.frame.samples.map(lambda s: float(np.median(s))))
-    fastest = by_cluster.groupby("cluster")["median"].agg(["min", "median", "max"])
-    text.append(f"{gpu}: fastest / median / slowest pair by cluster size: "
-                + "; ".join(f"{int(c)}: {r['min']:.0f} / {r['median']:.0f} / {r['max']:.0f}" for c, r in fastest.iterrows())
+    text.append(f"{gpu}: fastest / median / slowest pair by cluster size, and the share of its pairs within a TPC: "
+                + "; ".join(f"{int(c)}: {r['min']:.0f} / {r['median']:.0f} / {r['max']:.0f} ({r['tpc']:.0%})"
+                            for c, r in by_cluster(pairs, pairs_tpc).iterrows())
                 + " cycles per load.")
     return text
+
+
+def by_cluster(pairs: Pairs, pairs_tpc: list) -> pd.DataFrame:
+    """Per cluster size: the fastest, median and slowest pair (their medians), and the share of pairs that
+    are TPC pairs (whether a cluster's CTAs share TPCs: the pairs' latency at each size follows from it)."""
+    tpc = {frozenset((a, b)) for a, b, _, _ in pairs_tpc}
+    frame = pairs.frame.assign(median=pairs.frame.samples.map(lambda s: float(np.median(s))),
+                               tpc=[frozenset((a, b)) in tpc for a, b in zip(pairs.frame.sm, pairs.frame.peer)])
+    return frame.groupby("cluster").agg(min=("median", "min"), median=("median", "median"), max=("median", "max"),
+                                        tpc=("tpc", "mean"))
 
 
 def heatmap(ax, pairs: Pairs, title: str):
