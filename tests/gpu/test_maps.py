@@ -43,7 +43,11 @@ def test_the_l2_map_reaches_every_sm_once_a_launch_and_reads_l2_latencies(device
     assert 150 < np.median(everything) < 600, np.percentile(everything, [1, 50, 99])
     assert np.percentile(everything, 99) < 2000
     found = l2_map(per_sm, MAP_LINES)
+    from harness.db.distributions import describe as spread
+
     print("\n" + describe(device.name, found))
+    print("every load:", spread(everything))
+    print("per line, from the first SM:", np.sort(found.cycles[0]).round(0).tolist())
     print(found.per_sm().describe().round(1).to_string())
 
 
