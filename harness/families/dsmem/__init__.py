@@ -99,6 +99,12 @@ CAUSES = {
         "ours adds the loaded word to the window's base each step (address arithmetic between the loads, as the "
         "shared-memory index chase ld.shared.u32.pchase does, which the memory family measures beside the pointer "
         "chase ld.shared.u32.ptrchase); a DSMEM pointer chase is not measured yet",
+    ("ld.shared::cluster.u32.cluster16", "latency_cycles"):
+        "every chase of this case starts from rank 0, and in a cluster of 16 the hardware places rank 0 on the "
+        "first SM of a GPC (reports/investigation/dsmem-rank0-h100.txt); the maps suite's SM-to-SM map "
+        "(ld.shared::cluster.u32.cluster16.map) finds those SMs' fastest partner in a cluster of 16 slower than "
+        "the other SMs' (its report's DSMEM section), so the fastest pair here is bounded by where rank 0 lands; "
+        "the paper's rank 0 had a nearer partner on the H800's floorplan",
 }
 
 
@@ -377,7 +383,7 @@ class DsmemFamily(Family):
 
     @staticmethod
     def explain(case_id: str, metric: str, value: float, paper: float, launch: dict) -> Reason | None:
-        """CAUSES: the local chase's address arithmetic."""
+        """CAUSES: the local chase's address arithmetic; where rank 0 lands in a cluster of 16."""
         return known_cause(CAUSES, case_id, metric)
 
     def headline(self, metric: str) -> dict | None:
