@@ -197,3 +197,16 @@ def test_the_docs_quote_the_families_causes_word_for_word():
     for family in (tma, dsmem, memory):
         for (prefix, metric), text in family.CAUSES.items():
             assert " ".join(text.split()) in docs, (family.__name__, prefix, metric)
+    assert " ".join(dsmem.ONE_PARTNER.split()) in docs
+
+
+def test_an_old_dsmem_chain_that_chased_rank_1_alone_says_so():
+    """Runs before 82 chased rank 1 alone (their launch has no `partners`): their DISAGREES rows carry that cause;
+    a run that chased every partner gets the cluster's own cause (at 16: where rank 0 lands) or none."""
+    from harness.families import dsmem
+
+    explain = dsmem.FAMILY.explain
+    assert explain("ld.shared::cluster.u32.cluster4", "latency_cycles", 211.6, 201, {"cluster": 4}).text == dsmem.ONE_PARTNER
+    assert explain("ld.shared::cluster.u32.cluster4", "latency_cycles", 202, 201, {"cluster": 4, "partners": 3}) is None
+    sixteen = explain("ld.shared::cluster.u32.cluster16", "latency_cycles", 200.5, 180, {"cluster": 16, "partners": 15})
+    assert sixteen is not None and "rank 0" in sixteen.text and sixteen.accounts is False

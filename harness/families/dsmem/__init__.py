@@ -108,6 +108,13 @@ CAUSES = {
 }
 
 
+# A chain latency stored before rank 0 chased every partner (its launch has no `partners`).
+ONE_PARTNER = ("this run chased rank 1 alone (runs before 82; before 47, in a single cluster), where the paper's figure "
+               "is rank 0's fastest pair over every partner; which two SMs a pair lands on moves its latency by tens "
+               "of cycles (the maps suite's SM-to-SM map), and from run 82 on rank 0 chases every partner in 16 "
+               "clusters")
+
+
 class DsmemFamily(Family):
     name = "dsmem"
     description = "distributed shared memory: ld/st.shared::cluster between the CTAs of a cluster"
@@ -383,7 +390,12 @@ class DsmemFamily(Family):
 
     @staticmethod
     def explain(case_id: str, metric: str, value: float, paper: float, launch: dict) -> Reason | None:
-        """CAUSES: the local chase's address arithmetic; where rank 0 lands in a cluster of 16."""
+        """CAUSES: the local chase's address arithmetic; where rank 0 lands in a cluster of 16. A chain latency
+        whose launch has no `partners` chased rank 1 alone (runs before every partner was): ONE_PARTNER."""
+        if metric == "latency_cycles" and case_id.startswith("ld.shared::cluster."):
+            case = _cases.parse(case_id)
+            if case.op == "dsmem" and not case.spread and "partners" not in (launch or {}):
+                return Reason(ONE_PARTNER, accounts=False)
         return known_cause(CAUSES, case_id, metric)
 
     def headline(self, metric: str) -> dict | None:
