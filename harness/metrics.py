@@ -47,12 +47,14 @@ METRICS = {m.name: m for m in (
     MetricInfo("pingpong_hop_cycles", "cycles", "cycles", None, "lower",
                "one hop of a flag passed between two CTAs (a store into the other's shared memory, seen by its "
                "spin): the store's visibility plus the receiver's detection and its own next store, the same to a "
-               "thousandth of a cycle hop after hop, as the delivery between SMs is slotted (docs/data-movement.md); "
+               "thousandth of a cycle hop after hop, on the grid of the pollers' loops (docs/data-movement.md); "
                "not the store's latency"),
     MetricInfo("roundtrip_cycles", "cycles", "cycles", None, "lower",
                "a flag stored into another CTA's shared memory and stored back by it on seeing it, from the first "
-               "store's issue to the reply seen by a spinning reader, each round sent at another phase: two stores' "
-               "latencies to visibility and two detections (its fastest round is the floor of both)"),
+               "store's issue to the reply seen by the sender's spin: two stores' latencies to visibility and two "
+               "detections. The sender sees the reply only at its own polls, which start at its store: values lie "
+               "on the grid of its poll loop and bound the round trip from above within one period "
+               "(docs/data-movement.md)"),
     MetricInfo("latency_raw_cycles", "cycles", "cycles", None, "lower",
                "the bracketed sequence with the instruction, its overhead included (where that sequence is what "
                "using the result takes, the instruction's full round trip, with two clock reads)"),

@@ -1,12 +1,12 @@
 # An investigation (issue 34 item 9), not a probe of the harness: why did a DSMEM store round trip, padded
 # 0-63 cycles by a clock loop before each round, take two values 46 cycles apart? Either the pad moved the
 # store's arrival by whole periods of the partner's poll (so the phase never changed), or the delivery of a
-# store between SMs is slotted (so no pad can change it). Each round here: rank 0 pads, reads the clock (c0),
+# store between SMs is slotted, or the sender's own poll sets a grid (so no pad can change it). Each round here: rank 0 pads, reads the clock (c0),
 # stores r + 1 into its partner's flag, spins on its own flag until the partner stores r + 1 back, reads the
 # clock (c1). It records the round trip c1 - c0 and the gap since the last round's c1 (the realized pad).
 # Three pads: none; a clock loop of 0-63 cycles (the withdrawn probe's); a dependent chain of 0-63 IMADs
 # (about 4 cycles a step, a finer grid). If the round trip spreads with the chain's pad, the clock loop was
-# the cause; if it keeps two values, the delivery is slotted. Prints per pad: the round trip's distinct values
+# the cause; if it keeps two values, the grid is not the partner's phase (docs/data-movement.md reads it). Prints per pad: the round trip's distinct values
 # and counts, and the round trip against the realized pad modulo the poll's period.
 import numpy as np, cupy as cp
 

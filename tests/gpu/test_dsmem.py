@@ -39,7 +39,8 @@ def _rounds(case_id: str, padded: bool = True) -> tuple[np.ndarray, np.ndarray]:
 @pytest.mark.parametrize("case_id", ["st.shared::cluster.u32.cluster2", "st.shared::cluster.u32.cluster16.spread"])
 def test_a_stores_round_trip_takes_the_same_values_whatever_the_phase_it_leaves_at(case_id):
     """The ping-pong's hop read 263.5 cycles in 15 of 16 cases with no spread, and moved in steps when the
-    receiver's poll was padded: a phase of the polls, or a quantized delivery? The padded round trip leaves at
+    receiver's poll was padded. The round trip is read on the sender's clock, whose polls start at its store, so
+    its values lie on the grid of the sender's poll loop whatever the partner's phase. The padded round trip leaves at
     many phases (its gaps since the last round take at least 16 values, a dependent chain of 0-63 steps; a clock
     loop had left three), the unpadded one at one. A value that were a phase of the polls would move with the
     pad: so the padded rounds must take the values the unpadded ones take (each within 3 cycles of one of

@@ -11,12 +11,13 @@ ld.shared::cluster / st.shared::cluster:
     pingpong_hop_cycles  stores: one hop of a flag passed between two CTAs, each hop a store into the
                      other's shared memory that its spin sees. Not a latency: a hop is the store's
                      visibility, the receiver's detection and its next store, one value hop after hop
-                     (the delivery between SMs is slotted; docs/data-movement.md)
+                     (on the grid of the pollers' loops; docs/data-movement.md)
     roundtrip_cycles stores: rank 0 stores a flag into the partner's shared memory and spins until the
                      partner, spinning on its own, stores it back, net of the two clock reads: two stores'
                      latencies to visibility and two detections. Each round is padded by a dependent chain of
-                     0-63 multiply-adds, so the stores leave at varying phases; the rounds take the same few
-                     values as unpadded ones, so they are no phase of the polls (tests/gpu/test_dsmem.py)
+                     0-63 multiply-adds, so the stores reach the partner at varying phases of its poll; the
+                     rounds take the unpadded rounds' few values, on the grid of the sender's own poll loop
+                     (it sees the reply only at its polls): an upper bound within one poll period
     bandwidth_gbps   the whole GPU, CUDA events: every thread of every CTA streaming 16-byte loads from (or
                      stores into) the next CTA's ring (.spread: each warp another CTA's); the papers' chase
                      patterns (ring, pair, broadcast, local): every thread following `ilp` dependent chains

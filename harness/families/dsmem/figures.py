@@ -46,7 +46,7 @@ def figures(ctx) -> list:
             "one hop of a flag passed between two CTAs (a store into the other's shared memory until its spin sees "
             "it; runs before 84 stored it as latency_cycles): not the store's latency, as a hop holds the receiver's "
             "detection and its next store; the round trip (roundtrip_cycles) takes the same values whatever the "
-            "phase it is sent at (the delivery is slotted); bandwidth of every thread storing into the next CTA's.")], summary))
+            "phase it is sent at, on the grid of the sender's poll loop (an upper bound within one period); bandwidth of every thread storing into the next CTA's.")], summary))
     sections += _patterns(frame)
     from harness.db.distributions import spread_summary
 
