@@ -56,6 +56,7 @@ import numpy as np
 
 
 from harness.families.gemm.cases import GROUP, GemmCase
+from harness.queueing import exact_mva
 
 ELEM = 2
 KIB = 1024.0
@@ -190,15 +191,10 @@ def _miss_fraction(m: int, n: int, bm: int, bn: int, cluster: int, order: str, i
 
 def mean_value(customers: int, delay: float, services: tuple[float, ...]) -> float:
     """Cycles between completions of a closed queueing network: `customers` circulate through a pure delay
-    and single-server queues of these service times (exact mean-value analysis). One customer: delay plus
-    the services; many: the longest service (the bottleneck); between: Little's law with the queues' waits."""
-    queued = [0.0] * len(services)
-    throughput = 0.0
-    for n in range(1, customers + 1):
-        residence = [s * (1.0 + q) for s, q in zip(services, queued)]
-        throughput = n / (delay + sum(residence))
-        queued = [throughput * r for r in residence]
-    return 1.0 / throughput
+    and single-server queues of these service times (exact mean-value analysis, harness/queueing.py). One
+    customer: delay plus the services; many: the longest service (the bottleneck); between: Little's law
+    with the queues' waits."""
+    return 1.0 / exact_mva(services, delay, customers)
 
 
 REGISTERS = 65536  # per SM
