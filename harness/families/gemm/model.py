@@ -54,7 +54,6 @@ from math import ceil
 
 import numpy as np
 
-
 from harness.families.gemm.cases import GROUP, GemmCase
 from harness.queueing import exact_mva
 
