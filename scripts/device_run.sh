@@ -3,13 +3,17 @@
 # database), then the real suite into a new database, $OUT/new.db.gz: bring its runs home with
 # `bench merge new.db --into results.db` (the whole results.db is too large to come back), then
 # `python scripts/runs_of_record.py export` writes the run's runs/run-NNNN.db.xz: commit that, not results.db.
-# Usage: scripts/device_run.sh [SUITE] [EXTRA bench run ARGS...]
+# Usage: scripts/device_run.sh [SUITE] [EXTRA bench run ARGS...]   (here first: scripts/device_run.sh --stamp)
 # A run of record of `wgmma` also runs `wgmma-energy` (its N = 256 input, energy and burst points, left out
 # of the main job), as a second run into the same database after the timed passes; ALSO="" leaves it out,
 # ALSO="suite ..." names others.
 # Carried wheels in .whl/ (packages the device image lacks) are installed first.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
+if [ "${1:-}" = --stamp ]; then  # here, before a device call: the tree's commit and whether it is dirty
+  cd "$(dirname "$0")/.." && { git rev-parse HEAD; [ -z "$(git status --porcelain --untracked-files=no -- harness ptx scripts pyproject.toml)" ] && echo 0 || echo 1; } > .git-state
+  echo "wrote .git-state: $(tr '\n' ' ' < .git-state)"; exit 0
+fi
 suite=${1:-wgmma}; shift || true
 also=${ALSO-$([ "$suite" = wgmma ] && echo wgmma-energy)}
 out=${OUT:-/tmp/hopper-bench-out}; mkdir -p "$out"
@@ -18,6 +22,14 @@ if compgen -G ".whl/*.whl" >/dev/null; then
   export PYTHONPATH=/tmp/site
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+# A copy of the working tree may carry a .git that is not the tree's (the lent machine's holds the session's
+# first commit): the runs would name that commit. `scripts/device_run.sh --stamp`, run here before the call,
+# writes .git-state (commit, dirty); there it names the runs' commit unless HOPPER_BENCH_GIT_COMMIT is set.
+if [ -f .git-state ] && [ -z "${HOPPER_BENCH_GIT_COMMIT:-}" ]; then
+  { read -r HOPPER_BENCH_GIT_COMMIT; read -r HOPPER_BENCH_GIT_DIRTY; } < .git-state
+  export HOPPER_BENCH_GIT_COMMIT HOPPER_BENCH_GIT_DIRTY
+  echo "runs name commit $HOPPER_BENCH_GIT_COMMIT (dirty $HOPPER_BENCH_GIT_DIRTY), from .git-state"
+fi
 export HOPPER_BENCH_CACHE=${HOPPER_BENCH_CACHE:-/tmp/hopper-bench-cache}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu --format=csv | tee "$out/gpu.txt"
 nvidia-smi --query-compute-apps=pid,name,used_memory --format=csv | tee -a "$out/gpu.txt"
