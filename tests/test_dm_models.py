@@ -121,7 +121,7 @@ DSMEM_PAIRS = ((84, 85), (88, 85))
 @pytest.mark.parametrize("pair", TMA_PAIRS)
 def test_tma_streams_fitted_on_one_gpu_predict_the_other(store, pair):
     """The queueing network's one parameter fitted to one GPU's run predicts the other GPU's streams: median miss
-    under 7 % and worst under 30 % (the runs of record gave 4.4-5.8 % and 21.6-24.9 %), where Little's law capped
+    under 7 % and worst under 30 % (the runs of record give 4.7-6.2 % and 21.6-25.9 %), where Little's law capped
     at the roofline missed by a median 11-17 % and up to 73 % on the points it predicted."""
     from harness.analysis.models import fit_run
 
@@ -132,10 +132,11 @@ def test_tma_streams_fitted_on_one_gpu_predict_the_other(store, pair):
         assert len(every) == 331 and len(rows) >= 150
         relative = rows.relative.abs()
         assert relative.median() < 0.07 and relative.max() < 0.30, (fitted, predicted, relative.describe())
-        # a point counted is one the model predicts: below the roofline the run measured, by 5 % at least
+        # a point left out is at the roofline on both sides, the prediction and the measurement; every other counts
         roofline = report.roofline_gbps
-        assert (rows.fitted < 0.95 * roofline + 0.1).all()
-        assert (every[~every.predicts.astype(bool)].fitted > 0.94 * roofline).all()
+        left = every[~every.predicts.astype(bool)]
+        assert (left.fitted > 0.94 * roofline).all() and (left.measured >= 0.95 * roofline - 0.1).all()
+        assert ((rows.fitted < 0.95 * roofline + 0.1) | (rows.measured < 0.95 * roofline + 0.1)).all()
 
 
 @pytest.mark.parametrize("pair", TMA_PAIRS)
@@ -150,9 +151,9 @@ def test_the_issue_cost_is_one_number_on_both_gpus(store, pair):
 @pytest.mark.parametrize("pair", DSMEM_PAIRS)
 def test_dsmem_hop_of_one_gpu_predicts_the_other(store, pair):
     """The hop constant of one GPU's run predicts the other's chases to the other CTAs within 2 %; the ring and
-    pair chases below their stream (7 of 45 launches) miss by a median under 12 % and at most 16 % (the runs of
-    record: 8.7-9.8 % and 12.1-14.0 %, every chase slower than Little's law with the hop says: the hop is one lane's
-    load, a chase step a whole warp's)."""
+    pair chases counted (23 of 45 launches: all but those at the stream on both sides) miss by a median under 12 %
+    and at most 25 % (the runs of record: 9.5-10.2 % and 17.1-22.3 %); those below the stream are every one slower
+    than Little's law with the hop says (the hop is one lane's load, a chase step a whole warp's)."""
     from harness.analysis.models import fit_run
 
     for fitted, predicted in (pair, pair[::-1]):
@@ -160,9 +161,10 @@ def test_dsmem_hop_of_one_gpu_predicts_the_other(store, pair):
         _, hop = _predicted(report, "DSMEM hop")
         assert len(hop) == 4 and hop.relative.abs().max() < 0.02
         every, chases = _predicted(report, "chase bandwidth")
-        assert len(every) == 45 and len(chases) == 7
-        assert chases.relative.abs().median() < 0.12 and chases.relative.abs().max() < 0.16
-        assert (chases.relative < 0).all()
+        assert len(every) == 45 and len(chases) == 23
+        assert chases.relative.abs().median() < 0.12 and chases.relative.abs().max() < 0.25
+        below = chases[chases.fitted < 0.95 * chases.fitted.max()]
+        assert len(below) >= 7 and (below.relative < 0).all()
 
 
 def test_bench_model_fit_run(store):

@@ -12,8 +12,9 @@
                     SM solved by exact MVA (harness/queueing.py): threads x ilp requests, each a delay of
                     the hop less its service and a service of 4 bytes at the SM's share of the run's load stream
                     to the next CTA (ld.shared::cluster.u32.clusterC, the best of its launches): no parameter of
-                    its own. Points where the queue is busy 95 % of the time or more are that stream, an input:
-                    marked `predicts` = False, never counted in the misses. It counts a warp's 32 loads as 32
+                    its own. Points where the queue is busy 95 % of the time or more and the measurement reaches
+                    95 % of the stream too are that stream, an input: marked `predicts` = False, not counted
+                    in the misses; a chase the model puts at the stream but measured below it counts. It counts a warp's 32 loads as 32
                     requests with the hop's latency each; the hop is one lane's load (docs/data-movement.md).
 """
 
@@ -102,7 +103,9 @@ class DsmemModel:
             requests = launch["threads"] * launch["ilp"]
             throughput = exact_mva([service], max(hop - service, 0.0), requests)  # requests per cycle per SM
             fitted = throughput * CHASE_BYTES * sms * clock * 1e6 / 1e9
-            predicts = throughput * service < AT_ROOFLINE
+            # At the stream only where the model's queue is busy AND the measurement reaches the stream too: a chase
+            # the model puts at the stream but measured below it is a miss, and counts.
+            predicts = not (throughput * service >= AT_ROOFLINE and value >= AT_ROOFLINE * roofline[case.cluster])
             out.append({"model": "chase bandwidth" + ("" if predicts else " (at the stream)"), "case_id": case_id,
                         "launch": f"threads={launch['threads']},ilp={launch['ilp']}", "measured": round(value, 1),
                         "fitted": round(fitted, 1), "residual": round(value - fitted, 1), "predicts": predicts})

@@ -14,9 +14,10 @@
                     predicts another GPU's streams from that GPU's latency line and roofline
                     (`bench model --run B --fit-run A`).
 
-Residuals of the streams count only the points the model predicts: where the model's memory queue is busy
-95 % of the time or more (`AT_ROOFLINE`) its bandwidth is the roofline it was given, and those rows are
-marked `predicts` = False.
+Residuals of the streams count every point but those at the roofline on both sides: where the model's memory
+queue is busy 95 % of the time or more (`AT_ROOFLINE`) its bandwidth is the roofline it was given, and where
+the measurement also reaches 95 % of that roofline the row says only that the roofline is the roofline:
+marked `predicts` = False. A point the model puts at the roofline but measured below it is counted.
 
 `little` is Little's law capped at the roofline, the model this one replaces (docs/data-movement.md compares them).
 The DSMEM hop is the dsmem family's model (harness/families/dsmem/fitting.py).
@@ -234,7 +235,9 @@ class TmaModel:
         out = []
         for p in points:
             fitted, busy = stream_bandwidth(p, issue, line_of(p), top)
-            predicts = busy < AT_ROOFLINE
+            # At the roofline only where the model's queue is busy AND the measurement reaches the roofline too:
+            # a point the model puts at the roofline but measured below it is a miss, and counts.
+            predicts = not (busy >= AT_ROOFLINE and p.measured >= AT_ROOFLINE * top)
             out.append({"model": STREAM_MODEL + ("" if predicts else " (at the roofline)"), "case_id": p.case_id,
                         "launch": f"stages={p.stages},blocks_per_sm={p.blocks}", "measured": round(p.measured, 1),
                         "fitted": round(fitted, 1), "residual": round(p.measured - fitted, 1), "predicts": predicts,
