@@ -182,8 +182,8 @@ def describe(gpu: str, found: TmaMap) -> list[str]:
     agree = found.agreement()
     near, far = both["TMA near (loads' partition)"].median(), both["TMA far (loads' partition)"].median()
     text.append(f"By the plain loads' partition of the same lines: TMA near {near:.0f}, far {far:.0f} cycles; plain load near "
-                f"{both['load near'].median():.0f}, far {both['load far'].median():.0f} (median SM); the copy adds "
-                f"{both['TMA - load, near'].median():.0f} cycles to the near load."
+                f"{both['load near'].median():.0f}, far {both['load far'].median():.0f} (median SM); TMA - load at the "
+                f"near partition: {float(np.round(both['TMA - load, near'].median())) + 0.0:+.0f} cycles (median SM)."
                 + (f" The TMA samples' own split puts {agree:.0%} of the lines where the plain loads do." if agree is not None
                    else ""))
     return text
@@ -217,7 +217,7 @@ def _figure(maps: dict[str, TmaMap], directory, name: str):
 
     fig, axes = plt.subplots(2, len(maps), figsize=(6.5 * len(maps), 9.5), squeeze=False)
     for k, (gpu, found) in enumerate(maps.items()):
-        image = l2.heatmap(axes[0][k], found.tma, f"{gpu}: TMA 128-byte copy latency by SM and line (cycles)")
+        image = l2.heatmap(axes[0][k], found.tma, f"{gpu}: TMA copy (128 B) by SM and line, cycles")
         fig.colorbar(image, ax=axes[0][k], shrink=0.8)
         near_far_plot(axes[1][k], found, f"{gpu}: per SM, near and far partition")
     fig.tight_layout()
