@@ -198,6 +198,96 @@ def test_the_dsmem_maps_clock_reads_hold_the_chain_alone():
     assert before[-1] == "STS" or "STS" in before[before.index("LD.E"):], before[-8:]
 
 
+# -- the L2 by SM through TMA -----------------------------------------------------------------------------
+
+TMA_MAP = "cp.async.bulk.shared::cluster.global.128B.map.l2"
+
+
+def test_the_tma_map_walks_the_l2_maps_lines_and_its_check_expects_numpys_line():
+    from harness.families.tma import maps as tma_maps
+
+    case = parse_case_id(TMA_MAP)
+    family = FAMILIES["tma"]
+    assert case.family == "tma" and case.l2map and case.box_bytes == 128 and case.case_id == TMA_MAP
+    # the same seed gives the same ring as the plain-load map: the lines line up
+    ours = family.inputs(case, np.random.default_rng(7)).values["words"]
+    theirs = FAMILIES["memory"].inputs(parse_case_id("ld.global.cg.u32.map.l2"), np.random.default_rng(7)).values["words"]
+    assert (ours == theirs).all()
+    (check,) = family.checks(case, family.inputs(case, np.random.default_rng(7)))
+    assert check.kernel == "probe_tmamap" and check.grid == 1 and 0 < check.iters < MAP_LINES
+    last = chase(ours, 0, check.iters - 1)
+    line = ours[last // 32 * 32:last // 32 * 32 + 32]
+    assert (check.expected[:32] == line).all() and line[last % 32] == check.expected[32] == chase(ours, 0, check.iters)
+    assert check.expected.size == family.output_words(case) == 33
+    (spec,) = family.plan(case)
+    assert isinstance(spec, SmMap) and spec.kernel == "probe_tmamap" and spec.targets == MAP_LINES
+    assert spec.launches == tma_maps.MAP_LAUNCHES == 16 and spec.launch["map"] == "l2" and not spec.by_target
+
+
+def test_the_tma_map_case_is_its_own_and_refuses_other_sizes():
+    from harness.errors import IllegalShapeError
+    from harness.suites import suite_cases
+
+    with pytest.raises(IllegalShapeError):
+        parse_case_id("cp.async.bulk.shared::cluster.global.256B.map.l2")
+    assert [c.case_id for c in suite_cases("maps-tma")] == [TMA_MAP]
+    assert not parse_case_id("cp.async.bulk.shared::cluster.global.8192B").l2map
+
+
+def test_tma_near_and_far_are_found_by_its_own_split_and_by_the_loads_partition():
+    from harness.families.tma import maps as tma_maps
+
+    rng = np.random.default_rng(3)
+    sides = np.array([0] * 40 + [1] * 26)
+    parts = rng.integers(0, 2, MAP_LINES)
+    loads = l2_maps.l2_map(_l2(sides, parts, near=263, far=293, seed=1), MAP_LINES)
+    tma = l2_maps.l2_map(_l2(sides, parts, near=520, far=550, seed=2), MAP_LINES)
+    found = tma_maps.TmaMap(tma, loads)
+    assert tma.split and found.agreement() == 1.0
+    table = found.per_sm()
+    assert (table["TMA near"] - 520).abs().max() < 10 and (table["TMA far"] - 550).abs().max() < 10
+    assert (table["TMA near (loads' partition)"] - table["TMA near"]).abs().max() < 1e-9
+    assert (table["TMA - load, near"] - 257).abs().max() < 12
+    text = " ".join(tma_maps.describe("GPU", found))
+    assert "two groups" in text and "TMA near 520, far 550" in text and "100% of the lines" in text
+    alone = tma_maps.TmaMap(tma, None)
+    assert "TMA near" in alone.per_sm() and "load near" not in alone.per_sm()
+    assert "No plain-load map" in " ".join(tma_maps.describe("GPU", alone))
+
+
+def test_tma_without_a_split_is_said_and_still_read_by_the_loads_partition():
+    from harness.families.tma import maps as tma_maps
+
+    sides = np.array([0] * 20 + [1] * 20)
+    parts = np.array([0, 1] * (MAP_LINES // 2))
+    loads = l2_maps.l2_map(_l2(sides, parts, near=263, far=293), MAP_LINES)
+    flat = l2_maps.l2_map(_l2(sides, np.zeros(MAP_LINES, dtype=int), near=500, far=500, seed=5), MAP_LINES)
+    found = tma_maps.TmaMap(flat, loads)
+    assert not flat.split and found.agreement() is None
+    text = " ".join(tma_maps.describe("GPU", found))
+    assert "no near/far split" in text and "By the plain loads' partition" in text
+    assert (found.per_sm()["TMA far (loads' partition)"] - found.per_sm()["TMA near (loads' partition)"]).abs().max() < 5
+
+
+def test_the_tma_maps_clock_reads_hold_the_copy_and_the_wait_alone():
+    ops = _sass(TMA_MAP, "probe_tmamap")
+    copies = [i for i, op in enumerate(ops) if op.startswith("UBLKCP")]
+    assert len(copies) == 1, ops
+    c = copies[0]
+    before = max(i for i in range(c) if ops[i] == "CS2R")
+    after = min(i for i in range(c, len(ops)) if ops[i] == "CS2R")
+    inside = ops[before + 1:after]
+    # the barrier armed before the first clock read; nothing between the clocks but the copy, its wait, and
+    # the predicates and registers that issue it from one lane
+    assert "SYNCS.ARRIVE.TRANS64" in ops[before - 3:before], ops[before - 6:before + 1]
+    assert "SYNCS.PHASECHK.TRANS64.TRYWAIT" in inside, inside
+    memory = [op for op in inside if op.startswith(("LD", "ST", "SYNCS.ARRIVE", "ATOM", "RED", "MEMBAR", "FENCE"))]
+    assert memory == [], inside
+    # the next line's word is read from the copy after the second clock read
+    assert "LDS" in ops[after:after + 12]
+    assert [op for op in ops if op.startswith("LDG")] == ["LDG.E.STRONG.GPU"]  # the warm walk
+
+
 # -- end to end, simulated ----------------------------------------------------------------------------------
 
 def test_the_maps_suite_runs_on_the_simulated_gpu_into_a_report_and_a_site(tmp_path, monkeypatch, cache_dir):
@@ -209,7 +299,7 @@ def test_the_maps_suite_runs_on_the_simulated_gpu_into_a_report_and_a_site(tmp_p
 
     monkeypatch.setenv("HOPPER_BENCH_BACKEND", "fake")
     cases = suite_cases("maps")
-    assert {c.case_id for c in cases} == {"ld.global.cg.u32.map.l2"} | {
+    assert {c.case_id for c in cases} == {"ld.global.cg.u32.map.l2", TMA_MAP} | {
         f"ld.shared::cluster.u32.cluster{c}.map" for c in (2, 4, 8, 16)}
     db = str(tmp_path / "maps.db")
     with Worker(0) as worker:
@@ -219,11 +309,15 @@ def test_the_maps_suite_runs_on_the_simulated_gpu_into_a_report_and_a_site(tmp_p
     store = Store.open(db, read_only=True)
     l2 = store.query("SELECT launch FROM results WHERE case_id = 'ld.global.cg.u32.map.l2'")
     assert len(l2) == 132
+    tma = store.query(f"SELECT launch FROM results WHERE case_id = '{TMA_MAP}'")
+    assert len(tma) == 132
     written = report.build(store, None, tmp_path / "reports")
     text = next((tmp_path / "reports").glob("*/report.md")).read_text()
     assert "SMs 0-67 (68) are near partition 0 (260 cycles) and far from partition 1 (420)" in text
     assert "memory_l2_map.png" in text and "dsmem_sm_map.png" in text and "groups that shared clusters" in text
+    assert "tma_l2_map.png" in text and "TMA: the L2 by SM" in text and "By the plain loads' partition" in text
     built = site.build(store, tmp_path / "site")
     assert "Which SMs are far from which half of the L2?" in built.sections
     assert "Which SMs are far from which, through distributed shared memory?" in built.sections
+    assert "What does a TMA copy take from each L2 partition, from every SM?" in built.sections
     assert written is not None

@@ -69,3 +69,35 @@ def test_the_dsmem_map_pairs_distinct_sms_at_dsmem_latency(device, cluster):
     pairs = Pairs(rows)
     assert max(len(g) for g in groups(pairs)) <= GPC_MOST_SMS
     print("\n" + "\n".join(describe(device.name, pairs)))
+
+
+def test_the_tma_map_reaches_every_sm_and_splits_the_l2_maps_lines(device):
+    """The TMA counterpart of the L2 map: the same lines (the same seed), one block per SM, a 128-byte bulk copy
+    timed from its issue to the barrier's completion; its near/far split, and its near latency against the plain
+    load's of the same SMs and lines (run in the same test: the plain-load map first)."""
+    from harness.db.distributions import describe as spread
+    from harness.families.memory import MAP_LINES
+    from harness.families.memory.maps import l2_map
+    from harness.families.tma.maps import MAP_LAUNCHES, TmaMap, describe
+
+    loads = l2_map({m.launch["sm"]: m.samples for m in _measure("ld.global.cg.u32.map.l2", device).metrics}, MAP_LINES)
+    result = _measure("cp.async.bulk.shared::cluster.global.128B.map.l2", device)
+    per_sm = {m.launch["sm"]: m.samples for m in result.metrics}
+    # one block per SM: every SM once per launch, every line of every launch
+    assert len(per_sm) == device.sm_count, sorted(per_sm)
+    assert all(v.size == MAP_LAUNCHES * MAP_LINES for v in per_sm.values())
+    everything = np.concatenate(list(per_sm.values()))
+    # a 128-byte copy from the L2, issue to completion seen: above a plain L2 load's ~260, below an HBM access's
+    assert 200 < np.median(everything) < 1200, np.percentile(everything, [1, 50, 99])
+    found = TmaMap(l2_map(per_sm, MAP_LINES), loads)
+    print("\n" + "\n".join(describe(device.name, found)))
+    print("every copy:", spread(everything))
+    table = found.per_sm()
+    print(table.describe().round(1).to_string())
+    assert found.tma.split, "the TMA copies show no near/far split of the L2 map's lines"
+    assert loads.split, "the plain loads show no near/far split (the L2 map's own test says more)"
+    # the copy goes through the same L2 partitions as the load, and cannot beat it by more than the clock reads'
+    # rounding: near TMA latency (by the loads' partition) is not below the plain load's near latency
+    near = table["TMA near (loads' partition)"].median()
+    assert near > table["load near"].median() - 5, (near, table["load near"].median())
+    print("TMA samples' split agrees with the loads' on", found.agreement(), "of the lines")

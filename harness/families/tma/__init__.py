@@ -30,6 +30,7 @@ import numpy as np
 from harness.families.base import (Check, Family, Inputs, KernelExpectation, Reason, SassExpectation, Suite, Work,
                                    known_cause)
 import harness.families.tma.cases as _cases
+import harness.families.tma.maps as _maps
 import harness.families.tma.model as model
 from harness.families.tma.layout import (BLOCKS_PER_SM, MULTICAST_STAGES, SMEM_PER_BLOCK, SMEM_PER_SM,  # noqa: F401
                                          SOURCE_L2_MULTIPLE, SOURCE_MIN_BYTES, STAGES, dynamic_smem, geometry,
@@ -101,6 +102,8 @@ def _suites() -> dict[str, Suite]:
                              "their 2-D FP32 boxes of a matrix 128 KiB a row", _cases.authors_cases, part_of=("tma",)),
         "tma-quick": Suite("one tensor load, one store, the read baseline and the barrier",
                            lambda: [c for c in _cases.cases() if c.case_id in QUICK]),
+        "maps-tma": Suite("the L2 by SM through TMA: every SM's latency of one 128-byte bulk copy of each of the L2 "
+                          "map's 64 lines", _cases.map_cases, part_of=("maps",)),
     }
 
 
@@ -150,6 +153,11 @@ class TmaFamily(Family):
 
     def template_params(self, case: TmaCase) -> dict[str, object]:
         self.check(case)
+        if case.l2map:  # the L2 by SM (maps.py): its own kernel, nothing else
+            return {**self._template_params(case), "op": _maps.OP_CODE, "stream_kernels": "", **_maps.template_params()}
+        return {**self._template_params(case), **_maps.template_params()}
+
+    def _template_params(self, case: TmaCase) -> dict[str, object]:
         rank = case.rank if case.tensor else 1
         box = (list(case.box if case.tensor else (case.box_bytes or 16,)) + [1] * 5)[:5]
         mode = "im2col_" if case.im2col else ""  # ptx/async.cuh: tma_load_3d, tma_load_im2col_3d, ...
@@ -191,6 +199,10 @@ class TmaFamily(Family):
     def sass_expectation(self, case: TmaCase) -> SassExpectation:
         """The copy once in each copy kernel (nothing else may issue one); the baselines' UNROLL
         16-byte accesses per loop body; the barrier's arrive."""
+        if case.l2map:  # the timed copy alone (the warm walk is ld.global.cg); local memory would be a spill
+            return SassExpectation(((_maps.KERNEL, KernelExpectation(_mnemonic(case), 1)),
+                                    (_maps.KERNEL, KernelExpectation("LDG.E.STRONG.GPU", 1))),
+                                   executes=_mnemonic(case), spill_kernels=(_maps.KERNEL,))
         if case.op in COPY_OPS:
             copy = KernelExpectation(_mnemonic(case), 1)
             kernels = [("probe_check", copy), ("probe_latency", copy)]
@@ -218,13 +230,17 @@ class TmaFamily(Family):
 
     def inputs(self, case: TmaCase, rng: np.random.Generator) -> Inputs:
         """Stores: random box bytes for shared memory. Copies and baselines read the source tensor, which
-        attach() fills on the GPU."""
+        attach() fills on the GPU. The map: the memory family's L2 map ring (maps.py)."""
+        if case.l2map:
+            return _maps.inputs(rng)
         if case.op in STORE_OPS:
             pattern = rng.integers(0, 256, case.box_bytes, dtype=np.uint8)
             return Inputs(pattern, {"pattern": pattern}, "source word w = mix(w); random box bytes to store")
         return Inputs(np.zeros(16, dtype=np.uint8), {}, "source word w = mix(w) (harness/families/tma/model.py)")
 
     def output_words(self, case: TmaCase) -> int:
+        if case.l2map:
+            return case.box_bytes // 4 + 1
         if case.op in COPY_OPS:
             per_stage = (case.box_bytes * (case.cluster if case.multicast else 1)) // 4
             return case.cluster * max(stream_stages(case)) * per_stage
@@ -249,6 +265,12 @@ class TmaFamily(Family):
         return np.concatenate([model.landed(geom.logical_box(first_tile + r), span) for r in range(slots)])
 
     def checks(self, case: TmaCase, inputs: Inputs) -> list[Check]:
+        if case.l2map:
+            steps = _maps.check_steps()
+            return [Check(_maps.KERNEL, COPY_THREADS, steps, _maps.template_params()["map_row"],
+                          _maps.expected(inputs.values["words"], steps), 0.0,
+                          f"the 128-byte line of the last of {steps} copies (NumPy's), then the word the walk ended on",
+                          grid=1)]
         if case.op in ("load", "bulk"):
             return self._copy_checks(case)
         if case.op in STORE_OPS:
@@ -341,6 +363,8 @@ class TmaFamily(Family):
         set each kernel's dynamic shared memory, and append the family's kernel arguments."""
         import harness.families.tma.gpu as gpu
 
+        if case.l2map:
+            return _maps.attach(case, probe, device)
         gpu.attach(case, probe, device)
 
     # -- measurement ---------------------------------------------------------------------------------
@@ -352,6 +376,8 @@ class TmaFamily(Family):
         return None  # bandwidth is compared with the read baseline measured in the same run
 
     def plan(self, case: TmaCase, device=None) -> list:
+        if case.l2map:
+            return _maps.plan(case)
         c = case.cluster
         if case.op in COPY_OPS:
             stores = case.op in STORE_OPS
@@ -459,17 +485,19 @@ class TmaFamily(Family):
             where += f", L2 promotion {f'{case.promotion} B' if case.promotion else 'none'}"
             extra = [f"multicast to the {case.cluster} CTAs of a cluster"] if case.multicast else []
             return [geometry_text, where, *extra, f"sm_90a runs: {_mnemonic(case)}"]
+        if case.l2map:
+            return [f"{case.instruction}, one {case.box_bytes}-byte L2 line per copy, from every SM (the L2 map's lines)"]
         return [f"{case.instruction}" + (f", {case.box_bytes} B per copy" if case.op == "bulk" else "")]
 
     def figures(self, context) -> list:
         from harness.families.tma.figures import figures
 
-        return figures(context)
+        return figures(context) + _maps.sections(context)
 
     def findings(self, context) -> list:
         from harness.families.tma.figures import findings
 
-        return findings(context)
+        return findings(context) + _maps.findings(context)
 
 
 FAMILY = TmaFamily()

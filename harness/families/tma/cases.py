@@ -12,6 +12,7 @@ Ids spell the PTX instruction (without the operands) and add what it does not sa
     cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.b32.box32x64.sw128   tensor reduce (add)
     cp.async.bulk.shared::cluster.global.8192B                                  non-tensor bulk load
     cp.async.bulk.global.shared::cta.8192B                                      non-tensor bulk store
+    cp.async.bulk.shared::cluster.global.128B.map.l2                            the L2 by SM (maps.py)
     ld.global.v4.u32 | cp.async.cg.shared.global.16 | ld.global.v4.u32.then.st.shared.v4.u32   baselines
     mbarrier.arrive.expect_tx.then.try_wait                                    the barrier sequence alone
 
@@ -63,7 +64,8 @@ _TENSOR = re.compile(r"^(?P<red>cp\.reduce|cp)\.async\.bulk\.tensor\.(?P<rank>\d
                      r"(?:\.pitch(?P<pitch>\d+))?(?P<gmap>\.gmap)?"
                      r"(?:\.l2promo(?P<promo>\d+))?"
                      r"(?:\.multicast(?P<mc>\d+))?$")
-_BULK = re.compile(r"^cp\.async\.bulk\.(?P<dir>shared::cluster\.global|global\.shared::cta)\.(?P<bytes>\d+)B$")
+_BULK = re.compile(r"^cp\.async\.bulk\.(?P<dir>shared::cluster\.global|global\.shared::cta)\.(?P<bytes>\d+)B"
+                   r"(?P<l2map>\.map\.l2)?$")
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,7 @@ class TmaCase(Case):
     im2col: bool = False  # a load in im2col mode: box = (channels per pixel, pixels per column)
     promotion: int = DEFAULT_PROMOTION  # the map's L2 promotion in bytes (0: none): the L2 fetch per request
     pitch: int = 0  # bytes per row of a 2-D tensor many boxes wide (a GEMM's matrix); 0: the tensor is one box wide
+    l2map: bool = False  # the L2 by SM through TMA (a bulk load of one 128-byte line, every SM): maps.py
 
     @property
     def row_boxes(self) -> int:
@@ -120,7 +123,7 @@ class TmaCase(Case):
                     f"{f'.l2promo{self.promotion}' if self.promotion != DEFAULT_PROMOTION else ''}"
                     f"{f'.multicast{self.cluster}' if self.multicast else ''}")
         if self.op in ("bulk", "bulk-store"):
-            return f"{self.instruction}.{self.box_bytes}B"
+            return f"{self.instruction}.{self.box_bytes}B" + (".map.l2" if self.l2map else "")
         return FIXED_IDS[self.op]
 
     def columns(self) -> dict[str, object]:
@@ -147,7 +150,8 @@ def parse(case_id: str) -> TmaCase:
         case = TmaCase(op, int(match["rank"]), bits // 8, box, int(match["sw"] or 0), bool(match["gmap"]),
                        int(match["mc"] or 1), im2col=im2col, promotion=promotion, pitch=int(match["pitch"] or 0))
     elif match := _BULK.match(case_id):
-        case = TmaCase("bulk" if match["dir"].startswith("shared") else "bulk-store", box=(int(match["bytes"]),))
+        case = TmaCase("bulk" if match["dir"].startswith("shared") else "bulk-store", box=(int(match["bytes"]),),
+                       l2map=bool(match["l2map"]))
     elif case_id in FIXED_IDS.values():
         case = TmaCase(next(op for op, spelled in FIXED_IDS.items() if spelled == case_id))
     else:
@@ -201,6 +205,9 @@ def check(case: TmaCase) -> None:
         size = case.box_bytes
         if size <= 0 or size % 16 or size > MAX_STAGE_BYTES:
             raise IllegalShapeError(f"{case}: a bulk copy moves a multiple of 16 bytes, up to {MAX_STAGE_BYTES}")
+    if case.l2map and (case.op != "bulk" or case.box_bytes != MAP_LINE_BYTES):
+        raise IllegalShapeError(f"{case}: the TMA map of the L2 copies one {MAP_LINE_BYTES}-byte line "
+                                f"(cp.async.bulk.shared::cluster.global.{MAP_LINE_BYTES}B.map.l2)")
     if case.cluster > 1 and not case.multicast:
         raise IllegalShapeError(f"{case}: a cluster is a multicast load's (distributed shared memory: the dsmem "
                                 "family)")
@@ -233,6 +240,7 @@ def _check_im2col(case: TmaCase) -> None:
         raise IllegalShapeError(f"{case}: im2col loads are measured with the map by value, without multicast")
 
 
+MAP_LINE_BYTES = 128  # the TMA map's copy: one L2 line
 MAX_STAGE_BYTES = 64 * 1024  # one stage (box, or boxes of a multicast round) fits 3 times in 227 KB
 MAX_PITCH = 1 << 20  # bytes per row (the driver allows strides to 2^40; the source is cut into whole rows of boxes)
 GEMM_PITCH = 8192  # a row of a K = 4096 b16 matrix: the suite's default 2-D geometry
@@ -329,6 +337,11 @@ def authors_cases() -> list[TmaCase]:
     return [c for c in wanted if c not in ours]
 
 
+def map_cases() -> list[TmaCase]:
+    """The `maps-tma` suite (part of `maps`): the L2 by SM through a bulk copy of one line."""
+    return [TmaCase("bulk", box=(MAP_LINE_BYTES,), l2map=True)]
+
+
 def all_cases() -> list[TmaCase]:
-    """Every case of the family: the `tma-copies` suite, then `tma-authors`."""
-    return cases() + authors_cases()
+    """Every case of the family: the `tma-copies` suite, then `tma-authors`, then the map (`maps-tma`)."""
+    return cases() + authors_cases() + map_cases()

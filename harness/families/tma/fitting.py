@@ -183,7 +183,8 @@ class TmaModel:
 
     @staticmethod
     def _single_box(case) -> bool:
-        return case.op in ("load", "bulk") and not case.im2col and case.cluster == 1 and not case.gmap
+        return (case.op in ("load", "bulk") and not case.im2col and case.cluster == 1 and not case.gmap
+                and not case.l2map)
 
     @staticmethod
     def _line_name(source: str, case) -> str:
