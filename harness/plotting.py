@@ -52,3 +52,20 @@ def history_range(values: np.ndarray, band: float) -> tuple[float, float]:
     high = max(float(values.max()), float(np.median(values)) + 2 * band * middle)
     pad = max(0.1 * (high - low), 1e-12)
     return low - pad, high + pad
+
+
+def gpu_panels(panels: dict, draw, path, size: tuple[float, float] = (6.5, 5.5), rows: int = 1):
+    """One column of `rows` panels per GPU, side by side: `draw(axes, gpu, data)` fills the column's axes (a list
+    of `rows`) and returns the image whose colour bar goes beside the first, or None; saved at `path`."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(rows, len(panels), figsize=(size[0] * len(panels), size[1]), squeeze=False)
+    for k, (gpu, data) in enumerate(panels.items()):
+        column = [axes[r][k] for r in range(rows)]
+        image = draw(column, gpu, data)
+        if image is not None:
+            fig.colorbar(image, ax=column[0], shrink=0.8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

@@ -5,7 +5,7 @@
 # the other SMs' fastest partner is 190 at the median. This launches the latency cases' grid at clusters of
 # 2, 4, 8 and 16 with a kernel that records each CTA's %cluster_ctarank and %smid, five times, and prints the
 # SMs rank 0 landed on. Output: reports/investigation/dsmem-rank0-<gpu>.txt
-import numpy as np, cupy as cp
+import cupy as cp
 from harness.measure.launch import _launch_cluster
 
 SRC = r'''

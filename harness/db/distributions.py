@@ -7,6 +7,8 @@ and one whose samples sit on a coarse grid is a question about the probe (harnes
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 
@@ -77,3 +79,15 @@ def spread_summary(frame: pd.DataFrame, threshold: float = 0.01) -> tuple[int, i
                                                     median_spread=("spread", "median"))
              .reset_index().round(3))
     return len(cycles), len(wide), table
+
+
+def map_rows(store: Store, frame: pd.DataFrame, family: str, kind: str):
+    """A family's map measurements among `frame`'s rows (latency_cycles whose launch says {"map": kind}): (the
+    rows, their launches as dicts, {measurement id: samples}), or None where there are none."""
+    rows = frame[(frame.family == family) & (frame.metric == "latency_cycles")]
+    launches = [json.loads(l) if isinstance(l, str) else dict(l) for l in rows.launch]
+    keep = np.array([l.get("map") == kind for l in launches], dtype=bool)
+    if not keep.any():
+        return None
+    rows = rows[keep]
+    return rows, [l for l, k in zip(launches, keep) if k], store.samples_of(rows.measurement_id)

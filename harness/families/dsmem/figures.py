@@ -126,19 +126,11 @@ MAP_METHOD = ("Clusters of 2, 4, 8 and 16 CTAs, one CTA per SM (shared memory en
 
 
 def _map_figure(maps: dict, directory, name: str):
-    import matplotlib.pyplot as plt
-
     from harness.families.dsmem.maps import heatmap
+    from harness.plotting import gpu_panels
 
-    fig, axes = plt.subplots(1, len(maps), figsize=(7 * len(maps), 6.5), squeeze=False)
-    for ax, (gpu, pairs) in zip(axes[0], maps.items()):
-        image = heatmap(ax, pairs, f"{gpu}: DSMEM latency SM to SM (cycles per load)")
-        fig.colorbar(image, ax=ax, shrink=0.8)
-    fig.tight_layout()
-    path = directory / name
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return gpu_panels(maps, lambda axes, gpu, pairs: heatmap(axes[0], pairs, f"{gpu}: DSMEM latency SM to SM "
+                                                             "(cycles per load)"), directory / name, size=(7, 6.5))
 
 
 def map_sections(ctx) -> list:

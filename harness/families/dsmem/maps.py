@@ -19,7 +19,6 @@ together in these launches.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,14 +42,12 @@ class Pairs:
 
 def load(store, frame: pd.DataFrame) -> dict[str, Pairs]:
     """Every GPU's map pairs among `frame`'s rows (a run's, or the newest of each GPU): {gpu: Pairs}."""
-    rows = frame[(frame.family == "dsmem") & (frame.metric == "latency_cycles")]
-    launches = [json.loads(l) if isinstance(l, str) else dict(l) for l in rows.launch]
-    keep = np.array([l.get("map") == "dsmem" for l in launches], dtype=bool)
-    if not keep.any():
+    from harness.db.distributions import map_rows
+
+    found_rows = map_rows(store, frame, "dsmem", "dsmem")
+    if found_rows is None:
         return {}
-    rows = rows[keep]
-    launches = [l for l, k in zip(launches, keep) if k]
-    arrays = store.samples_of(rows.measurement_id)
+    rows, launches, arrays = found_rows
     found = pd.DataFrame({"gpu": rows.gpu_name.values, "cluster": [l["cluster"] for l in launches],
                           "sm": [l["sm"] for l in launches], "peer": [l["peer"] for l in launches],
                           "samples": [arrays.get(int(i)) for i in rows.measurement_id]})

@@ -59,19 +59,11 @@ MAP_METHOD = ("Every SM (one block each, shared memory enough that no two share 
 
 
 def _map_figure(maps: dict, directory, name: str):
-    import matplotlib.pyplot as plt
-
     from harness.families.memory.maps import heatmap
+    from harness.plotting import gpu_panels
 
-    fig, axes = plt.subplots(1, len(maps), figsize=(6.5 * len(maps), 5.5), squeeze=False)
-    for ax, (gpu, found) in zip(axes[0], maps.items()):
-        image = heatmap(ax, found, f"{gpu}: L2 load latency by SM and line (cycles)")
-        fig.colorbar(image, ax=ax, shrink=0.8)
-    fig.tight_layout()
-    path = directory / name
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return gpu_panels(maps, lambda axes, gpu, found: heatmap(axes[0], found, f"{gpu}: L2 load latency by SM and "
+                                                             "line (cycles)"), directory / name)
 
 
 def map_sections(ctx) -> list:

@@ -14,7 +14,6 @@ difference far - near above MIN_SPLIT_CYCLES (otherwise one group, "no split").
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,14 +43,12 @@ class L2Map:
 
 def load(store, frame: pd.DataFrame) -> dict[str, L2Map]:
     """Every GPU's L2 map among `frame`'s rows (a run's, or the newest of each GPU): {gpu: L2Map}."""
-    rows = frame[(frame.family == "memory") & (frame.metric == "latency_cycles")]
-    launches = [json.loads(l) if isinstance(l, str) else dict(l) for l in rows.launch]
-    keep = np.array([l.get("map") == "l2" for l in launches], dtype=bool)
-    if not keep.any():
+    from harness.db.distributions import map_rows
+
+    found_rows = map_rows(store, frame, "memory", "l2")
+    if found_rows is None:
         return {}
-    rows = rows[keep]
-    launches = [l for l, k in zip(launches, keep) if k]
-    arrays = store.samples_of(rows.measurement_id)
+    rows, launches, arrays = found_rows
     found: dict[str, L2Map] = {}
     for gpu in sorted(set(rows.gpu_name)):
         mine = [(l, int(i)) for l, i, g in zip(launches, rows.measurement_id, rows.gpu_name) if g == gpu]

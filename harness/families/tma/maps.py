@@ -17,7 +17,6 @@ same chunk only where both ran with the same seed (RunSettings.seed; every run o
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -133,14 +132,12 @@ class TmaMap:
 def load(store, frame: pd.DataFrame) -> dict[str, TmaMap]:
     """Every GPU's TMA map among `frame`'s rows, with the plain-load map of the same GPU where the frame
     holds one of the same number of lines: {gpu: TmaMap}."""
-    rows = frame[(frame.family == "tma") & (frame.metric == "latency_cycles")]
-    launches = [json.loads(l) if isinstance(l, str) else dict(l) for l in rows.launch]
-    keep = np.array([l.get("map") == "l2" for l in launches], dtype=bool)
-    if not keep.any():
+    from harness.db.distributions import map_rows
+
+    found_rows = map_rows(store, frame, "tma", "l2")
+    if found_rows is None:
         return {}
-    rows = rows[keep]
-    launches = [l for l, k in zip(launches, keep) if k]
-    arrays = store.samples_of(rows.measurement_id)
+    rows, launches, arrays = found_rows
     plain = l2.load(store, frame)
     found: dict[str, TmaMap] = {}
     for gpu in sorted(set(rows.gpu_name)):
@@ -213,18 +210,13 @@ METHOD = ("Every SM (one block each) walks the L2 map's 64 lines (ld.global.cg.u
 
 
 def _figure(maps: dict[str, TmaMap], directory, name: str):
-    import matplotlib.pyplot as plt
+    from harness.plotting import gpu_panels
 
-    fig, axes = plt.subplots(2, len(maps), figsize=(6.5 * len(maps), 9.5), squeeze=False)
-    for k, (gpu, found) in enumerate(maps.items()):
-        image = l2.heatmap(axes[0][k], found.tma, f"{gpu}: TMA copy (128 B) by SM and line, cycles")
-        fig.colorbar(image, ax=axes[0][k], shrink=0.8)
-        near_far_plot(axes[1][k], found, f"{gpu}: per SM, near and far partition")
-    fig.tight_layout()
-    path = directory / name
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    def draw(axes, gpu: str, found: TmaMap):
+        near_far_plot(axes[1], found, f"{gpu}: per SM, near and far partition")
+        return l2.heatmap(axes[0], found.tma, f"{gpu}: TMA copy (128 B) by SM and line, cycles")
+
+    return gpu_panels(maps, draw, directory / name, size=(6.5, 9.5), rows=2)
 
 
 def sections(ctx) -> list:
