@@ -197,7 +197,8 @@ def test_the_docs_quote_the_families_causes_word_for_word():
     for family in (tma, dsmem, memory):
         for (prefix, metric), text in family.CAUSES.items():
             assert " ".join(text.split()) in docs, (family.__name__, prefix, metric)
-    assert " ".join(dsmem.ONE_PARTNER.split()) in docs
+    for text in (dsmem.ONE_PARTNER, *dsmem.EXACT_CAUSES.values()):
+        assert " ".join(text.split()) in docs
 
 
 def test_an_old_dsmem_chain_that_chased_rank_1_alone_says_so():
@@ -210,3 +211,6 @@ def test_an_old_dsmem_chain_that_chased_rank_1_alone_says_so():
     assert explain("ld.shared::cluster.u32.cluster4", "latency_cycles", 202, 201, {"cluster": 4, "partners": 3}) is None
     sixteen = explain("ld.shared::cluster.u32.cluster16", "latency_cycles", 200.5, 180, {"cluster": 16, "partners": 15})
     assert sixteen is not None and "rank 0" in sixteen.text and sixteen.accounts is False
+    # its variants are not rank 0's fastest pair: .spread chases the last rank, .map every pair
+    assert explain("ld.shared::cluster.u32.cluster16.spread", "latency_cycles", 210, 180, {"cluster": 16}) is None
+    assert explain("ld.shared::cluster.u32.cluster16.map", "latency_cycles", 199, 180, {"cluster": 16}) is None

@@ -207,7 +207,8 @@ def test_the_misses_wait_on_the_memory_only_as_it_fills():
 ])
 def test_the_prior_with_each_gpus_memory_waits_as_measured(gpu, gbps, clock, row_over_grouped, skinny_clock,
                                                              skinny_kblock):
-    # the prior is the H100's fit; only the memory's bandwidth (the datasheet's x 0.92) differs by GPU
+    # the prior is the H100's fit (to run 65: the H100 row is in-sample, a check of the fit; the H200 row is a
+    # prediction of run 66); only the memory's bandwidth (the datasheet's x 0.92) differs by GPU
     p = Params(gpu, 132, 4096.0, **PRIOR, hbm_gbps=gbps, launch_cycles=0.0, clock_mhz=clock)
     row = C.pipeline("f16", (16384,) * 3, **dict(C.BEST, order="row"))
     grouped = C.pipeline("f16", (16384,) * 3, **C.BEST)

@@ -135,6 +135,19 @@ def test_no_tpc_where_no_pair_stands_out():
     pairs = _pairs([list(range(0, 8))], tpc=205.0)
     sms, cycles = dsmem_maps.matrix(pairs)
     assert dsmem_maps.tpcs(sms, cycles) == []
+    text = " ".join(dsmem_maps.describe("GPU", pairs))
+    assert "latency shows no TPC structure: 0 pairs of its 8 SMs" in text and "within a TPC" not in text
+
+
+def test_a_few_stand_out_pairs_are_no_tpc_structure():
+    """Runs 94/95 found one mutual-nearest pair among 132 SMs: a map says TPCs only when such pairs cover a
+    quarter of its SMs at least (here 2 pairs of 32 SMs, an eighth)."""
+    pairs = _pairs([list(range(0, 32))], tpc=205.0)
+    frame = pairs.frame.copy()
+    near = frame.apply(lambda r: {r.sm, r.peer} in ({0, 1}, {2, 3}), axis=1)
+    frame.loc[near, "samples"] = frame.loc[near, "samples"].map(lambda s: s - 15.0)
+    text = " ".join(dsmem_maps.describe("GPU", dsmem_maps.Pairs(frame)))
+    assert "latency shows no TPC structure: 2 pairs of its 32 SMs" in text and "(TPCs, as latency sees them)" not in text
 
 
 # -- the probes ---------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 from harness.analysis.compare import measured
 from harness.db.store import Store
 from harness.errors import SpecError
+from harness.families.base import FamilyModel
 from harness.registry import FAMILIES
 
 
@@ -38,7 +39,7 @@ def _transfer(store: Store, frame, gpu: str, run_id: int, fit_run_id: int, inclu
     for name, rows in frame.groupby("family"):
         family = FAMILIES.get(name)
         model = family.model if family is not None else None
-        if model is None or not hasattr(model, "transfer"):
+        if model is None:
             continue
         source = fitted[fitted.family == name]
         report = model.fit(source, fit_gpu, f"fitted to run {fit_run_id}") if len(source) else None
@@ -46,7 +47,8 @@ def _transfer(store: Store, frame, gpu: str, run_id: int, fit_run_id: int, inclu
         if predicted is not None:
             fits[name] = predicted
     if not fits:
-        movable = ", ".join(n for n, f in FAMILIES.items() if f.model is not None and hasattr(f.model, "transfer"))
+        movable = ", ".join(n for n, f in FAMILIES.items()
+                            if f.model is not None and type(f.model).transfer is not FamilyModel.transfer)
         raise SpecError(f"no model fitted to run {fit_run_id} predicts run {run_id}: they share no family whose model "
                         f"carries its parameters to another run ({movable or 'none'}), or one of them lacks its data")
     return fits

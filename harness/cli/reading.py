@@ -266,11 +266,10 @@ def model(gpu, clock, run_id, fit_run_id, residuals, db, fmt, wide):
     if run_id is None:
         from harness.registry import FAMILIES
 
-        models = [(name, model) for name, f in FAMILIES.items()
-                  if (model := f.model) is not None and hasattr(model, "datasheet_table")]
-        for name, family_model in models:
-            line, table = family_model.datasheet_table(gpu, clock)
-            say(f"{name}: {line}" if len(models) > 1 else line)
+        tables = [(name, found) for name, f in FAMILIES.items()
+                  if f.model is not None and (found := f.model.datasheet_table(gpu, clock)) is not None]
+        for name, (line, table) in tables:
+            say(f"{name}: {line}" if len(tables) > 1 else line)
             print_frame(table, fmt, wide)
         return
     from harness.analysis.compare import natural_key

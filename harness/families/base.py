@@ -144,6 +144,25 @@ class Advisor:
     shortcut: bool = False  # also a top-level command, `bench NAME`
 
 
+class FamilyModel(ABC):
+    """A family's model (`Family.model`): fitted to a run's measurements, it predicts them (`bench model
+    --run`, `bench compare`). The two optional members return None where a model has no such thing."""
+
+    @abstractmethod
+    def fit(self, frame, gpu: str, source: str):
+        """The model fitted to a run's rows of this family (None where they hold nothing it fits): a report
+        whose `residuals` frame `bench model` prints."""
+
+    def transfer(self, fitted, frame, gpu: str, source: str):
+        """This run's rows predicted with the parameters of `fitted` (the report of a fit to another run):
+        `bench model --run B --fit-run A`. None: the model carries no parameters to another run."""
+        return None
+
+    def datasheet_table(self, gpu: str, clock_mhz: float | None = None):
+        """(a line, a table): the model's prediction from a GPU's datasheet (`bench model --gpu`), or None."""
+        return None
+
+
 class Family(ABC):
     """The contract of an instruction family. Subclass it; give every required member (the abstract
     methods and the five class attributes); override an optional hook only where the family has one."""

@@ -56,8 +56,9 @@ def test_a_stores_round_trip_takes_the_same_values_whatever_the_phase_it_leaves_
 
 
 def test_the_round_trip_is_measured_and_the_ping_pong_is_not_called_a_latency():
-    """The family's measurement of the store case: roundtrip_cycles from the padded kernel, net of the two
-    clock reads (so below the raw rounds), and the ping-pong named pingpong_hop_cycles, never latency_cycles."""
+    """The family's measurement of the store case: roundtrip_cycles from the padded kernel, net of the two clock
+    reads timed in the same way (a few cycles: below the raw rounds by at most 20), and the ping-pong named
+    pingpong_hop_cycles, never latency_cycles."""
     case_id = "st.shared::cluster.u32.cluster2"
     case = parse_case_id(case_id)
     result = measure_case(case, compile_probe(probe_source(case)), open_device(0), RunSettings())
@@ -66,4 +67,4 @@ def test_the_round_trip_is_measured_and_the_ping_pong_is_not_called_a_latency():
     assert {"roundtrip_cycles", "pingpong_hop_cycles"} <= names and "latency_cycles" not in names
     rounds = next(m.samples for m in result.metrics if m.name == "roundtrip_cycles")
     raw, _ = _rounds(case_id)
-    assert 0 < np.median(rounds) < np.median(raw)
+    assert 0 < np.median(raw) - np.median(rounds) <= 20, (np.median(raw), np.median(rounds))

@@ -100,6 +100,10 @@ CAUSES = {
         "ours adds the loaded word to the window's base each step (address arithmetic between the loads, as the "
         "shared-memory index chase ld.shared.u32.pchase does, which the memory family measures beside the pointer "
         "chase ld.shared.u32.ptrchase); a DSMEM pointer chase is not measured yet",
+}
+
+# Causes of one case alone (not its variants: .spread chases the last rank, .map every pair).
+EXACT_CAUSES = {
     ("ld.shared::cluster.u32.cluster16", "latency_cycles"):
         "every chase of this case starts from rank 0, and in a cluster of 16 the hardware places rank 0 on the "
         "first SM of a GPC (reports/investigation/dsmem-rank0-h100.txt); the maps suite's SM-to-SM map "
@@ -107,7 +111,6 @@ CAUSES = {
         "the other SMs' (its report's DSMEM section), so the fastest pair here is bounded by where rank 0 lands; "
         "the paper's rank 0 had a nearer partner on the H800's floorplan",
 }
-
 
 # A chain latency stored before rank 0 chased every partner (its launch has no `partners`).
 ONE_PARTNER = ("this run chased rank 1 alone (runs before 82; before 47, in a single cluster), where the paper's figure "
@@ -156,6 +159,7 @@ class DsmemFamily(Family):
             "chase_stride": CHASE_STRIDE,
             "chase_check_threads": CHASE_CHECK_THREADS,
             "map_row": MAP_ROW_HEAD + 2 * (case.cluster - 1),
+            "roundtrip_unpadded": f"1 << {ROUNDTRIP_UNPADDED.bit_length() - 1}",
             "chase_kernels": "\n".join(f"KERNEL probe_dsmem_chase_i{i}(ARGS) {{\n  planted_fault<PLANTED_FAULT>(iters, out);\n"
                                        f"  dsmem_chase<{i}>(in, out, timing, iters);\n}}"
                                        for i in CHASE_ILP) if case.op == "dsmem-chase" else "",
@@ -397,6 +401,8 @@ class DsmemFamily(Family):
             case = _cases.parse(case_id)
             if case.op == "dsmem" and not case.spread and "partners" not in (launch or {}):
                 return Reason(ONE_PARTNER, accounts=False)
+        if (case_id, metric) in EXACT_CAUSES:
+            return Reason(EXACT_CAUSES[case_id, metric], accounts=False)
         return known_cause(CAUSES, case_id, metric)
 
     def headline(self, metric: str) -> dict | None:

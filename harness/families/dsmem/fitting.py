@@ -25,8 +25,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from harness.queueing import exact_mva
+from harness.families.base import FamilyModel
 from harness.families.dsmem.cases import parse
+from harness.queueing import exact_mva
 from harness.stats import residual_frame
 
 AT_ROOFLINE = 0.95  # the queue's utilisation from which a chase's bandwidth is the stream it was given
@@ -54,7 +55,7 @@ class FitReport:
         return residual_frame(self.residual_rows)
 
 
-class DsmemModel:
+class DsmemModel(FamilyModel):
     """Fitted only (no datasheet prior: the papers print no parameters of the SM-to-SM network)."""
 
     def prior(self, gpu: str):

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 MIN_TPC_GAP = 3.0  # cycles: a mutual nearest pair counts as a TPC if its next nearest is this much slower
+TPC_SHARE = 0.25  # the share of the SMs such pairs must cover before the map is said to show TPCs at all
 FAR_CYCLES = 5.0  # an SM whose median to its group is this much above the group's median is "far"
 
 
@@ -127,11 +128,14 @@ def describe(gpu: str, pairs: Pairs) -> list[str]:
     table = per_sm(pairs)
     far = table[table["above the group"] >= FAR_CYCLES].sort_values("above the group", ascending=False)
     sizes = ", ".join(str(len(g)) for g in found)
+    structure = 2 * len(pairs_tpc) >= TPC_SHARE * sms.size  # enough mutual nearest pairs to call them TPCs
+    tpc_text = (f"{len(pairs_tpc)} pairs of SMs are each other's nearest by {MIN_TPC_GAP:g} cycles or more (TPCs, "
+                f"as latency sees them), at {np.median([p[2] for p in pairs_tpc]):.0f} cycles against "
+                f"{np.median([p[3] for p in pairs_tpc]):.0f} to the next nearest (medians)" if structure else
+                f"latency shows no TPC structure: {len(pairs_tpc)} pairs of its {sms.size} SMs are each other's nearest "
+                f"by {MIN_TPC_GAP:g} cycles or more")
     text = [f"{gpu}: {sms.size} SMs in {len(found)} groups that shared clusters (GPCs or parts of them; sizes {sizes}); "
-            f"{len(pairs_tpc)} pairs of SMs are each other's nearest by {MIN_TPC_GAP:g} cycles or more (TPCs, as "
-            "latency sees them)"
-            + (f", at {np.median([p[2] for p in pairs_tpc]):.0f} cycles against {np.median([p[3] for p in pairs_tpc]):.0f} "
-               "to the next nearest (medians)" if pairs_tpc else "") + "."]
+            + tpc_text + "."]
     if len(far):
         text.append(f"{gpu}: far from the rest of their group (median latency {FAR_CYCLES:g} cycles or more above the "
                     "group's): " + ", ".join(f"SM {int(r.sm)} (+{r['above the group']:.0f}, {r['median cycles']:.0f} "
@@ -139,8 +143,10 @@ def describe(gpu: str, pairs: Pairs) -> list[str]:
                     + (f" and {len(far) - 8} more" if len(far) > 8 else "") + ".")
     else:
         text.append(f"{gpu}: no SM is {FAR_CYCLES:g} cycles or more above its group's median latency.")
-    text.append(f"{gpu}: fastest / median / slowest pair by cluster size, and the share of its pairs within a TPC: "
-                + "; ".join(f"{int(c)}: {r['min']:.0f} / {r['median']:.0f} / {r['max']:.0f} ({r['tpc']:.0%})"
+    text.append(f"{gpu}: fastest / median / slowest pair by cluster size"
+                + (", and the share of its pairs within a TPC: " if structure else ": ")
+                + "; ".join(f"{int(c)}: {r['min']:.0f} / {r['median']:.0f} / {r['max']:.0f}"
+                            + (f" ({r['tpc']:.0%})" if structure else "")
                             for c, r in by_cluster(pairs, pairs_tpc).iterrows())
                 + " cycles per load.")
     return text

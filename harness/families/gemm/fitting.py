@@ -104,6 +104,8 @@ def fit(frame: pd.DataFrame, gpu: str, source: str, prior: Params | None) -> Fit
         return None
     cases = {cid: parse(cid) for cid in table.index}
     sm_count = int(table.sm_count.iloc[0])
+    # Without a prior (a GPU with no datasheet row), a start near the H100's fit; hbm_gbps is not fitted, so
+    # such a GPU's memory is taken at 3000 GB/s (about the H100's 3352 x 0.92): the fit report shows it.
     start = prior or Params(gpu, sm_count, 4096.0, 710.0, 0.0, 600.0, 62.5, 2.6, 115.0, 43.0, 6.6, 45.0, 3000.0, 4000.0)
     start = replace(start, gpu=gpu, sm_count=sm_count, source=source)
     p = _fit_epilogue(start, table, cases)

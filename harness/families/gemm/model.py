@@ -146,10 +146,11 @@ def round_trip(case: GemmCase, p: Params, stages: int | None = None, miss: float
 
 
 def miss_cycles(case: GemmCase, p: Params, period: float, clock_mhz: float) -> float:
-    """What a k-block's round trip waits for the memory: the share f of its bytes that miss the L2
-    (miss_fraction) pays the memory's latency over the L2's, L_m, stretched by the memory's queue,
-    1 / (1 - rho), rho the bandwidth the wave's misses take at this k-block period (every CTA in flight
-    reads f of its k-block from memory each period) over hbm_gbps."""
+    """What a k-block's round trip waits for the memory's queue: f L_q rho / (1 - rho), the share f of its
+    bytes that miss the L2 (miss_fraction) waiting in an M/M/1-like queue whose unloaded cost is L_q
+    (memory_queue_cycles, fitted), rho the bandwidth the wave's misses take at this k-block period (every
+    CTA in flight reads f of its k-block from memory each period) over hbm_gbps. Only the wait: the
+    unloaded miss latency is inside the fitted round trip L0."""
     f = miss_fraction(case, p.sm_count)
     read = (case.bm + case.bn / case.cluster) * case.bk * ELEM  # bytes a CTA reads from the L2 per k-block
     in_flight = min(case.tiles, p.sm_count // case.cluster * case.cluster * blocks_per_sm(case))
@@ -162,8 +163,9 @@ def miss_fraction(case: GemmCase, sm_count: int) -> float:
     """The share of the bytes a wave's CTAs read from the L2 per k-block that the wave reads first: the A
     rows and B columns its tiles span (each k-block's slice is new, fetched from memory by the first CTA
     that asks and shared by the rest while the wave is in flight). A wave is the work items in flight at
-    once, taken in the kernel's order (ptx/gemm.cu.in tile_of)."""
-    return _miss_fraction(case.m, case.n, case.bm, case.bn, case.cluster, case.order if case.persistent else "row",
+    once, taken in the kernel's order (ptx/gemm.cu.in tile_of, which orders a one-CTA-per-tile grid's clusters
+    too: the block scheduler starts them in that order)."""
+    return _miss_fraction(case.m, case.n, case.bm, case.bn, case.cluster, case.order,
                           (sm_count // case.cluster) * blocks_per_sm(case))
 
 

@@ -6,12 +6,19 @@ from __future__ import annotations
 import pandas as pd
 
 from harness.datasheets import gpu_specs, spec_name
+from harness.families.base import FamilyModel
 from harness.families.gemm.cases import LADDER, pipeline
 from harness.families.gemm.fitting import fit
-from harness.families.gemm.model import HBM_OF_DATASHEET, PRIOR, PRIOR_LAUNCH_CYCLES, Params, predict_case
+from harness.families.gemm.model import (
+    HBM_OF_DATASHEET,
+    PRIOR,
+    PRIOR_LAUNCH_CYCLES,
+    Params,
+    predict_case,
+)
 
 
-class GemmModel:
+class GemmModel(FamilyModel):
     """The planner as the family's model: a prior for a GPU never measured, a fit to a run."""
 
     def prior(self, gpu: str) -> Params | None:

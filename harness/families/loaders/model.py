@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from harness.families.base import FamilyModel
+
 # Shared memory moves 32 banks x 4 B per cycle per SM (the CUDA C++ Programming Guide, "Shared
 # Memory", compute capability 9.0: 32 banks of 32 bits, one access per bank per clock).
 B_BANK = 128
@@ -45,7 +47,7 @@ class LoaderFitReport:
         return frame
 
 
-class LoaderModel:
+class LoaderModel(FamilyModel):
     """ldmatrix/stmatrix: min(B_bank, warps x r1) bytes per cycle per SM (module docstring)."""
 
     def prior(self, gpu: str) -> float:

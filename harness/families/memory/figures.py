@@ -10,6 +10,7 @@ import pandas as pd
 
 from harness.verdicts import AGREES
 
+
 def _is_map(launch) -> bool:
     return "map" in (json.loads(launch) if isinstance(launch, str) else launch)
 

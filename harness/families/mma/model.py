@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from harness.datasheets import gpu_specs, spec_name
+from harness.families.base import FamilyModel
 
 SUB_PARTITIONS = 4
 RATE = {"f16": 1.0, "bf16": 1.0, "tf32": 0.5, "s8": 2.0, "u8": 2.0}
@@ -106,7 +107,7 @@ class MmaFitReport:
         return pd.DataFrame(_residual_rows(self.points, self.params))
 
 
-class MmaModel:
+class MmaModel(FamilyModel):
     """Native mma.sync: issue interval, work per cycle per SM and latency from the tensor core's
     occupancy per instruction (module docstring)."""
 

@@ -32,12 +32,16 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from harness.queueing import symmetric_mva
+from harness.families.base import FamilyModel
 from harness.families.tma.cases import FIXED_IDS, parse
+from harness.queueing import symmetric_mva
 from harness.stats import residual_frame
 
 SOURCES = ("L2", "HBM", "prefetched")
 GEMM_TILE = "GEMM tile"  # the latency line of the tiles of a matrix many boxes wide (cases.py, `.pitch`)
+AT_ROOFLINE = 0.95  # the memory queue's utilisation from which a prediction is the roofline it was given
+ISSUE_RANGE = (1.0, 4000.0)  # cycles a copy: where the fit of the issue loop looks
+STREAM_MODEL = "copies in flight"
 
 
 def load_latency_metric(frame: pd.DataFrame) -> str:
@@ -47,9 +51,6 @@ def load_latency_metric(frame: pd.DataFrame) -> str:
     loads = frame[frame.case_id.str.contains("shared::cluster.global", regex=False)
                   & frame.launch.str.contains('"source"', regex=False)]
     return "latency_cycles" if (loads.metric == "latency_cycles").any() else "latency_added_cycles"
-AT_ROOFLINE = 0.95  # the memory queue's utilisation from which a prediction is the roofline it was given
-ISSUE_RANGE = (1.0, 4000.0)  # cycles a copy: where the fit of the issue loop looks
-STREAM_MODEL = "copies in flight"
 
 
 @dataclass(frozen=True)
@@ -151,7 +152,7 @@ class FitReport:
         return residual_frame(self.residual_rows)
 
 
-class TmaModel:
+class TmaModel(FamilyModel):
     """Fitted only (no datasheet prior: the papers print no copy engine parameters)."""
 
     def prior(self, gpu: str):

@@ -7,8 +7,9 @@ from dataclasses import dataclass, replace
 
 import pandas as pd
 
-from harness.errors import SpecError
 import harness.families.wgmma.model as perfmodel
+from harness.errors import SpecError
+from harness.families.base import FamilyModel
 from harness.families.wgmma.cases import DEFAULT_LAYOUT, parse
 
 SPARSE = " sparse"  # the suffix of a fit key of the sparse instruction
@@ -69,7 +70,7 @@ def _key(case) -> str:
     return f"{case.dtype_a}/{case.dtype_acc}{SPARSE if case.sparse else ''}"
 
 
-class WgmmaModel:
+class WgmmaModel(FamilyModel):
     """issue_interval = max(smem bytes / B_smem, FLOPs / (4 F_tc rate), floor), and work per cycle per SM
     = FLOPs / issue_interval for 1 to 4 warpgroups: harness/families/wgmma/model.py."""
 
