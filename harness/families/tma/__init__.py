@@ -58,7 +58,8 @@ BASELINE_BLOCKS_PER_SM = (1, 2, 4, 8)
 UNROLL = 4  # 16-byte accesses per thread per iteration (baselines)
 LATENCY_REPS = 64
 CHECK_REPS = 8  # repetitions of a latency check (the cold one: tiles 0, 97, ... 679)
-COLD_STRIDE = 97  # tiles between two cold repetitions (tiles of the tensor are 8 KB or more apart)
+COLD_STRIDE = 97  # tiles between two cold repetitions: a fresh tile shares no line with the last (another box
+# row of a pitched matrix; 97 boxes on in a tensor one box wide)
 HOT_TILES = 16  # tiles the L2 latency takes in turn (ptx/tma.cu.in): its samples span both L2 partitions
 PREFETCH_FIRST = 50  # ptx/tma.cu.in: the prefetched latency's tiles are 50 + 97 i, fresh like the cold ones
 PREFETCH_WAIT = 4000  # cycles from the prefetch to the timed copy (the HBM latency is about 1000)
