@@ -101,7 +101,8 @@ def test_every_point_of_the_authors_bandwidth_logs_maps_to_a_case_of_the_tma_sui
 
 
 def test_the_16_kb_box_shape_study_keeps_its_repeated_point_apart():
-    """The 3-D log prints the 16 x 16 x 16 box twice per occupancy: both runs compare with the one case."""
+    """The 3-D log prints the 16 x 16 x 16 box twice per occupancy: both runs map to the one case (bench compare
+    keeps the first printed per case, metric and launch)."""
     rows = [r for r in references._read(LOGS) if r["table_or_figure"].endswith("/tma_bw_3d/log")
             and r["shape"].endswith("box 16x16x16")]
     found = [r for r in references.mapped() if r.table.endswith("/tma_bw_3d/log")
