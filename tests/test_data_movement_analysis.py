@@ -51,10 +51,10 @@ def test_tma_and_dsmem_figures_map_with_their_launch():
     hbm = [r for r in _mapped(BOX256, "latency_raw_cycles") if r.launch == {"source": "HBM"}]
     assert [r.value for r in hbm] == [pytest.approx(761.5 / 1.755)] and hbm[0].unit == "ns"  # wall time x 1755 MHz
     bulk = _mapped("cp.async.bulk.shared::cluster.global.8192B", "roofline_fraction")
-    by_blocks = {r.launch["blocks_per_sm"]: round(r.value, 4) for r in bulk}  # the sweep's 1, 2 and 4 per SM
+    by_blocks = {r.launch["blocks_per_sm"]: round(r.value, 4) for r in bulk}  # the sweep's 1 to 4 per SM
     assert by_blocks[4] == round(1802.971191 * 2**30 / 1e9 / 1861.5, 4)  # GiB/s -> GB/s
-    assert sorted(by_blocks) == [1, 2, 4]
-    assert all(r.launch["stages"] == 1 for r in bulk) and len(bulk) == 3
+    assert sorted(by_blocks) == [1, 2, 3, 4]
+    assert all(r.launch["stages"] == 1 for r in bulk) and len(bulk) == 4
     assert [r.value for r in _mapped("ld.shared::cluster.u32.cluster4", "latency_cycles")] == [201.0]
     assert [r.value for r in _mapped("ld.shared::cluster.u32.cluster2.chase.local", "latency_cycles")] == [33.0]
 
@@ -79,7 +79,7 @@ def test_compare_takes_a_launch_figure_from_that_launch_and_bandwidth_over_the_r
     fraction = frame[(frame.metric == "roofline_fraction") & frame.paper.notna()]
     rows = store.query("SELECT case_id, launch, value FROM results WHERE metric = 'bandwidth_gbps'")
     roofline = rows[rows.case_id == "ld.global.v4.u32"].value.max()
-    assert sorted(json.loads(launch)["blocks_per_sm"] for launch in fraction.launch) == [1, 1, 2, 2, 4, 4]
+    assert sorted(json.loads(launch)["blocks_per_sm"] for launch in fraction.launch) == [1, 1, 2, 2, 3, 3, 4, 4]
     for case_id, launch, value in zip(fraction.case_id, fraction.launch, fraction.value):
         assert json.loads(launch)["stages"] == 1
         measured = rows[(rows.case_id == case_id) & (rows.launch == launch)].value.iloc[0]

@@ -11,6 +11,8 @@ from harness.suites import suite_cases
 
 H800 = "H800 PCIe"
 ONE_D = "cp.async.bulk.tensor.1d.shared::cluster.global.tile."
+THREE_D = "cp.async.bulk.tensor.3d.shared::cluster.global.tile.b32."
+PITCH_3D = ".pitch4096x4194304"
 LOGS = "luo2024_repo_logs.csv"
 TABLES = "luo2024_tables.csv"
 # Reasons that say nothing about the figure: a data-movement figure never keeps one of these.
@@ -55,6 +57,21 @@ def test_no_data_movement_figure_keeps_a_vague_reason():
      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.b32.box32x32.pitch131072", 4),
     ("tma_bw_2d", "228 thread blocks; load 16 KB; box 64x64",
      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.b32.box64x64.pitch131072", 2),
+    # 342 blocks: 3 per SM, a point the streams of these cases run with one copy in flight
+    ("tma_bw", "342 thread blocks; load 2 KB", "cp.async.bulk.shared::cluster.global.2048B", 3),
+    ("tma_bw_1d", "342 thread blocks; load 0.500000 KB", ONE_D + "b16.box256", 3),
+    ("tma_bw_2d", "342 thread blocks; load 8 KB; box 64x32",
+     "cp.async.bulk.tensor.2d.shared::cluster.global.tile.b32.box64x32.pitch131072", 3),
+    # 96 x 32: the map's rows are their 32768 FP32 elements (131072 bytes), 341 boxes a row
+    ("tma_bw_2d", "114 thread blocks; load 12 KB; box 96x32",
+     "cp.async.bulk.tensor.2d.shared::cluster.global.tile.b32.box96x32.pitch131072", 1),
+    ("tma_bw_2d", "342 thread blocks; load 12 KB; box 96x32",
+     "cp.async.bulk.tensor.2d.shared::cluster.global.tile.b32.box96x32.pitch131072", 3),
+    # 3-D: boxes of their 1024^3 FP32 tensor, rows 4 KiB and planes 4 MiB apart
+    ("tma_bw_3d", "114 thread blocks; load 1 KB; box 8x8x4", THREE_D + "box8x8x4" + PITCH_3D, 1),
+    ("tma_bw_3d", "342 thread blocks; load 12 KB; box 16x16x12", THREE_D + "box16x16x12" + PITCH_3D, 3),
+    ("tma_bw_3d", "456 thread blocks; load 16 KB; box 4x4x256", THREE_D + "box4x4x256" + PITCH_3D, 4),
+    ("tma_bw_3d", "228 thread blocks; load 16 KB; box 16x256x1", THREE_D + "box16x256x1" + PITCH_3D, 2),
 ])
 def test_the_authors_bandwidth_points_map_to_that_copy_at_that_occupancy(log, shape, case_id, blocks):
     """Each point of their sweep compares with our copy of the same bytes in the same geometry, one copy in
@@ -68,30 +85,36 @@ def test_the_authors_bandwidth_points_map_to_that_copy_at_that_occupancy(log, sh
     assert case_id in {c.case_id for c in suite_cases("tma")}  # measured by the runs-of-record suite
 
 
-def test_every_mapped_tma_bandwidth_point_is_a_case_of_the_tma_suite():
+def test_every_point_of_the_authors_bandwidth_logs_maps_to_a_case_of_the_tma_suite():
+    """All of them (issue 34 item 14): 3 blocks per SM, the 96 x 32 box and the 3-D log included; none unmapped."""
     ours = {c.case_id for c in suite_cases("tma")}
+    rows = [r for r in references._read(LOGS) if "NewFeatures/TMA/Throughput" in r["table_or_figure"]]
     points = [r for r in references.mapped() if "NewFeatures/TMA/Throughput" in r.table]
-    assert len(points) == 51 and {r.case_id for r in points} <= ours  # 6 bulk + 6 1-D + 5 2-D sizes x 1, 2, 4 per SM
-    assert {r.launch["blocks_per_sm"] for r in points} == {1, 2, 4}
+    assert len(points) == len(rows) and {r.case_id for r in points} <= ours
+    assert {r.launch["blocks_per_sm"] for r in points} == {1, 2, 3, 4}
+    assert {int(r["shape"].split()[0]) // 114 for r in rows} == {1, 2, 3, 4}
+    assert not [r for r in references.unmapped() if "NewFeatures/TMA/Throughput" in r.table]
+    three_d = [r for r in rows if r["table_or_figure"].endswith("/tma_bw_3d/log")]
+    boxes = {r["shape"].split("box ")[1] for r in three_d}
+    mapped_3d = {r.case_id for r in points if r.table.endswith("/tma_bw_3d/log")}
+    assert mapped_3d == {THREE_D + f"box{b}" + PITCH_3D for b in boxes}  # one case per box shape of the log
 
 
-def test_the_authors_points_we_cannot_compare_say_what_differs():
-    why = {}
-    for r in references.unmapped():
-        if "NewFeatures/TMA/Throughput" in r.table:
-            why.setdefault(r.table.split("/")[-2], []).append(r.unmapped_reason)
-    assert len(why["tma_bw_3d"]) == 44 and all("1024 x 1024 x 1024" in w for w in why["tma_bw_3d"])
-    assert all(w.startswith("342 blocks (3 per SM") for log in ("tma_bw", "tma_bw_1d") for w in why[log])
-    assert len(why["tma_bw"]) == len(why["tma_bw_1d"]) == 6
-    assert sorted(why["tma_bw_2d"])[:4] == ["342 blocks (3 per SM of the H800 PCIe's 114): our streams run 1, 2, 4 "
-                                            "blocks per SM"] * 4
-    odd = [w for w in why["tma_bw_2d"] if "96 x 32" in w]
-    assert len(odd) == 4 and "341 such boxes and 32 elements over" in odd[0]
+def test_the_16_kb_box_shape_study_keeps_its_repeated_point_apart():
+    """The 3-D log prints the 16 x 16 x 16 box twice per occupancy: both runs map to the one case (bench compare
+    keeps the first printed per case, metric and launch)."""
+    rows = [r for r in references._read(LOGS) if r["table_or_figure"].endswith("/tma_bw_3d/log")
+            and r["shape"].endswith("box 16x16x16")]
+    found = [r for r in references.mapped() if r.table.endswith("/tma_bw_3d/log")
+             and r.case_id == THREE_D + "box16x16x16" + PITCH_3D]
+    assert len(rows) == len(found) == 8
+    assert sorted(r.value for r in found) == pytest.approx(
+        sorted(float(r["value"]) * 2**30 / 1e9 / PAPER_ROOFLINE for r in rows))
 
 
 def test_the_new_geometries_are_the_tma_families_and_the_tma_suites():
     new = [c.case_id for c in authors_cases()]
-    assert len(new) == 14 and len(set(new)) == 14
+    assert len(new) == 25 and len(set(new)) == 25
     assert set(new) <= {c.case_id for c in FAMILIES["tma"].cases()}
     assert set(new) == {c.case_id for c in suite_cases("tma-authors")}
     assert not set(new) & {c.case_id for c in suite_cases("tma-copies")}

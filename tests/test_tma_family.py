@@ -70,6 +70,39 @@ def test_a_gemm_tile_is_rows_a_pitch_apart_in_a_matrix_many_boxes_wide():
     assert contiguous.row_boxes == 1 and tma.geometry(contiguous, 1000).strides == (2, 128)
 
 
+def test_a_rank_3_pitch_is_the_authors_1024_cubed_fp32_tensor():
+    """`.pitch4096x4194304`: rows 4 KiB and planes 4 MiB apart (their tma_bw_3d log's tensor); 8 x 8 x 4 boxes:
+    128 along a row, 128 along a plane, tile t's corner by those digits, then 4 planes a step."""
+    case = cases.parse("cp.async.bulk.tensor.3d.shared::cluster.global.tile.b32.box8x8x4.pitch4096x4194304")
+    assert (case.pitch, case.plane, case.row_boxes, case.plane_boxes) == (4096, 4 << 20, 128, 128)
+    assert str(case).endswith(".box8x8x4.pitch4096x4194304")
+    geom = tma.geometry(case, 128 * 128 * 10)
+    assert geom.dims == (1024, 1024, 40) and geom.strides == (4, 4096, 4 << 20)
+    assert geom.corner(1) == (8, 0, 0) and geom.corner(128 + 2) == (16, 8, 0) and geom.corner(128 * 128) == (0, 0, 4)
+    offsets = geom.box_offsets(128 + 2).reshape(4, 8, 32)  # planes, rows, the row's 8 x 4 bytes
+    assert offsets[0, 0, 0] == 8 * 4096 + 16 * 4 and offsets[0, 1, 0] - offsets[0, 0, 0] == 4096
+    assert offsets[1, 0, 0] - offsets[0, 0, 0] == 4 << 20
+    assert tma.check_tile(case) == 1 + 128 + 128 * 128  # 1 along the planes: inside a source of two slabs
+    assert tma.FAMILY.template_params(case)["tiles"].startswith("128, 128, ")
+    assert (1, 3) in tma.stream_points(case)  # their 342 blocks on 114 SMs
+    big = cases.parse("cp.async.bulk.tensor.3d.shared::cluster.global.tile.b32.box4x4x256.pitch4096x4194304")
+    assert tma.source_tiles(big, 2 << 30) == 2 * 256 * 256 and tma.check_tile(big) < 256 * 256 + 256 + 2
+
+
+def test_the_authors_96_wide_box_reads_their_map_whose_rows_it_does_not_tile():
+    """96 x 32 FP32 boxes of a matrix 32768 elements a row: the map's row is all 32768, the boxes start at
+    96 i for i < 341, the source holds whole rows (slabs of 32 rows, 4 MiB)."""
+    case = cases.parse("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b32.box96x32.pitch131072")
+    assert case.row_boxes == 341 and case.row_elems == 32768
+    geom = tma.geometry(case, 341 * 100)
+    assert geom.dims == (32768, 3200) and geom.strides == (4, 131072) and geom.slab_bytes == 4 << 20
+    assert geom.corner(340) == (32640, 0) and geom.corner(341) == (0, 32)
+    tiles = tma.source_tiles(case, 3 << 30)
+    assert tiles == 768 * 341 and tma.layout.source_bytes(case, tiles) == 3 << 30
+    with pytest.raises(IllegalShapeError, match="2-D loads only"):
+        cases.parse("cp.async.bulk.tensor.2d.global.shared::cta.tile.b32.box96x32.pitch131072")
+
+
 def test_the_suite_measures_gemm_tiles_and_keeps_the_contiguous_boxes_as_a_variant():
     """Issue 34 item 10: every 2-D tile copy of the suite is a GEMM's tile (pitch 8192) but the contiguous
     box sizes, which the suite keeps beside the same boxes as tiles. (The tma-authors suite's 2-D boxes are the
@@ -104,9 +137,13 @@ def test_stored_is_the_inverse_of_landed():
     ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x257", "1 to 256 elements"),
     ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box32x8.sw32", "at most 32 bytes, not 64"),
     ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x256.sw128.multicast8", "exceed"),
-    ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128.pitch200", "multiple of the box's 128"),
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128.pitch200", "multiple of 16 bytes"),
     ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128.pitch128", "more than one"),
-    ("cp.async.bulk.tensor.3d.shared::cluster.global.tile.b16.box64x8x8.sw128.pitch8192", "not a rank-3"),
+    ("cp.async.bulk.tensor.3d.shared::cluster.global.tile.b16.box64x8x8.sw128.pitch8192", "its plane's bytes"),
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x8.sw128.pitch8192x65536", "its plane's bytes"),
+    ("cp.async.bulk.tensor.4d.shared::cluster.global.tile.b16.box64x4x4x4.sw128.pitch8192", "not a rank-4"),
+    ("cp.async.bulk.tensor.3d.shared::cluster.global.tile.b32.box8x8x4.pitch4096x40000", "plane pitch is a multiple"),
+    ("cp.async.bulk.tensor.3d.shared::cluster.global.tile.b32.box8x8x4.pitch4096x32768", "more than one"),
 ])
 def test_illegal_boxes_are_one_line_errors(case_id, message):
     with pytest.raises(IllegalShapeError, match=message):

@@ -19,7 +19,9 @@ Ids spell the PTX instruction (without the operands) and add what it does not sa
 b8/b16/b32/b64 are the element sizes (1, 2, 4, 8 bytes); `box` lists the box's extent per dimension,
 innermost first; `sw` the swizzle span in bytes (absent: none); `pitch` the bytes of one row of a 2-D
 tensor many boxes wide, as a GEMM's tile comes from a row-major matrix (8192: K = 4096 b16 elements; the
-suite's default geometry, issue 34 item 10). Without it the tensor is one box wide: each box is contiguous. An im2col load names the channels per
+suite's default geometry, issue 34 item 10); a rank-3 tensor's pitch names the bytes of a row, then of a plane
+(`.pitch4096x4194304`: a 1024 x 1024 x N FP32 tensor, the authors' 3-D geometry). Without it the tensor is one box
+wide: each box is contiguous. An im2col load names the channels per
 pixel (`ch`) and the pixels per column (`px`) instead of a box; its tensor is (C, W, [H, [D,]] N).
 Distributed shared memory is the dsmem family's (harness/families/dsmem/).
 """
@@ -61,7 +63,7 @@ FIXED_IDS = {"read": "ld.global.v4.u32", "cp.async": "cp.async.cg.shared.global.
 _TENSOR = re.compile(r"^(?P<red>cp\.reduce|cp)\.async\.bulk\.tensor\.(?P<rank>\d)d\."
                      r"(?P<dir>shared::cluster\.global|global\.shared::cta)(?P<add>\.add)?\.(?P<mode>tile|im2col)\.b(?P<bits>\d+)"
                      r"\.(?:box(?P<box>\d+(?:x\d+)*)|ch(?P<ch>\d+)\.px(?P<px>\d+))(?:\.sw(?P<sw>\d+))?"
-                     r"(?:\.pitch(?P<pitch>\d+))?(?P<gmap>\.gmap)?"
+                     r"(?:\.pitch(?P<pitch>\d+)(?:x(?P<plane>\d+))?)?(?P<gmap>\.gmap)?"
                      r"(?:\.l2promo(?P<promo>\d+))?"
                      r"(?:\.multicast(?P<mc>\d+))?$")
 _BULK = re.compile(r"^cp\.async\.bulk\.(?P<dir>shared::cluster\.global|global\.shared::cta)\.(?P<bytes>\d+)B"
@@ -82,11 +84,23 @@ class TmaCase(Case):
     promotion: int = DEFAULT_PROMOTION  # the map's L2 promotion in bytes (0: none): the L2 fetch per request
     pitch: int = 0  # bytes per row of a 2-D tensor many boxes wide (a GEMM's matrix); 0: the tensor is one box wide
     l2map: bool = False  # the L2 by SM through TMA (a bulk load of one 128-byte line, every SM): maps.py
+    plane: int = 0  # bytes per plane of a rank-3 tensor with a row pitch (dimension 1 many boxes long); 0: none
 
     @property
     def row_boxes(self) -> int:
         """Boxes side by side along dimension 0 of the tensor (1: each box contiguous)."""
         return self.pitch // (self.box[0] * self.elem) if self.pitch else 1
+
+    @property
+    def row_elems(self) -> int:
+        """Elements along dimension 0 of the tensor: the row pitch's (its last elements past a whole number of
+        boxes never read where the box does not divide it: the authors' 96 x 32 FP32 box), else one box."""
+        return self.pitch // self.elem if self.pitch else (self.box[0] if self.box else 0)
+
+    @property
+    def plane_boxes(self) -> int:
+        """Boxes along dimension 1 of a rank-3 tensor with a plane pitch (0: the default, INNER_TILES)."""
+        return self.plane // (self.pitch * self.box[1]) if self.plane else 0
 
     @property
     def box_bytes(self) -> int:
@@ -119,7 +133,7 @@ class TmaCase(Case):
         if self.tensor:
             box = f"ch{self.box[0]}.px{self.box[1]}" if self.im2col else "box" + "x".join(map(str, self.box))
             return (f"{self.instruction}.b{8 * self.elem}.{box}{f'.sw{self.swizzle}' if self.swizzle else ''}"
-                    f"{f'.pitch{self.pitch}' if self.pitch else ''}{'.gmap' if self.gmap else ''}"
+                    f"{f'.pitch{self.pitch}' if self.pitch else ''}{f'x{self.plane}' if self.plane else ''}{'.gmap' if self.gmap else ''}"
                     f"{f'.l2promo{self.promotion}' if self.promotion != DEFAULT_PROMOTION else ''}"
                     f"{f'.multicast{self.cluster}' if self.multicast else ''}")
         if self.op in ("bulk", "bulk-store"):
@@ -148,7 +162,8 @@ def parse(case_id: str) -> TmaCase:
         box = (int(match["ch"]), int(match["px"])) if im2col else tuple(int(b) for b in match["box"].split("x"))
         promotion = DEFAULT_PROMOTION if match["promo"] is None else int(match["promo"])
         case = TmaCase(op, int(match["rank"]), bits // 8, box, int(match["sw"] or 0), bool(match["gmap"]),
-                       int(match["mc"] or 1), im2col=im2col, promotion=promotion, pitch=int(match["pitch"] or 0))
+                       int(match["mc"] or 1), im2col=im2col, promotion=promotion, pitch=int(match["pitch"] or 0),
+                       plane=int(match["plane"] or 0))
     elif match := _BULK.match(case_id):
         case = TmaCase("bulk" if match["dir"].startswith("shared") else "bulk-store", box=(int(match["bytes"]),),
                        l2map=bool(match["l2map"]))
@@ -181,7 +196,7 @@ def check(case: TmaCase) -> None:
         if inner % 16:
             raise IllegalShapeError(f"{case}: the box's inner extent must be a multiple of 16 bytes, "
                                     f"not {inner} ({case.box[0]} x {case.elem} B)")
-        if case.pitch:
+        if case.pitch or case.plane:
             _check_pitch(case, inner)
         if case.promotion not in PROMOTIONS:
             raise IllegalShapeError(f"{case}: the L2 promotion is 0 (none), 64, 128 or 256 bytes, not {case.promotion}")
@@ -214,12 +229,23 @@ def check(case: TmaCase) -> None:
 
 
 def _check_pitch(case: TmaCase, row: int) -> None:
-    if case.im2col or case.rank != 2:
-        raise IllegalShapeError(f"{case}: a row pitch is a 2-D tile's (a GEMM's matrix), not a rank-{case.rank} "
-                                f"{'im2col ' if case.im2col else ''}tensor's")
-    if case.pitch % row or case.pitch <= row:
-        raise IllegalShapeError(f"{case}: the row pitch is a multiple of the box's {row}-byte rows and more than one "
-                                f"(a tensor one box wide has none), not {case.pitch}")
+    if case.im2col or case.rank not in (2, 3):
+        raise IllegalShapeError(f"{case}: a row pitch is a 2-D tile's (a GEMM's matrix) or a 3-D box's, not a "
+                                f"rank-{case.rank} {'im2col ' if case.im2col else ''}tensor's")
+    if (case.rank == 3) != bool(case.plane):
+        raise IllegalShapeError(f"{case}: a rank-3 tensor with a pitch names its row's and its plane's bytes "
+                                "(.pitch4096x4194304), a 2-D one its row's alone")
+    if case.plane:
+        rows = case.pitch * case.box[1]
+        if case.plane % rows or case.plane <= rows or case.plane > MAX_PLANE:
+            raise IllegalShapeError(f"{case}: the plane pitch is a multiple of the box's {case.box[1]} rows of "
+                                    f"{case.pitch} bytes, more than one, at most {MAX_PLANE}, not {case.plane}")
+    if case.pitch % 16 or case.pitch < 2 * row:
+        raise IllegalShapeError(f"{case}: the row pitch is a multiple of 16 bytes (the map's strides) and holds more "
+                                f"than one of the box's {row}-byte rows (a tensor one box wide has none), not {case.pitch}")
+    if case.pitch % row and (case.op != "load" or case.rank != 2):
+        raise IllegalShapeError(f"{case}: a row pitch that is not a whole number of boxes ({case.pitch} bytes, rows of "
+                                f"{row}) is measured for 2-D loads only")
     if case.pitch > MAX_PITCH:
         raise IllegalShapeError(f"{case}: the row pitch is at most {MAX_PITCH} bytes here, not {case.pitch}")
 
@@ -242,6 +268,7 @@ def _check_im2col(case: TmaCase) -> None:
 
 MAP_LINE_BYTES = 128  # the TMA map's copy: one L2 line
 MAX_STAGE_BYTES = 64 * 1024  # one stage (box, or boxes of a multicast round) fits 3 times in 227 KB
+MAX_PLANE = 1 << 24  # bytes per plane (rank 3; the source holds whole slabs of box[2] planes)
 MAX_PITCH = 1 << 20  # bytes per row (the driver allows strides to 2^40; the source is cut into whole rows of boxes)
 GEMM_PITCH = 8192  # a row of a K = 4096 b16 matrix: the suite's default 2-D geometry
 
@@ -294,17 +321,27 @@ def cases() -> list[TmaCase]:
 #   tma_bw_1d  a rank-1 map of INT64 elements over the same array, boxes of 512 B to 2 KB, no swizzle
 #   tma_bw_2d  a 32768 x 32768 FP32 matrix (rows of 128 KiB), boxes W x H (W innermost), no swizzle
 #   tma_bw_3d  a 1024 x 1024 x 1024 FP32 tensor (rows 4 KiB apart, planes 4 MiB apart), no swizzle
+# They launch 1, 2, 3 and 4 blocks per SM: the streams of these cases add 3 (layout.stream_points).
 AUTHORS_BULK_KB = (1, 2, 4, 8, 12, 16)
 AUTHORS_1D_BYTES = (512, 768, 1024, 1280, 1536, 2048)
 AUTHORS_2D_BOXES = ((16, 16), (32, 16), (32, 32), (64, 32), (96, 32), (64, 64))
 AUTHORS_2D_PITCH = 32768 * 4  # bytes per row of their FP32 matrix
+# their 3-D boxes, innermost first: 1 to 16 KB, then the 16 KB box-shape study
+AUTHORS_3D_BOXES = ((8, 8, 4), (8, 8, 8), (16, 8, 8), (16, 16, 8), (16, 16, 12), (16, 16, 16),
+                    (64, 64, 1), (256, 16, 1), (16, 256, 1), (4, 4, 256))
+AUTHORS_3D_PITCH = (1024 * 4, 1024 * 1024 * 4)  # bytes per row and per plane of their 1024^3 FP32 tensor
+
+
+def _authors_3d(box) -> TmaCase:
+    return TmaCase("load", 3, 4, tuple(box), 0, pitch=AUTHORS_3D_PITCH[0], plane=AUTHORS_3D_PITCH[1])
 
 
 def authors_case(log: str, shape: str) -> TmaCase | str:
     """Our case for a point of the authors' TMA bandwidth logs (`log`: tma_bw, tma_bw_1d, tma_bw_2d, tma_bw_3d;
     `shape`: "228 thread blocks; load 2 KB; box 32x16"), or why there is none. The same bytes in the same
     geometry: a bulk copy of that size; a 1-D box of those bytes (theirs INT64 elements: b64, but the 512-byte box
-    is our b16 box256, the same 512 contiguous bytes); a 2-D FP32 box of their matrix (b32, their row pitch)."""
+    is our b16 box256, the same 512 contiguous bytes); a 2-D FP32 box of their matrix (b32, their row pitch); a 3-D
+    FP32 box of their 1024^3 tensor (b32, their row and plane pitch)."""
     kb = float(shape.split(";")[1].split()[1])
     if log == "tma_bw":
         return TmaCase("bulk", box=(int(kb * 1024),))
@@ -313,33 +350,39 @@ def authors_case(log: str, shape: str) -> TmaCase | str:
         return _load(1, 2, (256,), 0) if size == 512 else _load(1, 8, (size // 8,), 0)
     if log == "tma_bw_2d":
         width, height = (int(e) for e in shape.split("box")[1].split("x"))
-        if AUTHORS_2D_PITCH % (4 * width):
-            row = 4 * width
-            return (f"a {width} x {height} FP32 box of the authors' matrix, whose 32768-element rows hold "
-                    f"{32768 // width} such boxes and {32768 % width} elements over: our row pitch is a whole number "
-                    f"of boxes ({AUTHORS_2D_PITCH // row * row} or {-(-AUTHORS_2D_PITCH // row) * row} bytes, "
-                    f"not {AUTHORS_2D_PITCH})")
+        # 96 x 32: the map's rows are their 32768 elements, 341 boxes and 32 elements over, never read
         return TmaCase("load", 2, 4, (width, height), 0, pitch=AUTHORS_2D_PITCH)
-    return ("a box of the authors' 1024 x 1024 x 1024 FP32 tensor (its rows 4 KiB apart, its planes 4 MiB apart): "
-            "our rank-3 tensors are one box wide along dimension 0 and a row pitch is a 2-D tile's, so no case of "
-            "ours reads those boxes from that geometry")
+    box = tuple(int(e) for e in shape.split("box")[1].split("x"))
+    return _authors_3d(box)
 
 
 def authors_cases() -> list[TmaCase]:
     """The `tma-authors` suite: the authors' bandwidth geometries that `cases()` does not hold (bulk 1, 4, 12,
-    16 KB; 1-D b64 boxes of 768 B to 2 KB; the 2-D FP32 boxes of their matrix but 96 x 32, which does not tile
-    its rows)."""
+    16 KB; 1-D b64 boxes of 768 B to 2 KB; the 2-D FP32 boxes of their matrix (96 x 32 too: 341 boxes a row, the
+    row's last 32 elements never read); the 3-D FP32 boxes of their 1024^3 tensor)."""
     ours = set(cases())
     wanted = ([TmaCase("bulk", box=(kb * 1024,)) for kb in AUTHORS_BULK_KB]
               + [_load(1, 8, (size // 8,), 0) for size in AUTHORS_1D_BYTES if size != 512]
-              + [TmaCase("load", 2, 4, box, 0, pitch=AUTHORS_2D_PITCH) for box in AUTHORS_2D_BOXES
-                 if AUTHORS_2D_PITCH % (4 * box[0]) == 0])
+              + [TmaCase("load", 2, 4, box, 0, pitch=AUTHORS_2D_PITCH) for box in AUTHORS_2D_BOXES]
+              + [_authors_3d(box) for box in AUTHORS_3D_BOXES])
     return [c for c in wanted if c not in ours]
 
 
 def map_cases() -> list[TmaCase]:
     """The `maps-tma` suite (part of `maps`): the L2 by SM through a bulk copy of one line."""
     return [TmaCase("bulk", box=(MAP_LINE_BYTES,), l2map=True)]
+
+
+def authors_geometry(case: TmaCase) -> bool:
+    """A case some point of the authors' bandwidth logs maps to (authors_case): its streams add 3 blocks per SM."""
+    return case in _AUTHORS_MAPPED
+
+
+_AUTHORS_MAPPED = frozenset([TmaCase("bulk", box=(kb * 1024,)) for kb in AUTHORS_BULK_KB]
+                            + [_load(1, 2, (256,), 0)]
+                            + [_load(1, 8, (size // 8,), 0) for size in AUTHORS_1D_BYTES if size != 512]
+                            + [TmaCase("load", 2, 4, box, 0, pitch=AUTHORS_2D_PITCH) for box in AUTHORS_2D_BOXES]
+                            + [_authors_3d(box) for box in AUTHORS_3D_BOXES])
 
 
 def all_cases() -> list[TmaCase]:

@@ -184,8 +184,9 @@ class TmaModel(FamilyModel):
 
     @staticmethod
     def _single_box(case) -> bool:
+        # not the authors' 3-D boxes (`.pitch4096x4194304`): up to 1024 rows of 16 bytes a box, a geometry of its own
         return (case.op in ("load", "bulk") and not case.im2col and case.cluster == 1 and not case.gmap
-                and not case.l2map)
+                and not case.l2map and not case.plane)
 
     @staticmethod
     def _line_name(source: str, case) -> str:

@@ -10,8 +10,8 @@ import numpy as np
 
 from harness.errors import HarnessError
 import harness.families.tma.model as model
-from harness.families.tma.layout import (SOURCE_L2_MULTIPLE, SOURCE_MIN_BYTES, dynamic_smem, geometry, source_tiles,
-                                         stream_stages)
+from harness.families.tma.layout import (SOURCE_L2_MULTIPLE, SOURCE_MIN_BYTES, dynamic_smem, geometry, source_bytes,
+                                         source_tiles, stream_stages)
 from harness.families.tma.cases import PORTABLE_CLUSTER
 
 FILL_CHUNK_WORDS = 1 << 24
@@ -108,7 +108,7 @@ def attach(case, probe, device) -> None:
     nbytes = source_size(device) if case.op in COPY_OPS or case.op in ("read", "cp.async", "ld+st") else 1 << 20
     if copies:
         tiles = source_tiles(case, nbytes)
-        nbytes = tiles * case.box_bytes
+        nbytes = source_bytes(case, tiles)
     else:
         tiles = nbytes // 16  # the baselines walk the source in 16-byte words
     source = fill_source(cupy, nbytes)

@@ -7,10 +7,11 @@ from __future__ import annotations
 from math import gcd, prod
 
 import harness.families.tma.model as model
-from harness.families.tma.cases import TmaCase
+from harness.families.tma.cases import TmaCase, authors_geometry
 
 STAGES = (1, 2, 4, 8, 16)  # copies in flight per block: the stream kernels probe_stream_k<STAGES>
 BLOCKS_PER_SM = (1, 2, 4)
+AUTHORS_BLOCKS_PER_SM = 3  # with one copy in flight, for the cases the authors' logs map to (342 blocks on 114 SMs)
 MULTICAST_STAGES = (1, 2)  # a multicast stage holds CLUSTER boxes
 SMEM_PER_SM = 228 * 1024  # bytes of shared memory per SM (sm_90), 1 KB of it reserved per block
 SMEM_PER_BLOCK = 227 * 1024  # the most one block may have
@@ -33,7 +34,8 @@ def dynamic_smem(case: TmaCase, stages: int) -> int:
 def stream_points(case: TmaCase) -> list[tuple[int, int]]:
     """(stages, blocks per SM) that fit in shared memory."""
     stages = MULTICAST_STAGES if case.multicast else STAGES
-    return [(k, b) for k in stages for b in BLOCKS_PER_SM
+    extra = [(1, AUTHORS_BLOCKS_PER_SM)] if authors_geometry(case) else []
+    return [(k, b) for k, b in [(k, b) for k in stages for b in BLOCKS_PER_SM] + extra
             if dynamic_smem(case, k) <= SMEM_PER_BLOCK and b * (dynamic_smem(case, k) + 2048) <= SMEM_PER_SM]
 
 
@@ -46,7 +48,8 @@ def geometry(case: TmaCase, tiles: int) -> model.Geometry | model.Im2colGeometry
         return model.Geometry(1, 1, case.box, tiles)
     if case.im2col:
         return model.Im2colGeometry(case.rank, case.elem, *case.box, tiles)
-    return model.Geometry(case.rank, case.elem, case.box, tiles, case.row_boxes)
+    return model.Geometry(case.rank, case.elem, case.box, tiles, case.row_boxes, case.plane_boxes,
+                          case.row_elems if case.pitch else 0)
 
 
 def source_tiles(case: TmaCase, nbytes: int) -> int:
@@ -58,5 +61,16 @@ def source_tiles(case: TmaCase, nbytes: int) -> int:
         step = case.box[1] // gcd(case.box[1], pixels_per_image)  # images per whole number of columns
         images = nbytes // image_bytes // step * step
         return model.IM2COL_CHANNEL_TILES * images * pixels_per_image // case.box[1]
-    unit = case.box_bytes * (prod(model.inner_tiles(case.rank, case.row_boxes)) if case.tensor else 1)
-    return nbytes // unit * (unit // case.box_bytes)
+    if not case.tensor:
+        return nbytes // case.box_bytes
+    per_slab = prod(model.inner_tiles(case.rank, case.row_boxes, case.plane_boxes))
+    return nbytes // geometry(case, per_slab).slab_bytes * per_slab
+
+
+def source_bytes(case: TmaCase, tiles: int) -> int:
+    """Bytes of a source of `tiles` boxes (source_tiles): whole slabs of the tensor, with any elements of its rows
+    that no box covers (a row pitch not a whole number of boxes)."""
+    if not case.tensor or case.im2col:
+        return tiles * case.box_bytes
+    per_slab = prod(model.inner_tiles(case.rank, case.row_boxes, case.plane_boxes))
+    return tiles // per_slab * geometry(case, per_slab).slab_bytes

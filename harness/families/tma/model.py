@@ -4,7 +4,8 @@ The source tensor (ptx/tma.cu.in) is a buffer several times the L2 whose 32-bit 
 source_word(w), so any box can be computed here without copying the buffer back. Its geometry:
 dimension 0 is one box wide (a box's rows are whole rows of the tensor: each box contiguous), or, for a
 2-D case with a row pitch (cases.py, `.pitch8192`), `row_boxes` boxes wide (a GEMM's matrix: each box a
-tile of rows far apart); dimensions 1 .. rank-2 hold INNER_TILES boxes each, the last dimension the rest;
+tile of rows far apart); dimensions 1 .. rank-2 hold INNER_TILES boxes each (a rank-3 case with a plane pitch,
+`.pitch4096x4194304`: `plane_boxes` along dimension 1, the authors' 1024^3 tensor), the last dimension the rest;
 tile t is the box whose corner is (digit_d(t) * box_d), the digits innermost first.
 
 Why dimension 0 is one box wide: with two boxes side by side (a 256-byte row pitch under 128-byte box
@@ -69,16 +70,25 @@ class Geometry:
     box: tuple[int, ...]
     tiles: int  # boxes in the tensor
     row_boxes: int = 1  # boxes side by side along dimension 0 (a 2-D tensor many boxes wide: a GEMM's matrix)
+    plane_boxes: int = 0  # boxes along dimension 1 of a rank-3 tensor with a plane pitch (0: INNER_TILES)
+    row_elems: int = 0  # elements along dimension 0 where more than the boxes cover (a row pitch not a whole
+    #                     number of boxes: the elements past the last box are never read); 0: the boxes'
 
     @property
     def inner_tiles(self) -> tuple[int, ...]:
-        return inner_tiles(self.rank, self.row_boxes)
+        return inner_tiles(self.rank, self.row_boxes, self.plane_boxes)
 
     @property
     def dims(self) -> tuple[int, ...]:
         """Elements per dimension, innermost first."""
         last = self.tiles // prod(self.inner_tiles)
-        return tuple(b * t for b, t in zip(self.box, (*self.inner_tiles, last)))
+        dims = tuple(b * t for b, t in zip(self.box, (*self.inner_tiles, last)))
+        return (max(dims[0], self.row_elems), *dims[1:])
+
+    @property
+    def slab_bytes(self) -> int:
+        """Bytes of the tensor per prod(inner_tiles) boxes (one box along the last dimension, every box of the others)."""
+        return prod(self.dims[:-1]) * self.box[-1] * self.elem
 
     @property
     def strides(self) -> tuple[int, ...]:
@@ -119,20 +129,27 @@ def stored(pattern: np.ndarray, span: int) -> np.ndarray:
     return pattern[swizzle(np.arange(pattern.size), span)]
 
 
-def inner_tiles(rank: int, row_boxes: int = 1) -> tuple[int, ...]:
+def inner_tiles(rank: int, row_boxes: int = 1, plane_boxes: int = 0) -> tuple[int, ...]:
     """Boxes along dimensions 0 .. rank-2: `row_boxes` along dimension 0 (one: each box contiguous),
-    INNER_TILES along the others."""
-    return (row_boxes, *(INNER_TILES,) * (rank - 2)) if rank > 1 else ()
+    `plane_boxes` along dimension 1 where given (a rank-3 tensor with a plane pitch), INNER_TILES along the others."""
+    if rank <= 1:
+        return ()
+    inner = [INNER_TILES] * (rank - 2)
+    if plane_boxes and inner:
+        inner[0] = plane_boxes
+    return (row_boxes, *inner)
 
 
-def check_tile(rank: int, row_boxes: int = 1) -> int:
+def check_tile(rank: int, row_boxes: int = 1, plane_boxes: int = 0) -> int:
     """The tile every single-copy check loads: digit 1 along each inner dimension that has more than
-    one box, 5 along the last."""
+    one box, 5 along the last (1 with a plane pitch)."""
     tile, place = 0, 1
-    for extent in inner_tiles(rank, row_boxes):
+    for extent in inner_tiles(rank, row_boxes, plane_boxes):
         tile += place * (1 if extent > 1 else 0)
         place *= extent
-    return tile + 5 * place
+    # 1 along the last where dimension 1 holds plane_boxes: its slabs are large (4x4x256 of a 1024^3 FP32 tensor:
+    # 65536 boxes, 1 GiB), the source may hold only two, and the L2 tiles run ~1500 past this one
+    return tile + (1 if plane_boxes else 5) * place
 
 
 def words(data: np.ndarray) -> np.ndarray:
