@@ -11,7 +11,7 @@ PACKAGE = ROOT / "harness"
 
 # Bottom first. A module matches the first pattern that names it (fnmatch on the dotted name).
 LAYERS = [
-    ("vocabulary", ["harness.version", "harness.errors", "harness.dtypes", "harness.sparsity", "harness.stats", "harness.queueing",
+    ("vocabulary", ["harness.version", "harness.errors", "harness.dtypes", "harness.sparsity", "harness.stats", "harness.queueing", "harness.l2lines",
                     "harness.output", "harness.environment", "harness.spec", "harness.datasheets", "harness.paper",
                     "harness.metrics", "harness.verdicts", "harness.plotting"]),
     ("build", ["harness.build", "harness.build.*"]),
@@ -146,6 +146,18 @@ def test_only_the_registry_names_a_family_package():
                    if not a.startswith("harness.families.") and a != "harness.registry"
                    for b in targets if b.startswith("harness.families.") and b != "harness.families.base")
     assert not named, "\n".join(named)
+
+
+def test_a_family_imports_no_other_family():
+    """What two families share (the L2 map's lines, read by a plain load and by a TMA copy) lives below them
+    (harness/l2lines.py), not in one family that the other imports."""
+    def family(name: str) -> str | None:
+        parts = name.split(".")
+        return parts[2] if len(parts) > 2 and parts[:2] == ["harness", "families"] and parts[2] != "base" else None
+
+    crossing = sorted(f"{a} imports {b}" for a, targets in graph().items() if family(a)
+                      for b in targets if family(b) and family(b) != family(a))
+    assert not crossing, "\n".join(crossing)
 
 
 def test_the_folders_import_each_other_in_one_direction():

@@ -334,3 +334,13 @@ def test_the_maps_suite_runs_on_the_simulated_gpu_into_a_report_and_a_site(tmp_p
     assert "Which SMs are far from which, through distributed shared memory?" in built.sections
     assert "What does a TMA copy take from each L2 partition, from every SM?" in built.sections
     assert written is not None
+
+
+def test_the_memory_familys_l2_ring_is_the_shared_maps_region():
+    """The plain-load map walks the memory family's 8 MiB L2 ring; the shared ring (harness/l2lines.py) must be
+    that region in the same chunks, or the two maps' line j would be other memory."""
+    from harness import l2lines
+    from harness.families import memory
+
+    assert l2lines.REGION_BYTES == memory.RING_BYTES["l2"] and l2lines.CHUNK_WORDS == memory.CHUNK_WORDS
+    assert memory.MAP_LINES == l2lines.LINES

@@ -81,10 +81,10 @@ def spread_summary(frame: pd.DataFrame, threshold: float = 0.01) -> tuple[int, i
     return len(cycles), len(wide), table
 
 
-def map_rows(store: Store, frame: pd.DataFrame, family: str, kind: str):
-    """A family's map measurements among `frame`'s rows (latency_cycles whose launch says {"map": kind}): (the
-    rows, their launches as dicts, {measurement id: samples}), or None where there are none."""
-    rows = frame[(frame.family == family) & (frame.metric == "latency_cycles")]
+def map_rows(store: Store, frame: pd.DataFrame, family: str | None, kind: str):
+    """A family's map measurements among `frame`'s rows (latency_cycles whose launch says {"map": kind}; family
+    None: every family's): (the rows, their launches as dicts, {measurement id: samples}), or None if none."""
+    rows = frame[((frame.family == family) if family is not None else True) & (frame.metric == "latency_cycles")]
     launches = [json.loads(l) if isinstance(l, str) else dict(l) for l in rows.launch]
     keep = np.array([l.get("map") == kind for l in launches], dtype=bool)
     if not keep.any():

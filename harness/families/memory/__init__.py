@@ -45,9 +45,28 @@ from typing import ClassVar
 import numpy as np
 
 from harness.errors import IllegalShapeError, SpecError
-from harness.families.base import (Check, Family, Inputs, KernelExpectation, Reason, SassExpectation, Suite, Work,
-                                   known_cause)
-from harness.measure.methods import MAP_ROW_HEAD, BracketedLatency, ChainSlope, OccupancySweep, SmMap, SweepPoint
+from harness.families.base import (
+    Check,
+    Family,
+    Inputs,
+    KernelExpectation,
+    Reason,
+    SassExpectation,
+    Suite,
+    Work,
+    known_cause,
+)
+from harness.l2lines import LINES as MAP_LINES  # noqa: F401 (the family's name for it)
+from harness.l2lines import chase
+from harness.l2lines import ring as map_ring
+from harness.measure.methods import (
+    MAP_ROW_HEAD,
+    BracketedLatency,
+    ChainSlope,
+    OccupancySweep,
+    SmMap,
+    SweepPoint,
+)
 from harness.spec import Case
 
 LEVELS = {"shared": ("shared", None), "l1": ("global.ca", "l1"), "l2": ("global.cg", "l2"), "hbm": ("global.cg", "hbm")}
@@ -65,7 +84,6 @@ EACH_REPS = 512  # loads timed alone per launch
 CHECK_WARPS = 4
 # The L2 map (ld.global.cg.u32.map.l2): lines walked by every SM, spread over an 8 MiB region (in the L2 of
 # every Hopper: 50-60 MiB), each timed alone; launches, each a sample of every (SM, line).
-MAP_LINES = 64
 MAP_LAUNCHES = 16
 MAP_EMPTY = 16  # empty brackets each block times first; the least is the bracket's cost
 # Dynamic shared memory (unused) of a map block: more than half of an SM's 228 KiB, so no two blocks share an SM
@@ -177,13 +195,6 @@ def ring(chunks: int, rng: np.random.Generator) -> np.ndarray:
     return words
 
 
-def chase(words: np.ndarray, start: int, steps: int) -> int:
-    """The word a chase from `start` ends on after `steps` loads."""
-    for _ in range(steps):
-        start = int(words[start])
-    return start
-
-
 def stream_sums(words: np.ndarray, threads: int, iters: int) -> np.ndarray:
     """Each thread's sum (mod 2^32) of the v4 words it loads (ptx/memory.cu.in, one block of `threads`)."""
     quads = words.reshape(-1, 4).astype(np.uint64).sum(axis=1)
@@ -200,17 +211,6 @@ def map_cases() -> list[MemoryCase]:
 def all_cases() -> list[MemoryCase]:
     """The family's cases: the `memory` suite's and the map's (the `maps` suite's)."""
     return cases() + map_cases()
-
-
-def map_ring(rng: np.random.Generator) -> np.ndarray:
-    """The L2 map's words: MAP_LINES chunks drawn from the 8 MiB region, in a random cycle from chunk 0 (the
-    walk starts at word 0); every other word zero."""
-    chunks = RING_BYTES["l2"] // (4 * CHUNK_WORDS)
-    lines = np.concatenate([[0], 1 + rng.choice(chunks - 1, MAP_LINES - 1, replace=False)])
-    order = np.concatenate([[0], rng.permutation(lines[1:])])
-    words = np.zeros(chunks * CHUNK_WORDS, dtype=np.uint32)
-    words[order * CHUNK_WORDS] = np.roll(order, -1) * CHUNK_WORDS
-    return words
 
 
 def _suites() -> dict[str, Suite]:

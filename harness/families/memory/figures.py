@@ -55,7 +55,7 @@ MAP_METHOD = ("Every SM (one block each, shared memory enough that no two share 
               "ld.global.cg, each load timed alone (clock, load, a "
               "shared store that waits for the word, clock, less the least of 16 empty brackets), over 16 launches; "
               "a cell is the median over launches. The lines are put in two groups by their profile over the SMs "
-              "(harness/families/memory/maps.py); each SM's near partition is the group it reaches sooner. "
+              "(harness/l2lines.py); each SM's near partition is the group it reaches sooner. "
               "docs/data-movement.md, 'Maps of the chip'.")
 
 

@@ -1,16 +1,15 @@
 """The L2 by SM through TMA (cp.async.bulk.shared::cluster.global.128B.map.l2, the `maps-tma` suite).
 
-The probe (ptx/tma.cu.in probe_tmamap) is the memory family's L2 map (ld.global.cg.u32.map.l2,
-harness/families/memory/maps.py) with the load replaced by one bulk copy of the 128-byte line that holds
-each of the same 64 lines: the same ring (memory.map_ring, drawn first from the run's seed, so the same
-chunks of the 8 MiB region), the same untimed warm walk with ld.global.cg, one block per SM, 16 launches,
+The probe (ptx/tma.cu.in probe_tmamap) is the plain-load L2 map (ld.global.cg.u32.map.l2) with the load
+replaced by one bulk copy of the 128-byte line that holds each of the same 64 lines: the same ring
+(harness/l2lines.py ring, drawn first from the run's seed, so the same chunks of the 8 MiB region), the same untimed warm walk with ld.global.cg, one block per SM, 16 launches,
 the same row per block (methods.SmMap). The bracket is the tma family's latency probe's: a clock read just
 after lane 0 arms the barrier for 128 bytes, the copy, the whole warp's wait on the barrier, a clock read;
 less the least of 16 pairs of clock reads back to back.
 
 Analysis: the TMA matrix (SMs x lines, the median over launches) is split into partitions twice: by the L2
-map's own inference run on the TMA samples (memory.maps.partitions), and by the L2 map's partition of the
-same lines where a plain-load map of the same GPU is in the frame. Per SM: near and far TMA latency under
+map's own inference run on the TMA samples (l2lines.partitions), and by the plain-load map's partition of the
+same lines where one of the same GPU is in the frame (an L2 map whose launch names no `copy`). Per SM: near and far TMA latency under
 each, and the plain load's beside. The line j of both maps is the j-th line of the walk from word 0: the
 same chunk only where both ran with the same seed (RunSettings.seed; every run of record uses the default).
 """
@@ -22,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from harness.families.memory import maps as l2
+from harness import l2lines as l2
 
 MAP_LAUNCHES = 16
 MAP_EMPTY = 16  # pairs of clock reads each block times first; the least is the bracket's cost
@@ -32,9 +31,7 @@ OP_CODE = 12  # ptx/tma.cu.in OP_L2MAP
 
 
 def lines() -> int:
-    from harness.families.memory import MAP_LINES
-
-    return MAP_LINES
+    return l2.LINES
 
 
 def template_params() -> dict[str, object]:
@@ -47,9 +44,8 @@ def template_params() -> dict[str, object]:
 
 def inputs(rng: np.random.Generator):
     from harness.families.base import Inputs
-    from harness.families.memory import map_ring
 
-    words = map_ring(rng)  # the first draw from the run's seed, as the memory family's map: the same lines
+    words = l2.ring(rng)  # the first draw from the run's seed, as the plain-load map's: the same lines
     return Inputs(words.view(np.uint8), {"words": words},
                   f"the L2 map's ring: a random cycle through {lines()} 64-byte chunks of an 8 MiB region")
 
@@ -61,11 +57,9 @@ def check_steps() -> int:
 def expected(words: np.ndarray, steps: int) -> np.ndarray:
     """out after `steps` timed steps from word 0 (block 0, after its warm walk): the 32 words of the last
     line copied (the 128-byte line holding the chunk of step steps - 1), then the word the walk ended on."""
-    from harness.families.memory import chase
-
-    last = chase(words, 0, steps - 1)
+    last = l2.chase(words, 0, steps - 1)
     start = last - last % 32
-    return np.concatenate([words[start:start + 32], [chase(words, 0, steps)]]).astype(np.float64)
+    return np.concatenate([words[start:start + 32], [l2.chase(words, 0, steps)]]).astype(np.float64)
 
 
 def plan(case) -> list:
@@ -131,27 +125,21 @@ class TmaMap:
 
 def load(store, frame: pd.DataFrame) -> dict[str, TmaMap]:
     """Every GPU's TMA map among `frame`'s rows, with the plain-load map of the same GPU where the frame
-    holds one of the same number of lines: {gpu: TmaMap}."""
+    holds one of the same number of lines (an L2 map of any family whose launch names no `copy`): {gpu: TmaMap}."""
     from harness.db.distributions import map_rows
 
-    found_rows = map_rows(store, frame, "tma", "l2")
+    found_rows = map_rows(store, frame, None, "l2")
     if found_rows is None:
         return {}
     rows, launches, arrays = found_rows
-    plain = l2.load(store, frame)
-    found: dict[str, TmaMap] = {}
-    for gpu in sorted(set(rows.gpu_name)):
-        mine = [(l, int(i)) for l, i, g in zip(launches, rows.measurement_id, rows.gpu_name) if g == gpu]
-        counts = {l["lines"] for l, _ in mine}
-        if len(counts) != 1:
-            continue
-        per_sm = {l["sm"]: arrays[i] for l, i in mine if i in arrays}
-        if not per_sm:
-            continue
-        n = counts.pop()
-        loads = plain.get(gpu)
-        found[gpu] = TmaMap(l2.l2_map(per_sm, n), loads if loads is not None and loads.cycles.shape[1] == n else None)
-    return found
+    copied = np.array(["copy" in l for l in launches], dtype=bool)
+    if not copied.any():
+        return {}
+    kept = [l for l, c in zip(launches, copied) if c]
+    tma = l2.by_gpu(rows[copied], kept, arrays)
+    plain = l2.by_gpu(rows[~copied], [l for l, c in zip(launches, copied) if not c], arrays)
+    return {gpu: TmaMap(found, plain[gpu] if gpu in plain and plain[gpu].cycles.shape[1] == found.cycles.shape[1]
+                        else None) for gpu, found in tma.items()}
 
 
 def describe(gpu: str, found: TmaMap) -> list[str]:
