@@ -3,6 +3,7 @@ mapping and verdicts, and the planner's arithmetic."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from itertools import pairwise
 
 import numpy as np
@@ -216,3 +217,27 @@ def test_the_prior_with_each_gpus_memory_waits_as_measured(gpu, gbps, clock, row
     assert ratio == pytest.approx(row_over_grouped, rel=0.1)
     skinny = C.pipeline("f16", (128, 8192, 8192), **dict(C.BEST, bn=128, cluster=1))
     assert kblock_cycles(skinny, p, skinny_clock)[0] == pytest.approx(skinny_kblock, rel=0.05)
+
+
+def test_a_persistent_grid_on_fewer_sms_has_its_own_id_grid_and_prediction():
+    from harness.families.gemm.cases import BEST, full, pipeline
+    from harness.families.gemm.model import PRIOR, Params, predict_case
+    from harness.families.gemm.problem import grid
+
+    case = FAMILY.parse("gemm.f16.8192x8192x8192.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore.sms128")
+    assert case.grid_sms == 128 and case == pipeline("f16", (8192, 8192, 8192), **dict(BEST, grid_sms=128))
+    assert grid(case, 132) == 128 and grid(replace(case, grid_sms=0), 132) == 132  # 64 clusters of 2, or 66
+    with pytest.raises(SpecError, match="a grid of 128 SMs on a GPU of 114"):
+        grid(case, 114)
+    for bad, why in (("gemm.f16.8192x8192x8192.tile128x256x64.s3.wg2.cluster1.grid-row.regs.sms128", "only a persistent"),
+                     ("gemm.f16.8192x8192x8192.tile128x256x64.s3.wg2.cluster2.persistent-row.regs.sms127", "multiple of"),
+                     ("gemm.f16.8192x8192x8192.tile128x256x64.s3.wg2.cluster1.persistent-row.regs.sms0", "not canonical")):
+        with pytest.raises(SpecError, match=why):
+            FAMILY.parse(bad)
+    assert case in full() and replace(case, grid_sms=0) in full()
+    # 2048 tiles: 16 waves on 128 SMs as on 132 (15.5 rounded up), so the planner rates the two alike: the same
+    # cycles per tile, the same waves; only the L2 misses of a narrower wave differ
+    p = Params("H100", 132, 4096.0, **PRIOR, hbm_gbps=3084.0, launch_cycles=4000.0, clock_mhz=1350.0)
+    all_sms, fewer = predict_case(replace(case, grid_sms=0), p), predict_case(case, p)
+    assert fewer.waves == all_sms.waves == 16
+    assert fewer.flops_per_cycle_sm == pytest.approx(all_sms.flops_per_cycle_sm, rel=0.03)

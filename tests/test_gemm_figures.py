@@ -133,3 +133,25 @@ def test_a_simulated_run_of_a_suite_reports_without_error(suite, tmp_path):
     assert "## From instructions to a GEMM" in report.markdown.read_text()
     found = _findings(store, run_id, tmp_path)
     assert found and found[0][2] is not None and found[0][2].exists()
+
+
+def test_the_worklogs_observations_are_tested_against_our_counters_and_pairs(tmp_path):
+    """Its step 3 profile (a stored tile 4572 cycles against a loaded one 1415: 3.23 loads), 128 SMs against
+    all, and power: each sentence's verdict follows the numbers chosen here."""
+    step3 = pipeline("f16", BIG, **LADDER["3"])
+    rows = [_result(step3, 213, 0.3, 1757, 150e3, 160e3, 4000.0),  # load 1757 - 512 = 1245; 4000 / 1245 = 3.21
+            _result(pipeline("f16", BIG, **BEST), 651, 1.0, 1050, 47e3, 98e3, 1.5e3, clock=1300.0),
+            _result(pipeline("f16", BIG, **dict(BEST, grid_sms=128)), 660, 1.01, 1040, 45e3, 96e3, 1.5e3, clock=1300.0),
+            _result(pipeline("f16", (2048, 2048, 2048), **BEST), 540, 0.9, 1100, 50e3, 90e3, 1.5e3, clock=1600.0),
+            _result(library("f16", BIG), 650)]
+    store, run_id = _store(tmp_path / "worklog.db", rows)
+    joined = " ".join(_findings(store, run_id, tmp_path)[0][1])
+    assert "leaving 1245 for the load" in joined and "4000 cycles per tile (3.2 loads): it holds" in joined
+    assert "651 -> 660 TFLOPS (x1.014" in joined and "the worklog's finding holds" in joined
+    assert "1600 MHz at f16 2048x2048x2048 and 1300 at f16 8192x8192x8192" in joined and "power-bound" in joined
+    # a store that costs twice as many loads as the worklog's, and 128 SMs slower: both verdicts turn
+    rows[0] = _result(step3, 213, 0.3, 1757, 150e3, 160e3, 8000.0)
+    rows[2] = _result(pipeline("f16", BIG, **dict(BEST, grid_sms=128)), 630, 0.97, 1080, 45e3, 96e3, 1.5e3, clock=1300.0)
+    store, run_id = _store(tmp_path / "worklog2.db", rows)
+    joined = " ".join(_findings(store, run_id, tmp_path)[0][1])
+    assert "(6.4 loads): it does not hold" in joined and "finding does not hold here" in joined

@@ -31,7 +31,8 @@ def _suites() -> dict[str, Suite]:
         "gemm": Suite("GEMM pipelines at 8192^3 f16: the seed worklog's ladder, a stage sweep for four tiles, the "
                       "mainloop alone (one tile per SM, long K), and cuBLAS beside them", _cases.everyday),
         "gemm-full": Suite("runs of record: the gemm suite, the ladder at 4096^3, the best pipeline and cuBLAS at "
-                           "2048..16384 and skinny M, f16 and bf16, and one change at a time from the best",
+                           "2048..16384 and skinny M, f16 and bf16, one change at a time from the best, and the best on "
+                           "128 SMs (the worklog's)",
                            _cases.full),
         "gemm-quick": Suite("one pipeline and cuBLAS at 2048^3", _cases.quick),
     }

@@ -2,7 +2,11 @@
 (cuBLAS) on the same problem. Ids:
 
     gemm.f16.8192x8192x8192.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore
+    gemm.f16.8192x8192x8192.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore.sms128
     cublas.f16.8192x8192x8192
+
+A persistent grid runs one CTA per SM on every SM, or on `grid_sms` of them (`.sms128`: the seed worklog's
+finding that its grouped tile order ran faster on 128 SMs than on all 132).
 
 C[M, N] = A[M, K] . B[N, K]^T, A and B row-major (K-major), f32 accumulation, C in the input type.
 """
@@ -25,6 +29,7 @@ SMEM_SLACK = 1024  # the kernel aligns its dynamic shared memory to 1024 bytes i
 ORDERS = ("row", "grouped")
 EPILOGUES = ("regs", "tmastore")
 MAX_DIM = 65536
+MAX_SMS = 1024  # a persistent grid's SMs, at most (a GPU with fewer refuses the case when it runs)
 GROUP = 8  # ptx/gemm.cu.in: rows of work items a grouped order walks at a time
 ACC_REGISTER_LIMIT = 128  # f32 accumulators per thread beyond which ptxas serializes the wgmma (C7511)
 
@@ -49,6 +54,7 @@ class GemmCase(Case):
     persistent: bool = False
     order: str = "row"
     epilogue: str = "regs"
+    grid_sms: int = 0  # a persistent grid's CTAs: one per SM on this many SMs (0: every SM of the GPU)
 
     @property
     def base_id(self) -> str:
@@ -57,7 +63,8 @@ class GemmCase(Case):
             return f"cublas.{shape}"
         return (f"gemm.{shape}.tile{self.bm}x{self.bn}x{self.bk}.s{self.stages}.wg{self.consumers}"
                 + (".setmaxnreg" if self.rebalance else "")
-                + f".cluster{self.cluster}.{'persistent' if self.persistent else 'grid'}-{self.order}.{self.epilogue}")
+                + f".cluster{self.cluster}.{'persistent' if self.persistent else 'grid'}-{self.order}.{self.epilogue}"
+                + (f".sms{self.grid_sms}" if self.grid_sms else ""))
 
     @property
     def flops(self) -> float:
@@ -95,7 +102,8 @@ class GemmCase(Case):
 
 ID = re.compile(r"^(?P<library>cublas|gemm)\.(?P<dtype>[a-z0-9]+)\.(?P<m>\d+)x(?P<n>\d+)x(?P<k>\d+)"
                 r"(?:\.tile(?P<bm>\d+)x(?P<bn>\d+)x(?P<bk>\d+)\.s(?P<stages>\d+)\.wg(?P<wg>\d+)(?P<rb>\.setmaxnreg)?"
-                r"\.cluster(?P<cluster>\d+)\.(?P<sched>grid|persistent)-(?P<order>[a-z]+)\.(?P<epi>[a-z]+))?$")
+                r"\.cluster(?P<cluster>\d+)\.(?P<sched>grid|persistent)-(?P<order>[a-z]+)\.(?P<epi>[a-z]+)"
+                r"(?:\.sms(?P<sms>\d+))?)?$")
 
 
 def parse(case_id: str) -> GemmCase:
@@ -111,7 +119,8 @@ def parse(case_id: str) -> GemmCase:
     else:
         case = GemmCase(**common, bm=int(g["bm"]), bn=int(g["bn"]), bk=int(g["bk"]), stages=int(g["stages"]),
                         consumers=int(g["wg"]), rebalance=bool(g["rb"]), cluster=int(g["cluster"]),
-                        persistent=g["sched"] == "persistent", order=g["order"], epilogue=g["epi"])
+                        persistent=g["sched"] == "persistent", order=g["order"], epilogue=g["epi"],
+                        grid_sms=int(g["sms"] or 0))
     check(case)
     if case.case_id != case_id:
         raise SpecError(f"GEMM case id {case_id!r} is not canonical: {case.case_id!r}")
@@ -148,6 +157,10 @@ def check(case: GemmCase) -> None:
         refuse(f"cluster {case.cluster}: expected 1 or 2")
     if case.order not in ORDERS or case.epilogue not in EPILOGUES:
         refuse(f"order {case.order!r} / epilogue {case.epilogue!r}: expected {ORDERS} / {EPILOGUES}")
+    if case.grid_sms and not case.persistent:
+        refuse(f"sms{case.grid_sms}: only a persistent grid chooses its SMs (a grid of one CTA per tile takes them all)")
+    if case.grid_sms and (not case.cluster <= case.grid_sms <= MAX_SMS or case.grid_sms % case.cluster):
+        refuse(f"sms{case.grid_sms}: expected a multiple of the cluster ({case.cluster}) up to {MAX_SMS}")
     if not 1 <= case.stages <= MAX_STAGES:
         refuse(f"{case.stages} stages: expected 1..{MAX_STAGES}")
     if case.smem_bytes() > SMEM_LIMIT:
@@ -247,7 +260,14 @@ def full() -> list[GemmCase]:
     for s in (4096, 16384):
         for change in (dict(epilogue="regs"), dict(cluster=1), dict(order="row"), dict(rebalance=False)):
             cases.append(pipeline("f16", (s, s, s), **dict(BEST, **change)))
+    cases += worklog_sms()
     return _unique(cases)
+
+
+def worklog_sms() -> list[GemmCase]:
+    """The worklog's 128 SMs against all: the best configuration at 4096^3 and 8192^3 (each beside its
+    all-SM case in `full`) on 128 SMs."""
+    return [pipeline("f16", (s, s, s), **dict(BEST, grid_sms=128)) for s in (4096, 8192)]
 
 
 def quick() -> list[GemmCase]:

@@ -23,7 +23,7 @@ import pandas as pd
 from sqlalchemy.exc import SQLAlchemyError
 
 from harness.errors import SpecError
-from harness.families.gemm.cases import LADDER, SMEM_LIMIT, GemmCase, parse, pipeline
+from harness.families.gemm.cases import BEST, LADDER, SMEM_LIMIT, GemmCase, parse, pipeline
 from harness.families.gemm.problem import TENSOR_FLOPS_PER_CYCLE
 from harness.paper import DEFAULT_TOLERANCE
 from harness.spec import Case
@@ -53,6 +53,8 @@ def _wide(frame: pd.DataFrame, keys: tuple[str, ...] = ("case_id",)) -> pd.DataF
     timed = frame[frame.metric == "throughput_tflops"].groupby(keys)
     wide["clock_mhz"] = timed.sm_clock_mhz.median()
     wide["sms"] = timed.sm_count.max() if "sm_count" in frame else np.nan
+    wide["power_capped"] = (pd.to_numeric(timed.power_capped.mean(), errors="coerce").astype(float)
+                            if "power_capped" in frame else np.nan)
     wide = wide.reset_index()
     for metric in METRICS:
         if metric not in wide:
@@ -77,13 +79,15 @@ def _tile(case: GemmCase) -> str:
 def _label(case: GemmCase) -> str:
     """A configuration in a few words: tile, stages, consumers, rebalancing, cluster, schedule, epilogue."""
     return (f"{case.bm}x{case.bn} s{case.stages} wg{case.consumers}" + (" setmaxnreg" if case.rebalance else "")
-            + f" cl{case.cluster} " + ("pers-" if case.persistent else "") + f"{case.order} {case.epilogue}")
+            + f" cl{case.cluster} " + ("pers-" if case.persistent else "") + f"{case.order} {case.epilogue}"
+            + (f" sms{case.grid_sms}" if case.grid_sms else ""))
 
 
 def _lines(case: GemmCase) -> str:
     """_label over four short lines, for a tick under a bar."""
     return (f"{case.bm}x{case.bn} s{case.stages}\nwg{case.consumers}" + (" setmaxnreg" if case.rebalance else "")
-            + f"\ncl{case.cluster} " + ("pers-" if case.persistent else "") + f"{case.order}\n{case.epilogue}")
+            + f"\ncl{case.cluster} " + ("pers-" if case.persistent else "") + f"{case.order}\n{case.epilogue}"
+            + (f" sms{case.grid_sms}" if case.grid_sms else ""))
 
 
 def _ideal_kblock(case: GemmCase) -> float:
@@ -577,6 +581,55 @@ def _pair_sentence(what: str, pairs) -> list[str]:
     return out
 
 
+# The seed worklog's observations (references/article_hgemm_worklog_h100.csv, step 3's note; its text on
+# tile scheduling and on large N): facts to test against our counters and pairs.
+WORKLOG_PROFILE = {"load": 1415.0, "tensor": 703.0, "store": 4572.0}  # cycles: a loaded tile, its wgmma, a stored tile
+WORKLOG_STEP3 = dict(bm=128, bn=128, stages=1, consumers=1)
+
+
+def worklog_observations(pipes: pd.DataFrame) -> list[str]:
+    """The worklog's three observations, each tested where this GPU's cases hold what it takes: a tile's
+    store against a loaded tile (its step 3 profile: 4572 against 1415 cycles), its grouped order faster on
+    128 SMs than on all 132, and its largest problems power-bound."""
+    out = []
+    step3 = pipes[[all(getattr(c, k) == v for k, v in WORKLOG_STEP3.items()) and c.epilogue == "regs"
+                   for c in pipes.case]].dropna(subset=["cycles_per_kblock", "epilogue_cycles_per_tile"])
+    if len(step3):
+        r = step3.sort_values("flops").iloc[-1]
+        load = r.cycles_per_kblock - _ideal_kblock(r.case)
+        theirs = WORKLOG_PROFILE["store"] / WORKLOG_PROFILE["load"]
+        ours = r.epilogue_cycles_per_tile / load
+        out.append(f"The worklog's step 3 profile (128x128, one stage): a loaded tile {WORKLOG_PROFILE['load']:.0f} "
+                   f"cycles, its wgmma {WORKLOG_PROFILE['tensor']:.0f}, a stored tile {WORKLOG_PROFILE['store']:.0f} "
+                   f"({theirs:.1f} loads). Ours ({_label(r.case)} at {r.problem}): a k-block {r.cycles_per_kblock:.0f} "
+                   f"cycles, of which the wgmma at full rate take {_ideal_kblock(r.case):.0f}, leaving {load:.0f} for "
+                   f"the load; the store from registers {r.epilogue_cycles_per_tile:.0f} cycles per tile ({ours:.1f} "
+                   f"loads): {'it holds' if abs(ours / theirs - 1) <= 0.25 else 'it does not hold'} (within 25 %: "
+                   f"x{ours / theirs:.2f}).")
+    for a, b in _pairs(pipes, "grid_sms", 0, 128):
+        ratio = b.throughput_tflops / a.throughput_tflops
+        per_cycle = ratio * a.clock_mhz / b.clock_mhz
+        verdict = ("faster on 128: the worklog's finding holds" if ratio > 1.005 else
+                   "slower on 128: the worklog's finding does not hold here" if ratio < 0.995 else
+                   "the same within 0.5 %: no gain from fewer SMs here")
+        out.append(f"{_label(a.case)} at {a.problem} on 128 SMs against all {int(a.sms)}: {a.throughput_tflops:.0f} -> "
+                   f"{b.throughput_tflops:.0f} TFLOPS (x{ratio:.3f}; per cycle x{per_cycle:.3f}; "
+                   f"{a.case.tiles} tiles: {-(-a.case.tiles // int(a.sms)) } waves on {int(a.sms)} SMs, "
+                   f"{-(-b.case.tiles // 128)} on 128), {verdict}.")
+    best = pipes[[c == replace(c, **BEST) and c.m == c.n == c.k and c.dtype == "f16" and not c.grid_sms
+                  for c in pipes.case]].sort_values("flops")
+    if len(best) >= 2 and best.clock_mhz.notna().all():
+        small, large = best.iloc[0], best.iloc[-1]
+        out.append(f"Power: the best configuration's SM clock, measured in its kernel, is {small.clock_mhz:.0f} MHz at "
+                   f"{small.problem} and {large.clock_mhz:.0f} at {large.problem}"
+                   + (f" (NVML's software power cap in {small.power_capped:.0%} and {large.power_capped:.0%} of their "
+                      "measurements)" if pd.notna(small.power_capped) and pd.notna(large.power_capped) else "")
+                   + (": the large problems run power-bound, below the clock a small one holds, as the worklog says."
+                      if large.clock_mhz < small.clock_mhz * 0.98 else
+                      ": no lower clock at the larger problem here."))
+    return out
+
+
 def _library_sentence(best: pd.DataFrame) -> str:
     parts = [f"{r.shape_label} {r.dtype}: {r.library_fraction:.3f}" for r in
              best.sort_values(["dtype", "flops", "m"]).itertuples()]
@@ -642,6 +695,7 @@ def findings(ctx) -> list:
         best = _best_by_problem(pipes[pipes.library_fraction.notna()])
         if len(best):
             text.append(f"{gpu}: {_library_sentence(best)}")
+        text += [f"{gpu}: {line}" for line in worklog_observations(pipes)]
     if not text:
         return []
     text.append("Stages: the smallest count within 2 % of the tile's best TFLOPS, its why from the in-kernel "

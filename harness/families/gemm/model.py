@@ -153,10 +153,15 @@ def miss_cycles(case: GemmCase, p: Params, period: float, clock_mhz: float) -> f
     unloaded miss latency is inside the fitted round trip L0."""
     f = miss_fraction(case, p.sm_count)
     read = (case.bm + case.bn / case.cluster) * case.bk * ELEM  # bytes a CTA reads from the L2 per k-block
-    in_flight = min(case.tiles, p.sm_count // case.cluster * case.cluster * blocks_per_sm(case))
+    in_flight = min(case.tiles, sms_used(case, p.sm_count) * blocks_per_sm(case))
     rho = f * read * in_flight / period / (p.hbm_gbps * 1e9 / (clock_mhz * 1e6))
     rho = min(rho, RHO_MAX)
     return f * p.memory_queue_cycles * rho / (1.0 - rho)
+
+
+def sms_used(case: GemmCase, sm_count: int) -> int:
+    """The SMs the case's grid runs on, whole clusters of them: a persistent grid's `sms` (0: all)."""
+    return min(case.grid_sms or sm_count, sm_count) // case.cluster * case.cluster
 
 
 def miss_fraction(case: GemmCase, sm_count: int) -> float:
@@ -166,7 +171,7 @@ def miss_fraction(case: GemmCase, sm_count: int) -> float:
     once, taken in the kernel's order (ptx/gemm.cu.in tile_of, which orders a one-CTA-per-tile grid's clusters
     too: the block scheduler starts them in that order)."""
     return _miss_fraction(case.m, case.n, case.bm, case.bn, case.cluster, case.order,
-                          (sm_count // case.cluster) * blocks_per_sm(case))
+                          sms_used(case, sm_count) // case.cluster * blocks_per_sm(case))
 
 
 @lru_cache(maxsize=4096)
@@ -278,7 +283,7 @@ def predict_case(case: GemmCase, p: Params, clock_mhz: float | None = None) -> P
     epilogue = epilogue_cycles(case, p)
     first_load = round_trip(case, p, 1, miss_cycles(case, p, t_kblock, clock) if p.memory_queue_cycles > 0 else 0.0)
     tile = case.kblocks * t_kblock + epilogue + (0.0 if case.persistent else first_load)
-    sms = p.sm_count // case.cluster * case.cluster
+    sms = sms_used(case, p.sm_count)
     waves = ceil(case.tiles / (sms * blocks_per_sm(case)))
     compute = waves * tile
     memory = hbm_cycles(case, p, clock)

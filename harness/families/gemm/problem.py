@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 import harness.families.gemm.cases as _cases
+from harness.errors import SpecError
 from harness.families.gemm.cases import GemmCase
 from harness.measure.methods import Counter
 
@@ -40,8 +41,17 @@ def check_grid(case: GemmCase) -> int:
 
 
 def grid(case: GemmCase, sm_count: int) -> int:
+    """Blocks of the measured launch: a persistent grid's one CTA per SM used (sms_used), at most one per
+    work item; else one per tile."""
     items = case.tiles // case.cluster
-    return min(sm_count // case.cluster, items) * case.cluster if case.persistent else items * case.cluster
+    return min(sms_used(case, sm_count) // case.cluster, items) * case.cluster if case.persistent else items * case.cluster
+
+
+def sms_used(case: GemmCase, sm_count: int) -> int:
+    """The SMs a persistent grid runs on: `case.grid_sms` of them, or every one (0); whole clusters."""
+    if case.grid_sms > sm_count:
+        raise SpecError(f"{case.case_id}: a grid of {case.grid_sms} SMs on a GPU of {sm_count}")
+    return (case.grid_sms or sm_count) // case.cluster * case.cluster
 
 
 def threads(case: GemmCase) -> int:
