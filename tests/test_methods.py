@@ -273,3 +273,38 @@ def test_an_energy_point_keeps_the_load_on_and_gives_work_per_joule(monkeypatch)
     assert "20 steps over 2.00 s" in by["power_mean_w"].notes
     with pytest.raises(ValueError):  # a burst is mostly idle: no energy figure for it
         methods.OccupancySweep(point, 32, idle_ms=250.0, energy=True)
+
+
+class Rounds(Scripted):
+    """A launcher of whole-job kernels in blocks (`repeat` launches, optionally a graph): each launch of
+    `kernel` takes per_iter[kernel] microseconds at CLOCK_MHZ; the records say so too."""
+
+    def run(self, kernel, grid, block, iters, timing_words, repeat=1, graph=False):
+        launch = super().run(kernel, grid, block, 1, timing_words)
+        return Launch(launch.out, launch.timing, launch.elapsed_ms * repeat, 1e-6)
+
+
+def test_a_whole_kernel_with_energy_meters_the_kernel_alone_after_its_rounds(monkeypatch):
+    """After the alternating rounds, the kernel alone back to back for ENERGY_SECONDS in a window of its own:
+    the window's mean power, and work per joule at the window's median rate (not the anchor's)."""
+    monkeypatch.setattr(methods, "ENERGY_SECONDS", 0.05)
+    monkeypatch.setattr(methods, "WHOLE_KERNEL_WARMUP_S", 0.0)
+    probe = Rounds({"gemm": 1500.0 * 1000, "library": 1500.0 * 1200}, fixed=0.0)  # 1.0 ms and 1.2 ms a launch
+    spec = methods.WholeKernel("gemm", 4, 128, anchor="library", energy=True)
+    work = Work(2e12, "FLOP")  # 2 TFLOP a launch: 2000 TFLOPS at 1 ms
+    policy = TimingPolicy(warmup=1, min_samples=3, max_samples=5, min_seconds=0.0)
+    metrics = methods.run(spec, methods.Context(probe, 4, policy, Metered(), work, 4096.0))
+    by = {m.name: m for m in metrics}
+    assert set(by) == {n for n, _ in spec.declares(work)}
+    assert np.median(by["throughput_tflops"].samples) == pytest.approx(2000.0)
+    assert by["library_fraction"].samples == pytest.approx(np.full(12, 1.2))
+    assert by["power_mean_w"].samples.tolist() == [500.0]
+    assert by["energy_efficiency"].samples[0] == pytest.approx(2000.0 / 500.0)
+    assert by["energy_pj_per_op"].samples[0] == pytest.approx(500.0 / 2000.0)
+    assert by["power_mean_w"].sm_clock_mhz == pytest.approx(CLOCK_MHZ, rel=1e-3)
+    assert "kernel alone" in by["power_mean_w"].stop_reason
+    rounds = sum(1 for k, *_ in probe.launches if k == "gemm")
+    without = methods.WholeKernel("gemm", 4, 128, anchor="library")
+    probe2 = Rounds({"gemm": 1500.0 * 1000, "library": 1500.0 * 1200}, fixed=0.0)
+    names = {m.name for m in methods.run(without, methods.Context(probe2, 4, policy, Metered(), work, 4096.0))}
+    assert "power_mean_w" not in names and rounds > sum(1 for k, *_ in probe2.launches if k == "gemm")

@@ -253,10 +253,15 @@ class WholeKernel:
     # The kernel writes a timing record per block (ptx/common.cuh): the SM clock it ran at, and the peak
     # fraction at that clock. A host call (a library) writes none: no clock is claimed for it.
     records: bool = True
+    # After the rounds, the kernel alone back to back for ENERGY_SECONDS: the board's mean power over that
+    # window, and from it energy_efficiency and energy_pj_per_op (the rounds, 0.3 s of each contender
+    # interleaved, are too short for NVML's energy counter and mix the two)
+    energy: bool = False
 
     def declares(self, work: Work) -> list[tuple[str, str]]:
         names = [("throughput_tflops", throughput_unit(work))] + ([("peak_fraction", "ratio")] if self.records else [])
         names += [(self.anchor_metric, "ratio")] if self.anchor else []
+        names += energy_metrics(work) if self.energy else []
         return names + [(c.metric, c.unit) for c in self.counters]
 
 
@@ -500,14 +505,13 @@ def _whole_gpu_metrics(point: SweepPoint, timed: _Timed, ctx: Context, note: str
         metrics.append(Metric("peak_fraction", "ratio", timed.rates / peak,
                               notes=f"peak {peak:.1f} at {timed.clock:.0f} MHz", **common))
     if timed.window_rate is not None:
-        metrics += _energy_metrics(timed, ctx.work, common)
+        metrics += _energy_metrics(timed.gpu_state, timed.window_rate, ctx.work, common)
     return metrics
 
 
-def _energy_metrics(timed: _Timed, work: Work, common: dict) -> list[Metric]:
-    """Mean power over the point's window (the energy counter's steps, else the mean power reading), and
-    the work per joule of the launches in it: one value each, for the window as a whole."""
-    state = timed.gpu_state
+def _energy_metrics(state, rate: float, work: Work, common: dict) -> list[Metric]:
+    """Mean power over a window (the energy counter's steps, else the mean power reading), and the work per
+    joule of the launches in it at `rate` (their median): one value each, for the window as a whole."""
     if state is None or not state.samples:
         return []
     if state.mean_power_w is not None:
@@ -519,7 +523,6 @@ def _energy_metrics(timed: _Timed, work: Work, common: dict) -> list[Metric]:
         how = "no energy counter: the mean of the window's own power readings"
     else:
         return []  # neither: the window was shorter than the counter's steps and the readings' average
-    rate = timed.window_rate
     note = f"{how}; {rate:.1f} {throughput_unit(work)}, the median launch of the window"
     (power, w), (efficiency, e), (per_op, j) = energy_metrics(work)
     return [Metric(power, w, np.array([watts]), notes=note, **common),
@@ -592,6 +595,24 @@ def bandwidth(spec: Bandwidth, ctx: Context) -> list[Metric]:
                               sm_clock_mhz=float(np.median(clocks[-kept:])), notes=note,
                               stop_reason=collected.stop_reason, gpu_state=window.state))
     return metrics
+
+
+def _whole_kernel_energy(spec: WholeKernel, ctx: Context, run_block, calls: int, common: dict) -> list[Metric]:
+    """The kernel's rounds again, alone and back to back for ENERGY_SECONDS inside one telemetry window: its
+    mean power (the energy counter's steps) and the work per joule at the window's median rate. The window's
+    own GPU state (power, reasons) and in-kernel clock go with these metrics (a library call: no clock)."""
+    rates, clocks = [], []
+    window = ctx.sampler.window()
+    with window:
+        started = time.perf_counter()
+        while time.perf_counter() - started < ENERGY_SECONDS:
+            launch = run_block()
+            rates.append(ctx.work.amount * calls / (launch.elapsed_ms * 1e-3) / 1e12)
+            if spec.records:  # the clock the kernel measured, as for the rounds
+                clocks.append(Records.from_words(launch.timing[:spec.grid * RECORD_WORDS]).sm_clock_mhz())
+    own = dict(common, gpu_state=window.state, sm_clock_mhz=float(np.median(clocks)) if clocks else None,
+               stop_reason=f"fixed: {ENERGY_SECONDS:g} s of back-to-back rounds of the kernel alone")
+    return _energy_metrics(window.state, float(np.median(rates)), ctx.work, own)
 
 
 def whole_kernel(spec: WholeKernel, ctx: Context) -> list[Metric]:
@@ -669,6 +690,9 @@ def whole_kernel(spec: WholeKernel, ctx: Context) -> list[Metric]:
                                     + (f"; {left} host-bound rounds left out" if left else "")
                                     + ("; most rounds host-bound: all kept" if not fair.sum() >= WHOLE_KERNEL_ROUNDS // 2
                                        else ""), **common))
+    if spec.energy:
+        metrics += _whole_kernel_energy(spec, ctx, lambda: block(spec.kernel, per_round[spec.kernel]),
+                                        per_round[spec.kernel], common)
     for counter in spec.counters:
         values = []
         for records, table in counters:

@@ -160,10 +160,10 @@ class GemmFamily(Family):
     def plan(self, case: GemmCase, device=None) -> list:
         sm_count = device.sm_count if device is not None else 132
         if case.library:
-            return [WholeKernel("probe_gemm", 1, 1, launch={"problem": "measured"}, records=False,
+            return [WholeKernel("probe_gemm", 1, 1, launch={"problem": "measured"}, records=False, energy=True,
                                 notes="cublasGemmEx (TN: C = A . B^T), f32 compute, default algorithm")]
         blocks = grid(case, sm_count)
-        return [WholeKernel("probe_gemm", blocks, threads(case), anchor="library", counters=COUNTERS,
+        return [WholeKernel("probe_gemm", blocks, threads(case), anchor="library", counters=COUNTERS, energy=True,
                             words=COUNTER_WORDS, launch={"problem": "measured"},
                             notes=f"{case.tiles} tiles of {case.bm}x{case.bn}, {case.kblocks} k-blocks each")]
 

@@ -33,7 +33,7 @@ NEAR = 0.98  # "needs S stages": the fewest within 2 % of the tile's best TFLOPS
 MIN_LADDER_STEPS = 3  # ladder steps a size needs to be drawn as a ladder
 TENSOR_BOUND = 1.10  # a k-block within 10 % of the tensor cores' time is tensor-core bound
 METRICS = ("throughput_tflops", "library_fraction", "peak_fraction", "cycles_per_kblock", "full_wait_cycles_per_tile",
-           "empty_wait_cycles_per_tile", "epilogue_cycles_per_tile")
+           "empty_wait_cycles_per_tile", "epilogue_cycles_per_tile", "power_mean_w", "energy_efficiency")
 CONFIG = tuple(f.name for f in fields(GemmCase)  # a pipeline's configuration: what is not the problem
                if f.name not in {g.name for g in fields(Case)} | {"dtype", "m", "n", "k", "library"})
 COLORS = {"ours": "#1f77b4", "cublas": "#7f7f7f", "predicted": "#d62728", "worklog": "#2ca02c"}
@@ -53,6 +53,8 @@ def _wide(frame: pd.DataFrame, keys: tuple[str, ...] = ("case_id",)) -> pd.DataF
     timed = frame[frame.metric == "throughput_tflops"].groupby(keys)
     wide["clock_mhz"] = timed.sm_clock_mhz.median()
     wide["sms"] = timed.sm_count.max() if "sm_count" in frame else np.nan
+    fractions = frame[frame.metric == "library_fraction"].groupby(keys)
+    wide["library_spread"] = fractions.spread.median() if "spread" in frame else np.nan
     wide["power_capped"] = (pd.to_numeric(timed.power_capped.mean(), errors="coerce").astype(float)
                             if "power_capped" in frame else np.nan)
     wide = wide.reset_index()
@@ -431,7 +433,8 @@ def figures(ctx) -> list:
             if config == wanted:
                 steps.append({"step": step, "size": row.m, "case": row.case, "case_id": row.case_id,
                               "throughput_tflops": row.throughput_tflops, "library_fraction": row.library_fraction,
-                              "predicted": row.predicted, "bound": row.bound, "clock_mhz": row.clock_mhz})
+                              "predicted": row.predicted, "bound": row.bound, "clock_mhz": row.clock_mhz,
+                              "power_mean_w": row.power_mean_w, "energy_efficiency": row.energy_efficiency})
     steps = pd.DataFrame(steps)
     if len(steps):  # a size is a ladder where the run measured three steps or more at it, not a lone best case
         steps = steps[steps.groupby("size").step.transform("nunique") >= MIN_LADDER_STEPS]
@@ -457,8 +460,9 @@ def figures(ctx) -> list:
                 + (f" Steps not measured in this run: {', '.join(missing)}." if missing else "") + flagged_note]
         table = ladder.assign(**{"our configuration": [_label(c) for c in ladder.case]})
         table = table[["step", "size", "our configuration", "throughput_tflops", "library_fraction", "predicted",
-                       "bound", "clock_mhz"]].rename(columns={"throughput_tflops": "TFLOPS", "predicted": "planner TFLOPS",
-                                                             "bound": "planner's bound", "clock_mhz": "SM MHz"})
+                       "bound", "clock_mhz", "power_mean_w", "energy_efficiency"]].rename(
+            columns={"throughput_tflops": "TFLOPS", "predicted": "planner TFLOPS", "bound": "planner's bound",
+                     "clock_mhz": "SM MHz", "power_mean_w": "W", "energy_efficiency": "TFLOPS/W"})
         if cublas:
             table["of cuBLAS's TFLOPS"] = [t / cublas[s] if s in cublas else np.nan for t, s in zip(table.TFLOPS, table["size"])]
         if len(worklog):
@@ -512,12 +516,21 @@ def figures(ctx) -> list:
     if len(best) >= 2:
         path = ctx.directory / "gemm_library_fraction.png"
         _figure_sizes(path, best, f"{gpu}, run {run}: the best pipeline against cuBLAS by problem size")
-        table = best[["problem", "case_id", "throughput_tflops", "library_fraction", "clock_mhz"]].rename(
-            columns={"throughput_tflops": "TFLOPS", "clock_mhz": "SM MHz"})
+        theirs = library.set_index("problem")
+        best = best.assign(cublas_w=best.problem.map(theirs.power_mean_w),
+                           cublas_per_w=best.problem.map(theirs.energy_efficiency))
+        table = best[["problem", "case_id", "throughput_tflops", "library_fraction", "clock_mhz", "power_mean_w",
+                      "energy_efficiency", "cublas_w", "cublas_per_w"]].rename(
+            columns={"throughput_tflops": "TFLOPS", "clock_mhz": "SM MHz", "power_mean_w": "W",
+                     "energy_efficiency": "TFLOPS/W", "cublas_w": "cuBLAS W", "cublas_per_w": "cuBLAS TFLOPS/W"})
+        if table["TFLOPS/W"].notna().any():
+            table["of cuBLAS's TFLOPS/W"] = table["TFLOPS/W"] / table["cuBLAS TFLOPS/W"]
         sections += [("From instructions to a GEMM: against cuBLAS by size", [
             "For each problem of the run, the pipeline case with the highest library_fraction: its rate over "
             "cuBLAS's (cublasGemmEx, default algorithm) on the same inputs, round by round. Below 1.0 cuBLAS "
-            "wins."], path), ("From instructions to a GEMM: against cuBLAS, in numbers", [], table.round(3))]
+            "wins. Per watt: each side's mean board power over 2 s of its own launches back to back after the "
+            "rounds (NVML's energy counter), and its TFLOPS per watt there."], path),
+            ("From instructions to a GEMM: against cuBLAS, in numbers", [], table.round(3).dropna(axis=1, how="all"))]
     return sections
 
 
@@ -607,15 +620,24 @@ def worklog_observations(pipes: pd.DataFrame) -> list[str]:
                    f"loads): {'it holds' if abs(ours / theirs - 1) <= 0.25 else 'it does not hold'} (within 25 %: "
                    f"x{ours / theirs:.2f}).")
     for a, b in _pairs(pipes, "grid_sms", 0, 128):
+        # the verdict from the ratio to cuBLAS, taken round by round in the same clock and power state (these
+        # boards run large GEMMs at their power limit, so TFLOPS minutes apart move with the clock); else per cycle
         ratio = b.throughput_tflops / a.throughput_tflops
         per_cycle = ratio * a.clock_mhz / b.clock_mhz
-        verdict = ("faster on 128: the worklog's finding holds" if ratio > 1.005 else
-                   "slower on 128: the worklog's finding does not hold here" if ratio < 0.995 else
-                   "the same within 0.5 %: no gain from fewer SMs here")
+        library = b.library_fraction / a.library_fraction
+        gain, basis = (library, "of cuBLAS") if library == library else (per_cycle, "per cycle")
+        # a difference inside the rounds' own spread (either case's) is not a finding
+        noise = max(a.library_spread, b.library_spread) if library == library else np.nan
+        noise = noise if noise == noise else 0.0025
+        verdict = ("faster on 128: the worklog's finding holds" if gain > 1 + noise else
+                   "slower on 128: the worklog's finding does not hold here" if gain < 1 - noise else
+                   f"the same within the rounds' spread ({noise:.1%}): the worklog's gain is not shown here")
         out.append(f"{_label(a.case)} at {a.problem} on 128 SMs against all {int(a.sms)}: {a.throughput_tflops:.0f} -> "
-                   f"{b.throughput_tflops:.0f} TFLOPS (x{ratio:.3f}; per cycle x{per_cycle:.3f}; "
-                   f"{a.case.tiles} tiles: {-(-a.case.tiles // int(a.sms)) } waves on {int(a.sms)} SMs, "
-                   f"{-(-b.case.tiles // 128)} on 128), {verdict}.")
+                   f"{b.throughput_tflops:.0f} TFLOPS at {a.clock_mhz:.0f} -> {b.clock_mhz:.0f} MHz (x{ratio:.3f}; per "
+                   f"cycle x{per_cycle:.3f}"
+                   + (f"; of cuBLAS {a.library_fraction:.3f} -> {b.library_fraction:.3f}" if library == library else "")
+                   + f"; {-(-a.case.tiles // int(a.sms))} waves of tiles on {int(a.sms)} SMs, "
+                   f"{-(-b.case.tiles // 128)} on 128): {verdict} ({basis} x{gain:.3f}).")
     best = pipes[[c == replace(c, **BEST) and c.m == c.n == c.k and c.dtype == "f16" and not c.grid_sms
                   for c in pipes.case]].sort_values("flops")
     if len(best) >= 2 and best.clock_mhz.notna().all():
@@ -624,6 +646,8 @@ def worklog_observations(pipes: pd.DataFrame) -> list[str]:
                    f"{small.problem} and {large.clock_mhz:.0f} at {large.problem}"
                    + (f" (NVML's software power cap in {small.power_capped:.0%} and {large.power_capped:.0%} of their "
                       "measurements)" if pd.notna(small.power_capped) and pd.notna(large.power_capped) else "")
+                   + (f", the board drawing {small.power_mean_w:.0f} and {large.power_mean_w:.0f} W (2 s of each "
+                      "alone)" if pd.notna(small.power_mean_w) and pd.notna(large.power_mean_w) else "")
                    + (": the large problems run power-bound, below the clock a small one holds, as the worklog says."
                       if large.clock_mhz < small.clock_mhz * 0.98 else
                       ": no lower clock at the larger problem here."))
