@@ -96,6 +96,10 @@ def _values(spec, case: Case, device: DeviceInfo, interval: float) -> list[tuple
         rows = [("throughput_tflops", methods.throughput_unit(work), rate, spec.launch)]
         rows += [("peak_fraction", "ratio", 0.7, spec.launch)] if peak and spec.records else []
         rows += [(spec.anchor_metric, "ratio", 0.7 / 0.72, spec.launch)] if spec.anchor else []
+        if spec.energy:
+            (power, w), (efficiency, e), (per_op, j) = methods.energy_metrics(work)
+            rows += [(power, w, SIMULATED_POWER_W, spec.launch), (efficiency, e, rate / SIMULATED_POWER_W, spec.launch),
+                     (per_op, j, SIMULATED_POWER_W / rate, spec.launch)]
         return rows + [(c.metric, c.unit, 1000.0, spec.launch) for c in spec.counters]
     rows, rated = [], []
     for point in spec.points:

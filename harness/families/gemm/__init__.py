@@ -70,25 +70,31 @@ class GemmFamily(Family):
         self.check(case)
         acc = case.bn // 2
         return {
-            "library": int(case.library), "dtype": case.dtype, "bm": case.bm, "bn": case.bn, "bk": case.bk,
+            "library": int(case.library), "dtype": case.dtype, "out_dtype": case.out_dtype, "in_bytes": case.in_bytes,
+            "wgmma_k": case.wgmma_k, "bm": case.bm, "bn": case.bn, "bk": case.bk,
             "stages": case.stages, "consumers": case.consumers, "rebalance": str(case.rebalance).lower(),
             "producer_regs": PRODUCER_REGS, "consumer_regs": CONSUMER_REGS, "cluster": case.cluster,
             "persistent": str(case.persistent).lower(), "order": _cases.ORDERS.index(case.order),
             "group": _cases.GROUP, "epilogue_tma": str(case.epilogue == "tmastore").lower(),
             "cluster_attr": f"__cluster_dims__({case.cluster}, 1, 1)" if case.cluster > 1 else "",
-            "instruction": f"wgmma.mma_async.sync.aligned.m64n{case.bn}k16.f32.{case.dtype}.{case.dtype}",
+            "instruction": f"wgmma.mma_async.sync.aligned.m64n{case.bn}k{case.wgmma_k}.f32.{case.dtype}.{case.dtype}",
+            # scale-a, scale-b, and for 16-bit inputs the transposes (K-major: none); fp8 takes no transpose
+            "immediates": "1, 1" if case.in_bytes == 1 else "1, 1, 0, 0",
             "d_operands": ", ".join(f"%{i}" for i in range(acc)),
             "d_constraints": ", ".join(f'"+f"(d[{i}])' for i in range(acc)),
             "desc_a_operand": acc, "desc_b_operand": acc + 1, "scale_operand": acc + 2,
         }
 
     def sass_expectation(self, case: GemmCase) -> SassExpectation:
-        """The mainloop's k-block: BK / 16 x (rows per consumer / 64) HGMMA, once in the kernel (its loop is
-        not unrolled); the TMA loads; no spills."""
+        """The mainloop's k-block: BK / K x (rows per consumer / 64) HGMMA (QGMMA for fp8), once in the kernel
+        (its loop is not unrolled); the TMA loads; no spills."""
         if case.library:
             return SassExpectation((), executes="cuBLAS (cublasGemmEx): kernels the library chooses")
-        mnemonic = f"HGMMA.64x{case.bn}x16.F32" + (".BF16" if case.dtype == "bf16" else "")
-        per_kblock = (case.bk // 16) * (case.bm // case.consumers // 64)
+        if case.dtype == "e4m3":
+            mnemonic = f"QGMMA.64x{case.bn}x32.F32.E4M3.E4M3"
+        else:
+            mnemonic = f"HGMMA.64x{case.bn}x16.F32" + (".BF16" if case.dtype == "bf16" else "")
+        per_kblock = (case.bk // case.wgmma_k) * (case.bm // case.consumers // 64)
         load, multicast = "UTMALDG.2D", "UTMALDG.2D.MULTICAST"
         kernels = [("probe_gemm", KernelExpectation(mnemonic, per_kblock)),  # A, and B unless multicast
                    ("probe_gemm", KernelExpectation(load, 1 if case.cluster > 1 else 2, exclude=(multicast,)))]
@@ -102,8 +108,8 @@ class GemmFamily(Family):
     # -- correctness ---------------------------------------------------------------------------------
 
     def inputs(self, case: GemmCase, rng: np.random.Generator) -> Inputs:
-        """The check problem's A (M x K) and B (N x K): small integers, exact in f16 and bf16; the
-        measured problem's normal(0, 1) inputs are drawn on the GPU (gpu.py)."""
+        """The check problem's A (M x K) and B (N x K): small integers, exact in f16, bf16 and e4m3; the
+        measured problem's normal(0, 1) inputs are drawn on the GPU (gpu.py; e4m3: rounded to it there)."""
         m, n, k = check_problem(case)
         low, high = CHECK_VALUES
         a = rng.integers(low, high + 1, (m, k)).astype(np.float64)
@@ -125,7 +131,7 @@ class GemmFamily(Family):
         several units (normal inputs: a k-block adds about 8 to it) and the tolerance is 0.05 + 1/128 of it."""
         a, b = inputs.values["A"], inputs.values["B"]
         exact = a.astype(np.float32) @ b.astype(np.float32).T  # integers below 2^24: exact in f32
-        words = to_bits(exact, case.dtype).ravel().view(np.uint32).astype(np.float64)
+        words = to_bits(exact, case.out_dtype).ravel().view(np.uint32).astype(np.float64)
         m, n, k = check_problem(case)
         label = (f"C of a {m}x{n}x{k} problem, bit for bit"
                  + ("" if case.library else f" ({check_grid(case)} blocks, {k // case.bk} k-blocks through "
@@ -155,7 +161,7 @@ class GemmFamily(Family):
         return Work(case.flops, "FLOP")
 
     def peak(self, case: GemmCase) -> float | None:
-        return float(TENSOR_FLOPS_PER_CYCLE)
+        return float(TENSOR_FLOPS_PER_CYCLE * case.mma_rate)
 
     def plan(self, case: GemmCase, device=None) -> list:
         sm_count = device.sm_count if device is not None else 132
@@ -163,17 +169,21 @@ class GemmFamily(Family):
             return [WholeKernel("probe_gemm", 1, 1, launch={"problem": "measured"}, records=False, energy=True,
                                 notes="cublasGemmEx (TN: C = A . B^T), f32 compute, default algorithm")]
         blocks = grid(case, sm_count)
-        return [WholeKernel("probe_gemm", blocks, threads(case), anchor="library", counters=COUNTERS, energy=True,
-                            words=COUNTER_WORDS, launch={"problem": "measured"},
-                            notes=f"{case.tiles} tiles of {case.bm}x{case.bn}, {case.kblocks} k-blocks each")]
+        library = case.dtype in _cases.LIBRARY_DTYPES  # fp8: no cuBLAS through CuPy to alternate with
+        return [WholeKernel("probe_gemm", blocks, threads(case), anchor="library" if library else None,
+                            counters=COUNTERS, energy=True, words=COUNTER_WORDS, launch={"problem": "measured"},
+                            notes=f"{case.tiles} tiles of {case.bm}x{case.bn}, {case.kblocks} k-blocks each"
+                            + ("" if library else "; no library anchor: cuBLAS's fp8 GEMM is cublasLt's matmul, "
+                               "which CuPy does not expose"))]
 
     def describe(self, case: GemmCase) -> list[str]:
-        shape = f"C[{case.m}, {case.n}] = A[{case.m}, {case.k}] . B[{case.n}, {case.k}]^T, {case.dtype} in, f32 accumulate"
+        shape = (f"C[{case.m}, {case.n}] = A[{case.m}, {case.k}] . B[{case.n}, {case.k}]^T, {case.dtype} in, f32 "
+                 f"accumulate, {case.out_dtype} out")
         if case.library:
             return [shape, "cuBLAS: cublasGemmEx, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT, on CuPy's stream"]
         return [shape,
                 f"tile {case.bm}x{case.bn}x{case.bk} ({case.tiles} tiles), {case.stages} stages of "
-                f"{(case.bm + case.bn) * case.bk * 2 // 1024} KiB, {case.consumers} consumer warpgroup(s)"
+                f"{(case.bm + case.bn) * case.bk * case.in_bytes // 1024} KiB, {case.consumers} consumer warpgroup(s)"
                 + (f", setmaxnreg {PRODUCER_REGS}/{CONSUMER_REGS}" if case.rebalance else ""),
                 ("cluster of 2 on vertically adjacent tiles, B multicast" if case.cluster > 1 else "no cluster")
                 + (f"; persistent, {case.order} order" if case.persistent else f"; one CTA per tile, {case.order} order"),

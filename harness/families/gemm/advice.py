@@ -22,7 +22,7 @@ def configurations(dtype: str, m: int, n: int, k: int) -> list[_cases.GemmCase]:
                 for cluster in (1, 2):
                     for persistent, order in ((False, "row"), (True, "row"), (True, "grouped")):
                         for epilogue in _cases.EPILOGUES:
-                            case = _cases.GemmCase(dtype, m, n, k, bm=bm, bn=bn, stages=stages, consumers=consumers,
+                            case = _cases.pipeline(dtype, (m, n, k), bm=bm, bn=bn, stages=stages, consumers=consumers,
                                                    rebalance=consumers == 2, cluster=cluster, persistent=persistent,
                                                    order=order, epilogue=epilogue)
                             try:
@@ -43,7 +43,7 @@ def _plan(values: dict, fit, gpu: str | None) -> list[str]:
     candidates = configurations(dtype, m, n, k)
     if not candidates:
         raise SpecError(f"no pipeline configuration tiles {m}x{n}x{k}: M, N and K must be multiples of a tile "
-                        f"({', '.join(f'{a}x{b}' for a, b in _cases.TILES)}) and K of {_cases.BK}")
+                        f"({', '.join(f'{a}x{b}' for a, b in _cases.TILES)}) and K of {_cases.bk_for(dtype)}")
     clock = params.clock_mhz or 1500.0
     # Where the planner predicts a tie (the memory's queue idle: a row-major and a grouped order then miss the
     # L2 alike in effect), the grouped order ranks first (it keeps the panels the tiles in flight share in the
@@ -70,6 +70,7 @@ PLAN = Advisor(
     Examples:
       bench plan --m 8192 --n 8192 --k 8192
       bench plan --m 512 --n 8192 --k 8192 --dtype bf16 --run 60
+      bench plan --m 8192 --n 8192 --k 8192 --dtype e4m3
     """,
     (AdviceOption("m", "rows of A and C", high=_cases.MAX_DIM),
      AdviceOption("n", "rows of B, columns of C", high=_cases.MAX_DIM),

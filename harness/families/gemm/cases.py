@@ -20,8 +20,13 @@ from typing import ClassVar
 from harness.errors import SpecError
 from harness.spec import Case
 
-DTYPES = ("f16", "bf16")
-BK = 64  # one 128-byte swizzle span of 2-byte elements
+DTYPES = ("f16", "bf16", "e4m3")
+IN_BYTES = {"f16": 2, "bf16": 2, "e4m3": 1}  # bytes of an A or B element
+OUT_DTYPE = {"f16": "f16", "bf16": "bf16", "e4m3": "f16"}  # C's type: the input's, f16 for fp8 inputs
+WGMMA_K = {"f16": 16, "bf16": 16, "e4m3": 32}  # the wgmma's K: 32 bytes of each row either way
+MMA_RATE = {"f16": 1, "bf16": 1, "e4m3": 2}  # dense tensor-core FLOP per cycle over f16's (PTX ISA; measured)
+BK = 64  # one 128-byte swizzle span of 2-byte elements (128 of fp8: bk_for)
+LIBRARY_DTYPES = ("f16", "bf16")  # cublasGemmEx; fp8 needs cublasLt's matmul, which CuPy does not expose
 TILES = ((64, 128), (128, 128), (128, 256), (256, 128), (64, 64), (128, 64))
 MAX_STAGES = 7
 SMEM_LIMIT = 227 * 1024  # dynamic shared memory per block on sm_90 (cudaDevAttrMaxSharedMemoryPerBlockOptin)
@@ -67,6 +72,23 @@ class GemmCase(Case):
                 + (f".sms{self.grid_sms}" if self.grid_sms else ""))
 
     @property
+    def in_bytes(self) -> int:
+        return IN_BYTES[self.dtype]
+
+    @property
+    def out_dtype(self) -> str:
+        return OUT_DTYPE[self.dtype]
+
+    @property
+    def wgmma_k(self) -> int:
+        return WGMMA_K[self.dtype]
+
+    @property
+    def mma_rate(self) -> int:
+        """The tensor cores' dense FLOP per cycle for this input type over f16's (fp8: twice)."""
+        return MMA_RATE[self.dtype]
+
+    @property
     def flops(self) -> float:
         return 2.0 * self.m * self.n * self.k
 
@@ -85,7 +107,7 @@ class GemmCase(Case):
 
     def smem_bytes(self) -> int:
         """Dynamic shared memory: the ring, the output tile of a TMA-store epilogue, the alignment slack."""
-        stage = (self.bm + self.bn) * self.bk * 2
+        stage = (self.bm + self.bn) * self.bk * self.in_bytes
         return self.stages * stage + (self.bm * self.bn * 2 if self.epilogue == "tmastore" else 0) + SMEM_SLACK
 
     def columns(self) -> dict[str, object]:
@@ -139,13 +161,17 @@ def check(case: GemmCase) -> None:
         if not 1 <= value <= MAX_DIM:
             refuse(f"{name.upper()} = {value}: expected 1..{MAX_DIM}")
     if case.library:
+        if case.dtype not in LIBRARY_DTYPES:
+            refuse(f"no library case for {case.dtype}: cuBLAS takes fp8 only through cublasLt's matmul, which CuPy "
+                   "does not expose (the pipeline's fp8 cases have no library_fraction)")
         if case.m % 8 or case.n % 8 or case.k % 8:
             refuse("M, N and K must be multiples of 8 (16-byte rows)")
         return
     if (case.bm, case.bn) not in TILES:
         refuse(f"tile {case.bm}x{case.bn}: expected one of {', '.join(f'{m}x{n}' for m, n in TILES)}")
-    if case.bk != BK:
-        refuse(f"BK = {case.bk}: the pipeline's k-block is {BK} (one 128-byte swizzle span)")
+    if case.bk != bk_for(case.dtype):
+        refuse(f"BK = {case.bk}: the pipeline's k-block of {case.dtype} is {bk_for(case.dtype)} (one 128-byte "
+               "swizzle span)")
     if case.consumers not in (1, 2) or case.bm % (64 * case.consumers):
         refuse(f"{case.consumers} consumer warpgroups cannot split {case.bm} rows into blocks of 64")
     if case.accumulators > ACC_REGISTER_LIMIT:
@@ -177,9 +203,14 @@ SKINNY = ((128, 8192, 8192), (512, 8192, 8192))
 MAINLOOP = (1024, 4096, 65536)  # 8 x 16 = 128 tiles of 128x256: one per SM, 1024 k-blocks each
 
 
+def bk_for(dtype: str) -> int:
+    """The k-block: one 128-byte swizzle span of the input type (64 f16 or bf16, 128 e4m3)."""
+    return 128 // IN_BYTES.get(dtype, 2)
+
+
 def pipeline(dtype: str, shape: tuple[int, int, int], **config) -> GemmCase:
     m, n, k = shape
-    return GemmCase(dtype, m, n, k, **config)
+    return GemmCase(dtype, m, n, k, **{"bk": bk_for(dtype), **config})
 
 
 def library(dtype: str, shape: tuple[int, int, int]) -> GemmCase:
@@ -249,7 +280,7 @@ def full() -> list[GemmCase]:
     size and skinny shape, f16 and bf16; the epilogue, cluster and order each alone at 4096^3 and 16384^3."""
     cases = everyday()
     cases += [pipeline("f16", (4096, 4096, 4096), **config) for config in LADDER.values()]
-    for dtype in DTYPES:
+    for dtype in LIBRARY_DTYPES:
         for shape in [(s, s, s) for s in SQUARE] + list(SKINNY):
             best = dict(BEST)
             if shape[0] % (best["bm"] * best["cluster"]):
@@ -261,7 +292,15 @@ def full() -> list[GemmCase]:
         for change in (dict(epilogue="regs"), dict(cluster=1), dict(order="row"), dict(rebalance=False)):
             cases.append(pipeline("f16", (s, s, s), **dict(BEST, **change)))
     cases += worklog_sms()
+    cases += fp8()
     return _unique(cases)
+
+
+def fp8() -> list[GemmCase]:
+    """e4m3 inputs (f32 accumulation, f16 out): the best configuration at every square size, and 128x256's
+    stage sweep at 8192^3 (a k-block lands the same bytes as f16's in half the tensor cores' time)."""
+    cases = [pipeline("e4m3", (s, s, s), **BEST) for s in SQUARE]
+    return cases + [c for c in stage_sweep("e4m3", (8192, 8192, 8192)) if (c.bm, c.bn) == (128, 256)]
 
 
 def worklog_sms() -> list[GemmCase]:

@@ -93,8 +93,9 @@ def _lines(case: GemmCase) -> str:
 
 
 def _ideal_kblock(case: GemmCase) -> float:
-    """Cycles of one k-block on the tensor cores alone: 2 BM BN BK FLOP at 4096 FLOP per cycle per SM."""
-    return 2.0 * case.bm * case.bn * case.bk / TENSOR_FLOPS_PER_CYCLE
+    """Cycles of one k-block on the tensor cores alone: 2 BM BN BK FLOP at 4096 FLOP per cycle per SM (fp8:
+    8192)."""
+    return 2.0 * case.bm * case.bn * case.bk / (TENSOR_FLOPS_PER_CYCLE * case.mma_rate)
 
 
 def _main_problem(pipes: pd.DataFrame) -> str | None:

@@ -27,16 +27,18 @@ CUBLAS_GEMM_DEFAULT = -1
 SEED = 20261125
 
 
-def _encode(case, address: int, rows: int, cols: int, box_rows: int, box_cols: int, promotion: bool) -> np.ndarray:
-    """A 2-D map over a row-major rows x cols matrix of 2-byte elements, box box_rows x box_cols, 128-byte
-    swizzle."""
+def _encode(case, dtype: str, address: int, rows: int, cols: int, box_rows: int, box_cols: int,
+            promotion: bool) -> np.ndarray:
+    """A 2-D map over a row-major rows x cols matrix of `dtype` elements (e4m3 as bytes), box box_rows x
+    box_cols, 128-byte swizzle."""
     from cuda.bindings import driver
 
     types = driver.CUtensorMapDataType
-    dtype = types.CU_TENSOR_MAP_DATA_TYPE_FLOAT16 if case.dtype == "f16" else types.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+    element, size = {"f16": (types.CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2), "bf16": (types.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2),
+                     "e4m3": (types.CU_TENSOR_MAP_DATA_TYPE_UINT8, 1)}[dtype]
     l2 = driver.CUtensorMapL2promotion
     err, tmap = driver.cuTensorMapEncodeTiled(
-        dtype, 2, address, [driver.cuuint64_t(cols), driver.cuuint64_t(rows)], [driver.cuuint64_t(cols * 2)],
+        element, 2, address, [driver.cuuint64_t(cols), driver.cuuint64_t(rows)], [driver.cuuint64_t(cols * size)],
         [driver.cuuint32_t(box_cols), driver.cuuint32_t(box_rows)], [driver.cuuint32_t(1), driver.cuuint32_t(1)],
         driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
         l2.CU_TENSOR_MAP_L2_PROMOTION_L2_256B if promotion else l2.CU_TENSOR_MAP_L2_PROMOTION_NONE,
@@ -51,20 +53,43 @@ def problem(case, a: int, b: int, c: int, m: int, n: int, k: int) -> np.ndarray:
     """The kernel's Problem argument for A, B, C at these addresses (row-major, K-major A and B)."""
     value = np.zeros(1, dtype=PROBLEM)
     if not case.library:
-        value["a"] = _encode(case, a, m, k, case.bm, case.bk, True)
-        value["b"] = _encode(case, b, n, k, case.bn // case.cluster, case.bk, True)
-        value["c"] = _encode(case, c, m, n, case.bm // case.consumers, 64, False)
+        value["a"] = _encode(case, case.dtype, a, m, k, case.bm, case.bk, True)
+        value["b"] = _encode(case, case.dtype, b, n, k, case.bn // case.cluster, case.bk, True)
+        value["c"] = _encode(case, case.out_dtype, c, m, n, case.bm // case.consumers, 64, False)
     value["c_ptr"], value["m"], value["n"], value["k"] = c, m, n, k
     return value
 
 
 def normal(cupy, rows: int, cols: int, dtype: str, seed: int):
-    """normal(0, 1) values as the 16-bit patterns of `dtype`, drawn on the GPU."""
+    """normal(0, 1) values as the bit patterns of `dtype`, drawn on the GPU (e4m3: the nearest value)."""
     x = cupy.random.RandomState(seed).standard_normal((rows, cols), dtype=cupy.float32)
+    if dtype == "e4m3":
+        values, codes = _e4m3_table(cupy)
+        above = cupy.clip(cupy.searchsorted(values, x), 1, len(values) - 1)
+        nearer = cupy.where(x - values[above - 1] <= values[above] - x, above - 1, above)
+        return codes[nearer]
     if dtype == "f16":
         return x.astype(cupy.float16).view(cupy.uint16)
     u = x.view(cupy.uint32)
     return ((u + cupy.uint32(0x7FFF) + ((u >> 16) & cupy.uint32(1))) >> 16).astype(cupy.uint16)
+
+
+def _e4m3_table(cupy):
+    """e4m3's finite values in ascending order (one zero) and their codes, on the GPU."""
+    from harness.dtypes import fp8_values
+
+    table = fp8_values("e4m3")
+    codes = np.array([c for c, v in enumerate(table) if np.isfinite(v) and not (v == 0 and c)])
+    order = np.argsort(table[codes])
+    return cupy.asarray(table[codes][order], dtype=cupy.float32), cupy.asarray(codes[order], dtype=cupy.uint8)
+
+
+def as_f16(cupy, codes):
+    """e4m3 codes as the f16 bit patterns of the same values (every e4m3 value is an f16 value)."""
+    from harness.dtypes import fp8_values
+
+    table = np.nan_to_num(fp8_values("e4m3")).astype(np.float16).view(np.uint16)
+    return cupy.asarray(table)[codes]
 
 
 def as_float(cupy, bits, dtype: str):
@@ -124,15 +149,18 @@ def attach(case, probe, device) -> None:
 
     m0, n0, k0 = check_problem(case)
     a0 = probe.inputs.data.ptr
-    b0 = a0 + m0 * k0 * 2
+    b0 = a0 + m0 * k0 * case.in_bytes
     c0 = probe.out.data.ptr
     m, n, k = case.m, case.n, case.k
     a1 = normal(cupy, m, k, case.dtype, SEED)
     b1 = normal(cupy, n, k, case.dtype, SEED + 1)
     c1 = cupy.zeros((m, n), dtype=cupy.uint16)
     reference = cupy.zeros((m, n), dtype=cupy.uint16)
-    library = Library(case.dtype)
+    library = Library(case.out_dtype)
     probe.resources = [a1, b1, c1, reference]
+    # cuBLAS's inputs: A and B themselves, or (fp8, which cublasGemmEx does not take) their values as f16
+    a_ref, b_ref = (a1, b1) if case.dtype == case.out_dtype else (as_f16(cupy, a1), as_f16(cupy, b1))
+    probe.resources += [a_ref, b_ref]
     check = problem(case, a0, b0, c0, m0, n0, k0)
     measured = problem(case, a1.data.ptr, b1.data.ptr, c1.data.ptr, m, n, k)
     probe.extra_args = (check, measured)
@@ -151,7 +179,7 @@ def attach(case, probe, device) -> None:
     blocks, block = grid(case, device.sm_count), threads(case)
 
     def anchor(out, timing, iters):
-        library(a1.data.ptr, b1.data.ptr, reference.data.ptr, m, n, k)
+        library(a_ref.data.ptr, b_ref.data.ptr, reference.data.ptr, m, n, k)
 
     def verify(out, timing, iters):
         """The measured problem once, cuBLAS once; out[0] = the elements beyond the tolerance (NaN counts)."""
@@ -162,8 +190,8 @@ def attach(case, probe, device) -> None:
         c1.fill(0xFFFF)
         function((blocks,), (block,), (probe.inputs, out, scratch, np.int32(1), check, measured),
                  shared_mem=case.smem_bytes())
-        library(a1.data.ptr, b1.data.ptr, reference.data.ptr, m, n, k)
-        ours, theirs = as_float(cupy, c1, case.dtype), as_float(cupy, reference, case.dtype)
+        library(a_ref.data.ptr, b_ref.data.ptr, reference.data.ptr, m, n, k)
+        ours, theirs = as_float(cupy, c1, case.out_dtype), as_float(cupy, reference, case.out_dtype)
         bad = ~(cupy.abs(ours - theirs) <= VERIFY_ATOL + VERIFY_RTOL * cupy.abs(theirs))
         out[0:1] = cupy.count_nonzero(bad).astype(cupy.uint32)
 

@@ -5,7 +5,8 @@ bound. It is the GEMM family's model (`bench advise plan`, `bench model --run N`
 Everything is per SM and in cycles, so a prediction holds at any clock; TFLOPS follow at the clock the
 kernel ran at (measured in it) or, for a plan, the clock the GPU held under a large GEMM (measured).
 
-    t_tc     = 2 BM BN BK / F + c_w                the tensor cores (F FLOP/cycle/SM: 4 x 1024 for f16/bf16),
+    t_tc     = 2 BM BN BK / F + c_w                the tensor cores (F FLOP/cycle/SM: 4 x 1024 for f16/bf16, twice
+                                                   that for e4m3, whose k-block of 128 lands the same bytes),
                                                    plus what a k-block costs a consumer beyond its wgmma
                                                    (c_1 with one consumer warpgroup, c_2 with two, which
                                                    hide each other's)
@@ -57,7 +58,7 @@ import numpy as np
 from harness.families.gemm.cases import GROUP, GemmCase
 from harness.queueing import exact_mva
 
-ELEM = 2
+OUT_ELEM = 2  # bytes of a C element (f16 or bf16, for fp8 inputs too); A and B: GemmCase.in_bytes
 KIB = 1024.0
 
 
@@ -65,7 +66,7 @@ KIB = 1024.0
 class Params:
     gpu: str
     sm_count: int
-    flops_per_cycle: float  # F: dense f16/bf16 FLOP per cycle per SM
+    flops_per_cycle: float  # F: dense f16/bf16 FLOP per cycle per SM (fp8: F x GemmCase.mma_rate)
     latency_cycles: float  # L0
     latency_per_kib: float  # a
     memory_queue_cycles: float  # L_q: an L2 miss waits L_q rho / (1 - rho) in the memory's queue at load rho
@@ -110,17 +111,17 @@ class Prediction:
 
 def kblock_kib(case: GemmCase) -> float:
     """KiB one CTA's producer loads per k-block (its half of B under a cluster's multicast)."""
-    return (case.bm + case.bn / case.cluster) * case.bk * ELEM / KIB
+    return (case.bm + case.bn / case.cluster) * case.bk * case.in_bytes / KIB
 
 
 def wgmma_per_kblock(case: GemmCase) -> int:
     """wgmma one consumer warpgroup issues per k-block: MI m64 blocks x BK / 16 steps."""
-    return case.bm // case.consumers // 64 * (case.bk // 16)
+    return case.bm // case.consumers // 64 * (case.bk // case.wgmma_k)
 
 
 def tensor_cycles(case: GemmCase, p: Params) -> float:
     overhead = p.consumer_overhead_1 if case.consumers == 1 else p.consumer_overhead_2
-    return 2.0 * case.bm * case.bn * case.bk / p.flops_per_cycle + overhead
+    return 2.0 * case.bm * case.bn * case.bk / (p.flops_per_cycle * case.mma_rate) + overhead
 
 
 def issue_stall(case: GemmCase, p: Params) -> float:
@@ -128,13 +129,13 @@ def issue_stall(case: GemmCase, p: Params) -> float:
     the k-block's n wgmma while the tensor pipe holds d of them (each takes t_tc / n of the SM's tensor
     time: two consumers interleave)."""
     n = wgmma_per_kblock(case)
-    t_tc = 2.0 * case.bm * case.bn * case.bk / p.flops_per_cycle
+    t_tc = 2.0 * case.bm * case.bn * case.bk / (p.flops_per_cycle * case.mma_rate)
     return max(0.0, n - p.wgmma_queue) * t_tc / n
 
 
 def feed_cycles(case: GemmCase, p: Params) -> float:
     """s: cycles the SM's feed takes to land a k-block (A and all of B, multicast or not) in shared memory."""
-    return (case.bm + case.bn) * case.bk * ELEM / p.feed_bytes_per_cycle
+    return (case.bm + case.bn) * case.bk * case.in_bytes / p.feed_bytes_per_cycle
 
 
 def round_trip(case: GemmCase, p: Params, stages: int | None = None, miss: float = 0.0) -> float:
@@ -152,7 +153,7 @@ def miss_cycles(case: GemmCase, p: Params, period: float, clock_mhz: float) -> f
     CTA in flight reads f of its k-block from memory each period) over hbm_gbps. Only the wait: the
     unloaded miss latency is inside the fitted round trip L0."""
     f = miss_fraction(case, p.sm_count)
-    read = (case.bm + case.bn / case.cluster) * case.bk * ELEM  # bytes a CTA reads from the L2 per k-block
+    read = (case.bm + case.bn / case.cluster) * case.bk * case.in_bytes  # bytes a CTA reads from the L2 per k-block
     in_flight = min(case.tiles, sms_used(case, p.sm_count) * blocks_per_sm(case))
     rho = f * read * in_flight / period / (p.hbm_gbps * 1e9 / (clock_mhz * 1e6))
     rho = min(rho, RHO_MAX)
@@ -266,12 +267,12 @@ def _kblock(case: GemmCase, p: Params, miss: float) -> tuple[float, str]:
 
 
 def epilogue_cycles(case: GemmCase, p: Params) -> float:
-    return case.bm * case.bn * ELEM / (p.epilogue_tma if case.epilogue == "tmastore" else p.epilogue_regs)
+    return case.bm * case.bn * OUT_ELEM / (p.epilogue_tma if case.epilogue == "tmastore" else p.epilogue_regs)
 
 
 def hbm_cycles(case: GemmCase, p: Params, clock_mhz: float) -> float:
     """Cycles the memory needs to read A and B and write C once at hbm_gbps, at this SM clock."""
-    nbytes = (case.m * case.k + case.n * case.k + case.m * case.n) * ELEM
+    nbytes = (case.m * case.k + case.n * case.k) * case.in_bytes + case.m * case.n * OUT_ELEM
     return nbytes / (p.hbm_gbps * 1e9 / (clock_mhz * 1e6))
 
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 import numpy as np
 
 import harness.families.gemm.cases as _cases
+from harness.dtypes import encode
 from harness.errors import SpecError
 from harness.families.gemm.cases import GemmCase
 from harness.measure.methods import Counter
 
 PRODUCER_REGS, CONSUMER_REGS = 40, 232  # setmaxnreg: 128 x 40 + 256 x 232 = 64512 of 65536 registers
-TENSOR_FLOPS_PER_CYCLE = 4096  # dense f16/bf16 FLOP per cycle per SM: 4 tensor cores x 1024 (wgmma measures it)
+TENSOR_FLOPS_PER_CYCLE = 4096  # dense f16/bf16 FLOP per cycle per SM: 4 tensor cores x 1024 (wgmma measures
+# it); fp8 twice that (GemmCase.mma_rate)
 POISON = 0xFFFFFFFF
 CHECK_VALUES = (-2, 2)  # the check problem's inputs: integers in this range, exact in every type
 VERIFY_ATOL, VERIFY_RTOL = 0.05, 1.0 / 128  # the measured problem against cuBLAS (see checks())
@@ -59,7 +61,10 @@ def threads(case: GemmCase) -> int:
 
 
 def to_bits(values: np.ndarray, dtype: str) -> np.ndarray:
-    """float values as the 16-bit patterns of `dtype` (round to nearest even, as cvt.rn does)."""
+    """float values as the bit patterns of `dtype`: f16 and bf16 rounded to nearest even, as cvt.rn does;
+    e4m3 (8 bits) only for values it holds exactly (harness/dtypes.py)."""
+    if dtype == "e4m3":
+        return encode("e4m3", values)
     if dtype == "f16":
         return np.asarray(values, dtype=np.float32).astype(np.float16).view(np.uint16)
     u = np.asarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
