@@ -245,26 +245,30 @@ def test_a_persistent_grid_on_fewer_sms_has_its_own_id_grid_and_prediction():
 
 def test_fp8_cases_take_a_k_block_of_128_the_qgmma_and_no_library():
     """e4m3 (PTX ISA: wgmma .e4m3 is m64nNk32, K-major only, 2 x the dense rate of f16): a k-block of 128
-    elements is one 128-byte swizzle span, four k32 steps; C is f16; cuBLAS's fp8 GEMM is not reachable."""
-    from harness.families.gemm.cases import BEST, fp8, full, pipeline
+    elements is one 128-byte swizzle span, four k32 steps; C is f16; each k-block is promoted into f32
+    registers (two sets of accumulators: 128x256 over two consumers would need 256 a thread); cuBLAS's fp8
+    GEMM is not reachable."""
+    from harness.families.gemm.cases import BEST_FP8, fp8, full, pipeline
     from harness.families.gemm.model import PRIOR, Params, predict_case, tensor_cycles, wgmma_per_kblock
 
-    case = FAMILY.parse("gemm.e4m3.8192x8192x8192.tile128x256x128.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore")
-    assert case == pipeline("e4m3", (8192, 8192, 8192), **BEST) and case in full() and set(fp8()) <= set(full())
-    assert (case.in_bytes, case.out_dtype, case.wgmma_k, case.kblocks) == (1, "f16", 32, 64)
-    assert case.smem_bytes() == 3 * 384 * 128 + 128 * 256 * 2 + 1024  # the same ring bytes as f16's
+    case = FAMILY.parse("gemm.e4m3.8192x8192x8192.tile128x128x128.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore")
+    assert case == pipeline("e4m3", (8192, 8192, 8192), **BEST_FP8) and case in full() and set(fp8()) <= set(full())
+    assert (case.in_bytes, case.out_dtype, case.wgmma_k, case.kblocks, case.promote) == (1, "f16", 32, 64, True)
+    assert case.smem_bytes() == 3 * 256 * 128 + 128 * 128 * 2 + 1024  # the same ring bytes as f16's
     expectation = FAMILY.sass_expectation(case)
-    assert ("probe_gemm", "QGMMA.64x256x32.F32.E4M3.E4M3", 4) in [(k, e.mnemonic, e.count) for k, e in expectation.kernels]
+    assert ("probe_gemm", "QGMMA.64x128x32.F32.E4M3.E4M3", 4) in [(k, e.mnemonic, e.count) for k, e in expectation.kernels]
     params = FAMILY.template_params(case)
-    assert params["instruction"].endswith("m64n256k32.f32.e4m3.e4m3") and params["immediates"] == "1, 1"
+    assert params["instruction"].endswith("m64n128k32.f32.e4m3.e4m3") and params["immediates"] == "1, 1"
+    assert params["promote"] == "true" and FAMILY.template_params(replace(case, dtype="f16", bk=64))["promote"] == "false"
     assert FAMILY.peak(case) == 2 * FAMILY.peak(replace(case, dtype="f16", bk=64))
-    for bad, why in (("gemm.e4m3.8192x8192x8192.tile128x256x64.s3.wg2.cluster1.grid-row.regs", "k-block of e4m3 is 128"),
+    for bad, why in (("gemm.e4m3.8192x8192x8192.tile128x128x64.s3.wg2.cluster1.grid-row.regs", "k-block of e4m3 is 128"),
+                     ("gemm.e4m3.8192x8192x8192.tile128x256x128.s3.wg2.cluster1.grid-row.regs", "256 f32 accumulators"),
                      ("cublas.e4m3.8192x8192x8192", "cublasLt")):
         with pytest.raises(SpecError, match=why):
             FAMILY.parse(bad)
     # the planner: a k-block of the same tile takes the tensor cores as long as f16's (twice the FLOP at twice
     # the rate) and lands the same bytes; the problem has half the k-blocks
-    f16 = pipeline("f16", (8192, 8192, 8192), **BEST)
+    f16 = pipeline("f16", (8192, 8192, 8192), **BEST_FP8)
     p = Params("H100", 132, 4096.0, **PRIOR, hbm_gbps=3084.0, launch_cycles=4000.0, clock_mhz=1350.0)
     assert tensor_cycles(case, p) == tensor_cycles(f16, p) and wgmma_per_kblock(case) == wgmma_per_kblock(f16)
     assert predict_case(case, p).t_kblock == pytest.approx(predict_case(f16, p).t_kblock)
@@ -275,7 +279,7 @@ def test_fp8_check_inputs_are_exact_e4m3_codes():
     from harness.dtypes import decode
     from harness.families.gemm.problem import check_problem
 
-    case = FAMILY.parse("gemm.e4m3.8192x8192x8192.tile128x256x128.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore")
+    case = FAMILY.parse("gemm.e4m3.8192x8192x8192.tile128x128x128.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore")
     inputs = FAMILY.inputs(case, np.random.default_rng(1))
     m, n, k = check_problem(case)
     assert inputs.buffer.size == (m + n) * k  # one byte an element
