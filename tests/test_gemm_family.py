@@ -251,9 +251,9 @@ def test_fp8_cases_take_a_k_block_of_128_the_qgmma_and_no_library():
     from harness.families.gemm.cases import BEST_FP8, fp8, full, pipeline
     from harness.families.gemm.model import PRIOR, Params, predict_case, tensor_cycles, wgmma_per_kblock
 
-    case = FAMILY.parse("gemm.e4m3.8192x8192x8192.tile128x128x128.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore")
-    assert case == pipeline("e4m3", (8192, 8192, 8192), **BEST_FP8) and case in full() and set(fp8()) <= set(full())
-    assert (case.in_bytes, case.out_dtype, case.wgmma_k, case.kblocks, case.promote) == (1, "f16", 32, 64, True)
+    case = FAMILY.parse("gemm.e4m3.4096x4096x4096.tile128x128x128.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore")
+    assert case == pipeline("e4m3", (4096, 4096, 4096), **BEST_FP8) and case in full() and set(fp8()) <= set(full())
+    assert (case.in_bytes, case.out_dtype, case.wgmma_k, case.kblocks, case.promote) == (1, "f16", 32, 32, True)
     assert case.smem_bytes() == 3 * 256 * 128 + 128 * 128 * 2 + 1024  # the same ring bytes as f16's
     expectation = FAMILY.sass_expectation(case)
     assert ("probe_gemm", "QGMMA.64x128x32.F32.E4M3.E4M3", 4) in [(k, e.mnemonic, e.count) for k, e in expectation.kernels]
@@ -268,7 +268,7 @@ def test_fp8_cases_take_a_k_block_of_128_the_qgmma_and_no_library():
             FAMILY.parse(bad)
     # the planner: a k-block of the same tile takes the tensor cores as long as f16's (twice the FLOP at twice
     # the rate) and lands the same bytes; the problem has half the k-blocks
-    f16 = pipeline("f16", (8192, 8192, 8192), **BEST_FP8)
+    f16 = pipeline("f16", (4096, 4096, 4096), **BEST_FP8)
     p = Params("H100", 132, 4096.0, **PRIOR, hbm_gbps=3084.0, launch_cycles=4000.0, clock_mhz=1350.0)
     assert tensor_cycles(case, p) == tensor_cycles(f16, p) and wgmma_per_kblock(case) == wgmma_per_kblock(f16)
     assert predict_case(case, p).t_kblock == pytest.approx(predict_case(f16, p).t_kblock)

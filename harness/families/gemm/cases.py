@@ -306,12 +306,18 @@ def full() -> list[GemmCase]:
 BEST_FP8 = dict(BEST, bn=128)
 
 
+# fp8 validates against cuBLAS (f16 GEMM of the same values, f32 compute) within f16's rounding up to K = 4096;
+# at 8192 and 16384, 2 of 67M and 1280 of 268M elements drift beyond it (the tensor cores' sums within a
+# k-block keep about 14 bits, not f32's 24), and a case that does not validate is not timed (docs/gemm.md)
+FP8_SIZES = (2048, 4096)
+
+
 def fp8() -> list[GemmCase]:
-    """e4m3 inputs (f32 accumulation, f16 out): the best fp8 configuration at every square size, and 128x128's
-    stage sweep at 8192^3 (a k-block of 128 lands the same bytes as f16's 64 and takes the tensor cores as
-    long, twice the FLOP at twice the rate)."""
-    cases = [pipeline("e4m3", (s, s, s), **BEST_FP8) for s in SQUARE]
-    return cases + [c for c in stage_sweep("e4m3", (8192, 8192, 8192)) if (c.bm, c.bn) == (128, 128)]
+    """e4m3 inputs (f32 accumulation, f16 out): the best fp8 configuration at the sizes it validates at, and
+    128x128's stage sweep at 4096^3 (a k-block of 128 lands the same bytes as f16's 64 and takes the tensor
+    cores as long, twice the FLOP at twice the rate)."""
+    cases = [pipeline("e4m3", (s, s, s), **BEST_FP8) for s in FP8_SIZES]
+    return cases + [c for c in stage_sweep("e4m3", (4096, 4096, 4096)) if (c.bm, c.bn) == (128, 128)]
 
 
 def worklog_sms() -> list[GemmCase]:
