@@ -509,7 +509,8 @@ def _whole_gpu_metrics(point: SweepPoint, timed: _Timed, ctx: Context, note: str
     return metrics
 
 
-def _energy_metrics(state, rate: float, work: Work, common: dict) -> list[Metric]:
+def _energy_metrics(state, rate: float, work: Work, common: dict,
+                    rate_is: str = "the median launch of the window") -> list[Metric]:
     """Mean power over a window (the energy counter's steps, else the mean power reading), and the work per
     joule of the launches in it at `rate` (their median): one value each, for the window as a whole."""
     if state is None or not state.samples:
@@ -523,7 +524,7 @@ def _energy_metrics(state, rate: float, work: Work, common: dict) -> list[Metric
         how = "no energy counter: the mean of the window's own power readings"
     else:
         return []  # neither: the window was shorter than the counter's steps and the readings' average
-    note = f"{how}; {rate:.1f} {throughput_unit(work)}, the median launch of the window"
+    note = f"{how}; {rate:.1f} {throughput_unit(work)}, {rate_is}"
     (power, w), (efficiency, e), (per_op, j) = energy_metrics(work)
     return [Metric(power, w, np.array([watts]), notes=note, **common),
             Metric(efficiency, e, np.array([rate / watts]), notes=note, **common),
@@ -599,20 +600,28 @@ def bandwidth(spec: Bandwidth, ctx: Context) -> list[Metric]:
 
 def _whole_kernel_energy(spec: WholeKernel, ctx: Context, run_block, calls: int, common: dict) -> list[Metric]:
     """The kernel's rounds again, alone and back to back for ENERGY_SECONDS inside one telemetry window: its
-    mean power (the energy counter's steps) and the work per joule at the window's median rate. The window's
-    own GPU state (power, reasons) and in-kernel clock go with these metrics (a library call: no clock)."""
-    rates, clocks = [], []
+    mean power (the energy counter's steps) and the work per joule at the window's own rate: all the work
+    launched in it over its wall time, so the host's gaps between blocks (their sync, the records' reading)
+    count in the rate as they do in the power. The window's own GPU state (power, reasons) and in-kernel clock
+    go with these metrics (a library call: no clock); host-bound blocks are counted in the notes."""
+    clocks, blocks, host_bound = [], 0, 0
     window = ctx.sampler.window()
     with window:
         started = time.perf_counter()
         while time.perf_counter() - started < ENERGY_SECONDS:
             launch = run_block()
-            rates.append(ctx.work.amount * calls / (launch.elapsed_ms * 1e-3) / 1e12)
+            blocks += 1
+            host_bound += launch.host_seconds >= 0.9 * launch.elapsed_ms * 1e-3
             if spec.records:  # the clock the kernel measured, as for the rounds
                 clocks.append(Records.from_words(launch.timing[:spec.grid * RECORD_WORDS]).sm_clock_mhz())
+        seconds = time.perf_counter() - started
+    rate = ctx.work.amount * calls * blocks / seconds / 1e12
     own = dict(common, gpu_state=window.state, sm_clock_mhz=float(np.median(clocks)) if clocks else None,
                stop_reason=f"fixed: {ENERGY_SECONDS:g} s of back-to-back rounds of the kernel alone")
-    return _energy_metrics(window.state, float(np.median(rates)), ctx.work, own)
+    metrics = _energy_metrics(window.state, rate, ctx.work, own, "the window's work over its wall time")
+    for metric in metrics:
+        metric.notes += f"; {blocks} blocks of {calls} launches" + (f", {host_bound} host-bound" if host_bound else "")
+    return metrics
 
 
 def whole_kernel(spec: WholeKernel, ctx: Context) -> list[Metric]:

@@ -56,6 +56,7 @@ from math import ceil
 import numpy as np
 
 from harness.families.gemm.cases import GROUP, GemmCase
+from harness.families.gemm.problem import sms_used  # a persistent grid's SMs; a GPU of fewer refuses it
 from harness.queueing import exact_mva
 
 OUT_ELEM = 2  # bytes of a C element (f16 or bf16, for fp8 inputs too); A and B: GemmCase.in_bytes
@@ -158,11 +159,6 @@ def miss_cycles(case: GemmCase, p: Params, period: float, clock_mhz: float) -> f
     rho = f * read * in_flight / period / (p.hbm_gbps * 1e9 / (clock_mhz * 1e6))
     rho = min(rho, RHO_MAX)
     return f * p.memory_queue_cycles * rho / (1.0 - rho)
-
-
-def sms_used(case: GemmCase, sm_count: int) -> int:
-    """The SMs the case's grid runs on, whole clusters of them: a persistent grid's `sms` (0: all)."""
-    return min(case.grid_sms or sm_count, sm_count) // case.cluster * case.cluster
 
 
 def miss_fraction(case: GemmCase, sm_count: int) -> float:
