@@ -284,3 +284,7 @@ def test_fp8_check_inputs_are_exact_e4m3_codes():
     m, n, k = check_problem(case)
     assert inputs.buffer.size == (m + n) * k  # one byte an element
     assert np.array_equal(decode("e4m3", inputs.buffer[:m * k]).reshape(m, k), inputs.values["A"])
+    # e4m3's codes (OCP FP8: sign, 4 exponent bits of bias 7, 3 mantissa bits): 1.0 = 0x38, 2.0 = 0x40
+    codes = {-2.0: 0xC0, -1.0: 0xB8, 0.0: 0x00, 1.0: 0x38, 2.0: 0x40}
+    a = inputs.values["A"].ravel()
+    assert {float(v): int(c) for v, c in zip(a, inputs.buffer[:m * k])} == {v: codes[v] for v in set(a.tolist())}

@@ -63,8 +63,8 @@ def problem(case, a: int, b: int, c: int, m: int, n: int, k: int) -> np.ndarray:
 def normal(cupy, rows: int, cols: int, dtype: str, seed: int):
     """normal(0, 1) values as the bit patterns of `dtype`, drawn on the GPU (e4m3: the nearest value)."""
     x = cupy.random.RandomState(seed).standard_normal((rows, cols), dtype=cupy.float32)
-    if dtype == "e4m3":
-        values, codes = _e4m3_table(cupy)
+    if dtype == "e4m3":  # the nearest e4m3 value, a tie to the lower one: the inputs' distribution, not a
+        values, codes = _e4m3_table(cupy)  # conversion under test (cuBLAS gets the same values)
         above = cupy.clip(cupy.searchsorted(values, x), 1, len(values) - 1)
         nearer = cupy.where(x - values[above - 1] <= values[above] - x, above - 1, above)
         return codes[nearer]
