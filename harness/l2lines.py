@@ -1,6 +1,6 @@
 """An L2 map: every SM's latency to the same LINES lines of a region resident in the L2, read one way or another
-(a plain load: the memory family's ld.global.cg.u32.map.l2; a TMA copy: the tma family's
-cp.async.bulk.shared::cluster.global.128B.map.l2). What the maps share: the ring every map walks (the same chunks
+(a plain load, ld.global.cg.u32.map.l2; a bulk copy, cp.async.bulk.shared::cluster.global.128B.map.l2: each
+case of the family that owns its instruction). What the maps share: the ring every map walks (the same chunks
 from the same seed, so two maps of one GPU compare line by line), the reference walk, the matrix and its split into
 the L2's two partitions.
 

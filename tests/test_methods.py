@@ -287,16 +287,41 @@ class Rounds(Scripted):
         return Launch(launch.out, launch.timing, launch.elapsed_ms * repeat, 1e-6)
 
 
+class Windows(Metered):
+    """Metered, and what the probe launched inside each window (kernel names), window by window."""
+
+    def __init__(self, probe):
+        self.probe, self.launched = probe, []
+
+    def window(self):
+        inner, outer = super().window(), self
+
+        class Window:
+            state = inner.state
+
+            def __enter__(self):
+                self.start = len(outer.probe.launches)
+                return self
+
+            def __exit__(self, *exc):
+                outer.launched.append([k for k, *_ in outer.probe.launches[self.start:]])
+
+        return Window()
+
+
 def test_a_whole_kernel_with_energy_meters_the_kernel_alone_after_its_rounds(monkeypatch):
     """After the alternating rounds, the kernel alone back to back for ENERGY_SECONDS in a window of its own:
-    the window's mean power, and work per joule at the window's median rate (not the anchor's)."""
+    the window's mean power, and work per joule at the window's rate (the kernel's, not the anchor's)."""
     monkeypatch.setattr(methods, "ENERGY_SECONDS", 0.05)
     monkeypatch.setattr(methods, "WHOLE_KERNEL_WARMUP_S", 0.0)
     probe = Rounds({"gemm": 1500.0 * 1000, "library": 1500.0 * 1200}, fixed=0.0)  # 1.0 ms and 1.2 ms a launch
     spec = methods.WholeKernel("gemm", 4, 128, anchor="library", energy=True)
     work = Work(2e12, "FLOP")  # 2 TFLOP a launch: 2000 TFLOPS at 1 ms
     policy = TimingPolicy(warmup=1, min_samples=3, max_samples=5, min_seconds=0.0)
-    metrics = methods.run(spec, methods.Context(probe, 4, policy, Metered(), work, 4096.0))
+    sampler = Windows(probe)
+    metrics = methods.run(spec, methods.Context(probe, 4, policy, sampler, work, 4096.0))
+    rounds, energy = sampler.launched  # the rounds' window, then the energy window
+    assert set(rounds) == {"gemm", "library"} and energy and set(energy) == {"gemm"}
     by = {m.name: m for m in metrics}
     assert set(by) == {n for n, _ in spec.declares(work)}
     assert np.median(by["throughput_tflops"].samples) == pytest.approx(2000.0)
