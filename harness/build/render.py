@@ -40,12 +40,19 @@ class ProbeSource:
 INCLUDE = re.compile(r'^#include "([A-Za-z0-9_]+\.cuh)"[ \t]*$', re.MULTILINE)
 
 
-def _inline_includes(body: str) -> str:
+def _inline_includes(body: str, seen: set[str] | None = None) -> str:
+    """Each header once, where it is first included, with the headers it includes in turn."""
+    seen = set() if seen is None else seen
+
     def header(match: re.Match) -> str:
         name = match.group(1)
         if name == COMMON_HEADER:
             raise ValueError(f"{COMMON_HEADER} is prepended to every probe: a template does not include it")
-        return f"// ---- {name} ----\n{(template_dir() / name).read_text()}// ---- end of {name} ----"
+        if name in seen:
+            return f"// ---- {name}: included above ----"
+        seen.add(name)
+        text = _inline_includes((template_dir() / name).read_text(), seen)
+        return f"// ---- {name} ----\n{text}// ---- end of {name} ----"
 
     return INCLUDE.sub(header, body)
 

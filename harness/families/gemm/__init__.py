@@ -35,6 +35,9 @@ def _suites() -> dict[str, Suite]:
                            "128 SMs (the worklog's)",
                            _cases.full),
         "gemm-quick": Suite("one pipeline and cuBLAS at 2048^3", _cases.quick),
+        "gemm-pingpong": Suite("the ping-pong schedule (consumer warpgroups alternating whole tiles) beside the best "
+                               "cooperative configuration and cuBLAS at 4096^3 and 8192^3, f16 and fp8",
+                               _cases.pingpong),
     }
 
 
@@ -72,7 +75,7 @@ class GemmFamily(Family):
         return {
             "library": int(case.library), "dtype": case.dtype, "out_dtype": case.out_dtype, "in_bytes": case.in_bytes,
             "wgmma_k": case.wgmma_k, "bm": case.bm, "bn": case.bn, "bk": case.bk,
-            "stages": case.stages, "consumers": case.consumers, "rebalance": str(case.rebalance).lower(),
+            "stages": case.stages, "consumers": case.consumers, "schedule": f"SCHEDULE_{case.schedule.upper()}", "rebalance": str(case.rebalance).lower(),
             "producer_regs": PRODUCER_REGS, "consumer_regs": CONSUMER_REGS, "cluster": case.cluster,
             "persistent": str(case.persistent).lower(), "order": _cases.ORDERS.index(case.order),
             "group": _cases.GROUP, "epilogue_tma": str(case.epilogue == "tmastore").lower(),
@@ -95,7 +98,7 @@ class GemmFamily(Family):
             mnemonic = f"QGMMA.64x{case.bn}x32.F32.E4M3.E4M3"
         else:
             mnemonic = f"HGMMA.64x{case.bn}x16.F32" + (".BF16" if case.dtype == "bf16" else "")
-        per_kblock = (case.bk // case.wgmma_k) * (case.bm // case.consumers // 64)
+        per_kblock = (case.bk // case.wgmma_k) * (case.wg_rows // 64)
         load, multicast = "UTMALDG.2D", "UTMALDG.2D.MULTICAST"
         kernels = [("probe_gemm", KernelExpectation(mnemonic, per_kblock)),  # A, and B unless multicast
                    ("probe_gemm", KernelExpectation(load, 1 if case.cluster > 1 else 2, exclude=(multicast,)))]
@@ -186,6 +189,8 @@ class GemmFamily(Family):
                 f"tile {case.bm}x{case.bn}x{case.bk} ({case.tiles} tiles), {case.stages} stages of "
                 f"{(case.bm + case.bn) * case.bk * case.in_bytes // 1024} KiB, {case.consumers} consumer warpgroup(s)"
                 + (f", setmaxnreg {PRODUCER_REGS}/{CONSUMER_REGS}" if case.rebalance else ""),
+                ("ping-pong: the consumer warpgroups take whole tiles in turn, one's epilogue under the other's "
+                 "mainloop" if case.pingpong else "cooperative: each consumer warpgroup its rows of every tile"),
                 ("cluster of 2 on vertically adjacent tiles, B multicast" if case.cluster > 1 else "no cluster")
                 + (f"; persistent, {case.order} order" if case.persistent else f"; one CTA per tile, {case.order} order"),
                 "epilogue through shared memory and a TMA store" if case.epilogue == "tmastore"

@@ -3,7 +3,12 @@
 
     gemm.f16.8192x8192x8192.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore
     gemm.f16.8192x8192x8192.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore.sms128
+    gemm.f16.8192x8192x8192.tile128x128x64.s4.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore.pingpong
     cublas.f16.8192x8192x8192
+
+The schedule (ptx/pipeline.cuh): cooperative (the default, no suffix: both consumer warpgroups on every tile, each
+on its half of the rows) or `.pingpong` (they take the CTA's tiles in turn, each a whole tile, so one's epilogue
+runs under the other's mainloop).
 
 A persistent grid runs one CTA per SM on every SM, or on `grid_sms` of them (`.sms128`: the seed worklog's
 finding that its grouped tile order ran faster on 128 SMs than on all 132).
@@ -27,11 +32,12 @@ WGMMA_K = {"f16": 16, "bf16": 16, "e4m3": 32}  # the wgmma's K: 32 bytes of each
 MMA_RATE = {"f16": 1, "bf16": 1, "e4m3": 2}  # dense tensor-core FLOP per cycle over f16's (PTX ISA; measured)
 BK = 64  # one 128-byte swizzle span of 2-byte elements (128 of fp8: bk_for)
 LIBRARY_DTYPES = ("f16", "bf16")  # cublasGemmEx; fp8 needs cublasLt's matmul, which CuPy does not expose
-TILES = ((64, 128), (128, 128), (128, 256), (256, 128), (64, 64), (128, 64))
+TILES = ((64, 128), (128, 128), (128, 256), (256, 128), (64, 64), (128, 64), (64, 256))
 MAX_STAGES = 7
 SMEM_LIMIT = 227 * 1024  # dynamic shared memory per block on sm_90 (cudaDevAttrMaxSharedMemoryPerBlockOptin)
 SMEM_SLACK = 1024  # the kernel aligns its dynamic shared memory to 1024 bytes itself
 ORDERS = ("row", "grouped")
+SCHEDULES = ("cooperative", "pingpong")  # ptx/pipeline.cuh SCHEDULE_COOPERATIVE, SCHEDULE_PINGPONG
 EPILOGUES = ("regs", "tmastore")
 MAX_DIM = 65536
 MAX_SMS = 1024  # a persistent grid's SMs, at most (a GPU with fewer refuses the case when it runs)
@@ -60,6 +66,7 @@ class GemmCase(Case):
     order: str = "row"
     epilogue: str = "regs"
     grid_sms: int = 0  # a persistent grid's CTAs: one per SM on this many SMs (0: every SM of the GPU)
+    schedule: str = "cooperative"  # SCHEDULES
 
     @property
     def base_id(self) -> str:
@@ -69,7 +76,8 @@ class GemmCase(Case):
         return (f"gemm.{shape}.tile{self.bm}x{self.bn}x{self.bk}.s{self.stages}.wg{self.consumers}"
                 + (".setmaxnreg" if self.rebalance else "")
                 + f".cluster{self.cluster}.{'persistent' if self.persistent else 'grid'}-{self.order}.{self.epilogue}"
-                + (f".sms{self.grid_sms}" if self.grid_sms else ""))
+                + (f".sms{self.grid_sms}" if self.grid_sms else "")
+                + ("" if self.schedule == "cooperative" else f".{self.schedule}"))
 
     @property
     def in_bytes(self) -> int:
@@ -107,14 +115,25 @@ class GemmCase(Case):
         return (self.m // self.bm) * (self.n // self.bn)
 
     @property
+    def pingpong(self) -> bool:
+        return self.schedule == "pingpong"
+
+    @property
+    def wg_rows(self) -> int:
+        """Rows of a tile one consumer warpgroup computes: its share (cooperative) or all (ping-pong)."""
+        return self.bm if self.pingpong else self.bm // self.consumers
+
+    @property
     def accumulators(self) -> int:
         """f32 accumulator registers per consumer thread (twice for fp8: the k-block's and the tile's)."""
-        return (self.bm // self.consumers // 64) * self.bn // 2 * (2 if self.promote else 1)
+        return (self.wg_rows // 64) * self.bn // 2 * (2 if self.promote else 1)
 
     def smem_bytes(self) -> int:
-        """Dynamic shared memory: the ring, the output tile of a TMA-store epilogue, the alignment slack."""
+        """Dynamic shared memory: the ring, the output tiles of a TMA-store epilogue (one per consumer warpgroup in
+        ping-pong, whose epilogues overlap), the alignment slack."""
         stage = (self.bm + self.bn) * self.bk * self.in_bytes
-        return self.stages * stage + (self.bm * self.bn * 2 if self.epilogue == "tmastore" else 0) + SMEM_SLACK
+        outputs = (self.consumers if self.pingpong else 1) * self.bm * self.bn * 2
+        return self.stages * stage + (outputs if self.epilogue == "tmastore" else 0) + SMEM_SLACK
 
     def columns(self) -> dict[str, object]:
         return {"instruction": "cublasGemmEx" if self.library else "wgmma.mma_async + cp.async.bulk.tensor",
@@ -131,7 +150,7 @@ class GemmCase(Case):
 ID = re.compile(r"^(?P<library>cublas|gemm)\.(?P<dtype>[a-z0-9]+)\.(?P<m>\d+)x(?P<n>\d+)x(?P<k>\d+)"
                 r"(?:\.tile(?P<bm>\d+)x(?P<bn>\d+)x(?P<bk>\d+)\.s(?P<stages>\d+)\.wg(?P<wg>\d+)(?P<rb>\.setmaxnreg)?"
                 r"\.cluster(?P<cluster>\d+)\.(?P<sched>grid|persistent)-(?P<order>[a-z]+)\.(?P<epi>[a-z]+)"
-                r"(?:\.sms(?P<sms>\d+))?)?$")
+                r"(?:\.sms(?P<sms>\d+))?(?:\.(?P<schedule>pingpong))?)?$")
 
 
 def parse(case_id: str) -> GemmCase:
@@ -148,7 +167,7 @@ def parse(case_id: str) -> GemmCase:
         case = GemmCase(**common, bm=int(g["bm"]), bn=int(g["bn"]), bk=int(g["bk"]), stages=int(g["stages"]),
                         consumers=int(g["wg"]), rebalance=bool(g["rb"]), cluster=int(g["cluster"]),
                         persistent=g["sched"] == "persistent", order=g["order"], epilogue=g["epi"],
-                        grid_sms=int(g["sms"] or 0))
+                        grid_sms=int(g["sms"] or 0), schedule=g["schedule"] or "cooperative")
     check(case)
     if case.case_id != case_id:
         raise SpecError(f"GEMM case id {case_id!r} is not canonical: {case.case_id!r}")
@@ -178,7 +197,11 @@ def check(case: GemmCase) -> None:
     if case.bk != bk_for(case.dtype):
         refuse(f"BK = {case.bk}: the pipeline's k-block of {case.dtype} is {bk_for(case.dtype)} (one 128-byte "
                "swizzle span)")
-    if case.consumers not in (1, 2) or case.bm % (64 * case.consumers):
+    if case.schedule not in SCHEDULES:
+        refuse(f"schedule {case.schedule!r}: expected one of {', '.join(SCHEDULES)}")
+    if case.pingpong and (case.consumers != 2 or not case.persistent):
+        refuse("ping-pong alternates two consumer warpgroups over a persistent CTA's tiles: wg2 and persistent")
+    if case.consumers not in (1, 2) or case.wg_rows % 64:
         refuse(f"{case.consumers} consumer warpgroups cannot split {case.bm} rows into blocks of 64")
     if case.accumulators > ACC_REGISTER_LIMIT:
         refuse(f"{case.accumulators} f32 accumulators per thread: ptxas would serialize the wgmma (C7511); "
@@ -299,6 +322,7 @@ def full() -> list[GemmCase]:
             cases.append(pipeline("f16", (s, s, s), **dict(BEST, **change)))
     cases += worklog_sms()
     cases += fp8()
+    cases += pingpong()
     return _unique(cases)
 
 
@@ -318,6 +342,30 @@ def fp8() -> list[GemmCase]:
     cores as long, twice the FLOP at twice the rate)."""
     cases = [pipeline("e4m3", (s, s, s), **BEST_FP8) for s in FP8_SIZES]
     return cases + [c for c in stage_sweep("e4m3", (4096, 4096, 4096)) if (c.bm, c.bn) == (128, 128)]
+
+
+# Ping-pong: each consumer warpgroup holds a whole tile's accumulators, so a tile is at most 128 accumulators a
+# thread: 128x128 or 64x256 (f16, bf16), 64x128 (fp8, which keeps two sets).
+PINGPONG = dict(BEST, bm=128, bn=128, stages=4, schedule="pingpong")
+PINGPONG_TILES = {"f16": ((128, 128), (64, 256)), "bf16": ((128, 128), (64, 256)), "e4m3": ((64, 128),)}
+
+
+def pingpong(sizes=(4096, 8192), dtypes=("f16", "e4m3")) -> list[GemmCase]:
+    """Ping-pong beside the best cooperative configuration and the library: each ping-pong tile at the deepest
+    ring that fits beside its two output tiles (TMA store) and at one stage less, cluster 2 and 1."""
+    cases = []
+    for dtype in dtypes:
+        for s in sizes:
+            shape = (s, s, s)
+            for bm, bn in PINGPONG_TILES[dtype]:
+                deepest = max(n for n in range(1, MAX_STAGES + 1)
+                              if pipeline(dtype, shape, **dict(PINGPONG, bm=bm, bn=bn, stages=n)).smem_bytes() <= SMEM_LIMIT)
+                for stages, cluster in ((deepest, 2), (deepest - 1, 2), (deepest, 1)):
+                    cases.append(pipeline(dtype, shape, **dict(PINGPONG, bm=bm, bn=bn, stages=stages, cluster=cluster)))
+            cases.append(pipeline(dtype, shape, **(BEST_FP8 if dtype == "e4m3" else BEST)))
+            if dtype in LIBRARY_DTYPES:
+                cases.append(library(dtype, shape))
+    return cases
 
 
 def worklog_sms() -> list[GemmCase]:

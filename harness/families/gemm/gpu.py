@@ -55,7 +55,7 @@ def problem(case, a: int, b: int, c: int, m: int, n: int, k: int) -> np.ndarray:
     if not case.library:
         value["a"] = _encode(case, case.dtype, a, m, k, case.bm, case.bk, True)
         value["b"] = _encode(case, case.dtype, b, n, k, case.bn // case.cluster, case.bk, True)
-        value["c"] = _encode(case, case.out_dtype, c, m, n, case.bm // case.consumers, 64, False)
+        value["c"] = _encode(case, case.out_dtype, c, m, n, case.wg_rows, 64, False)
     value["c_ptr"], value["m"], value["n"], value["k"] = c, m, n, k
     return value
 

@@ -1,0 +1,234 @@
+// pipeline.cuh: the warp-specialized pipeline every kernel-level family shares (included by a template's
+// `#include "pipeline.cuh"`, inlined by harness/build/render.py with the headers it includes). A kernel is its
+// roles plugged into one skeleton:
+//
+//   warpgroup 0          the producer: one thread walks the CTA's tiles and, for each k-block, acquires a slot of
+//                        the ring (waits until its consumers released it) and calls the kernel's `load`
+//   warpgroups 1..C      the consumers: each walks its tiles (SCHEDULE below), runs the kernel's `mainloop` over
+//                        the ring (consume_kblocks: wait for a slot, issue, retire, release) and its `epilogue`
+//
+// The ring is STAGES slots of shared memory, each guarded by two mbarriers: full[s] (its bytes landed: one
+// arrival with the transaction count, completed by the copies) and empty[s] (its readers are done: one arrival
+// per consumer warpgroup of every CTA whose copies fill it). PipelineState is the position in the ring; the
+// tile walk is TileScheduler's. Schedules:
+//   SCHEDULE_COOPERATIVE  every consumer warpgroup works on every tile (each on its own rows)
+//   SCHEDULE_PINGPONG     two consumer warpgroups take the CTA's tiles in turn, each a whole tile; a pair of named
+//                        barriers orders their mainloops, so one's epilogue runs under the other's mainloop
+//
+// The kernel type K supplies (pipeline_kernel() below):
+//   constants   STAGES, CONSUMERS, CLUSTER, SCHEDULE, REBALANCE, PRODUCER_REGS, CONSUMER_REGS, BM, BN, PERSISTENT,
+//               ORDER, GROUP, COUNTERS
+//   K::prologue(P)                                  thread 0, before the barriers' first use (prefetch maps)
+//   K::load(P, ring, state, base, tile, kb, rank)    the producer thread: the k-block's copies into its slot
+//   K::Consumer(P, base, c, t)                       a consumer warpgroup's state (its accumulators), with
+//       mainloop(ring, state, tile, kblocks, full_wait), epilogue(tile) and finish() (after its last tile)
+// where `base` is the dynamic shared memory, aligned to 1024 bytes (the ring's slots, then what K adds).
+// and the problem's m, n, k (the walk) and BK (its k-blocks).
+
+#include "async.cuh"
+#include "warpgroup.cuh"
+
+constexpr int SCHEDULE_COOPERATIVE = 0, SCHEDULE_PINGPONG = 1;
+constexpr int ORDER_ROW = 0, ORDER_GROUPED = 1;
+// Named barriers of a pipeline (0 is __syncthreads()'s): the consumers' own (one each), then the ping-pong turns.
+constexpr int BARRIER_CONSUMER = 1;    // + c: consumer warpgroup c alone (its epilogue)
+constexpr int BARRIER_TURN = 9;        // + c: consumer warpgroup c may start its mainloop (ping-pong)
+
+// -- the ring ---------------------------------------------------------------------------------------------
+
+// A position in the ring: k-blocks through it so far; the slot is its index modulo STAGES, the phase of the
+// slot's barriers flips each time the ring wraps.
+template <int STAGES>
+struct PipelineState {
+  int count = 0;
+  __device__ __forceinline__ int index() const { return count % STAGES; }
+  __device__ __forceinline__ u32 phase() const { return (count / STAGES) & 1; }
+  __device__ __forceinline__ void advance(int n = 1) { count += n; }
+};
+
+template <int STAGES, int CLUSTER>
+struct Ring {
+  u64* full;   // __shared__ u64[STAGES]
+  u64* empty;  // __shared__ u64[STAGES]
+
+  // Thread 0, once: `consumers` warpgroups release each slot in each CTA that fills it.
+  __device__ __forceinline__ void init(int consumers) const {
+    for (int s = 0; s < STAGES; ++s) {
+      mbarrier_init(smem_addr(&full[s]), 1);
+      mbarrier_init(smem_addr(&empty[s]), consumers * CLUSTER);
+    }
+  }
+  __device__ __forceinline__ u32 full_bar(int s) const { return smem_addr(&full[s]); }
+  // The producer: wait until the slot's readers released it (the first pass finds every slot free).
+  __device__ __forceinline__ void producer_acquire(const PipelineState<STAGES>& st) const {
+    mbarrier_wait_parity(smem_addr(&empty[st.index()]), st.phase() ^ 1);
+  }
+  // The producer: arrive on the slot's full barrier, expecting `bytes` from its copies.
+  __device__ __forceinline__ void producer_expect(const PipelineState<STAGES>& st, u32 bytes) const {
+    mbarrier_arrive_expect_tx(full_bar(st.index()), bytes);
+  }
+  // A consumer: wait until the slot's bytes landed.
+  __device__ __forceinline__ void consumer_wait(const PipelineState<STAGES>& st) const {
+    mbarrier_wait_parity(full_bar(st.index()), st.phase());
+  }
+  // A consumer warpgroup gives slot `s` back: thread 0 to its own CTA, or thread r to the CTA of rank r (a
+  // multicast fills the slot in every CTA of the cluster, so each must hear from every consumer).
+  __device__ __forceinline__ void consumer_release(int s, int t) const {
+    const u32 bar = smem_addr(&empty[s]);
+    if (CLUSTER > 1) {
+      if (t < CLUSTER) mbarrier_arrive_cluster(mapa_shared_cluster(bar, static_cast<u32>(t)));
+    } else if (t == 0) {
+      mbarrier_arrive(bar);
+    }
+  }
+};
+
+// A consumer's walk over one tile's k-blocks: wait for each slot, `issue` its (asynchronous) work, `retire`
+// until at most LAG k-blocks are in flight, and release a slot once nothing in flight reads it; `drain` retires
+// the rest. Cycles spent waiting for slots are added to full_wait.
+template <int LAG, int STAGES, int CLUSTER, class Issue, class Retire, class Drain>
+__device__ __forceinline__ void consume_kblocks(const Ring<STAGES, CLUSTER>& ring, PipelineState<STAGES>& st,
+                                                int kblocks, int t, long long& full_wait, Issue issue, Retire retire,
+                                                Drain drain) {
+  static_assert(LAG == 0 || LAG == 1, "a consumer keeps at most one k-block in flight past its release");
+  int released = -1;
+#pragma unroll 1
+  for (int kb = 0; kb < kblocks; ++kb, st.advance()) {
+    const int s = st.index();
+    const long long w0 = clock_cycles();
+    ring.consumer_wait(st);
+    full_wait += clock_cycles() - w0;
+    issue(s, kb);
+    retire(kb);
+    if (LAG == 0) released = s;
+    if (released >= 0) ring.consumer_release(released, t);
+    released = s;
+  }
+  if (LAG > 0) {
+    drain();
+    ring.consumer_release(released, t);
+  }
+}
+
+// -- the tile walk ----------------------------------------------------------------------------------------
+
+struct Tile {
+  int row, col;  // first row and column of C
+};
+
+// Work items are a cluster's tiles (CLUSTER vertically adjacent tiles, one per CTA); a persistent grid's cluster
+// takes every (clusters)-th item from its own, else each cluster has one.
+template <int BM, int BN, int CLUSTER, bool PERSISTENT, int ORDER, int GROUP>
+struct TileScheduler {
+  int tiles_n, pairs_m, items, first, step;
+
+  __device__ __forceinline__ TileScheduler(int m, int n)
+      : tiles_n(n / BN), pairs_m(m / BM / CLUSTER), items(pairs_m * tiles_n), first(blockIdx.x / CLUSTER),
+        step(PERSISTENT ? gridDim.x / CLUSTER : items) {}
+
+  // Work item q -> this CTA's tile.
+  __device__ __forceinline__ Tile tile(int q, u32 rank) const {
+    int pm, tn;
+    if (ORDER == ORDER_ROW) {
+      pm = q / tiles_n;
+      tn = q % tiles_n;
+    } else {  // GROUP rows of pairs at a time, column by column within the group
+      const int per_group = GROUP * tiles_n;
+      const int first_row = (q / per_group) * GROUP;
+      const int rows = min(pairs_m - first_row, GROUP);
+      const int r = q % per_group;
+      pm = first_row + r % rows;
+      tn = r / rows;
+    }
+    return Tile{(pm * CLUSTER + static_cast<int>(rank)) * BM, tn * BN};
+  }
+};
+
+// -- the skeleton -----------------------------------------------------------------------------------------
+
+// Counters every pipeline keeps, per CTA after its timing record (the kernel may add its own after them;
+// harness/families/pipeline.py declares the same list and renders it).
+enum PipelineCounter { FULL_WAIT, EMPTY_WAIT, EPILOGUE, MAINLOOP, TILES, KBLOCKS, PIPELINE_COUNTERS };
+
+template <class K>
+__device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, long long* timing) {
+  extern __shared__ unsigned char dynamic_smem[];
+  const u32 base = (smem_addr(dynamic_smem) + 1023u) & ~1023u;  // the 128-byte swizzle repeats every 1024 bytes
+  static_assert(K::SCHEDULE == SCHEDULE_COOPERATIVE || (K::SCHEDULE == SCHEDULE_PINGPONG && K::CONSUMERS == 2),
+                "ping-pong alternates two consumer warpgroups");
+  __shared__ __align__(8) u64 full[K::STAGES], empty[K::STAGES];
+  const Ring<K::STAGES, K::CLUSTER> ring{full, empty};
+  const int wg = threadIdx.x / WARPGROUP_THREADS;
+  const int t = threadIdx.x % WARPGROUP_THREADS;
+  const u32 rank = K::CLUSTER > 1 ? cluster_ctarank() : 0u;
+  const TileScheduler<K::BM, K::BN, K::CLUSTER, K::PERSISTENT, K::ORDER, K::GROUP> sched(P.m, P.n);
+  const int kblocks = P.k / K::BK;
+
+  if (threadIdx.x == 0) {
+    // Cooperative: every consumer warpgroup reads every slot; ping-pong: only the one whose tile it holds.
+    ring.init(K::SCHEDULE == SCHEDULE_PINGPONG ? 1 : K::CONSUMERS);
+    fence_mbarrier_init_cluster();
+    K::prologue(P);
+  }
+  if (K::CLUSTER > 1) cluster_sync(); else __syncthreads();
+  const long long clk0 = clock_cycles();
+  const u64 ns0 = globaltimer_ns();
+
+  if (wg == 0) {  // ---- the producer ----
+    if (K::REBALANCE) setmaxnreg_dec<K::PRODUCER_REGS>();
+    if (t == 0) {
+      long long empty_wait = 0;
+      PipelineState<K::STAGES> st;
+      for (int q = sched.first; q < sched.items; q += sched.step) {
+        const Tile tile = sched.tile(q, rank);
+#pragma unroll 1
+        for (int kb = 0; kb < kblocks; ++kb, st.advance()) {
+          const long long w0 = clock_cycles();
+          ring.producer_acquire(st);
+          empty_wait += clock_cycles() - w0;
+          K::load(P, ring, st, base, tile, kb, rank);
+        }
+      }
+      timing[gridDim.x * TIMING_RECORD_WORDS + blockIdx.x * K::COUNTERS + EMPTY_WAIT] = empty_wait;
+    }
+    __syncwarp();
+  } else {  // ---- a consumer ----
+    if (K::REBALANCE) setmaxnreg_inc<K::CONSUMER_REGS>();
+    const int c = wg - 1;
+    typename K::Consumer consumer(P, base, c, t);
+    long long full_wait = 0, epilogue = 0, mainloop = 0;
+    int tiles = 0;
+    PipelineState<K::STAGES> st;
+    constexpr bool PINGPONG = K::SCHEDULE == SCHEDULE_PINGPONG;
+    // Ping-pong: this warpgroup's tiles are every other one of the CTA's, and their k-blocks every other run of
+    // kblocks slots: it starts past the first tile's if it is the second, and skips the other's after each.
+    if (PINGPONG) st.advance(c * kblocks);
+    const int first = PINGPONG ? sched.first + c * sched.step : sched.first;
+    const int step = PINGPONG ? 2 * sched.step : sched.step;
+    for (int q = first; q < sched.items; q += step, ++tiles) {
+      const Tile tile = sched.tile(q, rank);
+      // Ping-pong: wait for this warpgroup's turn (the other's mainloop issued), except on the first tile of all.
+      if (PINGPONG && q != sched.first) named_barrier_sync(BARRIER_TURN + c, 2 * WARPGROUP_THREADS);
+      const long long m0 = clock_cycles();
+      consumer.mainloop(ring, st, tile, kblocks, full_wait);
+      const long long e0 = clock_cycles();
+      mainloop += e0 - m0;
+      // ... and hand the turn to the other, if it has a tile after this one.
+      if (PINGPONG && q + sched.step < sched.items) named_barrier_arrive(BARRIER_TURN + (c ^ 1), 2 * WARPGROUP_THREADS);
+      if (PINGPONG) st.advance(kblocks);
+      consumer.epilogue(tile);
+      epilogue += clock_cycles() - e0;
+    }
+    consumer.finish();
+    if (c == 0 && t == 0) {
+      long long* out = timing + gridDim.x * TIMING_RECORD_WORDS + blockIdx.x * K::COUNTERS;
+      out[FULL_WAIT] = full_wait;
+      out[EPILOGUE] = epilogue;
+      out[MAINLOOP] = mainloop;
+      out[TILES] = tiles;
+      out[KBLOCKS] = static_cast<long long>(tiles) * kblocks;
+      write_timing_record(timing, blockIdx.x, clk0, clock_cycles(), ns0, globaltimer_ns());
+    }
+  }
+  if (K::CLUSTER > 1) cluster_sync();  // no CTA leaves while a peer may still arrive on its barriers
+}
