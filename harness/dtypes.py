@@ -61,6 +61,17 @@ def round_to(dtype: str, values: np.ndarray) -> np.ndarray:
     return decode(dtype, encode(dtype, values))
 
 
+def bf16_bits(f32_bits, xp=np):
+    """f32 bit patterns (uint32) -> the bf16 bit patterns (uint16) of the nearest value, ties to even: the one
+    rounding of f32 to bf16 the project has, for NumPy arrays and (xp=cupy) for arrays on the GPU. NaN and
+    infinity keep their class (a NaN's payload is not preserved); values beyond bf16's range round to infinity,
+    as cvt.rn.bf16.f32 does."""
+    bits = f32_bits.astype(xp.uint64)
+    rounding = 0x7FFF + ((bits >> 16) & 1)  # round half to even on the dropped 16 bits
+    nan = (bits & 0x7FFFFFFF) > 0x7F800000
+    return xp.where(nan, (bits >> 16) | 0x40, (bits + rounding) >> 16).astype(xp.uint16)
+
+
 def encode(dtype: str, values: np.ndarray) -> np.ndarray:
     """Values exactly representable in `dtype` -> unsigned bit patterns (uint8/16/32/64).
 
@@ -69,9 +80,7 @@ def encode(dtype: str, values: np.ndarray) -> np.ndarray:
     if dtype == "f16":
         return values.astype(np.float16).view(np.uint16)
     if dtype == "bf16":
-        bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
-        rounding = 0x7FFF + ((bits >> 16) & 1)  # round half to even on the dropped 16 bits
-        return ((bits + rounding) >> 16).astype(np.uint16)
+        return bf16_bits(values.astype(np.float32).view(np.uint32))
     if dtype == "tf32":  # f32 with the low 13 mantissa bits zero (PTX: the tensor core ignores them)
         bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
         rounding = 0xFFF + ((bits >> 13) & 1)

@@ -146,9 +146,9 @@ struct TileScheduler {
 
 // -- the skeleton -----------------------------------------------------------------------------------------
 
-// Counters every pipeline keeps, per CTA after its timing record (the kernel may add its own after them;
-// harness/families/pipeline.py declares the same list and renders it).
-enum PipelineCounter { FULL_WAIT, EMPTY_WAIT, EPILOGUE, MAINLOOP, TILES, KBLOCKS, PIPELINE_COUNTERS };
+// The counters every pipeline keeps, per CTA after its timing record, are the enum PipelineCounter (FULL_WAIT,
+// EMPTY_WAIT, EPILOGUE, MAINLOOP, TILES, KBLOCKS, PIPELINE_COUNTERS): harness/families/pipeline.py declares them
+// once and the template renders them (its ${counters}) before it includes this header.
 
 template <class K>
 __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, long long* timing) {

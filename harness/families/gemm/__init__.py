@@ -21,9 +21,10 @@ import numpy as np
 from harness.families.base import Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
 import harness.families.gemm.cases as _cases
 from harness.families.gemm.cases import GemmCase
-from harness.families.gemm.problem import (CHECK_VALUES, CONSUMER_REGS, COUNTER_WORDS, COUNTERS, POISON,
+from harness.families.gemm.problem import (CHECK_VALUES, CONSUMER_REGS, COUNTER_WORDS, COUNTERS, POISON, PROBLEM,
                                            PRODUCER_REGS, TENSOR_FLOPS_PER_CYCLE, VERIFY_ATOL, VERIFY_RTOL,
                                            check_grid, check_problem, grid, threads, to_bits)
+from harness.families.pipeline import skeleton_params
 from harness.measure.methods import WholeKernel
 
 def _suites() -> dict[str, Suite]:
@@ -73,13 +74,9 @@ class GemmFamily(Family):
         self.check(case)
         acc = case.bn // 2
         return {
+            **skeleton_params(case), "problem": PROBLEM.render(),
             "library": int(case.library), "dtype": case.dtype, "out_dtype": case.out_dtype, "in_bytes": case.in_bytes,
             "wgmma_k": case.wgmma_k, "bm": case.bm, "bn": case.bn, "bk": case.bk,
-            "stages": case.stages, "consumers": case.consumers, "schedule": f"SCHEDULE_{case.schedule.upper()}", "rebalance": str(case.rebalance).lower(),
-            "producer_regs": PRODUCER_REGS, "consumer_regs": CONSUMER_REGS, "cluster": case.cluster,
-            "persistent": str(case.persistent).lower(), "order": _cases.ORDERS.index(case.order),
-            "group": _cases.GROUP, "epilogue_tma": str(case.epilogue == "tmastore").lower(),
-            "cluster_attr": f"__cluster_dims__({case.cluster}, 1, 1)" if case.cluster > 1 else "",
             "instruction": f"wgmma.mma_async.sync.aligned.m64n{case.bn}k{case.wgmma_k}.f32.{case.dtype}.{case.dtype}",
             # scale-a, scale-b, and for 16-bit inputs the transposes (K-major: none); fp8 takes no transpose
             "immediates": "1, 1" if case.in_bytes == 1 else "1, 1, 0, 0",

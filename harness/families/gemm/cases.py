@@ -23,7 +23,8 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from harness.errors import SpecError
-from harness.spec import Case
+from harness.families.pipeline import (ACC_REGISTER_LIMIT, EPILOGUES, GROUP, MAX_SMS, MAX_STAGES, ORDERS,  # noqa: F401
+                                       SCHEDULES, SMEM_LIMIT, SMEM_SLACK, PipelineCase)
 
 DTYPES = ("f16", "bf16", "e4m3")
 IN_BYTES = {"f16": 2, "bf16": 2, "e4m3": 1}  # bytes of an A or B element
@@ -33,20 +34,13 @@ MMA_RATE = {"f16": 1, "bf16": 1, "e4m3": 2}  # dense tensor-core FLOP per cycle 
 BK = 64  # one 128-byte swizzle span of 2-byte elements (128 of fp8: bk_for)
 LIBRARY_DTYPES = ("f16", "bf16")  # cublasGemmEx; fp8 needs cublasLt's matmul, which CuPy does not expose
 TILES = ((64, 128), (128, 128), (128, 256), (256, 128), (64, 64), (128, 64), (64, 256))
-MAX_STAGES = 7
-SMEM_LIMIT = 227 * 1024  # dynamic shared memory per block on sm_90 (cudaDevAttrMaxSharedMemoryPerBlockOptin)
-SMEM_SLACK = 1024  # the kernel aligns its dynamic shared memory to 1024 bytes itself
-ORDERS = ("row", "grouped")
-SCHEDULES = ("cooperative", "pingpong")  # ptx/pipeline.cuh SCHEDULE_COOPERATIVE, SCHEDULE_PINGPONG
-EPILOGUES = ("regs", "tmastore")
 MAX_DIM = 65536
-MAX_SMS = 1024  # a persistent grid's SMs, at most (a GPU with fewer refuses the case when it runs)
-GROUP = 8  # ptx/gemm.cu.in: rows of work items a grouped order walks at a time
-ACC_REGISTER_LIMIT = 128  # f32 accumulators per thread beyond which ptxas serializes the wgmma (C7511)
 
 
 @dataclass(frozen=True)
-class GemmCase(Case):
+class GemmCase(PipelineCase):
+    """A GEMM on the pipeline skeleton (families/pipeline.py: tile, ring, consumers, cluster, grid, order,
+    schedule, epilogue), or the library on the same problem."""
     family = "gemm"
     # what the GPU tests' default sample varies least (tests/gpu/sample.py): the problem and the ring's depth
     size_fields: ClassVar[tuple[str, ...]] = ("m", "n", "k", "stages")
@@ -55,18 +49,6 @@ class GemmCase(Case):
     n: int
     k: int
     library: bool = False  # cuBLAS on the problem, not a pipeline
-    bm: int = 128
-    bn: int = 256
-    bk: int = BK
-    stages: int = 3
-    consumers: int = 2
-    rebalance: bool = False
-    cluster: int = 1
-    persistent: bool = False
-    order: str = "row"
-    epilogue: str = "regs"
-    grid_sms: int = 0  # a persistent grid's CTAs: one per SM on this many SMs (0: every SM of the GPU)
-    schedule: str = "cooperative"  # SCHEDULES
 
     @property
     def base_id(self) -> str:
@@ -113,15 +95,6 @@ class GemmCase(Case):
     @property
     def tiles(self) -> int:
         return (self.m // self.bm) * (self.n // self.bn)
-
-    @property
-    def pingpong(self) -> bool:
-        return self.schedule == "pingpong"
-
-    @property
-    def wg_rows(self) -> int:
-        """Rows of a tile one consumer warpgroup computes: its share (cooperative) or all (ping-pong)."""
-        return self.bm if self.pingpong else self.bm // self.consumers
 
     @property
     def accumulators(self) -> int:
@@ -197,27 +170,12 @@ def check(case: GemmCase) -> None:
     if case.bk != bk_for(case.dtype):
         refuse(f"BK = {case.bk}: the pipeline's k-block of {case.dtype} is {bk_for(case.dtype)} (one 128-byte "
                "swizzle span)")
-    if case.schedule not in SCHEDULES:
-        refuse(f"schedule {case.schedule!r}: expected one of {', '.join(SCHEDULES)}")
-    if case.pingpong and (case.consumers != 2 or not case.persistent):
-        refuse("ping-pong alternates two consumer warpgroups over a persistent CTA's tiles: wg2 and persistent")
-    if case.consumers not in (1, 2) or case.wg_rows % 64:
-        refuse(f"{case.consumers} consumer warpgroups cannot split {case.bm} rows into blocks of 64")
+    skeleton = case.check_skeleton()
+    if skeleton:
+        refuse(skeleton)
     if case.accumulators > ACC_REGISTER_LIMIT:
         refuse(f"{case.accumulators} f32 accumulators per thread: ptxas would serialize the wgmma (C7511); "
-               "split the tile over two consumer warpgroups")
-    if case.rebalance and case.consumers != 2:
-        refuse("setmaxnreg rebalances registers from the producer to two consumer warpgroups")
-    if case.cluster not in (1, 2):
-        refuse(f"cluster {case.cluster}: expected 1 or 2")
-    if case.order not in ORDERS or case.epilogue not in EPILOGUES:
-        refuse(f"order {case.order!r} / epilogue {case.epilogue!r}: expected {ORDERS} / {EPILOGUES}")
-    if case.grid_sms and not case.persistent:
-        refuse(f"sms{case.grid_sms}: only a persistent grid chooses its SMs (a grid of one CTA per tile takes them all)")
-    if case.grid_sms and (not case.cluster <= case.grid_sms <= MAX_SMS or case.grid_sms % case.cluster):
-        refuse(f"sms{case.grid_sms}: expected a multiple of the cluster ({case.cluster}) up to {MAX_SMS}")
-    if not 1 <= case.stages <= MAX_STAGES:
-        refuse(f"{case.stages} stages: expected 1..{MAX_STAGES}")
+               + ("a ping-pong tile is one warpgroup's" if case.pingpong else "split the tile over two consumer warpgroups"))
     if case.smem_bytes() > SMEM_LIMIT:
         refuse(f"{case.smem_bytes()} bytes of shared memory: more than the {SMEM_LIMIT} a block may have")
     if case.m % (case.bm * case.cluster) or case.n % case.bn or case.k % case.bk:
@@ -352,10 +310,13 @@ PINGPONG_TILES = {"f16": ((128, 128), (64, 256)), "bf16": ((128, 128), (64, 256)
 
 def pingpong(sizes=(4096, 8192), dtypes=("f16", "e4m3")) -> list[GemmCase]:
     """Ping-pong beside the best cooperative configuration and the library: each ping-pong tile at the deepest
-    ring that fits beside its two output tiles (TMA store) and at one stage less, cluster 2 and 1."""
+    ring that fits beside its two output tiles (TMA store) and at one stage less, cluster 2 and 1 (fp8 at the
+    sizes it validates at)."""
     cases = []
     for dtype in dtypes:
         for s in sizes:
+            if dtype == "e4m3" and s not in FP8_SIZES:  # fp8 does not validate there yet (FP8_SIZES)
+                continue
             shape = (s, s, s)
             for bm, bn in PINGPONG_TILES[dtype]:
                 deepest = max(n for n in range(1, MAX_STAGES + 1)

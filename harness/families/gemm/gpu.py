@@ -14,13 +14,11 @@ import functools
 
 import numpy as np
 
-from harness.errors import HarnessError
+from harness import tensormaps
+from harness.dtypes import bf16_bits
 
-MAP_WORDS = 16
-PROBLEM = np.dtype([("a", np.uint64, (MAP_WORDS,)), ("b", np.uint64, (MAP_WORDS,)), ("c", np.uint64, (MAP_WORDS,)),
-                    ("c_ptr", np.uint64), ("m", np.int32), ("n", np.int32), ("k", np.int32), ("pad", np.int32),
-                    ("tail", np.uint8, (40,))])  # ptx/gemm.cu.in Problem: 3 x 128 + 24, aligned to 64 = 448 bytes
-assert PROBLEM.itemsize == 448
+from harness.families.gemm.problem import PROBLEM
+
 CUDA_R_16F, CUDA_R_16BF = 2, 14  # cudaDataType
 CUBLAS_COMPUTE_32F = 68
 CUBLAS_GEMM_DEFAULT = -1
@@ -30,28 +28,15 @@ SEED = 20261125
 def _encode(case, dtype: str, address: int, rows: int, cols: int, box_rows: int, box_cols: int,
             promotion: bool) -> np.ndarray:
     """A 2-D map over a row-major rows x cols matrix of `dtype` elements (e4m3 as bytes), box box_rows x
-    box_cols, 128-byte swizzle."""
-    from cuda.bindings import driver
-
-    types = driver.CUtensorMapDataType
-    element, size = {"f16": (types.CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2), "bf16": (types.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2),
-                     "e4m3": (types.CU_TENSOR_MAP_DATA_TYPE_UINT8, 1)}[dtype]
-    l2 = driver.CUtensorMapL2promotion
-    err, tmap = driver.cuTensorMapEncodeTiled(
-        element, 2, address, [driver.cuuint64_t(cols), driver.cuuint64_t(rows)], [driver.cuuint64_t(cols * size)],
-        [driver.cuuint32_t(box_cols), driver.cuuint32_t(box_rows)], [driver.cuuint32_t(1), driver.cuuint32_t(1)],
-        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-        l2.CU_TENSOR_MAP_L2_PROMOTION_L2_256B if promotion else l2.CU_TENSOR_MAP_L2_PROMOTION_NONE,
-        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise HarnessError(f"{case}: cuTensorMapEncodeTiled refused a {rows}x{cols} map with a {box_rows}x{box_cols} box: "
-                           f"{err.name}")
-    return np.array([int(w) for w in tmap.opaque], dtype=np.uint64)
+    box_cols, 128-byte swizzle (harness/tensormaps.py)."""
+    size = 1 if dtype in ("e4m3", "e5m2") else 2
+    return tensormaps.matrix(str(case), dtype, address, rows, cols, box_rows, box_cols, size, 128,
+                             256 if promotion else None).view(np.uint64)
 
 
 def problem(case, a: int, b: int, c: int, m: int, n: int, k: int) -> np.ndarray:
     """The kernel's Problem argument for A, B, C at these addresses (row-major, K-major A and B)."""
-    value = np.zeros(1, dtype=PROBLEM)
+    value = np.zeros(1, dtype=PROBLEM.dtype())
     if not case.library:
         value["a"] = _encode(case, case.dtype, a, m, k, case.bm, case.bk, True)
         value["b"] = _encode(case, case.dtype, b, n, k, case.bn // case.cluster, case.bk, True)
@@ -70,8 +55,7 @@ def normal(cupy, rows: int, cols: int, dtype: str, seed: int):
         return codes[nearer]
     if dtype == "f16":
         return x.astype(cupy.float16).view(cupy.uint16)
-    u = x.view(cupy.uint32)
-    return ((u + cupy.uint32(0x7FFF) + ((u >> 16) & cupy.uint32(1))) >> 16).astype(cupy.uint16)
+    return bf16_bits(x.view(cupy.uint32), cupy)
 
 
 def _e4m3_table(cupy):

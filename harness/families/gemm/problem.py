@@ -9,17 +9,25 @@ import harness.families.gemm.cases as _cases
 from harness.dtypes import encode
 from harness.errors import SpecError
 from harness.families.gemm.cases import GemmCase
+from harness.families.pipeline import (CONSUMER_REGS, PIPELINE_COUNTERS, PRODUCER_REGS, KernelStruct,  # noqa: F401
+                                       counter_index)
 from harness.measure.methods import Counter
 
-PRODUCER_REGS, CONSUMER_REGS = 40, 232  # setmaxnreg: 128 x 40 + 256 x 232 = 64512 of 65536 registers
+# ptx/gemm.cu.in's by-value argument, twice (the check problem, the measured one): maps over A (K x M, box BK x BM),
+# B (K x N, box BK x BN / cluster) and C (N x M, box 64 x rows of one consumer warpgroup, 128-byte swizzle), C's
+# address (the register epilogue) and the shape.
+PROBLEM = KernelStruct("Problem", (("a", "map"), ("b", "map"), ("c", "map"), ("c_ptr", "u64"), ("m", "i32"),
+                                   ("n", "i32"), ("k", "i32"), ("pad", "i32")),
+                       comment="One GEMM: maps over A, B and C, C's address (the register epilogue) and its shape "
+                               "(harness/families/gemm/problem.py PROBLEM).")
 TENSOR_FLOPS_PER_CYCLE = 4096  # dense f16/bf16 FLOP per cycle per SM: 4 tensor cores x 1024 (wgmma measures
 # it); fp8 twice that (GemmCase.mma_rate)
 POISON = 0xFFFFFFFF
 CHECK_VALUES = (-2, 2)  # the check problem's inputs: integers in this range, exact in every type
 VERIFY_ATOL, VERIFY_RTOL = 0.05, 1.0 / 128  # the measured problem against cuBLAS (see checks())
-# ptx/gemm.cu.in counters, per CTA after its timing record
-FULL_WAIT, EMPTY_WAIT, EPILOGUE, MAINLOOP, TILES, KBLOCKS = range(6)
-COUNTER_WORDS = 6
+# the pipeline's counters, per CTA after its timing record (families/pipeline.py PIPELINE_COUNTERS)
+FULL_WAIT, EMPTY_WAIT, EPILOGUE, MAINLOOP, TILES, KBLOCKS = (counter_index(name) for name in PIPELINE_COUNTERS)
+COUNTER_WORDS = len(PIPELINE_COUNTERS)
 COUNTERS = (Counter("cycles_per_kblock", "cycles", MAINLOOP, KBLOCKS),
             Counter("full_wait_cycles_per_tile", "cycles", FULL_WAIT, TILES),
             Counter("empty_wait_cycles_per_tile", "cycles", EMPTY_WAIT, TILES),
@@ -57,17 +65,10 @@ def sms_used(case: GemmCase, sm_count: int) -> int:
 
 
 def threads(case: GemmCase) -> int:
-    return 128 * (1 + case.consumers)
+    return case.threads
 
 
 def to_bits(values: np.ndarray, dtype: str) -> np.ndarray:
-    """float values as the bit patterns of `dtype`: f16 and bf16 rounded to nearest even, as cvt.rn does;
-    e4m3 (8 bits) only for values it holds exactly (harness/dtypes.py)."""
-    if dtype == "e4m3":
-        return encode("e4m3", values)
-    if dtype == "f16":
-        return np.asarray(values, dtype=np.float32).astype(np.float16).view(np.uint16)
-    u = np.asarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
-
-
+    """float values as the bit patterns of `dtype` (harness/dtypes.py encode: f16 and bf16 rounded to nearest
+    even, as cvt.rn does; e4m3 only for values it holds exactly)."""
+    return encode(dtype, values)

@@ -8,6 +8,7 @@ from math import prod
 
 import numpy as np
 
+from harness import tensormaps
 from harness.errors import HarnessError
 import harness.families.tma.model as model
 from harness.families.tma.layout import (SOURCE_L2_MULTIPLE, SOURCE_MIN_BYTES, dynamic_smem, geometry, source_bytes,
@@ -15,7 +16,7 @@ from harness.families.tma.layout import (SOURCE_L2_MULTIPLE, SOURCE_MIN_BYTES, d
 from harness.families.tma.cases import PORTABLE_CLUSTER
 
 FILL_CHUNK_WORDS = 1 << 24
-MAP_DTYPE = np.dtype([("w", np.uint64, (16,))], align=True)  # CUtensorMap: 128 opaque bytes, passed by value
+MAP_DTYPE = tensormaps.MAP_DTYPE  # CUtensorMap: 128 opaque bytes, passed by value
 
 
 def source_size(device) -> int:
@@ -44,59 +45,20 @@ def evict_l2(cupy, l2_bytes: int) -> None:
 
 
 def encode_map(case, geometry: model.Geometry, address: int) -> np.ndarray:
-    """cuTensorMapEncodeTiled over the source, as the by-value kernel argument."""
-    from cuda.bindings import driver
-
-    dtype, layout = _options(case, geometry.elem)
-    return _by_value(case, "cuTensorMapEncodeTiled", f"dims {geometry.dims}, strides {geometry.strides[1:]}, box "
-                     f"{geometry.box}", *driver.cuTensorMapEncodeTiled(
-        dtype, geometry.rank, address,
-        [driver.cuuint64_t(d) for d in geometry.dims],
-        # rank 1 has no stride; an empty list reaches the driver as a null pointer, which it refuses
-        [driver.cuuint64_t(s) for s in geometry.strides[1:] or (-(-geometry.dims[0] * geometry.elem // 16) * 16,)],
-        [driver.cuuint32_t(b) for b in geometry.box],
-        [driver.cuuint32_t(1) for _ in geometry.box], *layout))
-
-
-def _options(case, elem: int):
-    """The element type, and the arguments every map here ends with: no interleave, the case's
-    swizzle and L2 promotion, zeros out of bounds."""
-    from cuda.bindings import driver
-
-    types = {1: "UINT8", 2: "UINT16", 4: "UINT32", 8: "UINT64"}
-    dtype = getattr(driver.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{types[elem]}")
-    swizzle = getattr(driver.CUtensorMapSwizzle,
-                      "CU_TENSOR_MAP_SWIZZLE_" + (f"{case.swizzle}B" if case.swizzle else "NONE"))
-    promotion = getattr(driver.CUtensorMapL2promotion, "CU_TENSOR_MAP_L2_PROMOTION_"
-                        + (f"L2_{case.promotion}B" if case.promotion else "NONE"))
-    return dtype, (driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, promotion,
-                   driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
-
-
-def _by_value(case, encoder: str, shape: str, err, tmap) -> np.ndarray:
-    """The encoded map as the by-value kernel argument, or one line saying the driver refused it."""
-    from cuda.bindings import driver
-
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise HarnessError(f"{case}: {encoder} refused the map: {err.name} ({shape})")
-    return np.array([int(w) for w in tmap.opaque], dtype=np.uint64).view(MAP_DTYPE)
+    """cuTensorMapEncodeTiled over the source, as the by-value kernel argument (harness/tensormaps.py)."""
+    # rank 1 has no stride; an empty list reaches the driver as a null pointer, which it refuses
+    strides = geometry.strides[1:] or (-(-geometry.dims[0] * geometry.elem // 16) * 16,)
+    return tensormaps.tiled(str(case), geometry.elem, address, geometry.dims, strides, geometry.box,
+                            case.swizzle or None, case.promotion or None)
 
 
 def encode_im2col_map(case, geometry: model.Im2colGeometry, address: int) -> np.ndarray:
     """cuTensorMapEncodeIm2col over the source as (C, W, [H, [D,]] N): the pixel box from the corner to
     the extent - 1 + the corner in every spatial dimension, `channels` x `pixels` per load."""
-    from cuda.bindings import driver
-
-    dtype, layout = _options(case, geometry.elem)
     spatial = len(geometry.spatial)
-    return _by_value(case, "cuTensorMapEncodeIm2col", f"dims {geometry.dims}, channels {geometry.channels}, pixels "
-                     f"{geometry.pixels}", *driver.cuTensorMapEncodeIm2col(
-        dtype, geometry.rank, address,
-        [driver.cuuint64_t(d) for d in geometry.dims],
-        [driver.cuuint64_t(s) for s in geometry.strides[1:]],
-        [model.IM2COL_CORNER] * spatial, [model.IM2COL_CORNER] * spatial,
-        driver.cuuint32_t(geometry.channels), driver.cuuint32_t(geometry.pixels),
-        [driver.cuuint32_t(1) for _ in geometry.dims], *layout))
+    return tensormaps.im2col(str(case), geometry.elem, address, geometry.dims, geometry.strides[1:],
+                             [model.IM2COL_CORNER] * spatial, [model.IM2COL_CORNER] * spatial, geometry.channels,
+                             geometry.pixels, case.swizzle or None, case.promotion or None)
 
 
 def attach(case, probe, device) -> None:

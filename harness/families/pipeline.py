@@ -1,0 +1,180 @@
+"""What a warp-specialized pipeline case is (ptx/pipeline.cuh), declared once for every kernel-level family.
+
+A pipeline family (GEMM today, attention next) subclasses `PipelineCase` for its cases and renders
+`skeleton_params(case)` into its template beside its own parameters; its kernel's by-value argument is a
+`KernelStruct` (declared here once: rendered into the template as C and into NumPy as the host's view, with the
+offsets checked against each other by the compiler, tests/test_pipeline_layer.py); its in-kernel counters are
+`PIPELINE_COUNTERS` (rendered into the template as the enum ptx/pipeline.cuh writes).
+
+The layer below the families holds what they share: ptx/warpgroup.cuh and ptx/pipeline.cuh on the device,
+harness/tensormaps.py (TMA maps) and harness/dtypes.py (rounding) on the host.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+
+from harness.errors import SpecError
+from harness.spec import Case
+
+SCHEDULES = ("cooperative", "pingpong")  # ptx/pipeline.cuh SCHEDULE_COOPERATIVE, SCHEDULE_PINGPONG
+ORDERS = ("row", "grouped")  # ptx/pipeline.cuh ORDER_ROW, ORDER_GROUPED
+EPILOGUES = ("regs", "tmastore")
+GROUP = 8  # rows of work items a grouped order walks at a time
+MAX_STAGES = 7
+MAX_SMS = 1024  # a persistent grid's SMs, at most (a GPU with fewer refuses the case when it runs)
+WARPGROUP_THREADS = 128
+PRODUCER_REGS, CONSUMER_REGS = 40, 232  # setmaxnreg: 128 x 40 + 256 x 232 = 64512 of 65536 registers
+SMEM_LIMIT = 227 * 1024  # dynamic shared memory per block on sm_90 (cudaDevAttrMaxSharedMemoryPerBlockOptin)
+SMEM_SLACK = 1024  # the skeleton aligns its dynamic shared memory to 1024 bytes itself
+ACC_REGISTER_LIMIT = 128  # f32 accumulators per thread beyond which ptxas serializes the wgmma (C7511)
+
+# The counters every pipeline writes per CTA after its timing record, in this order (ptx/pipeline.cuh
+# PipelineCounter, rendered from this list): cycles the first consumer warpgroup waited on full slots, cycles the
+# producer waited on empty ones, the consumer's epilogue and mainloop cycles, its tiles and k-blocks.
+PIPELINE_COUNTERS = ("full_wait", "empty_wait", "epilogue", "mainloop", "tiles", "kblocks")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PipelineCase(Case):
+    """The skeleton's dimensions: a tile of bm x bn over k-blocks of bk, a ring of `stages` slots, `consumers`
+    consumer warpgroups (setmaxnreg rebalancing registers from the producer when `rebalance`), a cluster of
+    `cluster` CTAs sharing B by multicast, a persistent grid or one CTA per tile, the tile order, the schedule
+    and the epilogue. A family adds its problem and its types."""
+
+    bm: int = 128
+    bn: int = 256
+    bk: int = 64
+    stages: int = 3
+    consumers: int = 2
+    rebalance: bool = False
+    cluster: int = 1
+    persistent: bool = False
+    order: str = "row"
+    epilogue: str = "regs"
+    grid_sms: int = 0  # a persistent grid's CTAs: one per SM on this many SMs (0: every SM of the GPU)
+    schedule: str = "cooperative"  # SCHEDULES
+
+    @property
+    def pingpong(self) -> bool:
+        return self.schedule == "pingpong"
+
+    @property
+    def wg_rows(self) -> int:
+        """Rows of a tile one consumer warpgroup computes: its share (cooperative) or all (ping-pong)."""
+        return self.bm if self.pingpong else self.bm // self.consumers
+
+    @property
+    def threads(self) -> int:
+        return WARPGROUP_THREADS * (1 + self.consumers)
+
+    def check_skeleton(self) -> str | None:
+        """Why the skeleton cannot run these dimensions, in one line, or None."""
+        if self.schedule not in SCHEDULES:
+            return f"schedule {self.schedule!r}: expected one of {', '.join(SCHEDULES)}"
+        if self.pingpong and (self.consumers != 2 or not self.persistent):
+            return "ping-pong alternates two consumer warpgroups over a persistent CTA's tiles: wg2 and persistent"
+        if self.consumers not in (1, 2) or self.wg_rows % 64:
+            return f"{self.consumers} consumer warpgroups cannot split {self.bm} rows into blocks of 64"
+        if self.rebalance and self.consumers != 2:
+            return "setmaxnreg rebalances registers from the producer to two consumer warpgroups"
+        if self.cluster not in (1, 2):
+            return f"cluster {self.cluster}: expected 1 or 2"
+        if self.order not in ORDERS or self.epilogue not in EPILOGUES:
+            return f"order {self.order!r} / epilogue {self.epilogue!r}: expected {ORDERS} / {EPILOGUES}"
+        if self.grid_sms and not self.persistent:
+            return (f"sms{self.grid_sms}: only a persistent grid chooses its SMs (a grid of one CTA per tile takes "
+                    "them all)")
+        if self.grid_sms and (not self.cluster <= self.grid_sms <= MAX_SMS or self.grid_sms % self.cluster):
+            return f"sms{self.grid_sms}: expected a multiple of the cluster ({self.cluster}) up to {MAX_SMS}"
+        if not 1 <= self.stages <= MAX_STAGES:
+            return f"{self.stages} stages: expected 1..{MAX_STAGES}"
+        return None
+
+
+def skeleton_params(case: PipelineCase) -> dict[str, object]:
+    """The template parameters of ptx/pipeline.cuh's skeleton for this case (a family adds its own)."""
+    return {
+        "stages": case.stages, "consumers": case.consumers, "schedule": f"SCHEDULE_{case.schedule.upper()}",
+        "rebalance": str(case.rebalance).lower(), "producer_regs": PRODUCER_REGS, "consumer_regs": CONSUMER_REGS,
+        "cluster": case.cluster, "persistent": str(case.persistent).lower(), "order": ORDERS.index(case.order),
+        "group": GROUP, "epilogue_tma": str(case.epilogue == "tmastore").lower(),
+        "cluster_attr": f"__cluster_dims__({case.cluster}, 1, 1)" if case.cluster > 1 else "",
+        "counters": render_counters(),
+    }
+
+
+def render_counters() -> str:
+    """PIPELINE_COUNTERS as the C enum ptx/pipeline.cuh indexes its counters with."""
+    names = ", ".join(name.upper() for name in PIPELINE_COUNTERS)
+    return f"enum PipelineCounter {{ {names}, PIPELINE_COUNTERS }};"
+
+
+def counter_index(name: str) -> int:
+    return PIPELINE_COUNTERS.index(name)
+
+
+# -- kernel argument structs ------------------------------------------------------------------------------
+
+MAP_WORDS = 16  # a CUtensorMap: 128 bytes, 64-byte aligned
+_C_TYPES = {"map": ("TmaMap", None), "u64": ("unsigned long long", np.uint64), "i32": ("int", np.int32)}
+_SIZES = {"map": 128, "u64": 8, "i32": 4}
+
+
+@dataclass(frozen=True)
+class KernelStruct:
+    """A by-value kernel argument: `fields` as (name, kind) with kind "map" (a TMA map), "u64" or "i32", aligned
+    to 64 bytes (a tensor map's alignment). One declaration gives the C struct and the NumPy dtype."""
+
+    name: str
+    fields: tuple[tuple[str, str], ...]
+    align: ClassVar[int] = 64
+    comment: str = field(default="", compare=False)
+
+    def offsets(self) -> dict[str, int]:
+        offset, out = 0, {}
+        for name, kind in self.fields:
+            size = _SIZES[kind]
+            offset = -(-offset // min(size, self.align)) * min(size, self.align)
+            out[name] = offset
+            offset += size
+        return out
+
+    @property
+    def itemsize(self) -> int:
+        name, kind = self.fields[-1]
+        end = self.offsets()[name] + _SIZES[kind]
+        return -(-end // self.align) * self.align
+
+    def dtype(self) -> np.dtype:
+        spec = {"names": [], "formats": [], "offsets": [], "itemsize": self.itemsize}
+        for (name, kind), offset in zip(self.fields, self.offsets().values()):
+            spec["names"].append(name)
+            spec["formats"].append((np.uint64, (MAP_WORDS,)) if kind == "map" else _C_TYPES[kind][1])
+            spec["offsets"].append(offset)
+        return np.dtype(spec)
+
+    def render(self) -> str:
+        """The C declaration (with TmaMap's), for a template's ${...}."""
+        lines = ["struct __align__(64) TmaMap {", "  unsigned long long w[16];", "};"]
+        if self.comment:
+            lines += [f"// {line}" for line in self.comment.splitlines()]
+        lines.append(f"struct __align__({self.align}) {self.name} {{")
+        lines += [f"  {_C_TYPES[kind][0]} {name};" for name, kind in self.fields]
+        lines.append("};")
+        return "\n".join(lines)
+
+    def check_layout_source(self) -> str:
+        """static_asserts that the compiler's layout of the struct is the NumPy dtype's (compiled by the tests)."""
+        asserts = [f'static_assert(sizeof({self.name}) == {self.itemsize}, "{self.name}: size");']
+        asserts += [f'static_assert(offsetof({self.name}, {name}) == {offset}, "{self.name}.{name}: offset");'
+                    for name, offset in self.offsets().items()]
+        return "\n".join(asserts)
+
+
+def refuse(case: Case, why: str | None) -> None:
+    if why:
+        raise SpecError(f"{case.case_id}: {why}")
