@@ -148,7 +148,7 @@ struct TileScheduler {
 
 // The counters every pipeline keeps, per CTA after its timing record, are the enum PipelineCounter (FULL_WAIT,
 // EMPTY_WAIT, EPILOGUE, MAINLOOP, TILES, KBLOCKS, PIPELINE_COUNTERS): harness/families/pipeline.py declares them
-// once and the template renders them (its ${counters}) before it includes this header.
+// once and the template renders them (its counters parameter) before it includes this header.
 
 template <class K>
 __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, long long* timing) {

@@ -1,0 +1,142 @@
+"""The pipeline layer below the kernel families: ptx/warpgroup.cuh and ptx/pipeline.cuh on the device,
+harness/families/pipeline.py (the skeleton's case, its counters, its kernel structs) on the host.
+
+Expectations come from outside the code under test: the descriptor's fields from the wgmma family's host encoder
+(itself tested against the PTX ISA's table in test_descriptors.py), a struct's layout from the compiler's
+offsetof, illegal arguments from the compiler's refusal."""
+
+import re
+
+import numpy as np
+import pytest
+
+from harness.build.compile import compile_probe
+from harness.build.render import ProbeSource, _with_common, template_dir
+from harness.build.sass import disassemble
+from harness.errors import CompileError, SpecError
+from harness.families.gemm import FAMILY as GEMM
+from harness.families.gemm.cases import parse
+from harness.families.gemm.problem import PROBLEM
+from harness.families.pipeline import PIPELINE_COUNTERS, KernelStruct, render_counters
+from harness.families.wgmma.descriptors import SmemDescriptor
+
+
+def _compile(body: str, name: str):
+    return compile_probe(ProbeSource(name, _with_common(body)))
+
+
+def test_descriptor_fields_match_the_wgmma_familys_encoder(cache_dir):
+    """smem_descriptor_fields (device) and SmemDescriptor.encode (host) give the same 64 bits: the compiler checks
+    each pair with a static_assert, so a field moved on either side fails the build."""
+    swizzles = {"none": "Swizzle::None", "128B": "Swizzle::B128", "64B": "Swizzle::B64", "32B": "Swizzle::B32"}
+    cases = [SmemDescriptor(0x1230, 16, 1024, 0, "128B"), SmemDescriptor(0x3FFF0, 128, 256, 0, "none"),
+             SmemDescriptor(0x400, 0x3FFF0, 0x3FFF0, 7, "32B"), SmemDescriptor(16, 32, 64, 3, "64B")]
+    asserts = "\n".join(
+        f"static_assert(smem_descriptor_fields({d.start_address}u, {d.leading_byte_offset}u, {d.stride_byte_offset}u, "
+        f"{d.base_offset}u, {swizzles[d.swizzle]}) == {d.encode()}ull, \"descriptor {i}\");"
+        for i, d in enumerate(cases))
+    build = _compile(f'#include "warpgroup.cuh"\n{asserts}\nextern "C" __global__ void k() {{}}\n', "descriptor-fields")
+    assert build.cubin_path.is_file()
+    # and a wrong expectation does fail: the check can fail
+    wrong = asserts.replace(f"== {cases[0].encode()}ull", f"== {cases[0].encode() ^ (1 << 62)}ull")
+    with pytest.raises(CompileError, match="descriptor 0"):
+        _compile(f'#include "warpgroup.cuh"\n{wrong}\nextern "C" __global__ void k() {{}}\n', "descriptor-wrong")
+
+
+@pytest.mark.parametrize("call, message", [
+    ("wgmma_wait_group<8>()", "0..7 groups"),
+    ("setmaxnreg_inc<20>()", "24..256 registers"),
+    ("setmaxnreg_dec<100>()", "a multiple of 8"),
+    ("(void)smem_descriptor<Swizzle::B128, 8, 1024>(0u)", "LBO"),
+])
+def test_illegal_compile_time_arguments_fail_the_build(cache_dir, call, message):
+    body = f'#include "warpgroup.cuh"\nextern "C" __global__ void k() {{ {call}; }}\n'
+    with pytest.raises(CompileError, match=message):
+        _compile(body, f"illegal-{abs(hash(call))}")
+
+
+def test_each_warpgroup_wrapper_is_its_instruction(cache_dir):
+    body = ('#include "warpgroup.cuh"\n'
+            'extern "C" __global__ void __launch_bounds__(384, 1) k(int id) {\n'  # setmaxnreg needs the bound
+            "  wgmma_fence(); wgmma_commit_group(); wgmma_wait_group<1>();\n"
+            "  named_barrier_arrive(id, 256); named_barrier_sync(id + 1, 128);\n"
+            "  if (threadIdx.x < 128) setmaxnreg_dec<40>(); else setmaxnreg_inc<232>();\n}\n")
+    sass = disassemble(_compile(body, "warpgroup-wrappers").cubin_path)["k"]
+    text = "\n".join(sass)
+    for mnemonic in ("WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR.LE gsb0, 0x1", "BAR.ARV", "BAR.SYNC",
+                     "USETMAXREG.DEALLOC", "USETMAXREG.TRY_ALLOC"):
+        assert mnemonic in text, (mnemonic, text)
+
+
+def test_a_kernel_struct_is_laid_out_as_the_compiler_lays_it(cache_dir):
+    """The NumPy view of the GEMM's Problem (and of an odd struct) has the compiler's offsets and size."""
+    odd = KernelStruct("Odd", (("n", "i32"), ("map", "map"), ("p", "u64"), ("k", "i32")))
+    for struct in (PROBLEM, odd):
+        body = ("#include <cstddef>\n" if False else "") + struct.render() + "\n" + struct.check_layout_source().replace(
+            "offsetof", "__builtin_offsetof") + '\nextern "C" __global__ void k() {}\n'
+        assert _compile(body, f"struct-{struct.name}").cubin_path.is_file()
+        dtype = struct.dtype()
+        assert dtype.itemsize == struct.itemsize and dtype.itemsize % 64 == 0
+        assert {name: dtype.fields[name][1] for name in dtype.names} == struct.offsets()
+    assert PROBLEM.itemsize == 448  # 3 maps of 128 bytes, an address, four ints, to a multiple of 64
+    broken = PROBLEM.check_layout_source().replace("== 384", "== 388").replace("offsetof", "__builtin_offsetof")
+    with pytest.raises(CompileError, match="c_ptr"):
+        _compile(PROBLEM.render() + "\n" + broken + '\nextern "C" __global__ void k() {}\n', "struct-broken")
+
+
+def test_the_counters_render_in_their_declared_order():
+    assert render_counters() == ("enum PipelineCounter { FULL_WAIT, EMPTY_WAIT, EPILOGUE, MAINLOOP, TILES, KBLOCKS, "
+                                 "PIPELINE_COUNTERS };")
+    assert PIPELINE_COUNTERS.index("mainloop") == 3
+
+
+def test_headers_are_inlined_once_with_what_they_include():
+    case = parse("gemm.f16.2048x2048x2048.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore")
+    from harness.build.render import render
+
+    text = render(case, GEMM).text
+    for header in ("async.cuh", "warpgroup.cuh", "pipeline.cuh"):
+        assert text.count(f"// ---- {header} ----") == 1, header
+    assert not re.search(r'^#include "', text, re.MULTILINE)  # nothing left for NVRTC to find on a path
+    assert len(re.findall(r'^#include "', (template_dir() / "pipeline.cuh").read_text(), re.MULTILINE)) == 2
+
+
+PINGPONG = "gemm.f16.8192x8192x8192.tile128x128x64.s4.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore.pingpong"
+
+
+def test_a_pingpong_case_round_trips_and_holds_a_whole_tile_per_warpgroup():
+    case = parse(PINGPONG)
+    assert case.schedule == "pingpong" and case.wg_rows == 128 and case.accumulators == 128
+    # two output tiles (one per consumer warpgroup, their epilogues overlap) beside four 32 KiB stages
+    assert case.smem_bytes() == 4 * 32768 + 2 * 128 * 128 * 2 + 1024
+    expectation = GEMM.sass_expectation(case)
+    assert expectation.executes == "8 x HGMMA.64x128x16.F32 per k-block"  # 4 k steps x 2 m64 blocks, one warpgroup
+    assert "SCHEDULE_PINGPONG" in GEMM.template_params(case)["schedule"]
+
+
+@pytest.mark.parametrize("case_id, why", [
+    ("gemm.f16.8192x8192x8192.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore.pingpong",
+     "256 f32 accumulators"),
+    ("gemm.f16.8192x8192x8192.tile128x128x64.s4.wg2.setmaxnreg.cluster2.grid-grouped.tmastore.pingpong",
+     "persistent"),
+    ("gemm.f16.8192x8192x8192.tile128x128x64.s4.wg1.cluster2.persistent-grouped.tmastore.pingpong", "wg2"),
+    ("gemm.e4m3.8192x8192x8192.tile128x128x128.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore.pingpong",
+     "256 f32 accumulators"),
+])
+def test_pingpong_refuses_what_it_cannot_run(case_id, why):
+    with pytest.raises(SpecError, match=why):
+        parse(case_id)
+
+
+def test_the_pingpong_kernel_compiles_without_spills_to_its_expectation(cache_dir):
+    from harness.build.render import render
+    from harness.build.sass import check
+
+    case = parse(PINGPONG)
+    build = compile_probe(render(case, GEMM))
+    result = check(build, GEMM.sass_expectation(case))
+    assert result.ok, result.note
+    sass = "\n".join(disassemble(build.cubin_path)["probe_gemm"])
+    # the turn between the consumer warpgroups: a wait on one named barrier, an arrival on the other
+    assert re.search(r"BAR\.SYNC", sass) and re.search(r"BAR\.ARV", sass)
+    assert np.isfinite(build.registers("probe_gemm"))
