@@ -116,8 +116,9 @@ def kblock_kib(case: GemmCase) -> float:
 
 
 def wgmma_per_kblock(case: GemmCase) -> int:
-    """wgmma one consumer warpgroup issues per k-block: MI m64 blocks x BK / 16 steps."""
-    return case.bm // case.consumers // 64 * (case.bk // case.wgmma_k)
+    """wgmma one consumer warpgroup issues per k-block: MI m64 blocks (of its rows: half the tile's when
+    cooperative, all of them in ping-pong) x BK / 16 steps."""
+    return case.wg_rows // 64 * (case.bk // case.wgmma_k)
 
 
 def tensor_cycles(case: GemmCase, p: Params) -> float:
