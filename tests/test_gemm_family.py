@@ -243,11 +243,11 @@ def test_a_persistent_grid_on_fewer_sms_has_its_own_id_grid_and_prediction():
     assert fewer.flops_per_cycle_sm == pytest.approx(all_sms.flops_per_cycle_sm, rel=0.03)
 
 
-def test_fp8_cases_take_a_k_block_of_128_the_qgmma_and_no_library():
+def test_fp8_cases_take_a_k_block_of_128_the_qgmma_and_cublaslt_as_their_library():
     """e4m3 (PTX ISA: wgmma .e4m3 is m64nNk32, K-major only, 2 x the dense rate of f16): a k-block of 128
     elements is one 128-byte swizzle span, four k32 steps; C is f16; each k-block is promoted into f32
-    registers (two sets of accumulators: 128x256 over two consumers would need 256 a thread); cuBLAS's fp8
-    GEMM is not reachable."""
+    registers (two sets of accumulators: 128x256 over two consumers would need 256 a thread); the library is
+    cuBLASLt's fp8 matmul (cublasGemmEx takes no fp8), without or with fast accumulation."""
     from harness.families.gemm.cases import BEST_FP8, fp8, full, pipeline
     from harness.families.gemm.model import PRIOR, Params, predict_case, tensor_cycles, wgmma_per_kblock
 
@@ -263,9 +263,15 @@ def test_fp8_cases_take_a_k_block_of_128_the_qgmma_and_no_library():
     assert FAMILY.peak(case) == 2 * FAMILY.peak(replace(case, dtype="f16", bk=64))
     for bad, why in (("gemm.e4m3.8192x8192x8192.tile128x128x64.s3.wg2.cluster1.grid-row.regs", "k-block of e4m3 is 128"),
                      ("gemm.e4m3.8192x8192x8192.tile128x256x128.s3.wg2.cluster1.grid-row.regs", "256 f32 accumulators"),
-                     ("cublas.e4m3.8192x8192x8192", "cublasLt")):
+                     ("cublas.e4m3.8192x8192x8192", "not canonical: 'cublaslt.e4m3"),
+                     ("cublas.f16.8192x8192x8192.fastaccum", "cuBLASLt's fp8 option"),
+                     ("cublaslt.e4m3.8192x8192x8200", "multiples of 16")):
         with pytest.raises(SpecError, match=why):
             FAMILY.parse(bad)
+    anchor = FAMILY.parse("cublaslt.e4m3.4096x4096x4096.fastaccum")
+    assert anchor.library and anchor.fast_accum and anchor.columns()["instruction"] == "cublasLtMatmul"
+    assert "fast accumulation on" in FAMILY.describe(anchor)[1]
+    assert "no fast accumulation" in FAMILY.plan(case)[0].notes  # the pipeline's anchor in its rounds
     # the planner: a k-block of the same tile takes the tensor cores as long as f16's (twice the FLOP at twice
     # the rate) and lands the same bytes; the problem has half the k-blocks
     f16 = pipeline("f16", (4096, 4096, 4096), **BEST_FP8)
@@ -288,3 +294,44 @@ def test_fp8_check_inputs_are_exact_e4m3_codes():
     codes = {-2.0: 0xC0, -1.0: 0xB8, 0.0: 0x00, 1.0: 0x38, 2.0: 0x40}
     a = inputs.values["A"].ravel()
     assert {float(v): int(c) for v, c in zip(a, inputs.buffer[:m * k])} == {v: codes[v] for v in set(a.tolist())}
+
+
+def _tensor_core_fp8(a: np.ndarray, b: np.ndarray, bits: int, step: int = 32, kblock: int = 128) -> np.ndarray:
+    """An fp8 GEMM as the bound assumes the hardware does it: each k32 step's exact products added into a running
+    k-block sum truncated to `bits` fraction bits, each k-block added into f32, C rounded to f16."""
+    m, k = a.shape
+    out = np.zeros((m, b.shape[0]), dtype=np.float32)
+    for k0 in range(0, k, kblock):
+        running = np.zeros_like(out, dtype=np.float64)
+        for s0 in range(k0, k0 + kblock, step):
+            running += a[:, s0:s0 + step] @ b[:, s0:s0 + step].T  # products of 4-bit significands: exact
+            exponent = np.floor(np.log2(np.maximum(np.abs(running), 1e-300)))
+            quantum = 2.0 ** (exponent - bits)
+            running = np.trunc(running / quantum) * quantum  # toward zero: the worse of the two roundings
+        out = (out + running.astype(np.float32)).astype(np.float32)
+    return out.astype(np.float16).astype(np.float64)
+
+
+def test_the_fp8_bound_holds_for_the_arithmetic_and_fails_a_dropped_kblock_or_a_wrong_scale():
+    """problem.fp8_bound against a GEMM done as the bound describes it (13 fraction bits a step, truncated): every
+    element within; a dropped k-block or A scaled by 2 leaves most elements beyond it."""
+    from harness.dtypes import round_to
+    from harness.families.gemm.problem import FP8_SUM_BITS, fp8_bound
+
+    rng = np.random.default_rng(7)
+    m, n, k = 64, 48, 1024
+    a = round_to("e4m3", rng.standard_normal((m, k)))
+    b = round_to("e4m3", rng.standard_normal((n, k)))
+    reference = (a.astype(np.float32) @ b.astype(np.float32).T).astype(np.float16).astype(np.float64)
+    abs_sum = np.abs(a) @ np.abs(b).T
+    bound = fp8_bound(np, reference, abs_sum, k, 128 // 32, 128)
+    ours = _tensor_core_fp8(a, b, FP8_SUM_BITS)
+    assert np.all(np.abs(ours - reference) <= bound)
+    assert np.abs(ours - reference).max() > 0  # the simulated hardware does round: the bound is not vacuous
+    dropped = _tensor_core_fp8(np.concatenate([a[:, :128] * 0, a[:, 128:]], axis=1), b, FP8_SUM_BITS)
+    assert np.mean(np.abs(dropped - reference) > bound) > 0.5
+    scaled = _tensor_core_fp8(2 * a, b, FP8_SUM_BITS)
+    assert np.mean(np.abs(scaled - reference) > bound) > 0.9
+    # and the bound is tight enough to notice fewer bits than it assumes, somewhere
+    coarse = _tensor_core_fp8(a, b, 6)
+    assert np.any(np.abs(coarse - reference) > bound)

@@ -22,7 +22,7 @@ from harness.families.base import Check, Family, Inputs, KernelExpectation, Sass
 import harness.families.gemm.cases as _cases
 from harness.families.gemm.cases import GemmCase
 from harness.families.gemm.problem import (CHECK_VALUES, CONSUMER_REGS, COUNTER_WORDS, COUNTERS, POISON, PROBLEM,
-                                           PRODUCER_REGS, TENSOR_FLOPS_PER_CYCLE, VERIFY_ATOL, VERIFY_RTOL,
+                                           PRODUCER_REGS, TENSOR_FLOPS_PER_CYCLE, VERIFY_ATOL, VERIFY_RTOL, FP8_SUM_BITS,
                                            check_grid, check_problem, grid, threads, to_bits)
 from harness.families.pipeline import skeleton_params
 from harness.measure.methods import WholeKernel
@@ -36,6 +36,9 @@ def _suites() -> dict[str, Suite]:
                            "128 SMs (the worklog's)",
                            _cases.full),
         "gemm-quick": Suite("one pipeline and cuBLAS at 2048^3", _cases.quick),
+        "gemm-fp8": Suite("fp8 (e4m3) at 2048^3..16384^3: the best configuration with its promotion after each "
+                          "k-block and overlapped, cuBLASLt without and with fast accumulation beside it, and "
+                          "128x128's stage sweep at 4096^3", _cases.fp8),
         "gemm-pingpong": Suite("the ping-pong schedule (consumer warpgroups alternating whole tiles) beside the best "
                                "cooperative configuration and cuBLAS at 4096^3 and 8192^3, f16 and fp8",
                                _cases.pingpong),
@@ -80,7 +83,7 @@ class GemmFamily(Family):
             "instruction": f"wgmma.mma_async.sync.aligned.m64n{case.bn}k{case.wgmma_k}.f32.{case.dtype}.{case.dtype}",
             # scale-a, scale-b, and for 16-bit inputs the transposes (K-major: none); fp8 takes no transpose
             "immediates": "1, 1" if case.in_bytes == 1 else "1, 1, 0, 0",
-            "promote": str(case.promote).lower(),
+            "promote": str(case.promote).lower(), "overlap": str(case.promotion == "overlap").lower(),
             "d_operands": ", ".join(f"%{i}" for i in range(acc)),
             "d_constraints": ", ".join(f'"+f"(d[{i}])' for i in range(acc)),
             "desc_a_operand": acc, "desc_b_operand": acc + 1, "scale_operand": acc + 2,
@@ -90,14 +93,17 @@ class GemmFamily(Family):
         """The mainloop's k-block: BK / K x (rows per consumer / 64) HGMMA (QGMMA for fp8), once in the kernel
         (its loop is not unrolled); the TMA loads; no spills."""
         if case.library:
-            return SassExpectation((), executes="cuBLAS (cublasGemmEx): kernels the library chooses")
+            return SassExpectation((), executes=f"{_library_name(case)}: kernels the library chooses")
         if case.dtype == "e4m3":
             mnemonic = f"QGMMA.64x{case.bn}x32.F32.E4M3.E4M3"
         else:
             mnemonic = f"HGMMA.64x{case.bn}x16.F32" + (".BF16" if case.dtype == "bf16" else "")
         per_kblock = (case.bk // case.wgmma_k) * (case.wg_rows // 64)
+        # an overlapped promotion's k-block walk has three copies of the k-block's wgmma: a pair (one per accumulator
+        # set, pipeline.cuh consume_kblock_pairs) and an odd count's last
+        copies = 3 if case.promotion == "overlap" else 1
         load, multicast = "UTMALDG.2D", "UTMALDG.2D.MULTICAST"
-        kernels = [("probe_gemm", KernelExpectation(mnemonic, per_kblock)),  # A, and B unless multicast
+        kernels = [("probe_gemm", KernelExpectation(mnemonic, per_kblock * copies)),  # A, and B unless multicast
                    ("probe_gemm", KernelExpectation(load, 1 if case.cluster > 1 else 2, exclude=(multicast,)))]
         if case.cluster > 1:
             kernels.append(("probe_gemm", KernelExpectation(multicast, 1)))
@@ -146,7 +152,10 @@ class GemmFamily(Family):
             expected[0] = 0
             checks.append(Check("probe_verify", 1, 1, 1, expected, 0.0,
                                 f"the {case.m}x{case.n}x{case.k} problem against cuBLAS on the same inputs: "
-                                f"elements beyond {VERIFY_ATOL} + {VERIFY_RTOL:.4f} x |cuBLAS| (expected 0)"))
+                                + (f"elements beyond the arithmetic's bound (problem.fp8_bound: {case.bk // case.wgmma_k} "
+                                   f"roundings of 2^-{FP8_SUM_BITS} per k-block, f32 across them, f16 out; expected 0)"
+                                   if case.promote else
+                                   f"elements beyond {VERIFY_ATOL} + {VERIFY_RTOL:.4f} x |cuBLAS| (expected 0)")))
         return checks
 
     # -- on the GPU ------------------------------------------------------------------------------------
@@ -168,20 +177,19 @@ class GemmFamily(Family):
         sm_count = device.sm_count if device is not None else 132
         if case.library:
             return [WholeKernel("probe_gemm", 1, 1, launch={"problem": "measured"}, records=False, energy=True,
-                                notes="cublasGemmEx (TN: C = A . B^T), f32 compute, default algorithm")]
+                                notes=_library_name(case))]
         blocks = grid(case, sm_count)
-        library = case.dtype in _cases.LIBRARY_DTYPES  # fp8: no cuBLAS through CuPy to alternate with
-        return [WholeKernel("probe_gemm", blocks, threads(case), anchor="library" if library else None,
-                            counters=COUNTERS, energy=True, words=COUNTER_WORDS, launch={"problem": "measured"},
-                            notes=f"{case.tiles} tiles of {case.bm}x{case.bn}, {case.kblocks} k-blocks each"
-                            + ("" if library else "; no library anchor: cuBLAS's fp8 GEMM is cublasLt's matmul, "
-                               "which CuPy does not expose"))]
+        anchor = _library_name(_cases.library(case.dtype, (case.m, case.n, case.k)))
+        return [WholeKernel("probe_gemm", blocks, threads(case), anchor="library", counters=COUNTERS, energy=True,
+                            words=COUNTER_WORDS, launch={"problem": "measured"},
+                            notes=f"{case.tiles} tiles of {case.bm}x{case.bn}, {case.kblocks} k-blocks each; "
+                                  f"the anchor: {anchor}")]
 
     def describe(self, case: GemmCase) -> list[str]:
         shape = (f"C[{case.m}, {case.n}] = A[{case.m}, {case.k}] . B[{case.n}, {case.k}]^T, {case.dtype} in, f32 "
                  f"accumulate, {case.out_dtype} out")
         if case.library:
-            return [shape, "cuBLAS: cublasGemmEx, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT, on CuPy's stream"]
+            return [shape, _library_name(case) + ", on CuPy's stream"]
         return [shape,
                 f"tile {case.bm}x{case.bn}x{case.bk} ({case.tiles} tiles), {case.stages} stages of "
                 f"{(case.bm + case.bn) * case.bk * case.in_bytes // 1024} KiB, {case.consumers} consumer warpgroup(s)"
@@ -191,7 +199,11 @@ class GemmFamily(Family):
                 ("cluster of 2 on vertically adjacent tiles, B multicast" if case.cluster > 1 else "no cluster")
                 + (f"; persistent, {case.order} order" if case.persistent else f"; one CTA per tile, {case.order} order"),
                 "epilogue through shared memory and a TMA store" if case.epilogue == "tmastore"
-                else "epilogue from registers"]
+                else "epilogue from registers"] + (
+                    [("fp8 promotion overlapped: two k-block accumulator sets, k-block kb - 1 added into f32 while "
+                      "k-block kb's wgmma run" if case.promotion == "overlap" else
+                      "fp8 promotion after each k-block: its wgmma waited for, then added into f32")]
+                    if case.promote else [])
 
     def headline(self, metric: str) -> dict | None:
         return None
@@ -222,6 +234,15 @@ class GemmFamily(Family):
         from harness.families.gemm.figures import findings
 
         return findings(context)
+
+
+def _library_name(case: GemmCase) -> str:
+    """What a library case runs, in words (stored as its measurement's notes)."""
+    if case.dtype in _cases.FP8_LIBRARY:
+        return ("cuBLASLt fp8 (cublasLtMatmul through nvmath-python; TN, e4m3 x e4m3 -> f16, f32 compute, scales 1, "
+                + ("fast accumulation on: the tensor cores' sum for the whole of K)" if case.fast_accum
+                   else "no fast accumulation: partial sums promoted into f32)"))
+    return "cuBLAS (cublasGemmEx, TN: C = A . B^T, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)"
 
 
 FAMILY = GemmFamily()

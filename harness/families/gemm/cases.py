@@ -32,9 +32,14 @@ OUT_DTYPE = {"f16": "f16", "bf16": "bf16", "e4m3": "f16"}  # C's type: the input
 WGMMA_K = {"f16": 16, "bf16": 16, "e4m3": 32}  # the wgmma's K: 32 bytes of each row either way
 MMA_RATE = {"f16": 1, "bf16": 1, "e4m3": 2}  # dense tensor-core FLOP per cycle over f16's (PTX ISA; measured)
 BK = 64  # one 128-byte swizzle span of 2-byte elements (128 of fp8: bk_for)
-LIBRARY_DTYPES = ("f16", "bf16")  # cublasGemmEx; fp8 needs cublasLt's matmul, which CuPy does not expose
+LIBRARY_DTYPES = ("f16", "bf16")  # cublasGemmEx through CuPy
+FP8_LIBRARY = ("e4m3",)  # cublasLtMatmul through nvmath-python's bindings (harness/anchors/cublaslt.py, extra `fp8`)
 TILES = ((64, 128), (128, 128), (128, 256), (256, 128), (64, 64), (128, 64), (64, 256))
 MAX_DIM = 65536
+PROMOTIONS = ("serial", "overlap")
+# f32 accumulators one wgmma may write (ACC_REGISTER_LIMIT), and all a consumer thread may keep live: an overlapped
+# fp8 promotion keeps three sets of 64 (two k-blocks' and the tile's) in the 232 registers setmaxnreg gives it
+LIVE_ACCUMULATOR_LIMIT = 192  # ptx/gemm.cu.in PROMOTE without and with OVERLAP (fp8 only)
 
 
 @dataclass(frozen=True)
@@ -48,18 +53,22 @@ class GemmCase(PipelineCase):
     m: int
     n: int
     k: int
-    library: bool = False  # cuBLAS on the problem, not a pipeline
+    library: bool = False  # the library on the problem (cuBLAS; cuBLASLt for fp8), not a pipeline
+    fast_accum: bool = False  # a library fp8 case: cuBLASLt's fast accumulation (the tensor cores' sum for all of K)
+    promotion: str = "serial"  # fp8 (PROMOTIONS): each k-block added into f32 after it, or while the next runs
 
     @property
     def base_id(self) -> str:
         shape = f"{self.dtype}.{self.m}x{self.n}x{self.k}"
         if self.library:
-            return f"cublas.{shape}"
+            return (f"cublaslt.{shape}" + (".fastaccum" if self.fast_accum else "")) if self.dtype in FP8_LIBRARY \
+                else f"cublas.{shape}"
         return (f"gemm.{shape}.tile{self.bm}x{self.bn}x{self.bk}.s{self.stages}.wg{self.consumers}"
                 + (".setmaxnreg" if self.rebalance else "")
                 + f".cluster{self.cluster}.{'persistent' if self.persistent else 'grid'}-{self.order}.{self.epilogue}"
                 + (f".sms{self.grid_sms}" if self.grid_sms else "")
-                + ("" if self.schedule == "cooperative" else f".{self.schedule}"))
+                + ("" if self.schedule == "cooperative" else f".{self.schedule}")
+                + ("" if self.promotion == "serial" else f".{self.promotion}"))
 
     @property
     def in_bytes(self) -> int:
@@ -97,9 +106,16 @@ class GemmCase(PipelineCase):
         return (self.m // self.bm) * (self.n // self.bn)
 
     @property
+    def accumulator_set(self) -> int:
+        """f32 accumulators per consumer thread that one k-block's wgmma write."""
+        return (self.wg_rows // 64) * self.bn // 2
+
+    @property
     def accumulators(self) -> int:
-        """f32 accumulator registers per consumer thread (twice for fp8: the k-block's and the tile's)."""
-        return (self.wg_rows // 64) * self.bn // 2 * (2 if self.promote else 1)
+        """f32 accumulator registers per consumer thread: one set, or for fp8 the k-block's and the tile's (and
+        a second k-block set when the promotion overlaps)."""
+        sets = 1 if not self.promote else 3 if self.promotion == "overlap" else 2
+        return self.accumulator_set * sets
 
     def smem_bytes(self) -> int:
         """Dynamic shared memory: the ring, the output tiles of a TMA-store epilogue (one per consumer warpgroup in
@@ -109,38 +125,42 @@ class GemmCase(PipelineCase):
         return self.stages * stage + (outputs if self.epilogue == "tmastore" else 0) + SMEM_SLACK
 
     def columns(self) -> dict[str, object]:
-        return {"instruction": "cublasGemmEx" if self.library else "wgmma.mma_async + cp.async.bulk.tensor",
+        library = "cublasLtMatmul" if self.dtype in FP8_LIBRARY else "cublasGemmEx"
+        return {"instruction": library if self.library else "wgmma.mma_async + cp.async.bulk.tensor",
                 "m": self.m, "n": self.n, "k": self.k, "dtype_a": self.dtype, "dtype_b": self.dtype,
                 "dtype_acc": "f32", "operands": None if self.library else "SS"}
 
     def params(self) -> dict[str, object]:
         values = super().params()
         if self.library:
-            return {key: values[key] for key in ("dtype", "m", "n", "k", "library")}
+            keys = ("dtype", "m", "n", "k", "library") + (("fast_accum",) if self.dtype in FP8_LIBRARY else ())
+            return {key: values[key] for key in keys}
         return values
 
 
-ID = re.compile(r"^(?P<library>cublas|gemm)\.(?P<dtype>[a-z0-9]+)\.(?P<m>\d+)x(?P<n>\d+)x(?P<k>\d+)"
+ID = re.compile(r"^(?P<library>cublaslt|cublas|gemm)\.(?P<dtype>[a-z0-9]+)\.(?P<m>\d+)x(?P<n>\d+)x(?P<k>\d+)"
+                r"(?P<fast>\.fastaccum)?"
                 r"(?:\.tile(?P<bm>\d+)x(?P<bn>\d+)x(?P<bk>\d+)\.s(?P<stages>\d+)\.wg(?P<wg>\d+)(?P<rb>\.setmaxnreg)?"
                 r"\.cluster(?P<cluster>\d+)\.(?P<sched>grid|persistent)-(?P<order>[a-z]+)\.(?P<epi>[a-z]+)"
-                r"(?:\.sms(?P<sms>\d+))?(?:\.(?P<schedule>pingpong))?)?$")
+                r"(?:\.sms(?P<sms>\d+))?(?:\.(?P<schedule>pingpong))?(?:\.(?P<promotion>overlap))?)?$")
 
 
 def parse(case_id: str) -> GemmCase:
     match = ID.match(case_id)
-    if not match or (match["library"] == "cublas") != (match["bm"] is None):
+    if not match or (match["library"] != "gemm") != (match["bm"] is None) or (match["fast"] and match["bm"]):
         raise SpecError(f"cannot parse GEMM case id {case_id!r}: expected e.g. "
                         "'gemm.f16.8192x8192x8192.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore' "
-                        "or 'cublas.f16.8192x8192x8192'")
+                        "or 'cublas.f16.8192x8192x8192' or 'cublaslt.e4m3.8192x8192x8192[.fastaccum]'")
     g = match.groupdict()
     common = dict(dtype=g["dtype"], m=int(g["m"]), n=int(g["n"]), k=int(g["k"]))
-    if g["library"] == "cublas":
-        case = GemmCase(**common, library=True)
+    if g["library"] != "gemm":
+        case = GemmCase(**common, library=True, fast_accum=bool(g["fast"]))
     else:
         case = GemmCase(**common, bm=int(g["bm"]), bn=int(g["bn"]), bk=int(g["bk"]), stages=int(g["stages"]),
                         consumers=int(g["wg"]), rebalance=bool(g["rb"]), cluster=int(g["cluster"]),
                         persistent=g["sched"] == "persistent", order=g["order"], epilogue=g["epi"],
-                        grid_sms=int(g["sms"] or 0), schedule=g["schedule"] or "cooperative")
+                        grid_sms=int(g["sms"] or 0), schedule=g["schedule"] or "cooperative",
+                        promotion=g["promotion"] or "serial")
     check(case)
     if case.case_id != case_id:
         raise SpecError(f"GEMM case id {case_id!r} is not canonical: {case.case_id!r}")
@@ -159,9 +179,12 @@ def check(case: GemmCase) -> None:
         if not 1 <= value <= MAX_DIM:
             refuse(f"{name.upper()} = {value}: expected 1..{MAX_DIM}")
     if case.library:
-        if case.dtype not in LIBRARY_DTYPES:
-            refuse(f"no library case for {case.dtype}: cuBLAS takes fp8 only through cublasLt's matmul, which CuPy "
-                   "does not expose (the pipeline's fp8 cases have no library_fraction)")
+        if case.dtype not in LIBRARY_DTYPES + FP8_LIBRARY:
+            refuse(f"no library case for {case.dtype}: expected one of {', '.join(LIBRARY_DTYPES + FP8_LIBRARY)}")
+        if case.fast_accum and case.dtype not in FP8_LIBRARY:
+            refuse("fast accumulation is cuBLASLt's fp8 option")
+        if case.dtype in FP8_LIBRARY and (case.m % 16 or case.n % 16 or case.k % 16):
+            refuse("cuBLASLt's fp8 matmul takes M, N and K in multiples of 16")
         if case.m % 8 or case.n % 8 or case.k % 8:
             refuse("M, N and K must be multiples of 8 (16-byte rows)")
         return
@@ -173,7 +196,10 @@ def check(case: GemmCase) -> None:
     skeleton = case.check_skeleton()
     if skeleton:
         refuse(skeleton)
-    if case.accumulators > ACC_REGISTER_LIMIT:
+    if case.promotion not in PROMOTIONS or (case.promotion == "overlap" and (not case.promote or case.stages < 2)):
+        refuse(f"promotion {case.promotion!r}: expected one of {', '.join(PROMOTIONS)}; an overlapped one is fp8's, "
+               "with a ring of two stages or more")
+    if case.accumulator_set > ACC_REGISTER_LIMIT or case.accumulators > LIVE_ACCUMULATOR_LIMIT:
         refuse(f"{case.accumulators} f32 accumulators per thread: ptxas would serialize the wgmma (C7511); "
                + ("a ping-pong tile is one warpgroup's" if case.pingpong else "split the tile over two consumer warpgroups"))
     if case.smem_bytes() > SMEM_LIMIT:
@@ -200,9 +226,9 @@ def pipeline(dtype: str, shape: tuple[int, int, int], **config) -> GemmCase:
     return GemmCase(dtype, m, n, k, **{"bk": bk_for(dtype), **config})
 
 
-def library(dtype: str, shape: tuple[int, int, int]) -> GemmCase:
+def library(dtype: str, shape: tuple[int, int, int], fast_accum: bool = False) -> GemmCase:
     m, n, k = shape
-    return GemmCase(dtype, m, n, k, library=True)
+    return GemmCase(dtype, m, n, k, library=True, fast_accum=fast_accum)
 
 
 # The seed worklog's kernels that this family expresses, by its step (docs/gemm.md; the steps it does not:
@@ -288,18 +314,23 @@ def full() -> list[GemmCase]:
 BEST_FP8 = dict(BEST, bn=128)
 
 
-# fp8 validates against cuBLAS (f16 GEMM of the same values, f32 compute) within f16's rounding up to K = 4096;
-# at 8192 and 16384, 2 of 67M and 1280 of 268M elements drift beyond it (the tensor cores' sums within a
-# k-block keep about 14 bits, not f32's 24), and a case that does not validate is not timed (docs/gemm.md)
-FP8_SIZES = (2048, 4096)
+# fp8 validates against cuBLAS (an f16 GEMM of the same values, f32 compute) within the bound of its arithmetic
+# (problem.fp8_bound: the tensor cores' sum within a k-block keeps fewer bits than f32) at every size
+FP8_SIZES = SQUARE
 
 
 def fp8() -> list[GemmCase]:
-    """e4m3 inputs (f32 accumulation, f16 out): the best fp8 configuration at the sizes it validates at, and
-    128x128's stage sweep at 4096^3 (a k-block of 128 lands the same bytes as f16's 64 and takes the tensor
-    cores as long, twice the FLOP at twice the rate)."""
-    cases = [pipeline("e4m3", (s, s, s), **BEST_FP8) for s in FP8_SIZES]
-    return cases + [c for c in stage_sweep("e4m3", (4096, 4096, 4096)) if (c.bm, c.bn) == (128, 128)]
+    """e4m3 inputs (f32 accumulation, f16 out) at every square size: the best fp8 configuration with its promotion
+    after each k-block and overlapped with the next (two k-block sets), cuBLASLt without and with fast
+    accumulation; and 128x128's stage sweep at 4096^3, both promotions (a k-block of 128 lands the same bytes as
+    f16's 64 and takes the tensor cores as long, twice the FLOP at twice the rate)."""
+    cases = []
+    for s in FP8_SIZES:
+        shape = (s, s, s)
+        cases += [pipeline("e4m3", shape, **BEST_FP8), pipeline("e4m3", shape, **dict(BEST_FP8, promotion="overlap")),
+                  library("e4m3", shape), library("e4m3", shape, fast_accum=True)]
+    sweep = [c for c in stage_sweep("e4m3", (4096, 4096, 4096)) if (c.bm, c.bn) == (128, 128)]
+    return cases + sweep + [replace(c, promotion="overlap") for c in sweep if c.stages > 1]
 
 
 # Ping-pong: each consumer warpgroup holds a whole tile's accumulators, so a tile is at most 128 accumulators a
@@ -310,13 +341,10 @@ PINGPONG_TILES = {"f16": ((128, 128), (64, 256)), "bf16": ((128, 128), (64, 256)
 
 def pingpong(sizes=(4096, 8192), dtypes=("f16", "e4m3")) -> list[GemmCase]:
     """Ping-pong beside the best cooperative configuration and the library: each ping-pong tile at the deepest
-    ring that fits beside its two output tiles (TMA store) and at one stage less, cluster 2 and 1 (fp8 at the
-    sizes it validates at)."""
+    ring that fits beside its two output tiles (TMA store) and at one stage less, cluster 2 and 1."""
     cases = []
     for dtype in dtypes:
         for s in sizes:
-            if dtype == "e4m3" and s not in FP8_SIZES:  # fp8 does not validate there yet (FP8_SIZES)
-                continue
             shape = (s, s, s)
             for bm, bn in PINGPONG_TILES[dtype]:
                 deepest = max(n for n in range(1, MAX_STAGES + 1)
@@ -324,8 +352,7 @@ def pingpong(sizes=(4096, 8192), dtypes=("f16", "e4m3")) -> list[GemmCase]:
                 for stages, cluster in ((deepest, 2), (deepest - 1, 2), (deepest, 1)):
                     cases.append(pipeline(dtype, shape, **dict(PINGPONG, bm=bm, bn=bn, stages=stages, cluster=cluster)))
             cases.append(pipeline(dtype, shape, **(BEST_FP8 if dtype == "e4m3" else BEST)))
-            if dtype in LIBRARY_DTYPES:
-                cases.append(library(dtype, shape))
+            cases.append(library(dtype, shape))
     return cases
 
 

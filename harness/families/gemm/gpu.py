@@ -129,7 +129,8 @@ class Library:
 def attach(case, probe, device) -> None:
     import cupy
 
-    from harness.families.gemm.problem import VERIFY_ATOL, VERIFY_RTOL, check_problem, grid, threads
+    from harness.families.gemm.cases import FP8_LIBRARY
+    from harness.families.gemm.problem import VERIFY_ATOL, VERIFY_RTOL, check_problem, fp8_bound, grid, threads
 
     m0, n0, k0 = check_problem(case)
     a0 = probe.inputs.data.ptr
@@ -148,13 +149,40 @@ def attach(case, probe, device) -> None:
     check = problem(case, a0, b0, c0, m0, n0, k0)
     measured = problem(case, a1.data.ptr, b1.data.ptr, c1.data.ptr, m, n, k)
     probe.extra_args = (check, measured)
+    # The anchor: the library on the measured problem's own inputs (fp8: cuBLASLt on the e4m3 codes, without fast
+    # accumulation unless the library case asks for it), into a C of its own
+    if case.dtype in FP8_LIBRARY:
+        from harness.anchors.cublaslt import CublasLtMatmul
+
+        fast = case.library and case.fast_accum
+        anchor_call = CublasLtMatmul(case.dtype, case.dtype, case.out_dtype, m, n, k, fast)
+        anchor_c = cupy.zeros((m, n), dtype=cupy.uint16)
+        probe.resources += [anchor_c, anchor_call]
+
+        def run_anchor():
+            anchor_call(a1.data.ptr, b1.data.ptr, anchor_c.data.ptr)
+    else:
+        def run_anchor():
+            library(a_ref.data.ptr, b_ref.data.ptr, reference.data.ptr, m, n, k)
 
     if case.library:
-        def run_library(out, timing, iters):
-            if iters == 0:
-                library(a0, b0, out.data.ptr, m0, n0, k0)
-            else:
-                library(a1.data.ptr, b1.data.ptr, c1.data.ptr, m, n, k)
+        if case.dtype in FP8_LIBRARY:
+            from harness.anchors.cublaslt import CublasLtMatmul
+
+            check_call = CublasLtMatmul(case.dtype, case.dtype, case.out_dtype, m0, n0, k0, case.fast_accum)
+            probe.resources.append(check_call)
+
+            def run_library(out, timing, iters):
+                if iters == 0:
+                    check_call(a0, b0, out.data.ptr)
+                else:
+                    run_anchor()
+        else:
+            def run_library(out, timing, iters):
+                if iters == 0:
+                    library(a0, b0, out.data.ptr, m0, n0, k0)
+                else:
+                    library(a1.data.ptr, b1.data.ptr, c1.data.ptr, m, n, k)
 
         probe.host_kernels = {"probe_gemm": run_library}
         return
@@ -163,7 +191,7 @@ def attach(case, probe, device) -> None:
     blocks, block = grid(case, device.sm_count), threads(case)
 
     def anchor(out, timing, iters):
-        library(a_ref.data.ptr, b_ref.data.ptr, reference.data.ptr, m, n, k)
+        run_anchor()
 
     def verify(out, timing, iters):
         """The measured problem once, cuBLAS once; out[0] = the elements beyond the tolerance (NaN counts)."""
@@ -176,7 +204,15 @@ def attach(case, probe, device) -> None:
                  shared_mem=case.smem_bytes())
         library(a_ref.data.ptr, b_ref.data.ptr, reference.data.ptr, m, n, k)
         ours, theirs = as_float(cupy, c1, case.out_dtype), as_float(cupy, reference, case.out_dtype)
-        bad = ~(cupy.abs(ours - theirs) <= VERIFY_ATOL + VERIFY_RTOL * cupy.abs(theirs))
+        if case.promote:  # fp8: the bound of the arithmetic (problem.fp8_bound), from the sums of |products|
+            abs_sum = cupy.empty_like(reference)  # |A| . |B|^T: f16 values with the sign bit cleared, exact
+            library((a_ref & 0x7FFF).data.ptr, (b_ref & 0x7FFF).data.ptr, abs_sum.data.ptr, m, n, k)
+            # cuBLAS's f16 rounding of the sums: up by one part in 2^10 so the bound stays a bound
+            bound = fp8_bound(cupy, theirs, as_float(cupy, abs_sum, "f16") * (1 + 2.0 ** -10), k,
+                              case.bk // case.wgmma_k, case.bk)
+        else:
+            bound = VERIFY_ATOL + VERIFY_RTOL * cupy.abs(theirs)
+        bad = ~(cupy.abs(ours - theirs) <= bound)
         out[0:1] = cupy.count_nonzero(bad).astype(cupy.uint32)
 
     probe.host_kernels = {"library": anchor, "probe_verify": verify}

@@ -24,7 +24,15 @@ TENSOR_FLOPS_PER_CYCLE = 4096  # dense f16/bf16 FLOP per cycle per SM: 4 tensor 
 # it); fp8 twice that (GemmCase.mma_rate)
 POISON = 0xFFFFFFFF
 CHECK_VALUES = (-2, 2)  # the check problem's inputs: integers in this range, exact in every type
-VERIFY_ATOL, VERIFY_RTOL = 0.05, 1.0 / 128  # the measured problem against cuBLAS (see checks())
+VERIFY_ATOL, VERIFY_RTOL = 0.05, 1.0 / 128  # the measured problem against cuBLAS, f16 and bf16 (see checks())
+# fp8: the tensor cores sum a k-block's fp8 products in a register narrower than f32. DeepSeek-V3 (arXiv 2412.19437,
+# section 3.3.2) measures about 14 bits kept on H800; the bound below assumes 13 (one bit of margin) and one
+# rounding of the running sum per wgmma k32 step, each within 2^-13 of a sum no larger than the k-block's sum of
+# |products|.
+FP8_SUM_BITS = 13
+F16_HALF_ULP = 2.0 ** -11  # relative: half an ulp of f16's 11-bit significand
+F32_UNIT = 2.0 ** -24
+F16_SUBNORMAL_HALF_ULP = 2.0 ** -25
 # the pipeline's counters, per CTA after its timing record (families/pipeline.py PIPELINE_COUNTERS)
 FULL_WAIT, EMPTY_WAIT, EPILOGUE, MAINLOOP, TILES, KBLOCKS = (counter_index(name) for name in PIPELINE_COUNTERS)
 COUNTER_WORDS = len(PIPELINE_COUNTERS)
@@ -72,3 +80,21 @@ def to_bits(values: np.ndarray, dtype: str) -> np.ndarray:
     """float values as the bit patterns of `dtype` (harness/dtypes.py encode: f16 and bf16 rounded to nearest
     even, as cvt.rn does; e4m3 only for values it holds exactly)."""
     return encode(dtype, values)
+
+
+def fp8_bound(xp, reference, abs_sum, k: int, steps_per_kblock: int, kblock: int):
+    """The largest |ours - reference| an fp8 GEMM may show where it is right, element by element, from the
+    arithmetic (`reference`: cuBLAS's f16 C of the same fp8 values with f32 accumulation; `abs_sum`:
+    sum over k of |a_ik b_jk|, which bounds every partial sum):
+
+        the tensor cores, per k-block   steps_per_kblock roundings, each <= 2^-FP8_SUM_BITS x the k-block's
+                                        |products|: summed over the k-blocks, <= steps x 2^-13 x abs_sum
+        f32 across k-blocks (ours) and  <= (K / kblock + K) x 2^-24 x abs_sum
+        over K (cuBLAS)
+        f16 rounding, ours and cuBLAS's <= 2^-11 x |C| each (|C| <= |reference| + the terms above), and
+                                        half of f16's smallest subnormal each near zero
+
+    A dropped k-block moves an element by a k-block's sum (normal inputs: about 11), a wrong scale by C itself:
+    both far beyond this bound for most elements (tests/test_gemm_family.py)."""
+    accumulation = (steps_per_kblock * 2.0 ** -FP8_SUM_BITS + (k // kblock + k) * F32_UNIT) * abs_sum
+    return accumulation + F16_HALF_ULP * (2 * xp.abs(reference) + accumulation) + 2 * F16_SUBNORMAL_HALF_ULP
