@@ -111,37 +111,35 @@ __device__ __forceinline__ void consume_kblocks(const Ring<STAGES, CLUSTER>& rin
 }
 
 // The same walk for a consumer that alternates two register sets by k-block (an fp8 promotion that overlaps the
-// k-block's wgmma): two k-blocks an iteration, so `issue` and `retire` see the set's parity as a compile-time
-// Parity<0> or Parity<1>. `retire` may read the other set while this k-block's wgmma run, and must wait for them
-// before it returns (ptxas serializes wgmma whose accumulators may be read in flight, C7514: each k-block is
-// waited for in its own step, so nothing in flight crosses the loop's back edge). Each slot is released once its
-// k-block's wgmma are done; `drain(last_parity)` finishes the tile's last k-block's work.
-template <int P>
-struct Parity {
-  static constexpr int value = P;
-};
-template <int STAGES, int CLUSTER, class Issue, class Retire, class Drain>
+// k-block's wgmma): two k-blocks an iteration, so the consumer's `issue<P>` and `retire<P>` see the set's parity
+// P as a compile-time constant. `retire<P>` may read the other set while this k-block's wgmma run, and must wait
+// for them before it returns (ptxas serializes wgmma whose accumulators may be read in flight, C7514: each
+// k-block is waited for in its own step, so nothing in flight crosses the loop's back edge). Each slot is released
+// once its k-block's wgmma are done; `drain(last_parity)` finishes the tile's last k-block's work. (Member
+// templates, not generic lambdas: NVRTC 13.0 takes a generic lambda's call operator for a host function.)
+template <int P, int STAGES, int CLUSTER, class Consumer>
+__device__ __forceinline__ void consume_kblock_of_pair(const Ring<STAGES, CLUSTER>& ring, PipelineState<STAGES>& st,
+                                                       int kb, int t, long long& full_wait, Consumer& consumer) {
+  const int s = st.index();
+  const long long w0 = clock_cycles();
+  ring.consumer_wait(st);
+  full_wait += clock_cycles() - w0;
+  consumer.template issue<P>(s, kb);
+  consumer.template retire<P>(kb);
+  ring.consumer_release(s, t);
+  st.advance();
+}
+template <int STAGES, int CLUSTER, class Consumer>
 __device__ __forceinline__ void consume_kblock_pairs(const Ring<STAGES, CLUSTER>& ring, PipelineState<STAGES>& st,
-                                                     int kblocks, int t, long long& full_wait, Issue issue,
-                                                     Retire retire, Drain drain) {
-  auto step = [&](auto parity, int kb) {
-    const int s = st.index();
-    const long long w0 = clock_cycles();
-    ring.consumer_wait(st);
-    full_wait += clock_cycles() - w0;
-    issue(parity, s, kb);
-    retire(parity, kb);
-    ring.consumer_release(s, t);
-    st.advance();
-  };
+                                                     int kblocks, int t, long long& full_wait, Consumer& consumer) {
   int kb = 0;
 #pragma unroll 1
   for (; kb + 1 < kblocks; kb += 2) {
-    step(Parity<0>{}, kb);
-    step(Parity<1>{}, kb + 1);
+    consume_kblock_of_pair<0>(ring, st, kb, t, full_wait, consumer);
+    consume_kblock_of_pair<1>(ring, st, kb + 1, t, full_wait, consumer);
   }
-  if (kb < kblocks) step(Parity<0>{}, kb);
-  drain((kblocks - 1) & 1);
+  if (kb < kblocks) consume_kblock_of_pair<0>(ring, st, kb, t, full_wait, consumer);
+  consumer.drain((kblocks - 1) & 1);
 }
 
 // -- the tile walk ----------------------------------------------------------------------------------------

@@ -6,15 +6,16 @@ tensors whose dtype is float8_e4m3fn / float8_e5m2 (torch tensors in practice; C
 a CuPy uint8 array is taken as uint8), and its execute() allocates the result unless inplace, records an
 event and goes through the package-agnostic stream/workspace layers on every call. The bindings are the
 same cuBLASLt calls the Matmul makes (matmul_desc_create, MatmulDescAttribute.FAST_ACCUM,
-A/B_SCALE_POINTER, matmul_algo_get_heuristic, matmul), on integers: the CuPy-native path.
+matmul_algo_get_heuristic, matmul), on integers: the CuPy-native path.
 
 Layout. cuBLASLt is column-major; row-major C[M, N] = A[M, K] . B[N, K]^T is column-major
 C^T[N, M] = B . A^T, i.e. cuBLAS's m = N, n = M with cuBLAS's "A" = our B (K x N column-major, ld K, op T)
-and cuBLAS's "B" = our A (K x M column-major, ld K, op N): the "TN" form that fp8 requires. So cuBLAS's
-A_SCALE_POINTER holds our B's scale, its B_SCALE_POINTER our A's.
+and cuBLAS's "B" = our A (K x M column-major, ld K, op N): the "TN" form that fp8 requires. Per-tensor
+scales go into alpha (their product multiplies the whole product): cuBLASLt 13.1 refuses to run an fp8 matmul
+with A/B_SCALE_POINTER set on our H200 (driver 580), though it plans one.
 
 Per call: one cublasLtMatmul on the plan of __init__ (descriptors, layouts, the heuristic's first
-algorithm, a workspace, the scales in device memory, alpha/beta on the host): nothing is allocated, and
+algorithm, a workspace, alpha (the scales' product) and beta on the host): nothing is allocated, and
 nothing synchronizes.
 """
 
@@ -96,8 +97,7 @@ class CublasLtMatmul:
     def _plan(self, lt, cublas, cupy) -> None:
         m, n, k = self.m, self.n, self.k
         desc_attr, set_desc = lt.MatmulDescAttribute, lt.matmul_desc_set_attribute
-        # Device memory of our own, made once: the scales (cuBLAS's A is our B) and the workspace.
-        self._scales = cupy.asarray([self.b_scale, self.a_scale], dtype=cupy.float32)
+        # Device memory of our own, made once: the workspace.
         self._workspace = cupy.empty(WORKSPACE_BYTES, dtype=cupy.uint8)
         self._alpha = np.ones(1, dtype=np.float32)
         self._beta = np.zeros(1, dtype=np.float32)
@@ -107,8 +107,10 @@ class CublasLtMatmul:
         _set(set_desc, dtype_of, self._desc, desc_attr.TRANSA, int(cublas.Operation.T))
         _set(set_desc, dtype_of, self._desc, desc_attr.TRANSB, int(cublas.Operation.N))
         _set(set_desc, dtype_of, self._desc, desc_attr.FAST_ACCUM, int(self.fast_accumulation))
-        _set(set_desc, dtype_of, self._desc, desc_attr.A_SCALE_POINTER, self._scales.data.ptr)
-        _set(set_desc, dtype_of, self._desc, desc_attr.B_SCALE_POINTER, self._scales.data.ptr + 4)
+        # Per-tensor scales through alpha (D = alpha . scale_A . scale_B . A B is the same product): cuBLASLt 13.1
+        # plans a matmul with A/B_SCALE_POINTER set but refuses to run it (CUBLAS_STATUS_NOT_SUPPORTED, seen on an
+        # H200 with driver 580), and runs it without them.
+        self._alpha[0] = self.a_scale * self.b_scale
 
         self._layouts = [lt.matrix_layout_create(INPUT_TYPES[self.b_dtype], k, n, k),  # cuBLAS's A: our B
                          lt.matrix_layout_create(INPUT_TYPES[self.a_dtype], k, m, k),  # cuBLAS's B: our A
