@@ -248,11 +248,11 @@ def test_fp8_cases_take_a_k_block_of_128_the_qgmma_and_cublaslt_as_their_library
     elements is one 128-byte swizzle span, four k32 steps; C is f16; each k-block is promoted into f32
     registers (two sets of accumulators: 128x256 over two consumers would need 256 a thread); the library is
     cuBLASLt's fp8 matmul (cublasGemmEx takes no fp8), without or with fast accumulation."""
-    from harness.families.gemm.cases import BEST_FP8, fp8, full, pipeline
+    from harness.families.gemm.cases import FP8_SERIAL, fp8, full, pipeline
     from harness.families.gemm.model import PRIOR, Params, predict_case, tensor_cycles, wgmma_per_kblock
 
     case = FAMILY.parse("gemm.e4m3.4096x4096x4096.tile128x128x128.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore")
-    assert case == pipeline("e4m3", (4096, 4096, 4096), **BEST_FP8) and case in full() and set(fp8()) <= set(full())
+    assert case == pipeline("e4m3", (4096, 4096, 4096), **FP8_SERIAL) and case in full() and set(fp8()) <= set(full())
     assert (case.in_bytes, case.out_dtype, case.wgmma_k, case.kblocks, case.promote) == (1, "f16", 32, 32, True)
     assert case.smem_bytes() == 3 * 256 * 128 + 128 * 128 * 2 + 1024  # the same ring bytes as f16's
     expectation = FAMILY.sass_expectation(case)
@@ -274,7 +274,7 @@ def test_fp8_cases_take_a_k_block_of_128_the_qgmma_and_cublaslt_as_their_library
     assert "no fast accumulation" in FAMILY.plan(case)[0].notes  # the pipeline's anchor in its rounds
     # the planner: a k-block of the same tile takes the tensor cores as long as f16's (twice the FLOP at twice
     # the rate) and lands the same bytes; the problem has half the k-blocks
-    f16 = pipeline("f16", (4096, 4096, 4096), **BEST_FP8)
+    f16 = pipeline("f16", (4096, 4096, 4096), **FP8_SERIAL)
     p = Params("H100", 132, 4096.0, **PRIOR, hbm_gbps=3084.0, launch_cycles=4000.0, clock_mhz=1350.0)
     assert tensor_cycles(case, p) == tensor_cycles(f16, p) and wgmma_per_kblock(case) == wgmma_per_kblock(f16)
     assert predict_case(case, p).t_kblock == pytest.approx(predict_case(f16, p).t_kblock)
