@@ -335,3 +335,10 @@ def test_the_fp8_bound_holds_for_the_arithmetic_and_fails_a_dropped_kblock_or_a_
     # and the bound is tight enough to notice fewer bits than it assumes, somewhere
     coarse = _tensor_core_fp8(a, b, 6)
     assert np.any(np.abs(coarse - reference) > bound)
+
+
+def test_every_gemm_suite_names_each_case_once():
+    """A suite that lists a case twice stores two rows of one measurement: the run fails on the database's key."""
+    for name, suite in FAMILY.suites().items():
+        ids = [case.case_id for case in suite.make()]
+        assert len(ids) == len(set(ids)), name

@@ -276,7 +276,7 @@ def stage_sweep(dtype: str, shape: tuple[int, int, int]) -> list[GemmCase]:
             case = pipeline(dtype, shape, **config)
             if case.smem_bytes() <= SMEM_LIMIT:
                 cases.append(case)
-    return cases
+    return _unique(cases)
 
 
 def everyday() -> list[GemmCase]:
@@ -341,7 +341,7 @@ def fp8() -> list[GemmCase]:
             case = pipeline("e4m3", (s, s, s), **dict(BEST_FP8, stages=stages))
             if case.smem_bytes() <= SMEM_LIMIT:
                 cases.append(case)
-    return cases
+    return _unique(cases)
 
 
 # Ping-pong: each consumer warpgroup holds a whole tile's accumulators, so a tile is at most 128 accumulators a
