@@ -25,6 +25,10 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 # A copy of the working tree may carry a .git that is not the tree's (the lent machine's holds the session's
 # first commit): the runs would name that commit. `scripts/device_run.sh --stamp`, run here before the call,
 # writes .git-state (commit, dirty); there it names the runs' commit unless HOPPER_BENCH_GIT_COMMIT is set.
+# .git-state is git-ignored: the call must carry it (run's carry: [".git-state", ...]), or the runs name the wrong commit.
+if [ ! -f .git-state ] && [ -z "${HOPPER_BENCH_GIT_COMMIT:-}" ]; then
+  echo "warning: no .git-state here (carry it): the runs will name this copy's .git, not the tree's commit" >&2
+fi
 if [ -f .git-state ] && [ -z "${HOPPER_BENCH_GIT_COMMIT:-}" ]; then
   { read -r HOPPER_BENCH_GIT_COMMIT; read -r HOPPER_BENCH_GIT_DIRTY; } < .git-state
   export HOPPER_BENCH_GIT_COMMIT HOPPER_BENCH_GIT_DIRTY

@@ -125,3 +125,22 @@ def test_the_gemm_matches_cublas_at_8192(db):
     fractions = {line.split(",")[0]: float(line.rsplit(",", 1)[1]) for line in csv.splitlines()[1:]}
     assert f"{fractions['NVIDIA H100 80GB HBM3']:.3f}" == "1.011" and "1.011 x cuBLAS" in text
     assert f"{fractions['NVIDIA H200']:.3f}" == "1.016" and "1.016 x" in text
+
+
+def test_the_fp8_gemm_against_cublaslt(db):
+    text = finding("An fp8 GEMM reaches 0.82 x cuBLASLt")
+    query = sql_block(text)
+    csv = bench(db, query + " --format csv", query + " --format csv").stdout
+    fractions = {line.rsplit(",", 1)[0]: float(line.rsplit(",", 1)[1]) for line in csv.splitlines()[1:]}
+    best = [v for k, v in fractions.items() if k.endswith(".s4.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore.overlap")]
+    serial = [v for k, v in fractions.items() if k.endswith(".s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore")]
+    assert [f"{v:.2f}" for v in best] == ["0.82"] and [f"{v:.3f}" for v in serial] == ["0.561"]
+    tflops = bench(db, "bench sql --db results.db \"SELECT case_id, round(value) FROM results WHERE run_id = 111 AND "
+                       "metric='throughput_tflops' AND case_id IN ('cublaslt.e4m3.4096x4096x4096', "
+                       "'gemm.e4m3.4096x4096x4096.tile128x128x128.s4.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore.overlap')\" "
+                       "--format csv", "bench sql --db results.db \"SELECT case_id, round(value) FROM results WHERE "
+                       "run_id = 111 AND metric='throughput_tflops' AND case_id IN ('cublaslt.e4m3.4096x4096x4096', "
+                       "'gemm.e4m3.4096x4096x4096.tile128x128x128.s4.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore.overlap')\" "
+                       "--format csv").stdout
+    values = sorted(float(line.rsplit(",", 1)[1]) for line in tflops.splitlines()[1:])
+    assert values == [994.0, 1209.0] and "994 TFLOPS" in text and "1209" in text

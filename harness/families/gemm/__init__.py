@@ -48,7 +48,7 @@ def _suites() -> dict[str, Suite]:
 class GemmFamily(Family):
     name = "gemm"
     description = "GEMM pipelines: warp-specialized TMA -> wgmma mainloops, and cuBLAS on the same problems"
-    id_prefixes = ("gemm.", "cublas.")
+    id_prefixes = ("gemm.", "cublas.", "cublaslt.")
     example_id = "gemm.f16.8192x8192x8192.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore"
     template = "gemm.cu.in"
 
