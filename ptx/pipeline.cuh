@@ -22,8 +22,8 @@
 //   K::load(P, ring, state, base, tile, kb, rank)    the producer thread: the k-block's copies into its slot
 //   K::Consumer(P, base, c, t)                       a consumer warpgroup's state (its accumulators), with
 //       mainloop(ring, state, tile, kblocks, full_wait), epilogue(tile) and finish() (after its last tile)
-// where `base` is the dynamic shared memory, aligned to 1024 bytes (the ring's slots, then what K adds).
-// and the problem's m, n, k (the walk) and BK (its k-blocks).
+// where `base` is the dynamic shared memory, aligned to 1024 bytes (the ring's slots, then what K adds); the
+// problem P has m, n, k (the walk) and K a BK (its k-blocks).
 
 #include "async.cuh"
 #include "warpgroup.cuh"
@@ -211,13 +211,17 @@ __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, lo
     if (t == 0) {
       long long empty_wait = 0;
       PipelineState<K::STAGES> st;
-      for (int q = sched.first; q < sched.items; q += sched.step) {
+      // Ping-pong: the wait counted over the first consumer warpgroup's tiles only (every other one), as the
+      // consumer's counters are, so that a counter per tile divides like by like
+      int j = 0;
+      for (int q = sched.first; q < sched.items; q += sched.step, ++j) {
         const Tile tile = sched.tile(q, rank);
+        const bool counted = K::SCHEDULE != SCHEDULE_PINGPONG || (j & 1) == 0;
 #pragma unroll 1
         for (int kb = 0; kb < kblocks; ++kb, st.advance()) {
           const long long w0 = clock_cycles();
           ring.producer_acquire(st);
-          empty_wait += clock_cycles() - w0;
+          if (counted) empty_wait += clock_cycles() - w0;
           K::load(P, ring, st, base, tile, kb, rank);
         }
       }

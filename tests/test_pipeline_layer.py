@@ -72,7 +72,7 @@ def test_a_kernel_struct_is_laid_out_as_the_compiler_lays_it(cache_dir):
     """The NumPy view of the GEMM's Problem (and of an odd struct) has the compiler's offsets and size."""
     odd = KernelStruct("Odd", (("n", "i32"), ("map", "map"), ("p", "u64"), ("k", "i32")))
     for struct in (PROBLEM, odd):
-        body = ("#include <cstddef>\n" if False else "") + struct.render() + "\n" + struct.check_layout_source().replace(
+        body = struct.render() + "\n" + struct.check_layout_source().replace(
             "offsetof", "__builtin_offsetof") + '\nextern "C" __global__ void k() {}\n'
         assert _compile(body, f"struct-{struct.name}").cubin_path.is_file()
         dtype = struct.dtype()
@@ -137,6 +137,9 @@ def test_the_pingpong_kernel_compiles_without_spills_to_its_expectation(cache_di
     result = check(build, GEMM.sass_expectation(case))
     assert result.ok, result.note
     sass = "\n".join(disassemble(build.cubin_path)["probe_gemm"])
-    # the turn between the consumer warpgroups: a wait on one named barrier, an arrival on the other
-    assert re.search(r"BAR\.SYNC", sass) and re.search(r"BAR\.ARV", sass)
+    # the turn between the consumer warpgroups: an arrival of 256 threads (0x100) on the other's barrier, which only
+    # the ping-pong turn issues (the cooperative kernel has none), and a wait of 256 threads on its own
+    assert re.search(r"BAR\.ARV \S+, 0x100", sass) and re.search(r"BAR\.SYNC(\.DEFER_BLOCKING)? \S+, 0x100", sass)
+    cooperative = compile_probe(render(parse(PINGPONG.replace(".pingpong", "")), GEMM))
+    assert "BAR.ARV" not in "\n".join(disassemble(cooperative.cubin_path)["probe_gemm"])
     assert np.isfinite(build.registers("probe_gemm"))

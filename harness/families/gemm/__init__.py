@@ -152,8 +152,9 @@ class GemmFamily(Family):
             expected[0] = 0
             checks.append(Check("probe_verify", 1, 1, 1, expected, 0.0,
                                 f"the {case.m}x{case.n}x{case.k} problem against cuBLAS on the same inputs: "
-                                + (f"elements beyond the arithmetic's bound (problem.fp8_bound: {case.bk // case.wgmma_k} "
-                                   f"roundings of 2^-{FP8_SUM_BITS} per k-block, f32 across them, f16 out; expected 0)"
+                                + (f"elements beyond the exact product (f64) by more than the arithmetic's bound "
+                                   f"(problem.fp8_bound: {case.bk // case.wgmma_k} roundings of 2^-{FP8_SUM_BITS} per "
+                                   f"k-block, f32 across them, f16 out; expected 0)"
                                    if case.promote else
                                    f"elements beyond {VERIFY_ATOL} + {VERIFY_RTOL:.4f} x |cuBLAS| (expected 0)")))
         return checks
@@ -179,11 +180,14 @@ class GemmFamily(Family):
             return [WholeKernel("probe_gemm", 1, 1, launch={"problem": "measured"}, records=False, energy=True,
                                 notes=_library_name(case))]
         blocks = grid(case, sm_count)
-        anchor = _library_name(_cases.library(case.dtype, (case.m, case.n, case.k)))
-        return [WholeKernel("probe_gemm", blocks, threads(case), anchor="library", counters=COUNTERS, energy=True,
-                            words=COUNTER_WORDS, launch={"problem": "measured"},
-                            notes=f"{case.tiles} tiles of {case.bm}x{case.bn}, {case.kblocks} k-blocks each; "
-                                  f"the anchor: {anchor}")]
+        from harness.families.gemm.gpu import fp8_anchor_available
+
+        anchored = case.dtype not in _cases.FP8_LIBRARY or fp8_anchor_available()
+        anchor = (f"the anchor: {_library_name(_cases.library(case.dtype, (case.m, case.n, case.k)))}" if anchored else
+                  "no anchor: cuBLASLt's fp8 matmul needs nvmath-python (pip install 'hopper-bench[fp8]')")
+        return [WholeKernel("probe_gemm", blocks, threads(case), anchor="library" if anchored else None,
+                            counters=COUNTERS, energy=True, words=COUNTER_WORDS, launch={"problem": "measured"},
+                            notes=f"{case.tiles} tiles of {case.bm}x{case.bn}, {case.kblocks} k-blocks each; {anchor}")]
 
     def describe(self, case: GemmCase) -> list[str]:
         shape = (f"C[{case.m}, {case.n}] = A[{case.m}, {case.k}] . B[{case.n}, {case.k}]^T, {case.dtype} in, f32 "

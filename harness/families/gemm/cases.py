@@ -183,6 +183,8 @@ def check(case: GemmCase) -> None:
             refuse(f"no library case for {case.dtype}: expected one of {', '.join(LIBRARY_DTYPES + FP8_LIBRARY)}")
         if case.fast_accum and case.dtype not in FP8_LIBRARY:
             refuse("fast accumulation is cuBLASLt's fp8 option")
+        if case.schedule != "cooperative" or case.promotion != "serial":
+            refuse("a library case has no schedule or promotion of ours")
         if case.dtype in FP8_LIBRARY and (case.m % 16 or case.n % 16 or case.k % 16):
             refuse("cuBLASLt's fp8 matmul takes M, N and K in multiples of 16")
         if case.m % 8 or case.n % 8 or case.k % 8:
@@ -193,15 +195,21 @@ def check(case: GemmCase) -> None:
     if case.bk != bk_for(case.dtype):
         refuse(f"BK = {case.bk}: the pipeline's k-block of {case.dtype} is {bk_for(case.dtype)} (one 128-byte "
                "swizzle span)")
+    if case.fast_accum:
+        refuse("fast accumulation is a library case's (cublaslt.e4m3....fastaccum)")
     skeleton = case.check_skeleton()
     if skeleton:
         refuse(skeleton)
     if case.promotion not in PROMOTIONS or (case.promotion == "overlap" and (not case.promote or case.stages < 2)):
         refuse(f"promotion {case.promotion!r}: expected one of {', '.join(PROMOTIONS)}; an overlapped one is fp8's, "
                "with a ring of two stages or more")
-    if case.accumulator_set > ACC_REGISTER_LIMIT or case.accumulators > LIVE_ACCUMULATOR_LIMIT:
+    if case.accumulator_set > ACC_REGISTER_LIMIT:
         refuse(f"{case.accumulators} f32 accumulators per thread: ptxas would serialize the wgmma (C7511); "
                + ("a ping-pong tile is one warpgroup's" if case.pingpong else "split the tile over two consumer warpgroups"))
+    if case.accumulators > LIVE_ACCUMULATOR_LIMIT:
+        refuse(f"{case.accumulators} f32 accumulators per thread ({case.accumulators // case.accumulator_set} sets of "
+               f"{case.accumulator_set}): more than the {LIVE_ACCUMULATOR_LIMIT} a consumer keeps beside its addresses "
+               "in setmaxnreg's 232 registers")
     if case.smem_bytes() > SMEM_LIMIT:
         refuse(f"{case.smem_bytes()} bytes of shared memory: more than the {SMEM_LIMIT} a block may have")
     if case.m % (case.bm * case.cluster) or case.n % case.bn or case.k % case.bk:
