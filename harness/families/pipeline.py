@@ -17,7 +17,6 @@ from typing import ClassVar
 
 import numpy as np
 
-from harness.errors import SpecError
 from harness.spec import Case
 
 SCHEDULES = ("cooperative", "pingpong")  # ptx/pipeline.cuh SCHEDULE_COOPERATIVE, SCHEDULE_PINGPONG
@@ -173,8 +172,3 @@ class KernelStruct:
         asserts += [f'static_assert(offsetof({self.name}, {name}) == {offset}, "{self.name}.{name}: offset");'
                     for name, offset in self.offsets().items()]
         return "\n".join(asserts)
-
-
-def refuse(case: Case, why: str | None) -> None:
-    if why:
-        raise SpecError(f"{case.case_id}: {why}")

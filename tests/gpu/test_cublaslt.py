@@ -194,15 +194,12 @@ def test_call_captures_into_a_graph(cupy):
     anchor = CublasLtMatmul("e4m3", "e4m3", "f16", m, n, k, fast_accumulation=False)
     expected = run_anchor(cupy, anchor, a, b, m, n)
     c = cupy.full((m, n), 0xFFFF, dtype=cupy.uint16)
-    pool = cupy.get_default_memory_pool()
-    used = pool.used_bytes()
     stream = cupy.cuda.Stream(non_blocking=True)
     with stream:
         stream.begin_capture(mode=cupy.cuda.runtime.streamCaptureModeGlobal)
         for _ in range(3):
             anchor(a.data.ptr, b.data.ptr, c.data.ptr)
-        graph = stream.end_capture()
-        assert pool.used_bytes() == used
+        graph = stream.end_capture()  # an allocation or a synchronization in the call fails the capture
         graph.launch(stream)
     stream.synchronize()
     assert bool(cupy.all(c == expected))
