@@ -180,7 +180,7 @@ def _unguarded(instruction: str) -> str:
 def _count(instructions: list[str], expected) -> list[int]:
     """Positions of the expected instruction, guarded by a predicate or not (e.g. one lane issues it)."""
     return [i for i, ins in enumerate(map(_unguarded, instructions))
-            if ins.split(" ", 1)[0] == expected.mnemonic and not ins.startswith(expected.exclude)
+            if ins.split(" ", 1)[0] in (expected.mnemonic, *expected.also) and not ins.startswith(expected.exclude)
             and expected.contains in ins]
 
 

@@ -73,6 +73,7 @@ class KernelExpectation:
     forbidden: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()  # instruction prefixes that share the mnemonic but do not count
     contains: str = ""  # text a counted instruction must also hold (e.g. a call's target routine)
+    also: tuple[str, ...] = ()  # other opcodes that count as this instruction (HFMA2.MMA: an HFMA2 on another pipe)
 
 
 @dataclass(frozen=True)

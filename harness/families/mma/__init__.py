@@ -7,11 +7,10 @@ native or emulated: sass.py. Probe template: ptx/mma.cu.in.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from harness import dtypes
+from harness.families.chains import ILPS, Chains
 from harness.families.base import Check, Family, Inputs, KernelExpectation, Reason, SassExpectation, Suite, Work
 import harness.families.mma.cases as _cases
 from harness import sparsity
@@ -21,8 +20,6 @@ from harness.families.mma.cases import BITS, MmaCase
 from harness.measure.methods import ChainSlope, OccupancySweep, SweepPoint
 from harness.measure.validate import accumulation_tolerance
 
-UNROLL = 16  # rounds of ILP mma per unrolled loop body
-ILPS = (1, 2, 4, 8)  # the kernels the template renders: probe_chain_ilp<ILP>; the largest is the issue-interval chain
 SWEEP_WARPS = (1, 2, 4, 8, 16, 32)  # warps per SM (one block per SM)
 SWEEP_ILP = (1, 2, 4)  # independent accumulators per warp
 # Dense tensor-core work per SM per cycle at the datasheet rate of the type (4 tensor cores):
@@ -61,40 +58,6 @@ def _suites() -> dict[str, Suite]:
         "mma-f16": Suite("mma.sync with f16 and bf16 inputs", subset("f16", "bf16")),
         "mma-int": Suite("mma.sync with s8/u8, s4/u4 and b1 inputs", subset("s8", "u8", "s4", "u4", "b1")),
     }
-
-
-@dataclass(frozen=True)
-class Chains:
-    """The chain kernels one case renders: probe_chain_ilp<ILP> for each of `ilps`, `unroll` rounds
-    per loop body. The largest ILP measures the issue interval."""
-
-    unroll: int = UNROLL
-    ilps: tuple[int, ...] = ILPS
-
-    @property
-    def issue_ilp(self) -> int:
-        return max(self.ilps)
-
-    def kernel(self, ilp: int) -> str:
-        return f"probe_chain_ilp{ilp}"
-
-    @property
-    def short_unroll(self) -> int | None:
-        """Rounds per body of the short-body chains (a quarter of `unroll`), which ChainSlope times beside
-        the long ones so that a body's own cost cancels (docs/chains.md). Bodies under 4 rounds are
-        laid out differently by ptxas, so a plan of fewer than 16 rounds per body has none."""
-        return self.unroll // 4 if self.unroll >= 16 else None
-
-    def short_kernel(self, ilp: int) -> str:
-        return f"probe_chain_ilp{ilp}_short"
-
-    @property
-    def timed_ilps(self) -> tuple[int, ...]:
-        """The ILPs whose chains ChainSlope times: 1 (latency) and the issue interval's."""
-        return (1, self.issue_ilp)
-
-    def short_body(self, ilp: int) -> tuple[str, int] | None:
-        return (self.short_kernel(ilp), self.short_unroll) if self.short_unroll else None
 
 
 def chains(case: MmaCase) -> Chains:

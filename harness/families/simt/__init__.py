@@ -1,0 +1,273 @@
+"""SIMT instructions beside the tensor cores: the CUDA cores' f32 and packed-half arithmetic, the special-function
+unit (MUFU: ex2, rcp, rsqrt, sqrt, lg2, sin, cos, tanh), shuffles, and the converts and permutes kernels pack
+operands with. The Family object.
+
+Each case is one instruction timed by chains of it (harness/families/chains.py): one dependent chain in one warp
+(latency), eight independent chains in one warp (issue interval), and every SM with 1-32 warps x 1, 2, 4 chains
+(results per cycle per SM, the unit of the CUDA C++ Programming Guide's throughput table). What each chain's
+step is, what SASS it must compile to and how its result is known: ops.py. Cases and ids: cases.py. Probe
+template: ptx/simt.cu.in. The published rates it is compared with: reference.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness import dtypes
+from harness.families.base import Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
+from harness.families.chains import ILPS, Chains
+import harness.families.simt.cases as _cases
+from harness.families.simt.cases import SimtCase
+from harness.families.simt import ops as _ops
+from harness.families.simt.reference import PEAK_RESULTS_PER_SM
+from harness.measure.methods import ChainSlope, OccupancySweep, SweepPoint
+
+MAX_ILP = max(ILPS)
+SWEEP_WARPS = (1, 2, 4, 8, 16, 32)  # warps per SM (one block per SM)
+SWEEP_ILP = (1, 2, 4)  # independent chains per warp
+CHAINS = Chains()
+
+
+def _suites() -> dict[str, Suite]:
+    def kind(*units):
+        return lambda: [c for c in _cases.cases() if _unit(c) in units]
+
+    return {
+        "simt": Suite("SIMT instructions beside the tensor cores: f32 and packed-half arithmetic, MUFU, shuffles, "
+                      "converts and permutes: latency, issue interval, warps x ILP throughput", _cases.cases),
+        "simt-mufu": Suite("the special-function unit (MUFU) alone", kind("mufu")),
+        "simt-quick": Suite("one instruction per unit: FFMA, HFMA2, MUFU.EX2, SHFL, F2FP", lambda: [
+            _cases.parse(f"simt.{name}") for name in ("fma.rn.f32", "fma.rn.f16x2", "ex2.approx.ftz.f32",
+                                                       "shfl.sync.bfly.b32", "cvt.rn.bf16x2.f32")]),
+    }
+
+
+def _unit(case: SimtCase) -> str:
+    """Which unit runs the instruction: mufu, fma (f32 and packed halves), shuffle, convert, alu."""
+    first = case.op.sass[0][0]
+    return {"MUFU": "mufu", "FFMA": "fma", "FMUL": "fma", "FADD": "fma", "HFMA2": "fma", "SHFL": "shuffle",
+            "F2FP": "convert"}.get(first.split(".")[0], "alu")
+
+
+def interval_metric(case: SimtCase) -> str:
+    return "call_interval_cycles" if case.op.emulated else "issue_interval_cycles"
+
+
+# -- inputs: how x, c and c2 are drawn (Op.inputs) -----------------------------------------------------------
+
+def _uniform(rng, low, high, shape, signed=False):
+    values = rng.uniform(low, high, shape)
+    return values * rng.choice([-1.0, 1.0], shape) if signed else values
+
+
+def _draw(kind: str, dtype: str, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Start values (MAX_ILP x 32 [x 2 halves]), c and c2 (32 [x 2]) as float64 values, or as words (b32)."""
+    halves = (2,) if dtype in ("f16x2", "bf16x2") else ()
+    starts, lanes = (MAX_ILP, _ops.LANES) + halves, (_ops.LANES,) + halves
+    zeros = np.zeros(lanes)
+    if kind == "contracting":  # |c| < 1: x <- x c + c2 converges; max(-x, c) bounces
+        return _uniform(rng, -1, 1, starts), _uniform(rng, 0.5, 0.9, lanes, signed=True), _uniform(rng, -0.5, 0.5, lanes)
+    if kind == "minus_one":
+        return _uniform(rng, 0.5, 2, starts, signed=True), -np.ones(lanes), zeros
+    if kind == "small_step":
+        return _uniform(rng, -1, 1, starts), _uniform(rng, -1 / 16, 1 / 16, lanes), zeros
+    if kind == "ex2":
+        return _uniform(rng, 0, 2, starts), zeros, zeros
+    if kind == "rcp":
+        return _uniform(rng, 0.5, 2, starts, signed=True), zeros, zeros
+    if kind == "positive":
+        return _uniform(rng, 0.5, 4, starts), zeros, zeros
+    if kind == "angle":
+        return _uniform(rng, 0.5, 1.5, starts, signed=True), zeros, zeros
+    if kind == "tanh":
+        return _uniform(rng, -2, 2, starts), zeros, zeros
+    if kind == "finite":
+        return _uniform(rng, 1 / 16, 16, starts, signed=True), _uniform(rng, 1 / 16, 16, lanes, signed=True), zeros
+    if kind == "fp8_range":
+        return _uniform(rng, 2.0 ** -6, 448, starts, signed=True), _uniform(rng, 2.0 ** -6, 448, lanes, signed=True), zeros
+    words = rng.integers(0, 2 ** 32, starts, dtype=np.uint64).astype(np.uint32)
+    if kind == "bits":
+        return words, zeros.astype(np.uint32), zeros.astype(np.uint32)
+    if kind == "rotation":
+        return words, ((np.arange(_ops.LANES) + 1) % _ops.LANES).astype(np.uint32), zeros.astype(np.uint32)
+    if kind == "e4m3_pairs":  # two e4m3 codes in the low 16 bits, none NaN (S.1111.111)
+        codes = rng.choice([c for c in range(256) if c & 0x7F != 0x7F], (2,) + starts).astype(np.uint32)
+        return (words & 0xFFFF0000) | codes[0] | (codes[1] << 8), zeros.astype(np.uint32), zeros.astype(np.uint32)
+    raise ValueError(f"no input distribution {kind!r}")
+
+
+_DISTRIBUTIONS = {
+    "contracting": "x uniform in [-1, 1], c in +-[0.5, 0.9], c2 in [-0.5, 0.5]",
+    "minus_one": "x uniform in +-[0.5, 2], c = -1",
+    "small_step": "x uniform in [-1, 1], c in [-1/16, 1/16]",
+    "ex2": "x uniform in [0, 2]",
+    "rcp": "x uniform in +-[0.5, 2]",
+    "positive": "x uniform in [0.5, 4]",
+    "angle": "x uniform in +-[0.5, 1.5]",
+    "tanh": "x uniform in [-2, 2]",
+    "finite": "x and c uniform in +-[1/16, 16] (f32)",
+    "fp8_range": "x and c uniform in +-[2^-6, 448] (f32)",
+    "bits": "x uniform 32-bit words",
+    "rotation": "x uniform 32-bit words, c[l] = (l + 1) mod 32",
+    "e4m3_pairs": "x uniform 32-bit words whose low 16 bits are two e4m3 codes (no NaN)",
+}
+
+
+def _encode(dtype: str, values: np.ndarray) -> np.ndarray:
+    """Values (float64; x2 types: a last axis of 2 halves, low first) or words -> 32-bit words."""
+    if dtype == "b32" or values.dtype == np.uint32:
+        return values.astype(np.uint32)
+    if dtype == "f32":
+        return values.astype(np.float32).view(np.uint32)
+    fmt = "f16" if dtype == "f16x2" else "bf16"
+    bits = dtypes.encode(fmt, values).astype(np.uint32)
+    return bits[..., 0] | (bits[..., 1] << 16)
+
+
+def _decode(dtype: str, words: np.ndarray) -> np.ndarray:
+    """32-bit words -> values (float64): f32; x2 types as (..., 2) halves, low first; b32 as the word."""
+    words = np.asarray(words, dtype=np.uint32)
+    if dtype == "b32":
+        return words.astype(np.float64)
+    if dtype == "f32":
+        return words.view(np.float32).astype(np.float64)
+    fmt = "f16" if dtype == "f16x2" else "bf16"
+    return np.stack([dtypes.decode(fmt, words & 0xFFFF), dtypes.decode(fmt, words >> 16)], axis=-1)
+
+
+def expected_chain(case: SimtCase, inputs: Inputs, steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each chain's value after `steps` steps (MAX_ILP x 32 [x 2]) and its absolute tolerance.
+
+    Exact ops: the step on bit patterns, tolerance 0. Floating-point ops: the step as exact mathematics (float64),
+    and a bound carried along the chain: a step maps an error t in x to at most L t, L the largest |f'| over
+    [y - t, y + t] (sampled at the ends and the middle: each f is monotone there), and adds its own error, the
+    PTX ISA's bound for the instruction at the exact result plus its rounding (ops.py)."""
+    op = case.op
+    x, c, c2 = (inputs.values[name] for name in ("x", "c", "c2"))
+    if op.step is not None:
+        words = x.astype(np.uint32)
+        with np.errstate(over="ignore"):
+            for _ in range(steps):
+                words = op.step(words, c.astype(np.uint32), c2.astype(np.uint32))
+        return _decode(op.dtype, words), np.zeros(words.shape + ((2,) if op.dtype in ("f16x2", "bf16x2") else ()))
+    y, t = x.astype(np.float64), np.zeros(x.shape)
+    for _ in range(steps):
+        for stage in op.stages:
+            slope = np.max(np.abs([stage.df(y + d, c, c2) for d in (-t, 0 * t, t)]), axis=0)
+            y_next = stage.f(y, c, c2)
+            t = slope * t + stage.error(np.abs(y_next) + slope * t, op.fmt) + 2.0 ** -50 * np.abs(y_next)
+            y = y_next
+    return y, t
+
+
+class SimtFamily(Family):
+    name = "simt"
+    description = "SIMT instructions beside the tensor cores: f32/f16x2 arithmetic, MUFU, shuffles, converts"
+    id_prefixes = ("simt.",)
+    example_id = "simt.ex2.approx.ftz.f32"
+    template = "simt.cu.in"
+
+    cases = staticmethod(_cases.cases)
+    parse = staticmethod(_cases.parse)
+    check = staticmethod(_cases.check)
+    suites = staticmethod(_suites)
+
+    # -- the probe -------------------------------------------------------------------------------
+
+    def template_params(self, case: SimtCase) -> dict[str, object]:
+        self.check(case)
+        return {"instruction": case.instruction_ptx, "body": case.op.body, "unroll": CHAINS.unroll,
+                "short_body": CHAINS.short_unroll, "max_ilp": MAX_ILP, "chain_kernels": CHAINS.rendered()}
+
+    def sass_expectation(self, case: SimtCase) -> SassExpectation:
+        """Per kernel, every step's instructions (ops.py), with nothing of `forbidden` between the first and the
+        last of them: no memory access, barrier or branch (an emulated form may branch no more than its own
+        sequence does)."""
+        op = case.op
+        kernels = []
+        for kernel, steps in CHAINS.bodies:
+            for i, (mnemonic, count) in enumerate(op.sass):
+                kernels.append((kernel, KernelExpectation(mnemonic, steps * count, op.forbidden,
+                                                          also=op.also if i == 0 else ())))
+        return SassExpectation(tuple(kernels), op.executes, op.emulated,
+                               spill_kernels=tuple(kernel for kernel, _ in CHAINS.bodies))
+
+    # -- correctness -----------------------------------------------------------------------------
+
+    def inputs(self, case: SimtCase, rng: np.random.Generator) -> Inputs:
+        op = case.op
+        x, c, c2 = _draw(op.inputs, op.dtype, rng)
+        if op.dtype in ("f16x2", "bf16x2", "f32"):  # exactly representable start values and constants
+            x, c, c2 = (dtypes.round_to(op.fmt, v) for v in (x, c, c2))
+        elif x.dtype != np.uint32:  # a convert's f32 operands, held as words
+            x, c, c2 = (_encode("f32", dtypes.round_to("f32", v)) for v in (x, c, c2))
+        words = [_encode(op.dtype, v) for v in (x, c, c2)]
+        if op.step is not None:  # an exact op: its step reads words
+            x, c, c2 = words
+        buffer = np.concatenate([w.ravel() for w in words]).astype(np.uint32).view(np.uint8)
+        return Inputs(buffer, {"x": x, "c": c, "c2": c2}, _DISTRIBUTIONS[op.inputs])
+
+    def checks(self, case: SimtCase, inputs: Inputs) -> list[Check]:
+        """Every timed kernel after one loop body of `unroll` steps: slot s holds chain s mod ILP."""
+        expected, tolerance = expected_chain(case, inputs, CHAINS.unroll)
+        out = []
+        for kernel in CHAINS.timed_kernels:
+            ilp = int(kernel.split("ilp")[1].split("_")[0])
+            slots = np.arange(MAX_ILP) % ilp
+            out.append(Check(kernel, 32, CHAINS.unroll, 5, expected[slots], tolerance[slots],
+                             f"x ({kernel}, {CHAINS.unroll} steps)"))
+        return out
+
+    def output_words(self, case: SimtCase) -> int:
+        return MAX_ILP * _ops.LANES
+
+    def decode(self, case: SimtCase, words: np.ndarray) -> np.ndarray:
+        return _decode(case.op.dtype, np.asarray(words[:MAX_ILP * _ops.LANES]).reshape(MAX_ILP, _ops.LANES))
+
+    # -- measurement -----------------------------------------------------------------------------
+
+    def work(self, case: SimtCase) -> Work:
+        """Results per warp instruction (32 lanes x the instruction's results), as the Programming Guide counts:
+        an f16x2 FMA is two results, an f32 FMA one."""
+        return Work(_ops.LANES * case.op.results, "OP")
+
+    def peak(self, case: SimtCase) -> float | None:
+        """The Programming Guide's results per cycle per SM for compute capability 9.0, where its row was found
+        (reference.py); None otherwise."""
+        return PEAK_RESULTS_PER_SM.get(case.op.throughput)
+
+    def plan(self, case: SimtCase, device=None) -> list:
+        plan = CHAINS
+        sweep = tuple(SweepPoint(plan.kernel(ilp), w, ilp, {"warps": w, "ilp": ilp})
+                      for w in SWEEP_WARPS for ilp in SWEEP_ILP)
+        chain = case.op.chain or "x <- op(x, c, c2)"
+        bodies = f"; loop bodies of {plan.unroll} and {plan.short_unroll} steps, so a body's own cost cancels"
+        return [ChainSlope("latency_cycles", plan.kernel(1), 32, unroll=plan.unroll, launch={"warps": 1, "ilp": 1},
+                           notes=f"one dependent chain, {chain}" + bodies, short_body=plan.short_body(1)),
+                ChainSlope(interval_metric(case), plan.kernel(plan.issue_ilp), 32, per_iter=plan.issue_ilp,
+                           unroll=plan.unroll, launch={"warps": 1, "ilp": plan.issue_ilp},
+                           notes=f"{plan.issue_ilp} independent chains in one warp" + bodies,
+                           short_body=plan.short_body(plan.issue_ilp)),
+                OccupancySweep(sweep, 32, plan.unroll, whole_gpu="best")]
+
+    def headline(self, metric: str) -> dict | None:
+        return None
+
+    def describe(self, case: SimtCase) -> list[str]:
+        op = case.op
+        lines = [f"one step: {op.body}", f"sm_90a runs: {op.executes}" + (" (emulated: a sequence)" if op.emulated else ""),
+                 f"results per lane per step: {op.results}; unit: {_unit(case)}"]
+        if op.chain:
+            lines.append(f"chain: {op.chain}")
+        peak = self.peak(case)
+        lines.append(f"Programming Guide rate (CC 9.0): {peak:g} results/cycle/SM" if peak else
+                     "Programming Guide rate (CC 9.0): no row found for it (docs/simt.md)")
+        return lines
+
+    def figures(self, context) -> list:
+        from harness.families.simt.figures import figures
+
+        return figures(context)
+
+
+FAMILY = SimtFamily()

@@ -1,0 +1,125 @@
+"""The SIMT family on the CPU: each chain's reference and tolerance (an implementation within the PTX ISA's
+stated error passes, a chain one step short fails), the exact steps against hand-worked values, and the
+id grammar's errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness import dtypes
+from harness.errors import IllegalShapeError, SpecError
+from harness.families.simt import CHAINS, FAMILY, expected_chain
+from harness.families.simt import ops
+from harness.measure.validate import compare
+from harness.registry import parse_case_id
+
+CASES = FAMILY.cases()
+FLOAT_CASES = [case for case in CASES if case.op.stages]
+
+
+def _round(fmt, values):
+    return dtypes.round_to({"f32": "f32", "f16": "f16", "bf16": "bf16"}[fmt], values)
+
+
+def _faithful(case, inputs, steps, rng, scale=0.9):
+    """The chain as a worst-case-but-legal GPU computes it: every instruction's result off the exact one by up to
+    `scale` x the error the PTX ISA allows it (random sign; scale > 1: always away from the exact chain, the
+    worst a wrong instruction could do), then rounded to the format, step after step."""
+    x, c, c2 = (inputs.values[name] for name in ("x", "c", "c2"))
+    y = x  # the exact chain
+    for _ in range(steps):
+        for stage in case.op.stages:
+            exact, y = stage.f(x, c, c2), stage.f(y, c, c2)
+            allowed = stage.error(np.abs(exact), case.op.fmt) - 0.5 * ops.ulp(case.op.fmt, exact)  # less its rounding
+            away = np.where(exact >= y, 1.0, -1.0)  # the direction that takes x further from the exact chain
+            sign = rng.choice([-1.0, 1.0], exact.shape) if scale <= 1 else away
+            x = _round(case.op.fmt, exact + scale * allowed * sign)
+    return x
+
+
+@pytest.mark.parametrize("case", FLOAT_CASES, ids=str)
+def test_a_result_within_the_stated_error_passes_and_one_step_short_fails(case):
+    rng = np.random.default_rng(3)
+    inputs = FAMILY.inputs(case, rng)
+    expected, tolerance = expected_chain(case, inputs, CHAINS.unroll)
+    assert np.isfinite(expected).all() and (tolerance > 0).all()
+    for seed in range(3):
+        got = _faithful(case, inputs, CHAINS.unroll, np.random.default_rng(seed))
+        assert compare(got, expected, tolerance).ok, compare(got, expected, tolerance).message
+    # lg2's step, 2^log2(x), is the identity; bf16 tanh's stated error (2^-8 absolute a step) is wider than what a
+    # step still changes after 15 (x <- tanh(x) creeps to 0): neither can tell a chain one step short
+    if case.instruction_ptx not in ("lg2.approx.ftz.f32", "tanh.approx.bf16x2"):
+        short = _faithful(case, inputs, CHAINS.unroll - 1, np.random.default_rng(0))
+        assert not compare(short, expected, tolerance).ok
+    if case.op.stages[0].error(np.array(1.0), case.op.fmt) > 2 * ops.ulp(case.op.fmt, np.array(1.0)):
+        # an approximate instruction four times as wrong as the ISA allows, every step away from the truth, fails
+        wrong = _faithful(case, inputs, CHAINS.unroll, np.random.default_rng(0), scale=4.0)
+        assert not compare(wrong, expected, tolerance).ok
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.op.step], ids=str)
+def test_an_exact_chain_one_step_short_or_a_wrong_convert_fails(case):
+    inputs = FAMILY.inputs(case, np.random.default_rng(3))
+    expected, tolerance = expected_chain(case, inputs, CHAINS.unroll)
+    assert (tolerance == 0).all()
+    if case.instruction_ptx.startswith("cvt."):
+        # A convert's chain reaches its fixed point in a step or two (its packed result read back as f32 is then
+        # converted to itself); what tells a wrong convert is the fixed point: with the halves swapped it fails.
+        words = inputs.values["x"].astype(np.uint32)
+        for _ in range(CHAINS.unroll):
+            words = case.op.step(words, inputs.values["c"], inputs.values["c2"])
+            words = (words >> 16) | (words << 16)
+        wrong = FAMILY.decode(case, words.ravel())
+    else:
+        wrong, _ = expected_chain(case, inputs, CHAINS.unroll - 1)
+    assert not compare(wrong, expected, tolerance).ok
+
+
+def test_every_chain_kernel_writes_each_slot_from_its_chain():
+    case = parse_case_id("simt.fma.rn.f32")
+    inputs = FAMILY.inputs(case, np.random.default_rng(0))
+    checks = FAMILY.checks(case, inputs)
+    assert [c.kernel for c in checks] == ["probe_chain_ilp1", "probe_chain_ilp8", "probe_chain_ilp1_short",
+                                          "probe_chain_ilp8_short"]
+    one, eight = checks[0].expected, checks[1].expected
+    assert (one == one[0]).all() and len({tuple(row) for row in eight}) == 8
+
+
+def test_exact_steps_against_hand_worked_values():
+    words = np.arange(32, dtype=np.uint32)
+    assert list(ops._shfl_bfly(words, None, None)[:4]) == [1, 0, 3, 2]
+    assert list(ops._shfl_idx(words, (words + 1) % 32, None)[-2:]) == [31, 0]
+    assert int(ops._prmt(np.array([0x11223344], dtype=np.uint32), None, None)[0]) == 0x33441122
+    one, two = np.float32(1.0).view(np.uint32), np.float32(2.0).view(np.uint32)
+    packed = ops._cvt_x2("bf16")(np.array([one]), np.array([two]), None)
+    assert int(packed[0]) == 0x3F804000  # cvt.rn.bf16x2.f32 d, a = 1.0 (upper), b = 2.0 (lower)
+    pairs = ops._cvt_f16x2_from_e4m3x2(np.array([0x0000_4038], dtype=np.uint32), None, None)
+    assert int(pairs[0]) == 0x4000_3C00  # e4m3 0x38 = 1.0 (low), 0x40 = 2.0 (high) -> f16 1.0, 2.0
+
+
+@pytest.mark.parametrize("fmt, value, code", [
+    ("e4m3", 1.0, 0x38), ("e4m3", 1.0625, 0x38), ("e4m3", 1.1875, 0x3A), ("e4m3", 448.0, 0x7E),
+    ("e4m3", 1000.0, 0x7E), ("e4m3", -1000.0, 0xFE), ("e4m3", 2.0 ** -10, 0x00), ("e5m2", 1.0, 0x3C),
+    ("e5m2", 1e6, 0x7B), ("e5m2", -1.25, 0xBD)])
+def test_fp8_rounds_to_nearest_even_and_saturates(fmt, value, code):
+    """OCP fp8 codes: e4m3 1.0 = 0x38, its largest finite 448 = 0x7E; e5m2 1.0 = 0x3C, largest 57344 = 0x7B;
+    ties go to the even code (1.0625 between 1.0 and 1.125; 1.1875 between 1.125 and 1.25)."""
+    assert int(ops.fp8_bits(fmt, np.array([value]))[0]) == code
+
+
+@pytest.mark.parametrize("case_id, error", [
+    ("simt.fma.rn.f64", "times fma as fma.rn.f32, fma.rn.f16x2, fma.rn.bf16x2"),
+    ("simt.popc.b32", "has no 'popc'"),
+    ("simt.FMA", "expected 'simt.' and a PTX instruction"),
+])
+def test_an_instruction_the_family_does_not_time_is_refused_with_what_it_does(case_id, error):
+    with pytest.raises((IllegalShapeError, SpecError), match=error):
+        case = parse_case_id(case_id)
+        FAMILY.check(case)
+
+
+def test_suites_hold_every_case_once():
+    suites = FAMILY.suites()
+    assert len(suites["simt"].make()) == len(CASES) == len({c.case_id for c in CASES})
+    assert {c.case_id for c in suites["simt-mufu"].make()} == {c.case_id for c in CASES if c.op.sass[0][0].startswith("MUFU")}
