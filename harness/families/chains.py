@@ -22,6 +22,7 @@ class Chains:
 
     unroll: int = UNROLL
     ilps: tuple[int, ...] = ILPS
+    short: int | None = None  # rounds per body of the short-body chains (default: a quarter of `unroll`)
 
     @property
     def issue_ilp(self) -> int:
@@ -34,7 +35,11 @@ class Chains:
     def short_unroll(self) -> int | None:
         """Rounds per body of the short-body chains (a quarter of `unroll`), which ChainSlope times beside
         the long ones so that a body's own cost cancels (docs/chains.md). Bodies under 4 rounds are
-        laid out differently by ptxas, so a plan of fewer than 16 rounds per body has none."""
+        laid out differently by ptxas, so a plan of fewer than 16 rounds per body has none. A family may
+        choose a longer short body (`short`): what matters is that ptxas lays out the loop's head and tail
+        of both bodies alike, so that only rounds in the middle differ."""
+        if self.short:
+            return self.short
         return self.unroll // 4 if self.unroll >= 16 else None
 
     def short_kernel(self, ilp: int) -> str:

@@ -25,7 +25,12 @@ from harness.measure.methods import ChainSlope, OccupancySweep, SweepPoint
 MAX_ILP = max(ILPS)
 SWEEP_WARPS = (1, 2, 4, 8, 16, 32)  # warps per SM (one block per SM)
 SWEEP_ILP = (1, 2, 4)  # independent chains per warp
-CHAINS = Chains()
+# Short bodies of 8 steps, not 4: ptxas spaces a fixed-latency chain (FFMA, HFMA2, FMNMX, PRMT, F2FP) by the stall
+# counts of its control bits, and lays out a 4-step body's head and tail differently from a 16-step body's (the
+# loop counter's update merged into other slots, the last step's spacing before the branch); with 8 and 16 the
+# head and tail are the same instructions with the same stall counts, and the two bodies differ only by 8 steps
+# in the middle, so the slope is the steps' own spacing (docs/simt.md).
+CHAINS = Chains(short=8)
 
 
 def _suites() -> dict[str, Suite]:

@@ -268,14 +268,14 @@ OPS: dict[str, Op] = {
                            chain="x <- {f16(x), f16(c)}, read back as f32 bits"),
     "cvt.rn.satfinite.e4m3x2.f32": Op(
         "{.reg .b16 h, z; mov.b16 z, 0; cvt.rn.satfinite.e4m3x2.f32 h, %0, %1; mov.b32 %0, {h, z};}",
-        (("F2FP.SATFINITE.E4M3.F32.PACK_AB_MERGE_C", 1), ("PRMT", 1)),
-        "F2FP.SATFINITE.E4M3.F32.PACK_AB_MERGE_C + PRMT (the 16-bit pair placed in a 32-bit register)", "conversion", 2, "b32",
+        (("F2FP.SATFINITE.E4M3.F32.PACK_AB_MERGE_C", 1),),
+        "F2FP.SATFINITE.E4M3.F32.PACK_AB_MERGE_C (NVRTC 13.5 adds a PRMT a step to place the 16-bit pair; 13.0 does not)", "conversion", 2, "b32",
         "fp8_range", step=_cvt_fp8x2("e4m3"), chain="x <- {0, e4m3(x), e4m3(c)} (16 bits, zero-extended), read back "
                                                      "as f32 bits"),
     "cvt.rn.satfinite.e5m2x2.f32": Op(
         "{.reg .b16 h, z; mov.b16 z, 0; cvt.rn.satfinite.e5m2x2.f32 h, %0, %1; mov.b32 %0, {h, z};}",
-        (("F2FP.SATFINITE.E5M2.F32.PACK_AB_MERGE_C", 1), ("PRMT", 1)),
-        "F2FP.SATFINITE.E5M2.F32.PACK_AB_MERGE_C + PRMT (the 16-bit pair placed in a 32-bit register)", "conversion", 2, "b32",
+        (("F2FP.SATFINITE.E5M2.F32.PACK_AB_MERGE_C", 1),),
+        "F2FP.SATFINITE.E5M2.F32.PACK_AB_MERGE_C (NVRTC 13.5 adds a PRMT a step to place the 16-bit pair; 13.0 does not)", "conversion", 2, "b32",
         "fp8_range", step=_cvt_fp8x2("e5m2"), chain="x <- {0, e5m2(x), e5m2(c)}, read back as f32 bits"),
     "cvt.rn.f16x2.e4m3x2": Op("{.reg .b16 h, u; mov.b32 {h, u}, %0; cvt.rn.f16x2.e4m3x2 %0, h;}",
                               (("F2FP.F16.E4M3.UNPACK_B", 1),), "F2FP.F16.E4M3.UNPACK_B", "conversion", 2, "b32",
