@@ -265,7 +265,8 @@ def _sections(store: Store, run_id: int, facts: dict, against: pd.DataFrame, fam
     emulated = sorted(set(against[against.emulated].case_id))
     if emulated:
         summary.append(f"{len(emulated)} cases are emulated on this GPU (no native instruction: the SASS check found "
-                       "other instructions doing the work); their rates are marked and are not tensor-core rates.")
+                       "other instructions doing the work); their rates are marked: they are what the replacement instructions "
+                       "deliver, not a native instruction's rate.")
     if facts.get("with_telemetry"):
         def known(value) -> bool:  # a run of kernels without an in-kernel clock, or NVML without a sensor
             return value is not None and value == value

@@ -19,7 +19,7 @@ class Work:
     """Work per instruction per issuing unit: FLOP (OP for integer and bit types) or bytes."""
 
     amount: float
-    unit: str  # "FLOP", "OP" or "B"
+    unit: str  # "FLOP", "OP" (tensor-core integer work), "B", or "result" (a SIMT instruction's results per lane)
 
 
 def launch_key(launch: dict) -> str:

@@ -233,8 +233,9 @@ class SimtFamily(Family):
 
     def work(self, case: SimtCase) -> Work:
         """Results per warp instruction (32 lanes x the instruction's results), as the Programming Guide counts:
-        an f16x2 FMA is two results, an f32 FMA one."""
-        return Work(_ops.LANES * case.op.results, "OP")
+        an f16x2 FMA is two results, an f32 FMA one. The unit is "result" (result/cycle/SM, Tresult/s): not FLOP
+        (an FMA would be two) and not the tensor cores' OP, so no report adds them to tensor-core rates."""
+        return Work(_ops.LANES * case.op.results, "result")
 
     def peak(self, case: SimtCase) -> float | None:
         """The Programming Guide's results per cycle per SM for compute capability 9.0, where its row was found

@@ -179,7 +179,9 @@ class Op:
     body: str
     sass: tuple[tuple[str, int], ...]  # (SASS opcode, count per step)
     executes: str  # what runs per step, for people
-    throughput: str  # the CUDA Programming Guide row (harness/families/simt/reference.py), or "" if none
+    throughput: str  # the CUDA Programming Guide row (harness/families/simt/reference.py), or "" where no row
+    #                  describes the instruction (MUFU: the 9.0 column was not found; the packed converts and
+    #                  packed min/max: the guide's rows count single conversions and 32-bit compares)
     results: int  # results per lane per step, as the guide counts them (an x2 instruction makes two)
     dtype: str  # what x holds: f32, f16x2, bf16x2, or b32 (bits compared exactly)
     inputs: str  # how x, c and c2 are drawn (harness/families/simt/__init__.py)
@@ -217,11 +219,11 @@ OPS: dict[str, Op] = {
     "fma.rn.bf16x2": Op("fma.rn.bf16x2 %0, %0, %1, %2;", (("HFMA2.BF16_V2", 1),),
                         "HFMA2.BF16_V2 or HFMA2.MMA.BF16_V2 (alternated, as f16x2)", "fp16", 2, "bf16x2",
                         "contracting", stages=(FMA,), also=("HFMA2.MMA.BF16_V2",)),
-    "max.f16x2": Op("{.reg .b32 t; neg.f16x2 t, %0; max.f16x2 %0, t, %1;}", (("HMNMX2", 1),), "HMNMX2 (the negation folded into its operand)", "minmax", 2,
+    "max.f16x2": Op("{.reg .b32 t; neg.f16x2 t, %0; max.f16x2 %0, t, %1;}", (("HMNMX2", 1),), "HMNMX2 (the negation folded into its operand)", "", 2,
                     "f16x2", "contracting", step=_max_x2("f16"),
                     chain="x <- max(-x, c) (max(x, c) repeated is folded by ptxas: max is idempotent)"),
     "max.bf16x2": Op("{.reg .b32 t; neg.bf16x2 t, %0; max.bf16x2 %0, t, %1;}", (("HMNMX2.BF16_V2", 1),), "HMNMX2.BF16_V2 (the negation folded into its operand)",
-                     "minmax", 2, "bf16x2", "contracting", step=_max_x2("bf16"), chain="x <- max(-x, c)"),
+                     "", 2, "bf16x2", "contracting", step=_max_x2("bf16"), chain="x <- max(-x, c)"),
     # MUFU
     "ex2.approx.ftz.f32": Op(NEG + "ex2.approx.ftz.f32 %0, t;}", (("MUFU.EX2", 1),), "MUFU.EX2", "", 1, "f32",
                              "ex2", stages=(EX2_NEG,), chain="x <- 2^-x (the negation folded into the MUFU operand)"),
@@ -261,24 +263,24 @@ OPS: dict[str, Op] = {
                             "shuffle", 1, "b32", "rotation", step=_shfl_idx, chain="lane l reads lane c[l] = (l + 1) mod 32"),
     # converts and byte permutes
     "cvt.rn.bf16x2.f32": Op("cvt.rn.bf16x2.f32 %0, %0, %1;", (("F2FP.BF16.F32.PACK_AB", 1),), "F2FP.BF16.F32.PACK_AB",
-                            "conversion", 2, "b32", "finite", step=_cvt_x2("bf16"),
+                            "", 2, "b32", "finite", step=_cvt_x2("bf16"),
                             chain="x <- {bf16(x), bf16(c)}, read back as f32 bits"),
     "cvt.rn.f16x2.f32": Op("cvt.rn.f16x2.f32 %0, %0, %1;", (("F2FP.F16.F32.PACK_AB", 1),), "F2FP.F16.F32.PACK_AB",
-                           "conversion", 2, "b32", "finite", step=_cvt_x2("f16"),
+                           "", 2, "b32", "finite", step=_cvt_x2("f16"),
                            chain="x <- {f16(x), f16(c)}, read back as f32 bits"),
     "cvt.rn.satfinite.e4m3x2.f32": Op(
         "{.reg .b16 h, z; mov.b16 z, 0; cvt.rn.satfinite.e4m3x2.f32 h, %0, %1; mov.b32 %0, {h, z};}",
         (("F2FP.SATFINITE.E4M3.F32.PACK_AB_MERGE_C", 1),),
-        "F2FP.SATFINITE.E4M3.F32.PACK_AB_MERGE_C (NVRTC 13.5 adds a PRMT a step to place the 16-bit pair; 13.0 does not)", "conversion", 2, "b32",
+        "F2FP.SATFINITE.E4M3.F32.PACK_AB_MERGE_C (NVRTC 13.5 adds a PRMT a step to place the 16-bit pair; 13.0 does not)", "", 2, "b32",
         "fp8_range", step=_cvt_fp8x2("e4m3"), chain="x <- {0, e4m3(x), e4m3(c)} (16 bits, zero-extended), read back "
                                                      "as f32 bits"),
     "cvt.rn.satfinite.e5m2x2.f32": Op(
         "{.reg .b16 h, z; mov.b16 z, 0; cvt.rn.satfinite.e5m2x2.f32 h, %0, %1; mov.b32 %0, {h, z};}",
         (("F2FP.SATFINITE.E5M2.F32.PACK_AB_MERGE_C", 1),),
-        "F2FP.SATFINITE.E5M2.F32.PACK_AB_MERGE_C (NVRTC 13.5 adds a PRMT a step to place the 16-bit pair; 13.0 does not)", "conversion", 2, "b32",
+        "F2FP.SATFINITE.E5M2.F32.PACK_AB_MERGE_C (NVRTC 13.5 adds a PRMT a step to place the 16-bit pair; 13.0 does not)", "", 2, "b32",
         "fp8_range", step=_cvt_fp8x2("e5m2"), chain="x <- {0, e5m2(x), e5m2(c)}, read back as f32 bits"),
     "cvt.rn.f16x2.e4m3x2": Op("{.reg .b16 h, u; mov.b32 {h, u}, %0; cvt.rn.f16x2.e4m3x2 %0, h;}",
-                              (("F2FP.F16.E4M3.UNPACK_B", 1),), "F2FP.F16.E4M3.UNPACK_B", "conversion", 2, "b32",
+                              (("F2FP.F16.E4M3.UNPACK_B", 1),), "F2FP.F16.E4M3.UNPACK_B", "", 2, "b32",
                               "e4m3_pairs", step=_cvt_f16x2_from_e4m3x2,
                               chain="x <- f16x2 of the two e4m3 in x's low 16 bits (fp8 operands widened for a "
                                     "kernel's CUDA cores)"),

@@ -13,7 +13,8 @@ from __future__ import annotations
 PEAK_RESULTS_PER_SM = {
     "fp32": 128,  # 32-bit floating-point add, multiply, multiply-add (two copies agree)
     "fp16": 256,  # 16-bit floating-point add, multiply, multiply-add: an f16x2 instruction is two results (two agree)
-    "minmax": 64,  # compare, minimum, maximum (one copy)
+    "minmax": 64,  # compare, minimum, maximum (one copy): FMNMX; not mapped to the packed HMNMX2
     "shuffle": 32,  # warp shuffle (one copy)
-    "conversion": 16,  # all other type conversions (one copy; it does not say whether a packed pair is 1 or 2)
 }
+# Not mapped: "all other type conversions" (16 in one copy) counts single conversions (F2F, I2F): the packed
+# converts F2FP measure 63 instructions a cycle per SM (126 results), the ALU's half rate, nothing like it.
