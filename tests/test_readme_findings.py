@@ -74,7 +74,7 @@ def test_wgmma_turns_compute_bound_at_64_ss_and_32_rs(db):
 
 def test_tensor_core_figures_match_the_paper(db):
     text = finding("Tensor-core cycles match the paper")
-    quoted = re.search(r"(\d+) of the (\d+)\s+Table 13 throughputs agree.*?the other (\d+) imply", text, re.S)
+    quoted = re.search(r"(\d+) of the (\d+)\s+Table 13 throughputs agree.*?; (\d+) imply", text, re.S)
     agree, printed, doubtful = map(int, quoted.groups())
     counts = bench(db, "bench compare --run 52 --metric throughput_tflops --db results.db", text).stdout
     assert re.search(rf"^\s+{agree} agrees$", counts, re.M) and re.search(rf"^\s+{doubtful} paper clock doubtful", counts, re.M)
@@ -138,3 +138,21 @@ def test_the_fp8_gemm_against_cublaslt(db):
                                 env={"COLUMNS": "80"})
     (value,) = [float(line.rsplit(",", 1)[1]) for line in result.stdout.splitlines()[1:]]
     assert f"{value:.2f}" == "0.82"
+
+
+def test_mufu_makes_16_results_a_cycle_whatever_the_function(db):
+    text = finding("MUFU makes 16 results/cycle/SM")
+    assert "bench report --run 113 --db results.db" in " ".join(text.split())
+    import harness
+
+    rows = harness.results(db, run_id=113, family="simt")
+    best = rows[rows.metric == "sm_throughput"].groupby("case_id").value.max()
+    latency = rows[rows.metric == "latency_cycles"].set_index("case_id").value
+    mufu = [f"simt.{name}" for name in ("ex2.approx.ftz.f32", "rcp.approx.ftz.f32", "rsqrt.approx.ftz.f32",
+                                         "sqrt.approx.ftz.f32", "tanh.approx.f32", "sin.approx.ftz.f32",
+                                         "cos.approx.ftz.f32", "lg2.approx.ftz.f32", "tanh.approx.f16x2")]
+    assert all(abs(best[c] - 16) < 0.1 for c in mufu)  # "16 results/cycle/SM, whatever the function"
+    assert all(abs(latency[f"simt.{n}"] - 17) < 0.05 for n in ("ex2.approx.ftz.f32", "rcp.approx.ftz.f32",
+                                                                "rsqrt.approx.ftz.f32", "tanh.approx.f32"))
+    assert abs(latency["simt.fma.rn.f32"] - 4) < 0.05 and abs(latency["simt.fma.rn.f16x2"] - 8) < 0.05
+    assert 4096 / (4 * 64) == 16  # wgmma's dense f16 FLOP/cycle/SM over 4 d FLOP per score at d = 64
