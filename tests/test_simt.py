@@ -123,3 +123,24 @@ def test_suites_hold_every_case_once():
     suites = FAMILY.suites()
     assert len(suites["simt"].make()) == len(CASES) == len({c.case_id for c in CASES})
     assert {c.case_id for c in suites["simt-mufu"].make()} == {c.case_id for c in CASES if c.op.sass[0][0].startswith("MUFU")}
+
+
+def test_the_site_finding_divides_the_tensor_cores_scores_by_mufus_exps():
+    """4096 dense f16 FLOP a cycle per SM at 4 d FLOP a score is 16 scores a cycle at d = 64: all of MUFU's 16
+    exps; a sparse wgmma row (twice the rate) must not count."""
+    import pandas as pd
+    from types import SimpleNamespace
+
+    from harness.families.simt.figures import findings
+
+    def row(case_id, family, metric, value, dtype=None, sparse=False):
+        return dict(gpu_name="H", case_id=case_id, family=family, metric=metric, value=value, dtype_a=dtype,
+                    is_sparse=sparse)
+
+    latest = pd.DataFrame([row("simt.ex2.approx.ftz.f32", "simt", "sm_throughput", 16.0),
+                           row("simt.ex2.approx.ftz.f32", "simt", "latency_cycles", 17.0),
+                           row("w1", "wgmma", "sm_throughput", 4096.0, "f16"),
+                           row("w2", "wgmma", "sm_throughput", 8192.0, "f16", sparse=True)])
+    (heading, _, table), = findings(SimpleNamespace(latest=latest))
+    assert table["f16 d=64: exps of MUFU"].iloc[0] == 1.0 and table["f16 d=128: exps of MUFU"].iloc[0] == 0.5
+    assert "e4m3 d=64: exps of MUFU" not in table  # no fp8 wgmma measured on this GPU

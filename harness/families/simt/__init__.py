@@ -275,5 +275,10 @@ class SimtFamily(Family):
 
         return figures(context)
 
+    def findings(self, context) -> list:
+        from harness.families.simt.figures import findings
+
+        return findings(context)
+
 
 FAMILY = SimtFamily()

@@ -41,3 +41,37 @@ def figures(ctx) -> list:
         "with 8 independent chains. Best rate: every SM with 1..32 warps x 1, 2 or 4 chains, results per cycle "
         "per SM as the CUDA Programming Guide counts them (an x2 instruction makes two). 'guide, CC 9.0': the "
         "guide's rate where a copy of its 9.0 column was found (docs/simt.md); blank where none was."], table)]
+
+
+HEAD_DIMS = (64, 128, 256)
+
+
+def findings(ctx) -> list:
+    """The results site's question for the SIMT family: can MUFU keep up with the tensor cores in attention?
+    Per GPU model, from the newest measurements: MUFU's ex2 rate and latency, the tensor cores' best dense rate
+    (wgmma's rows of the same GPU, f16 and e4m3), and the share of MUFU's rate that one exp per score takes at each
+    head dim (QK^T and PV cost 4 d FLOP a score)."""
+    latest = ctx.latest
+    ex2 = latest[(latest.case_id == "simt.ex2.approx.ftz.f32")]
+    if ex2.empty:
+        return []
+    rows = []
+    for gpu, part in ex2.groupby("gpu_name"):
+        rate = part[part.metric == "sm_throughput"].value.max()
+        latency = part[part.metric == "latency_cycles"].value.min()
+        tensor = latest[(latest.gpu_name == gpu) & (latest.family == "wgmma") & (latest.metric == "sm_throughput")
+                        & ~latest.is_sparse.fillna(False).astype(bool)]
+        row = {"gpu": gpu, "ex2 results/cycle/SM": round(float(rate), 2), "ex2 latency (cycles)": round(float(latency), 2)}
+        for dtype in ("f16", "e4m3"):
+            best = tensor[tensor.dtype_a == dtype].value.max()
+            if best == best:  # measured on this GPU
+                row[f"wgmma {dtype} FLOP/cycle/SM"] = round(float(best))
+                for d in HEAD_DIMS:
+                    row[f"{dtype} d={d}: exps of MUFU"] = round(float(best) / (4 * d) / float(rate), 2)
+        rows.append(row)
+    return [("Beside the tensor cores: can MUFU keep up with attention?", [
+        "An attention forward pass spends 4 d FLOP on the tensor cores per score (QK^T and PV, d the head dim) and one "
+        "exponential on MUFU. At the tensor cores' best dense rate, 'exps of MUFU' is the share of MUFU's measured ex2 "
+        "rate the softmax needs: 1.0 means MUFU is as busy as the tensor cores, so softmax can hide only if the two "
+        "overlap perfectly and nothing else needs MUFU. From each GPU model's newest measurements; docs/simt.md."],
+        pd.DataFrame(rows))]
