@@ -155,4 +155,6 @@ def test_mufu_makes_16_results_a_cycle_whatever_the_function(db):
     assert all(abs(latency[f"simt.{n}"] - 17) < 0.05 for n in ("ex2.approx.ftz.f32", "rcp.approx.ftz.f32",
                                                                 "rsqrt.approx.ftz.f32", "tanh.approx.f32"))
     assert abs(latency["simt.fma.rn.f32"] - 4) < 0.05 and abs(latency["simt.fma.rn.f16x2"] - 8) < 0.05
-    assert 4096 / (4 * 64) == 16  # wgmma's dense f16 FLOP/cycle/SM over 4 d FLOP per score at d = 64
+    wgmma = harness.results(db, run_id=55, family="wgmma", metric="sm_throughput")
+    tensor = wgmma[(wgmma.dtype_a == "f16") & ~wgmma.is_sparse.fillna(False).astype(bool)].value.max()
+    assert abs(tensor / (4 * 64) - 16) < 0.01  # "4096/(4 x 64) = 16 scores a cycle per SM": the measured dense f16 rate

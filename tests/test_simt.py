@@ -90,11 +90,11 @@ def test_exact_steps_against_hand_worked_values():
     words = np.arange(32, dtype=np.uint32)
     assert list(ops._shfl_bfly(words, None, None)[:4]) == [1, 0, 3, 2]
     assert list(ops._shfl_idx(words, (words + 1) % 32, None)[-2:]) == [31, 0]
-    assert int(ops._prmt(np.array([0x11223344], dtype=np.uint32), None, None)[0]) == 0x33441122
+    assert int(ops._prmt(np.array([0x11223344], dtype=np.uint32), None, None)[0]) == 0x11442233  # bytes 1, 2, 0, 3
     one, two = np.float32(1.0).view(np.uint32), np.float32(2.0).view(np.uint32)
     packed = ops._cvt_x2("bf16")(np.array([one]), np.array([two]), None)
     assert int(packed[0]) == 0x3F804000  # cvt.rn.bf16x2.f32 d, a = 1.0 (upper), b = 2.0 (lower)
-    pairs = ops._cvt_f16x2_from_e4m3x2(np.array([0x0000_4038], dtype=np.uint32), None, None)
+    pairs = ops._cvt_f16x2_from_e4m3x2(np.array([0x4038_0000], dtype=np.uint32), None, None)
     assert int(pairs[0]) == 0x4000_3C00  # e4m3 0x38 = 1.0 (low), 0x40 = 2.0 (high) -> f16 1.0, 2.0
 
 
@@ -144,3 +144,13 @@ def test_the_site_finding_divides_the_tensor_cores_scores_by_mufus_exps():
     (heading, _, table), = findings(SimpleNamespace(latest=latest))
     assert table["f16 d=64: exps of MUFU"].iloc[0] == 1.0 and table["f16 d=128: exps of MUFU"].iloc[0] == 0.5
     assert "e4m3 d=64: exps of MUFU" not in table  # no fp8 wgmma measured on this GPU
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.instruction_ptx != "shfl.sync.bfly.b32"], ids=str)
+def test_a_kernel_that_ran_no_step_fails(case):
+    """Every chain but shfl.bfly's (a swap: period 2, guarded by its SASS check alone) is somewhere else after one
+    checked body than where it started, so a kernel that wrote its start values back fails validation."""
+    inputs = FAMILY.inputs(case, np.random.default_rng(3))
+    expected, tolerance = expected_chain(case, inputs, CHAINS.unroll)
+    start, _ = expected_chain(case, inputs, 0)
+    assert not compare(start, expected, tolerance).ok

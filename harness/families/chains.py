@@ -3,8 +3,8 @@ plan, shared below the families that time an instruction by chains of it.
 
 A chain kernel `probe_chain_ilp<ILP>` has each warp run `iters` rounds of ILP independent chains of the
 instruction, `unroll` rounds per loop body. ILP 1 is one dependent chain (latency); the largest ILP
-measures the issue interval. The `_short` kernels run the same chains in bodies of a quarter of the
-rounds, so that ChainSlope can cancel what a loop body costs once (docs/chains.md).
+measures the issue interval. The `_short` kernels run the same chains in shorter bodies (a quarter of the
+rounds by default; simt: half), so that ChainSlope can cancel what a loop body costs once (docs/chains.md).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class Chains:
 
     @property
     def short_unroll(self) -> int | None:
-        """Rounds per body of the short-body chains (a quarter of `unroll`), which ChainSlope times beside
+        """Rounds per body of the short-body chains (`short`, else a quarter of `unroll`), which ChainSlope times beside
         the long ones so that a body's own cost cancels (docs/chains.md). Bodies under 4 rounds are
         laid out differently by ptxas, so a plan of fewer than 16 rounds per body has none. A family may
         choose a longer short body (`short`): what matters is that ptxas lays out the loop's head and tail

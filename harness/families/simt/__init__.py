@@ -73,13 +73,13 @@ def _draw(kind: str, dtype: str, rng: np.random.Generator) -> tuple[np.ndarray, 
     if kind == "contracting":  # |c| < 1: x <- x c + c2 converges; max(-x, c) bounces
         return _uniform(rng, -1, 1, starts), _uniform(rng, 0.5, 0.9, lanes, signed=True), _uniform(rng, -0.5, 0.5, lanes)
     if kind == "minus_one":
-        return _uniform(rng, 0.5, 2, starts, signed=True), -np.ones(lanes), zeros
+        return _uniform(rng, 0.5, 2, starts, signed=True), -(1 + 2.0 ** -20) * np.ones(lanes), zeros
     if kind == "small_step":
         return _uniform(rng, -1, 1, starts), _uniform(rng, -1 / 16, 1 / 16, lanes), zeros
     if kind == "ex2":
         return _uniform(rng, 0, 2, starts), zeros, zeros
-    if kind == "rcp":
-        return _uniform(rng, 0.5, 2, starts, signed=True), zeros, zeros
+    if kind == "rcp":  # negative: the first step of 1/|x| turns x positive, so 16 steps are not the identity
+        return -_uniform(rng, 0.5, 2, starts), zeros, zeros
     if kind == "positive":
         return _uniform(rng, 0.5, 4, starts), zeros, zeros
     if kind == "angle":
@@ -88,33 +88,36 @@ def _draw(kind: str, dtype: str, rng: np.random.Generator) -> tuple[np.ndarray, 
         return _uniform(rng, -2, 2, starts), zeros, zeros
     if kind == "finite":
         return _uniform(rng, 1 / 16, 16, starts, signed=True), _uniform(rng, 1 / 16, 16, lanes, signed=True), zeros
-    if kind == "fp8_range":
-        return _uniform(rng, 2.0 ** -6, 448, starts, signed=True), _uniform(rng, 2.0 ** -6, 448, lanes, signed=True), zeros
+    if kind == "fp8_range":  # c: a quarter beyond e5m2's largest (saturated), a quarter at e4m3 ties (1.0625 x 2^e)
+        c = _uniform(rng, 2.0 ** -6, 448, lanes, signed=True)
+        c[: _ops.LANES // 4] = _uniform(rng, 6e4, 1e6, _ops.LANES // 4, signed=True)
+        c[_ops.LANES // 4: _ops.LANES // 2] = 1.0625 * 2.0 ** rng.integers(-6, 8, _ops.LANES // 4)
+        return _uniform(rng, 2.0 ** -6, 448, starts, signed=True), c, zeros
     words = rng.integers(0, 2 ** 32, starts, dtype=np.uint64).astype(np.uint32)
     if kind == "bits":
         return words, zeros.astype(np.uint32), zeros.astype(np.uint32)
     if kind == "rotation":
         return words, ((np.arange(_ops.LANES) + 1) % _ops.LANES).astype(np.uint32), zeros.astype(np.uint32)
-    if kind == "e4m3_pairs":  # two e4m3 codes in the low 16 bits, none NaN (S.1111.111)
+    if kind == "e4m3_pairs":  # two e4m3 codes in the high 16 bits, none NaN (S.1111.111)
         codes = rng.choice([c for c in range(256) if c & 0x7F != 0x7F], (2,) + starts).astype(np.uint32)
-        return (words & 0xFFFF0000) | codes[0] | (codes[1] << 8), zeros.astype(np.uint32), zeros.astype(np.uint32)
+        return (words & 0xFFFF) | (codes[0] << 16) | (codes[1] << 24), zeros.astype(np.uint32), zeros.astype(np.uint32)
     raise ValueError(f"no input distribution {kind!r}")
 
 
 _DISTRIBUTIONS = {
     "contracting": "x uniform in [-1, 1], c in +-[0.5, 0.9], c2 in [-0.5, 0.5]",
-    "minus_one": "x uniform in +-[0.5, 2], c = -1",
+    "minus_one": "x uniform in +-[0.5, 2], c = -(1 + 2^-20)",
     "small_step": "x uniform in [-1, 1], c in [-1/16, 1/16]",
     "ex2": "x uniform in [0, 2]",
-    "rcp": "x uniform in +-[0.5, 2]",
+    "rcp": "x uniform in [-2, -0.5]",
     "positive": "x uniform in [0.5, 4]",
     "angle": "x uniform in +-[0.5, 1.5]",
     "tanh": "x uniform in [-2, 2]",
     "finite": "x and c uniform in +-[1/16, 16] (f32)",
-    "fp8_range": "x and c uniform in +-[2^-6, 448] (f32)",
+    "fp8_range": "x and c uniform in +-[2^-6, 448] (f32); a quarter of c beyond 6e4 (saturated), a quarter at e4m3 ties",
     "bits": "x uniform 32-bit words",
     "rotation": "x uniform 32-bit words, c[l] = (l + 1) mod 32",
-    "e4m3_pairs": "x uniform 32-bit words whose low 16 bits are two e4m3 codes (no NaN)",
+    "e4m3_pairs": "x uniform 32-bit words whose high 16 bits are two e4m3 codes (no NaN)",
 }
 
 
@@ -145,7 +148,7 @@ def expected_chain(case: SimtCase, inputs: Inputs, steps: int) -> tuple[np.ndarr
 
     Exact ops: the step on bit patterns, tolerance 0. Floating-point ops: the step as exact mathematics (float64),
     and a bound carried along the chain: a step maps an error t in x to at most L t, L the largest |f'| over
-    [y - t, y + t] (sampled at the ends and the middle: each f is monotone there), and adds its own error, the
+    [y - t, y + t] (sampled at the ends and the middle: |f'| is monotone there), and adds its own error, the
     PTX ISA's bound for the instruction at the exact result plus its rounding (ops.py)."""
     op = case.op
     x, c, c2 = (inputs.values[name] for name in ("x", "c", "c2"))

@@ -4,12 +4,15 @@ exactly (`step`: bit patterns in, bit patterns out) or as exact mathematics with
 states for an approximate instruction (`stages`).
 
 Why each chain is the shape it is (a chain must stay finite over millions of steps, and stay a chain):
-- ex2 and rcp are chained through a negation, 2^-x and -1/x, which ptxas folds into the MUFU's operand
-  (MUFU.EX2 R, -R): 2^x alone leaves the range in a few steps, and rcp(rcp(x)) is folded away by ptxas
-  (it compiled a chain of rcp.approx.ftz to nothing).
+- ex2 is chained through a negation, 2^-x, and rcp through an absolute value, 1/|x| from x < 0, which ptxas
+  folds into the MUFU's operand (MUFU.EX2 R, -R; MUFU.RCP R, |R|): 2^x alone leaves the range in a few steps,
+  and rcp(rcp(x)) is folded away by ptxas (it compiled a chain of rcp.approx.ftz to nothing).
 - lg2 has no bounded chain of its own (its fixed points repel: the inverse of ex2's attracting one), so its
-  step is lg2 then ex2, 2^log2(x) = x: two MUFU results a step, and lg2's latency is the step's less ex2's.
-- mul is chained by -1 (x <- -x: exact forever); add by a small constant (|x| grows linearly).
+  step is lg2 then ex2, 2^-log2|x| = 1/|x|: two MUFU results a step, and lg2's latency is the step's less ex2's.
+- mul is chained by -(1 + 2^-20); add by a small constant (|x| grows linearly).
+- A chain that returns to its start after 16 steps would validate a kernel that did nothing: 1/|x| does so only
+  after its first step has turned x positive, prmt rotates three bytes (16 mod 3 = 1); shfl.bfly's swap (period
+  2) is the one left, guarded by its SASS check alone.
 - The converts feed their packed result back as the next step's f32 bits: deterministic, exact, and a chain.
 
 Errors (PTX ISA 9.2, sections 9.7.3 and 9.7.4; `docs/simt.md` quotes them): ex2.approx.f32 2 ulp; rcp.approx.f32
@@ -74,11 +77,10 @@ FMA = Stage(lambda x, c, c2: x * c + c2, lambda x, c, c2: c + 0 * x, _rounded)
 MUL = Stage(lambda x, c, c2: x * c, lambda x, c, c2: c + 0 * x, _rounded)
 ADD = Stage(lambda x, c, c2: x + c, lambda x, c, c2: 1 + 0 * x, _rounded)
 EX2_NEG = Stage(lambda x, c, c2: 2.0 ** -x, lambda x, c, c2: -LN2 * 2.0 ** -x, _ulps(2))
-EX2 = Stage(lambda x, c, c2: 2.0 ** x, lambda x, c, c2: LN2 * 2.0 ** x, _ulps(2))
-RCP_NEG = Stage(lambda x, c, c2: -1.0 / x, lambda x, c, c2: 1.0 / x ** 2, _ulps(1))
+RCP_ABS = Stage(lambda x, c, c2: 1.0 / np.abs(x), lambda x, c, c2: 1.0 / x ** 2, _ulps(1))
 RSQRT = Stage(lambda x, c, c2: x ** -0.5, lambda x, c, c2: -0.5 * x ** -1.5, _relative(-22.9))
 SQRT = Stage(lambda x, c, c2: np.sqrt(x), lambda x, c, c2: 0.5 / np.sqrt(x), _relative(-23))
-LG2 = Stage(lambda x, c, c2: np.log2(x), lambda x, c, c2: 1.0 / (x * LN2), _lg2_error)
+LG2_ABS = Stage(lambda x, c, c2: np.log2(np.abs(x)), lambda x, c, c2: 1.0 / (np.abs(x) * LN2), _lg2_error)
 SIN = Stage(lambda x, c, c2: np.sin(x), lambda x, c, c2: np.cos(x), _absolute(-20.5))
 COS = Stage(lambda x, c, c2: np.cos(x), lambda x, c, c2: -np.sin(x), _absolute(-20.5))
 TANH = Stage(lambda x, c, c2: np.tanh(x), lambda x, c, c2: 1 - np.tanh(x) ** 2, _relative(-11))
@@ -138,7 +140,7 @@ def fp8_bits(fmt: str, values: np.ndarray) -> np.ndarray:
     d_below, d_above = a - magnitudes[below], magnitudes[above] - a
     take_above = (d_above < d_below) | ((d_above == d_below) & (magnitude_codes[above] % 2 == 0))
     code = np.where(take_above, magnitude_codes[above], magnitude_codes[below])
-    sign = (np.signbit(values) & (code != 0)) | (np.signbit(values) & (values != 0))
+    sign = np.signbit(values)  # -0 and values that round to zero keep their sign (0x80), as cvt.rn does
     return (code | (sign.astype(np.int64) << 7)).astype(np.uint32)
 
 
@@ -150,9 +152,9 @@ def _cvt_fp8x2(fmt):
 
 
 def _cvt_f16x2_from_e4m3x2(x, c, c2):
-    """cvt.rn.f16x2.e4m3x2 d, h with h the low 16 bits of x: each byte's e4m3 value as f16 (exact)."""
+    """cvt.rn.f16x2.e4m3x2 d, h with h the high 16 bits of x: each byte's e4m3 value as f16 (exact)."""
     table = dtypes.fp8_values("e4m3")
-    low, high = x & 0xFF, (x >> 8) & 0xFF
+    low, high = (x >> 16) & 0xFF, (x >> 24) & 0xFF
     return _pack(dtypes.encode("f16", table[low]), dtypes.encode("f16", table[high]))
 
 
@@ -165,8 +167,10 @@ def _shfl_idx(x, c, c2):
 
 
 def _prmt(x, c, c2):
-    """prmt.b32 d, a, b, 0x1032: bytes 2, 3, 0, 1 of a: its halves swapped (b unused)."""
-    return ((x >> 16) | (x << 16)).astype(np.uint32)
+    """prmt.b32 d, a, b, 0x3021: d's bytes 0, 1, 2, 3 are a's bytes 1, 2, 0, 3 (b unused): a 3-cycle of the low
+    three bytes, so 16 steps are not the identity (16 mod 3 = 1)."""
+    byte = [(x >> (8 * i)) & 0xFF for i in range(4)]
+    return (byte[1] | (byte[2] << 8) | (byte[0] << 16) | (byte[3] << 24)).astype(np.uint32)
 
 
 # -- the operations -----------------------------------------------------------------------------------------
@@ -200,6 +204,7 @@ class Op:
 
 
 NEG = "{.reg .f32 t; neg.f32 t, %0; "
+ABS = "{.reg .f32 t; abs.f32 t, %0; "
 MEMORY_ONLY = ("LDG", "LDS", "LDL", "LD.", "ST", "BAR", "MEMBAR", "DEPBAR")
 
 OPS: dict[str, Op] = {
@@ -207,7 +212,8 @@ OPS: dict[str, Op] = {
     "fma.rn.f32": Op("fma.rn.f32 %0, %0, %1, %2;", (("FFMA", 1),), "FFMA", "fp32", 1, "f32", "contracting",
                      stages=(FMA,)),
     "mul.rn.f32": Op("mul.rn.f32 %0, %0, %1;", (("FMUL", 1),), "FMUL", "fp32", 1, "f32", "minus_one",
-                     stages=(MUL,), chain="x <- x * c with c = -1 (exact, bounded forever)"),
+                     stages=(MUL,), chain="x <- x * c with c = -(1 + 2^-20): 16 steps are not the identity, and "
+                                          "|x| grows by e only every million steps"),
     "add.rn.f32": Op("add.rn.f32 %0, %0, %1;", (("FADD", 1),), "FADD", "fp32", 1, "f32", "small_step",
                      stages=(ADD,)),
     "max.f32": Op(NEG + "max.f32 %0, t, %1;}", (("FMNMX", 1),), "FMNMX (the negation folded into its operand)",
@@ -221,7 +227,8 @@ OPS: dict[str, Op] = {
                         "contracting", stages=(FMA,), also=("HFMA2.MMA.BF16_V2",)),
     "max.f16x2": Op("{.reg .b32 t; neg.f16x2 t, %0; max.f16x2 %0, t, %1;}", (("HMNMX2", 1),), "HMNMX2 (the negation folded into its operand)", "", 2,
                     "f16x2", "contracting", step=_max_x2("f16"),
-                    chain="x <- max(-x, c) (max(x, c) repeated is folded by ptxas: max is idempotent)"),
+                    chain="x <- max(-x, c) (max(x, c) repeated is folded by ptxas, max being idempotent: it kept one "
+                          "VHMNMX of two)"),
     "max.bf16x2": Op("{.reg .b32 t; neg.bf16x2 t, %0; max.bf16x2 %0, t, %1;}", (("HMNMX2.BF16_V2", 1),), "HMNMX2.BF16_V2 (the negation folded into its operand)",
                      "", 2, "bf16x2", "contracting", step=_max_x2("bf16"), chain="x <- max(-x, c)"),
     # MUFU
@@ -231,20 +238,25 @@ OPS: dict[str, Op] = {
                          "FSETP + FMUL + FSEL + MUFU.EX2 + FMUL (subnormal results kept: scaled around the MUFU)", "",
                          1, "f32", "ex2", stages=(EX2_NEG,), emulated=True, forbidden=MEMORY_ONLY,
                          chain="x <- 2^-x"),
-    "rcp.approx.ftz.f32": Op(NEG + "rcp.approx.ftz.f32 %0, t;}", (("MUFU.RCP", 1),), "MUFU.RCP", "", 1, "f32",
-                             "rcp", stages=(RCP_NEG,), chain="x <- -1/x (rcp of rcp is folded away by ptxas)"),
-    "rcp.approx.f32": Op(NEG + "rcp.approx.f32 %0, t;}", (("MUFU.RCP", 1),),
+    "rcp.approx.ftz.f32": Op(ABS + "rcp.approx.ftz.f32 %0, t;}", (("MUFU.RCP", 1),), "MUFU.RCP", "", 1, "f32",
+                             "rcp", stages=(RCP_ABS,),
+                             chain="x <- 1/|x| from x < 0 (rcp of rcp is folded away by ptxas; 1/|x| repeats every "
+                                   "2 steps, but only after the first has turned x positive)"),
+    "rcp.approx.f32": Op(ABS + "rcp.approx.f32 %0, t;}", (("MUFU.RCP", 1),),
                          "FSETP x2 + FSEL x2 + FMUL + MUFU.RCP + FMUL (subnormals kept: scaled around the MUFU)", "", 1,
-                         "f32", "rcp", stages=(RCP_NEG,), emulated=True, forbidden=MEMORY_ONLY, chain="x <- -1/x"),
+                         "f32", "rcp", stages=(RCP_ABS,), emulated=True, forbidden=MEMORY_ONLY,
+                         chain="x <- 1/|x| from x < 0"),
     "rsqrt.approx.ftz.f32": Op("rsqrt.approx.ftz.f32 %0, %0;", (("MUFU.RSQ", 1),), "MUFU.RSQ", "", 1, "f32",
                                "positive", stages=(RSQRT,)),
     "sqrt.approx.ftz.f32": Op("sqrt.approx.ftz.f32 %0, %0;", (("MUFU.SQRT", 1),), "MUFU.SQRT", "", 1, "f32",
                               "positive", stages=(SQRT,)),
-    "lg2.approx.ftz.f32": Op("lg2.approx.ftz.f32 %0, %0; ex2.approx.ftz.f32 %0, %0;",
+    "lg2.approx.ftz.f32": Op("{.reg .f32 t; abs.f32 t, %0; lg2.approx.ftz.f32 t, t; neg.f32 t, t; "
+                             "ex2.approx.ftz.f32 %0, t;}",
                              (("MUFU.LG2", 1), ("MUFU.EX2", 1)), "MUFU.LG2 + MUFU.EX2 (a step of two)", "", 2, "f32",
-                             "positive", stages=(LG2, EX2),
-                             chain="x <- 2^log2(x): lg2 then ex2 (a chain of lg2 alone diverges); its latency is "
-                                   "the step's less ex2.approx.ftz.f32's"),
+                             "rcp", stages=(LG2_ABS, EX2_NEG),
+                             chain="x <- 2^-log2|x| = 1/|x| from x < 0: lg2 then ex2, the abs and the negation folded "
+                                   "into the MUFUs (a chain of lg2 alone diverges); its latency is the step's less "
+                                   "ex2.approx.ftz.f32's"),
     "sin.approx.ftz.f32": Op("sin.approx.ftz.f32 %0, %0;", (("MUFU.SIN", 1), ("FMUL.RZ", 1)),
                              "FMUL.RZ (x / 2 pi) + MUFU.SIN", "", 1, "f32", "angle", stages=(SIN,)),
     "cos.approx.ftz.f32": Op("cos.approx.ftz.f32 %0, %0;", (("MUFU.COS", 1), ("FMUL.RZ", 1)),
@@ -279,11 +291,14 @@ OPS: dict[str, Op] = {
         (("F2FP.SATFINITE.E5M2.F32.PACK_AB_MERGE_C", 1),),
         "F2FP.SATFINITE.E5M2.F32.PACK_AB_MERGE_C (NVRTC 13.5 adds a PRMT a step to place the 16-bit pair; 13.0 does not)", "", 2, "b32",
         "fp8_range", step=_cvt_fp8x2("e5m2"), chain="x <- {0, e5m2(x), e5m2(c)}, read back as f32 bits"),
-    "cvt.rn.f16x2.e4m3x2": Op("{.reg .b16 h, u; mov.b32 {h, u}, %0; cvt.rn.f16x2.e4m3x2 %0, h;}",
-                              (("F2FP.F16.E4M3.UNPACK_B", 1),), "F2FP.F16.E4M3.UNPACK_B", "", 2, "b32",
+    "cvt.rn.f16x2.e4m3x2": Op("{.reg .b16 h, u; mov.b32 {u, h}, %0; cvt.rn.f16x2.e4m3x2 %0, h;}",
+                              (("F2FP.F16.E4M3.UNPACK_B", 1),),
+                              "F2FP.F16.E4M3.UNPACK_B (+ the PRMT that moves the high half down, where ptxas emits "
+                              "one: NVRTC 13.5 does, every step)", "", 2, "b32",
                               "e4m3_pairs", step=_cvt_f16x2_from_e4m3x2,
-                              chain="x <- f16x2 of the two e4m3 in x's low 16 bits (fp8 operands widened for a "
-                                    "kernel's CUDA cores)"),
-    "prmt.b32": Op("prmt.b32 %0, %0, %1, 0x1032;", (("PRMT", 1),), "PRMT", "", 1, "b32", "bits", step=_prmt,
-                   chain="x <- x with its halves swapped (selector 0x1032)"),
+                              chain="x <- f16x2 of the two e4m3 in x's high 16 bits (fp8 operands widened for a "
+                                    "kernel's CUDA cores; fed back through the low half the chain would be 0 after "
+                                    "two steps: an e4m3 value's f16 has no bits in its low byte but the sign)"),
+    "prmt.b32": Op("prmt.b32 %0, %0, %1, 0x3021;", (("PRMT", 1),), "PRMT", "", 1, "b32", "bits", step=_prmt,
+                   chain="x <- its low three bytes rotated (selector 0x3021)"),
 }
