@@ -293,8 +293,8 @@ OPS: dict[str, Op] = {
         "fp8_range", step=_cvt_fp8x2("e5m2"), chain="x <- {0, e5m2(x), e5m2(c)}, read back as f32 bits"),
     "cvt.rn.f16x2.e4m3x2": Op("{.reg .b16 h, u; mov.b32 {u, h}, %0; cvt.rn.f16x2.e4m3x2 %0, h;}",
                               (("F2FP.F16.E4M3.UNPACK_B", 1),),
-                              "F2FP.F16.E4M3.UNPACK_B (+ the PRMT that moves the high half down, where ptxas emits "
-                              "one: NVRTC 13.5 does, every step)", "", 2, "b32",
+                              "F2FP.F16.E4M3.UNPACK_B + PRMT (the high half moved down, every step but a body's first, "
+                              "which reads .H1: the slope between bodies is F2FP + PRMT)", "", 2, "b32",
                               "e4m3_pairs", step=_cvt_f16x2_from_e4m3x2,
                               chain="x <- f16x2 of the two e4m3 in x's high 16 bits (fp8 operands widened for a "
                                     "kernel's CUDA cores; fed back through the low half the chain would be 0 after "
