@@ -14,7 +14,7 @@ from harness.families.simt import ops
 from harness.measure.validate import compare
 from harness.registry import parse_case_id
 
-CASES = FAMILY.cases()
+CASES = [case for case in FAMILY.cases() if type(case).__name__ == "SimtCase"]  # the chains (overlap: below)
 FLOAT_CASES = [case for case in CASES if case.op.stages]
 
 
@@ -122,6 +122,7 @@ def test_an_instruction_the_family_does_not_time_is_refused_with_what_it_does(ca
 def test_suites_hold_every_case_once():
     suites = FAMILY.suites()
     assert len(suites["simt"].make()) == len(CASES) == len({c.case_id for c in CASES})
+    assert len(suites["simt-overlap"].make()) == len(FAMILY.cases()) - len(CASES) == 3 * 6 + 5
     assert {c.case_id for c in suites["simt-mufu"].make()} == {c.case_id for c in CASES if c.op.sass[0][0].startswith("MUFU")}
 
 
@@ -154,3 +155,47 @@ def test_a_kernel_that_ran_no_step_fails(case):
     expected, tolerance = expected_chain(case, inputs, CHAINS.unroll)
     start, _ = expected_chain(case, inputs, 0)
     assert not compare(start, expected, tolerance).ok
+
+
+OVERLAP = [c for c in FAMILY.cases() if type(c).__name__ == "OverlapCase"]
+
+
+@pytest.mark.parametrize("op", sorted({c.op for c in OVERLAP if c.op}))
+def test_the_untimed_side_of_an_overlap_probe_is_at_its_fixed_point(op):
+    """The side that runs until the other is done takes an unknown number of steps (at least 256): its checked
+    value must be the same after 256 steps as after any more, within the tolerance."""
+    case = parse_case_id(f"simt.overlap.{op}.m64n64k16")
+    inputs = FAMILY.inputs(case, np.random.default_rng(5))
+    chain = parse_case_id(f"simt.{op}")
+    at, tolerance = expected_chain(chain, inputs, 256)
+    for more in (16, 16 * 37, 16 * 1001):
+        later, _ = expected_chain(chain, inputs, 256 + more)
+        assert compare(later, at, tolerance).ok, (op, more)
+
+
+def test_an_overlap_probe_that_skipped_a_wgmma_or_ran_k8_fails():
+    case = parse_case_id("simt.overlap.ex2.approx.ftz.f32.m64n128k16")
+    inputs = FAMILY.inputs(case, np.random.default_rng(0))
+    check = next(c for c in FAMILY.checks(case, inputs) if c.kernel == "probe_overlap_wgmma")
+    chains, _ = expected_chain(parse_case_id("simt.ex2.approx.ftz.f32"), inputs, 16 * 16)
+    words = np.zeros(FAMILY.output_words(case), dtype=np.uint32)
+    d_words = 128 * 64
+    words[d_words] = 64  # the count the kernel reports
+    words[d_words + 1:] = np.asarray(chains, dtype=np.float32).view(np.uint32).ravel()
+    for per_wgmma, ok in ((16.0, True), (8.0, False)):  # k = 16, or k = 8: half of each product
+        words[:d_words] = np.float32(per_wgmma * 64).view(np.uint32)
+        assert compare(FAMILY.decode(case, words), check.expected, np.broadcast_to(check.tolerance, check.expected.shape)).ok == ok
+    words[:d_words] = np.float32(16.0 * 63).view(np.uint32)  # one wgmma fewer than counted
+    assert not compare(FAMILY.decode(case, words), check.expected, check.tolerance).ok
+
+
+def test_overlap_ids_round_trip_and_refuse_what_is_not_probed():
+    assert {c.case_id for c in OVERLAP} >= {"simt.overlap.none.m64n256k16", "simt.overlap.fma.rn.f32.alone"}
+    for case in OVERLAP:
+        assert parse_case_id(case.case_id) == case
+    with pytest.raises(IllegalShapeError, match="N in 64, 128, 256"):
+        FAMILY.check(parse_case_id("simt.overlap.fma.rn.f32.m64n96k16"))
+    with pytest.raises(IllegalShapeError, match="run ex2.approx.ftz.f32, fma.rn.f32"):
+        FAMILY.check(parse_case_id("simt.overlap.tanh.approx.f32.m64n64k16"))
+    with pytest.raises(IllegalShapeError, match="nothing to time"):
+        FAMILY.check(parse_case_id("simt.overlap.none.alone"))

@@ -17,7 +17,9 @@ from harness import dtypes
 from harness.families.base import Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
 from harness.families.chains import ILPS, Chains
 import harness.families.simt.cases as _cases
+import harness.families.simt.overlap as _overlap
 from harness.families.simt.cases import SimtCase
+from harness.families.simt.overlap import OverlapCase
 from harness.families.simt import ops as _ops
 from harness.families.simt.reference import PEAK_RESULTS_PER_SM
 from harness.measure.methods import ChainSlope, OccupancySweep, SweepPoint
@@ -40,6 +42,9 @@ def _suites() -> dict[str, Suite]:
     return {
         "simt": Suite("SIMT instructions beside the tensor cores: f32 and packed-half arithmetic, MUFU, shuffles, "
                       "converts and permutes: latency, issue interval, warps x ILP throughput", _cases.cases),
+        "simt-overlap": Suite("one SM, wgmma m64nNk16 (N 64, 128, 256) in one warpgroup beside a SIMT instruction at "
+                              "full rate in another (ex2, FFMA, HFMA2, SHFL, F2FP), each side timed while the other "
+                              "runs, and each alone", _overlap.cases),
         "simt-mufu": Suite("the special-function unit (MUFU) alone", kind("mufu")),
         "simt-quick": Suite("one instruction per unit: FFMA, HFMA2, MUFU.EX2, SHFL, F2FP", lambda: [
             _cases.parse(f"simt.{name}") for name in ("fma.rn.f32", "fma.rn.f16x2", "ex2.approx.ftz.f32",
@@ -168,6 +173,18 @@ def expected_chain(case: SimtCase, inputs: Inputs, steps: int) -> tuple[np.ndarr
     return y, t
 
 
+def _all_cases() -> list:
+    return [*_cases.cases(), *_overlap.cases()]
+
+
+def _parse(case_id: str):
+    return _overlap.parse(case_id) or _cases.parse(case_id)
+
+
+def _check(case) -> None:
+    (_overlap.check if isinstance(case, OverlapCase) else _cases.check)(case)
+
+
 class SimtFamily(Family):
     name = "simt"
     description = "SIMT instructions beside the tensor cores: f32/f16x2 arithmetic, MUFU, shuffles, converts"
@@ -175,19 +192,33 @@ class SimtFamily(Family):
     example_id = "simt.ex2.approx.ftz.f32"
     template = "simt.cu.in"
 
-    cases = staticmethod(_cases.cases)
-    parse = staticmethod(_cases.parse)
-    check = staticmethod(_cases.check)
+    cases = staticmethod(_all_cases)
+    parse = staticmethod(_parse)
+    check = staticmethod(_check)
     suites = staticmethod(_suites)
 
     # -- the probe -------------------------------------------------------------------------------
 
-    def template_params(self, case: SimtCase) -> dict[str, object]:
+    def template_params(self, case) -> dict[str, object]:
         self.check(case)
-        return {"instruction": case.instruction_ptx, "body": case.op.body, "unroll": CHAINS.unroll,
-                "short_body": CHAINS.short_unroll, "max_ilp": MAX_ILP, "chain_kernels": CHAINS.rendered()}
+        common = {"unroll": CHAINS.unroll, "short_body": CHAINS.short_unroll, "max_ilp": MAX_ILP}
+        if isinstance(case, OverlapCase):
+            op = _ops.OPS[case.op] if case.op else None
+            return {**common, **_overlap.wgmma_render(case), "instruction": case.op or "nothing",
+                    "body": op.body if op else "", "chain_kernels": "", "overlap": 1,
+                    "has_simt": "true" if op else "false", "out_simt": _overlap.simt_offset(case),
+                    "overlap_kernels": "\n".join(f"PROBE_OVERLAP(probe_overlap_{role}, {str(role == 'wgmma').lower()})"
+                                                 for role in case.roles)}
+        return {**common, **_overlap.wgmma_render(_overlap.OverlapCase(None, None)), "instruction": case.instruction_ptx,
+                "body": case.op.body, "chain_kernels": CHAINS.rendered(), "overlap": 0, "has_simt": "false",
+                "out_simt": 0, "overlap_kernels": ""}
 
-    def sass_expectation(self, case: SimtCase) -> SassExpectation:
+    def sass_expectation(self, case) -> SassExpectation:
+        if isinstance(case, OverlapCase):
+            return _overlap_expectation(case)
+        return self._chain_expectation(case)
+
+    def _chain_expectation(self, case: SimtCase) -> SassExpectation:
         """Per kernel, every step's instructions (ops.py), with nothing of `forbidden` between the first and the
         last of them: no memory access, barrier or branch (an emulated form may branch no more than its own
         sequence does)."""
@@ -202,7 +233,20 @@ class SimtFamily(Family):
 
     # -- correctness -----------------------------------------------------------------------------
 
-    def inputs(self, case: SimtCase, rng: np.random.Generator) -> Inputs:
+    def inputs(self, case, rng: np.random.Generator) -> Inputs:
+        if isinstance(case, OverlapCase):
+            if case.op is None:  # nothing to read: one zero word
+                return Inputs(np.zeros(4, dtype=np.uint8), {}, "A and B all f16 1.0 (made in the kernel)")
+            chain = self.inputs(SimtCase(case.op), rng)
+            values, distribution = dict(chain.values), chain.distribution
+            if _ops.OPS[case.op].step is not None and case.op.startswith("cvt."):
+                # c > 0: bf16(c)'s bits, the low half x is read back with, stay under 0x8000, so bf16(x) rounds down
+                # to itself and the chain stands still after a step (with c < 0 it climbs an ulp a step, and the
+                # untimed side's unknown count of steps would decide its value)
+                values["c"] = values["c"] & np.uint32(0x7FFFFFFF)
+                distribution = distribution.replace("x and c uniform in +-", "x uniform in +-") + ", c > 0"
+            buffer = np.concatenate([values[k].ravel() for k in ("x", "c", "c2")]).astype(np.uint32).view(np.uint8)
+            return Inputs(buffer, values, distribution + "; A and B all f16 1.0 (made in the kernel)")
         op = case.op
         x, c, c2 = _draw(op.inputs, op.dtype, rng)
         if op.dtype in ("f16x2", "bf16x2", "f32"):  # exactly representable start values and constants
@@ -215,8 +259,13 @@ class SimtFamily(Family):
         buffer = np.concatenate([w.ravel() for w in words]).astype(np.uint32).view(np.uint8)
         return Inputs(buffer, {"x": x, "c": c, "c2": c2}, _DISTRIBUTIONS[op.inputs])
 
-    def checks(self, case: SimtCase, inputs: Inputs) -> list[Check]:
-        """Every timed kernel after one loop body of `unroll` steps: slot s holds chain s mod ILP."""
+    def checks(self, case, inputs: Inputs) -> list[Check]:
+        """Every timed kernel after one loop body of `unroll` steps: slot s holds chain s mod ILP. Overlap probes:
+        D / (16 x wgmma count) is 1 everywhere; the timed chains after their steps, the untimed ones (at least 16
+        bodies, an unknown number more) at their fixed point, which every overlap instruction's chain reaches within
+        256 steps (contracting, or periodic with an even period)."""
+        if isinstance(case, OverlapCase):
+            return _overlap_checks(case, inputs)
         expected, tolerance = expected_chain(case, inputs, CHAINS.unroll)
         out = []
         for kernel in CHAINS.timed_kernels:
@@ -226,26 +275,49 @@ class SimtFamily(Family):
                              f"x ({kernel}, {CHAINS.unroll} steps)"))
         return out
 
-    def output_words(self, case: SimtCase) -> int:
+    def output_words(self, case) -> int:
+        if isinstance(case, OverlapCase):
+            return _overlap.simt_offset(case) + (MAX_ILP * _ops.LANES if case.op else 0)
         return MAX_ILP * _ops.LANES
 
-    def decode(self, case: SimtCase, words: np.ndarray) -> np.ndarray:
+    def decode(self, case, words: np.ndarray) -> np.ndarray:
+        """Chains: MAX_ILP x 32 values. Overlap: D / (16 x count) for every accumulator, then warpgroup 1's chains,
+        flattened into one vector."""
+        if isinstance(case, OverlapCase):
+            words = np.asarray(words, dtype=np.uint32)
+            split = 128 * _overlap.acc_regs(case)
+            count = float(words[split]) if case.n else 1.0  # the wgmma warpgroup 0 issued (poison: 2^32 - 1)
+            parts = [words[:split].view(np.float32).astype(np.float64) / (16 * count)]
+            split = _overlap.simt_offset(case)
+            if case.op:
+                parts.append(_decode(_ops.OPS[case.op].dtype, words[split:split + MAX_ILP * _ops.LANES]).ravel())
+            return np.concatenate(parts)
         return _decode(case.op.dtype, np.asarray(words[:MAX_ILP * _ops.LANES]).reshape(MAX_ILP, _ops.LANES))
 
     # -- measurement -----------------------------------------------------------------------------
 
-    def work(self, case: SimtCase) -> Work:
+    def work(self, case) -> Work:
+        if isinstance(case, OverlapCase):  # what one timed instruction does (its metrics are cycles only)
+            return Work(2 * 64 * case.n * 16, "FLOP") if case.n else Work(_ops.LANES * _ops.OPS[case.op].results,
+                                                                          "result")
+        return self._chain_work(case)
+
+    def _chain_work(self, case: SimtCase) -> Work:
         """Results per warp instruction (32 lanes x the instruction's results), as the Programming Guide counts:
         an f16x2 FMA is two results, an f32 FMA one. The unit is "result" (result/cycle/SM, Tresult/s): not FLOP
         (an FMA would be two) and not the tensor cores' OP, so no report adds them to tensor-core rates."""
         return Work(_ops.LANES * case.op.results, "result")
 
-    def peak(self, case: SimtCase) -> float | None:
+    def peak(self, case) -> float | None:
+        if isinstance(case, OverlapCase):
+            return None
         """The Programming Guide's results per cycle per SM for compute capability 9.0, where its row was found
         (reference.py); None otherwise."""
         return PEAK_RESULTS_PER_SM.get(case.op.throughput)
 
-    def plan(self, case: SimtCase, device=None) -> list:
+    def plan(self, case, device=None) -> list:
+        if isinstance(case, OverlapCase):
+            return _overlap_plan(case)
         plan = CHAINS
         sweep = tuple(SweepPoint(plan.kernel(ilp), w, ilp, {"warps": w, "ilp": ilp})
                       for w in SWEEP_WARPS for ilp in SWEEP_ILP)
@@ -262,7 +334,11 @@ class SimtFamily(Family):
     def headline(self, metric: str) -> dict | None:
         return None
 
-    def describe(self, case: SimtCase) -> list[str]:
+    def describe(self, case) -> list[str]:
+        if isinstance(case, OverlapCase):
+            return [f"warpgroup 0: {'wgmma m64n%dk16 f16 -> f32 SS, back to back' % case.n if case.n else 'idle'}",
+                    f"warpgroup 1: {case.op + ', 8 chains a warp, 4 warps' if case.op else 'idle'}",
+                    "timed: " + " and ".join(f"{role} (while the other side runs)" for role in case.roles)]
         op = case.op
         lines = [f"one step: {op.body}", f"sm_90a runs: {op.executes}" + (" (emulated: a sequence)" if op.emulated else ""),
                  f"results per lane per step: {op.results}; unit: {_unit(case)}"]
@@ -285,3 +361,57 @@ class SimtFamily(Family):
 
 
 FAMILY = SimtFamily()
+
+
+def _overlap_expectation(case: OverlapCase) -> SassExpectation:
+    """probe_overlap_wgmma: WGMMA_UNROLL HGMMA in its timed loop body, and the instruction's 16 x 8 steps in warpgroup
+    1's body; probe_overlap_simt the same two loops, timed the other way round. Nothing of `forbidden` inside a body
+    (the untimed side polls its flag between bodies)."""
+    kernels = []
+    op = _ops.OPS[case.op] if case.op else None
+    for kernel in _overlap.kernels(case):
+        if case.n:
+            kernels.append((kernel, KernelExpectation(f"HGMMA.64x{case.n}x16.F32", _overlap.WGMMA_UNROLL,
+                                                      _ops.MEMORY_ONLY + ("BRA",))))
+        if op:
+            for i, (mnemonic, count) in enumerate(op.sass):
+                kernels.append((kernel, KernelExpectation(mnemonic, CHAINS.unroll * MAX_ILP * count, op.forbidden,
+                                                          also=op.also if i == 0 else ())))
+    return SassExpectation(tuple(kernels), "HGMMA beside " + (op.executes if op else "nothing"), False,
+                           invalidating_notes=("C7510", "C7511", "C7515", "C7519"),
+                           spill_kernels=tuple(_overlap.kernels(case)))
+
+
+def _overlap_checks(case: OverlapCase, inputs: Inputs) -> list[Check]:
+    ones = np.ones(128 * _overlap.acc_regs(case))  # D / (16 x count)
+    zero = np.zeros_like(ones)
+    out = []
+    for role in case.roles:
+        iters = _overlap.CHECK_WGMMAS if role == "wgmma" else CHAINS.unroll * 4
+        expected, tolerance = [ones], [zero]
+        if case.op:
+            chain = SimtCase(case.op)
+            steps = iters if role == "simt" else CHAINS.unroll * 16
+            value, tol = expected_chain(chain, inputs, steps)
+            expected.append(value.ravel())
+            tolerance.append(np.broadcast_to(tol, value.shape).ravel())
+        out.append(Check(f"probe_overlap_{role}", 256, iters, 5 * 5, np.concatenate(expected), np.concatenate(tolerance),
+                         f"D / (16 x wgmma) and the chains ({role} timed)"))
+    return out
+
+
+def _overlap_plan(case: OverlapCase) -> list:
+    specs = []
+    beside = {"wgmma": case.op or "nothing", "simt": f"wgmma m64n{case.n}k16" if case.n else "nothing"}
+    for role in case.roles:
+        if role == "wgmma":
+            specs.append(ChainSlope("issue_interval_cycles", "probe_overlap_wgmma", 256, units=5, per_iter=1,
+                                    unroll=_overlap.WGMMA_UNROLL, launch={"role": "wgmma", "beside": beside[role]},
+                                    notes=f"one SM: warpgroup 0's wgmma back to back while warpgroup 1 runs "
+                                          f"{beside[role]}; cycles per wgmma"))
+        else:
+            specs.append(ChainSlope("issue_interval_cycles", "probe_overlap_simt", 256, units=5, per_iter=MAX_ILP,
+                                    unroll=CHAINS.unroll, launch={"role": "simt", "beside": beside[role]},
+                                    notes=f"one SM: warp 0 of warpgroup 1 (4 warps, 8 chains each) while warpgroup 0 "
+                                          f"runs {beside[role]}; cycles per instruction of one warp"))
+    return specs

@@ -16,6 +16,11 @@ def figures(ctx) -> list:
     frame = ctx.measured[ctx.measured.family == "simt"].copy()
     if frame.empty:
         return []
+    overlap = frame[frame.case_id.str.startswith("simt.overlap.")]
+    frame = frame[~frame.case_id.str.startswith("simt.overlap.")]
+    sections = _overlap_sections(overlap)
+    if frame.empty:
+        return sections
     frame["warps"] = frame.launch.map(lambda text: json.loads(text).get("warps"))
     frame["ilp"] = frame.launch.map(lambda text: json.loads(text).get("ilp"))
     cycles = frame[frame.metric.isin(["latency_cycles", "issue_interval_cycles", "call_interval_cycles"])]
@@ -35,7 +40,7 @@ def figures(ctx) -> list:
         "of the guide": (best.value / guide.astype(float)).round(3),
         "runs as": names.map(lambda name: OPS[name].executes if name in OPS else ""),
     }).reset_index().rename(columns={"index": "case_id"})
-    return [("SIMT instructions: latency, issue interval and best rate", [
+    return [*sections, ("SIMT instructions: latency, issue interval and best rate", [
         "Latency: one warp's dependent chain of the instruction (its step: `bench show CASE`; ex2 and rcp chain "
         "through a negation folded into the MUFU operand, lg2's step is lg2 then ex2). Issue interval: one warp "
         "with 8 independent chains. Best rate: every SM with 1..32 warps x 1, 2 or 4 chains, results per cycle "
@@ -75,3 +80,35 @@ def findings(ctx) -> list:
         "rate the softmax needs: 1.0 means MUFU is as busy as the tensor cores, so softmax can hide only if the two "
         "overlap perfectly and nothing else needs MUFU. From each GPU model's newest measurements; docs/simt.md."],
         pd.DataFrame(rows))]
+
+
+def _overlap_sections(frame: pd.DataFrame) -> list:
+    """What runs beside the tensor cores: per SIMT instruction (rows) and wgmma N (columns), the share of wgmma's
+    rate it keeps with the instruction running beside it (its interval alone over beside), and the share of the
+    instruction's rate kept beside wgmma."""
+    frame = frame[frame.metric == "issue_interval_cycles"].copy()
+    if frame.empty:
+        return []
+    frame["role"] = frame.launch.map(lambda text: json.loads(text).get("role"))
+    parts = frame.case_id.str.removeprefix("simt.overlap.").str.rsplit(".", n=1)
+    frame["op"], frame["shape"] = parts.str[0], parts.str[1]
+    wgmma = frame[frame.role == "wgmma"].pivot_table(index="op", columns="shape", values="value", aggfunc="first")
+    simt = frame[frame.role == "simt"].pivot_table(index="op", columns="shape", values="value", aggfunc="first")
+    rows = []
+    for op in [o for o in simt.index]:
+        row = {"beside wgmma": op, "alone (cycles/instr, a warp)": round(float(simt.loc[op].get("alone", np.nan)), 2)}
+        for shape in [c for c in wgmma.columns]:
+            alone_w = wgmma.loc["none", shape] if "none" in wgmma.index else np.nan
+            together_w = wgmma.loc[op, shape] if op in wgmma.index else np.nan
+            row[f"{shape}: wgmma kept"] = round(float(alone_w / together_w), 3)
+            row[f"{shape}: {op.split('.')[0]} kept"] = round(float(simt.loc[op].get("alone", np.nan) / simt.loc[op, shape]), 3) \
+                if shape in simt.columns else np.nan
+        rows.append(row)
+    intervals = wgmma.round(2).reset_index().rename(columns={"op": "beside"})
+    return [("Beside the tensor cores: what each side keeps of its rate", [
+        "One SM: warpgroup 0 issues wgmma m64nNk16 (f16 -> f32, A and B in shared memory) back to back; warpgroup 1's "
+        "four warps (one per scheduler) run 8 independent chains each of a SIMT instruction. Each side is timed while "
+        "the other runs (the other runs until it is done), and alone. 'kept' is the side's interval alone over its "
+        "interval beside the other: 1 means the other costs it nothing."], pd.DataFrame(rows)),
+            ("Beside the tensor cores: cycles per wgmma", [
+        "Warpgroup 0's cycles per wgmma, alone (beside 'none') and beside each instruction."], intervals)]
