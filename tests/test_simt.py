@@ -199,3 +199,16 @@ def test_overlap_ids_round_trip_and_refuse_what_is_not_probed():
         FAMILY.check(parse_case_id("simt.overlap.tanh.approx.f32.m64n64k16"))
     with pytest.raises(IllegalShapeError, match="nothing to time"):
         FAMILY.check(parse_case_id("simt.overlap.none.alone"))
+
+
+@pytest.mark.parametrize("op", sorted({c.op for c in OVERLAP if c.op}))
+def test_an_overlap_probe_reads_the_same_chain_inputs_as_the_chain_probe(op):
+    """Warpgroup 1 reads x, c and c2 as the chain kernels do: the buffer is the chain case's (the converts' c made
+    positive), never the values cast to integers."""
+    overlap = FAMILY.inputs(parse_case_id(f"simt.overlap.{op}.alone"), np.random.default_rng(7))
+    chain = FAMILY.inputs(parse_case_id(f"simt.{op}"), np.random.default_rng(7))
+    words, same = overlap.buffer.view(np.uint32), chain.buffer.view(np.uint32)
+    if op.startswith("cvt."):
+        assert (words[256:288] == (same[256:288] & 0x7FFFFFFF)).all() and (words[:256] == same[:256]).all()
+    else:
+        assert (words == same).all()

@@ -245,7 +245,9 @@ class SimtFamily(Family):
                 # untimed side's unknown count of steps would decide its value)
                 values["c"] = values["c"] & np.uint32(0x7FFFFFFF)
                 distribution = distribution.replace("x and c uniform in +-", "x uniform in +-") + ", c > 0"
-            buffer = np.concatenate([values[k].ravel() for k in ("x", "c", "c2")]).astype(np.uint32).view(np.uint8)
+                buffer = np.concatenate([values[k].ravel() for k in ("x", "c", "c2")]).astype(np.uint32).view(np.uint8)
+            else:
+                buffer = chain.buffer
             return Inputs(buffer, values, distribution + "; A and B all f16 1.0 (made in the kernel)")
         op = case.op
         x, c, c2 = _draw(op.inputs, op.dtype, rng)
