@@ -4,6 +4,7 @@ Programming Guide's rate where one was found (reference.py), and what each instr
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -18,7 +19,7 @@ def figures(ctx) -> list:
         return []
     overlap = frame[frame.case_id.str.startswith("simt.overlap.")]
     frame = frame[~frame.case_id.str.startswith("simt.overlap.")]
-    sections = _overlap_sections(overlap)
+    sections = _overlap_sections(overlap, ctx.directory, f"{ctx.gpu}, run {ctx.run_id}: one SM, wgmma beside a SIMT instruction")
     if frame.empty:
         return sections
     frame["warps"] = frame.launch.map(lambda text: json.loads(text).get("warps"))
@@ -57,9 +58,17 @@ def findings(ctx) -> list:
     (wgmma's rows of the same GPU, f16 and e4m3), and the share of MUFU's rate that one exp per score takes at each
     head dim (QK^T and PV cost 4 d FLOP a score)."""
     latest = ctx.latest
+    sections = []
+    overlap = latest[latest.case_id.str.startswith("simt.overlap.")]
+    for gpu, part in overlap.groupby("gpu_name"):
+        slug = re.sub(r"[^a-z0-9]+", "-", gpu.lower()).strip("-")
+        found = _overlap_sections(part, getattr(ctx, "directory", None),
+                                  f"{gpu}, newest runs: one SM, wgmma beside a SIMT instruction", f"simt_overlap_{slug}.png")
+        sections += [(f"{heading} ({gpu})", text, body) for heading, text, body in found
+                     if "heat map" in heading or "what each side keeps" in heading]
     ex2 = latest[(latest.case_id == "simt.ex2.approx.ftz.f32")]
     if ex2.empty:
-        return []
+        return sections
     rows = []
     for gpu, part in ex2.groupby("gpu_name"):
         rate = part[part.metric == "sm_throughput"].value.max()
@@ -74,7 +83,7 @@ def findings(ctx) -> list:
                 for d in HEAD_DIMS:
                     row[f"{dtype} d={d}: exps of MUFU"] = round(float(best) / (4 * d) / float(rate), 2)
         rows.append(row)
-    return [("Beside the tensor cores: can MUFU keep up with attention?", [
+    return sections + [("Beside the tensor cores: can MUFU keep up with attention?", [
         "An attention forward pass spends 4 d FLOP on the tensor cores per score (QK^T and PV, d the head dim) and one "
         "exponential on MUFU. At the tensor cores' best dense rate, 'exps of MUFU' is the share of MUFU's measured ex2 "
         "rate the softmax needs: 1.0 means MUFU is as busy as the tensor cores, so softmax can hide only if the two "
@@ -82,33 +91,61 @@ def findings(ctx) -> list:
         pd.DataFrame(rows))]
 
 
-def _overlap_sections(frame: pd.DataFrame) -> list:
+def _overlap_sections(frame: pd.DataFrame, directory=None, title: str = "", name: str = "simt_overlap.png") -> list:
     """What runs beside the tensor cores: per SIMT instruction (rows) and wgmma N (columns), the share of wgmma's
     rate it keeps with the instruction running beside it (its interval alone over beside), and the share of the
-    instruction's rate kept beside wgmma."""
+    instruction's rate kept beside wgmma; a heat map of both where `directory` is given."""
     frame = frame[frame.metric == "issue_interval_cycles"].copy()
     if frame.empty:
         return []
-    frame["role"] = frame.launch.map(lambda text: json.loads(text).get("role"))
+    frame["role"] = frame.launch.map(lambda launch: (json.loads(launch) if isinstance(launch, str) else launch).get("role"))
     parts = frame.case_id.str.removeprefix("simt.overlap.").str.rsplit(".", n=1)
     frame["op"], frame["shape"] = parts.str[0], parts.str[1]
     wgmma = frame[frame.role == "wgmma"].pivot_table(index="op", columns="shape", values="value", aggfunc="first")
     simt = frame[frame.role == "simt"].pivot_table(index="op", columns="shape", values="value", aggfunc="first")
-    rows = []
-    for op in [o for o in simt.index]:
-        row = {"beside wgmma": op, "alone (cycles/instr, a warp)": round(float(simt.loc[op].get("alone", np.nan)), 2)}
-        for shape in [c for c in wgmma.columns]:
-            alone_w = wgmma.loc["none", shape] if "none" in wgmma.index else np.nan
-            together_w = wgmma.loc[op, shape] if op in wgmma.index else np.nan
-            row[f"{shape}: wgmma kept"] = round(float(alone_w / together_w), 3)
-            row[f"{shape}: {op.split('.')[0]} kept"] = round(float(simt.loc[op].get("alone", np.nan) / simt.loc[op, shape]), 3) \
-                if shape in simt.columns else np.nan
-        rows.append(row)
-    intervals = wgmma.round(2).reset_index().rename(columns={"op": "beside"})
-    return [("Beside the tensor cores: what each side keeps of its rate", [
-        "One SM: warpgroup 0 issues wgmma m64nNk16 (f16 -> f32, A and B in shared memory) back to back; warpgroup 1's "
-        "four warps (one per scheduler) run 8 independent chains each of a SIMT instruction. Each side is timed while "
-        "the other runs (the other runs until it is done), and alone. 'kept' is the side's interval alone over its "
-        "interval beside the other: 1 means the other costs it nothing."], pd.DataFrame(rows)),
-            ("Beside the tensor cores: cycles per wgmma", [
-        "Warpgroup 0's cycles per wgmma, alone (beside 'none') and beside each instruction."], intervals)]
+    shapes = sorted((c for c in wgmma.columns), key=lambda shape: int(shape[4:-3]))  # m64n<N>k16 by N
+    ops = [op for op in simt.index]
+    wgmma_kept = pd.DataFrame({shape: [float(wgmma.loc["none", shape] / wgmma.loc[op, shape])
+                                       if "none" in wgmma.index and op in wgmma.index else np.nan for op in ops]
+                               for shape in shapes}, index=ops)
+    simt_kept = pd.DataFrame({shape: [float(simt.loc[op, "alone"] / simt.loc[op, shape])
+                                      if "alone" in simt.columns and shape in simt.columns else np.nan for op in ops]
+                              for shape in shapes}, index=ops)
+    table = pd.DataFrame({"instruction": ops, "alone (cycles/instr, a warp)": [round(float(simt.loc[op].get("alone", np.nan)), 2)
+                                                                            for op in ops]})
+    for shape in shapes:
+        table[f"{shape}: wgmma kept"] = wgmma_kept[shape].round(3).values
+        table[f"{shape}: instruction kept"] = simt_kept[shape].round(3).values
+    text = ["One SM: warpgroup 0 issues wgmma m64nNk16 (f16 -> f32, A and B in shared memory) back to back; warpgroup "
+            "1's four warps (one per scheduler) run 8 independent chains each of a SIMT instruction. Each side is timed "
+            "while the other runs (the other runs until it is done), and alone. 'kept' is the side's interval alone "
+            "over its interval beside the other: 1 means the other costs it nothing."]
+    sections = [("Beside the tensor cores: what each side keeps of its rate", text, table)]
+    if directory is not None and len(ops) and len(shapes):
+        path = directory / name
+        _heat_map(path, wgmma_kept, simt_kept, title)
+        sections.append(("Beside the tensor cores: the heat map", [
+            "Left: the share of wgmma's rate kept with the instruction beside it; right: the share of the "
+            "instruction's rate kept beside wgmma. Rows: the instruction; columns: wgmma's N."], path))
+    intervals = wgmma.reindex(columns=shapes).round(2).reset_index().rename(columns={"op": "beside"})
+    sections.append(("Beside the tensor cores: cycles per wgmma", [
+        "Warpgroup 0's cycles per wgmma, alone (beside 'none') and beside each instruction."], intervals))
+    return sections
+
+
+def _heat_map(path, wgmma_kept: pd.DataFrame, simt_kept: pd.DataFrame, title: str) -> None:
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 0.55 * len(wgmma_kept) + 1.8), sharey=True)
+    for ax, kept, label in ((axes[0], wgmma_kept, "wgmma's rate kept"), (axes[1], simt_kept, "the instruction's rate kept")):
+        image = ax.imshow(kept.values, vmin=0, vmax=1, cmap="RdYlGn", aspect="auto")
+        ax.set_xticks(range(len(kept.columns)), labels=[c.replace("k16", "") for c in kept.columns])
+        ax.set_yticks(range(len(kept.index)), labels=kept.index)
+        for (i, j), value in np.ndenumerate(kept.values):
+            if value == value:
+                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=9)
+        ax.set_title(label, fontsize=10)
+    fig.colorbar(image, ax=axes, shrink=0.8)
+    fig.suptitle(title, fontsize=10)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
