@@ -122,7 +122,7 @@ def test_an_instruction_the_family_does_not_time_is_refused_with_what_it_does(ca
 def test_suites_hold_every_case_once():
     suites = FAMILY.suites()
     assert len(suites["simt"].make()) == len(CASES) == len({c.case_id for c in CASES})
-    assert len(suites["simt-overlap"].make()) == len(FAMILY.cases()) - len(CASES) == 3 * 6 + 5
+    assert len(suites["simt-overlap"].make()) == len(FAMILY.cases()) - len(CASES) == (3 + 2 + 2) * 6 + 5
     assert {c.case_id for c in suites["simt-mufu"].make()} == {c.case_id for c in CASES if c.op.sass[0][0].startswith("MUFU")}
 
 
@@ -190,11 +190,17 @@ def test_an_overlap_probe_that_skipped_a_wgmma_or_ran_k8_fails():
 
 
 def test_overlap_ids_round_trip_and_refuse_what_is_not_probed():
-    assert {c.case_id for c in OVERLAP} >= {"simt.overlap.none.m64n256k16", "simt.overlap.fma.rn.f32.alone"}
+    assert {c.case_id for c in OVERLAP} >= {"simt.overlap.none.m64n256k16", "simt.overlap.fma.rn.f32.alone",
+                                            "simt.overlap.ex2.approx.ftz.f32.m64n64k16.RS",
+                                            "simt.overlap.none.m64n256k32.e4m3"}
     for case in OVERLAP:
         assert parse_case_id(case.case_id) == case
     with pytest.raises(IllegalShapeError, match="N in 64, 128, 256"):
         FAMILY.check(parse_case_id("simt.overlap.fma.rn.f32.m64n96k16"))
+    with pytest.raises(IllegalShapeError, match="f16.RS wgmma with N in 64, 256"):
+        FAMILY.check(parse_case_id("simt.overlap.fma.rn.f32.m64n128k16.RS"))
+    with pytest.raises(IllegalShapeError, match="K is 32 for e4m3"):
+        parse_case_id("simt.overlap.fma.rn.f32.m64n64k16.e4m3")
     with pytest.raises(IllegalShapeError, match="run ex2.approx.ftz.f32, fma.rn.f32"):
         FAMILY.check(parse_case_id("simt.overlap.tanh.approx.f32.m64n64k16"))
     with pytest.raises(IllegalShapeError, match="nothing to time"):

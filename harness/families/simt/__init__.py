@@ -42,9 +42,9 @@ def _suites() -> dict[str, Suite]:
     return {
         "simt": Suite("SIMT instructions beside the tensor cores: f32 and packed-half arithmetic, MUFU, shuffles, "
                       "converts and permutes: latency, issue interval, warps x ILP throughput", _cases.cases),
-        "simt-overlap": Suite("one SM, wgmma m64nNk16 (N 64, 128, 256) in one warpgroup beside a SIMT instruction at "
-                              "full rate in another (ex2, FFMA, HFMA2, SHFL, F2FP), each side timed while the other "
-                              "runs, and each alone", _overlap.cases),
+        "simt-overlap": Suite("one SM, wgmma (f16 SS at N 64, 128, 256; f16 RS and e4m3 SS at N 64, 256) in one "
+                              "warpgroup beside a SIMT instruction at full rate in another (ex2, FFMA, HFMA2, SHFL, "
+                              "F2FP), each side timed while the other runs, and each alone", _overlap.cases),
         "simt-mufu": Suite("the special-function unit (MUFU) alone", kind("mufu")),
         "simt-quick": Suite("one instruction per unit: FFMA, HFMA2, MUFU.EX2, SHFL, F2FP", lambda: [
             _cases.parse(f"simt.{name}") for name in ("fma.rn.f32", "fma.rn.f16x2", "ex2.approx.ftz.f32",
@@ -263,7 +263,7 @@ class SimtFamily(Family):
 
     def checks(self, case, inputs: Inputs) -> list[Check]:
         """Every timed kernel after one loop body of `unroll` steps: slot s holds chain s mod ILP. Overlap probes:
-        D / (16 x wgmma count) is 1 everywhere; the timed chains after their steps, the untimed ones (at least 16
+        D / (K x wgmma count) is 1 everywhere; the timed chains after their steps, the untimed ones (at least 16
         bodies, an unknown number more) at their fixed point, which every overlap instruction's chain reaches within
         256 steps (contracting, or periodic with an even period)."""
         if isinstance(case, OverlapCase):
@@ -283,13 +283,13 @@ class SimtFamily(Family):
         return MAX_ILP * _ops.LANES
 
     def decode(self, case, words: np.ndarray) -> np.ndarray:
-        """Chains: MAX_ILP x 32 values. Overlap: D / (16 x count) for every accumulator, then warpgroup 1's chains,
+        """Chains: MAX_ILP x 32 values. Overlap: D / (K x count) for every accumulator, then warpgroup 1's chains,
         flattened into one vector."""
         if isinstance(case, OverlapCase):
             words = np.asarray(words, dtype=np.uint32)
             split = 128 * _overlap.acc_regs(case)
             count = float(words[split]) if case.n else 1.0  # the wgmma warpgroup 0 issued (poison: 2^32 - 1)
-            parts = [words[:split].view(np.float32).astype(np.float64) / (16 * count)]
+            parts = [words[:split].view(np.float32).astype(np.float64) / (case.k * count)]
             split = _overlap.simt_offset(case)
             if case.op:
                 parts.append(_decode(_ops.OPS[case.op].dtype, words[split:split + MAX_ILP * _ops.LANES]).ravel())
@@ -300,7 +300,7 @@ class SimtFamily(Family):
 
     def work(self, case) -> Work:
         if isinstance(case, OverlapCase):  # what one timed instruction does (its metrics are cycles only)
-            return Work(2 * 64 * case.n * 16, "FLOP") if case.n else Work(_ops.LANES * _ops.OPS[case.op].results,
+            return Work(2 * 64 * case.n * case.k, "FLOP") if case.n else Work(_ops.LANES * _ops.OPS[case.op].results,
                                                                           "result")
         return self._chain_work(case)
 
@@ -338,7 +338,7 @@ class SimtFamily(Family):
 
     def describe(self, case) -> list[str]:
         if isinstance(case, OverlapCase):
-            return [f"warpgroup 0: {'wgmma m64n%dk16 f16 -> f32 SS, back to back' % case.n if case.n else 'idle'}",
+            return [f"warpgroup 0: {f'wgmma m64n{case.n}k{case.k} {case.form} -> f32, back to back' if case.n else 'idle'}",
                     f"warpgroup 1: {case.op + ', 8 chains a warp, 4 warps' if case.op else 'idle'}",
                     "timed: " + " and ".join(f"{role} (while the other side runs)" for role in case.roles)]
         op = case.op
@@ -373,19 +373,20 @@ def _overlap_expectation(case: OverlapCase) -> SassExpectation:
     op = _ops.OPS[case.op] if case.op else None
     for kernel in _overlap.kernels(case):
         if case.n:
-            kernels.append((kernel, KernelExpectation(f"HGMMA.64x{case.n}x16.F32", _overlap.WGMMA_UNROLL,
+            kernels.append((kernel, KernelExpectation(_overlap.mnemonic(case), _overlap.WGMMA_UNROLL,
                                                       _ops.MEMORY_ONLY + ("BRA",))))
         if op:
             for i, (mnemonic, count) in enumerate(op.sass):
                 kernels.append((kernel, KernelExpectation(mnemonic, CHAINS.unroll * MAX_ILP * count, op.forbidden,
                                                           also=op.also if i == 0 else ())))
-    return SassExpectation(tuple(kernels), "HGMMA beside " + (op.executes if op else "nothing"), False,
+    return SassExpectation(tuple(kernels), (_overlap.mnemonic(case) if case.n else "nothing") + " beside "
+                           + (op.executes if op else "nothing"), False,
                            invalidating_notes=("C7510", "C7511", "C7515", "C7519"),
                            spill_kernels=tuple(_overlap.kernels(case)))
 
 
 def _overlap_checks(case: OverlapCase, inputs: Inputs) -> list[Check]:
-    ones = np.ones(128 * _overlap.acc_regs(case))  # D / (16 x count)
+    ones = np.ones(128 * _overlap.acc_regs(case))  # D / (K x count)
     zero = np.zeros_like(ones)
     out = []
     for role in case.roles:
@@ -398,13 +399,14 @@ def _overlap_checks(case: OverlapCase, inputs: Inputs) -> list[Check]:
             expected.append(value.ravel())
             tolerance.append(np.broadcast_to(tol, value.shape).ravel())
         out.append(Check(f"probe_overlap_{role}", 256, iters, 5 * 5, np.concatenate(expected), np.concatenate(tolerance),
-                         f"D / (16 x wgmma) and the chains ({role} timed)"))
+                         f"D / (K x wgmma) and the chains ({role} timed)"))
     return out
 
 
 def _overlap_plan(case: OverlapCase) -> list:
     specs = []
-    beside = {"wgmma": case.op or "nothing", "simt": f"wgmma m64n{case.n}k16" if case.n else "nothing"}
+    beside = {"wgmma": case.op or "nothing",
+              "simt": f"wgmma m64n{case.n}k{case.k} {case.form}" if case.n else "nothing"}
     for role in case.roles:
         if role == "wgmma":
             specs.append(ChainSlope("issue_interval_cycles", "probe_overlap_wgmma", 256, units=5, per_iter=1,

@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pandas as pd
 
+import harness.families.simt.overlap as _overlap
 from harness.families.simt.ops import OPS
 from harness.families.simt.reference import PEAK_RESULTS_PER_SM
 
@@ -99,11 +100,13 @@ def _overlap_sections(frame: pd.DataFrame, directory=None, title: str = "", name
     if frame.empty:
         return []
     frame["role"] = frame.launch.map(lambda launch: (json.loads(launch) if isinstance(launch, str) else launch).get("role"))
-    parts = frame.case_id.str.removeprefix("simt.overlap.").str.rsplit(".", n=1)
-    frame["op"], frame["shape"] = parts.str[0], parts.str[1]
+    cases = {case_id: _overlap.parse(case_id) for case_id in frame.case_id.unique()}
+    frame["op"] = frame.case_id.map(lambda case_id: cases[case_id].op or "none")
+    frame["shape"] = frame.case_id.map(lambda case_id: _shape(cases[case_id]))
     wgmma = frame[frame.role == "wgmma"].pivot_table(index="op", columns="shape", values="value", aggfunc="first")
     simt = frame[frame.role == "simt"].pivot_table(index="op", columns="shape", values="value", aggfunc="first")
-    shapes = sorted((c for c in wgmma.columns), key=lambda shape: int(shape[4:-3]))  # m64n<N>k16 by N
+    order = {_shape(case): (_overlap.FORMS.index(case.form), case.n) for case in cases.values() if case.n}
+    shapes = sorted((c for c in wgmma.columns), key=order.get)
     ops = [op for op in simt.index]
     wgmma_kept = pd.DataFrame({shape: [float(wgmma.loc["none", shape] / wgmma.loc[op, shape])
                                        if "none" in wgmma.index and op in wgmma.index else np.nan for op in ops]
@@ -133,13 +136,18 @@ def _overlap_sections(frame: pd.DataFrame, directory=None, title: str = "", name
     return sections
 
 
+def _shape(case) -> str:
+    """A column of the overlap tables: the wgmma beside (its id's tail: m64n256k16, m64n64k16.RS, m64n64k32.e4m3)."""
+    return case.base_id.split(".", 2)[2][len(case.op or "none") + 1:] if case.n else "alone"
+
+
 def _heat_map(path, wgmma_kept: pd.DataFrame, simt_kept: pd.DataFrame, title: str) -> None:
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 0.55 * len(wgmma_kept) + 1.8), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 0.55 * len(wgmma_kept) + 2.2), sharey=True)
     for ax, kept, label in ((axes[0], wgmma_kept, "wgmma's rate kept"), (axes[1], simt_kept, "the instruction's rate kept")):
         image = ax.imshow(kept.values, vmin=0, vmax=1, cmap="RdYlGn", aspect="auto")
-        ax.set_xticks(range(len(kept.columns)), labels=[c.replace("k16", "") for c in kept.columns])
+        ax.set_xticks(range(len(kept.columns)), labels=list(kept.columns), rotation=30, ha="right", fontsize=8)
         ax.set_yticks(range(len(kept.index)), labels=kept.index)
         for (i, j), value in np.ndenumerate(kept.values):
             if value == value:
