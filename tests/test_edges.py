@@ -344,3 +344,16 @@ def test_bench_site_shows_progress_on_a_terminal_and_says_how_long_it_took(tmp_p
     assert done.returncode == 0
     assert b"site: " in shown, shown  # the bar, naming its step (rich erases it when done)
     assert re.fullmatch(r"wrote \S+index.html \(\d+ sections\) in \d+\.\d s\n", done.stdout), done.stdout
+
+
+def test_a_relative_sqlite_url_works_as_a_path_does(tmp_path, monkeypatch):
+    """`sqlite:///rel.db` (SQLAlchemy's relative form) is the file rel.db of the working directory: a merge into it
+    and a reading command on it work, as with the bare path (issue 46: it was an internal error, exit 70)."""
+    source = make_db(tmp_path / "source.db")
+    monkeypatch.chdir(tmp_path)
+    merged = CliRunner().invoke(cli, ["merge", str(source), "--into", "sqlite:///rel.db"])
+    assert merged.exit_code == 0, merged.output
+    listed = CliRunner().invoke(cli, ["runs", "--db", "sqlite:///rel.db", "--format", "csv"])
+    assert listed.exit_code == 0 and len(listed.output.strip().splitlines()) == 2, listed.output
+    through_env = CliRunner().invoke(cli, ["runs", "--format", "csv"], env={"HOPPER_BENCH_DB": "sqlite:///rel.db"})
+    assert through_env.output == listed.output

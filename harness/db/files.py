@@ -105,7 +105,7 @@ def reading_sqlite(path: Path) -> Iterator[sqlite3.Connection]:
     makes them for any reader of a WAL file, and a read-only connection cannot remove them again
     (tidy_wal does, once it is closed), whether the file turns out readable or not."""
     wal_was_there = Path(f"{path}-wal").exists()
-    con = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+    con = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
     try:
         yield con
     finally:
@@ -123,7 +123,7 @@ def tidy_wal(path: Path) -> None:
     try:
         if not wal.exists() or wal.stat().st_size != 0 or not os.access(path, os.W_OK):
             return
-        tidy = sqlite3.connect(f"{path.as_uri()}?mode=rw", uri=True, timeout=0.1)
+        tidy = sqlite3.connect(f"{path.absolute().as_uri()}?mode=rw", uri=True, timeout=0.1)
         try:
             tidy.execute("PRAGMA schema_version").fetchone()
         except sqlite3.DatabaseError as exc:
