@@ -193,3 +193,30 @@ def test_compare_names_both_sides_counts_the_verdicts_and_gates_on_a_regression(
     apart = run("compare", "--run", str(other), "--against", "1")
     assert apart.exit_code == 4 and apart.output.count("\n") == 1
     assert apart.output.startswith(f"error: runs {other} and 1 have no case, metric and launch in common")
+
+
+def test_two_gpu_models_are_compared_but_a_slower_row_is_the_boards(tmp_path):
+    """Run against run across GPU models (issue 46, item 1): a note says the boards differ, the slower rows are
+    reported and exit 0; --gate-models makes them fail as a regression on one model does."""
+    import dataclasses
+
+    path = tmp_path / "r.db"
+    store = Store.open(str(path), create=True, references=shipped())
+    prov = Provenance("bench run --suite wgmma-quick", "host", "abc123", False, "0.1.0", "3.12", "14.2", "13.0")
+    boards = (fake_device(), dataclasses.replace(fake_device(uuid="GPU-test-1"), name="NVIDIA H200"))
+    for run, device in enumerate(boards, 1):
+        run_id = store.start_run(device, prov, "wgmma-quick", None)
+        for case in suite_cases("wgmma-quick"):
+            result = synthetic_result(case, None, np.random.default_rng(case.n), device)
+            if run == 2 and case.n == 64 and case.operands == "SS":
+                for metric in result.metrics:
+                    if metric.name == "issue_interval_cycles":
+                        metric.samples = metric.samples * 1.25
+            store.record_case(run_id, result)
+        store.finish_run(run_id, "complete")
+    run = lambda *args: CliRunner().invoke(cli, [*args, "--db", str(path)])  # noqa: E731
+    across = run("compare", "--run", "2", "--against", "1")
+    assert across.exit_code == 0, across.output
+    assert "run 2 is of an NVIDIA H200 and run 1 of an NVIDIA H100 80GB HBM3" in across.stderr
+    assert re.search(r"^\s+1 slower \(another GPU model", across.stdout, re.M)
+    assert run("compare", "--run", "2", "--against", "1", "--gate-models").exit_code == 3

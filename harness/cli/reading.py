@@ -99,12 +99,14 @@ def sql(query, db, fmt, wide, write, max_rows, timeout):
               help="a power or energy difference from the other run fails too (default: reported, exit 0)")
 @click.option("--include-flagged", is_flag=True, help="keep measurements taken while throttled or shared")
 @click.option("--exit-zero", is_flag=True, help="exit 0 even where rows differ (default: exit 3, for CI)")
+@click.option("--gate-models", is_flag=True,
+              help="against a run of another GPU model, a slower row fails too (default: reported, exit 0)")
 @click.option("--tolerance", default=DEFAULT_TOLERANCE, show_default=True, type=Finite(0, 10),
               help="relative difference allowed on top of the measurement's spread")
 @click.option("--db", default=None, help=DB_HELP)
 @table_options
-def compare(run_id, against, metric, disagreements, every_row, gate_energy, include_flagged, exit_zero, tolerance,
-            db, fmt, wide):
+def compare(run_id, against, metric, disagreements, every_row, gate_energy, include_flagged, exit_zero, gate_models,
+            tolerance, db, fmt, wide):
     """Compare a run with the paper, the model, or another run: one row per case and metric.
 
     Cycle metrics compare directly; TFLOPS compare per cycle per SM (ours by the SM clock measured in
@@ -118,8 +120,10 @@ def compare(run_id, against, metric, disagreements, every_row, gate_energy, incl
     A table leads with the summary (both sides, the count of each verdict), then the rows that
     differ, at most a screen of them; --all prints every row. Other formats give every row (the
     summary on stderr). Exit status: 0 when no row is DISAGREES (against the paper or the model) or
-    slower (against a run; more energy too with --gate-energy); 3 when one is, so a CI job can gate
-    on it (--exit-zero: 0 regardless); 4 when two runs share no case and metric.
+    slower (against a run of the same GPU model; more energy too with --gate-energy); 3 when one is, so a
+    CI job can gate on it (--exit-zero: 0 regardless); 4 when two runs share no case and metric. Two
+    runs of different GPU models differ because the boards do: the comparison says so first and
+    exits 0 on slower rows unless --gate-models.
 
     \b
     Examples:
@@ -140,18 +144,37 @@ def compare(run_id, against, metric, disagreements, every_row, gate_energy, incl
                    "families have no model): the model columns are empty", err=True)
     other = f"run {result.against} ({run_label(store, result.against)})" if isinstance(result.against, int) else \
         (f"the paper ({PAPER_GPU})" if against == "paper" else "the model")
+    boards = _gpu_models(store, result.run_id, result.against) if isinstance(result.against, int) else None
+    if boards:
+        click.echo(f"note: run {result.run_id} is of an {boards[0]} and run {result.against} of an {boards[1]}: a "
+                   "difference is the boards', not a regression" + ("" if gate_models else
+                   "; slower rows are reported, not failed (--gate-models fails on them)"), err=True)
     side = f"run {result.run_id} ({run_label(store, result.run_id)})"
     if fmt != "table":
         print_frame(result.frame, fmt, wide)
         counts = ", ".join(f"{n} {verdict}" for verdict, n in result.counts().items()) or "no rows"
         click.echo(f"{side} against {other}: {counts}", err=True)
     else:
-        _compare_table(result, f"{side}\nagainst {other}", disagreements or every_row, wide, gate_energy)
-    if result.failed and not exit_zero:
+        _compare_table(result, f"{side}\nagainst {other}", disagreements or every_row, wide, gate_energy,
+                       gate_speed=gate_models or not boards)
+    if result.failed and not exit_zero and (gate_models or not boards or _fails_beyond_speed(result)):
         sys.exit(EXIT_DIFFERENCES)
 
 
-def _compare_table(result, sides: str, every: bool, wide: bool, gate_energy: bool) -> None:
+def _gpu_models(store, run_id: int, other: int) -> tuple[str, str] | None:
+    """The two runs' GPU models where they differ (None: the same model)."""
+    first, second = store.run_info(run_id).gpu_name, store.run_info(other).gpu_name
+    return (first, second) if first != second else None
+
+
+def _fails_beyond_speed(result) -> bool:
+    """A failing row that is not "slower" (more energy under --gate-energy): across GPU models it still fails."""
+    from harness import verdicts
+
+    return result.failing > int((result.frame[result.column] == verdicts.SLOWER).sum())
+
+
+def _compare_table(result, sides: str, every: bool, wide: bool, gate_energy: bool, gate_speed: bool = True) -> None:
     """`bench compare` on a terminal: the summary (both sides, one line per verdict, those that fail
     first), the rows that differ (performance, then power and energy) and, with `every`, the rest;
     without it, at most a screen (the terminal's height) in all."""
@@ -176,7 +199,9 @@ def _compare_table(result, sides: str, every: bool, wide: bool, gate_energy: boo
     lines = sides.splitlines()
     for verdict, n in ranked:
         gloss = ""
-        if verdict in verdicts.FAILING:
+        if verdict == verdicts.SLOWER and not gate_speed:
+            gloss = " (another GPU model: reported, gating only with --gate-models)"
+        elif verdict in verdicts.FAILING:
             gloss = " (fails: exit 3)"
         elif verdict == verdicts.MORE_ENERGY:
             gloss = " (fails: exit 3)" if gate_energy else " (power is not speed: --gate-energy gates on it)"
