@@ -62,15 +62,15 @@ METRICS = {m.name: m for m in (
                "the first repetition of a launch (a tensor map's first use in it), net of the bracketing sequence "
                "without the instruction as latency_added_cycles is"),
     MetricInfo("sm_throughput", "work/cycle/SM", "cycles", "work", "higher",
-               "work per cycle per SM with every SM busy, by clock64 (FLOP, OP, bytes or SIMT results)"),
+               "work per cycle per SM with every SM busy, by clock64 (FLOP, OP, bytes or results, as the family counts its work)"),
     MetricInfo("throughput_tflops", "TFLOPS", "seconds", "work", "higher",
                "whole-GPU work per second by CUDA events (TFLOPS, or TOPS for integer and bit types)"),
     MetricInfo("peak_fraction", "ratio", "ratio", None, "higher",
                "throughput_tflops over the published peak of the same kind at the SM clock measured in the "
                "kernel. Tensor cores: dense-equivalent work (2 M N K, K the logical K) against the datasheet's dense "
                "peak, or, for a sparse instruction, against the sparse peak (twice the dense, as the datasheets' "
-               "'with sparsity' rates); at most 1. SIMT instructions: results against the CUDA Programming Guide's "
-               "rate for the instruction's row"),
+               "'with sparsity' rates); at most 1. Work counted in results: against the CUDA Programming Guide's "
+               "rate for the instruction's row (the family's peak)"),
     MetricInfo("power_mean_w", "W", "energy", None, "lower",
                "mean board power over a whole-GPU timed series: NVML's energy counter difference over the "
                "series' wall time (the mean of the power readings where the GPU has no counter)"),

@@ -19,7 +19,8 @@ class Work:
     """Work per instruction per issuing unit: FLOP (OP for integer and bit types) or bytes."""
 
     amount: float
-    unit: str  # "FLOP", "OP" (tensor-core integer work), "B", or "result" (a SIMT instruction's results per lane)
+    unit: str  # "FLOP", "OP" (tensor-core integer work), "B", or "result" (results per lane, as the CUDA
+    #             Programming Guide counts a CUDA-core or special-function instruction's work)
 
 
 def launch_key(launch: dict) -> str:

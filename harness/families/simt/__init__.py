@@ -209,7 +209,7 @@ class SimtFamily(Family):
                     "has_simt": "true" if op else "false", "out_simt": _overlap.simt_offset(case),
                     "overlap_kernels": "\n".join(f"PROBE_OVERLAP(probe_overlap_{role}, {str(role == 'wgmma').lower()})"
                                                  for role in case.roles)}
-        return {**common, **_overlap.wgmma_render(_overlap.OverlapCase(None, None)), "instruction": case.instruction_ptx,
+        return {**common, **_overlap.wgmma_render(None), "instruction": case.instruction_ptx,
                 "body": case.op.body, "chain_kernels": CHAINS.rendered(), "overlap": 0, "has_simt": "false",
                 "out_simt": 0, "overlap_kernels": ""}
 
@@ -394,7 +394,7 @@ def _overlap_checks(case: OverlapCase, inputs: Inputs) -> list[Check]:
         expected, tolerance = [ones], [zero]
         if case.op:
             chain = SimtCase(case.op)
-            steps = iters if role == "simt" else CHAINS.unroll * 16
+            steps = iters if role == "simt" else CHAINS.unroll * _overlap.MIN_BODIES
             value, tol = expected_chain(chain, inputs, steps)
             expected.append(value.ravel())
             tolerance.append(np.broadcast_to(tol, value.shape).ravel())

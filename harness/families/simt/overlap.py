@@ -28,8 +28,8 @@ OPS = ("ex2.approx.ftz.f32", "fma.rn.f32", "fma.rn.f16x2", "shfl.sync.bfly.b32",
 NS = (64, 128, 256)
 FORMS = ("f16.SS", "f16.RS", "e4m3.SS")  # the wgmma beside the instruction: inputs and where A is
 FORM_NS = {"f16.SS": NS, "f16.RS": (64, 256), "e4m3.SS": (64, 256)}  # N timed for each form
-WGMMA_UNROLL = 8  # ptx/simt.cu.in
-MIN_BODIES = 16
+WGMMA_UNROLL = 8  # wgmma per loop body (rendered into ptx/simt.cu.in)
+MIN_BODIES = 16  # loop bodies the untimed side runs at least (rendered): its chains' checked fixed point is after them
 CHECK_WGMMAS = 64  # wgmma a validation launch times
 _ID = re.compile(r"^simt\.overlap\.(?P<op>none|[a-z0-9_.:]+?)\.(?:m64n(?P<n>\d+)k(?P<k>16|32)(?P<form>\.RS|\.e4m3)?"
                  r"|(?P<alone>alone))$")
@@ -99,13 +99,15 @@ def acc_regs(case: OverlapCase) -> int:
     return case.n // 2 if case.n else 0
 
 
-def wgmma_render(case: OverlapCase) -> dict[str, object]:
-    """The wgmma's operand list and constraints for the template (N/2 f32 accumulators per thread)."""
-    shape_n = case.n or 8  # warpgroup 0 idle: the function is compiled, never called
+def wgmma_render(case: OverlapCase | None) -> dict[str, object]:
+    """The wgmma's operand list and constraints for the template (N/2 f32 accumulators per thread). None (a chain
+    case) or no wgmma: an m64n8k16 that is compiled and never called, so the template's section stays well-formed."""
+    case = case if case is not None and case.n else OverlapCase(None, None)
+    shape_n = case.n or 8
     regs = shape_n // 2
     dtype, operands = case.form.split(".")
     a_operand = "{%" + ", %".join([str(regs + 2)] * 4) + "}" if operands == "RS" else f"%{regs}"
-    return {"wgmma_n": case.n or 0, "wgmma_shape_n": shape_n, "acc_regs": regs, "wgmma_form": case.form,
+    return {"wgmma_unroll": WGMMA_UNROLL, "min_bodies": MIN_BODIES, "wgmma_n": case.n or 0, "wgmma_shape_n": shape_n, "acc_regs": regs, "wgmma_form": case.form,
             "wgmma_k": case.k, "ones_word": "0x38383838u" if dtype == "e4m3" else "0x3C003C00u",
             "wgmma_instruction": f"wgmma.mma_async.sync.aligned.m64n{shape_n}k{case.k}.f32.{dtype}.{dtype}",
             "wgmma_a_operand": a_operand,
