@@ -19,6 +19,10 @@
 //   constants   STAGES, CONSUMERS, CLUSTER, SCHEDULE, REBALANCE, PRODUCER_REGS, CONSUMER_REGS, BM, BN, PERSISTENT,
 //               ORDER, GROUP, COUNTERS
 //   K::prologue(P)                                  thread 0, before the barriers' first use (prefetch maps)
+//   VARIABLE_KBLOCKS, K::tile_kblocks(P, tile, kblocks)
+//                                                    false: every tile walks kblocks = P.k / BK k-blocks; true: a
+//                                                    tile walks tile_kblocks (causal attention walks its keys up to
+//                                                    its last row; ping-pong needs false)
 //   K::load(P, ring, state, base, tile, kb, rank)    the producer thread: the k-block's copies into its slot
 //   K::Consumer(P, base, c, t)                       a consumer warpgroup's state (its accumulators), with
 //       mainloop(ring, state, tile, kblocks, full_wait), epilogue(tile) and finish() (after its last tile)
@@ -188,6 +192,7 @@ __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, lo
   const u32 base = (smem_addr(dynamic_smem) + 1023u) & ~1023u;  // the 128-byte swizzle repeats every 1024 bytes
   static_assert(K::SCHEDULE == SCHEDULE_COOPERATIVE || (K::SCHEDULE == SCHEDULE_PINGPONG && K::CONSUMERS == 2),
                 "ping-pong alternates two consumer warpgroups");
+  static_assert(!(K::SCHEDULE == SCHEDULE_PINGPONG && K::VARIABLE_KBLOCKS), "ping-pong walks kblocks for every tile");
   __shared__ __align__(8) u64 full[K::STAGES], empty[K::STAGES];
   const Ring<K::STAGES, K::CLUSTER> ring{full, empty};
   const int wg = threadIdx.x / WARPGROUP_THREADS;
@@ -217,8 +222,9 @@ __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, lo
       for (int q = sched.first; q < sched.items; q += sched.step, ++j) {
         const Tile tile = sched.tile(q, rank);
         const bool counted = K::SCHEDULE != SCHEDULE_PINGPONG || (j & 1) == 0;
+        const int tile_kblocks = K::VARIABLE_KBLOCKS ? K::tile_kblocks(P, tile, kblocks) : kblocks;
 #pragma unroll 1
-        for (int kb = 0; kb < kblocks; ++kb, st.advance()) {
+        for (int kb = 0; kb < tile_kblocks; ++kb, st.advance()) {
           const long long w0 = clock_cycles();
           ring.producer_acquire(st);
           if (counted) empty_wait += clock_cycles() - w0;
@@ -232,7 +238,7 @@ __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, lo
     if (K::REBALANCE) setmaxnreg_inc<K::CONSUMER_REGS>();
     const int c = wg - 1;
     typename K::Consumer consumer(P, base, c, t);
-    long long full_wait = 0, epilogue = 0, mainloop = 0;
+    long long full_wait = 0, epilogue = 0, mainloop = 0, walked = 0;
     int tiles = 0;
     PipelineState<K::STAGES> st;
     constexpr bool PINGPONG = K::SCHEDULE == SCHEDULE_PINGPONG;
@@ -245,8 +251,10 @@ __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, lo
       const Tile tile = sched.tile(q, rank);
       // Ping-pong: wait for this warpgroup's turn (the other's mainloop issued), except on the first tile of all.
       if (PINGPONG && q != sched.first) named_barrier_sync(BARRIER_TURN + c, 2 * WARPGROUP_THREADS);
+      const int tile_kblocks = K::VARIABLE_KBLOCKS ? K::tile_kblocks(P, tile, kblocks) : kblocks;
+      if (K::VARIABLE_KBLOCKS) walked += tile_kblocks;
       const long long m0 = clock_cycles();
-      consumer.mainloop(ring, st, tile, kblocks, full_wait);
+      consumer.mainloop(ring, st, tile, tile_kblocks, full_wait);
       const long long e0 = clock_cycles();
       mainloop += e0 - m0;
       // ... and hand the turn to the other, if it has a tile after this one.
@@ -262,7 +270,7 @@ __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, lo
       out[EPILOGUE] = epilogue;
       out[MAINLOOP] = mainloop;
       out[TILES] = tiles;
-      out[KBLOCKS] = static_cast<long long>(tiles) * kblocks;
+      out[KBLOCKS] = K::VARIABLE_KBLOCKS ? walked : static_cast<long long>(tiles) * kblocks;
       write_timing_record(timing, blockIdx.x, clk0, clock_cycles(), ns0, globaltimer_ns());
     }
   }

@@ -31,6 +31,11 @@ __device__ __forceinline__ void fence_registers(u32 (&d)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+r"(d[i])::"memory");
 }
+template <int N>
+__device__ __forceinline__ void fence_registers(float (&d)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
 template <int M, int N>
 __device__ __forceinline__ void fence_registers(float (&d)[M][N]) {
 #pragma unroll

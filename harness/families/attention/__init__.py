@@ -1,0 +1,177 @@
+"""Attention forward (sm_90a): the Family object. The second kernel on the pipeline layer (ptx/pipeline.cuh).
+
+A case is O = softmax(Q K^T / sqrt(D)) V over a batch of heads (ptx/attention.cu.in): a TMA producer loads each
+tile's Q once and each block's K and V into the ring; two consumer warpgroups of 64 query rows run S = Q K^T (wgmma
+SS), the online softmax in registers (ex2, the running max and sum) and O += P V (wgmma RS, P from registers, V
+read N-major). cuDNN's fused attention on the same inputs is the anchor (harness/anchors/cudnn.py).
+
+Every case is validated twice before it is timed:
+    the check problem   one batch, two heads, a sequence of 2 x stages + 1 key blocks at least: O against the f64
+                        softmax of the same inputs, within the arithmetic's bound element by element
+                        (problem.py bound)
+    the measured one    normal(0, 1) inputs at the case's size: 256 query rows of three heads against f64, within
+                        the same bound (expected 0 elements beyond it)
+then timed by methods.WholeKernel: rounds of back-to-back launches alternating with cuDNN on the same inputs, the
+ratio taken round by round; in-kernel counters say where the time went.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import harness.families.attention.cases as _cases
+from harness.dtypes import decode, encode
+from harness.families.attention.cases import AttentionCase, check_case
+from harness.families.attention.problem import (COUNTER_WORDS, COUNTERS, PROBLEM, SAMPLED_ROWS, TENSOR_FLOPS_PER_CYCLE,
+                                                c_float, check_grid, check_reference, grid, scale_log2,
+                                                tensor_elements)
+from harness.families.base import Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
+from harness.families.pipeline import skeleton_params
+from harness.measure.methods import WholeKernel
+
+
+def _suites() -> dict[str, Suite]:
+    return {
+        "attention": Suite("attention forward in the FA3 paper's setting (16k tokens, 2048 wide): bf16 at head dims "
+                           "64, 128, 256, sequences 1k..16k, causal and not, and f16 at 128; cuDNN beside each",
+                           _cases.everyday),
+        "attention-quick": Suite("attention forward, bf16, head dim 128, sequence 4k, causal and not",
+                                 _cases.quick),
+    }
+
+
+class AttentionFamily(Family):
+    name = "attention"
+    description = "attention forward: a TMA producer, wgmma QK^T, online softmax and PV on the pipeline layer"
+    id_prefixes = ("attention.",)
+    example_id = "attention.bf16.4x4096x16x128.tile128x128.s2.wg2.setmaxnreg"
+    template = "attention.cu.in"
+
+    cases = staticmethod(_cases.cases)
+    parse = staticmethod(_cases.parse)
+    check = staticmethod(_cases.check)
+    suites = staticmethod(_suites)
+
+    # -- the probe -----------------------------------------------------------------------------------
+
+    def template_params(self, case: AttentionCase) -> dict[str, object]:
+        self.check(case)
+        s_acc, o_acc = case.bn // 2, case.head_dim // 2
+        dt = case.dtype
+        return {
+            **skeleton_params(case), "problem": PROBLEM.render(), "dtype": dt, "head_dim": case.head_dim,
+            "bm": case.bm, "bn": case.bn, "causal": str(case.causal).lower(),
+            "scale_log2": c_float(scale_log2(case)),
+            "qk_instruction": f"wgmma.mma_async.sync.aligned.m64n{case.bn}k16.f32.{dt}.{dt}",
+            "qk_operands": ", ".join(f"%{i}" for i in range(s_acc)),
+            "qk_constraints": ", ".join(f'"+f"(s[{i}])' for i in range(s_acc)),
+            "qk_desc_a_operand": s_acc, "qk_desc_b_operand": s_acc + 1, "qk_scale_operand": s_acc + 2,
+            "pv_instruction": f"wgmma.mma_async.sync.aligned.m64n{case.head_dim}k16.f32.{dt}.{dt}",
+            "pv_operands": ", ".join(f"%{i}" for i in range(o_acc)),
+            "pv_constraints": ", ".join(f'"+f"(o[{i}])' for i in range(o_acc)),
+            "pv_a0": o_acc, "pv_a1": o_acc + 1, "pv_a2": o_acc + 2, "pv_a3": o_acc + 3, "pv_desc_b_operand": o_acc + 4,
+        }
+
+    def sass_expectation(self, case: AttentionCase) -> SassExpectation:
+        """A block of keys: D / 16 HGMMA of S (m64nBN, shared-memory A) and BN / 16 of P V (m64nD, A from
+        registers), once in the kernel; BN / 2 MUFU.EX2 of P per thread and 2 of the rescale; the TMA loads (K and V per
+        panel, Q per panel); no spills."""
+        bf = ".BF16" if case.dtype == "bf16" else ""
+        qk = f"HGMMA.64x{case.bn}x16.F32{bf}"
+        pv = f"HGMMA.64x{case.head_dim}x16.F32{bf}"
+        panels = case.head_dim // _cases.PANEL
+        kernels = (("probe_attention", KernelExpectation(qk, case.head_dim // 16, exclude=(pv,) if pv != qk else ())),
+                   ("probe_attention", KernelExpectation("MUFU.EX2", case.bn // 2 + 2)),
+                   ("probe_attention", KernelExpectation("UTMALDG.3D", 3 * panels)))
+        if pv != qk:
+            kernels += (("probe_attention", KernelExpectation(pv, case.bn // 16)),)
+        else:  # one opcode for both (bn = head dim): the count is their sum
+            kernels = (("probe_attention", KernelExpectation(qk, case.head_dim // 16 + case.bn // 16)),) + kernels[1:]
+        return SassExpectation(kernels, executes=f"{case.head_dim // 16} x {qk} and {case.bn // 16} x {pv} per block "
+                               f"of {case.bn} keys; {case.bn // 2 + 2} MUFU.EX2 per thread", invalidating_notes=("C7510", "C7511",
+                                                                                               "C7515"),
+                               spill_kernels=("probe_attention",))
+
+    # -- correctness ---------------------------------------------------------------------------------
+
+    def inputs(self, case: AttentionCase, rng: np.random.Generator) -> Inputs:
+        """The check problem's Q, K, V ([1, seq, 2, D]): normal(0, 1) rounded to the case's type."""
+        small = check_case(case)
+        shape = (small.batch, small.seq, small.heads, small.head_dim)
+        values, bits = {}, []
+        for name in ("Q", "K", "V"):
+            code = encode(case.dtype, rng.standard_normal(shape))
+            values[name] = decode(case.dtype, code)
+            bits.append(code.ravel())
+        return Inputs(np.concatenate(bits).view(np.uint8), values,
+                      f"normal(0, 1) Q, K, V rounded to {case.dtype}; check problem seeded here, measured one on the "
+                      "GPU")
+
+    def output_words(self, case: AttentionCase) -> int:
+        return tensor_elements(check_case(case)) // 2
+
+    def decode(self, case: AttentionCase, words: np.ndarray) -> np.ndarray:
+        """O's elements (two per word, the lower first) as float64; a one-word host check's count as itself."""
+        words = np.asarray(words, dtype=np.uint32)
+        halves = np.stack([words & 0xFFFF, words >> 16], axis=-1).ravel()
+        return decode(case.dtype, halves.astype(np.uint16))
+
+    def checks(self, case: AttentionCase, inputs: Inputs) -> list[Check]:
+        small = check_case(case)
+        o, tolerance = check_reference(case, inputs.values)
+        blocks = check_grid(case)
+        kblocks = small.seq // small.bn
+        label = (f"O of a {small.batch}x{small.seq}x{small.heads}x{small.head_dim} problem against the f64 softmax, "
+                 f"within the arithmetic's bound ({blocks} tiles, {kblocks} key blocks through {case.stages} stages)")
+        checks = [Check("probe_attention", case.threads, 0, blocks * (5 + COUNTER_WORDS), o.ravel(), tolerance.ravel(),
+                        label, grid=blocks)]
+        # the measured problem: its count of elements beyond the bound (as the case's type) in word 0, zeros after it
+        checks.append(Check("probe_verify", 1, 1, 1, np.zeros(2 * self.output_words(case)), 0.0,
+                            f"the {case.batch}x{case.seq}x{case.heads}x{case.head_dim} problem: {SAMPLED_ROWS} query rows "
+                            "of three heads against f64, elements beyond the bound (expected 0)"))
+        return checks
+
+    # -- on the GPU ------------------------------------------------------------------------------------
+
+    def attach(self, case: AttentionCase, probe, device) -> None:
+        import harness.families.attention.gpu as gpu
+
+        gpu.attach(case, probe, device)
+
+    # -- measurement ----------------------------------------------------------------------------------
+
+    def work(self, case: AttentionCase) -> Work:
+        return Work(case.flops, "FLOP")
+
+    def peak(self, case: AttentionCase) -> float | None:
+        return float(TENSOR_FLOPS_PER_CYCLE)
+
+    def plan(self, case: AttentionCase, device=None) -> list:
+        from harness.anchors.cudnn import INSTALL_HINT, available, version
+
+        anchored = available()
+        anchor = (f"the anchor: {version()} fused attention (sdpa forward, inference, same inputs)" if anchored else
+                  f"no anchor: cuDNN's attention needs the cuDNN frontend ({INSTALL_HINT})")
+        return [WholeKernel("probe_attention", grid(case), case.threads, anchor="library" if anchored else None,
+                            counters=COUNTERS, energy=True, words=COUNTER_WORDS, launch={"problem": "measured"},
+                            notes=f"{case.tiles} tiles of {case.bm} query rows, {case.kblocks} key blocks of {case.bn}"
+                                  f"{' (causal: up to the diagonal)' if case.causal else ''}; {anchor}")]
+
+    def describe(self, case: AttentionCase) -> list[str]:
+        return [f"O = softmax(Q K^T / sqrt({case.head_dim}){' + causal mask' if case.causal else ''}) V: batch "
+                f"{case.batch}, sequence {case.seq}, {case.heads} heads of {case.head_dim}, {case.dtype} in and out, "
+                "f32 scores and sums; [batch, seq, heads, D] tensors",
+                f"{case.tiles} tiles of {case.bm} query rows (one CTA each), blocks of {case.bn} keys through "
+                f"{case.stages} stages of {2 * case.bn * case.head_dim * 2 // 1024} KiB (K and V), Q "
+                f"{case.bm * case.head_dim * 2 // 1024} KiB",
+                f"{case.consumers} consumer warpgroups of 64 rows: S = Q K^T (wgmma SS), online softmax (ex2), "
+                "O += P V (wgmma RS, P from registers), serial within a warpgroup"
+                + ("; setmaxnreg" if case.rebalance else ""),
+                f"{case.flops / 1e12:.3f} TFLOP per launch" + (" (causal: half the full count)" if case.causal
+                                                               else "")]
+
+    def headline(self, metric: str) -> dict | None:
+        return None
+
+
+FAMILY = AttentionFamily()

@@ -1,0 +1,190 @@
+"""Attention-forward cases: O = softmax(Q K^T / sqrt(D)) V on ptx/pipeline.cuh's skeleton (ptx/attention.cu.in).
+Ids:
+
+    attention.bf16.4x4096x16x128.tile128x128.s2.wg2.setmaxnreg
+    attention.bf16.4x4096x16x128.causal.tile128x128.s2.wg2.setmaxnreg
+
+read as dtype, batch x sequence x heads x head dim, the causal mask (or none), then the pipeline: a tile of BM query
+rows by blocks of BN keys, a ring of `stages` slots (each a block's K and V), `consumers` warpgroups of 64 query
+rows each, setmaxnreg (registers moved from the producer to the consumers). Q, K, V and O are [batch, sequence,
+heads, head dim], the inputs' type in and out; scores, the softmax and the sums are f32.
+
+The FA3 paper's setting (arXiv 2407.08608, section 4.1) is the suite's: batch x sequence = 16k tokens, heads x head
+dim = 2048, sequences of 1k..16k, head dims 64, 128 and 256, causal and not.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+from harness.errors import IllegalShapeError, SpecError
+from harness.families.pipeline import CONSUMER_REGS, SMEM_LIMIT, SMEM_SLACK, PipelineCase
+
+DTYPES = ("bf16", "f16")
+HEAD_DIMS = (64, 128, 256)
+PANEL = 64  # head-dim columns of one 128-byte swizzled row (ptx/attention.cu.in PANEL)
+TOKENS, WIDTH = 16384, 2048  # the FA3 paper's batch x sequence and heads x head dim
+SEQUENCES = (1024, 2048, 4096, 8192, 16384)
+MAX_ROWS = 1 << 30  # batch x heads x sequence: the walk's rows and the maps' coordinates are 32-bit ints
+# Registers a consumer thread keeps live besides its accumulators (addresses, the row maxima and sums, loop state):
+# O's D / 2 f32, S's BN / 2 f32 and P's BN / 4 packed words must leave them this many of CONSUMER_REGS
+OTHER_REGISTERS = 40
+# The tile per head dim (bm, bn, stages): two consumer warpgroups of 64 rows, keys in blocks that fit the registers
+# and the ring in shared memory (FA3 takes 128 x 128 at 64 and 128, 128 x 80 at 256; wgmma's N here is 64 at 256)
+DEFAULT_TILE = {64: (128, 128, 3), 128: (128, 128, 2), 256: (128, 64, 2)}
+
+
+@dataclass(frozen=True)
+class AttentionCase(PipelineCase):
+    """Attention forward on the pipeline skeleton (families/pipeline.py: the tile is bm query rows of one head, its
+    k-blocks the head's blocks of bn keys; `bk` is bn)."""
+
+    family = "attention"
+    size_fields: ClassVar[tuple[str, ...]] = ("seq", "batch", "stages")
+    dtype: str
+    batch: int
+    seq: int
+    heads: int
+    head_dim: int
+    causal: bool = False
+
+    @property
+    def base_id(self) -> str:
+        return (f"attention.{self.dtype}.{self.batch}x{self.seq}x{self.heads}x{self.head_dim}"
+                + (".causal" if self.causal else "")
+                + f".tile{self.bm}x{self.bn}.s{self.stages}.wg{self.consumers}"
+                + (".setmaxnreg" if self.rebalance else ""))
+
+    @property
+    def rows(self) -> int:
+        """Query rows of every head: the skeleton walks them in tiles of bm."""
+        return self.batch * self.heads * self.seq
+
+    @property
+    def tiles(self) -> int:
+        return self.rows // self.bm
+
+    @property
+    def kblocks(self) -> int:
+        return self.seq // self.bn
+
+    @property
+    def flops(self) -> float:
+        """4 x batch x heads x seq^2 x head dim (two matmuls); causal half of it, as the FA3 paper counts (the
+        blocks a causal tile skips are not counted, nor the masked half of the diagonal ones it computes)."""
+        full = 4.0 * self.batch * self.heads * self.seq * self.seq * self.head_dim
+        return full / 2 if self.causal else full
+
+    @property
+    def scale(self) -> float:
+        return self.head_dim ** -0.5
+
+    def smem_bytes(self) -> int:
+        """Q (bm x D), then `stages` slots of a block's K and V (bn x D each), 2-byte elements; the skeleton's
+        alignment slack."""
+        q = self.bm * self.head_dim * 2
+        return q + self.stages * 2 * self.bn * self.head_dim * 2 + SMEM_SLACK
+
+    def columns(self) -> dict[str, object]:
+        return {"instruction": "attention forward (wgmma SS + RS, cp.async.bulk.tensor)", "m": self.seq,
+                "n": self.head_dim, "k": self.seq, "dtype_a": self.dtype, "dtype_b": self.dtype, "dtype_acc": "f32",
+                "operands": "SS+RS"}
+
+
+_ID = re.compile(r"^attention\.(?P<dtype>\w+?)\.(?P<batch>\d+)x(?P<seq>\d+)x(?P<heads>\d+)x(?P<dim>\d+)"
+                 r"(?P<causal>\.causal)?\.tile(?P<bm>\d+)x(?P<bn>\d+)\.s(?P<stages>\d+)\.wg(?P<wg>\d+)"
+                 r"(?P<rebalance>\.setmaxnreg)?$")
+
+
+def parse(case_id: str) -> AttentionCase:
+    match = _ID.match(case_id)
+    if not match:
+        raise SpecError(f"cannot parse attention case {case_id!r}: expected e.g. "
+                        "attention.bf16.4x4096x16x128[.causal].tile128x128.s2.wg2.setmaxnreg")
+    g = match.groupdict()
+    case = AttentionCase(dtype=g["dtype"], batch=int(g["batch"]), seq=int(g["seq"]), heads=int(g["heads"]),
+                         head_dim=int(g["dim"]), causal=bool(g["causal"]), bm=int(g["bm"]), bn=int(g["bn"]),
+                         bk=int(g["bn"]), stages=int(g["stages"]), consumers=int(g["wg"]),
+                         rebalance=bool(g["rebalance"]))
+    check(case)
+    return case
+
+
+def check(case: AttentionCase) -> None:
+    """Refuse, in one line, what the template cannot run."""
+    def refuse(why: str):
+        raise IllegalShapeError(f"{case.case_id}: {why}")
+
+    if case.dtype not in DTYPES:
+        refuse(f"dtype {case.dtype!r}: expected one of {', '.join(DTYPES)} (fp8 attention is not built yet)")
+    if case.head_dim not in HEAD_DIMS:
+        refuse(f"head dim {case.head_dim}: expected one of {', '.join(map(str, HEAD_DIMS))}")
+    if why := case.check_skeleton():
+        refuse(why)
+    if case.schedule != "cooperative" or case.persistent or case.cluster != 1 or case.epilogue != "regs":
+        refuse("attention runs one CTA per tile, cooperative, no cluster, its epilogue from registers")
+    if case.bm != 64 * case.consumers:
+        refuse(f"a tile of {case.bm} rows: 64 query rows per consumer warpgroup ({64 * case.consumers})")
+    if case.bk != case.bn:
+        refuse("a k-block is one block of keys: bk = bn")
+    if case.bn % 16 or not 16 <= case.bn <= 256 or (case.bm % case.bn and case.bn % case.bm):
+        refuse(f"a block of {case.bn} keys: a multiple of 16 up to 256 (wgmma's N) that divides or is a multiple "
+               f"of the tile's {case.bm} rows")
+    if min(case.batch, case.seq, case.heads) < 1 or case.seq % case.bm or case.seq % case.bn:
+        refuse(f"sequence {case.seq}: a multiple of the tile ({case.bm}) and of the key block ({case.bn})")
+    if case.rows > MAX_ROWS:
+        refuse(f"{case.rows} query rows: beyond the template's 32-bit row indices ({MAX_ROWS})")
+    live = case.head_dim // 2 + case.bn // 2 + case.bn // 4 + OTHER_REGISTERS
+    budget = CONSUMER_REGS if case.rebalance else 168
+    if live > budget:
+        refuse(f"O ({case.head_dim // 2}), S ({case.bn // 2}) and P ({case.bn // 4}) registers per thread and "
+               f"{OTHER_REGISTERS} more exceed the consumer's {budget}")
+    if case.smem_bytes() > SMEM_LIMIT:
+        refuse(f"Q and {case.stages} stages of K and V need {case.smem_bytes()} bytes of shared memory, over "
+               f"{SMEM_LIMIT}")
+
+
+def attention(dtype: str, seq: int, head_dim: int, causal: bool = False, batch: int | None = None,
+              heads: int | None = None, **pipeline) -> AttentionCase:
+    """The FA3 setting's problem (16k tokens, 2048 wide) unless batch / heads are given, on the head dim's
+    default tile unless `pipeline` says otherwise."""
+    bm, bn, stages = DEFAULT_TILE[head_dim]
+    values = dict(bm=bm, bn=bn, bk=bn, stages=stages, consumers=2, rebalance=True)
+    values.update(pipeline)
+    values["bk"] = values["bn"]
+    case = AttentionCase(dtype=dtype, batch=batch or max(1, TOKENS // seq), seq=seq,
+                         heads=heads or WIDTH // head_dim, head_dim=head_dim, causal=causal, **values)
+    check(case)
+    return case
+
+
+def everyday() -> list[AttentionCase]:
+    """The FA3 paper's grid in bf16: head dims 64, 128, 256 x sequences 1k..16k, causal and not; f16 at head dim
+    128 beside it."""
+    cases = [attention("bf16", seq, dim, causal) for dim in HEAD_DIMS for causal in (False, True)
+             for seq in SEQUENCES]
+    return cases + [attention("f16", seq, 128) for seq in SEQUENCES]
+
+
+def quick() -> list[AttentionCase]:
+    return [attention("bf16", 4096, 128), attention("bf16", 4096, 128, causal=True)]
+
+
+def cases() -> list[AttentionCase]:
+    seen, out = set(), []
+    for case in everyday() + quick():
+        if case.case_id not in seen:
+            seen.add(case.case_id)
+            out.append(case)
+    return out
+
+
+def check_case(case: AttentionCase) -> AttentionCase:
+    """The check problem's case: one batch, two heads, a sequence of 2 x stages + 1 key blocks at least (the ring
+    wraps, every slot's phase flips) and two tiles at least, on the same pipeline."""
+    step = max(case.bm, case.bn)
+    seq = max(2 * case.bm, (2 * case.stages + 1) * case.bn)
+    seq = -(-seq // step) * step
+    return replace(case, batch=1, heads=2, seq=seq)

@@ -1,0 +1,136 @@
+"""The attention family on the CPU: ids, refusals, the template's parameters, and the tolerance of its checks, which
+must hold a faithful emulation of the kernel's arithmetic and refuse a kernel that drops a block of keys or uses the
+wrong scale (the GPU tests run the kernel itself: tests/gpu/test_probes.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness.dtypes import round_to
+from harness.errors import IllegalShapeError, SpecError
+from harness.families.attention.cases import attention, check_case
+from harness.families.attention.problem import LOG2E, check_reference, scale_log2
+from harness.registry import FAMILIES, parse_case_id
+
+FAMILY = FAMILIES["attention"]
+
+
+def emulate(case, values, drop=None, scale=None):
+    """ptx/attention.cu.in's arithmetic in NumPy, independently of problem.py's bound: per block of keys S in f32,
+    the running max and sum rescaled, P = 2^(S c - max) rounded to the case's type before P V, O summed in f32,
+    divided by the row sum and rounded to the type. `drop`: a block left out; `scale`: another c."""
+    small = check_case(case)
+    c = np.float32(scale_log2(case) if scale is None else scale)
+    out = np.zeros((small.batch, small.seq, small.heads, small.head_dim))
+    rows = np.arange(small.seq)
+    for h in range(small.heads):
+        q, k, v = (values[name][0, :, h].astype(np.float32) for name in "QKV")
+        m = np.full(small.seq, -np.inf, np.float32)
+        total = np.zeros(small.seq, np.float32)
+        o = np.zeros((small.seq, small.head_dim), np.float32)
+        for block in range(small.seq // small.bn):
+            if block == drop:
+                continue
+            keys = np.arange(block * small.bn, (block + 1) * small.bn)
+            s = (q @ k[keys].T).astype(np.float32)
+            if case.causal:
+                s = np.where(keys[None, :] <= rows[:, None], s, -np.inf).astype(np.float32)
+            new = np.maximum(m, s.max(axis=1) * c)
+            alpha = np.exp2(m - new).astype(np.float32)
+            m = new
+            p = np.exp2(s * c - m[:, None]).astype(np.float32)
+            total = total * alpha + p.sum(axis=1, dtype=np.float32)
+            o = o * alpha[:, None] + round_to(case.dtype, p).astype(np.float32) @ v[keys]
+        out[0, :, h] = round_to(case.dtype, o / total[:, None])
+    return out
+
+
+CASES = ["attention.bf16.4x4096x16x128.tile128x128.s2.wg2.setmaxnreg",
+         "attention.bf16.4x4096x16x128.causal.tile128x128.s2.wg2.setmaxnreg",
+         "attention.f16.4x4096x16x128.tile128x128.s2.wg2.setmaxnreg",
+         "attention.bf16.16x1024x32x64.causal.tile128x128.s3.wg2.setmaxnreg",
+         "attention.bf16.4x4096x8x256.tile128x64.s2.wg2.setmaxnreg"]
+
+
+@pytest.mark.parametrize("case_id", CASES)
+def test_the_bound_holds_the_kernels_arithmetic_and_refuses_a_dropped_block_or_a_wrong_scale(case_id):
+    case = parse_case_id(case_id)
+    inputs = FAMILY.inputs(case, np.random.default_rng(3))
+    o, tolerance = check_reference(case, inputs.values)
+    error = np.abs(emulate(case, inputs.values) - o)
+    assert (error <= tolerance).all(), f"worst {np.max(error / tolerance):.2f} of the bound"
+    assert np.max(error / tolerance) > 0.01  # the bound is not vacuous: the arithmetic uses a visible part of it
+    dropped = np.abs(emulate(case, inputs.values, drop=1) - o)
+    assert (dropped > tolerance).mean() > 0.5
+    wrong_scale = np.float32(LOG2E / case.head_dim)  # 1 / D in place of 1 / sqrt(D)
+    assert (np.abs(emulate(case, inputs.values, scale=wrong_scale) - o) > tolerance).mean() > 0.5
+
+
+def test_ids_name_the_problem_and_the_pipeline():
+    case = attention("bf16", 4096, 128, causal=True)
+    assert case.case_id == "attention.bf16.4x4096x16x128.causal.tile128x128.s2.wg2.setmaxnreg"
+    assert (case.batch * case.seq, case.heads * case.head_dim) == (16384, 2048)  # the FA3 paper's setting
+    assert parse_case_id(case.case_id) == case
+    assert case.flops == 4 * 4 * 16 * 4096 ** 2 * 128 / 2  # causal: half, as FA3 counts
+    assert attention("bf16", 4096, 128).flops == 2 * case.flops
+
+
+@pytest.mark.parametrize("case_id,why", [
+    ("attention.e4m3.4x4096x16x128.tile128x128.s2.wg2.setmaxnreg", "dtype"),
+    ("attention.bf16.4x4096x16x96.tile128x128.s2.wg2.setmaxnreg", "head dim 96"),
+    ("attention.bf16.4x4000x16x128.tile128x128.s2.wg2.setmaxnreg", "sequence 4000"),
+    ("attention.bf16.4x4096x16x128.tile128x96.s2.wg2.setmaxnreg", "block of 96 keys"),
+    ("attention.bf16.4x4096x8x256.tile128x128.s2.wg2.setmaxnreg", "registers"),
+    ("attention.bf16.4x4096x8x256.tile128x64.s3.wg2.setmaxnreg", "shared memory"),
+    ("attention.bf16.4x4096x16x128.tile64x128.s2.wg2.setmaxnreg", "cannot split 64 rows"),
+    ("attention.bf16.4x4096x16x128.tile128x128.s2.wg1", "64 query rows per consumer"),
+])
+def test_what_the_template_cannot_run_is_refused_in_one_line(case_id, why):
+    with pytest.raises(IllegalShapeError) as refused:
+        parse_case_id(case_id)
+    assert why in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_a_malformed_id_says_what_an_id_looks_like():
+    with pytest.raises(SpecError, match="expected e.g. attention.bf16"):
+        parse_case_id("attention.bf16.4x4096x16")
+
+
+def test_the_template_takes_the_scale_exactly_and_the_wgmma_forms():
+    case = parse_case_id(CASES[4])
+    params = FAMILY.template_params(case)
+    assert float.fromhex(params["scale_log2"].rstrip("f")) == float(np.float32(LOG2E / 16))
+    assert params["qk_instruction"].endswith("m64n64k16.f32.bf16.bf16")  # S: a block of 64 keys
+    assert params["pv_instruction"].endswith("m64n256k16.f32.bf16.bf16")  # O: the head dim
+    assert params["pv_desc_b_operand"] == 128 + 4  # after O's 128 registers and P's four
+
+
+def test_the_check_problem_wraps_the_ring_and_has_two_tiles():
+    for case in FAMILY.cases():
+        small = check_case(case)
+        assert small.seq // small.bn >= 2 * case.stages + 1 and small.tiles >= 2
+        assert small.seq % case.bm == 0 and small.seq % case.bn == 0
+
+
+def test_decode_reads_two_halves_per_word_the_lower_first():
+    case = parse_case_id(CASES[2])
+    words = np.array([0x3C00 | (0xC000 << 16)], dtype=np.uint32)  # f16 1.0 in the lower half, -2.0 in the upper
+    assert list(FAMILY.decode(case, words)) == [1.0, -2.0]
+
+
+def test_cudnn_sees_the_family_layout():
+    """cuDNN's [batch, heads, seq, D] tensors over [batch, seq, heads, D] memory: the strides of that transpose."""
+    from harness.anchors.cudnn import bshd_strides
+
+    memory = np.zeros((2, 48, 3, 64), dtype=np.uint16)
+    view = memory.transpose(0, 2, 1, 3)
+    assert bshd_strides(2, 48, 3, 64) == [s // 2 for s in view.strides]
+
+
+def test_without_the_frontend_the_plan_says_there_is_no_anchor(monkeypatch):
+    import harness.anchors.cudnn as cudnn
+
+    monkeypatch.setattr(cudnn, "available", lambda: False)
+    (spec,) = FAMILY.plan(parse_case_id(CASES[0]))
+    assert spec.anchor is None and "no anchor" in spec.notes and "hopper-bench[attention]" in spec.notes
