@@ -37,6 +37,7 @@ constexpr int ORDER_ROW = 0, ORDER_GROUPED = 1;
 // Named barriers of a pipeline (0 is __syncthreads()'s): the consumers' own (one each), then the ping-pong turns.
 constexpr int BARRIER_CONSUMER = 1;    // + c: consumer warpgroup c alone (its epilogue)
 constexpr int BARRIER_TURN = 9;        // + c: consumer warpgroup c may start its mainloop (ping-pong)
+constexpr int BARRIER_KERNEL = 11;     // the first a kernel may number its own from (up to 15)
 
 // -- the ring ---------------------------------------------------------------------------------------------
 

@@ -35,6 +35,8 @@ def _suites() -> dict[str, Suite]:
         "attention": Suite("attention forward in the FA3 paper's setting (16k tokens, 2048 wide): bf16 at head dims "
                            "64, 128, 256, sequences 1k..16k, causal and not, and f16 at 128; cuDNN beside each",
                            _cases.everyday),
+        "attention-turns": Suite("the attention suite's bf16 cases with the two consumer warpgroups taking turns at the "
+                                 "tensor cores (FA3's ping-pong), cuDNN beside each", _cases.turns),
         "attention-quick": Suite("attention forward, bf16, head dim 128, sequence 4k, causal and not",
                                  _cases.quick),
     }
@@ -60,7 +62,7 @@ class AttentionFamily(Family):
         dt = case.dtype
         return {
             **skeleton_params(case), "problem": PROBLEM.render(), "dtype": dt, "head_dim": case.head_dim,
-            "bm": case.bm, "bn": case.bn, "causal": str(case.causal).lower(),
+            "bm": case.bm, "bn": case.bn, "causal": str(case.causal).lower(), "turns": str(case.turns).lower(),
             "scale_log2": c_float(scale_log2(case)),
             "qk_instruction": f"wgmma.mma_async.sync.aligned.m64n{case.bn}k16.f32.{dt}.{dt}",
             "qk_operands": ", ".join(f"%{i}" for i in range(s_acc)),
@@ -166,12 +168,24 @@ class AttentionFamily(Family):
                 f"{case.bm * case.head_dim * 2 // 1024} KiB",
                 f"{case.consumers} consumer warpgroups of 64 rows: S = Q K^T (wgmma SS), online softmax (ex2), "
                 "O += P V (wgmma RS, P from registers), serial within a warpgroup"
+                + ("; the two take turns at the tensor cores (a turn: P V of a block and QK^T of the next)"
+                   if case.turns else "; the two run freely")
                 + ("; setmaxnreg" if case.rebalance else ""),
                 f"{case.flops / 1e12:.3f} TFLOP per launch" + (" (causal: half the full count)" if case.causal
                                                                else "")]
 
     def headline(self, metric: str) -> dict | None:
         return None
+
+    def figures(self, context) -> list:
+        from harness.families.attention.figures import figures
+
+        return figures(context)
+
+    def findings(self, context) -> list:
+        from harness.families.attention.figures import findings
+
+        return findings(context)
 
 
 FAMILY = AttentionFamily()

@@ -6,7 +6,8 @@ Ids:
 
 read as dtype, batch x sequence x heads x head dim, the causal mask (or none), then the pipeline: a tile of BM query
 rows by blocks of BN keys, a ring of `stages` slots (each a block's K and V), `consumers` warpgroups of 64 query
-rows each, setmaxnreg (registers moved from the producer to the consumers). Q, K, V and O are [batch, sequence,
+rows each, setmaxnreg (registers moved from the producer to the consumers), and `.turns`: the two consumer
+warpgroups take turns at the tensor cores (FA3's ping-pong), so that one's softmax runs under the other's wgmma. Q, K, V and O are [batch, sequence,
 heads, head dim], the inputs' type in and out; scores, the softmax and the sums are f32.
 
 The FA3 paper's setting (arXiv 2407.08608, section 4.1) is the suite's: batch x sequence = 16k tokens, heads x head
@@ -49,13 +50,14 @@ class AttentionCase(PipelineCase):
     heads: int
     head_dim: int
     causal: bool = False
+    turns: bool = False  # the consumer warpgroups take turns at the tensor cores (FA3's ping-pong)
 
     @property
     def base_id(self) -> str:
         return (f"attention.{self.dtype}.{self.batch}x{self.seq}x{self.heads}x{self.head_dim}"
                 + (".causal" if self.causal else "")
                 + f".tile{self.bm}x{self.bn}.s{self.stages}.wg{self.consumers}"
-                + (".setmaxnreg" if self.rebalance else ""))
+                + (".setmaxnreg" if self.rebalance else "") + (".turns" if self.turns else ""))
 
     @property
     def rows(self) -> int:
@@ -95,7 +97,7 @@ class AttentionCase(PipelineCase):
 
 _ID = re.compile(r"^attention\.(?P<dtype>\w+?)\.(?P<batch>\d+)x(?P<seq>\d+)x(?P<heads>\d+)x(?P<dim>\d+)"
                  r"(?P<causal>\.causal)?\.tile(?P<bm>\d+)x(?P<bn>\d+)\.s(?P<stages>\d+)\.wg(?P<wg>\d+)"
-                 r"(?P<rebalance>\.setmaxnreg)?$")
+                 r"(?P<rebalance>\.setmaxnreg)?(?P<turns>\.turns)?$")
 
 
 def parse(case_id: str) -> AttentionCase:
@@ -107,7 +109,7 @@ def parse(case_id: str) -> AttentionCase:
     case = AttentionCase(dtype=g["dtype"], batch=int(g["batch"]), seq=int(g["seq"]), heads=int(g["heads"]),
                          head_dim=int(g["dim"]), causal=bool(g["causal"]), bm=int(g["bm"]), bn=int(g["bn"]),
                          bk=int(g["bn"]), stages=int(g["stages"]), consumers=int(g["wg"]),
-                         rebalance=bool(g["rebalance"]))
+                         rebalance=bool(g["rebalance"]), turns=bool(g["turns"]))
     check(case)
     return case
 
@@ -127,6 +129,8 @@ def check(case: AttentionCase) -> None:
         refuse("attention runs one CTA per tile, cooperative, no cluster, its epilogue from registers")
     if case.bm != 64 * case.consumers:
         refuse(f"a tile of {case.bm} rows: 64 query rows per consumer warpgroup ({64 * case.consumers})")
+    if case.turns and case.consumers != 2:
+        refuse("turns at the tensor cores take two consumer warpgroups")
     if case.bk != case.bn:
         refuse("a k-block is one block of keys: bk = bn")
     if case.bn % 16 or not 16 <= case.bn <= 256 or (case.bm % case.bn and case.bn % case.bm):
@@ -168,13 +172,18 @@ def everyday() -> list[AttentionCase]:
     return cases + [attention("f16", seq, 128) for seq in SEQUENCES]
 
 
+def turns() -> list[AttentionCase]:
+    """everyday()'s bf16 cases with the consumer warpgroups taking turns at the tensor cores."""
+    return [replace(case, turns=True) for case in everyday() if case.dtype == "bf16"]
+
+
 def quick() -> list[AttentionCase]:
     return [attention("bf16", 4096, 128), attention("bf16", 4096, 128, causal=True)]
 
 
 def cases() -> list[AttentionCase]:
     seen, out = set(), []
-    for case in everyday() + quick():
+    for case in everyday() + turns() + quick():
         if case.case_id not in seen:
             seen.add(case.case_id)
             out.append(case)

@@ -1,0 +1,86 @@
+"""The attention sections of `bench report` and the results site: each case's rate beside cuDNN's on the same inputs,
+and where a block of keys' cycles go against the two bounds a block has (the tensor cores' FLOP and MUFU's
+exponentials)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from harness.errors import HarnessError
+from harness.families.attention.cases import parse
+from harness.families.attention.problem import TENSOR_FLOPS_PER_CYCLE
+
+# MUFU.EX2 results per cycle per SM: the CUDA C++ Programming Guide's 16 for compute capability 9.0 (the simt family
+# measures 16.0 on the H100 and the H200, runs 114 and 115)
+MUFU_PER_CYCLE = 16
+
+
+def _params(case_id: str) -> dict:
+    """The case's parameters from its id (a report's frame has no params column); {} for an id this version cannot
+    read."""
+    from dataclasses import asdict
+
+    try:
+        return asdict(parse(case_id))
+    except HarnessError:
+        return {}
+
+
+def table(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per case of `frame` (the attention rows of one run or GPU): rates, cuDNN's, and a block's cycles."""
+    wide = frame.pivot_table(index="case_id", columns="metric", values="value", aggfunc="first")
+    spread = frame[frame.metric == "library_fraction"].set_index("case_id").spread
+    rows = []
+    for case_id in wide.index:
+        p = _params(case_id)
+        if not p:
+            continue
+        ours = wide.at[case_id, "throughput_tflops"] if "throughput_tflops" in wide else float("nan")
+        fraction = wide.at[case_id, "library_fraction"] if "library_fraction" in wide else float("nan")
+        cycles = wide.at[case_id, "cycles_per_kblock"] if "cycles_per_kblock" in wide else float("nan")
+        tensor = 4 * p["bm"] * p["bn"] * p["head_dim"] / TENSOR_FLOPS_PER_CYCLE  # QK^T and PV of a block, one CTA
+        mufu = p["bm"] * p["bn"] / MUFU_PER_CYCLE  # one exponential a score
+        rows.append({"dtype": p["dtype"], "head dim": p["head_dim"], "seq": p["seq"],
+                     "causal": "yes" if p["causal"] else "no", "batch x heads": f"{p['batch']} x {p['heads']}",
+                     "TFLOPS": round(ours, 1), "cuDNN TFLOPS": round(ours / fraction, 1) if fraction == fraction else None,
+                     "of cuDNN": round(fraction, 3), "spread of the ratio": round(spread.get(case_id, float("nan")), 3),
+                     "cycles a block": round(cycles), "tensor-core bound": round(tensor), "MUFU bound": round(mufu),
+                     "tensor cores busy": round(tensor / cycles, 3) if cycles == cycles else None,
+                     "case_id": case_id})
+    out = pd.DataFrame(rows)
+    return out.sort_values(["dtype", "head dim", "causal", "seq"]).reset_index(drop=True) if len(out) else out
+
+
+NOTE = ("Ours: ptx/attention.cu.in (docs/attention.md); cuDNN: its fused attention on the same inputs through the "
+        "cuDNN frontend, timed in the same rounds (the ratio taken round by round; its spread is the interquartile "
+        "range over the median). 'cycles a block': the first consumer warpgroup's mainloop cycles per block of keys "
+        "(in-kernel counters); the bounds are a block's cycles at the tensor cores' dense peak (4 x BM x BN x D FLOP at "
+        "4096 a cycle) and at MUFU's 16 exponentials a cycle (BM x BN). The two consumer warpgroups each run their "
+        "block serially (S, softmax, P V): one's softmax can only hide under the other's wgmma.")
+
+
+def figures(ctx) -> list:
+    frame = ctx.measured[ctx.measured.family == "attention"]
+    if frame.empty:
+        return []
+    return [(f"Attention forward beside cuDNN ({ctx.gpu}, run {ctx.run_id})", [NOTE], table(frame))]
+
+
+def findings(ctx) -> list:
+    """Per GPU model, from the newest measurements: the issue's target point (bf16, head dim 128, sequence >= 4k,
+    not causal) against cuDNN, and the range over every case."""
+    latest = ctx.latest
+    frame = latest[latest.family == "attention"]
+    sections = []
+    for gpu, part in frame.groupby("gpu_name"):
+        rows = table(part)
+        if rows.empty or rows["of cuDNN"].isna().all():
+            continue
+        target = rows[(rows.dtype == "bf16") & (rows["head dim"] == 128) & (rows.causal == "no") & (rows.seq >= 4096)]
+        lines = [f"bf16, head dim 128, sequence 4k..16k, not causal: {target['of cuDNN'].min():.2f}-"
+                 f"{target['of cuDNN'].max():.2f} of cuDNN" if len(target) else "",
+                 f"every case: {rows['of cuDNN'].min():.2f}-{rows['of cuDNN'].max():.2f} of cuDNN; the tensor cores busy "
+                 f"{rows['tensor cores busy'].min():.2f}-{rows['tensor cores busy'].max():.2f} of a block's cycles", NOTE]
+        sections.append((f"Attention: how close to cuDNN? ({gpu})", [line for line in lines if line],
+                         rows.drop(columns=["case_id"])))
+    return sections
