@@ -37,6 +37,9 @@ def _suites() -> dict[str, Suite]:
                            _cases.everyday),
         "attention-turns": Suite("the attention suite's bf16 cases with the two consumer warpgroups taking turns at the "
                                  "tensor cores (FA3's ping-pong), cuDNN beside each", _cases.turns),
+        "attention-overlap": Suite("the attention suite's bf16 cases with each warpgroup's softmax overlapped with "
+                                   "its P V of the block before (FA3's intra-warpgroup overlap), 3 stages at head "
+                                   "dims 64 and 128; cuDNN beside each", _cases.overlapped),
         "attention-quick": Suite("attention forward, bf16, head dim 128, sequence 4k, causal and not",
                                  _cases.quick),
     }
@@ -63,6 +66,7 @@ class AttentionFamily(Family):
         return {
             **skeleton_params(case), "problem": PROBLEM.render(), "dtype": dt, "head_dim": case.head_dim,
             "bm": case.bm, "bn": case.bn, "causal": str(case.causal).lower(), "turns": str(case.turns).lower(),
+            "overlap": str(case.overlap).lower(),
             "scale_log2": c_float(scale_log2(case)),
             "qk_instruction": f"wgmma.mma_async.sync.aligned.m64n{case.bn}k16.f32.{dt}.{dt}",
             "qk_operands": ", ".join(f"%{i}" for i in range(s_acc)),
@@ -76,23 +80,24 @@ class AttentionFamily(Family):
 
     def sass_expectation(self, case: AttentionCase) -> SassExpectation:
         """A block of keys: D / 16 HGMMA of S (m64nBN, shared-memory A) and BN / 16 of P V (m64nD, A from
-        registers), once in the kernel; BN / 2 MUFU.EX2 of P per thread and 2 of the rescale; the TMA loads (K and V per
-        panel, Q per panel); no spills."""
+        registers), once in the kernel (an overlapped block: S and the softmax twice, the first block's and the others',
+        and P V twice, in the loop and after it); BN / 2 MUFU.EX2
+        of P per thread and 2 of the rescale; the TMA loads (K and V per panel, Q per panel); no spills."""
         bf = ".BF16" if case.dtype == "bf16" else ""
         qk = f"HGMMA.64x{case.bn}x16.F32{bf}"
         pv = f"HGMMA.64x{case.head_dim}x16.F32{bf}"
+        n_qk, n_pv = case.head_dim // 16 * (2 if case.overlap else 1), case.bn // 16 * (2 if case.overlap else 1)
         panels = case.head_dim // _cases.PANEL
-        kernels = (("probe_attention", KernelExpectation(qk, case.head_dim // 16, exclude=(pv,) if pv != qk else ())),
-                   ("probe_attention", KernelExpectation("MUFU.EX2", case.bn // 2 + 2)),
-                   ("probe_attention", KernelExpectation("UTMALDG.3D", 3 * panels)))
-        if pv != qk:
-            kernels += (("probe_attention", KernelExpectation(pv, case.bn // 16)),)
-        else:  # one opcode for both (bn = head dim): the count is their sum
-            kernels = (("probe_attention", KernelExpectation(qk, case.head_dim // 16 + case.bn // 16)),) + kernels[1:]
-        return SassExpectation(kernels, executes=f"{case.head_dim // 16} x {qk} and {case.bn // 16} x {pv} per block "
-                               f"of {case.bn} keys; {case.bn // 2 + 2} MUFU.EX2 per thread", invalidating_notes=("C7510", "C7511",
-                                                                                               "C7515"),
-                               spill_kernels=("probe_attention",))
+        if pv == qk:  # one opcode for both (bn = head dim): the count is their sum
+            gemms = (("probe_attention", KernelExpectation(qk, n_qk + n_pv)),)
+        else:
+            gemms = (("probe_attention", KernelExpectation(qk, n_qk)), ("probe_attention", KernelExpectation(pv, n_pv)))
+        ex2 = (case.bn // 2 + 2) * (2 if case.overlap else 1)  # an overlapped block: the first block's softmax apart
+        kernels = gemms + (("probe_attention", KernelExpectation("MUFU.EX2", ex2)),
+                           ("probe_attention", KernelExpectation("UTMALDG.3D", 3 * panels)))
+        return SassExpectation(kernels, executes=f"{n_qk} x {qk} and {case.bn // 16} x {pv} per block of {case.bn} "
+                               f"keys; {case.bn // 2 + 2} MUFU.EX2 per thread",
+                               invalidating_notes=("C7510", "C7511", "C7515", "C7517"), spill_kernels=("probe_attention",))
 
     # -- correctness ---------------------------------------------------------------------------------
 
@@ -167,7 +172,8 @@ class AttentionFamily(Family):
                 f"{case.stages} stages of {2 * case.bn * case.head_dim * 2 // 1024} KiB (K and V), Q "
                 f"{case.bm * case.head_dim * 2 // 1024} KiB",
                 f"{case.consumers} consumer warpgroups of 64 rows: S = Q K^T (wgmma SS), online softmax (ex2), "
-                "O += P V (wgmma RS, P from registers), serial within a warpgroup"
+                "O += P V (wgmma RS, P from registers)"
+                + (", a block's softmax under the block before's P V" if case.overlap else ", in series")
                 + ("; the two take turns at the tensor cores (a turn: P V of a block and QK^T of the next)"
                    if case.turns else "; the two run freely")
                 + ("; setmaxnreg" if case.rebalance else ""),

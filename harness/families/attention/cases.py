@@ -7,7 +7,9 @@ Ids:
 read as dtype, batch x sequence x heads x head dim, the causal mask (or none), then the pipeline: a tile of BM query
 rows by blocks of BN keys, a ring of `stages` slots (each a block's K and V), `consumers` warpgroups of 64 query
 rows each, setmaxnreg (registers moved from the producer to the consumers), and `.turns`: the two consumer
-warpgroups take turns at the tensor cores (FA3's ping-pong), so that one's softmax runs under the other's wgmma. Q, K, V and O are [batch, sequence,
+warpgroups take turns at the tensor cores (FA3's ping-pong), so that one's softmax runs under the other's wgmma;
+`.overlap`: inside each warpgroup, a block's softmax runs under the block before's P V (FA3's intra-warpgroup
+overlap). Q, K, V and O are [batch, sequence,
 heads, head dim], the inputs' type in and out; scores, the softmax and the sums are f32.
 
 The FA3 paper's setting (arXiv 2407.08608, section 4.1) is the suite's: batch x sequence = 16k tokens, heads x head
@@ -51,13 +53,14 @@ class AttentionCase(PipelineCase):
     head_dim: int
     causal: bool = False
     turns: bool = False  # the consumer warpgroups take turns at the tensor cores (FA3's ping-pong)
+    overlap: bool = False  # within a warpgroup, a block's softmax under the block before's P V (FA3's)
 
     @property
     def base_id(self) -> str:
         return (f"attention.{self.dtype}.{self.batch}x{self.seq}x{self.heads}x{self.head_dim}"
                 + (".causal" if self.causal else "")
                 + f".tile{self.bm}x{self.bn}.s{self.stages}.wg{self.consumers}"
-                + (".setmaxnreg" if self.rebalance else "") + (".turns" if self.turns else ""))
+                + (".setmaxnreg" if self.rebalance else "") + (".turns" if self.turns else "") + (".overlap" if self.overlap else ""))
 
     @property
     def rows(self) -> int:
@@ -97,7 +100,7 @@ class AttentionCase(PipelineCase):
 
 _ID = re.compile(r"^attention\.(?P<dtype>\w+?)\.(?P<batch>\d+)x(?P<seq>\d+)x(?P<heads>\d+)x(?P<dim>\d+)"
                  r"(?P<causal>\.causal)?\.tile(?P<bm>\d+)x(?P<bn>\d+)\.s(?P<stages>\d+)\.wg(?P<wg>\d+)"
-                 r"(?P<rebalance>\.setmaxnreg)?(?P<turns>\.turns)?$")
+                 r"(?P<rebalance>\.setmaxnreg)?(?P<turns>\.turns)?(?P<overlap>\.overlap)?$")
 
 
 def parse(case_id: str) -> AttentionCase:
@@ -109,7 +112,8 @@ def parse(case_id: str) -> AttentionCase:
     case = AttentionCase(dtype=g["dtype"], batch=int(g["batch"]), seq=int(g["seq"]), heads=int(g["heads"]),
                          head_dim=int(g["dim"]), causal=bool(g["causal"]), bm=int(g["bm"]), bn=int(g["bn"]),
                          bk=int(g["bn"]), stages=int(g["stages"]), consumers=int(g["wg"]),
-                         rebalance=bool(g["rebalance"]), turns=bool(g["turns"]))
+                         rebalance=bool(g["rebalance"]), turns=bool(g["turns"]),
+                         overlap=bool(g["overlap"]))
     check(case)
     return case
 
@@ -131,6 +135,10 @@ def check(case: AttentionCase) -> None:
         refuse(f"a tile of {case.bm} rows: 64 query rows per consumer warpgroup ({64 * case.consumers})")
     if case.turns and case.consumers != 2:
         refuse("turns at the tensor cores take two consumer warpgroups")
+    if case.turns and case.overlap:
+        refuse("turns are built for the serial block only: .turns or .overlap, not both")
+    if case.overlap and case.stages < 2:
+        refuse("an overlapped block holds two slots (its K for S, the block before's V for P V): 2 stages at least")
     if case.bk != case.bn:
         refuse("a k-block is one block of keys: bk = bn")
     if case.bn % 16 or not 16 <= case.bn <= 256 or (case.bm % case.bn and case.bn % case.bm):
@@ -177,13 +185,25 @@ def turns() -> list[AttentionCase]:
     return [replace(case, turns=True) for case in everyday() if case.dtype == "bf16"]
 
 
+# The overlapped block holds two slots, so it takes a third where shared memory has room (head dims 64 and 128)
+OVERLAP_STAGES = {64: 3, 128: 3, 256: 2}
+
+
+def overlapped() -> list[AttentionCase]:
+    """everyday()'s bf16 cases with the softmax overlapped inside each warpgroup, three stages where they fit; and the
+    serial ones at 4k and 16k beside them (the same run's comparison)."""
+    bf16 = [case for case in everyday() if case.dtype == "bf16"]
+    return ([replace(case, overlap=True, stages=OVERLAP_STAGES[case.head_dim]) for case in bf16]
+            + [case for case in bf16 if case.seq in (4096, 16384)])
+
+
 def quick() -> list[AttentionCase]:
     return [attention("bf16", 4096, 128), attention("bf16", 4096, 128, causal=True)]
 
 
 def cases() -> list[AttentionCase]:
     seen, out = set(), []
-    for case in everyday() + turns() + quick():
+    for case in everyday() + turns() + overlapped() + quick():
         if case.case_id not in seen:
             seen.add(case.case_id)
             out.append(case)
