@@ -40,6 +40,9 @@ def _suites() -> dict[str, Suite]:
         "attention-overlap": Suite("the attention suite's bf16 cases with each warpgroup's softmax overlapped with "
                                    "its P V of the block before (FA3's intra-warpgroup overlap), 3 stages at head "
                                    "dims 64 and 128; cuDNN beside each", _cases.overlapped),
+        "attention-fa3": Suite("FA3's whole schedule (the softmax overlapped inside each warpgroup, the two taking "
+                               "turns at the tensor cores) at head dims 64 and 128, 4k..16k, with the overlapped and "
+                               "the serial cases beside it; cuDNN beside each", _cases.overlapped_turns),
         "attention-quick": Suite("attention forward, bf16, head dim 128, sequence 4k, causal and not",
                                  _cases.quick),
     }

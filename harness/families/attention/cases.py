@@ -135,8 +135,6 @@ def check(case: AttentionCase) -> None:
         refuse(f"a tile of {case.bm} rows: 64 query rows per consumer warpgroup ({64 * case.consumers})")
     if case.turns and case.consumers != 2:
         refuse("turns at the tensor cores take two consumer warpgroups")
-    if case.turns and case.overlap:
-        refuse("turns are built for the serial block only: .turns or .overlap, not both")
     if case.overlap and case.stages < 2:
         refuse("an overlapped block holds two slots (its K for S, the block before's V for P V): 2 stages at least")
     if case.bk != case.bn:
@@ -197,13 +195,21 @@ def overlapped() -> list[AttentionCase]:
             + [case for case in bf16 if case.seq in (4096, 16384)])
 
 
+def overlapped_turns() -> list[AttentionCase]:
+    """FA3's whole schedule at head dims 64 and 128: the softmax overlapped inside each warpgroup and the two taking
+    turns at the tensor cores (a turn: a block's S and the block before's P V); the overlapped and the serial cases
+    beside them in the same run."""
+    mine = [case for case in overlapped() if case.head_dim in (64, 128) and case.seq >= 4096]
+    return mine + [replace(case, turns=True) for case in mine if case.overlap]
+
+
 def quick() -> list[AttentionCase]:
     return [attention("bf16", 4096, 128), attention("bf16", 4096, 128, causal=True)]
 
 
 def cases() -> list[AttentionCase]:
     seen, out = set(), []
-    for case in everyday() + turns() + overlapped() + quick():
+    for case in everyday() + turns() + overlapped() + overlapped_turns() + quick():
         if case.case_id not in seen:
             seen.add(case.case_id)
             out.append(case)
