@@ -134,3 +134,34 @@ def test_without_the_frontend_the_plan_says_there_is_no_anchor(monkeypatch):
     monkeypatch.setattr(cudnn, "available", lambda: False)
     (spec,) = FAMILY.plan(parse_case_id(CASES[0]))
     assert spec.anchor is None and "no anchor" in spec.notes and "hopper-bench[attention]" in spec.notes
+
+
+def test_the_model_recovers_a_and_b_and_carries_them_to_another_run():
+    """Cycles made from known a and b per schedule (T + a M + b / n, with T and M computed here from the tile) are
+    fitted back; another run's rows are predicted with them, and the prior is the two bounds added."""
+    import pandas as pd
+
+    model = FAMILY.model
+    truth = {"in series": (1.0, 3000.0), "overlap": (0.4, 9000.0)}
+
+    def rows(cases):
+        out = []
+        for case in cases:
+            a, b = truth["overlap" if case.overlap else "in series"]
+            tensor = 4 * case.bm * case.bn * case.head_dim / 4096
+            mufu = case.bm * case.bn / 16
+            blocks = (case.seq + case.bm) / 2 / case.bn if case.causal else case.seq / case.bn
+            out.append({"case_id": case.case_id, "metric": "cycles_per_kblock", "value": tensor + a * mufu + b / blocks})
+        return pd.DataFrame(out)
+
+    ours = [case for case in FAMILY.cases() if case.dtype == "bf16" and not case.turns]
+    report = model.fit(rows(ours), "GPU A", "run 1")
+    for name, (a, b) in truth.items():
+        assert report.fits[name] == pytest.approx((a, b), rel=1e-6)
+    assert report.residuals.relative.abs().max() < 1e-9
+    other = [case for case in FAMILY.cases() if case.dtype == "f16"]
+    moved = model.transfer(report, rows(other), "GPU B", "run 1")
+    assert len(moved.rows) == len(other) and moved.residuals.relative.abs().max() < 1e-9
+    case = other[0]
+    assert model.predict(case, "cycles_per_kblock", model.prior("H100")) == 2048 + 1024  # head dim 128, 128 x 128
+    assert model.predict(case, "throughput_tflops", {}) is None

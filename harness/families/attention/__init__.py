@@ -60,6 +60,13 @@ class AttentionFamily(Family):
     check = staticmethod(_cases.check)
     suites = staticmethod(_suites)
 
+    @property
+    def model(self):
+        """A block's cycles from the tensor-core and MUFU bounds, per schedule (model.py)."""
+        from harness.families.attention.model import AttentionModel
+
+        return AttentionModel()
+
     # -- the probe -----------------------------------------------------------------------------------
 
     def template_params(self, case: AttentionCase) -> dict[str, object]:

@@ -26,6 +26,11 @@ def _params(case_id: str) -> dict:
         return {}
 
 
+def _round(value: float, digits: int | None = None):
+    """`value` rounded, or None where it was not measured (NaN)."""
+    return None if value != value else round(value, digits)
+
+
 def table(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per case of `frame` (the attention rows of one run or GPU): rates, cuDNN's, and a block's cycles."""
     wide = frame.pivot_table(index="case_id", columns="metric", values="value", aggfunc="first")
@@ -42,10 +47,10 @@ def table(frame: pd.DataFrame) -> pd.DataFrame:
         mufu = p["bm"] * p["bn"] / MUFU_PER_CYCLE  # one exponential a score
         rows.append({"dtype": p["dtype"], "head dim": p["head_dim"], "seq": p["seq"],
                      "causal": "yes" if p["causal"] else "no", "batch x heads": f"{p['batch']} x {p['heads']}",
-                     "TFLOPS": round(ours, 1), "cuDNN TFLOPS": round(ours / fraction, 1) if fraction == fraction else None,
-                     "of cuDNN": round(fraction, 3), "spread of the ratio": round(spread.get(case_id, float("nan")), 3),
-                     "cycles a block": round(cycles), "tensor-core bound": round(tensor), "MUFU bound": round(mufu),
-                     "tensor cores busy": round(tensor / cycles, 3) if cycles == cycles else None,
+                     "TFLOPS": _round(ours, 1), "cuDNN TFLOPS": _round(ours / fraction, 1),
+                     "of cuDNN": _round(fraction, 3), "spread of the ratio": _round(spread.get(case_id, float("nan")), 3),
+                     "cycles a block": _round(cycles), "tensor-core bound": round(tensor), "MUFU bound": round(mufu),
+                     "tensor cores busy": _round(tensor / cycles, 3),
                      "case_id": case_id})
     out = pd.DataFrame(rows)
     return out.sort_values(["dtype", "head dim", "causal", "seq"]).reset_index(drop=True) if len(out) else out
