@@ -115,7 +115,7 @@ def build(into: Path = DB, folder: Path = RUNS, force: bool = False) -> int:
             single = Path(scratch) / f"run-{run_id}.db"
             with lzma.open(path) as packed, open(single, "wb") as raw:
                 shutil.copyfileobj(packed, raw)
-            merge([str(single)], str(target), shipped())
+            merge([str(single)], str(target), shipped(), atomic=False)  # the scratch file is renamed at the end
             single.unlink()
             with closing(sqlite3.connect(target)) as con:
                 newest = con.execute("SELECT MAX(id) FROM runs").fetchone()[0]

@@ -41,7 +41,7 @@ def test_merging_two_files_brings_every_row_once_and_twice_changes_nothing(tmp_p
     assert merged["samples"] == counts(a)["samples"] + counts(b)["samples"]
     assert results(into) == sorted(results(a) + results(b), key=repr)
     again = bench("merge", str(b), str(a), "--into", str(into))
-    assert again.exit_code == 0 and again.output.count("no run added, 1 already there") == 2
+    assert again.exit_code == 0 and again.output.count("no run added, 1 already there") == 2, again.output
     assert counts(into) == merged
 
 
@@ -64,3 +64,34 @@ def test_a_file_that_is_not_ours_is_refused_in_one_line_and_changes_nothing(tmp_
         lines = result.output.strip().splitlines()
         assert result.exit_code == 4 and len(lines) == 1 and message in lines[0], result.output
     assert counts(into) == before
+
+
+def test_a_merge_that_fails_changes_no_byte_of_the_target_and_makes_no_new_one(tmp_path):
+    """Issue 46, item 14: a merge refused after the target was opened (simulated runs into a file of real ones)
+    used to leave the published figures rewritten (their own commit, on open) and a new target made; now the merge
+    runs in a copy that replaces the target only when every source is in."""
+    def digest(path):
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+
+    into = make_db(tmp_path / "into.db")
+    with sqlite3.connect(into) as con:  # figures out of date: opening the target to write brings them up to date
+        con.execute("DELETE FROM reference_figures WHERE rowid = (SELECT MIN(rowid) FROM reference_figures)")
+        con.execute("UPDATE meta SET value = 'an older set' WHERE key = 'references_hash'")
+    con.close()
+    simulated = make_db(tmp_path / "simulated.db", fresh=True)
+    with sqlite3.connect(simulated) as con:
+        con.execute("UPDATE devices SET uuid = 'FAKE-GPU-0'")
+    con.close()
+    before = digest(into)
+    refused = bench("merge", str(simulated), "--into", str(into))
+    assert refused.exit_code == 4 and "holds runs of real GPUs" in refused.output, refused.output
+    assert digest(into) == before
+    real = make_db(tmp_path / "real.db", fresh=True)
+    new = tmp_path / "new.db"
+    refused = bench("merge", str(real), str(simulated), "--into", str(new))  # the first source goes in, the second not
+    assert refused.exit_code == 4 and "holds runs of real GPUs" in refused.output, refused.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["into.db", "real.db", "simulated.db"]
+    done = bench("merge", str(real), "--into", str(into))  # and a merge that succeeds still brings the figures
+    assert done.exit_code == 0, done.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["into.db", "real.db", "simulated.db"]
+    assert counts(into)["runs"] == 2 and digest(into) != before

@@ -38,12 +38,11 @@ def merge(sources, into):
                 tasks[name] = bar.add_task(name[-40:], total=total)
             bar.update(tasks[name], completed=done)
 
-        def on_open(target):  # like every writing command: an upgraded target is said, with its backup
-            if target.migration:
-                m = target.migration
-                backup = f"; the old file is kept as {m.backup}" if m.backup else ""
-                click.echo(f"note: upgraded {target.url} from schema {m.from_version} to {m.to_version}{backup}",
-                           err=True)
+        def on_open(migration, url):  # like every writing command: an upgraded target is said, with its backup
+            if migration:
+                backup = " (the old file is kept beside it as a .bak)" if migration.backup else ""
+                click.echo(f"note: upgrading {url} from schema {migration.from_version} to {migration.to_version}"
+                           f"{backup}", err=True)
 
         reports = merge_databases(list(sources), into, shipped_references(), on_progress, on_open)
     try:

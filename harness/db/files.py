@@ -200,10 +200,16 @@ def copy_sqlite(source: Path, target: Path) -> None:
 
 def backup_file(path: Path, revision: str) -> Path:
     """A consistent copy of the SQLite file (WAL included) before it is upgraded."""
+    target = backup_name(path, revision)
+    copy_sqlite(path, target)
+    return target
+
+
+def backup_name(path: Path, revision) -> Path:
+    """The first free name for a backup of `path` at schema `revision`: FILE.schemaN.bak, then .2.bak, ..."""
     target = path.with_name(f"{path.name}.schema{int(revision)}.bak")
     n = 1
     while target.exists():
         n += 1
         target = path.with_name(f"{path.name}.schema{int(revision)}.{n}.bak")
-    copy_sqlite(path, target)
     return target

@@ -8,10 +8,16 @@ run on the node and merging again brings what the resumed run added, and merging
 Devices are matched by UUID, cases by case id, builds by build hash. An older source is upgraded in
 a temporary copy made with SQLite's backup API (commits still in its -wal come along; the file itself
 is only read); a file that is not a hopper-bench database is refused with one line that names it.
+
+A SQLite target changes all at once or not at all: the merge runs in a copy beside it (the published figures
+brought up to date, an older schema upgraded, every source's runs added), which replaces the target only once
+every source is in, and only if no one wrote the target meanwhile. A merge that fails (a refusal, a damaged
+source, a full disk) leaves the target as it was, byte for byte, and a new target not made at all.
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -23,7 +29,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, aliased
 
 from harness.db.connections import describe, sqlite_path
-from harness.db.files import copy_sqlite, resolve_url
+from harness.db.files import backup_name, copy_sqlite, resolve_url, tidy_wal
 from harness.db.store import Store
 from harness.db.writing import Texts, refuse_mixing
 from harness.db.tables import TEXT_COLUMNS, BuildRow, CaseRow, Device, Measurement, Run, SampleArray, TextRow
@@ -89,15 +95,20 @@ def _progress(run: Run) -> tuple:
     return (run.resumes or 0, run.finished_at is not None, run.finished_at or datetime.min)
 
 
-def merge(sources: list[str], into: str, references=None, progress=None, on_open=None) -> list[MergeReport]:
+def merge(sources: list[str], into: str, references=None, progress=None, on_open=None,
+          atomic: bool = True) -> list[MergeReport]:
     """Merge every source into `into` (created if missing, given the published figures `references`,
     harness/published.py); one report per source. Every source is opened (and refused, if it must
-    be) before the target is opened or created, so a merge that cannot start leaves no new file.
-    `on_open(target store)` is called once the target is open (its `migration` says whether it was
-    upgraded); `progress(source, runs done, runs)` as each run is merged."""
+    be) before the target is opened or created; a SQLite target is merged into a copy that replaces it
+    at the end (module docstring), so a merge that fails changes no byte and leaves no new file.
+    `on_open(migration, url)` is called once the target is open, with what opening it did to an older
+    schema (None: nothing) and the target's own URL; `progress(source, runs done, runs)` as each run is
+    merged. `atomic` False merges into a SQLite target in place (a caller that builds a new file in a scratch
+    folder of its own and renames it at the end)."""
     reports = []
     with tempfile.TemporaryDirectory() as scratch, ExitStack() as opened:
-        into_path = sqlite_path(resolve_url(into, write=True))
+        into_url = resolve_url(into, write=True)
+        into_path = sqlite_path(into_url)
         stores = []
         for i, source in enumerate(sources):
             source_path = sqlite_path(resolve_url(source))
@@ -106,17 +117,113 @@ def merge(sources: list[str], into: str, references=None, progress=None, on_open
             store, upgraded = _open_source(source, Path(scratch) / f"source{i}.db")
             opened.callback(store.close)
             stores.append((source, store, upgraded))
-        target = Store.open(into, create=True, references=references)
-        opened.callback(target.close)
-        if on_open is not None:
-            on_open(target)
-        for source, store, upgraded in stores:
-            name = describe(resolve_url(source))
-            report = _merge_one(store, target, name,
-                                progress and (lambda done, total, _run, name=name: progress(name, done, total)))
-            report.upgraded_from = upgraded
-            reports.append(report)
+        work = _Work(into_path) if into_path is not None and atomic else None
+        target = None
+        try:
+            target = Store.open(work.url if work else into, create=True, references=references)
+            opened.callback(target.close)
+            if on_open is not None:
+                on_open(target.migration, into_url)
+            for source, store, upgraded in stores:
+                name = describe(resolve_url(source))
+                report = _merge_one(store, target, name,
+                                    progress and (lambda done, total, _run, name=name: progress(name, done, total)),
+                                    describe(into_url))
+                report.upgraded_from = upgraded
+                reports.append(report)
+            if work is not None:
+                target.close()
+                work.replace(target.migration)
+        except BaseException:
+            if work is not None:
+                if target is not None:
+                    target.close()
+                work.discard(target.migration if target is not None else None)
+            raise
     return reports
+
+
+class _Work:
+    """The copy a merge into the SQLite file `path` writes: beside it (the same file system, so that the final
+    rename is atomic), made with SQLite's backup API from the target if there is one."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.copy = path.with_name(f".{path.name}.merging-{os.getpid()}")
+        self._lock = _lock_folder(path.parent)  # merges into one folder take turns: each sees the last one's file
+        try:
+            self.before = _identity(path)
+            self._remove(self.copy)
+            if path.exists():
+                copy_sqlite(path, self.copy)
+                tidy_wal(path)  # reading a WAL file makes an empty -wal and -shm beside it: not ours to leave
+        except BaseException:
+            self._remove(self.copy)
+            self._unlock()
+            raise
+
+    @property
+    def url(self) -> str:
+        return str(self.copy.absolute())  # a path, taken literally (files.resolve_url): no URL escaping
+
+    def replace(self, migration) -> None:
+        """The merged copy in the target's place, if the target is as it was when the copy was made."""
+        if _identity(self.path) != self.before:
+            self.discard(migration)
+            raise StoreError(f"{self.path} changed while the merge ran (another process wrote it): nothing was "
+                             "merged; run the merge again")
+        if migration is not None and migration.backup is not None:  # the old file's backup, under the target's name
+            os.replace(migration.backup, backup_name(self.path, migration.from_version))
+        os.replace(self.copy, self.path)
+        for suffix in ("-wal", "-shm"):  # the replaced file's, if any were left: they belong to no file now
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+        self._unlock()
+
+    def discard(self, migration) -> None:
+        self._remove(self.copy)
+        if migration is not None and migration.backup is not None:
+            Path(migration.backup).unlink(missing_ok=True)
+        self._unlock()
+
+    def _unlock(self) -> None:
+        if self._lock is not None:
+            os.close(self._lock)  # closing the descriptor releases its flock
+            self._lock = None
+
+    @staticmethod
+    def _remove(path: Path) -> None:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def _lock_folder(folder: Path) -> int | None:
+    """An exclusive flock on the folder (no file of its own is left behind), held until the descriptor is closed;
+    None where the platform has no flock."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: merges into one folder at once are not serialized
+        return None
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _identity(path: Path):
+    """What says a SQLite file was written: its size and modification time (None: no file), and its -wal's size
+    (a writer appends there; a reader may only make an empty one)."""
+    try:
+        main = path.stat()
+    except FileNotFoundError:
+        return None
+    try:
+        wal = Path(f"{path}-wal").stat().st_size
+    except FileNotFoundError:
+        wal = 0
+    return main.st_size, main.st_mtime_ns, wal
 
 
 def _read_source(source: Store, name: str):
@@ -135,14 +242,15 @@ def _read_source(source: Store, name: str):
         raise StoreError(f"cannot read the source {name}: {str(getattr(exc, 'orig', exc)).splitlines()[0]}") from None
 
 
-def _merge_one(source: Store, target: Store, name: str, progress=None) -> MergeReport:
+def _merge_one(source: Store, target: Store, name: str, progress=None, target_name: str | None = None) -> MergeReport:
     report = MergeReport(name)
     devices, runs, cases, builds, source_texts = _read_source(source, name)
 
     def work(dst: Session) -> None:
         report.added.clear(), report.updated.clear(), report.already.clear()  # a retried transaction starts over
         report.measurements = report.samples = 0
-        refuse_mixing(dst, [devices[r.device_id].uuid for r in runs if r.device_id in devices], target.url)
+        refuse_mixing(dst, [devices[r.device_id].uuid for r in runs if r.device_id in devices],
+                      target_name or target.url)
         known_runs = {_run_key(r, uuid): r for r, uuid in dst.execute(
             select(Run, Device.uuid).outerjoin(Device, Run.device_id == Device.id))}
         # The target's id of every source device, case and build, matched by its natural key; the
@@ -185,7 +293,7 @@ def _merge_one(source: Store, target: Store, name: str, progress=None) -> MergeR
     try:
         target.write(work)
     except SQLAlchemyError as exc:
-        raise StoreError(f"cannot merge {name} into {target.url}: "
+        raise StoreError(f"cannot merge {name} into {target_name or target.url}: "
                          f"{str(getattr(exc, 'orig', exc)).splitlines()[0]}") from None
     return report
 
