@@ -45,6 +45,19 @@ def test_sql_formats(tmp_path):
     assert "| wgmma.mma_async.m64n256k16.f32.f16.f16.SS | 128 |" in bench("sql", query, "--db", db, "--format", "markdown").output
 
 
+def test_sql_keeps_a_long_id_whole_and_cuts_prose(tmp_path):
+    """Issue 46, item 5: an id past 64 characters is folded, not cut, at any width; a long sentence is still cut."""
+    db = str(make_db(tmp_path / "r.db"))
+    long_id = "attention.bf16.4x4096x16x128.causal.tile128x128.s3.wg2.setmaxnreg.turns.overlap"
+    prose = "a sentence of words " * 6
+    query = f"SELECT '{long_id}' AS case_id, '{prose.strip()}' AS note, 1.5 AS value"
+    wide = CliRunner().invoke(cli, ["sql", query, "--db", db], env={"COLUMNS": "250"}).output
+    assert long_id in wide and prose.strip() not in wide, wide
+    narrow = CliRunner().invoke(cli, ["sql", query, "--db", db], env={"COLUMNS": "80"}).output
+    cells = "".join(line.split()[0] for line in narrow.splitlines()[2:] if line.strip())
+    assert long_id in cells, narrow  # folded over lines, every character kept
+
+
 def test_runs(tmp_path):
     result = bench("runs", "--db", str(make_db(tmp_path / "r.db")), "--wide")
     assert result.exit_code == 0 and re.search(r"^ *1 .* complete +NVIDIA H100 80GB HBM3 U-test-0 +wgmma +3 +1 +0 +0 "

@@ -77,7 +77,7 @@ def sql(query, db, fmt, wide, write, max_rows, timeout):
             # (csv and json keep every value whole); on a terminal write_rows writes them out itself
             written, more = output.write_rows(rows.columns, rows.chunks, fmt, max_rows or None,
                                               functools.partial(click.echo, color=True),
-                                              lambda frame: print_frame(frame, fmt, wide),
+                                              lambda frame: print_frame(frame, fmt, wide, keep=whole_columns(frame)),
                                               terminal=sys.stdout.isatty())
             message = None
     if message:
@@ -85,6 +85,21 @@ def sql(query, db, fmt, wide, write, max_rows, timeout):
     elif more:
         click.echo(f"note: stopped after {written} rows (--max-rows {max_rows}); the statement has more: "
                    "narrow it, or pass --max-rows 0 with --format csv", err=True)
+
+
+def whole_columns(frame) -> list[str]:
+    """The columns of `bench sql`'s answer a terminal table folds but never cuts (issue 46, item 5): those whose
+    every value is one word of at most MAX_WORD characters (case ids, GPU names without spaces, hashes), so that an
+    id stays whole; prose is still cut at output.TABLE_CELL."""
+    kept = []
+    for name in frame.columns:
+        values = frame[name].dropna()
+        if len(values) and all(isinstance(v, str) and " " not in v and len(v) <= MAX_WORD for v in values):
+            kept.append(name)
+    return kept
+
+
+MAX_WORD = 160  # characters: longer than any case id (spec.MAX_CASE_ID, 128)
 
 
 @cli.command()
