@@ -178,3 +178,23 @@ def test_strings_are_stored_once_and_logs_compressed(tmp_path):
     import zlib
     logs = store.query("SELECT compile_log_zlib FROM builds").compile_log_zlib
     assert all("Compiling entry function 'probe_chain'" in zlib.decompress(blob).decode() for blob in logs)
+
+
+def test_a_wal_file_whose_shm_cannot_be_made_is_read(tmp_path):
+    """Issue 46, item 13: on a read-only file system a reader of a WAL file cannot make its -shm, and the file was
+    called "not a hopper-bench database (unable to open database file)". Directories in the -wal's and -shm's place
+    stand in for the read-only mount (root can write anywhere a permission forbids): the reading commands now open
+    the file as it is, and write nothing."""
+    from click.testing import CliRunner
+
+    from harness.cli import cli
+    from helpers import digest
+
+    db = make_db(tmp_path / "r.db")
+    (tmp_path / "r.db-shm").mkdir()
+    (tmp_path / "r.db-wal").mkdir()
+    before = digest(db)
+    for args in (["runs", "--db", str(db)], ["sql", "SELECT COUNT(*) AS n FROM runs", "--db", str(db)]):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 0 and "not a hopper-bench database" not in result.output, result.output
+    assert digest(db) == before and sorted(p.name for p in tmp_path.iterdir()) == ["r.db", "r.db-shm", "r.db-wal"]

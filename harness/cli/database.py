@@ -25,6 +25,8 @@ def merge(sources, into):
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+    from harness.db.connections import describe
+    from harness.db.files import resolve_url
     from harness.db.merge import merge as merge_databases
 
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("runs"),
@@ -38,11 +40,11 @@ def merge(sources, into):
                 tasks[name] = bar.add_task(name[-40:], total=total)
             bar.update(tasks[name], completed=done)
 
-        def on_open(migration, url):  # like every writing command: an upgraded target is said, with its backup
+        def on_open(migration):  # like every writing command: an upgraded target is said, with its backup
             if migration:
-                backup = " (the old file is kept beside it as a .bak)" if migration.backup else ""
-                click.echo(f"note: upgrading {url} from schema {migration.from_version} to {migration.to_version}"
-                           f"{backup}", err=True)
+                backup = f"; the old file is kept as {migration.backup}" if migration.backup else ""
+                click.echo(f"note: upgraded {describe(resolve_url(into, write=True))} from schema "
+                           f"{migration.from_version} to {migration.to_version}{backup}", err=True)
 
         reports = merge_databases(list(sources), into, shipped_references(), on_progress, on_open)
     try:

@@ -5,6 +5,8 @@ time limit or on Ctrl-C. harness/db/store.py builds the Store on them."""
 
 from __future__ import annotations
 
+import os
+
 import re
 import sqlite3
 import time
@@ -252,8 +254,35 @@ def _postgresql_read_only(dbapi_connection, _record) -> None:
 
 
 def _read_only_url(path: Path) -> URL:
-    """SQLite's read-only URI for `path` (the driver opens it with SQLITE_OPEN_READONLY)."""
-    return URL.create("sqlite", database=f"file:{quote(str(path))}", query={"mode": "ro", "uri": "true"})
+    """SQLite's read-only URI for `path` (the driver opens it with SQLITE_OPEN_READONLY). A reader of a WAL file
+    needs its -shm, which SQLite makes beside it: on a read-only file system (an archive, a shipped copy) it cannot,
+    and the file would not open at all (issue 46, item 13). Where the -shm cannot be made and no -wal holds commits,
+    the file is opened `immutable` (SQLite then takes no locks and reads the file as it is: nothing can be writing
+    to a place no one can write)."""
+    query = {"mode": "ro", "uri": "true"}
+    if read_as_it_is(path):
+        query["immutable"] = "1"
+    return URL.create("sqlite", database=f"file:{quote(str(path))}", query=query)
+
+
+def read_as_it_is(path: Path) -> bool:
+    """Whether a reader of the SQLite file `path` opens it `immutable` (_read_only_url says why)."""
+    return _shm_impossible(path) and not _wal_holds_commits(path)
+
+
+def _shm_impossible(path: Path) -> bool:
+    shm = Path(f"{path}-shm")
+    if shm.exists():
+        return not shm.is_file() or not os.access(shm, os.R_OK)
+    return not os.access(path.parent if str(path.parent) else Path("."), os.W_OK)
+
+
+def _wal_holds_commits(path: Path) -> bool:
+    wal = Path(f"{path}-wal")
+    try:
+        return wal.is_file() and wal.stat().st_size > 0
+    except OSError:
+        return False
 
 
 SCHEMA_LOCK = 0x68627368  # PostgreSQL advisory lock key ("hbsh") of every write transaction

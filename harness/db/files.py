@@ -16,7 +16,7 @@ from typing import Callable, Iterator
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
-from harness.db.connections import BUSY_TIMEOUT_MS, sqlite_path
+from harness.db.connections import BUSY_TIMEOUT_MS, read_as_it_is, sqlite_path
 from harness.errors import StoreError
 
 USER_DB = "bench.db"  # where a user's runs go by default (untracked)
@@ -105,7 +105,9 @@ def reading_sqlite(path: Path) -> Iterator[sqlite3.Connection]:
     makes them for any reader of a WAL file, and a read-only connection cannot remove them again
     (tidy_wal does, once it is closed), whether the file turns out readable or not."""
     wal_was_there = Path(f"{path}-wal").exists()
-    con = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+    immutable = "&immutable=1" if read_as_it_is(path) else ""  # a -shm that cannot be made (connections.py)
+    con = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro{immutable}", uri=True,
+                          timeout=BUSY_TIMEOUT_MS / 1000)
     try:
         yield con
     finally:

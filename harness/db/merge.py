@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import tempfile
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -101,8 +101,8 @@ def merge(sources: list[str], into: str, references=None, progress=None, on_open
     harness/published.py); one report per source. Every source is opened (and refused, if it must
     be) before the target is opened or created; a SQLite target is merged into a copy that replaces it
     at the end (module docstring), so a merge that fails changes no byte and leaves no new file.
-    `on_open(migration, url)` is called once the target is open, with what opening it did to an older
-    schema (None: nothing) and the target's own URL; `progress(source, runs done, runs)` as each run is
+    `on_open(migration)` is called once the target is open, with what opening it did to an older schema
+    (None: nothing; its backup named as the target's will be); `progress(source, runs done, runs)` as each run is
     merged. `atomic` False merges into a SQLite target in place (a caller that builds a new file in a scratch
     folder of its own and renames it at the end)."""
     reports = []
@@ -123,7 +123,7 @@ def merge(sources: list[str], into: str, references=None, progress=None, on_open
             target = Store.open(work.url if work else into, create=True, references=references)
             opened.callback(target.close)
             if on_open is not None:
-                on_open(target.migration, into_url)
+                on_open(work.planned(target.migration) if work is not None else target.migration)
             for source, store, upgraded in stores:
                 name = describe(resolve_url(source))
                 report = _merge_one(store, target, name,
@@ -162,6 +162,13 @@ class _Work:
             self._unlock()
             raise
 
+    def planned(self, migration):
+        """What opening the copy did to an older schema, its backup named as the target's backup will be."""
+        if migration is None or migration.backup is None:
+            return migration
+        self.backup = backup_name(self.path, migration.from_version)
+        return replace(migration, backup=self.backup)
+
     @property
     def url(self) -> str:
         return str(self.copy.absolute())  # a path, taken literally (files.resolve_url): no URL escaping
@@ -173,7 +180,7 @@ class _Work:
             raise StoreError(f"{self.path} changed while the merge ran (another process wrote it): nothing was "
                              "merged; run the merge again")
         if migration is not None and migration.backup is not None:  # the old file's backup, under the target's name
-            os.replace(migration.backup, backup_name(self.path, migration.from_version))
+            os.replace(migration.backup, getattr(self, "backup", None) or backup_name(self.path, migration.from_version))
         os.replace(self.copy, self.path)
         for suffix in ("-wal", "-shm"):  # the replaced file's, if any were left: they belong to no file now
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
