@@ -315,3 +315,29 @@ def test_plan_is_a_shortcut_for_the_advisor():
     nested = bench("advise", "plan", "--m", "512", "--n", "8192", "--k", "8192")
     assert top.exit_code == 0 and top.output == nested.output and "configurations" in top.output
     assert "plan" in bench("--help").output.split("Commands:")[1]
+
+
+def test_a_fresh_clone_is_told_how_to_build_the_runs_of_record(tmp_path, monkeypatch):
+    """Issue 46, item 2: with runs/ beside a missing results.db, the error names the build, not `bench run`."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "run-0001.db.xz").write_bytes(b"")
+    line = one_error_line(bench("compare", "--db", "results.db"), 4, "no results database at")
+    assert "python scripts/runs_of_record.py build" in line and not (tmp_path / "results.db").exists()
+
+
+def test_a_comparison_with_nothing_published_says_what_to_ask(tmp_path):
+    """Issue 46, item 2: a run none of whose cases has a paper figure (the newest run of record is a GEMM or an
+    attention run) gets a note naming the newest run that has some, the model and another run."""
+    import sqlite3
+
+    db = make_db(tmp_path / "r.db")
+    first = bench("compare", "--db", str(db))
+    assert "no case of run" not in first.output  # wgmma rows: the paper has them
+    with sqlite3.connect(db) as con:  # the same rows under ids of a family the papers never measured
+        con.execute("UPDATE cases SET family = 'attention', "
+                    "case_id = 'attention.bf16.1x' || (1024 * id) || 'x16x128.tile128x128.s2.wg2.setmaxnreg'")
+    con.close()
+    result = bench("compare", "--db", str(db), "--run", "1")
+    assert "no case of run 1 has a published figure" in result.output and "--against model" in result.output, \
+        result.output

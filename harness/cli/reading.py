@@ -172,8 +172,29 @@ def compare(run_id, against, metric, disagreements, every_row, gate_energy, incl
     else:
         _compare_table(result, f"{side}\nagainst {other}", disagreements or every_row, wide, gate_energy,
                        gate_speed=gate_models or not boards)
+    if against == "paper" and _nothing_published(result):
+        say(_what_to_ask(store, result.run_id))
     if result.failed and not exit_zero and (gate_models or not boards or _fails_beyond_speed(result)):
         sys.exit(EXIT_DIFFERENCES)
+
+
+def _nothing_published(result) -> bool:
+    """Every row of a comparison with the paper is "no paper figure" (issue 46, item 2: a fresh clone's first
+    answer was 363 of them, for the newest run, a GEMM run)."""
+    from harness import verdicts
+
+    counts = result.counts()
+    return len(counts) > 0 and set(counts.index) == {verdicts.NO_PAPER_FIGURE}
+
+
+def _what_to_ask(store, run_id: int) -> str:
+    """What to compare instead: the newest run with a published counterpart, the model, another run."""
+    newest = store.query("SELECT MAX(run_id) AS run FROM results WHERE case_id IN "
+                         "(SELECT case_id FROM reference_figures WHERE case_id IS NOT NULL)").run.iloc[0]
+    where = (f"the newest run with some is run {int(newest)}: `bench compare --run {int(newest)}`; "
+             if newest == newest and newest is not None else "")
+    return (f"note: no case of run {run_id} has a published figure; {where}or ask run {run_id} against the model "
+            f"(`bench compare --run {run_id} --against model`) or another run (`--against RUN`)")
 
 
 def _gpu_models(store, run_id: int, other: int) -> tuple[str, str] | None:

@@ -64,7 +64,7 @@ class Store(Schema, Writing, Reading):
                 raise StoreError(f"cannot use {path}: directory {path.parent} does not exist")
             if not path.exists():
                 if not create:
-                    raise StoreError(f"no results database at {path} (run `bench run` first, or pass --db)")
+                    raise StoreError(f"no results database at {path} " + _how_to_make(path))
                 create_file(path, cls.build_new)
             wal_was_there = Path(f"{path}-wal").exists()
             check_sqlite_file(path)
@@ -140,6 +140,15 @@ class Store(Schema, Writing, Reading):
         open (files.tidy_wal). A store never closed is closed so when the process ends."""
         _close_engine(self.engine, self.path if self.read_only and not self._wal_was_there else None)
         self._finalizer.detach()
+
+
+def _how_to_make(path: Path) -> str:
+    """What makes a missing database: the runs of record beside a clone's runs/ folder (issue 46, item 2), or a run."""
+    runs = path.parent / "runs"
+    if path.name == "results.db" and runs.is_dir() and any(runs.glob("run-*.db.xz")):
+        return ("(the runs of record are built from runs/: `python scripts/runs_of_record.py build`, one to two "
+                "minutes; your own runs: `bench run`, or pass --db)")
+    return "(run `bench run` first, or pass --db)"
 
 
 def _close_engine(engine: Engine, tidy: Path | None) -> None:
