@@ -45,7 +45,7 @@ class AttentionCase(PipelineCase):
     k-blocks the head's blocks of bn keys; `bk` is bn)."""
 
     family = "attention"
-    size_fields: ClassVar[tuple[str, ...]] = ("seq", "batch", "stages")
+    size_fields: ClassVar[tuple[str, ...]] = ("seq", "batch", "stages", "causal")  # the GPU tests' sample varies least
     dtype: str
     batch: int
     seq: int
