@@ -158,3 +158,18 @@ def test_mufu_makes_16_results_a_cycle_whatever_the_function(db):
     wgmma = harness.results(db, run_id=55, family="wgmma", metric="sm_throughput")
     tensor = wgmma[(wgmma.dtype_a == "f16") & ~wgmma.is_sparse.fillna(False).astype(bool)].value.max()
     assert abs(tensor / (4 * 64) - 16) < 0.01  # "4096/(4 x 64) = 16 scores a cycle per SM": the measured dense f16 rate
+
+
+def test_a_row_compared_in_the_papers_unit_shows_one_unit(db):
+    """Issue 46, item 3: run 47's 1-D TMA latency is counted in cycles and compared with the paper's ns; the
+    terminal row showed 335 (cycles) beside 208.77 (ns) and a note saying "ours 169.2 cycles" for 169.2 ns."""
+    result = CliRunner().invoke(cli, ["compare", "--run", "47", "--disagreements", "--db", db], env={"COLUMNS": "250"})
+    rows = [line for line in result.output.splitlines() if line.startswith("cp.async.bulk.tensor.1d.")
+            and "latency_raw_" in line]
+    assert rows, result.output
+    for line in rows:
+        fields = line.split()
+        value, paper, unit = float(fields[2]), float(fields[3]), fields[4]
+        assert unit == "ns" and abs(value / paper - float(fields[5])) < 1e-3, line  # the ratio is of the two shown
+    csv = CliRunner().invoke(cli, ["compare", "--run", "47", "--disagreements", "--db", db, "--format", "csv"]).output
+    assert "ours 169.2 ns, the paper's" in csv and "ours 169.2 cycles" not in csv

@@ -433,7 +433,10 @@ def _disagreement(row, tolerance: float, cause: str | None = None) -> str:
     """A DISAGREES row's note: the measured value against the figure, what was allowed (the
     measurement's spread plus the tolerance), and the cause its family knows (which does not close the
     gap by itself), else "no reason known"."""
-    unit = f" {row.unit}" if isinstance(row.unit, str) and row.unit not in ("", "ratio") else ""
+    # `comparable` is in the paper's unit (a latency in cycles compared in ns: issue 46, item 3)
+    paper_unit = getattr(row, "paper_unit", None)
+    named = paper_unit if isinstance(paper_unit, str) and paper_unit else row.unit
+    unit = f" {named}" if isinstance(named, str) and named not in ("", "ratio") else ""
     spread = row.spread if row.spread == row.spread else 0.0
     return (f"ours {row.comparable:.4g}{unit}, the paper's {row.paper:.4g} ({row.paper_table}): "
             f"{row.paper_ratio:.3f} x, beyond spread {spread:.1%} + tolerance {tolerance:.0%}; "

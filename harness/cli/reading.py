@@ -178,6 +178,22 @@ def compare(run_id, against, metric, disagreements, every_row, gate_energy, incl
         sys.exit(EXIT_DIFFERENCES)
 
 
+def in_the_papers_unit(frame):
+    """Rows whose paper figure is in another unit than ours (a latency we count in cycles, the paper in ns) show
+    our value as compared, in the paper's unit, so that a row has one unit (issue 46, item 3); `--format csv` keeps
+    both (`value`, `unit`; `comparable`, `paper_unit`)."""
+    if not {"comparable", "paper_unit", "unit", "value"} <= set(frame.columns):
+        return frame
+    other = frame.paper_unit.notna() & (frame.paper_unit != "") & (frame.paper_unit != frame.unit) \
+        & frame.comparable.notna()
+    if not other.any():
+        return frame
+    frame = frame.copy()
+    frame.loc[other, "value"] = frame.loc[other, "comparable"]
+    frame.loc[other, "unit"] = frame.loc[other, "paper_unit"]
+    return frame
+
+
 def _nothing_published(result) -> bool:
     """Every row of a comparison with the paper is "no paper figure" (issue 46, item 2: a fresh clone's first
     answer was 363 of them, for the newest run, a GEMM run)."""
@@ -220,6 +236,8 @@ def _compare_table(result, sides: str, every: bool, wide: bool, gate_energy: boo
 
     frame = result.frame
     kind = result.against if result.against in COMPARE_COLUMNS else "run"
+    if kind == "paper":
+        frame = in_the_papers_unit(frame)
     first = COMPARE_COLUMNS[kind]
     names = {"paper_ratio": "ratio"} if kind == "paper" else \
         {"model_ratio": "ratio", "model_verdict": "verdict"} if kind == "model" else {}
