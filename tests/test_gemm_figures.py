@@ -192,3 +192,18 @@ def test_the_size_table_sets_each_pipeline_beside_cublas_per_watt(tmp_path):
                                                         abs=1e-3)  # the table is rounded to 3 places
     assert table["of cuBLAS's TFLOPS/W"].to_dict() == pytest.approx(
         {"f16 8192x8192x8192": (660 / 700) / 1.0, "f16 2048x2048x2048": 1.0 / (630 / 700)}, abs=1e-3)
+
+
+def test_the_gemm_sections_lead_with_ours_against_the_library(gemm_run, tmp_path):
+    """Issue 46, item 4: the first GEMM sections answer where the library still wins (a figure, then a table that
+    names each configuration, with the ratio's spread, the per-cycle peak fraction and the clock); the ladder and the
+    stage sweeps follow."""
+    store, run_id = gemm_run
+    measured = compare.measured(store, run_id)
+    ctx = ReportContext(store, run_id, "NVIDIA H100 80GB HBM3", tmp_path, measured, compare.against_paper(store, run_id))
+    headings = [heading for heading, _, _ in FAMILY.figures(ctx)]
+    assert headings[:2] == ["From instructions to a GEMM: against cuBLAS by size",
+                            "From instructions to a GEMM: against cuBLAS, in numbers"], headings
+    table = dict((heading, body) for heading, _, body in FAMILY.figures(ctx))[headings[1]]
+    assert {"case_id", "library_fraction", "spread of the ratio", "SM MHz"} <= set(table.columns)
+    assert table.case_id.str.startswith("gemm.").all()

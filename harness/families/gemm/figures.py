@@ -403,6 +403,41 @@ def _best_by_problem(pipes: pd.DataFrame) -> pd.DataFrame:
     return best.drop(columns="_rank")
 
 
+def _against_library(ctx, pipes: pd.DataFrame, library: pd.DataFrame, gpu: str, run) -> list:
+    """The GEMM sections' lead (issue 46, item 4): the best pipeline against the library for every problem of the
+    run, as a figure and a table that names the configuration shown, the rounds' spread, the per-cycle peak fraction
+    and the clock."""
+    sections = []
+    best = _best_by_problem(pipes[pipes.library_fraction.notna()]) if len(pipes) else pd.DataFrame()
+    if len(best) >= 2:
+        path = ctx.directory / "gemm_library_fraction.png"
+        _figure_sizes(path, best, f"{gpu}, run {run}: the best pipeline against cuBLAS by problem size")
+        theirs = library.set_index("problem")
+        best = best.assign(cublas_w=best.problem.map(theirs.power_mean_w),
+                           cublas_per_w=best.problem.map(theirs.energy_efficiency))
+        table = best[["problem", "case_id", "throughput_tflops", "library_fraction", "library_spread", "peak_fraction",
+                      "clock_mhz", "power_mean_w",
+                      "energy_efficiency", "cublas_w", "cublas_per_w"]].rename(
+            columns={"throughput_tflops": "TFLOPS", "library_spread": "spread of the ratio",
+                     "peak_fraction": "of the peak per cycle", "clock_mhz": "SM MHz", "power_mean_w": "W (solo 2 s)",
+                     "energy_efficiency": "TFLOPS/W (solo 2 s)", "cublas_w": "cuBLAS W (solo 2 s)",
+                     "cublas_per_w": "cuBLAS TFLOPS/W (solo 2 s)"})
+        if table["TFLOPS/W (solo 2 s)"].notna().any():
+            table["of cuBLAS's TFLOPS/W"] = table["TFLOPS/W (solo 2 s)"] / table["cuBLAS TFLOPS/W (solo 2 s)"]
+        sections += [("From instructions to a GEMM: against cuBLAS by size", [
+            "For each problem of the run, the pipeline case with the highest library_fraction: its rate over "
+            "the library's on the same inputs, round by round (\"cuBLAS\" here: cublasGemmEx, default algorithm, "
+            "for f16 and bf16; cuBLASLt's fp8 matmul without fast accumulation for e4m3). Below 1.0 the library "
+            "wins; its spread is the rounds' interquartile range over the median, 'of the peak per cycle' the "
+            "tensor cores' dense peak at the clock measured in the kernel. TFLOPS and SM MHz are the alternating "
+            "rounds'; the columns marked solo 2 s come from a window of "
+            "their own: each side's launches alone, back to back, for 2 s after the rounds, its mean board power "
+            "(NVML's energy counter) and the work it did there per joule (so TFLOPS / W of one row need not equal "
+            "its TFLOPS/W)."], path),
+            ("From instructions to a GEMM: against cuBLAS, in numbers", [], table.round(3).dropna(axis=1, how="all"))]
+    return sections
+
+
 def figures(ctx) -> list:
     """[(heading, paragraphs, Path | DataFrame | None)] for the report (harness/analysis/report.py)."""
     wide = _wide(ctx.measured)
@@ -425,7 +460,7 @@ def figures(ctx) -> list:
     prior = (f"The planner's line is its prior ({params.source}), at the clock each case measured in its kernel: "
              f"FLOP/cycle/SM x {params.sm_count} SMs x MHz / 1e6." if params is not None else
              "The planner has no parameters for this GPU: no prediction is drawn.")
-    sections = []
+    sections = _against_library(ctx, pipes, library, gpu, run)  # the lead: ours against the library, by size
 
     # 1. the ladder
     ladder_configs = {step: {name: getattr(pipeline("f16", (1, 1, 1), **config), name) for name in CONFIG}
@@ -515,30 +550,6 @@ def figures(ctx) -> list:
             "slot (every slot was taken: loaded and not yet consumed, or still in flight). Large waits on both sides "
             "mean the slots are copies in flight: the copies, not the ring's depth, set the pace."], path))
 
-    # 4. against the library, by size
-    best = _best_by_problem(pipes[pipes.library_fraction.notna()]) if len(pipes) else pd.DataFrame()
-    if len(best) >= 2:
-        path = ctx.directory / "gemm_library_fraction.png"
-        _figure_sizes(path, best, f"{gpu}, run {run}: the best pipeline against cuBLAS by problem size")
-        theirs = library.set_index("problem")
-        best = best.assign(cublas_w=best.problem.map(theirs.power_mean_w),
-                           cublas_per_w=best.problem.map(theirs.energy_efficiency))
-        table = best[["problem", "case_id", "throughput_tflops", "library_fraction", "clock_mhz", "power_mean_w",
-                      "energy_efficiency", "cublas_w", "cublas_per_w"]].rename(
-            columns={"throughput_tflops": "TFLOPS", "clock_mhz": "SM MHz", "power_mean_w": "W (solo 2 s)",
-                     "energy_efficiency": "TFLOPS/W (solo 2 s)", "cublas_w": "cuBLAS W (solo 2 s)",
-                     "cublas_per_w": "cuBLAS TFLOPS/W (solo 2 s)"})
-        if table["TFLOPS/W (solo 2 s)"].notna().any():
-            table["of cuBLAS's TFLOPS/W"] = table["TFLOPS/W (solo 2 s)"] / table["cuBLAS TFLOPS/W (solo 2 s)"]
-        sections += [("From instructions to a GEMM: against cuBLAS by size", [
-            "For each problem of the run, the pipeline case with the highest library_fraction: its rate over "
-            "the library's on the same inputs, round by round (\"cuBLAS\" here: cublasGemmEx, default algorithm, "
-            "for f16 and bf16; cuBLASLt's fp8 matmul without fast accumulation for e4m3). Below 1.0 the library "
-            "wins. TFLOPS and SM MHz are the alternating rounds'; the columns marked solo 2 s come from a window of "
-            "their own: each side's launches alone, back to back, for 2 s after the rounds, its mean board power "
-            "(NVML's energy counter) and the work it did there per joule (so TFLOPS / W of one row need not equal "
-            "its TFLOPS/W)."], path),
-            ("From instructions to a GEMM: against cuBLAS, in numbers", [], table.round(3).dropna(axis=1, how="all"))]
     return sections
 
 
