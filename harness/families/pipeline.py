@@ -116,6 +116,23 @@ def counter_index(name: str) -> int:
     return PIPELINE_COUNTERS.index(name)
 
 
+COUNTER_WORDS = len(PIPELINE_COUNTERS)  # words per CTA after its timing record
+# Dense f16/bf16 FLOP per cycle per SM: 4 tensor cores x 1024 (the wgmma family measures it; fp8 twice that)
+TENSOR_FLOPS_PER_CYCLE = 4096
+
+
+def counter_metrics():
+    """The metrics every pipeline's counters give (methods.Counter: a metric, its unit, the counter summed and the
+    one it is divided by): cycles per k-block, and the waits and the epilogue per tile."""
+    from harness.measure.methods import Counter
+
+    full, empty, epilogue, mainloop, tiles, kblocks = (counter_index(name) for name in PIPELINE_COUNTERS)
+    return (Counter("cycles_per_kblock", "cycles", mainloop, kblocks),
+            Counter("full_wait_cycles_per_tile", "cycles", full, tiles),
+            Counter("empty_wait_cycles_per_tile", "cycles", empty, tiles),
+            Counter("epilogue_cycles_per_tile", "cycles", epilogue, tiles))
+
+
 # -- kernel argument structs ------------------------------------------------------------------------------
 
 MAP_WORDS = 16  # a CUtensorMap: 128 bytes, 64-byte aligned

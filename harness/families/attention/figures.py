@@ -8,22 +8,15 @@ import pandas as pd
 
 from harness.errors import HarnessError
 from harness.families.attention.cases import parse
-from harness.families.attention.problem import TENSOR_FLOPS_PER_CYCLE
-
-# MUFU.EX2 results per cycle per SM: the CUDA C++ Programming Guide's 16 for compute capability 9.0 (the simt family
-# measures 16.0 on the H100 and the H200, runs 114 and 115)
-MUFU_PER_CYCLE = 16
+from harness.families.attention.model import terms
 
 
-def _params(case_id: str) -> dict:
-    """The case's parameters from its id (a report's frame has no params column); {} for an id this version cannot
-    read."""
-    from dataclasses import asdict
-
+def _case(case_id: str):
+    """The case of an id (a report's frame has no params column); None for an id this version cannot read."""
     try:
-        return asdict(parse(case_id))
+        return parse(case_id)
     except HarnessError:
-        return {}
+        return None
 
 
 def _round(value: float, digits: int | None = None):
@@ -37,16 +30,15 @@ def table(frame: pd.DataFrame) -> pd.DataFrame:
     spread = frame[frame.metric == "library_fraction"].set_index("case_id").spread
     rows = []
     for case_id in wide.index:
-        p = _params(case_id)
-        if not p:
+        case = _case(case_id)
+        if case is None:
             continue
         ours = wide.at[case_id, "throughput_tflops"] if "throughput_tflops" in wide else float("nan")
         fraction = wide.at[case_id, "library_fraction"] if "library_fraction" in wide else float("nan")
         cycles = wide.at[case_id, "cycles_per_kblock"] if "cycles_per_kblock" in wide else float("nan")
-        tensor = 4 * p["bm"] * p["bn"] * p["head_dim"] / TENSOR_FLOPS_PER_CYCLE  # QK^T and PV of a block, one CTA
-        mufu = p["bm"] * p["bn"] / MUFU_PER_CYCLE  # one exponential a score
-        rows.append({"dtype": p["dtype"], "head dim": p["head_dim"], "seq": p["seq"],
-                     "causal": "yes" if p["causal"] else "no", "batch x heads": f"{p['batch']} x {p['heads']}",
+        tensor, mufu, _ = terms(case)  # the block's two bounds, as the model has them
+        rows.append({"dtype": case.dtype, "head dim": case.head_dim, "seq": case.seq,
+                     "causal": "yes" if case.causal else "no", "batch x heads": f"{case.batch} x {case.heads}",
                      "TFLOPS": _round(ours, 1), "cuDNN TFLOPS": _round(ours / fraction, 1),
                      "of cuDNN": _round(fraction, 3), "spread of the ratio": _round(spread.get(case_id, float("nan")), 3),
                      "cycles a block": _round(cycles), "tensor-core bound": round(tensor), "MUFU bound": round(mufu),

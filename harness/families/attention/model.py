@@ -19,10 +19,8 @@ import numpy as np
 import pandas as pd
 
 from harness.families.attention.cases import AttentionCase, parse
-from harness.families.attention.problem import TENSOR_FLOPS_PER_CYCLE
+from harness.families.attention.problem import MUFU_PER_CYCLE, TENSOR_FLOPS_PER_CYCLE
 from harness.families.base import FamilyModel
-
-MUFU_PER_CYCLE = 16  # ex2 results per cycle per SM (the CUDA C++ Programming Guide, CC 9.0; the simt family measures it)
 METRIC = "cycles_per_kblock"
 
 

@@ -22,8 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.families.attention.cases import AttentionCase, check_case
-from harness.families.pipeline import PIPELINE_COUNTERS, KernelStruct, counter_index
-from harness.measure.methods import Counter
+from harness.families.pipeline import COUNTER_WORDS, TENSOR_FLOPS_PER_CYCLE, KernelStruct, counter_metrics  # noqa: F401
 
 # The kernel's by-value argument, twice (the check problem, the measured one): maps over Q, K and V as
 # [batch x seq, heads, D] (3-D: D innermost, boxes of 64 columns x 1 head x rows), O's address, the skeleton's walk
@@ -33,17 +32,12 @@ PROBLEM = KernelStruct("Problem", (("q_map", "map"), ("k_map", "map"), ("v_map",
                                    ("pad", "i32")),
                        comment="One attention problem: maps over Q, K, V, O's address, the skeleton's walk and the "
                                "shape (harness/families/attention/problem.py PROBLEM).")
-TENSOR_FLOPS_PER_CYCLE = 4096  # dense f16/bf16 FLOP per cycle per SM (the wgmma family measures it)
 SAMPLED_ROWS = 256  # query rows of each head the measured problem's check computes: its first and last 64, 128 between
 LOG2E = 1.4426950408889634
 EX2_RELATIVE = 2.0 ** -22  # ex2.approx.ftz.f32: 2 ulp (PTX ISA 9.7.4)
 F32_UNIT = 2.0 ** -24
-FULL_WAIT, EMPTY_WAIT, EPILOGUE, MAINLOOP, TILES, KBLOCKS = (counter_index(name) for name in PIPELINE_COUNTERS)
-COUNTER_WORDS = len(PIPELINE_COUNTERS)
-COUNTERS = (Counter("cycles_per_kblock", "cycles", MAINLOOP, KBLOCKS),
-            Counter("full_wait_cycles_per_tile", "cycles", FULL_WAIT, TILES),
-            Counter("empty_wait_cycles_per_tile", "cycles", EMPTY_WAIT, TILES),
-            Counter("epilogue_cycles_per_tile", "cycles", EPILOGUE, TILES))
+COUNTERS = counter_metrics()
+MUFU_PER_CYCLE = 16  # ex2 results per cycle per SM: the CUDA C++ Programming Guide's, CC 9.0 (the simt family measures 16.0)
 
 
 def scale_log2(case: AttentionCase) -> float:

@@ -9,9 +9,8 @@ import harness.families.gemm.cases as _cases
 from harness.dtypes import encode
 from harness.errors import SpecError
 from harness.families.gemm.cases import GemmCase
-from harness.families.pipeline import (CONSUMER_REGS, PIPELINE_COUNTERS, PRODUCER_REGS, KernelStruct,  # noqa: F401
-                                       counter_index)
-from harness.measure.methods import Counter
+from harness.families.pipeline import (CONSUMER_REGS, COUNTER_WORDS, PIPELINE_COUNTERS, PRODUCER_REGS,  # noqa: F401
+                                       TENSOR_FLOPS_PER_CYCLE, KernelStruct, counter_index, counter_metrics)
 
 # ptx/gemm.cu.in's by-value argument, twice (the check problem, the measured one): maps over A (K x M, box BK x BM),
 # B (K x N, box BK x BN / cluster) and C (N x M, box 64 x rows of one consumer warpgroup, 128-byte swizzle), C's
@@ -20,8 +19,6 @@ PROBLEM = KernelStruct("Problem", (("a", "map"), ("b", "map"), ("c", "map"), ("c
                                    ("n", "i32"), ("k", "i32"), ("pad", "i32")),
                        comment="One GEMM: maps over A, B and C, C's address (the register epilogue) and its shape "
                                "(harness/families/gemm/problem.py PROBLEM).")
-TENSOR_FLOPS_PER_CYCLE = 4096  # dense f16/bf16 FLOP per cycle per SM: 4 tensor cores x 1024 (wgmma measures
-# it); fp8 twice that (GemmCase.mma_rate)
 POISON = 0xFFFFFFFF
 CHECK_VALUES = (-2, 2)  # the check problem's inputs: integers in this range, exact in every type
 VERIFY_ATOL, VERIFY_RTOL = 0.05, 1.0 / 128  # the measured problem against cuBLAS, f16 and bf16 (see checks())
@@ -35,11 +32,7 @@ F32_UNIT = 2.0 ** -24
 F16_SUBNORMAL_HALF_ULP = 2.0 ** -25
 # the pipeline's counters, per CTA after its timing record (families/pipeline.py PIPELINE_COUNTERS)
 FULL_WAIT, EMPTY_WAIT, EPILOGUE, MAINLOOP, TILES, KBLOCKS = (counter_index(name) for name in PIPELINE_COUNTERS)
-COUNTER_WORDS = len(PIPELINE_COUNTERS)
-COUNTERS = (Counter("cycles_per_kblock", "cycles", MAINLOOP, KBLOCKS),
-            Counter("full_wait_cycles_per_tile", "cycles", FULL_WAIT, TILES),
-            Counter("empty_wait_cycles_per_tile", "cycles", EMPTY_WAIT, TILES),
-            Counter("epilogue_cycles_per_tile", "cycles", EPILOGUE, TILES))
+COUNTERS = counter_metrics()  # fp8 runs at twice TENSOR_FLOPS_PER_CYCLE (GemmCase.mma_rate)
 
 
 def check_problem(case: GemmCase) -> tuple[int, int, int]:
