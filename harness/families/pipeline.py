@@ -19,7 +19,8 @@ import numpy as np
 
 from harness.spec import Case
 
-SCHEDULES = ("cooperative", "pingpong")  # ptx/pipeline.cuh SCHEDULE_COOPERATIVE, SCHEDULE_PINGPONG
+SCHEDULES = ("cooperative", "pingpong")
+CLUSTERS = (1, 2, 4)  # CTAs of a cluster along M sharing B by multicast (each loads 1/cluster of it)  # ptx/pipeline.cuh SCHEDULE_COOPERATIVE, SCHEDULE_PINGPONG
 ORDERS = ("row", "grouped")  # ptx/pipeline.cuh ORDER_ROW, ORDER_GROUPED
 EPILOGUES = ("regs", "tmastore")
 GROUP = 8  # rows of work items a grouped order walks at a time
@@ -80,8 +81,8 @@ class PipelineCase(Case):
             return f"{self.consumers} consumer warpgroups cannot split {self.bm} rows into blocks of 64"
         if self.rebalance and self.consumers != 2:
             return "setmaxnreg rebalances registers from the producer to two consumer warpgroups"
-        if self.cluster not in (1, 2):
-            return f"cluster {self.cluster}: expected 1 or 2"
+        if self.cluster not in CLUSTERS:
+            return f"cluster {self.cluster}: expected one of {', '.join(map(str, CLUSTERS))}"
         if self.order not in ORDERS or self.epilogue not in EPILOGUES:
             return f"order {self.order!r} / epilogue {self.epilogue!r}: expected {ORDERS} / {EPILOGUES}"
         if self.grid_sms and not self.persistent:

@@ -42,6 +42,8 @@ def _suites() -> dict[str, Suite]:
         "gemm-pingpong": Suite("the ping-pong schedule (consumer warpgroups alternating whole tiles) beside the best "
                                "cooperative configuration and cuBLAS at 4096^3 and 8192^3, f16 and fp8",
                                _cases.pingpong),
+        "gemm-multicast": Suite("B multicast to a cluster of 4 against 2, f16 and fp8 at 4096^3 and 8192^3, on every SM "
+                                "and on 128, with the library", _cases.multicast),
     }
 
 
@@ -200,7 +202,7 @@ class GemmFamily(Family):
                 + (f", setmaxnreg {PRODUCER_REGS}/{CONSUMER_REGS}" if case.rebalance else ""),
                 ("ping-pong: the consumer warpgroups take whole tiles in turn, one's epilogue under the other's "
                  "mainloop" if case.pingpong else "cooperative: each consumer warpgroup its rows of every tile"),
-                ("cluster of 2 on vertically adjacent tiles, B multicast" if case.cluster > 1 else "no cluster")
+                (f"cluster of {case.cluster} on vertically adjacent tiles, B multicast" if case.cluster > 1 else "no cluster")
                 + (f"; persistent, {case.order} order" if case.persistent else f"; one CTA per tile, {case.order} order"),
                 "epilogue through shared memory and a TMA store" if case.epilogue == "tmastore"
                 else "epilogue from registers"] + (

@@ -375,6 +375,18 @@ def pingpong(sizes=(4096, 8192), dtypes=("f16", "e4m3")) -> list[GemmCase]:
     return cases
 
 
+def multicast(sizes=(4096, 8192)) -> list[GemmCase]:
+    """B shared by a cluster of 4 along M (each CTA loads a quarter of it) against the best configurations' cluster
+    of 2, f16 and fp8, on every SM and on 128 (whole clusters of 4 may not fill all 132), with the library."""
+    cases = []
+    for dtype, best in (("e4m3", BEST_FP8), ("f16", BEST)):
+        for s in sizes:
+            shape = (s, s, s)
+            cases += [pipeline(dtype, shape, **best), pipeline(dtype, shape, **dict(best, cluster=4)),
+                      pipeline(dtype, shape, **dict(best, cluster=4, grid_sms=128)), library(dtype, shape)]
+    return cases
+
+
 def worklog_sms() -> list[GemmCase]:
     """The worklog's 128 SMs against all: the best configuration at 4096^3 and 8192^3 (each beside its
     all-SM case in `full`) on 128 SMs."""
@@ -388,7 +400,7 @@ def quick() -> list[GemmCase]:
 
 
 def cases() -> list[GemmCase]:
-    return _unique(full() + quick())
+    return _unique(full() + quick() + multicast())
 
 
 def with_problem(case: GemmCase, m: int, n: int, k: int) -> GemmCase:
