@@ -129,6 +129,31 @@ class LoadedProbe:
         return Launch(words[:self.out_words], timing.get(), cupy.cuda.get_elapsed_time(start, stop), host)
 
 
+def max_active_clusters(function, block: int, smem: int, cluster: int) -> int:
+    """Clusters of `cluster` CTAs of this kernel (`block` threads, `smem` bytes of dynamic shared memory) the GPU
+    runs at once (cuOccupancyMaxActiveClusters): a grid of more runs the rest only as others finish. A cluster
+    must fit in one GPC, so whole GPCs' worth can be fewer than SMs / cluster (the H100 SXM: 30 of 4, 120 SMs)."""
+    from cuda.bindings import driver
+
+    from harness.errors import DeviceError
+
+    handle = driver.CUfunction(function.kernel.ptr)
+    attribute = driver.CUfunction_attribute
+    driver.cuFuncSetAttribute(handle, attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem)
+    config = driver.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = cluster, 1, 1
+    config.blockDimX, config.blockDimY, config.blockDimZ = block, 1, 1
+    config.sharedMemBytes = smem
+    dims = driver.CUlaunchAttribute()
+    dims.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    dims.value.clusterDim.x, dims.value.clusterDim.y, dims.value.clusterDim.z = cluster, 1, 1
+    config.attrs, config.numAttrs = [dims], 1
+    err, count = driver.cuOccupancyMaxActiveClusters(handle, config)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise DeviceError(f"cuOccupancyMaxActiveClusters for clusters of {cluster}: {err.name}")
+    return int(count)
+
+
 def _launch_cluster(function, grid: int, block: int, smem: int, cluster: int, args: tuple) -> None:
     """cuLaunchKernelEx with a cluster dimension, on the kernel CuPy loaded, in CuPy's current stream.
     Arguments: device arrays as pointers, NumPy scalars as their C type, a one-element structured array

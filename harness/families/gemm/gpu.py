@@ -16,6 +16,7 @@ import numpy as np
 
 from harness import tensormaps
 from harness.dtypes import bf16_bits
+from harness.errors import HarnessError
 
 from harness.families.gemm.problem import PROBLEM
 
@@ -218,6 +219,14 @@ def attach(case, probe, device) -> None:
 
     probe.dynamic_smem = {"probe_gemm": case.smem_bytes()}
     blocks, block = grid(case, device.sm_count), threads(case)
+    if case.persistent and case.cluster > 1:  # a persistent grid's clusters must all run at once
+        from harness.measure.launch import max_active_clusters
+
+        fit = max_active_clusters(probe.module.get_function("probe_gemm"), block, case.smem_bytes(), case.cluster)
+        if blocks // case.cluster > fit:
+            raise HarnessError(f"a persistent grid of {blocks // case.cluster} clusters of {case.cluster}, but this GPU "
+                               f"runs {fit} at once (the rest would be a second wave): ask for "
+                               f".sms{fit * case.cluster} or fewer")
 
     def anchor(out, timing, iters):
         run_anchor()
