@@ -147,6 +147,61 @@ __device__ __forceinline__ void consume_kblock_pairs(const Ring<STAGES, CLUSTER>
   consumer.drain((kblocks - 1) & 1);
 }
 
+// A consumer with two register sets that keeps a k-block in flight while it waits for the next slot and adds the
+// k-block before it (an fp8 promotion pipelined): G k-blocks a group, in straight-line code. Step 0 issues into
+// set 0 with nothing in flight; step i issues into set i % 2, waits for k-block i - 1 (wait_group 1: the group
+// before, in the same block of code) and adds it (`promote_after<P>`, P = i % 2), then releases its slot; the group
+// ends by waiting for its last k-block and adding it (`finish<P>`). Nothing is in flight across the loop's back
+// edge: with a k-block in flight on the way back and none on the way in, ptxas cannot tell which group a
+// wait_group 1 leaves and serializes every wgmma (C7514). The tensor cores drain once a group, not once a
+// k-block. The k-blocks left over (kblocks % G) are walked one at a time, each finished before the next.
+template <int I, int G, int STAGES, int CLUSTER, class Consumer>
+__device__ __forceinline__ void consume_group_step(const Ring<STAGES, CLUSTER>& ring, PipelineState<STAGES>& st,
+                                                   int kb, int t, long long& full_wait, Consumer& consumer,
+                                                   int previous) {
+  if constexpr (I < G) {
+    const int s = st.index();
+    const long long w0 = clock_cycles();
+    ring.consumer_wait(st);
+    full_wait += clock_cycles() - w0;
+    consumer.template issue<I % 2>(s, kb + I);
+    consumer.template promote_after<I % 2>();
+    ring.consumer_release(previous, t);
+    st.advance();
+    consume_group_step<I + 1, G>(ring, st, kb, t, full_wait, consumer, s);
+  } else {
+    consumer.template finish<(G - 1) % 2>();
+    ring.consumer_release(previous, t);
+  }
+}
+template <int G, int STAGES, int CLUSTER, class Consumer>
+__device__ __forceinline__ void consume_kblock_groups(const Ring<STAGES, CLUSTER>& ring, PipelineState<STAGES>& st,
+                                                      int kblocks, int t, long long& full_wait, Consumer& consumer) {
+  static_assert(G >= 2, "a group overlaps at least two k-blocks");
+  int kb = 0;
+#pragma unroll 1
+  for (; kb + G <= kblocks; kb += G) {
+    const int s = st.index();
+    const long long w0 = clock_cycles();
+    ring.consumer_wait(st);
+    full_wait += clock_cycles() - w0;
+    consumer.template issue<0>(s, kb);
+    st.advance();
+    consume_group_step<1, G>(ring, st, kb, t, full_wait, consumer, s);
+  }
+#pragma unroll 1
+  for (; kb < kblocks; ++kb) {
+    const int s = st.index();
+    const long long w0 = clock_cycles();
+    ring.consumer_wait(st);
+    full_wait += clock_cycles() - w0;
+    consumer.template issue<0>(s, kb);
+    consumer.template finish<0>();
+    ring.consumer_release(s, t);
+    st.advance();
+  }
+}
+
 // -- the tile walk ----------------------------------------------------------------------------------------
 
 struct Tile {

@@ -85,7 +85,8 @@ class GemmFamily(Family):
             "instruction": f"wgmma.mma_async.sync.aligned.m64n{case.bn}k{case.wgmma_k}.f32.{case.dtype}.{case.dtype}",
             # scale-a, scale-b, and for 16-bit inputs the transposes (K-major: none); fp8 takes no transpose
             "immediates": "1, 1" if case.in_bytes == 1 else "1, 1, 0, 0",
-            "promote": str(case.promote).lower(), "overlap": str(case.promotion == "overlap").lower(),
+            "promote": str(case.promote).lower(), "overlap": str(case.promotion in ("overlap", "pipelined")).lower(),
+            "pipelined": str(case.promotion == "pipelined").lower(), "pipeline_group": _cases.PIPELINE_GROUP,
             "d_operands": ", ".join(f"%{i}" for i in range(acc)),
             "d_constraints": ", ".join(f'"+f"(d[{i}])' for i in range(acc)),
             "desc_a_operand": acc, "desc_b_operand": acc + 1, "scale_operand": acc + 2,
@@ -102,8 +103,9 @@ class GemmFamily(Family):
             mnemonic = f"HGMMA.64x{case.bn}x16.F32" + (".BF16" if case.dtype == "bf16" else "")
         per_kblock = (case.bk // case.wgmma_k) * (case.wg_rows // 64)
         # an overlapped promotion's k-block walk has three copies of the k-block's wgmma: a pair (one per accumulator
-        # set, pipeline.cuh consume_kblock_pairs) and an odd count's last
-        copies = 3 if case.promotion == "overlap" else 1
+        # set, pipeline.cuh consume_kblock_pairs) and an odd count's last; a pipelined one's, a group's k-blocks and
+        # the k-block walked alone (consume_kblock_groups)
+        copies = {"overlap": 3, "pipelined": _cases.PIPELINE_GROUP + 1}.get(case.promotion, 1)
         load, multicast = "UTMALDG.2D", "UTMALDG.2D.MULTICAST"
         kernels = [("probe_gemm", KernelExpectation(mnemonic, per_kblock * copies)),  # A, and B unless multicast
                    ("probe_gemm", KernelExpectation(load, 1 if case.cluster > 1 else 2, exclude=(multicast,)))]
@@ -206,7 +208,10 @@ class GemmFamily(Family):
                 + (f"; persistent, {case.order} order" if case.persistent else f"; one CTA per tile, {case.order} order"),
                 "epilogue through shared memory and a TMA store" if case.epilogue == "tmastore"
                 else "epilogue from registers"] + (
-                    [("fp8 promotion overlapped: two k-block accumulator sets, k-block kb - 1 added into f32 while "
+                    [("fp8 promotion pipelined: two k-block accumulator sets, k-block kb - 1 waited for and added into "
+                      "f32 while k-block kb's wgmma run, kb left in flight through the next slot's wait"
+                      if case.promotion == "pipelined" else
+                      "fp8 promotion overlapped: two k-block accumulator sets, k-block kb - 1 added into f32 while "
                       "k-block kb's wgmma run" if case.promotion == "overlap" else
                       "fp8 promotion after each k-block: its wgmma waited for, then added into f32")]
                     if case.promote else [])

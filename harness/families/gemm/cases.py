@@ -36,7 +36,8 @@ LIBRARY_DTYPES = ("f16", "bf16")  # cublasGemmEx through CuPy
 FP8_LIBRARY = ("e4m3",)  # cublasLtMatmul through nvmath-python's bindings (harness/anchors/cublaslt.py, extra `fp8`)
 TILES = ((64, 128), (128, 128), (128, 256), (256, 128), (64, 64), (128, 64), (64, 256))
 MAX_DIM = 65536
-PROMOTIONS = ("serial", "overlap")
+PROMOTIONS = ("serial", "overlap", "pipelined")
+PIPELINE_GROUP = 4  # a pipelined promotion's k-blocks between two drains of the tensor cores (pipeline.cuh)
 # f32 accumulators one wgmma may write (ACC_REGISTER_LIMIT), and all a consumer thread may keep live: an overlapped
 # fp8 promotion keeps three sets of 64 (two k-blocks' and the tile's) in the 232 registers setmaxnreg gives it
 LIVE_ACCUMULATOR_LIMIT = 192  # ptx/gemm.cu.in PROMOTE without and with OVERLAP (fp8 only)
@@ -114,7 +115,7 @@ class GemmCase(PipelineCase):
     def accumulators(self) -> int:
         """f32 accumulator registers per consumer thread: one set, or for fp8 the k-block's and the tile's (and
         a second k-block set when the promotion overlaps)."""
-        sets = 1 if not self.promote else 3 if self.promotion == "overlap" else 2
+        sets = 1 if not self.promote else 2 if self.promotion == "serial" else 3
         return self.accumulator_set * sets
 
     def smem_bytes(self) -> int:
@@ -142,7 +143,7 @@ ID = re.compile(r"^(?P<library>cublaslt|cublas|gemm)\.(?P<dtype>[a-z0-9]+)\.(?P<
                 r"(?P<fast>\.fastaccum)?"
                 r"(?:\.tile(?P<bm>\d+)x(?P<bn>\d+)x(?P<bk>\d+)\.s(?P<stages>\d+)\.wg(?P<wg>\d+)(?P<rb>\.setmaxnreg)?"
                 r"\.cluster(?P<cluster>\d+)\.(?P<sched>grid|persistent)-(?P<order>[a-z]+)\.(?P<epi>[a-z]+)"
-                r"(?:\.sms(?P<sms>\d+))?(?:\.(?P<schedule>pingpong))?(?:\.(?P<promotion>overlap))?)?$")
+                r"(?:\.sms(?P<sms>\d+))?(?:\.(?P<schedule>pingpong))?(?:\.(?P<promotion>overlap|pipelined))?)?$")
 
 
 def parse(case_id: str) -> GemmCase:
@@ -200,7 +201,7 @@ def check(case: GemmCase) -> None:
     skeleton = case.check_skeleton()
     if skeleton:
         refuse(skeleton)
-    if case.promotion not in PROMOTIONS or (case.promotion == "overlap" and (not case.promote or case.stages < 2)):
+    if case.promotion not in PROMOTIONS or (case.promotion != "serial" and (not case.promote or case.stages < 2)):
         refuse(f"promotion {case.promotion!r}: expected one of {', '.join(PROMOTIONS)}; an overlapped one is fp8's, "
                "with a ring of two stages or more")
     if case.accumulator_set > ACC_REGISTER_LIMIT:
@@ -349,6 +350,17 @@ def fp8() -> list[GemmCase]:
             case = pipeline("e4m3", (s, s, s), **dict(BEST_FP8, stages=stages))
             if case.smem_bytes() <= SMEM_LIMIT:
                 cases.append(case)
+    # ... while its tensor cores idle: the pipelined promotion keeps a k-block in flight through the next slot's
+    # wait, at every size and at every ring depth that fits at 4096^3 and 8192^3
+    for s in FP8_SIZES:
+        cases.append(pipeline("e4m3", (s, s, s), **dict(BEST_FP8, promotion="pipelined")))
+    for s in (4096, 8192):
+        for stages in range(3, MAX_STAGES + 1):
+            for epilogue in ("tmastore", "regs"):
+                case = pipeline("e4m3", (s, s, s), **dict(BEST_FP8, stages=stages, epilogue=epilogue,
+                                                            promotion="pipelined"))
+                if case.smem_bytes() <= SMEM_LIMIT:
+                    cases.append(case)
     return _unique(cases)
 
 
