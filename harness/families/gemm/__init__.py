@@ -86,7 +86,7 @@ class GemmFamily(Family):
             # scale-a, scale-b, and for 16-bit inputs the transposes (K-major: none); fp8 takes no transpose
             "immediates": "1, 1" if case.in_bytes == 1 else "1, 1, 0, 0",
             "promote": str(case.promote).lower(), "overlap": str(case.promotion in ("overlap", "pipelined")).lower(),
-            "pipelined": str(case.promotion == "pipelined").lower(), "pipeline_group": _cases.PIPELINE_GROUP,
+            "pipelined": str(case.promotion == "pipelined").lower(), "pipeline_group": case.group,
             "d_operands": ", ".join(f"%{i}" for i in range(acc)),
             "d_constraints": ", ".join(f'"+f"(d[{i}])' for i in range(acc)),
             "desc_a_operand": acc, "desc_b_operand": acc + 1, "scale_operand": acc + 2,
@@ -105,7 +105,7 @@ class GemmFamily(Family):
         # an overlapped promotion's k-block walk has three copies of the k-block's wgmma: a pair (one per accumulator
         # set, pipeline.cuh consume_kblock_pairs) and an odd count's last; a pipelined one's, a group's k-blocks and
         # the k-block walked alone (consume_kblock_groups)
-        copies = {"overlap": 3, "pipelined": _cases.PIPELINE_GROUP + 1}.get(case.promotion, 1)
+        copies = {"overlap": 3, "pipelined": case.group + 1}.get(case.promotion, 1)
         load, multicast = "UTMALDG.2D", "UTMALDG.2D.MULTICAST"
         kernels = [("probe_gemm", KernelExpectation(mnemonic, per_kblock * copies)),  # A, and B unless multicast
                    ("probe_gemm", KernelExpectation(load, 1 if case.cluster > 1 else 2, exclude=(multicast,)))]

@@ -37,7 +37,8 @@ FP8_LIBRARY = ("e4m3",)  # cublasLtMatmul through nvmath-python's bindings (harn
 TILES = ((64, 128), (128, 128), (128, 256), (256, 128), (64, 64), (128, 64), (64, 256))
 MAX_DIM = 65536
 PROMOTIONS = ("serial", "overlap", "pipelined")
-PIPELINE_GROUP = 4  # a pipelined promotion's k-blocks between two drains of the tensor cores (pipeline.cuh)
+PIPELINE_GROUP = 4  # a pipelined promotion's k-blocks between two drains of the tensor cores (pipeline.cuh), unless
+PIPELINE_GROUPS = (2, 4)  # ... the case names another (`.pipelined-g2`; groups of 8 spill: 36 bytes a thread)
 # f32 accumulators one wgmma may write (ACC_REGISTER_LIMIT), and all a consumer thread may keep live: an overlapped
 # fp8 promotion keeps three sets of 64 (two k-blocks' and the tile's) in the 232 registers setmaxnreg gives it
 LIVE_ACCUMULATOR_LIMIT = 192  # ptx/gemm.cu.in PROMOTE without and with OVERLAP (fp8 only)
@@ -57,6 +58,7 @@ class GemmCase(PipelineCase):
     library: bool = False  # the library on the problem (cuBLAS; cuBLASLt for fp8), not a pipeline
     fast_accum: bool = False  # a library fp8 case: cuBLASLt's fast accumulation (the tensor cores' sum for all of K)
     promotion: str = "serial"  # fp8 (PROMOTIONS): each k-block added into f32 after it, or while the next runs
+    group: int = PIPELINE_GROUP  # a pipelined promotion's k-blocks per drain of the tensor cores
 
     @property
     def base_id(self) -> str:
@@ -69,7 +71,8 @@ class GemmCase(PipelineCase):
                 + f".cluster{self.cluster}.{'persistent' if self.persistent else 'grid'}-{self.order}.{self.epilogue}"
                 + (f".sms{self.grid_sms}" if self.grid_sms else "")
                 + ("" if self.schedule == "cooperative" else f".{self.schedule}")
-                + ("" if self.promotion == "serial" else f".{self.promotion}"))
+                + ("" if self.promotion == "serial" else f".{self.promotion}")
+                + (f"-g{self.group}" if self.promotion == "pipelined" and self.group != PIPELINE_GROUP else ""))
 
     @property
     def in_bytes(self) -> int:
@@ -136,6 +139,8 @@ class GemmCase(PipelineCase):
         if self.library:
             keys = ("dtype", "m", "n", "k", "library") + (("fast_accum",) if self.dtype in FP8_LIBRARY else ())
             return {key: values[key] for key in keys}
+        if self.group == PIPELINE_GROUP:  # the default group: the params of the cases stored before it was a field
+            del values["group"]
         return values
 
 
@@ -143,7 +148,7 @@ ID = re.compile(r"^(?P<library>cublaslt|cublas|gemm)\.(?P<dtype>[a-z0-9]+)\.(?P<
                 r"(?P<fast>\.fastaccum)?"
                 r"(?:\.tile(?P<bm>\d+)x(?P<bn>\d+)x(?P<bk>\d+)\.s(?P<stages>\d+)\.wg(?P<wg>\d+)(?P<rb>\.setmaxnreg)?"
                 r"\.cluster(?P<cluster>\d+)\.(?P<sched>grid|persistent)-(?P<order>[a-z]+)\.(?P<epi>[a-z]+)"
-                r"(?:\.sms(?P<sms>\d+))?(?:\.(?P<schedule>pingpong))?(?:\.(?P<promotion>overlap|pipelined))?)?$")
+                r"(?:\.sms(?P<sms>\d+))?(?:\.(?P<schedule>pingpong))?(?:\.(?P<promotion>overlap|pipelined)(?:-g(?P<group>\d+))?)?)?$")
 
 
 def parse(case_id: str) -> GemmCase:
@@ -161,7 +166,7 @@ def parse(case_id: str) -> GemmCase:
                         consumers=int(g["wg"]), rebalance=bool(g["rb"]), cluster=int(g["cluster"]),
                         persistent=g["sched"] == "persistent", order=g["order"], epilogue=g["epi"],
                         grid_sms=int(g["sms"] or 0), schedule=g["schedule"] or "cooperative",
-                        promotion=g["promotion"] or "serial")
+                        promotion=g["promotion"] or "serial", group=int(g["group"] or PIPELINE_GROUP))
     check(case)
     if case.case_id != case_id:
         raise SpecError(f"GEMM case id {case_id!r} is not canonical: {case.case_id!r}")
@@ -204,6 +209,9 @@ def check(case: GemmCase) -> None:
     if case.promotion not in PROMOTIONS or (case.promotion != "serial" and (not case.promote or case.stages < 2)):
         refuse(f"promotion {case.promotion!r}: expected one of {', '.join(PROMOTIONS)}; an overlapped one is fp8's, "
                "with a ring of two stages or more")
+    if case.group not in PIPELINE_GROUPS or (case.group != PIPELINE_GROUP and case.promotion != "pipelined"):
+        refuse(f"a group of {case.group} k-blocks: a pipelined promotion's groups are of "
+               f"{', '.join(map(str, PIPELINE_GROUPS))}")
     if case.accumulator_set > ACC_REGISTER_LIMIT:
         refuse(f"{case.accumulators} f32 accumulators per thread: ptxas would serialize the wgmma (C7511); "
                + ("a ping-pong tile is one warpgroup's" if case.pingpong else "split the tile over two consumer warpgroups"))
@@ -322,8 +330,11 @@ def full() -> list[GemmCase]:
 # fp8 keeps two sets of accumulators (PROMOTE): 128x256 over two consumers would need 256 registers a thread
 FP8_SERIAL = dict(BEST, bn=128)
 # ... three with the promotion overlapped, which then waits on its feed: a ring of 4 (H200 dev run: 974 TFLOPS at
-# 4096^3 against 910 at 3 stages and 944-950 at 5-6)
-BEST_FP8 = dict(FP8_SERIAL, stages=4, promotion="overlap")
+# 4096^3 against 910 at 3 stages and 944-950 at 5-6; runs 110-111)
+OVERLAP_FP8 = dict(FP8_SERIAL, stages=4, promotion="overlap")
+# ... and pipelined (a k-block in flight through the next slot's wait), on the deepest ring beside the TMA store
+# (run 124, H100: 1081 and 1096 TFLOPS at 4096^3 and 8192^3 against 1044 and 1037 on a ring of 4)
+BEST_FP8 = dict(FP8_SERIAL, stages=6, promotion="pipelined")
 
 
 # fp8 validates against cuBLAS (an f16 GEMM of the same values, f32 compute) within the bound of its arithmetic
@@ -333,34 +344,38 @@ FP8_SIZES = SQUARE
 
 def fp8() -> list[GemmCase]:
     """e4m3 inputs (f32 accumulation, f16 out) at every square size: 128x128 at 3 stages with its promotion after
-    each k-block and overlapped with the next (two k-block sets), the best (overlapped, 4 stages), cuBLASLt without
-    and with fast accumulation; 128x128's stage sweep at 4096^3, both promotions; the overlapped one's deeper rings
-    beside the TMA store at 4096^3 and 8192^3 (a k-block of 128 lands the same bytes as
+    each k-block and overlapped with the next (two k-block sets), overlapped on 4 stages, the best (pipelined, 6
+    stages), cuBLASLt without and with fast accumulation; 128x128's stage sweep at 4096^3, both promotions; the
+    overlapped and the pipelined one's deeper rings at 4096^3 and 8192^3 (a k-block of 128 lands the same bytes as
     f16's 64 and takes the tensor cores as long, twice the FLOP at twice the rate)."""
     cases = []
     for s in FP8_SIZES:
         shape = (s, s, s)
         cases += [pipeline("e4m3", shape, **FP8_SERIAL), pipeline("e4m3", shape, **dict(FP8_SERIAL, promotion="overlap")),
-                  pipeline("e4m3", shape, **BEST_FP8), library("e4m3", shape), library("e4m3", shape, fast_accum=True)]
+                  pipeline("e4m3", shape, **OVERLAP_FP8), pipeline("e4m3", shape, **BEST_FP8), library("e4m3", shape),
+                  library("e4m3", shape, fast_accum=True)]
     sweep = [c for c in stage_sweep("e4m3", (4096, 4096, 4096)) if (c.bm, c.bn) == (128, 128)]
     cases += sweep + [replace(c, promotion="overlap") for c in sweep if c.stages > 1]
     # the overlapped promotion waits on its feed (counters): the deeper rings beside the TMA-store epilogue
     for s in (4096, 8192):
         for stages in range(4, MAX_STAGES + 1):
-            case = pipeline("e4m3", (s, s, s), **dict(BEST_FP8, stages=stages))
+            case = pipeline("e4m3", (s, s, s), **dict(OVERLAP_FP8, stages=stages))
             if case.smem_bytes() <= SMEM_LIMIT:
                 cases.append(case)
     # ... while its tensor cores idle: the pipelined promotion keeps a k-block in flight through the next slot's
     # wait, at every size and at every ring depth that fits at 4096^3 and 8192^3
     for s in FP8_SIZES:
-        cases.append(pipeline("e4m3", (s, s, s), **dict(BEST_FP8, promotion="pipelined")))
+        cases.append(pipeline("e4m3", (s, s, s), **dict(BEST_FP8, stages=4)))
     for s in (4096, 8192):
         for stages in range(3, MAX_STAGES + 1):
             for epilogue in ("tmastore", "regs"):
-                case = pipeline("e4m3", (s, s, s), **dict(BEST_FP8, stages=stages, epilogue=epilogue,
-                                                            promotion="pipelined"))
+                case = pipeline("e4m3", (s, s, s), **dict(BEST_FP8, stages=stages, epilogue=epilogue))
                 if case.smem_bytes() <= SMEM_LIMIT:
                     cases.append(case)
+        # ... and the tensor cores drained every 2 k-blocks, at 4 and 6 stages
+        for group in PIPELINE_GROUPS:
+            for stages in (4, 6):
+                cases.append(pipeline("e4m3", (s, s, s), **dict(BEST_FP8, stages=stages, group=group)))
     return _unique(cases)
 
 
@@ -398,7 +413,7 @@ def multicast(sizes=(4096, 8192)) -> list[GemmCase]:
     of 2, f16 and fp8, on the 120 SMs that hold 30 clusters of 4 (both clusters) and on every SM (a cluster of 2),
     with the library."""
     cases = []
-    for dtype, best in (("e4m3", BEST_FP8), ("f16", BEST)):
+    for dtype, best in (("e4m3", OVERLAP_FP8), ("f16", BEST)):
         for s in sizes:
             shape = (s, s, s)
             cases += [pipeline(dtype, shape, **best), pipeline(dtype, shape, **dict(best, grid_sms=MULTICAST_SMS)),
