@@ -44,6 +44,16 @@ def test_every_id_round_trips():
     ("gemm.f16.128x8192x8192.tile128x256x64.s3.wg2.cluster2.grid-row.regs", "whole number"),  # a pair along M
     ("gemm.f16.8192x8192x8192.tile128x256x64.s3.wg1.setmaxnreg.cluster1.grid-row.regs", "setmaxnreg"),
     ("cublas.f32.8192x8192x8192", "dtype"),
+    # a cluster shares B among 1, 2 or 4 CTAs; 4 needs M in whole multiples of 4 tiles
+    ("gemm.f16.8192x8192x8192.tile128x256x64.s3.wg2.setmaxnreg.cluster8.persistent-grouped.tmastore", "cluster 8"),
+    ("gemm.f16.1664x8192x8192.tile128x256x64.s3.wg2.setmaxnreg.cluster4.persistent-grouped.tmastore", "whole number"),
+    # a pipelined promotion drains its tensor cores every 2 or 4 k-blocks (8 spills); groups are its alone, and fp8's
+    ("gemm.e4m3.4096x4096x4096.tile128x128x128.s6.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore.pipelined-g8",
+     "group of 8"),
+    ("gemm.e4m3.4096x4096x4096.tile128x128x128.s4.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore.overlap-g2",
+     "group of 2"),
+    ("gemm.f16.4096x4096x4096.tile128x128x64.s4.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore.pipelined",
+     "fp8's"),
 ])
 def test_a_configuration_that_cannot_be_built_is_refused_with_its_reason(case_id, why):
     with pytest.raises(SpecError, match=why):
@@ -350,3 +360,34 @@ def test_every_gemm_suite_names_each_case_once():
     for name, suite in FAMILY.suites().items():
         ids = [case.case_id for case in suite.make()]
         assert len(ids) == len(set(ids)), name
+
+
+def test_a_pipelined_promotion_is_a_group_of_kblocks_in_straight_line_code_that_ptxas_must_not_serialize():
+    """The SASS a pipelined case must hold: each of a group's k-blocks and the one walked alone has its own copy of
+    the k-block's 4 QGMMA (pipeline.cuh consume_kblock_groups), and a C7514 (ptxas serializing every wgmma, which
+    a wgmma in flight across the loop's back edge caused) invalidates the case, as do the waits ptxas injects."""
+    for group in C.PIPELINE_GROUPS:
+        case = C.pipeline("e4m3", (4096, 4096, 4096), **dict(C.BEST_FP8, group=group))
+        assert case.case_id.endswith(".pipelined" if group == C.PIPELINE_GROUP else f".pipelined-g{group}")
+        assert FAMILY.parse(case.case_id) == case
+        expectation = FAMILY.sass_expectation(case)
+        (qgmma,) = [k for _, k in expectation.kernels if k.mnemonic.startswith("QGMMA")]
+        assert qgmma.count == 4 * (group + 1)
+        assert {"C7514", "C7517", "C7518"} <= set(expectation.invalidating_notes)
+        assert case.accumulators == 3 * 64  # two k-block sets and the tile's
+    # the default group leaves the params of the cases stored before groups were a field as they were
+    assert "group" not in C.pipeline("e4m3", (4096, 4096, 4096), **C.BEST_FP8).params()
+    assert C.pipeline("e4m3", (4096, 4096, 4096), **dict(C.BEST_FP8, group=2)).params()["group"] == 2
+
+
+def test_a_cluster_of_4_loads_a_quarter_of_b_and_multicasts_it():
+    case = FAMILY.parse("gemm.f16.8192x8192x8192.tile128x256x64.s3.wg2.setmaxnreg.cluster4.persistent-grouped."
+                        "tmastore.sms120")
+    assert case.cluster == 4 and case.grid_sms == 120
+    from harness.families.gemm.problem import grid
+
+    assert grid(case, 132) == 120  # 30 clusters of 4: what the H100 runs at once
+    from harness.registry import probe_source
+
+    text = probe_source(case).text
+    assert "__cluster_dims__(4, 1, 1)" in text and "constexpr int CLUSTER = 4;" in text

@@ -100,3 +100,21 @@ def test_measure_case_produces_every_declared_metric(case_id, device):
     assert {(m.name, m.unit) for m in result.metrics} == set(declared_metrics(case, device))
     fractions = [m.value for m in result.metrics if m.name == "peak_fraction"]
     assert all(0.001 < f <= 1.02 for f in fractions), fractions
+
+
+def test_a_persistent_grid_of_more_clusters_than_run_at_once_is_refused(device):
+    """A cluster lives in one GPC, so clusters of 4 fill fewer SMs than the GPU has (the H100 SXM: 30 of 4, 120
+    SMs): a persistent grid of more would run the rest as a second wave. The family refuses it when it attaches,
+    naming the grid that fits; that grid itself attaches."""
+    from harness.errors import HarnessError
+    from harness.families.gemm.cases import BEST, pipeline
+    from harness.measure.launch import max_active_clusters
+
+    case = pipeline("f16", (4096, 4096, 4096), **dict(BEST, cluster=4))
+    probe = LoadedProbe(compile_probe(probe_source(case)), np.zeros(16, dtype=np.uint8), 16)
+    fit = max_active_clusters(probe.module.get_function("probe_gemm"), case.threads, case.smem_bytes(), 4)
+    assert 0 < fit <= device.sm_count // 4
+    if fit * 4 < device.sm_count:
+        with pytest.raises(HarnessError, match=f"runs {fit} at once.*sms{fit * 4}"):
+            loaded(case)
+    loaded(pipeline("f16", (4096, 4096, 4096), **dict(BEST, cluster=4, grid_sms=fit * 4)))

@@ -114,7 +114,8 @@ class GemmFamily(Family):
         if case.epilogue == "tmastore":
             kernels.append(("probe_gemm", KernelExpectation("UTMASTG.2D", case.bn // 64)))  # a 64-column box each
         return SassExpectation(tuple(kernels), executes=f"{per_kblock} x {mnemonic} per k-block",
-                               invalidating_notes=("C7510", "C7511", "C7515"), spill_kernels=("probe_gemm",))
+                               invalidating_notes=("C7510", "C7511", "C7514", "C7515", "C7517", "C7518"),
+                               spill_kernels=("probe_gemm",))
 
     # -- correctness ---------------------------------------------------------------------------------
 
