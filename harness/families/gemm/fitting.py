@@ -3,8 +3,10 @@ cases, and every case's measured throughput beside the fitted prediction.
 
     E (per epilogue)         the median over cases of C bytes per tile / epilogue cycles per tile (counters)
     L0, a, L_q, R, d,        least squares on the relative error of t_kblock against the in-kernel cycles per
-    c_1, c_2                 k-block of every pipeline case, each at the clock it ran at (the memory's queue
-                             depends on it); Nelder-Mead from the prior, restarted once
+    c_1, c_2                 k-block of every pipeline case without a promotion, each at the clock it ran at (the
+                             memory's queue depends on it); Nelder-Mead from the prior, restarted once
+    w, P                     the same, on fp8's promoted cases, the others held: the drain where the run has
+                             promoted cases, the additions where it has serial ones
     the memory's bandwidth   not fitted: the prior's (the datasheet's rate x the H100's measured read roofline
                              over its pin rate), for the k-block's memory queue and the whole problem's bound
     a launch's fixed cost    least squares on log throughput
@@ -30,6 +32,7 @@ from harness.families.gemm.model import Params, kblock_cycles, predict_case
 
 KBLOCK_PARAMS = ("latency_cycles", "latency_per_kib", "memory_queue_cycles", "feed_bytes_per_cycle", "wgmma_queue", "consumer_overhead_1",
                  "consumer_overhead_2")
+PROMOTION_PARAMS = ("drain_cycles", "promotion_cycles")  # fitted where the run has fp8 cases: w, and P where serial
 LARGE = 8192 ** 3  # problems at least this large run at the power limit (docs/gemm.md)
 
 
@@ -60,11 +63,9 @@ class FitReport:
 
 
 def pipeline_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per pipeline case of the run: its measured throughput, clock, SMs and counters. fp8 cases are
-    left out: their mainloop promotes each k-block into f32 registers (ptx/gemm.cu.in PROMOTE: no wgmma group
-    in flight across k-blocks, a k-block's additions on the consumer), which the model does not describe."""
+    """One row per pipeline case of the run: its measured throughput, clock, SMs and counters, fp8's promoted
+    cases included (model.py: the drain and the additions)."""
     rows = frame[frame.case_id.str.startswith("gemm.")]
-    rows = rows[[not parse(c).promote for c in rows.case_id]]
     if rows.empty:
         return pd.DataFrame()
     table = rows.pivot_table(index="case_id", columns="metric", values="value", aggfunc="first")
@@ -109,7 +110,8 @@ def fit(frame: pd.DataFrame, gpu: str, source: str, prior: Params | None) -> Fit
     sm_count = int(table.sm_count.iloc[0])
     # Without a prior (a GPU with no datasheet row), a start near the H100's fit; hbm_gbps is not fitted, so
     # such a GPU's memory is taken at 3000 GB/s (about the H100's 3352 x 0.92): the fit report shows it.
-    start = prior or Params(gpu, sm_count, 4096.0, 710.0, 0.0, 600.0, 62.5, 2.6, 115.0, 43.0, 6.6, 45.0, 3000.0, 4000.0)
+    start = prior or Params(gpu, sm_count, 4096.0, 710.0, 0.0, 600.0, 62.5, 2.6, 115.0, 43.0, 6.6, 45.0, 3000.0, 4000.0,
+                            drain_cycles=198.0, promotion_cycles=195.0)
     start = replace(start, gpu=gpu, sm_count=sm_count, source=source)
     p = _fit_epilogue(start, table, cases)
     p = _fit_kblock(p, table, cases)
@@ -159,24 +161,37 @@ def _fit_whole(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) -> Pa
 
 
 def _fit_kblock(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) -> Params:
+    """The k-block's parameters from the cases without a promotion; then fp8's drain w (and its additions P,
+    where the run has serial ones) from the promoted cases, the rest held (a run of fp8 cases alone keeps the
+    start's, the prior's: fitted on fp8 alone, the feed and the drain trade against each other)."""
     measured = table.cycles_per_kblock.dropna()
-    if len(measured) < len(KBLOCK_PARAMS):
-        return p
-    chosen = [cases[c] for c in measured.index]
-    clocks = table.loc[measured.index, "clock_mhz"].to_numpy(dtype=float)
-    target = measured.to_numpy()
-    x0 = np.array([getattr(p, n) for n in KBLOCK_PARAMS], dtype=float)
+    plain = [c for c in measured.index if not cases[c].promote]
+    promoted = [c for c in measured.index if cases[c].promote]
+    if len(plain) >= len(KBLOCK_PARAMS):
+        p = _least_squares(p, KBLOCK_PARAMS, [cases[c] for c in plain], table.loc[plain, "clock_mhz"],
+                           measured[plain])
+    names = tuple(n for n in PROMOTION_PARAMS
+                  if n == "drain_cycles" or any(cases[c].promotion == "serial" for c in promoted))
+    if len(promoted) >= len(names) + 1:
+        p = _least_squares(p, names, [cases[c] for c in promoted], table.loc[promoted, "clock_mhz"],
+                           measured[promoted])
+    return p
 
-    feed = KBLOCK_PARAMS.index("feed_bytes_per_cycle")
+
+def _least_squares(p: Params, names: tuple[str, ...], chosen: list[GemmCase], clocks: pd.Series,
+                   measured: pd.Series) -> Params:
+    """`names` fitted to the cases' cycles per k-block (relative error), the other parameters held."""
+    clocks, target = clocks.to_numpy(dtype=float), measured.to_numpy(dtype=float)
+    x0 = np.array([getattr(p, n) for n in names], dtype=float)
+    feed = names.index("feed_bytes_per_cycle") if "feed_bytes_per_cycle" in names else None
 
     def loss(x: np.ndarray) -> float:
-        if (x < 0).any() or x[feed] <= 0:  # a feed of 0 bytes a cycle divides by zero
+        if (x < 0).any() or (feed is not None and x[feed] <= 0):  # a feed of 0 bytes a cycle divides by zero
             return 1e9
-        q = replace(p, **dict(zip(KBLOCK_PARAMS, x)))
+        q = replace(p, **dict(zip(names, x)))
         predicted = np.array([kblock_cycles(c, q, mhz)[0] for c, mhz in zip(chosen, clocks)])
         return float(np.sum((predicted / target - 1) ** 2))
 
     best = nelder_mead(loss, x0, np.maximum(np.abs(x0) * 0.3, 1.0), iterations=1500)
     best = nelder_mead(loss, best, np.maximum(np.abs(best) * 0.1, 0.5), iterations=1500)
-    return replace(p, **dict(zip(KBLOCK_PARAMS, (float(v) for v in best))))
-
+    return replace(p, **dict(zip(names, (float(v) for v in best))))

@@ -31,6 +31,12 @@ kernel ran at (measured in it) or, for a plan, the clock the GPU held under a la
                                                    and s with many (the feed); S = 1: Z - I + s + t_tc, nothing
                                                    overlaps; k CTAs sharing an SM (a one-CTA-per-tile grid of
                                                    small tiles) put k x (S - 1) copies in the queue
+    fp8, promoted: the consumer waits for a k-block's wgmma before it adds them into f32
+      serial     t_kblock = MVA(S; Z - I, (s, t_tc + w + P))   it holds the slot through the wgmma, their drain w
+                                                   and the additions P; the tensor cores idle meanwhile
+      overlapped t_kblock = MVA(S; Z - I, (s, t_tc + w))       the additions under the next k-block's wgmma
+      pipelined  t_kblock = max(t_tc + w / G, MVA(S - 1; Z, s)) a k-block in flight through the next slot's
+                                                   wait (the plain walk), the tensor cores drained once a group
     epilogue = C bytes of a tile / E                E of the register stores or of the shared-memory path and
                                                    TMA store; the consumers do it while the tensor cores wait
     T_tile   = kblocks x t_kblock + epilogue (+ L(1), the first load, unless persistent)
@@ -38,8 +44,9 @@ kernel ran at (measured in it) or, for a plan, the clock the GPU held under a la
                HBM = (A + B + C bytes) / the memory's bandwidth (each read or written once: the L2 keeps what
                tiles share); FLOP/cycle/SM = 2 M N K / (T x SMs)
 
-The bound a configuration hits is the term that sets t_kblock ("tensor cores"; "latency" where the round
-trip dominates the queue's period, "L2 feed" where the feed does), or the
+The bound a configuration hits is the term that sets t_kblock ("tensor cores"; "promotion" where an fp8
+consumer's wait for its wgmma and its additions do; "latency" where the round trip dominates the queue's
+period, "L2 feed" where the feed does), or the
 epilogue, or wave quantization, whichever costs most. The parameters are fitted to a run's pipeline
 cases (fitting.py: t_kblock to the in-kernel cycles per k-block, E to the epilogue counters); the memory's
 bandwidth is the datasheet's rate x the H100's measured read roofline over its pin rate, not fitted; a GPU
@@ -81,6 +88,10 @@ class Params:
     launch_cycles: float  # a launch's fixed cost: its start, the first loads' fill, the last tile's drain
     clock_mhz: float | None = None  # the SM clock under a large GEMM (measured), for TFLOPS
     source: str = "prior"
+    # fp8's promotion (ptx/gemm.cu.in PROMOTE): what waiting for a k-block's wgmma to finish costs beyond their
+    # share of the tensor cores (w, the pipe's drain), and a k-block's additions into f32 left in the open (P)
+    drain_cycles: float = 0.0
+    promotion_cycles: float = 0.0
 
     @classmethod
     def fitted_names(cls) -> tuple[str, ...]:
@@ -90,11 +101,14 @@ class Params:
 
 # A GPU never measured: the fit to the H100 SXM's run of record 65, rounded (docs/gemm.md).
 PRIOR = dict(latency_cycles=745.0, latency_per_kib=0.0, memory_queue_cycles=620.0, feed_bytes_per_cycle=62.3,
-             wgmma_queue=3.2, consumer_overhead_1=0.0, consumer_overhead_2=42.0, epilogue_regs=6.6, epilogue_tma=45.0)
+             wgmma_queue=3.2, consumer_overhead_1=0.0, consumer_overhead_2=42.0, epilogue_regs=6.6, epilogue_tma=45.0,
+             # run 111 (H100, fp8 128x128 on rings of 1-7): where the rings stop helping, a k-block takes 905 cycles
+             # serial and 710 overlapped against the tensor cores' 512: P = 905 - 710, w = 710 - 512
+             drain_cycles=198.0, promotion_cycles=195.0)
 HBM_OF_DATASHEET = 0.92  # a GPU never measured: its datasheet bandwidth x the H100's measured read roofline / pin rate
 PRIOR_LAUNCH_CYCLES = 4000.0
 RHO_MAX = 0.95  # a miss waits at most 19 L_q: past it the memory's own bound (HBM) holds
-BOUNDS = ("tensor cores", "latency", "L2 feed", "epilogue", "waves", "HBM")
+BOUNDS = ("tensor cores", "promotion", "latency", "L2 feed", "epilogue", "waves", "HBM")
 
 
 @dataclass(frozen=True)
@@ -253,6 +267,10 @@ def _kblock(case: GemmCase, p: Params, miss: float) -> tuple[float, str]:
     blocks = blocks_per_sm(case)
     s = feed_cycles(case, p)
     z = round_trip(case, p, miss=miss) - s
+    if case.promote and case.promotion != "pipelined":
+        return _promoted_kblock(case, p, t_tc, z - issue_stall(case, p) * (case.stages > 1), s, blocks)
+    if case.promote:  # pipelined: as a plain k-block walk, the tensor cores drained once a group of G
+        t_tc += p.drain_cycles / case.group
     if case.stages == 1:  # load, then compute: nothing overlaps within a CTA
         return mean_value(blocks, z, (s, t_tc)) * blocks, "latency"
     copies = (case.stages - 1) * blocks
@@ -261,6 +279,19 @@ def _kblock(case: GemmCase, p: Params, miss: float) -> tuple[float, str]:
         return t_tc * blocks, "tensor cores"
     # the feed binds where the copies in flight could keep it busy on their own (N s >= Z + s)
     return t_lat, ("L2 feed" if copies * s >= z + s else "latency")
+
+
+def _promoted_kblock(case: GemmCase, p: Params, t_tc: float, z: float, s: float, blocks: int) -> tuple[float, str]:
+    """fp8 with its promotion waited for each k-block (serial or overlapped): the consumer holds a slot through
+    its wgmma and their drain (serial: and the additions) and gives it back once they are done, so the S slots
+    circulate through the copy's round trip (less the issue stall, which the consumer's service holds), the
+    feed and the consumer in series. Bound: "promotion" where the consumer's service sets the period, the feed
+    or the latency where the copies do."""
+    service = t_tc + p.drain_cycles + (p.promotion_cycles if case.promotion == "serial" else 0.0)
+    period = mean_value(case.stages * blocks, z, (s, service)) * blocks
+    if service * blocks >= 0.9 * period:
+        return period, "promotion"
+    return period, ("L2 feed" if s >= service else "latency")
 
 
 def epilogue_cycles(case: GemmCase, p: Params) -> float:
