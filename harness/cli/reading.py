@@ -472,7 +472,9 @@ def advice_command(family, advisor) -> click.Command:
     """`bench advise NAME` from a family's Advisor (harness/families/base.py): its options, and --gpu,
     --run and --db, which choose the model's parameters."""
 
-    def run_advisor(gpu, run_id, db, **values):
+    def run_advisor(gpu, run_id, db, fmt, wide, **values):
+        from harness.families.base import Advice
+
         if gpu and run_id is not None:
             raise click.UsageError("give --gpu or --run, not both")
         fit = None
@@ -483,8 +485,19 @@ def advice_command(family, advisor) -> click.Command:
             if family.name not in fits:
                 raise click.UsageError(f"run {run_id} has no {family.name} measurements its model fits")
             fit = fits[family.name]
-        for line in advisor.advise(values, fit, gpu):
-            click.echo(line)
+        advice = advisor.advise(values, fit, gpu)
+        if not isinstance(advice, Advice):  # lines
+            if fmt != "table":
+                raise click.UsageError(f"`{advisor.name}` prints lines, not a table: --format table only")
+            for line in advice:
+                click.echo(line)
+            return
+        prose = fmt in ("table", "markdown")  # csv and json: the table alone on stdout, the prose on stderr
+        for line in advice.lead:
+            say(line, err=not prose)
+        print_frame(advice.table, fmt, wide, keep=advice.keep)
+        for line in advice.notes:
+            say(line, err=not prose)
 
     options = [click.Option([f"--{o.name}", o.name], help=o.help,
                             type=click.Choice(o.choices) if o.choices else click.IntRange(o.low, o.high),
@@ -496,6 +509,10 @@ def advice_command(family, advisor) -> click.Command:
                 click.Option(["--run", "run_id"], default=None, type=RUN_ID,
                              help="predict with the parameters fitted to this run"),
                 click.Option(["--db"], default=None, help=DB_HELP)]
+    options += [click.Option(["--format", "fmt"], type=click.Choice(output.FORMATS), default="table", show_default=True,
+                             help="table: fitted to the terminal; csv, json, markdown: every column, whole (an "
+                                  "advisor that prints lines takes table only)"),
+                click.Option(["--wide"], is_flag=True, help="a table keeps every column, however wide")]
     command = click.Command(advisor.name, callback=run_advisor, params=options, help=inspect.cleandoc(advisor.help))
     command.shortcut = advisor.shortcut
     return command

@@ -131,17 +131,29 @@ class AdviceOption:
 
 
 @dataclass(frozen=True)
+class Advice:
+    """What an advisor may return instead of lines: the answer first (`lead`, a few lines of prose), then a
+    table (`--format table|csv|json|markdown`: csv and json print the table alone, the prose going to stderr),
+    and `notes` after it. `keep`: columns a fitted table never leaves out."""
+
+    lead: tuple[str, ...]
+    table: object  # a pandas DataFrame
+    notes: tuple[str, ...] = ()
+    keep: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Advisor:
     """`bench advise NAME`: instruction-choice advice from a family's model. The command adds --gpu (the
     datasheet's parameters), --run (the parameters fitted to a run) and --db to `options`, and prints
-    what `advise(values, fit, gpu)` returns: `values` by option name, `fit` the family model's fit
-    report for --run (else None), `gpu` --gpu's name (else None). A `shortcut` advisor is also
-    `bench NAME` (one no command of the CLI's own is called)."""
+    what `advise(values, fit, gpu)` returns (lines, or an Advice: its answer, a table, notes): `values` by
+    option name, `fit` the family model's fit report for --run (else None), `gpu` --gpu's name (else None).
+    A `shortcut` advisor is also `bench NAME` (one no command of the CLI's own is called)."""
 
     name: str
     help: str  # the command's help: a summary line, then examples
     options: tuple[AdviceOption, ...]
-    advise: Callable[[dict, object, "str | None"], list[str]] = field(repr=False)
+    advise: Callable[[dict, object, "str | None"], "list[str] | Advice"] = field(repr=False)
     shortcut: bool = False  # also a top-level command, `bench NAME`
 
 

@@ -4,7 +4,7 @@ prediction (model.py), with the bound each one hits, from a run's fitted paramet
 from __future__ import annotations
 
 from harness.errors import SpecError
-from harness.families.base import AdviceOption, Advisor
+from harness.families.base import Advice, AdviceOption, Advisor
 import harness.families.gemm.cases as _cases
 from harness.families.gemm.model import predict_case
 from harness.families.gemm.planner import GemmModel
@@ -38,31 +38,77 @@ def configurations(dtype: str, m: int, n: int, k: int) -> list[_cases.GemmCase]:
     return found
 
 
-def _plan(values: dict, fit, gpu: str | None) -> list[str]:
+TIE = 5e-4  # predictions this close (relative) are a tie: the model cannot tell the configurations apart
+
+
+def _plan(values: dict, fit, gpu: str | None) -> Advice:
+    import pandas as pd
+
     model = GemmModel()
     params = fit.params if fit is not None else model.prior(gpu or DEFAULT_GPU)
     if params is None:
         raise SpecError(f"no planner parameters for GPU {gpu!r}: no run of it, and no row of it in the datasheets "
                         "(`bench model --gpu` lists them)")
-    m, n, k, dtype = values["m"], values["n"], values["k"], values["dtype"]
+    m, n, k, dtype, top = values["m"], values["n"], values["k"], values["dtype"], values["top"]
     candidates = configurations(dtype, m, n, k)
     if not candidates:
         raise SpecError(f"no pipeline configuration tiles {m}x{n}x{k}: M, N and K must be multiples of a tile "
                         f"({', '.join(f'{a}x{b}' for a, b in _cases.TILES)}) and K of {_cases.bk_for(dtype)}")
     clock = params.clock_mhz or 1500.0
-    # Where the planner predicts a tie (the memory's queue idle: a row-major and a grouped order then miss the
-    # L2 alike in effect), the grouped order ranks first (it keeps the panels the tiles in flight share in the
-    # L2; measured at 16384^3 the row order reached about 0.83 of it), then a cluster's multicast (it halves
-    # the L2's reads of B; measured about 1 %).
-    ranked = sorted(((predict_case(c, params), c) for c in candidates),
-                    key=lambda pc: (-round(pc[0].flops_per_cycle_sm, 6), pc[1].order != "grouped", pc[1].cluster == 1))
-    lines = [f"C[{m}, {n}] = A[{m}, {k}] . B[{n}, {k}]^T, {dtype}: {len(candidates)} configurations, planner of "
-             f"{params.gpu} ({params.source}), TFLOPS at {clock:.0f} MHz",
-             f"  {'configuration':<64} {'TFLOPS':>7}  bound"]
-    for prediction, case in ranked[:SHOWN]:
-        name = case.case_id.split(".", 3)[3]
-        lines.append(f"  {name:<64} {prediction.tflops(params.sm_count, clock):7.1f}  {prediction.bound}")
-    return lines
+    ranked = sorted(((predict_case(c, params), c) for c in candidates), key=lambda pc: -pc[0].flops_per_cycle_sm)
+    measured = _measured(fit)
+    seen = [_cases.parse(cid) for cid in measured] if fit is not None else []
+    rows, rank, best = [], 0, ranked[0][0].flops_per_cycle_sm
+    for i, (prediction, case) in enumerate(ranked[:top]):
+        if i == 0 or prediction.flops_per_cycle_sm < ranked[i - 1][0].flops_per_cycle_sm * (1 - TIE):
+            rank = i + 1
+        rows.append({"rank": rank, "TFLOPS": round(prediction.tflops(params.sm_count, clock), 1),
+                     "measured": measured.get(case.case_id), "bound": prediction.bound,
+                     "tile": f"{case.bm}x{case.bn}x{case.bk}", "stages": case.stages, "wg": case.consumers,
+                     "cluster": case.cluster, "grid": ("persistent-" if case.persistent else "grid-") + case.order,
+                     "epilogue": case.epilogue, **({"promotion": case.promotion} if case.promote else {}),
+                     **({"extrapolated": _unseen(case, seen)} if fit is not None else {}),
+                     "case_id": case.case_id})
+    table = pd.DataFrame(rows)
+    first = ranked[0][1]
+    tied = sum(1 for p, _ in ranked if p.flops_per_cycle_sm >= best * (1 - TIE))
+    lead = [f"Best predicted: {_short(first)}, {table.TFLOPS.iloc[0]:g} TFLOPS at {clock:.0f} MHz "
+            f"({ranked[0][0].bound})" + (f"; {tied - 1} more predict the same: the model cannot tell them apart "
+                                         "(a tie shares its rank)" if tied > 1 else "") + ".",
+            f"C[{m}, {n}] = A[{m}, {k}] . B[{n}, {k}]^T, {dtype}: {len(candidates)} configurations, planner of "
+            f"{params.gpu} ({params.source}); `measured`: the run's own value where it holds the case (at its clock)."]
+    notes = []
+    if fit is not None and (table.extrapolated != "").any():
+        notes.append("`extrapolated`: what the fit never saw in the run (a dtype, tile, promotion, schedule or "
+                     "problem size of no measured case): there the prediction carries the fit beyond its data.")
+    if fit is None:
+        notes.append(f"A GPU's prior (an H100 fit, {params.gpu}'s datasheet), not a fit to a run of it: --run N fits "
+                     "one.")
+    return Advice(tuple(lead), table, tuple(notes), keep=("rank", "TFLOPS", "tile", "stages"))
+
+
+def _short(case: _cases.GemmCase) -> str:
+    return case.case_id.split(".", 3)[3]
+
+
+def _measured(fit) -> dict[str, float]:
+    """The run's own throughput of each pipeline case the fit was made from."""
+    if fit is None:
+        return {}
+    return {r["case_id"]: r["measured"] for r in fit.residual_rows if r["metric"] == "throughput_tflops"}
+
+
+def _unseen(case: _cases.GemmCase, seen: list[_cases.GemmCase]) -> str:
+    """What of `case` no measured case of the fit had: its dtype, tile, promotion, schedule, problem size."""
+    if not seen:
+        return "everything"
+    missing = []
+    for what, key in (("dtype", lambda c: c.dtype), ("tile", lambda c: (c.bm, c.bn)),
+                      ("promotion", lambda c: c.promotion), ("schedule", lambda c: c.schedule),
+                      ("size", lambda c: (c.m, c.n, c.k))):
+        if key(case) not in {key(c) for c in seen}:
+            missing.append(what)
+    return ", ".join(missing)
 
 
 PLAN = Advisor(
@@ -80,7 +126,8 @@ PLAN = Advisor(
     (AdviceOption("m", "rows of A and C", high=_cases.MAX_DIM),
      AdviceOption("n", "rows of B, columns of C", high=_cases.MAX_DIM),
      AdviceOption("k", "the reduction dimension", high=_cases.MAX_DIM),
-     AdviceOption("dtype", "input type", choices=_cases.DTYPES, default="f16")),
+     AdviceOption("dtype", "input type", choices=_cases.DTYPES, default="f16"),
+     AdviceOption("top", "configurations shown, best first", high=100000, default=SHOWN)),
     _plan,
     shortcut=True,
 )
