@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import harness
 from harness.cli import cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -220,3 +221,16 @@ def test_attention_against_cudnn(db):
     best = mine.groupby(mine.case_id.str.split(".").str[2].str.split("x").str[1].astype(int)).value.max()
     assert sorted(best.index) == [4096, 8192, 16384]
     assert f"{best.min():.2f}-{best.max():.2f} of cuDNN at head dim 128" in text and "--run 122" in text
+
+
+def test_a_tma_copys_latency_from_l2_and_hbm(db):
+    """Issue 46, item 6: the README said a copy takes "about 350 cycles from L2 and 960 from HBM"; run 47's 1 KiB
+    box (64 x 8 b16, 128-byte swizzle) took 339 and 896 (raw latency, one copy in flight)."""
+    text = " ".join(finding("A TMA box alone does not reach the read roofline").split())
+    assert "bench report --run 47" in text
+    rows = harness.results(db, run_id=47, family="tma")
+    rows = rows[(rows.case_id == "cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x8.sw128")
+                & (rows.metric == "latency_raw_cycles")]
+    by_source = {launch["source"]: value for launch, value in zip(rows.launch, rows.value)}
+    assert 64 * 8 * 2 == 1024
+    assert f"a 1 KiB copy takes {by_source['L2']:.0f} cycles from L2 and {by_source['HBM']:.0f} from HBM" in text
