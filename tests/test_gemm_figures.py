@@ -94,6 +94,8 @@ def test_findings_name_the_stages_the_data_implies_and_where_cublas_wins(gemm_ru
     # the library: the best pipeline at each size; cuBLAS wins at 2048^3 (0.9) and not at 8192^3 (1.005)
     assert "2048x2048x2048 f16: 0.900" in joined and "8192x8192x8192 f16: 1.005" in joined
     assert "cuBLAS wins at 2048x2048x2048 f16 (11.1% faster" in joined
+    # ... and it is the first bullet (issue 46, item 4: the headline had been the sixth of a run's twelve)
+    assert "The best pipeline against cuBLAS" in text[0]
 
 
 def test_figures_draw_the_ladder_stages_time_and_sizes_with_the_planner(gemm_run, tmp_path):

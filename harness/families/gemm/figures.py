@@ -740,6 +740,10 @@ def findings(ctx) -> list:
     profile = worklog_profile(ctx.store)
     for gpu, part in wide.groupby("gpu_name"):
         pipes = part[~part.library.astype(bool)]
+        # the headline first (issue 46, item 4): ours against the library, by problem
+        best = _best_by_problem(pipes[pipes.library_fraction.notna()])
+        if len(best):
+            text.append(f"{gpu}: {_library_sentence(best)}")
         main = _main_problem(pipes)
         sweeps = [(label, g) for label, g in _sweeps(pipes) if g.problem.iloc[0] == main]
         if sweeps:
@@ -756,9 +760,6 @@ def findings(ctx) -> list:
                   + _pair_sentence("Multicast (a cluster of 2 sharing B)", _pairs(pipes, "cluster", 1, 2)))
         if bought:
             text.append(f"{gpu}: " + " ".join(bought))
-        best = _best_by_problem(pipes[pipes.library_fraction.notna()])
-        if len(best):
-            text.append(f"{gpu}: {_library_sentence(best)}")
         text += [f"{gpu}: {line}" for line in worklog_observations(pipes, profile)]
     if not text:
         return []
