@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from helpers import digest, make_db, one_error_line
 from harness.db.tables import SCHEMA_VERSION
 from harness.cli import cli
+from harness.registry import parse_case_id
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -155,6 +156,9 @@ BAD_INPUTS = [
     (["run", "--suite", "wgmma", "--gpus", "0,x"], 2, "--gpus '0,x': expected 'all' or comma-separated GPU indices"),
     (["run", "--suite", "wgmma", "--gpus", "all", "--gpu", "1"], 2, "--gpus runs a suite on several GPUs: drop --gpu"),
     (["run", "--suite", "nope", "--gpus", "all"], 2, "unknown suite 'nope'"),
+    (["export", "--run", "3"], 2, "no run 3 .*runs 1..1"),
+    (["export", "--family", "attention"], 2, "run 1 has no attention cases \\(it has: wgmma\\)"),
+    (["export", "--format", "xml"], 2, "'xml' is not one of"),
     (["bogus-command"], 2, "No such command 'bogus-command'"),
 ]
 
@@ -393,3 +397,22 @@ def test_plan_puts_the_runs_own_measurement_beside_a_prediction_and_names_what_i
     rows = list(csv.DictReader(io.StringIO(fp8.stdout)))
     assert {r["extrapolated"] for r in rows if r["promotion"] == "pipelined"} == {"promotion"}
     assert all("promotion" not in r["extrapolated"] for r in rows if r["promotion"] in ("serial", "overlap"))
+
+
+def test_export_gives_a_row_per_case_with_its_fields_and_metrics_as_columns(tmp_path):
+    """Issue 44, item 1 (the export): a case's configuration as columns, not packed into its id, then each
+    metric's value; the invalid case, with no value, is not a row; nothing is written."""
+    import csv
+    import io
+
+    db = make_db(tmp_path / "r.db")
+    before = digest(db)
+    result = CliRunner().invoke(cli, ["export", "--db", str(db), "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    rows = {r["case_id"]: r for r in csv.DictReader(io.StringIO(result.stdout))}
+    assert set(rows) == {"wgmma.mma_async.m64n8k16.f32.f16.f16.SS", "wgmma.mma_async.m64n256k16.f32.f16.f16.SS"}
+    wide = rows["wgmma.mma_async.m64n256k16.f32.f16.f16.SS"]
+    assert (wide["n"], wide["operands"]) == ("256", "SS")  # the id's fields, each its own column
+    metrics = set(wide) - set(parse_case_id(wide["case_id"]).params()) - {"case_id"}
+    assert metrics and all(float(wide[m]) > 0 for m in metrics if wide[m])
+    assert digest(db) == before

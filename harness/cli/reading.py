@@ -611,3 +611,58 @@ def fleet(case_glob, metric, tolerance, every_row, db, fmt, wide):
     print_frame(side, fmt, wide, first=("case_id", "metric", "launch", "apart"))
     if not every_row:
         click.echo("(the rows where a GPU stands apart; --all shows every row)", err=True)
+
+
+@cli.command()
+@click.option("--run", "run_id", default=None, type=RUN_ID, help="the run (default: the newest)")
+@click.option("--family", default=None, help="one family's cases (default: every case of the run)")
+@click.option("--db", default=None, help=DB_HELP)
+@table_options
+def export(run_id, family, db, fmt, wide):
+    """A run's results one row per case: its configuration as columns (the case's own fields, parsed from its
+    id: for a GEMM tile, stages, cluster, schedule, dtype, ...), then each metric's value as a column, `metric`
+    or `metric {launch}` where a case measures one several ways. For spreadsheets and pandas: --format csv|json.
+
+    \b
+    Examples:
+      bench export --run 126 --family gemm --format csv > fp8.csv
+      bench export --run 122 --family attention --format json
+    """
+    from harness.db.frames import results
+    from harness.errors import SpecError
+    from harness.registry import parse_case_id
+
+    store = open_store(db)
+    runs = store.runs()
+    if runs.empty:
+        raise click.UsageError("the database holds no runs")
+    run_id = int(runs.run.max()) if run_id is None else run_id
+    if run_id not in set(runs.run.astype(int)):
+        raise click.UsageError(f"no run {run_id} (runs {int(runs.run.min())}..{int(runs.run.max())})")
+    frame = results(store, run_id=run_id)
+    families = sorted(frame.family.dropna().unique())
+    if family is not None:
+        if family not in families:
+            raise click.UsageError(f"run {run_id} has no {family} cases (it has: {', '.join(families) or 'none'})")
+        frame = frame[frame.family == family]
+    frame = frame[frame.value.notna()]
+    if frame.empty:
+        raise click.UsageError(f"run {run_id} holds no measured values" + (f" of {family}" if family else ""))
+    # a metric a case measures several ways (a TMA latency from L2 and from HBM) gets a column per way, named
+    # by its launch's keys; else the metric's name alone
+    several = set(frame.groupby(["case_id", "metric"]).launch_key.nunique().loc[lambda n: n > 1]
+                  .index.get_level_values("metric"))
+    frame = frame.assign(column=[m if m not in several or not launch else
+                                 f"{m} [{', '.join(f'{k}={v}' for k, v in sorted(launch.items()))}]"
+                                 for m, launch in zip(frame.metric, frame.launch)])
+    values = frame.pivot_table(index="case_id", columns="column", values="value", aggfunc="first", sort=False)
+    fields = {}
+    for case_id in values.index:
+        try:
+            fields[case_id] = {k: v for k, v in parse_case_id(case_id).params().items() if k != "case_id"}
+        except SpecError:  # an id of an older harness: its values, no fields
+            fields[case_id] = {}
+    names = list(dict.fromkeys(name for case in fields.values() for name in case))  # every field, then metrics
+    table = pd.DataFrame([{"case_id": case_id, **{n: fields[case_id].get(n) for n in names},
+                           **measured.dropna().to_dict()} for case_id, measured in values.iterrows()])
+    print_frame(table, fmt, wide, keep=("case_id",))
