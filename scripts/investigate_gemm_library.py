@@ -10,9 +10,8 @@ import sys
 
 import cupy
 import numpy as np
-from cuda.bindings import driver
-
 from harness.build.compile import compile_probe
+from harness.measure import launch
 from harness.registry import parse_case_id, probe_source
 
 CASES = ("gemm.e4m3.4096x4096x4096.tile128x128x128.s4.wg2.setmaxnreg.cluster{c}.persistent-grouped.tmastore.overlap",
@@ -21,22 +20,8 @@ CASES = ("gemm.e4m3.4096x4096x4096.tile128x128x128.s4.wg2.setmaxnreg.cluster{c}.
 
 def max_active_clusters(case_id: str) -> int:
     case = parse_case_id(case_id)
-    build = compile_probe(probe_source(case))
-    function = cupy.RawModule(path=str(build.cubin_path)).get_function("probe_gemm")
-    smem = case.smem_bytes()
-    function.max_dynamic_shared_size_bytes = smem
-    config = driver.CUlaunchConfig()
-    config.gridDimX, config.gridDimY, config.gridDimZ = 132 * 4, 1, 1
-    config.blockDimX, config.blockDimY, config.blockDimZ = case.threads, 1, 1
-    config.sharedMemBytes = smem
-    dims = driver.CUlaunchAttribute()
-    dims.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-    dims.value.clusterDim.x, dims.value.clusterDim.y, dims.value.clusterDim.z = case.cluster, 1, 1
-    config.attrs, config.numAttrs = [dims], 1
-    err, count = driver.cuOccupancyMaxActiveClusters(driver.CUfunction(function.kernel.ptr), config)
-    if err != driver.CUresult.CUDA_SUCCESS:
-        return -1
-    return count
+    function = cupy.RawModule(path=str(compile_probe(probe_source(case)).cubin_path)).get_function("probe_gemm")
+    return launch.max_active_clusters(function, case.threads, case.smem_bytes(), case.cluster)
 
 
 def library_kernels() -> None:

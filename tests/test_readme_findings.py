@@ -133,14 +133,14 @@ def test_the_fp8_gemm_against_cublaslt(db):
     from harness.families.gemm.cases import BEST_FP8, pipeline
 
     text = finding("A warp-specialized TMA -> wgmma GEMM")
-    assert "fp8 0.87 x cuBLASLt at 4096^3 (run 126)" in " ".join(text.split())
+    assert "fp8 0.87 x cuBLASLt at 4096^3 (run 126, IQR 0.02)" in " ".join(text.split())
     best = pipeline("e4m3", (4096, 4096, 4096), **BEST_FP8).case_id
-    query = ("bench sql --db results.db \"SELECT case_id, value FROM results WHERE run_id = 126 AND "
+    query = ("bench sql --db results.db \"SELECT case_id, value, spread FROM results WHERE run_id = 126 AND "
              f"metric='library_fraction' AND case_id = '{best}'\" --format csv")
     result = CliRunner().invoke(cli, [db if a == "results.db" else a for a in shlex.split(query)[1:]],
                                 env={"COLUMNS": "80"})
-    (value,) = [float(line.rsplit(",", 1)[1]) for line in result.stdout.splitlines()[1:]]
-    assert f"{value:.2f}" == "0.87"
+    ((value, spread),) = [map(float, line.split(",")[1:]) for line in result.stdout.splitlines()[1:]]
+    assert f"{value:.2f}" == "0.87" and f"{spread:.2f}" == "0.02"  # the rounds' median and IQR
 
 
 def test_mufu_makes_16_results_a_cycle_whatever_the_function(db):

@@ -129,6 +129,21 @@ class LoadedProbe:
         return Launch(words[:self.out_words], timing.get(), cupy.cuda.get_elapsed_time(start, stop), host)
 
 
+def _cluster_config(grid: int, block: int, smem: int, cluster: int):
+    """A 1-D CUlaunchConfig of `grid` blocks of `block` threads with clusters of `cluster` CTAs."""
+    from cuda.bindings import driver
+
+    config = driver.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = grid, 1, 1
+    config.blockDimX, config.blockDimY, config.blockDimZ = block, 1, 1
+    config.sharedMemBytes = smem
+    dims = driver.CUlaunchAttribute()
+    dims.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    dims.value.clusterDim.x, dims.value.clusterDim.y, dims.value.clusterDim.z = cluster, 1, 1
+    config.attrs, config.numAttrs = [dims], 1
+    return config
+
+
 def max_active_clusters(function, block: int, smem: int, cluster: int) -> int:
     """Clusters of `cluster` CTAs of this kernel (`block` threads, `smem` bytes of dynamic shared memory) the GPU
     runs at once (cuOccupancyMaxActiveClusters): a grid of more runs the rest only as others finish. A cluster
@@ -138,17 +153,8 @@ def max_active_clusters(function, block: int, smem: int, cluster: int) -> int:
     from harness.errors import DeviceError
 
     handle = driver.CUfunction(function.kernel.ptr)
-    attribute = driver.CUfunction_attribute
-    driver.cuFuncSetAttribute(handle, attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem)
-    config = driver.CUlaunchConfig()
-    config.gridDimX, config.gridDimY, config.gridDimZ = cluster, 1, 1
-    config.blockDimX, config.blockDimY, config.blockDimZ = block, 1, 1
-    config.sharedMemBytes = smem
-    dims = driver.CUlaunchAttribute()
-    dims.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-    dims.value.clusterDim.x, dims.value.clusterDim.y, dims.value.clusterDim.z = cluster, 1, 1
-    config.attrs, config.numAttrs = [dims], 1
-    err, count = driver.cuOccupancyMaxActiveClusters(handle, config)
+    driver.cuFuncSetAttribute(handle, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem)
+    err, count = driver.cuOccupancyMaxActiveClusters(handle, _cluster_config(cluster, block, smem, cluster))
     if err != driver.CUresult.CUDA_SUCCESS:
         raise DeviceError(f"cuOccupancyMaxActiveClusters for clusters of {cluster}: {err.name}")
     return int(count)
@@ -175,15 +181,8 @@ def _launch_cluster(function, grid: int, block: int, smem: int, cluster: int, ar
     attribute = driver.CUfunction_attribute
     check(driver.cuFuncSetAttribute(handle, attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1))
     check(driver.cuFuncSetAttribute(handle, attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem))
-    config = driver.CUlaunchConfig()
-    config.gridDimX, config.gridDimY, config.gridDimZ = grid, 1, 1
-    config.blockDimX, config.blockDimY, config.blockDimZ = block, 1, 1
-    config.sharedMemBytes = smem
+    config = _cluster_config(grid, block, smem, cluster)
     config.hStream = cupy.cuda.get_current_stream().ptr
-    dims = driver.CUlaunchAttribute()
-    dims.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-    dims.value.clusterDim.x, dims.value.clusterDim.y, dims.value.clusterDim.z = cluster, 1, 1
-    config.attrs, config.numAttrs = [dims], 1
     values, types = [], []
     for arg in args:
         if isinstance(arg, cupy.ndarray):
