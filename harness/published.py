@@ -23,8 +23,11 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from harness import seed_chapter
+
 DATA = Path(__file__).resolve().parent / "db" / "data" / "references"
 LUO_FILES = ("luo2024_tables.csv", "luo2024_repo_logs.csv")
+CHAPTER_FILES = ("seed_gpu_architecture_h100.csv",)  # the seed chapter, in the tables' columns (harness/seed_chapter.py)
 ARTICLE_GLOB = "article_*.csv"  # figures already in our terms: instruction, shape, types, metric, value
 CITATIONS_FILE = "citations.csv"
 PTX_DTYPES = {"FP16": "f16", "BF16": "bf16", "TF32": "tf32", "FP8": "e4m3", "INT8": "s8", "FP32": "f32",
@@ -96,7 +99,11 @@ def _map_luo(row: dict) -> tuple[dict, str | None]:
     from harness.families.base import PaperFigure
 
     instruction, metric = row["instruction"], row["metric"]
-    data, reason = _data_counterpart(row)
+    if row["paper"] == seed_chapter.SOURCE:  # the seed chapter's figures: its module names their cases
+        found = seed_chapter.counterpart(row)
+        data, reason = (found, None) if isinstance(found, dict) else (None, found)
+    else:
+        data, reason = _data_counterpart(row)
     if data:
         return data, None
     if reason:
@@ -169,9 +176,12 @@ def load() -> tuple[Reference, ...]:
     """Every shipped figure, mapped where possible, duplicates across the two papers removed."""
     refs: list[Reference] = []
     seen: dict[tuple, int] = {}
-    for name in LUO_FILES:
+    for name in LUO_FILES + CHAPTER_FILES:
         for row in _read(name):
             fields, reason = _map_luo(row)
+            if row.get("value_high"):  # a range: its low end, the high end in the notes (seed_chapter.RANGE)
+                fields["notes"] = (seed_chapter.range_note(row["value"], row["value_high"], row["unit"])
+                                   + fields.get("notes", row["notes"])).strip()
             if fields.pop("of_paper_roofline", False):  # over the authors' own global-memory figure, both in GB/s
                 roofline, gbps = _paper_rooflines()[fields["gpu"]], to_gbps(row["value"], row["unit"])
                 fields.update(value=gbps / roofline, unit="ratio",
@@ -202,7 +212,8 @@ def load() -> tuple[Reference, ...]:
                             unmapped_reason=reason, case_id=fields.pop("case_id", None),
                             metric=fields.pop("metric", None), **fields)
             if ref.case_id:
-                key = (ref.gpu, ref.case_id, ref.metric, ref.condition, str(ref.launch), ref.value)
+                key = (ref.gpu, ref.case_id, ref.metric, ref.condition, str(ref.launch), ref.value,
+                       seed_chapter.figure_range(ref.notes))  # a range is not the point at its low end
                 if key in seen:  # the same figure printed again in the second paper
                     first = refs[seen[key]]
                     if first.also_in is None:
@@ -238,8 +249,9 @@ def unmapped() -> list[Reference]:
 
 def data_hash() -> str:
     """Changes whenever the shipped figures or the mapping code change: the database reloads."""
-    material = b"".join((DATA / name).read_bytes() for name in (*LUO_FILES, *_article_files(), CITATIONS_FILE))
-    material += Path(__file__).read_bytes()
+    material = b"".join((DATA / name).read_bytes() for name in (*LUO_FILES, *CHAPTER_FILES, *_article_files(),
+                                                                CITATIONS_FILE))
+    material += Path(__file__).read_bytes() + Path(seed_chapter.__file__).read_bytes()
     material += _mapping_code()
     return hashlib.sha256(material).hexdigest()[:16]
 

@@ -280,7 +280,7 @@ class MmaFamily(Family):
         printed one (the notes of those rows say so; their sparse TFLOPS, 1.46x dense at most, count
         the dense-equivalent work, as ours do)."""
         metric = {"latency_cycles": "latency_cycles", "throughput": "throughput_tflops", "power": "power_mean_w",
-                  "energy_efficiency": "energy_efficiency"}.get(figure.metric)
+                  "energy_efficiency": "energy_efficiency", "sm_clock": "sm_clock_mhz"}.get(figure.metric)
         if figure.instruction not in ("mma", "mma.sp") or metric is None:
             return None
         kind, k = (".sp", 2 * figure.k) if figure.sparse else ("", figure.k)
