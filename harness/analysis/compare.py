@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from harness import metrics as registry
+from harness.analysis import figure_gpus
 from harness.datasheets import pin_rate_gbps
 from harness.db.store import Store
 from harness.errors import SpecError, StoreError
@@ -81,11 +82,14 @@ def headline(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([chosen, rest], ignore_index=True).drop(columns="_headline")
 
 
-def _paper(store: Store) -> pd.DataFrame:
-    """Every figure of the paper's GPU, one row per (case, metric, input condition, table, launch), with
-    the clock the same table printed for the same case and inputs (2501.12084 Table 13), if any."""
-    refs = store.query(f"""SELECT case_id, metric, value, unit, condition, launch, source, source_table FROM reference_values
-                          WHERE gpu_name = '{PAPER_GPU}' ORDER BY reference_id""")
+def _paper(store: Store, gpus: tuple[str, ...] = (PAPER_GPU,)) -> pd.DataFrame:
+    """Every figure of the paper's GPU and of the run's own (figure_gpus.reference_gpus), one row per (case,
+    metric, input condition, table, launch), with the clock the same table printed for the same case and
+    inputs (2501.12084 Table 13, the seed chapter's spec box), if any."""
+    wanted = ", ".join(f"'{g}'" for g in gpus)
+    refs = store.query(f"""SELECT case_id, metric, value, unit, condition, launch, source, source_table,
+                                  gpu_name AS paper_gpu, notes AS paper_notes FROM reference_values
+                          WHERE gpu_name IN ({wanted}) ORDER BY reference_id""")
     refs["launch"] = refs.launch.fillna("")
     refs["condition"] = refs.condition.fillna("")
     keys = ["case_id", "condition", "source", "source_table"]
@@ -157,7 +161,7 @@ def _paper_rows(everything: pd.DataFrame, refs: pd.DataFrame) -> pd.DataFrame:
     always = set(registry.names("cycles")) - {"sm_throughput"} | timed
     heads = headline(everything)
     parts = [heads[heads.metric.isin(always)].assign(paper=np.nan, paper_unit=None, paper_inputs="", paper_table=None,
-                                                     paper_clock_mhz=np.nan)]
+                                                     paper_clock_mhz=np.nan, paper_gpu=None, paper_notes=None)]
     indexed = everything.set_index(["case_id", "metric", "launch"])
     heads = heads.set_index(["case_id", "metric"])
     for ref in refs.itertuples():
@@ -177,7 +181,8 @@ def _paper_rows(everything: pd.DataFrame, refs: pd.DataFrame) -> pd.DataFrame:
             if key in indexed.index:
                 row = indexed.loc[[key]].reset_index()
         parts.append(row.assign(paper=ref.paper, paper_unit=ref.paper_unit, paper_inputs=ref.paper_inputs,
-                                paper_table=ref.paper_table, paper_clock_mhz=ref.paper_clock_mhz))
+                                paper_table=ref.paper_table, paper_clock_mhz=ref.paper_clock_mhz,
+                                paper_gpu=ref.paper_gpu, paper_notes=ref.paper_notes))
     frame = pd.concat(parts, ignore_index=True)
     # a headline row without a figure goes where the same measurement has one
     compared = frame[frame.paper.notna()]
@@ -351,7 +356,7 @@ def against_paper(store: Store, run_id: int, include_flagged: bool = False,
     """
     everything = with_derived(measured(store, run_id, include_flagged))
     timed = set(registry.names("seconds")) - {"bandwidth_gbps"}  # bandwidth compares as roofline_fraction
-    frame = _paper_rows(everything, _paper(store)).copy()
+    frame = _paper_rows(everything, _paper(store, figure_gpus.reference_gpus(store.run_info(run_id).gpu_name))).copy()
     for column in ("roofline_gbps", "roofline_case", "pin_rate_gbps"):
         if column not in frame:
             frame[column] = np.nan
@@ -361,22 +366,27 @@ def against_paper(store: Store, run_id: int, include_flagged: bool = False,
     frame["statistic"], frame["distribution"] = stats.statistic, stats.distribution
     is_timed = frame.metric.isin(timed)
     per_cycle = frame.value * 1e6 / (frame.sm_count * frame.sm_clock_mhz)  # work per cycle per SM (TFLOPS -> 1e12)
-    clock = frame.paper_clock_mhz.fillna(PAPER_CLOCK_MHZ)
+    frame["paper_sms"], top = figure_gpus.terms(frame.paper_gpu)  # the figure's GPU: its SMs, its highest clock
+    clock = frame.paper_clock_mhz.fillna(pd.Series(top, index=frame.index))
+    wall = figure_gpus.wall_time(frame)
     frame["clock_mhz"], frame["clock_source"] = _clocks(store, run_id, frame)
     latency = frame.metric.map(lambda m: m in registry.METRICS and registry.METRICS[m].unit == "cycles"
                                and m.startswith("latency")).astype(bool)
     in_ns = (frame.paper_unit == NS).to_numpy()
-    frame["basis"] = np.where(in_ns, "ns", np.where(is_timed, "per cycle per SM", "cycles"))
+    frame["basis"] = np.where(in_ns, "ns", np.where(is_timed, "per cycle per SM",
+                                                    np.where(wall, figure_gpus.WALL_BASIS, "cycles")))
     frame["value_ns"] = np.where(latency, frame.value * 1e3 / frame.clock_mhz, np.nan)
-    frame["paper_ns"] = np.where(in_ns, frame.paper, np.where(latency, frame.paper * 1e3 / PAPER_CLOCK_MHZ, np.nan))
-    frame["paper_cycles"] = np.where(in_ns, frame.paper * PAPER_CLOCK_MHZ / 1e3, np.where(latency, frame.paper, np.nan))
-    frame["comparable"] = np.where(is_timed, per_cycle * PAPER_SMS * clock / 1e6,
-                                   np.where(in_ns, frame.value_ns, frame.value))
+    frame["comparable"] = np.where(is_timed, per_cycle * frame.paper_sms * clock / 1e6,
+                                   np.where(in_ns, frame.value_ns,
+                                            np.where(wall, frame.value * frame.paper_sms / frame.sm_count, frame.value)))
+    frame["paper"] = figure_gpus.nearer_end(frame.comparable, frame.paper, frame.paper_notes)
+    frame["paper_ns"] = np.where(in_ns, frame.paper, np.where(latency, frame.paper * 1e3 / top, np.nan))
+    frame["paper_cycles"] = np.where(in_ns, frame.paper * top / 1e3, np.where(latency, frame.paper, np.nan))
     gpu = store.run_info(run_id).gpu_name or ""
     frame["model"] = model_predictions(frame, gpu)
     frame["paper_ratio"] = frame.comparable / frame.paper
     frame["cycles_ratio"] = np.where(latency, frame.value / frame.paper_cycles, np.nan)
-    frame["paper_implied_mhz"] = np.where(is_timed, frame.paper * 1e6 / (PAPER_SMS * per_cycle), np.nan)
+    frame["paper_implied_mhz"] = np.where(is_timed, frame.paper * 1e6 / (frame.paper_sms * per_cycle), np.nan)
     frame["nvml_ratio"] = frame.nvml_sm_clock_mhz / frame.sm_clock_mhz
     frame["model_ratio"] = frame.value / frame.model
     allowed = frame.uncertainty.fillna(0) + tolerance
@@ -406,6 +416,9 @@ def against_paper(store: Store, run_id: int, include_flagged: bool = False,
     unexplained = (frame.verdict == DISAGREES) & (frame.note == "")
     frame.loc[unexplained, "note"] = [_disagreement(r, tolerance, causes[r.Index])
                                       for r in frame[unexplained].itertuples()]
+    besides = [(figure_gpus.wall_note(r) if w else "", figure_gpus.range_note(r.paper_notes)) for r, w in
+               zip(frame.itertuples(), wall)]  # the clock beside a wall-time verdict; the range compared
+    frame["note"] = ["; ".join(part for part in (note, *extra) if part) for note, extra in zip(frame.note, besides)]
     # a model of work per cycle, scaled by a launch's median clock: the clock's movement within it is noise
     model_ok = (frame.model_ratio - 1).abs() <= allowed + np.where(is_timed, CLOCK_DRIFT, 0)
     frame["model_verdict"] = np.select([frame.model.isna(), model_ok], [NO_MODEL, AGREES], DISAGREES)
@@ -417,7 +430,7 @@ def against_paper(store: Store, run_id: int, include_flagged: bool = False,
                   "comparable", "paper", "paper_unit", "paper_ns", "paper_cycles", "paper_ratio", "cycles_ratio",
                   "paper_clock_mhz", "paper_implied_mhz", "nvml_ratio", "roofline_gbps", "roofline_case",
                   "pin_rate_gbps", "model", "model_ratio", "verdict", "note", "model_verdict", "paper_inputs",
-                  "paper_table", "emulated"]].reset_index(drop=True)
+                  "paper_table", "paper_gpu", "emulated"]].reset_index(drop=True)
 
 
 def _reason(row):

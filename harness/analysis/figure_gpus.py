@@ -1,0 +1,65 @@
+"""Whose figures a run is compared with, and the terms of each figure's GPU (issue 45).
+
+A run meets the papers' figures (their H800 PCIe: harness/paper.py) and the figures published for its own GPU
+model (the seed architecture chapter's H100 SXM5; the HGEMM worklog's), matched through the datasheet names
+(harness/datasheets.py spec_name). A time-based figure compares per cycle per SM: over its GPU's SMs and the
+clock printed beside it, else the highest clock that GPU runs at. A bandwidth in wall time (GB/s of a figure's
+own GPU, or a DSMEM ring copy whose clock is not printed) compares in wall time per SM, with the SM clock
+measured during ours stated beside it. A range compares with its nearer end (harness/seed_chapter.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from harness.datasheets import gpu_specs, spec_name
+from harness.paper import PAPER_CLOCK_MHZ, PAPER_GPU, PAPER_SMS
+from harness.seed_chapter import figure_range
+
+# The highest SM clock each GPU runs at: the H800 PCIe's as the papers print it; the H100 SXM5's and the H200's
+# as the devices of the runs of record report it (gpu_specs.csv notes: 1980 MHz), and in-kernel clocks reach it.
+MAX_SM_CLOCK_MHZ = {PAPER_GPU: PAPER_CLOCK_MHZ, "H100 SXM5": 1980.0, "H200 SXM": 1980.0}
+WALL_UNIT = "GB/s"  # a bandwidth_gbps figure in this unit compares in wall time (published.py converts to it)
+WALL_BASIS = "wall time per SM"
+
+
+def reference_gpus(run_gpu: str | None) -> tuple[str, ...]:
+    """The GPUs whose figures a run on `run_gpu` is compared with: the papers', and its own model's."""
+    own = spec_name(run_gpu or "", gpu_specs())
+    return (PAPER_GPU,) if own in (None, PAPER_GPU) else (PAPER_GPU, own)
+
+
+def terms(gpus: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the SMs and the highest SM clock of the figure's GPU (NaN where a row has no figure)."""
+    specs = gpu_specs()
+    sms = [PAPER_SMS if g == PAPER_GPU else (specs[g].sm_count if g in specs and specs[g].sm_count else np.nan)
+           for g in gpus]
+    clock = [MAX_SM_CLOCK_MHZ.get(g, np.nan) if isinstance(g, str) else np.nan for g in gpus]
+    return np.asarray(sms, dtype=float), np.asarray(clock, dtype=float)
+
+
+def wall_time(frame: pd.DataFrame) -> np.ndarray:
+    """Rows whose figure is a bandwidth in wall time: bandwidth_gbps against a figure in GB/s."""
+    return ((frame.metric == "bandwidth_gbps") & (frame.paper_unit == WALL_UNIT)).to_numpy()
+
+
+def nearer_end(comparable: pd.Series, paper: pd.Series, notes: pd.Series) -> np.ndarray:
+    """Each figure as compared: a range's end nearer ours (ours itself inside it), else the figure."""
+    out = paper.to_numpy(dtype=float).copy()
+    for i, (ours, note) in enumerate(zip(comparable, notes)):
+        bounds = figure_range(note) if isinstance(note, str) else None
+        if bounds and ours == ours:
+            out[i] = min(max(ours, bounds[0]), bounds[1])
+    return out
+
+
+def range_note(notes) -> str:
+    """A range figure's note: the range it states."""
+    bounds = figure_range(notes) if isinstance(notes, str) else None
+    return f"the figure is a range, {bounds[0]:g}-{bounds[1]:g}: compared with its nearer end" if bounds else ""
+
+
+def wall_note(row) -> str:
+    """Beside a wall-time verdict: what was scaled, and the SM clock ours ran at (theirs is not printed)."""
+    return (f"wall time: ours {row.value:.4g} GB/s on {row.sm_count:.0f} SMs at {row.clock_mhz:.0f} MHz "
+            f"({row.clock_source} SM clock), {row.comparable:.4g} GB/s on the figure's {row.paper_sms:.0f}")
