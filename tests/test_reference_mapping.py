@@ -139,7 +139,6 @@ def test_the_dsm_section_text_maps_like_the_log_and_tables(table, metric, case_i
     ("latency_sm_to_sm_via_global", "through global memory"),
     ("latency_tma_extra_over_regular", "a difference of two chase steps"),
     ("bandwidth_dsm_local_per_sm", "clock not printed"),
-    ("bandwidth_dsm_peak_cluster2", "clock not printed"),
 ])
 def test_text_figures_without_a_counterpart_say_why(metric, words):
     found = [r for r in references.unmapped() if r.gpu == H800 and _raw(r)["metric"] == metric]
