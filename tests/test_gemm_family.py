@@ -325,9 +325,12 @@ def test_fp8_check_inputs_are_exact_e4m3_codes():
     assert {float(v): int(c) for v, c in zip(a, inputs.buffer[:m * k])} == {v: codes[v] for v in set(a.tolist())}
 
 
-def _tensor_core_fp8(a: np.ndarray, b: np.ndarray, bits: int, step: int = 32, kblock: int = 128) -> np.ndarray:
+def _tensor_core_fp8(a: np.ndarray, b: np.ndarray, bits: int, step: int = 32, kblock: int = 128,
+                     scales=None) -> np.ndarray:
     """An fp8 GEMM as the bound assumes the hardware does it: each k32 step's exact products added into a running
-    k-block sum truncated to `bits` fraction bits, each k-block added into f32, C rounded to f16."""
+    k-block sum truncated to `bits` fraction bits, each k-block added into f32, C rounded to f16. Block scales
+    (A's [K / 128][M], B's [K / 128][N / 128]): each k-block's sum times scale_a x scale_b (their product rounded
+    to f32, then the multiply, then the addition: ptx/gemm.cu.in load_scales and promote)."""
     m, k = a.shape
     out = np.zeros((m, b.shape[0]), dtype=np.float32)
     for k0 in range(0, k, kblock):
@@ -337,7 +340,13 @@ def _tensor_core_fp8(a: np.ndarray, b: np.ndarray, bits: int, step: int = 32, kb
             exponent = np.floor(np.log2(np.maximum(np.abs(running), 1e-300)))
             quantum = 2.0 ** (exponent - bits)
             running = np.trunc(running / quantum) * quantum  # toward zero: the worse of the two roundings
-        out = (out + running.astype(np.float32)).astype(np.float32)
+        kblock_sum = running.astype(np.float32)
+        if scales is not None:
+            scale_a, scale_b = scales
+            both = (scale_a[k0 // kblock][:, None].astype(np.float32)
+                    * np.repeat(scale_b[k0 // kblock], kblock)[None, :b.shape[0]].astype(np.float32))
+            kblock_sum = (kblock_sum * both).astype(np.float32)
+        out = (out + kblock_sum).astype(np.float32)
     return out.astype(np.float16).astype(np.float64)
 
 
@@ -365,6 +374,81 @@ def test_the_fp8_bound_holds_for_the_arithmetic_and_fails_a_dropped_kblock_or_a_
     # and the bound is tight enough to notice fewer bits than it assumes, somewhere
     coarse = _tensor_core_fp8(a, b, 6)
     assert np.any(np.abs(coarse - exact) > bound)
+
+
+@pytest.mark.parametrize("m, n, k", [(64, 256, 1024), (16, 128, 16384)])
+def test_the_block_scaled_bound_holds_for_the_arithmetic_and_fails_a_misplaced_or_dropped_scale(m, n, k):
+    """DeepSeek-V3's block scales (1x128 for A, 128x128 for B, f32 in [0.5, 2) as gpu.block_scales draws them):
+    problem.fp8_bound with three f32 roundings a k-block, around the exact product of the scaled operands computed
+    here k-block by k-block in f64, holds for the simulated kernel; A's scales read a k-block late, B's read from
+    the neighbouring column block, or one k-block's scales dropped leave elements beyond it."""
+    from harness.dtypes import round_to
+    from harness.families.gemm.problem import FP8_SUM_BITS, block_scaled_product, fp8_bound
+
+    rng = np.random.default_rng(11)
+    a = round_to("e4m3", rng.standard_normal((m, k)))
+    b = round_to("e4m3", rng.standard_normal((n, k)))
+    blocks = k // 128
+    scale_a = (0.5 + 1.5 * rng.random((blocks, m))).astype(np.float32)
+    scale_b = (0.5 + 1.5 * rng.random((blocks, n // 128))).astype(np.float32)
+    exact = np.zeros((m, n))
+    abs_sum = np.zeros((m, n))
+    for kb in range(blocks):  # the definition, block by block, independent of block_scaled_product
+        span = slice(kb * 128, kb * 128 + 128)
+        both = scale_a[kb][:, None].astype(np.float64) * np.repeat(scale_b[kb], 128)[None, :].astype(np.float64)
+        exact += (a[:, span] @ b[:, span].T) * both
+        abs_sum += (np.abs(a[:, span]) @ np.abs(b[:, span]).T) * both
+    assert np.allclose(block_scaled_product(np, a, b, scale_a, scale_b, 128), exact, rtol=1e-12, atol=1e-9)
+    bound = fp8_bound(np, exact, abs_sum, k, 128 // 32, 128, f32_roundings=3)
+    ours = _tensor_core_fp8(a, b, FP8_SUM_BITS, scales=(scale_a, scale_b))
+    assert np.all(np.abs(ours - exact) <= bound)
+    assert np.abs(ours - exact).max() > 0
+    late = _tensor_core_fp8(a, b, FP8_SUM_BITS, scales=(np.roll(scale_a, 1, axis=0), scale_b))
+    assert np.mean(np.abs(late - exact) > bound) > 0.5
+    if n > 128:
+        neighbour = _tensor_core_fp8(a, b, FP8_SUM_BITS, scales=(scale_a, np.roll(scale_b, 1, axis=1)))
+        assert np.mean(np.abs(neighbour - exact) > bound) > 0.5
+    dropped = scale_a.copy()
+    dropped[blocks // 2] = 0
+    assert np.mean(np.abs(_tensor_core_fp8(a, b, FP8_SUM_BITS, scales=(dropped, scale_b)) - exact) > bound) > 0.5
+
+
+def test_a_block_scaled_check_problem_is_the_scaled_sum_of_its_kblocks_bit_for_bit():
+    """The check problem of a block-scaled case: integer inputs and power-of-two scales after them in its buffer
+    (problem.scale_offsets, 16-byte aligned), C the sum over k-blocks of each block's product times its two scales,
+    computed here from the buffer's own bytes, exact in f32 and rounded once to f16."""
+    from harness.families.gemm.problem import check_problem, scale_offsets, to_bits
+
+    for case_id in ("gemm.e4m3.4096x4096x4096.tile128x128x128.s6.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore"
+                    ".pipelined.blockscale", "cublaslt.e4m3.4096x4096x4096.blockscale"):
+        case = FAMILY.parse(case_id)
+        inputs = FAMILY.inputs(case, np.random.default_rng(3))
+        m, n, k = check_problem(case)
+        _, at_a, at_b = scale_offsets(case)
+        assert at_a % 16 == 0 and k % 128 == 0
+        scale_a = inputs.buffer[at_a:at_b].view(np.float32).reshape(k // 128, m)
+        scale_b = inputs.buffer[at_b:].view(np.float32).reshape(k // 128, n // 128)
+        assert set(np.unique(scale_a)) <= {0.5, 1.0, 2.0} and len(np.unique(scale_b)) > 1
+        a, b = inputs.values["A"], inputs.values["B"]
+        c = sum((a[:, kb * 128:(kb + 1) * 128] @ b[:, kb * 128:(kb + 1) * 128].T)
+                * scale_a[kb][:, None] * np.repeat(scale_b[kb], 128)[None, :] for kb in range(k // 128))
+        assert np.abs(c).max() < 2 ** 16  # inside f16's range
+        expected = to_bits(c, "f16").ravel().view(np.uint32).astype(np.float64)
+        assert np.array_equal(FAMILY.checks(case, inputs)[0].expected, expected)
+
+
+@pytest.mark.parametrize("case_id, why", [
+    ("gemm.bf16.4096x4096x4096.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore.blockscale",
+     "block scaling is fp8's"),
+    ("gemm.e4m3.4096x4096x4096.tile128x128x128.s4.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore.overlap.blockscale",
+     "C7517"),
+    ("gemm.e4m3.4096x4032x4096.tile128x64x128.s6.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore.pipelined.blockscale",
+     "multiples of its 128-wide blocks"),
+    ("cublaslt.e4m3.4096x4096x4096.fastaccum.blockscale", "no fast accumulation"),
+])
+def test_a_block_scaled_case_the_kernel_cannot_run_is_refused_in_one_line(case_id, why):
+    with pytest.raises(SpecError, match=why):
+        FAMILY.parse(case_id)
 
 
 def test_every_gemm_suite_names_each_case_once():

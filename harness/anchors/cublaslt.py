@@ -61,7 +61,7 @@ class CublasLtMatmul:
     belongs to the device current at construction; call it with that device current."""
 
     def __init__(self, a_dtype: str, b_dtype: str, out_dtype: str, m: int, n: int, k: int, fast_accumulation: bool,
-                 *, a_scale: float = 1.0, b_scale: float = 1.0):
+                 *, a_scale: float = 1.0, b_scale: float = 1.0, block_scales: tuple[int, int] | None = None):
         if a_dtype != "e4m3" or b_dtype not in INPUT_TYPES:
             raise HarnessError(f"cuBLASLt fp8 anchor: A must be e4m3 and B e4m3 or e5m2, not {a_dtype} x {b_dtype}")
         if out_dtype not in OUTPUT_TYPES:
@@ -75,11 +75,18 @@ class CublasLtMatmul:
         self.m, self.n, self.k = m, n, k
         self.fast_accumulation = bool(fast_accumulation)
         self.a_scale, self.b_scale = float(a_scale), float(b_scale)
+        # DeepSeek-V3's block scales (device pointers to f32): A's [K / 128][M] (cuBLASLt's VEC128_32F on its B),
+        # B's [K / 128][N / 128] (BLK128x128_32F on its A); the outer dimension contiguous
+        self.block_scales = block_scales
+        if block_scales is not None and (self.fast_accumulation or n % 128 or k % 128):
+            raise HarnessError(f"cuBLASLt fp8 anchor: block scales take no fast accumulation and N, K in multiples of "
+                               f"128, not {m}x{n}x{k}" + (" with fast accumulation" if self.fast_accumulation else ""))
         self.name = (f"cuBLASLt fp8 {a_dtype} x {b_dtype} -> {out_dtype}, f32 accumulation "
                      + ("with fast accumulation (CUBLASLT_MATMUL_DESC_FAST_ACCUM on)" if self.fast_accumulation
                         else "(no fast accumulation)")
                      + ("" if (self.a_scale, self.b_scale) == (1.0, 1.0)
-                        else f", scales A {self.a_scale:g} B {self.b_scale:g}"))
+                        else f", scales A {self.a_scale:g} B {self.b_scale:g}")
+                     + ("" if block_scales is None else ", block scales (A 1x128 VEC128_32F, B 128x128 BLK128x128_32F)"))
         self._cupy = cupy
         self._error = lt.cuBLASLtError
         self._lt = lt
@@ -111,6 +118,13 @@ class CublasLtMatmul:
         # plans a matmul with A/B_SCALE_POINTER set but refuses to run it (CUBLAS_STATUS_NOT_SUPPORTED, seen on an
         # H200 with driver 580), and runs it without them.
         self._alpha[0] = self.a_scale * self.b_scale
+        if self.block_scales is not None:  # cuBLAS's A is our B, its B our A
+            scale_a, scale_b = self.block_scales
+            modes = lt.MatmulMatrixScale
+            _set(set_desc, dtype_of, self._desc, desc_attr.A_SCALE_MODE, int(modes.BLK128x128_32F))
+            _set(set_desc, dtype_of, self._desc, desc_attr.B_SCALE_MODE, int(modes.VEC128_32F))
+            _set(set_desc, dtype_of, self._desc, desc_attr.A_SCALE_POINTER, int(scale_b))
+            _set(set_desc, dtype_of, self._desc, desc_attr.B_SCALE_POINTER, int(scale_a))
 
         self._layouts = [lt.matrix_layout_create(INPUT_TYPES[self.b_dtype], k, n, k),  # cuBLAS's A: our B
                          lt.matrix_layout_create(INPUT_TYPES[self.a_dtype], k, m, k),  # cuBLAS's B: our A

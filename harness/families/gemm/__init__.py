@@ -21,9 +21,10 @@ import numpy as np
 from harness.families.base import Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
 import harness.families.gemm.cases as _cases
 from harness.families.gemm.cases import GemmCase
-from harness.families.gemm.problem import (CHECK_VALUES, CONSUMER_REGS, COUNTER_WORDS, COUNTERS, POISON, PROBLEM,
+from harness.families.gemm.problem import (CHECK_SCALES, CHECK_VALUES, CONSUMER_REGS, COUNTER_WORDS, COUNTERS, POISON, PROBLEM,
                                            PRODUCER_REGS, TENSOR_FLOPS_PER_CYCLE, VERIFY_ATOL, VERIFY_RTOL, FP8_SUM_BITS,
-                                           check_grid, check_problem, grid, threads, to_bits)
+                                           block_scaled_product, check_grid, check_problem, grid, scale_offsets,
+                                           threads, to_bits)
 from harness.families.pipeline import skeleton_params
 from harness.measure.methods import WholeKernel
 
@@ -87,6 +88,7 @@ class GemmFamily(Family):
             "immediates": "1, 1" if case.in_bytes == 1 else "1, 1, 0, 0",
             "promote": str(case.promote).lower(), "overlap": str(case.promotion in ("overlap", "pipelined")).lower(),
             "pipelined": str(case.promotion == "pipelined").lower(), "pipeline_group": case.group,
+            "blockscale": str(case.block_scaled).lower(),
             "d_operands": ", ".join(f"%{i}" for i in range(acc)),
             "d_constraints": ", ".join(f'"+f"(d[{i}])' for i in range(acc)),
             "desc_a_operand": acc, "desc_b_operand": acc + 1, "scale_operand": acc + 2,
@@ -127,8 +129,18 @@ class GemmFamily(Family):
         a = rng.integers(low, high + 1, (m, k)).astype(np.float64)
         b = rng.integers(low, high + 1, (n, k)).astype(np.float64)
         buffer = np.concatenate([to_bits(a, case.dtype).ravel(), to_bits(b, case.dtype).ravel()]).view(np.uint8)
-        return Inputs(buffer, {"A": a, "B": b},
-                      f"check: integers {low}..{high}; measured: normal(0, 1) {case.dtype}, seeded, drawn on the GPU")
+        values = {"A": a, "B": b}
+        distribution = f"check: integers {low}..{high}; measured: normal(0, 1) {case.dtype}, seeded, drawn on the GPU"
+        if case.block_scaled:  # scales of powers of two (C exact), after A and B at problem.scale_offsets
+            blocks = k // _cases.SCALE_BLOCK
+            values["scale_a"] = rng.choice(CHECK_SCALES, (blocks, m))
+            values["scale_b"] = rng.choice(CHECK_SCALES, (blocks, n // _cases.SCALE_BLOCK))
+            _, at, _ = scale_offsets(case)
+            scales = np.concatenate([values["scale_a"].ravel(), values["scale_b"].ravel()]).astype(np.float32)
+            buffer = np.concatenate([buffer, np.zeros(at - buffer.size, np.uint8), scales.view(np.uint8)])
+            distribution += ("; block scales: check, powers of two 0.5..2; measured, uniform in [0.5, 2) f32 (A's per "
+                             "row and 128 of K, B's per 128 x 128)")
+        return Inputs(buffer, values, distribution)
 
     def output_words(self, case: GemmCase) -> int:
         m, n, _ = check_problem(case)
@@ -142,7 +154,11 @@ class GemmFamily(Family):
         measured problem against cuBLAS, where a k-block dropped or a tile misplaced moves an element by
         several units (normal inputs: a k-block adds about 8 to it) and the tolerance is 0.05 + 1/128 of it."""
         a, b = inputs.values["A"], inputs.values["B"]
-        exact = a.astype(np.float32) @ b.astype(np.float32).T  # integers below 2^24: exact in f32
+        if case.block_scaled:  # integers times powers of two: exact in f64, and in the kernel's f32
+            exact = block_scaled_product(np, a, b, inputs.values["scale_a"], inputs.values["scale_b"],
+                                         _cases.SCALE_BLOCK)
+        else:
+            exact = a.astype(np.float32) @ b.astype(np.float32).T  # integers below 2^24: exact in f32
         words = to_bits(exact, case.out_dtype).ravel().view(np.uint32).astype(np.float64)
         m, n, k = check_problem(case)
         label = (f"C of a {m}x{n}x{k} problem, bit for bit"
@@ -188,7 +204,8 @@ class GemmFamily(Family):
         from harness.families.gemm.gpu import fp8_anchor_available
 
         anchored = case.dtype not in _cases.FP8_LIBRARY or fp8_anchor_available()
-        anchor = (f"the anchor: {_library_name(_cases.library(case.dtype, (case.m, case.n, case.k)))}" if anchored else
+        anchor = (f"the anchor: {_library_name(_cases.library(case.dtype, (case.m, case.n, case.k), scaling=case.scaling))}"
+                  if anchored else
                   "no anchor: cuBLASLt's fp8 matmul needs nvmath-python (pip install 'hopper-bench[fp8]')")
         return [WholeKernel("probe_gemm", blocks, threads(case), anchor="library" if anchored else None,
                             counters=COUNTERS, energy=True, words=COUNTER_WORDS, launch={"problem": "measured"},
@@ -215,7 +232,10 @@ class GemmFamily(Family):
                       "fp8 promotion overlapped: two k-block accumulator sets, k-block kb - 1 added into f32 while "
                       "k-block kb's wgmma run" if case.promotion == "overlap" else
                       "fp8 promotion after each k-block: its wgmma waited for, then added into f32")]
-                    if case.promote else [])
+                    if case.promote else []) + (
+                    ["DeepSeek-V3 block scales: each k-block's sum times A's scale (its row, 1x128) and B's (128x128) as "
+                     "it is added into f32; the scales loaded from global memory as the k-block is issued"]
+                    if case.block_scaled else [])
 
     def headline(self, metric: str) -> dict | None:
         return None
@@ -251,7 +271,9 @@ class GemmFamily(Family):
 def _library_name(case: GemmCase) -> str:
     """What a library case runs, in words (stored as its measurement's notes)."""
     if case.dtype in _cases.FP8_LIBRARY:
-        return ("cuBLASLt fp8 (cublasLtMatmul through nvmath-python; TN, e4m3 x e4m3 -> f16, f32 compute, scales 1, "
+        return ("cuBLASLt fp8 (cublasLtMatmul through nvmath-python; TN, e4m3 x e4m3 -> f16, f32 compute, "
+                + ("block scales A 1x128 and B 128x128 (VEC128_32F, BLK128x128_32F), " if case.block_scaled
+                   else "scales 1, ")
                 + ("fast accumulation on: the tensor cores' sum for the whole of K)" if case.fast_accum
                    else "no fast accumulation: partial sums promoted into f32)"))
     return "cuBLAS (cublasGemmEx, TN: C = A . B^T, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)"

@@ -105,6 +105,7 @@ def _unseen(case: _cases.GemmCase, seen: list[_cases.GemmCase]) -> str:
     missing = []
     for what, key in (("dtype", lambda c: c.dtype), ("tile", lambda c: (c.bm, c.bn)),
                       ("promotion", lambda c: c.promotion), ("schedule", lambda c: c.schedule),
+                      ("scaling", lambda c: c.scaling),
                       ("size", lambda c: (c.m, c.n, c.k))):
         if key(case) not in {key(c) for c in seen}:
             missing.append(what)

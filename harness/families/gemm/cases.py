@@ -39,6 +39,11 @@ MAX_DIM = 65536
 PROMOTIONS = ("serial", "overlap", "pipelined")
 PIPELINE_GROUP = 4  # a pipelined promotion's k-blocks between two drains of the tensor cores (pipeline.cuh), unless
 PIPELINE_GROUPS = (2, 4)  # ... the case names another (`.pipelined-g2`; groups of 8 spill: 36 bytes a thread)
+# fp8 scaling: per tensor (the default, no suffix: scales of 1, a per-tensor pair being a multiple of C) or DeepSeek-V3's
+# blocks (`.blockscale`, arXiv 2412.19437 section 3.3.2): an f32 scale per row of A and 128 of K (1x128), and per 128 x
+# 128 block of B, applied to each k-block's sum as the consumer adds it into f32 (a k-block is 128 of K)
+SCALINGS = ("tensor", "block")
+SCALE_BLOCK = 128
 # f32 accumulators one wgmma may write (ACC_REGISTER_LIMIT), and all a consumer thread may keep live: an overlapped
 # fp8 promotion keeps three sets of 64 (two k-blocks' and the tile's) in the 232 registers setmaxnreg gives it
 LIVE_ACCUMULATOR_LIMIT = 192  # ptx/gemm.cu.in PROMOTE without and with OVERLAP (fp8 only)
@@ -59,20 +64,32 @@ class GemmCase(PipelineCase):
     fast_accum: bool = False  # a library fp8 case: cuBLASLt's fast accumulation (the tensor cores' sum for all of K)
     promotion: str = "serial"  # fp8 (PROMOTIONS): each k-block added into f32 after it, or while the next runs
     group: int = PIPELINE_GROUP  # a pipelined promotion's k-blocks per drain of the tensor cores
+    scaling: str = "tensor"  # fp8 (SCALINGS): one scale per tensor (1), or DeepSeek-V3's 1x128 and 128x128 blocks
 
     @property
     def base_id(self) -> str:
         shape = f"{self.dtype}.{self.m}x{self.n}x{self.k}"
         if self.library:
-            return (f"cublaslt.{shape}" + (".fastaccum" if self.fast_accum else "")) if self.dtype in FP8_LIBRARY \
-                else f"cublas.{shape}"
+            return (f"cublaslt.{shape}" + (".fastaccum" if self.fast_accum else "") + self._scaling_suffix) \
+                if self.dtype in FP8_LIBRARY else f"cublas.{shape}"
         return (f"gemm.{shape}.tile{self.bm}x{self.bn}x{self.bk}.s{self.stages}.wg{self.consumers}"
                 + (".setmaxnreg" if self.rebalance else "")
                 + f".cluster{self.cluster}.{'persistent' if self.persistent else 'grid'}-{self.order}.{self.epilogue}"
                 + (f".sms{self.grid_sms}" if self.grid_sms else "")
                 + ("" if self.schedule == "cooperative" else f".{self.schedule}")
                 + ("" if self.promotion == "serial" else f".{self.promotion}")
-                + (f"-g{self.group}" if self.promotion == "pipelined" and self.group != PIPELINE_GROUP else ""))
+                + (f"-g{self.group}" if self.promotion == "pipelined" and self.group != PIPELINE_GROUP else "")
+                + self._scaling_suffix)
+
+    @property
+    def _scaling_suffix(self) -> str:
+        return "" if self.scaling == "tensor" else f".{self.scaling}scale"
+
+    @property
+    def block_scaled(self) -> bool:
+        """DeepSeek-V3's block scaling: A's scales [K / 128][M], B's [K / 128][N / 128], both f32, the outer
+        dimension contiguous (ptx/gemm.cu.in BLOCKSCALE)."""
+        return self.scaling == "block"
 
     @property
     def in_bytes(self) -> int:
@@ -138,35 +155,39 @@ class GemmCase(PipelineCase):
         values = super().params()
         if self.library:
             keys = ("dtype", "m", "n", "k", "library") + (("fast_accum",) if self.dtype in FP8_LIBRARY else ())
-            return {key: values[key] for key in keys}
-        if self.group == PIPELINE_GROUP:  # the default group: the params of the cases stored before it was a field
+            values = {key: values[key] for key in keys} | {"scaling": self.scaling}
+        elif self.group == PIPELINE_GROUP:  # the default group: the params of the cases stored before it was a field
             del values["group"]
+        if self.scaling == "tensor":  # ... and the default scaling
+            del values["scaling"]
         return values
 
 
 ID = re.compile(r"^(?P<library>cublaslt|cublas|gemm)\.(?P<dtype>[a-z0-9]+)\.(?P<m>\d+)x(?P<n>\d+)x(?P<k>\d+)"
-                r"(?P<fast>\.fastaccum)?"
+                r"(?P<fast>\.fastaccum)?(?P<lscaling>\.blockscale)?"
                 r"(?:\.tile(?P<bm>\d+)x(?P<bn>\d+)x(?P<bk>\d+)\.s(?P<stages>\d+)\.wg(?P<wg>\d+)(?P<rb>\.setmaxnreg)?"
                 r"\.cluster(?P<cluster>\d+)\.(?P<sched>grid|persistent)-(?P<order>[a-z]+)\.(?P<epi>[a-z]+)"
-                r"(?:\.sms(?P<sms>\d+))?(?:\.(?P<schedule>pingpong))?(?:\.(?P<promotion>overlap|pipelined)(?:-g(?P<group>\d+))?)?)?$")
+                r"(?:\.sms(?P<sms>\d+))?(?:\.(?P<schedule>pingpong))?(?:\.(?P<promotion>overlap|pipelined)(?:-g(?P<group>\d+))?)?(?P<scaling>\.blockscale)?)?$")
 
 
 def parse(case_id: str) -> GemmCase:
     match = ID.match(case_id)
-    if not match or (match["library"] != "gemm") != (match["bm"] is None) or (match["fast"] and match["bm"]):
+    if (not match or (match["library"] != "gemm") != (match["bm"] is None) or (match["fast"] and match["bm"])
+            or (match["lscaling"] and match["bm"])):
         raise SpecError(f"cannot parse GEMM case id {case_id!r}: expected e.g. "
                         "'gemm.f16.8192x8192x8192.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore' "
                         "or 'cublas.f16.8192x8192x8192' or 'cublaslt.e4m3.8192x8192x8192[.fastaccum]'")
     g = match.groupdict()
     common = dict(dtype=g["dtype"], m=int(g["m"]), n=int(g["n"]), k=int(g["k"]))
     if g["library"] != "gemm":
-        case = GemmCase(**common, library=True, fast_accum=bool(g["fast"]))
+        case = GemmCase(**common, library=True, fast_accum=bool(g["fast"]), scaling="block" if g["lscaling"] else "tensor")
     else:
         case = GemmCase(**common, bm=int(g["bm"]), bn=int(g["bn"]), bk=int(g["bk"]), stages=int(g["stages"]),
                         consumers=int(g["wg"]), rebalance=bool(g["rb"]), cluster=int(g["cluster"]),
                         persistent=g["sched"] == "persistent", order=g["order"], epilogue=g["epi"],
                         grid_sms=int(g["sms"] or 0), schedule=g["schedule"] or "cooperative",
-                        promotion=g["promotion"] or "serial", group=int(g["group"] or PIPELINE_GROUP))
+                        promotion=g["promotion"] or "serial", group=int(g["group"] or PIPELINE_GROUP),
+                        scaling="block" if g["scaling"] else "tensor")
     check(case)
     if case.case_id != case_id:
         raise SpecError(f"GEMM case id {case_id!r} is not canonical: {case.case_id!r}")
@@ -184,6 +205,18 @@ def check(case: GemmCase) -> None:
         value = getattr(case, name)
         if not 1 <= value <= MAX_DIM:
             refuse(f"{name.upper()} = {value}: expected 1..{MAX_DIM}")
+    if case.scaling not in SCALINGS:
+        refuse(f"scaling {case.scaling!r}: expected one of {', '.join(SCALINGS)}")
+    if case.block_scaled:
+        if case.in_bytes != 1:
+            refuse("block scaling is fp8's (DeepSeek-V3's 1x128 and 128x128 f32 scales)")
+        if case.n % SCALE_BLOCK or case.k % SCALE_BLOCK:
+            refuse(f"block scaling takes N and K in multiples of its {SCALE_BLOCK}-wide blocks")
+        if case.fast_accum:
+            refuse("cuBLASLt takes no fast accumulation with block scales")
+        if case.promotion == "overlap":
+            refuse("block scaling with the overlapped promotion: ptxas waits for the wgmma before each scaled "
+                   "promotion (C7517); the serial or the pipelined one")
     if case.library:
         if case.dtype not in LIBRARY_DTYPES + FP8_LIBRARY:
             refuse(f"no library case for {case.dtype}: expected one of {', '.join(LIBRARY_DTYPES + FP8_LIBRARY)}")
@@ -243,9 +276,9 @@ def pipeline(dtype: str, shape: tuple[int, int, int], **config) -> GemmCase:
     return GemmCase(dtype, m, n, k, **{"bk": bk_for(dtype), **config})
 
 
-def library(dtype: str, shape: tuple[int, int, int], fast_accum: bool = False) -> GemmCase:
+def library(dtype: str, shape: tuple[int, int, int], fast_accum: bool = False, scaling: str = "tensor") -> GemmCase:
     m, n, k = shape
-    return GemmCase(dtype, m, n, k, library=True, fast_accum=fast_accum)
+    return GemmCase(dtype, m, n, k, library=True, fast_accum=fast_accum, scaling=scaling)
 
 
 # The seed worklog's kernels that this family expresses, by its step (docs/gemm.md; the steps it does not:
@@ -376,7 +409,21 @@ def fp8() -> list[GemmCase]:
         for group in PIPELINE_GROUPS:
             for stages in (4, 6):
                 cases.append(pipeline("e4m3", (s, s, s), **dict(BEST_FP8, stages=stages, group=group)))
-    return _unique(cases)
+    return _unique(cases + block_scaled())
+
+
+def block_scaled() -> list[GemmCase]:
+    """DeepSeek-V3's block scaling beside cuBLASLt's (1x128 scales for A, 128x128 for B): the best configuration at
+    every size, and each promotion on its best ring at 4096^3 and 8192^3 (a block-scaled k-block adds a multiply
+    per accumulator to the promotion, and two loads a k-block)."""
+    cases = []
+    for s in FP8_SIZES:
+        shape = (s, s, s)
+        cases += [pipeline("e4m3", shape, **dict(BEST_FP8, scaling="block")), library("e4m3", shape, scaling="block")]
+    for s in (4096, 8192):
+        for config in (FP8_SERIAL, dict(BEST_FP8, stages=4)):  # (an overlapped one: ptxas serializes it, C7517)
+            cases.append(pipeline("e4m3", (s, s, s), **dict(config, scaling="block")))
+    return cases
 
 
 # Ping-pong: each consumer warpgroup holds a whole tile's accumulators, so a tile is at most 128 accumulators a

@@ -35,15 +35,27 @@ def _encode(case, dtype: str, address: int, rows: int, cols: int, box_rows: int,
                              256 if promotion else None).view(np.uint64)
 
 
-def problem(case, a: int, b: int, c: int, m: int, n: int, k: int) -> np.ndarray:
-    """The kernel's Problem argument for A, B, C at these addresses (row-major, K-major A and B)."""
+def problem(case, a: int, b: int, c: int, m: int, n: int, k: int, scales: tuple[int, int] = (0, 0)) -> np.ndarray:
+    """The kernel's Problem argument for A, B, C at these addresses (row-major, K-major A and B), and a block-scaled
+    case's scales."""
     value = np.zeros(1, dtype=PROBLEM.dtype())
     if not case.library:
         value["a"] = _encode(case, case.dtype, a, m, k, case.bm, case.bk, True)
         value["b"] = _encode(case, case.dtype, b, n, k, case.bn // case.cluster, case.bk, True)
         value["c"] = _encode(case, case.out_dtype, c, m, n, case.wg_rows, 64, False)
     value["c_ptr"], value["m"], value["n"], value["k"] = c, m, n, k
+    value["scale_a"], value["scale_b"] = scales
     return value
+
+
+def block_scales(cupy, m: int, n: int, k: int, seed: int):
+    """A measured problem's block scales, uniform in [0.5, 2) f32, drawn on the GPU: A's [K / 128][M], B's
+    [K / 128][N / 128] (cases.GemmCase.block_scaled)."""
+    from harness.families.gemm.cases import SCALE_BLOCK
+
+    state = cupy.random.RandomState(seed)
+    draw = lambda *shape: (0.5 + 1.5 * state.random_sample(shape, dtype=cupy.float32)).astype(cupy.float32)
+    return draw(k // SCALE_BLOCK, m), draw(k // SCALE_BLOCK, n // SCALE_BLOCK)
 
 
 def normal(cupy, rows: int, cols: int, dtype: str, seed: int):
@@ -135,12 +147,19 @@ def fp8_anchor_available() -> bool:
     return importlib.util.find_spec("nvmath") is not None
 
 
-def exact_fp8_product(cupy, a_f16, b_f16):
+def exact_fp8_product(cupy, a_f16, b_f16, scales=None):
     """C = A . B^T and the sums of |products| of fp8 values (given as the f16 bit patterns of the same values), in
     f64, by rows of A at a time: a product of two e4m3 values has 8 significant bits and a sum of K of them up to
-    2^14 more, well inside f64's 53, so both are exact."""
+    2^14 more, well inside f64's 53, so both are exact. Block scales (A's, B's: problem.block_scaled_product): each
+    element times its f32 scale first, exact in f64 (24 + 4 bits); their sums round at 2^-53, far below the bound."""
     a = as_f16_values(cupy, a_f16)
     b = as_f16_values(cupy, b_f16)
+    if scales is not None:
+        from harness.families.gemm.cases import SCALE_BLOCK
+
+        scale_a, scale_b = (s.astype(cupy.float64) for s in scales)
+        a *= cupy.repeat(scale_a.T, SCALE_BLOCK, axis=1)
+        b *= cupy.repeat(cupy.repeat(scale_b.T, SCALE_BLOCK, axis=0), SCALE_BLOCK, axis=1)
     rows = max(1, (1 << 27) // max(1, b.shape[0]))  # 1 GiB of f64 output a step
     product = cupy.empty((a.shape[0], b.shape[0]), dtype=cupy.float64)
     abs_sum = cupy.empty_like(product)
@@ -162,22 +181,28 @@ def attach(case, probe, device) -> None:
     from harness.families.gemm.cases import FP8_LIBRARY
     from harness.families.gemm.problem import VERIFY_ATOL, VERIFY_RTOL, check_problem, fp8_bound, grid, threads
 
+    from harness.families.gemm.problem import scale_offsets
+
     m0, n0, k0 = check_problem(case)
     a0 = probe.inputs.data.ptr
-    b0 = a0 + m0 * k0 * case.in_bytes
+    b_at, scale_a_at, scale_b_at = scale_offsets(case)
+    b0 = a0 + b_at
+    scales0 = (a0 + scale_a_at, a0 + scale_b_at) if case.block_scaled else (0, 0)
     c0 = probe.out.data.ptr
     m, n, k = case.m, case.n, case.k
     a1 = normal(cupy, m, k, case.dtype, SEED)
     b1 = normal(cupy, n, k, case.dtype, SEED + 1)
+    scale_a1, scale_b1 = block_scales(cupy, m, n, k, SEED + 2) if case.block_scaled else (None, None)
+    scales1 = (scale_a1.data.ptr, scale_b1.data.ptr) if case.block_scaled else (0, 0)
     c1 = cupy.zeros((m, n), dtype=cupy.uint16)
     reference = cupy.zeros((m, n), dtype=cupy.uint16)
     library = Library(case.out_dtype)
-    probe.resources = [a1, b1, c1, reference]
+    probe.resources = [a1, b1, c1, reference, scale_a1, scale_b1]
     # cuBLAS's inputs: A and B themselves, or (fp8, which cublasGemmEx does not take) their values as f16
     a_ref, b_ref = (a1, b1) if case.dtype == case.out_dtype else (as_f16(cupy, a1), as_f16(cupy, b1))
     probe.resources += [a_ref, b_ref]
-    check = problem(case, a0, b0, c0, m0, n0, k0)
-    measured = problem(case, a1.data.ptr, b1.data.ptr, c1.data.ptr, m, n, k)
+    check = problem(case, a0, b0, c0, m0, n0, k0, scales0)
+    measured = problem(case, a1.data.ptr, b1.data.ptr, c1.data.ptr, m, n, k, scales1)
     probe.extra_args = (check, measured)
     # The anchor: the library on the measured problem's own inputs (fp8: cuBLASLt on the e4m3 codes, without fast
     # accumulation unless the library case asks for it), into a C of its own
@@ -185,7 +210,8 @@ def attach(case, probe, device) -> None:
         from harness.anchors.cublaslt import CublasLtMatmul
 
         fast = case.library and case.fast_accum
-        anchor_call = CublasLtMatmul(case.dtype, case.dtype, case.out_dtype, m, n, k, fast)
+        anchor_call = CublasLtMatmul(case.dtype, case.dtype, case.out_dtype, m, n, k, fast,
+                                     block_scales=scales1 if case.block_scaled else None)
         anchor_c = cupy.zeros((m, n), dtype=cupy.uint16)
         probe.resources += [anchor_c, anchor_call]
 
@@ -199,7 +225,8 @@ def attach(case, probe, device) -> None:
         if case.dtype in FP8_LIBRARY:
             from harness.anchors.cublaslt import CublasLtMatmul
 
-            check_call = CublasLtMatmul(case.dtype, case.dtype, case.out_dtype, m0, n0, k0, case.fast_accum)
+            check_call = CublasLtMatmul(case.dtype, case.dtype, case.out_dtype, m0, n0, k0, case.fast_accum,
+                                        block_scales=scales0 if case.block_scaled else None)
             probe.resources.append(check_call)
 
             def run_library(out, timing, iters):
@@ -243,8 +270,9 @@ def attach(case, probe, device) -> None:
                  shared_mem=case.smem_bytes())
         ours = as_float(cupy, c1, case.out_dtype)
         if case.promote:  # fp8: against the exact product, within the bound of the arithmetic (problem.fp8_bound)
-            theirs, abs_sum = exact_fp8_product(cupy, a_ref, b_ref)
-            bound = fp8_bound(cupy, theirs, abs_sum, k, case.bk // case.wgmma_k, case.bk)
+            theirs, abs_sum = exact_fp8_product(cupy, a_ref, b_ref, (scale_a1, scale_b1) if case.block_scaled else None)
+            bound = fp8_bound(cupy, theirs, abs_sum, k, case.bk // case.wgmma_k, case.bk,
+                              f32_roundings=3 if case.block_scaled else 1)
             del abs_sum
         else:
             library(a_ref.data.ptr, b_ref.data.ptr, reference.data.ptr, m, n, k)

@@ -15,10 +15,11 @@ from harness.families.pipeline import (CONSUMER_REGS, COUNTER_WORDS, PIPELINE_CO
 # ptx/gemm.cu.in's by-value argument, twice (the check problem, the measured one): maps over A (K x M, box BK x BM),
 # B (K x N, box BK x BN / cluster) and C (N x M, box 64 x rows of one consumer warpgroup, 128-byte swizzle), C's
 # address (the register epilogue) and the shape.
+# A block-scaled fp8 problem adds its scales' addresses (cases.GemmCase.block_scaled; 0 otherwise, never read).
 PROBLEM = KernelStruct("Problem", (("a", "map"), ("b", "map"), ("c", "map"), ("c_ptr", "u64"), ("m", "i32"),
-                                   ("n", "i32"), ("k", "i32"), ("pad", "i32")),
-                       comment="One GEMM: maps over A, B and C, C's address (the register epilogue) and its shape "
-                               "(harness/families/gemm/problem.py PROBLEM).")
+                                   ("n", "i32"), ("k", "i32"), ("pad", "i32"), ("scale_a", "u64"), ("scale_b", "u64")),
+                       comment="One GEMM: maps over A, B and C, C's address (the register epilogue), its shape, and "
+                               "a block-scaled\nfp8 problem's scales (harness/families/gemm/problem.py PROBLEM).")
 POISON = 0xFFFFFFFF
 CHECK_VALUES = (-2, 2)  # the check problem's inputs: integers in this range, exact in every type
 VERIFY_ATOL, VERIFY_RTOL = 0.05, 1.0 / 128  # the measured problem against cuBLAS, f16 and bf16 (see checks())
@@ -39,7 +40,7 @@ def check_problem(case: GemmCase) -> tuple[int, int, int]:
     """M, N, K of the check problem: more work items than a grouped order's group, two tile columns, and
     2 x stages + 3 k-blocks (the ring wraps, each slot's phase flips several times)."""
     if case.library:
-        return 256, 256, 9 * _cases.BK
+        return 256, 256, 9 * (_cases.SCALE_BLOCK if case.block_scaled else _cases.BK)
     pairs = _cases.GROUP + 1 if case.order == "grouped" else 2
     return pairs * case.bm * case.cluster, 2 * case.bn, (2 * case.stages + 3) * case.bk
 
@@ -75,19 +76,43 @@ def to_bits(values: np.ndarray, dtype: str) -> np.ndarray:
     return encode(dtype, values)
 
 
-def fp8_bound(xp, exact, abs_sum, k: int, steps_per_kblock: int, kblock: int):
+CHECK_SCALES = (0.5, 1.0, 2.0)  # a block-scaled check problem's scales: powers of two, so that C stays exact
+
+
+def scale_offsets(case: GemmCase) -> tuple[int, int, int]:
+    """Byte offsets in the check problem's input buffer of B, of A's scales and of B's scales (a block-scaled case's;
+    the scales 16-byte aligned after A and B)."""
+    m, n, k = check_problem(case)
+    b = m * k * case.in_bytes
+    scale_a = -(-(b + n * k * case.in_bytes) // 16) * 16
+    return b, scale_a, scale_a + 4 * (k // _cases.SCALE_BLOCK) * m
+
+
+def block_scaled_product(xp, a, b, scale_a, scale_b, block: int):
+    """C = sum over k-blocks of (A . B^T over the block) x scale_a[kb][row] x scale_b[kb][col / block], in the
+    arrays' own precision: A and B with each element multiplied by its scale, then one product (the scales are
+    constant over a block of K, so they factor out of each block's sum). scale_a is [K / block][M], scale_b
+    [K / block][N / block]."""
+    scaled_a = a * xp.repeat(scale_a.T, block, axis=1)
+    scaled_b = b * xp.repeat(xp.repeat(scale_b.T, block, axis=0), block, axis=1)
+    return scaled_a @ scaled_b.T
+
+
+def fp8_bound(xp, exact, abs_sum, k: int, steps_per_kblock: int, kblock: int, f32_roundings: int = 1):
     """The largest |ours - exact| an fp8 GEMM may show where it is right, element by element, from the arithmetic
     (`exact`: A . B^T of the same fp8 values, exact in f64; `abs_sum`: sum over k of |a_ik b_jk|, exact too, which
     bounds every partial sum):
 
         the tensor cores, per k-block   steps_per_kblock roundings, each <= 2^-FP8_SUM_BITS x the k-block's
                                         |products|: summed over the k-blocks, <= steps x 2^-13 x abs_sum
-        f32 across the k-blocks         <= K / kblock x 2^-24 x abs_sum
+        f32 across the k-blocks         <= K / kblock x f32_roundings x 2^-24 x abs_sum (one addition a k-block;
+                                        block scales: their product, the multiply and the addition, 3)
         f16 rounding of C               <= 2^-11 x |C| (|C| <= |exact| + the terms above), and half of f16's
                                         smallest subnormal near zero
 
     A dropped k-block moves an element by a k-block's sum (normal inputs: a standard deviation of about 11), a
     wrong scale by C itself: beyond this bound for most elements at every K up to 16384
-    (tests/test_gemm_family.py tries K = 1024 and 16384)."""
-    accumulation = (steps_per_kblock * 2.0 ** -FP8_SUM_BITS + (k // kblock) * F32_UNIT) * abs_sum
+    (tests/test_gemm_family.py tries K = 1024 and 16384). Block-scaled (DeepSeek-V3): `exact` and `abs_sum` of the
+    scaled operands (block_scaled_product), each k-block's error scaled with it."""
+    accumulation = (steps_per_kblock * 2.0 ** -FP8_SUM_BITS + (k // kblock) * f32_roundings * F32_UNIT) * abs_sum
     return accumulation + F16_HALF_ULP * (xp.abs(exact) + accumulation) + F16_SUBNORMAL_HALF_ULP
