@@ -329,7 +329,7 @@ def _tensor_core_fp8(a: np.ndarray, b: np.ndarray, bits: int, step: int = 32, kb
                      scales=None) -> np.ndarray:
     """An fp8 GEMM as the bound assumes the hardware does it: each k32 step's exact products added into a running
     k-block sum truncated to `bits` fraction bits, each k-block added into f32, C rounded to f16. Block scales
-    (A's [K / 128][M], B's [K / 128][N / 128]): each k-block's sum times scale_a x scale_b (their product rounded
+    (A's [K / 128][M], B's [N / 128][K / 128]): each k-block's sum times scale_a x scale_b (their product rounded
     to f32, then the multiply, then the addition: ptx/gemm.cu.in load_scales and promote)."""
     m, k = a.shape
     out = np.zeros((m, b.shape[0]), dtype=np.float32)
@@ -344,7 +344,7 @@ def _tensor_core_fp8(a: np.ndarray, b: np.ndarray, bits: int, step: int = 32, kb
         if scales is not None:
             scale_a, scale_b = scales
             both = (scale_a[k0 // kblock][:, None].astype(np.float32)
-                    * np.repeat(scale_b[k0 // kblock], kblock)[None, :b.shape[0]].astype(np.float32))
+                    * np.repeat(scale_b[:, k0 // kblock], kblock)[None, :b.shape[0]].astype(np.float32))
             kblock_sum = (kblock_sum * both).astype(np.float32)
         out = (out + kblock_sum).astype(np.float32)
     return out.astype(np.float16).astype(np.float64)
@@ -390,12 +390,12 @@ def test_the_block_scaled_bound_holds_for_the_arithmetic_and_fails_a_misplaced_o
     b = round_to("e4m3", rng.standard_normal((n, k)))
     blocks = k // 128
     scale_a = (0.5 + 1.5 * rng.random((blocks, m))).astype(np.float32)
-    scale_b = (0.5 + 1.5 * rng.random((blocks, n // 128))).astype(np.float32)
+    scale_b = (0.5 + 1.5 * rng.random((n // 128, blocks))).astype(np.float32)
     exact = np.zeros((m, n))
     abs_sum = np.zeros((m, n))
     for kb in range(blocks):  # the definition, block by block, independent of block_scaled_product
         span = slice(kb * 128, kb * 128 + 128)
-        both = scale_a[kb][:, None].astype(np.float64) * np.repeat(scale_b[kb], 128)[None, :].astype(np.float64)
+        both = scale_a[kb][:, None].astype(np.float64) * np.repeat(scale_b[:, kb], 128)[None, :].astype(np.float64)
         exact += (a[:, span] @ b[:, span].T) * both
         abs_sum += (np.abs(a[:, span]) @ np.abs(b[:, span]).T) * both
     assert np.allclose(block_scaled_product(np, a, b, scale_a, scale_b, 128), exact, rtol=1e-12, atol=1e-9)
@@ -406,7 +406,7 @@ def test_the_block_scaled_bound_holds_for_the_arithmetic_and_fails_a_misplaced_o
     late = _tensor_core_fp8(a, b, FP8_SUM_BITS, scales=(np.roll(scale_a, 1, axis=0), scale_b))
     assert np.mean(np.abs(late - exact) > bound) > 0.5
     if n > 128:
-        neighbour = _tensor_core_fp8(a, b, FP8_SUM_BITS, scales=(scale_a, np.roll(scale_b, 1, axis=1)))
+        neighbour = _tensor_core_fp8(a, b, FP8_SUM_BITS, scales=(scale_a, np.roll(scale_b, 1, axis=0)))
         assert np.mean(np.abs(neighbour - exact) > bound) > 0.5
     dropped = scale_a.copy()
     dropped[blocks // 2] = 0
@@ -427,11 +427,11 @@ def test_a_block_scaled_check_problem_is_the_scaled_sum_of_its_kblocks_bit_for_b
         _, at_a, at_b = scale_offsets(case)
         assert at_a % 16 == 0 and k % 128 == 0
         scale_a = inputs.buffer[at_a:at_b].view(np.float32).reshape(k // 128, m)
-        scale_b = inputs.buffer[at_b:].view(np.float32).reshape(k // 128, n // 128)
+        scale_b = inputs.buffer[at_b:].view(np.float32).reshape(n // 128, k // 128)
         assert set(np.unique(scale_a)) <= {0.5, 1.0, 2.0} and len(np.unique(scale_b)) > 1
         a, b = inputs.values["A"], inputs.values["B"]
         c = sum((a[:, kb * 128:(kb + 1) * 128] @ b[:, kb * 128:(kb + 1) * 128].T)
-                * scale_a[kb][:, None] * np.repeat(scale_b[kb], 128)[None, :] for kb in range(k // 128))
+                * scale_a[kb][:, None] * np.repeat(scale_b[:, kb], 128)[None, :] for kb in range(k // 128))
         assert np.abs(c).max() < 2 ** 16  # inside f16's range
         expected = to_bits(c, "f16").ravel().view(np.uint32).astype(np.float64)
         assert np.array_equal(FAMILY.checks(case, inputs)[0].expected, expected)

@@ -134,7 +134,7 @@ class GemmFamily(Family):
         if case.block_scaled:  # scales of powers of two (C exact), after A and B at problem.scale_offsets
             blocks = k // _cases.SCALE_BLOCK
             values["scale_a"] = rng.choice(CHECK_SCALES, (blocks, m))
-            values["scale_b"] = rng.choice(CHECK_SCALES, (blocks, n // _cases.SCALE_BLOCK))
+            values["scale_b"] = rng.choice(CHECK_SCALES, (n // _cases.SCALE_BLOCK, blocks))
             _, at, _ = scale_offsets(case)
             scales = np.concatenate([values["scale_a"].ravel(), values["scale_b"].ravel()]).astype(np.float32)
             buffer = np.concatenate([buffer, np.zeros(at - buffer.size, np.uint8), scales.view(np.uint8)])

@@ -87,8 +87,8 @@ class GemmCase(PipelineCase):
 
     @property
     def block_scaled(self) -> bool:
-        """DeepSeek-V3's block scaling: A's scales [K / 128][M], B's [K / 128][N / 128], both f32, the outer
-        dimension contiguous (ptx/gemm.cu.in BLOCKSCALE)."""
+        """DeepSeek-V3's block scaling: A's scales [K / 128][M], B's [N / 128][K / 128], both f32 (cuBLASLt's
+        VEC128_32F and BLK128x128_32F layouts; ptx/gemm.cu.in BLOCKSCALE)."""
         return self.scaling == "block"
 
     @property

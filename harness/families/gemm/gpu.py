@@ -50,12 +50,12 @@ def problem(case, a: int, b: int, c: int, m: int, n: int, k: int, scales: tuple[
 
 def block_scales(cupy, m: int, n: int, k: int, seed: int):
     """A measured problem's block scales, uniform in [0.5, 2) f32, drawn on the GPU: A's [K / 128][M], B's
-    [K / 128][N / 128] (cases.GemmCase.block_scaled)."""
+    [N / 128][K / 128] (cases.GemmCase.block_scaled)."""
     from harness.families.gemm.cases import SCALE_BLOCK
 
     state = cupy.random.RandomState(seed)
     draw = lambda *shape: (0.5 + 1.5 * state.random_sample(shape, dtype=cupy.float32)).astype(cupy.float32)
-    return draw(k // SCALE_BLOCK, m), draw(k // SCALE_BLOCK, n // SCALE_BLOCK)
+    return draw(k // SCALE_BLOCK, m), draw(n // SCALE_BLOCK, k // SCALE_BLOCK)
 
 
 def normal(cupy, rows: int, cols: int, dtype: str, seed: int):
@@ -159,7 +159,7 @@ def exact_fp8_product(cupy, a_f16, b_f16, scales=None):
 
         scale_a, scale_b = (s.astype(cupy.float64) for s in scales)
         a *= cupy.repeat(scale_a.T, SCALE_BLOCK, axis=1)
-        b *= cupy.repeat(cupy.repeat(scale_b.T, SCALE_BLOCK, axis=0), SCALE_BLOCK, axis=1)
+        b *= cupy.repeat(cupy.repeat(scale_b, SCALE_BLOCK, axis=0), SCALE_BLOCK, axis=1)
     rows = max(1, (1 << 27) // max(1, b.shape[0]))  # 1 GiB of f64 output a step
     product = cupy.empty((a.shape[0], b.shape[0]), dtype=cupy.float64)
     abs_sum = cupy.empty_like(product)

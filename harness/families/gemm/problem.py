@@ -92,9 +92,9 @@ def block_scaled_product(xp, a, b, scale_a, scale_b, block: int):
     """C = sum over k-blocks of (A . B^T over the block) x scale_a[kb][row] x scale_b[kb][col / block], in the
     arrays' own precision: A and B with each element multiplied by its scale, then one product (the scales are
     constant over a block of K, so they factor out of each block's sum). scale_a is [K / block][M], scale_b
-    [K / block][N / block]."""
+    [N / block][K / block]."""
     scaled_a = a * xp.repeat(scale_a.T, block, axis=1)
-    scaled_b = b * xp.repeat(xp.repeat(scale_b.T, block, axis=0), block, axis=1)
+    scaled_b = b * xp.repeat(xp.repeat(scale_b, block, axis=0), block, axis=1)
     return scaled_a @ scaled_b.T
 
 
