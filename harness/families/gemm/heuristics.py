@@ -1,7 +1,6 @@
-"""The planner against NVIDIA's own predictor (issue 44, item 4): nvMatmulHeuristics (pip `nvidia-matmul-heuristics`,
-the `nvmh` extra; an analytic model in a shared library, run on the CPU) ranks GEMM kernel configurations. Its top
-configurations for a problem are mapped onto this family's cases, so that one run measures both predictors' picks
-and `bench plan --against nvmh --run N` gives each one's regret.
+"""The planner against NVIDIA's own predictor (issue 44, item 4): nvMatmulHeuristics (the `nvmh` extra; an analytic
+model in a shared library, run on the CPU) ranks GEMM kernel configurations. Its top ones are mapped onto our cases,
+so that one run measures both predictors' picks; `bench plan --against nvmh --run N` gives each one's regret.
 
 How it is asked (ASK): target CUTLASS3 (Hopper's TMA/wgmma kernels, with clusters), the flags and discovery set
 CUTLASS's own callers use (PERF_MODEL_BASED_AUTO_TUNING, the package's internal discovery set loaded), the
@@ -9,8 +8,8 @@ predefined H100 SXM (or H200 SXM) hardware descriptor, not the device present, s
 Layout NT_ROW_MAJOR: A row-major M x K, B row-major N x K read transposed, ours (cuBLAS calls it TN in column-major
 terms; the package's TN_COL_MAJOR names the same memory but in 0.1.0.27 has no discovery set and gets the
 uncalibrated model, whose estimates are 1.6 x faster and rank differently). Precision HSH (f16 in, f32 compute,
-f16 out), TST (bf16), QQHSH (e4m3 in, f16 out). Its answer depends on the package's version (pinned), these
-settings, and the discovery sets it loaded in the process (ask loads its own; in 0.1.0.27 only HSH's are there).
+f16 out), TST (bf16), QQHSH (e4m3 in, f16 out). Its answer depends on the version (pinned), these settings and the
+discovery sets loaded (0.1.0.27 has HSH's only: bf16 and fp8 get the uncalibrated model).
 
 Its configuration: a CTA tile (M, N, K), a warp and an instruction tile (CUTLASS's, no meaning for our warpgroups),
 split-K, load stages, a CTA swizzle and raster order, a cluster (M, N). The mapping (map_config) keeps the tile, the
@@ -30,7 +29,6 @@ from functools import lru_cache
 from harness.errors import SpecError
 import harness.families.gemm.cases as _cases
 
-PACKAGE = "nvidia-matmul-heuristics"
 VERSION = "0.1.0.27"  # pyproject.toml's `nvmh` extra pins it; SUITE_ANSWERS is its answer
 PRECISION = {"f16": "HSH", "bf16": "TST", "e4m3": "QQHSH"}
 GPUS = {"H100": "H100_SXM", "H200": "H200_SXM"}  # the run's or --gpu's name -> its predefined descriptor
@@ -74,13 +72,16 @@ def gpu_of(name: str | None) -> str:
     raise SpecError(f"nvMatmulHeuristics is compared here on {', '.join(GPUS)} only, not {name!r}")
 
 
-def _module():
+def _interface(gpu: str):
     try:
-        import nvMatmulHeuristics
+        import nvMatmulHeuristics as h
     except ImportError:
-        raise SpecError(f"nvMatmulHeuristics is not installed: pip install '.[nvmh]' ({PACKAGE}=={VERSION}, CPU "
+        raise SpecError(f"nvMatmulHeuristics is not installed: pip install '.[nvmh]' (nvidia-matmul-heuristics=={VERSION}, CPU "
                         "only)") from None
-    return nvMatmulHeuristics
+    return h, h.NvMatmulHeuristicsInterfaceEx(backend=h.NvMatmulHeuristicsTarget[ASK["target"]],
+                                              flags=h.NvMatmulHeuristicsFlags[ASK["flags"]],
+                                              load_discovery_implicitly=ASK["discovery"],
+                                              gpu=h.NvMatmulHeuristicsNvidiaGpu[gpu])
 
 
 def ask(dtype: str, m: int, n: int, k: int, gpu: str = "H100_SXM", count: int = ASKED) -> list[Config]:
@@ -88,33 +89,26 @@ def ask(dtype: str, m: int, n: int, k: int, gpu: str = "H100_SXM", count: int = 
     warp or instruction tile collapsed into the first (distinct)."""
     if dtype not in PRECISION:
         raise SpecError(f"dtype {dtype!r}: nvMatmulHeuristics is asked for {', '.join(PRECISION)}")
-    h = _module()
-    nv = h.NvMatmulHeuristicsInterfaceEx(backend=h.NvMatmulHeuristicsTarget[ASK["target"]],
-                                         flags=h.NvMatmulHeuristicsFlags[ASK["flags"]],
-                                         load_discovery_implicitly=ASK["discovery"], gpu=h.NvMatmulHeuristicsNvidiaGpu[gpu])
+    h, nv = _interface(gpu)
     problem = nv.makeNvMatmulHeuristicsProblem(m, n, k, h.NvMatmulHeuristicsMatmulLayout[ASK["layout"]])
     configs = []
     for answer in nv.get(problem, count, precision=PRECISION[dtype]):
         c = answer["kernel"]
         configs.append(Config(c.cta_tile_m, c.cta_tile_n, c.cta_tile_k, c.stages, c.cluster_m, c.cluster_n, c.split_k,
                               round(answer["runtime"] * 1e6, 1) if answer["runtime"] > 0 else None))
-    return distinct(configs)
+    return list(dict.fromkeys(configs))  # distinct, in its order (equal fields come with equal estimates)
 
 
 def estimate_us(case: _cases.GemmCase, gpu: str = "H100_SXM") -> float | None:
     """Its runtime estimate for one of our cases (tile, stages, cluster along M, no split-K), in microseconds."""
-    h = _module()
-    nv = h.NvMatmulHeuristicsInterfaceEx(backend=h.NvMatmulHeuristicsTarget[ASK["target"]],
-                                         flags=h.NvMatmulHeuristicsFlags[ASK["flags"]],
-                                         load_discovery_implicitly=ASK["discovery"], gpu=h.NvMatmulHeuristicsNvidiaGpu[gpu])
+    h, nv = _interface(gpu)
     precision = PRECISION[case.dtype]
     layout = h.NvMatmulHeuristicsMatmulLayout[ASK["layout"]]
     nv._ensure_discovery_loaded(nv.target, precision, layout)
     problem = nv.makeNvMatmulHeuristicsProblem(case.m, case.n, case.k, layout)
     config = nv.nvmmhKernelConfiguration()
-    config.cta[:] = (case.bm, case.bn, case.bk)
+    config.cta[:], config.instr[:] = (case.bm, case.bn, case.bk), (64, 8, case.wgmma_k)
     config.warp[:] = (64, case.bm * case.bn // (256 * case.consumers), case.bk)  # 4 warps a consumer warpgroup
-    config.instr[:] = (64, 8, case.wgmma_k)
     config.splitK, config.loadStages, config.gridSwizzle, config.ctaOrder = 1, case.stages, 1, 0
     config.cluster[:] = (case.cluster, 1)
     # the wrapper's own estimateRuntime (0.1.0.27) calls a method its base class lacks: the library's, as get() does
@@ -123,15 +117,9 @@ def estimate_us(case: _cases.GemmCase, gpu: str = "H100_SXM") -> float | None:
     return round(seconds * 1e6, 1) if seconds and seconds > 0 else None
 
 
-def distinct(configs: list[Config]) -> list[Config]:
-    return list(dict.fromkeys(configs))  # Config's equality includes the estimate: equal fields, equal estimate
-
-
 def map_config(config: Config, dtype: str, m: int, n: int, k: int) -> Mapped:
     """The family's case for one of its configurations, or why there is none."""
-    def refuse(why: str) -> Mapped:
-        return Mapped(config, None, why)
-
+    refuse = lambda why: Mapped(config, None, why)  # noqa: E731
     bk = _cases.bk_for(dtype)
     if config.split_k != 1:
         return refuse(f"split-K {config.split_k}: a CTA of the family reduces all of K")
@@ -241,3 +229,71 @@ def _suite() -> tuple[_cases.GemmCase, ...]:
         cases += [m.case for m in top_mapped([Config(*row) for row in answer], SUITE_DTYPE, *shape) if m.case]
         cases.append(_cases.library(SUITE_DTYPE, shape))
     return tuple(dict.fromkeys(cases))
+
+
+def against(values: dict, fit, gpu: str | None):
+    """`bench plan --against nvmh`: the planner's first TOP and nvMatmulHeuristics' first TOP for the problem, each
+    with both predictions where there are, the run's measurement (--run) and each predictor's regret."""
+    import pandas as pd
+
+    from harness.families.base import Advice
+    from harness.families.gemm.advice import _measured
+    from harness.families.gemm.model import predict_case
+    from harness.families.gemm.planner import GemmModel
+
+    m, n, k, dtype = values["m"], values["n"], values["k"], values["dtype"]
+    name = fit.gpu if fit is not None else (gpu or SUITE_GPU)
+    device = gpu_of(name)
+    params = GemmModel().prior(name)
+    if params is None:
+        raise SpecError(f"no planner prior for GPU {name!r} (`bench model --gpu` lists them)")
+    ours = planner_top(dtype, m, n, k, params)
+    if not ours:
+        raise SpecError(f"no pipeline configuration tiles {m}x{n}x{k}: M, N and K must be multiples of a tile "
+                        f"({', '.join(f'{a}x{b}' for a, b in _cases.TILES)}) and K of {_cases.bk_for(dtype)}")
+    theirs = top_mapped(ask(dtype, m, n, k, device), dtype, m, n, k)
+    measured = {cid: v for cid, v in _measured(fit).items() if cid.split(".")[1:3] == [dtype, f"{m}x{n}x{k}"]}
+    clock = params.clock_mhz or 1500.0
+
+    def row(who, rank, case, label, us, note=""):
+        theirs_tflops = Config(1, 1, 1, 1, runtime_us=us).tflops(m, n, k)
+        return {"predictor": who, "rank": rank, "configuration": label,
+                "planner TFLOPS": round(predict_case(case, params).tflops(params.sm_count, clock), 1) if case else None,
+                "nvmh TFLOPS": theirs_tflops, "nvmh us": us,
+                "measured": measured.get(case.case_id) if case else None,
+                "note": note or ("" if case is None or fit is None or case.case_id in measured else "not in the run"),
+                "case_id": case.case_id if case else ""}
+
+    rows = [row("planner", i, c, f"{c.bm}x{c.bn}x{c.bk} s{c.stages} wg{c.consumers} cluster {c.cluster}x1 "
+                f"{'persistent' if c.persistent else 'grid'}-{c.order} {c.epilogue}", estimate_us(c, device))
+            for i, (c, _) in enumerate(ours, 1)]
+    rows += [row("nvmh", i, t.case, t.config.label, t.config.runtime_us, t.why) for i, t in enumerate(theirs, 1)]
+    unmapped = sum(1 for t in theirs if t.case is None)
+    lead = [f"C[{m}, {n}] = A[{m}, {k}] . B[{n}, {k}]^T, {dtype}: the planner's first {TOP} ({params.gpu}'s prior, "
+            f"not fitted to any --run: out of sample) and nvMatmulHeuristics {VERSION}'s ({ASK['target']}, {device}, "
+            f"{ASK['layout']}; {unmapped} of its {len(theirs)} cannot be mapped, `note` says why)."]
+    if fit is None:
+        lead.append("No --run: the picks alone. A run of gemm-heuristics measures them; --run N gives the regret.")
+    elif not measured:
+        lead.append(f"Run's GPU {fit.gpu}: it measures no pipeline case of this problem, so no regret.")
+    else:
+        best = max(measured, key=measured.get)
+        lead.append(f"Measured best of the run for this problem: {best.split('.', 3)[3]}, {measured[best]:g} TFLOPS. "
+                    "Regret, top-1 / top-5 (1 - the best measured pick / that):")
+        for who, picks in (("planner", [c.case_id for c, _ in ours]),
+                           ("nvMatmulHeuristics", [t.case.case_id if t.case else None for t in theirs])):
+            r = regret(picks, measured)
+            first = "unmappable" if picks[0] is None else "unmeasured"
+            lead.append(f"  {who}: {_pct(r.top1, first)} / {_pct(r.topk, 'none measured')} ({r.measured} of its "
+                        f"picks measured, {r.unmeasured} not in the run, {r.unmappable} unmappable)")
+    notes = (f"planner TFLOPS at {clock:.0f} MHz; nvmh TFLOPS: its runtime estimate (us) over the problem's FLOP, for "
+             "the planner's picks its estimate of their tile, stages and cluster. Regret: the loss of a predictor's "
+             "best measured pick among its first 1 or 5 against the best pipeline case the run measured here.",)
+    if PRECISION[dtype] != "HSH":
+        notes += (f"nvMatmulHeuristics {VERSION} has no discovery set for {PRECISION[dtype]}: its estimates there are "
+                  "its uncalibrated model's.",)
+    return Advice(tuple(lead), pd.DataFrame(rows), notes, keep=("predictor", "rank", "configuration", "measured"))
+
+
+def _pct(value: float | None, missing: str) -> str:
+    return missing if value is None else f"{100 * value:.1f} %"
