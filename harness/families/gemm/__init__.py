@@ -45,6 +45,10 @@ def _suites() -> dict[str, Suite]:
                                _cases.pingpong),
         "gemm-multicast": Suite("B multicast to a cluster of 4 against 2, f16 and fp8 at 4096^3 and 8192^3, on every SM "
                                 "and on 128, with the library", _cases.multicast),
+        "gemm-heuristics": Suite("the planner's top five beside nvMatmulHeuristics' (NVIDIA's predictor, mapped to "
+                                 "our cases where it can be) at 4096^3, 8192^3 and three LLM projections, f16, with "
+                                 "cuBLAS: `bench plan --against nvmh --run N` gives each one's regret",
+                                 _cases.heuristics),
     }
 
 

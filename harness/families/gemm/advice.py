@@ -44,6 +44,10 @@ TIE = 5e-4  # predictions this close (relative) are a tie: the model cannot tell
 def _plan(values: dict, fit, gpu: str | None) -> Advice:
     import pandas as pd
 
+    if values.get("against", "none") == "nvmh":
+        from harness.families.gemm.heuristics import against
+
+        return against(values, fit, gpu)
     model = GemmModel()
     params = fit.params if fit is not None else model.prior(gpu or DEFAULT_GPU)
     if params is None:
@@ -123,12 +127,19 @@ PLAN = Advisor(
       bench plan --m 8192 --n 8192 --k 8192
       bench plan --m 512 --n 8192 --k 8192 --dtype bf16 --run 60
       bench plan --m 8192 --n 8192 --k 8192 --dtype e4m3
+      bench plan --m 4096 --n 14336 --k 4096 --against nvmh --run 130
+
+    --against nvmh: the planner's top five (the GPU's prior) beside NVIDIA's nvMatmulHeuristics' (extra `nvmh`),
+    mapped to our cases, with both runtime estimates, --run's measurements and each one's top-1 and top-5 regret.
     """,
     (AdviceOption("m", "rows of A and C", high=_cases.MAX_DIM),
      AdviceOption("n", "rows of B, columns of C", high=_cases.MAX_DIM),
      AdviceOption("k", "the reduction dimension", high=_cases.MAX_DIM),
      AdviceOption("dtype", "input type", choices=_cases.DTYPES, default="f16"),
-     AdviceOption("top", "configurations shown, best first", high=100000, default=SHOWN)),
+     AdviceOption("top", "configurations shown, best first (not with --against: five each)", high=100000,
+                  default=SHOWN),
+     AdviceOption("against", "another predictor beside the planner: nvmh (nvMatmulHeuristics)",
+                  choices=("none", "nvmh"), default="none")),
     _plan,
     shortcut=True,
 )

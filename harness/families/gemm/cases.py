@@ -480,8 +480,16 @@ def quick() -> list[GemmCase]:
     return [pipeline("f16", shape, **BEST), library("f16", shape)]
 
 
+def heuristics() -> list[GemmCase]:
+    """`gemm-heuristics` (heuristics.py): the planner's first five and nvMatmulHeuristics' first five that map, at
+    4096^3, 8192^3 and three LLM projections, f16, with cuBLAS."""
+    from harness.families.gemm.heuristics import suite
+
+    return suite()
+
+
 def cases() -> list[GemmCase]:
-    return _unique(full() + quick() + multicast())
+    return _unique(full() + quick() + multicast() + heuristics())
 
 
 def with_problem(case: GemmCase, m: int, n: int, k: int) -> GemmCase:
