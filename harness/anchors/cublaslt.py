@@ -79,9 +79,12 @@ class CublasLtMatmul:
         # B's [N / 128][K / 128] (BLK128x128_32F on its A). Measured on an H100 (cuBLASLt 13.1): of the four
         # row/column orders only this one gives the scaled product; the others miss by up to 100 x
         self.block_scales = block_scales
-        if block_scales is not None and (self.fast_accumulation or n % 128 or k % 128):
-            raise HarnessError(f"cuBLASLt fp8 anchor: block scales take no fast accumulation and N, K in multiples of "
-                               f"128, not {m}x{n}x{k}" + (" with fast accumulation" if self.fast_accumulation else ""))
+        # cuBLASLt reads B's 128x128 scales a 16-byte row at a time (measured on an H100 with cuBLASLt 13.1: with
+        # 9 k-blocks a row, packed, C's second and third 128 columns came out wrong; padded to 12, right)
+        if block_scales is not None and (self.fast_accumulation or n % 128 or k % 512):
+            raise HarnessError(f"cuBLASLt fp8 anchor: block scales take no fast accumulation, N in multiples of 128 "
+                               f"and K of 512 (rows of B's scales in whole 16 bytes), not {m}x{n}x{k}"
+                               + (" with fast accumulation" if self.fast_accumulation else ""))
         self.name = (f"cuBLASLt fp8 {a_dtype} x {b_dtype} -> {out_dtype}, f32 accumulation "
                      + ("with fast accumulation (CUBLASLT_MATMUL_DESC_FAST_ACCUM on)" if self.fast_accumulation
                         else "(no fast accumulation)")
