@@ -15,7 +15,7 @@ from harness.build.sass import SassCheck
 from harness.db.frames import results
 from harness.db.store import Store
 from harness.families.gemm import FAMILY
-from harness.families.gemm.cases import BEST, LADDER, everyday, library, pipeline, quick
+from harness.families.gemm.cases import BEST, LADDER, everyday, fp8, library, pipeline, quick
 from harness.measure.measurement import CaseResult, Metric
 from harness.orchestration.fakegpu import synthetic_result
 from harness.provenance import Provenance
@@ -129,7 +129,7 @@ def test_the_report_carries_the_section_and_the_findings(gemm_run, tmp_path):
                                                   "gemm_library_fraction.png"}
 
 
-@pytest.mark.parametrize("suite", [everyday, quick])
+@pytest.mark.parametrize("suite", [everyday, quick, fp8])
 def test_a_simulated_run_of_a_suite_reports_without_error(suite, tmp_path):
     """The fake backend's numbers (every pipeline the same rate, counters alike): ties and a run without a
     stage sweep still make sections, and a GPU the planner has no parameters for draws no prediction."""

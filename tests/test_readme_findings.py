@@ -78,7 +78,17 @@ def test_tensor_core_figures_match_the_paper(db):
     quoted = re.search(r"(\d+) of the (\d+)\s+Table 13 throughputs agree.*?; (\d+) imply", text, re.S)
     agree, printed, doubtful = map(int, quoted.groups())
     counts = bench(db, "bench compare --run 52 --metric throughput_tflops --db results.db", text).stdout
-    assert re.search(rf"^\s+{agree} agrees$", counts, re.M) and re.search(rf"^\s+{doubtful} paper clock doubtful", counts, re.M)
+    # the command counts Table 13's figures with the seed chapter's H100 peaks ("47 agree with the seeds' H100 peaks")
+    with_seeds = int(re.search(r"\((\d+) agree with the seeds' H100 peaks\)", text).group(1))
+    assert re.search(rf"^\s+{with_seeds} agrees$", counts, re.M) and re.search(rf"^\s+{doubtful} paper clock doubtful", counts, re.M)
+    from harness.analysis.compare import against_paper
+    from harness.db.store import Store
+
+    with Store.open(db, read_only=True) as store:
+        rows = against_paper(store, 52)
+    table13 = rows[(rows.metric == "throughput_tflops") & (rows.paper_gpu == "H800 PCIe")
+                   & rows.paper_table.fillna("").str.contains("13")]
+    assert (table13.verdict == "agrees").sum() == agree and len(table13) == printed, table13.verdict.value_counts()
     assert agree + doubtful == printed
     cycles = bench(db, "bench compare --run 52 --metric issue_interval_cycles --all --db results.db", text)
     from harness.analysis.compare import compare
@@ -141,6 +151,13 @@ def test_the_fp8_gemm_against_cublaslt(db):
                                 env={"COLUMNS": "80"})
     ((value, spread),) = [map(float, line.split(",")[1:]) for line in result.stdout.splitlines()[1:]]
     assert f"{value:.2f}" == "0.87" and f"{spread:.2f}" == "0.02"  # the rounds' median and IQR
+    # ... and DeepSeek-V3's block scaling against cuBLASLt's, in run 130
+    assert "DeepSeek's block-scaled 0.80 (run 130)" in " ".join(text.split())
+    scaled = pipeline("e4m3", (4096, 4096, 4096), **dict(BEST_FP8, scaling="block")).case_id
+    import harness
+
+    rows = harness.results(db, run_id=130, metric="library_fraction")
+    assert f"{rows[rows.case_id == scaled].value.item():.2f}" == "0.80"
 
 
 def test_mufu_makes_16_results_a_cycle_whatever_the_function(db):

@@ -158,7 +158,7 @@ def compare(run_id, against, metric, disagreements, every_row, gate_energy, incl
         click.echo("note: no model prediction for this run (its GPU has no row in gpu_specs.csv, or its "
                    "families have no model): the model columns are empty", err=True)
     other = f"run {result.against} ({run_label(store, result.against)})" if isinstance(result.against, int) else \
-        (f"the paper ({PAPER_GPU})" if against == "paper" else "the model")
+        (_figures_of(result.frame) if against == "paper" else "the model")
     boards = _gpu_models(store, result.run_id, result.against) if isinstance(result.against, int) else None
     if boards:
         click.echo(f"note: run {result.run_id} is of an {boards[0]} and run {result.against} of an {boards[1]}: a "
@@ -224,6 +224,14 @@ def _fails_beyond_speed(result) -> bool:
     from harness import verdicts
 
     return result.failing > int((result.frame[result.column] == verdicts.SLOWER).sum())
+
+
+def _figures_of(frame) -> str:
+    """Whose published figures a comparison holds: the papers' (H800 PCIe) and, for a run of another GPU model,
+    the figures stated for that model (the seed documents' H100 SXM)."""
+    gpus = sorted(set(frame["paper_gpu"].dropna())) if "paper_gpu" in frame else []
+    others = [g for g in gpus if g != PAPER_GPU]
+    return f"the paper ({PAPER_GPU})" + (f" and the figures stated for the {', '.join(others)}" if others else "")
 
 
 def _compare_table(result, sides: str, every: bool, wide: bool, gate_energy: bool, gate_speed: bool = True) -> None:

@@ -73,7 +73,9 @@ def _wide(frame: pd.DataFrame, keys: tuple[str, ...] = ("case_id",)) -> pd.DataF
 
 
 def _problem(case: GemmCase) -> str:
-    return f"{case.dtype} {case.m}x{case.n}x{case.k}"
+    """A problem: its dtype and shape, and block-scaled fp8 as a problem of its own (its anchor is cuBLASLt's
+    block-scaled matmul)."""
+    return f"{case.dtype}{' block-scaled' if case.block_scaled else ''} {case.m}x{case.n}x{case.k}"
 
 
 def _tile(case: GemmCase) -> str:
@@ -370,13 +372,13 @@ def _figure_time(path, rows: pd.DataFrame, title: str) -> None:
 def _figure_sizes(path, best: pd.DataFrame, title: str) -> None:
     import matplotlib.pyplot as plt
 
-    dtypes = list(dict.fromkeys(best.dtype))
+    dtypes = list(dict.fromkeys(best.series))
     problems = list(dict.fromkeys(best.sort_values(["flops", "m"]).shape_label))
     x = np.arange(len(problems))
     width = 0.8 / len(dtypes)
     fig, ax = plt.subplots(figsize=(max(7.0, 1.0 * len(problems) + 2), 4.4))
     for i, dtype in enumerate(dtypes):
-        rows = best[best.dtype == dtype].set_index("shape_label").reindex(problems)
+        rows = best[best.series == dtype].set_index("shape_label").reindex(problems)
         offset = x - 0.4 + width * (i + 0.5)
         ax.bar(offset, rows.library_fraction.fillna(0), width, label=f"{dtype}: the best pipeline / cuBLAS")
         for xi, value in zip(offset, rows.library_fraction):
@@ -400,6 +402,7 @@ def _best_by_problem(pipes: pd.DataFrame) -> pd.DataFrame:
     rank = pipes.library_fraction.fillna(pipes.throughput_tflops / 1e6)
     best = pipes.assign(_rank=rank).sort_values("_rank", ascending=False).groupby("problem", as_index=False).first()
     best["shape_label"] = [f"{c.m}x{c.n}x{c.k}" for c in best.case]
+    best["series"] = [c.dtype + (" block-scaled" if c.block_scaled else "") for c in best.case]
     return best.drop(columns="_rank")
 
 
@@ -694,10 +697,10 @@ def worklog_observations(pipes: pd.DataFrame, profile: dict[str, float] | None) 
 
 
 def _library_sentence(best: pd.DataFrame) -> str:
-    parts = [f"{r.shape_label} {r.dtype}: {r.library_fraction:.3f}" for r in
+    parts = [f"{r.shape_label} {r.series}: {r.library_fraction:.3f}" for r in
              best.sort_values(["dtype", "flops", "m"]).itertuples()]
     losing = best[best.library_fraction < 1.0]
-    verdict = ("cuBLAS wins at " + ", ".join(f"{r.shape_label} {r.dtype} ({1 / r.library_fraction - 1:.1%} faster; "
+    verdict = ("cuBLAS wins at " + ", ".join(f"{r.shape_label} {r.series} ({1 / r.library_fraction - 1:.1%} faster; "
                                              f"our best there: {_label(r.case)})" for r in losing.itertuples())
                if len(losing) else "cuBLAS wins at none of them")
     return f"The best pipeline against cuBLAS, round by round: {'; '.join(parts)}. {verdict}."
