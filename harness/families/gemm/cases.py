@@ -214,9 +214,6 @@ def check(case: GemmCase) -> None:
             refuse(f"block scaling takes N and K in multiples of its {SCALE_BLOCK}-wide blocks")
         if case.fast_accum:
             refuse("cuBLASLt takes no fast accumulation with block scales")
-        if case.promotion == "pipelined" and case.kblocks % case.group:
-            refuse(f"block scaling with the pipelined promotion walks whole groups of {case.group} k-blocks (their "
-                   f"scales loaded two ahead): K a multiple of {case.group * case.bk}")
         if case.promotion == "overlap":
             refuse("block scaling with the overlapped promotion: ptxas waits for the wgmma before each scaled "
                    "promotion (C7517); the serial or the pipelined one")

@@ -38,15 +38,11 @@ COUNTERS = counter_metrics()  # fp8 runs at twice TENSOR_FLOPS_PER_CYCLE (GemmCa
 
 def check_problem(case: GemmCase) -> tuple[int, int, int]:
     """M, N, K of the check problem: more work items than a grouped order's group, two tile columns, and
-    2 x stages + 3 k-blocks (the ring wraps, each slot's phase flips several times; block-scaled and pipelined,
-    rounded up to whole groups)."""
+    2 x stages + 3 k-blocks (the ring wraps, each slot's phase flips several times)."""
     if case.library:  # (block-scaled: 8 k-blocks, a row of B's scales 16-byte aligned, as cuBLASLt reads them)
         return (256, 256, 8 * _cases.SCALE_BLOCK) if case.block_scaled else (256, 256, 9 * _cases.BK)
     pairs = _cases.GROUP + 1 if case.order == "grouped" else 2
-    kblocks = 2 * case.stages + 3
-    if case.block_scaled and case.promotion == "pipelined":  # whole groups (cases.check)
-        kblocks = -(-kblocks // case.group) * case.group
-    return pairs * case.bm * case.cluster, 2 * case.bn, kblocks * case.bk
+    return pairs * case.bm * case.cluster, 2 * case.bn, (2 * case.stages + 3) * case.bk
 
 
 def check_grid(case: GemmCase) -> int:
