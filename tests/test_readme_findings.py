@@ -251,3 +251,49 @@ def test_a_tma_copys_latency_from_l2_and_hbm(db):
     by_source = {launch["source"]: value for launch, value in zip(rows.launch, rows.value)}
     assert 64 * 8 * 2 == 1024
     assert f"a 1 KiB copy takes {by_source['L2']:.0f} cycles from L2 and {by_source['HBM']:.0f} from HBM" in text
+
+
+def test_the_block_scaling_docs_come_from_the_runs(db):
+    """docs/gemm.md's block-scaling table (runs 130, H100, and 129, H200), its k-block cycles and the library's own
+    cost, each computed here from the runs of record."""
+    import harness
+    from harness.families.gemm.cases import BEST_FP8, library, pipeline
+
+    text = " ".join((ROOT / "docs" / "gemm.md").read_text().split())
+    values = {run: {metric: harness.results(db, run_id=run, metric=metric).set_index("case_id").value
+                    for metric in ("library_fraction", "throughput_tflops", "cycles_per_kblock")} for run in (129, 130)}
+    h100, h200 = values[130], values[129]
+    extra, library_cost = [], []
+    for s in (2048, 4096, 8192, 16384):
+        shape = (s, s, s)
+        scaled = pipeline("e4m3", shape, **dict(BEST_FP8, scaling="block")).case_id
+        plain = pipeline("e4m3", shape, **BEST_FP8).case_id
+        tflops, fraction, cycles = (h100[m] for m in ("throughput_tflops", "library_fraction", "cycles_per_kblock"))
+        assert (f"| {s}^3 | {tflops[scaled]:.0f} TFLOPS, {fraction[scaled]:.3f} ({cycles[scaled]:.0f} cycles) | "
+                f"{tflops[plain]:.0f}, {fraction[plain]:.3f} ({cycles[plain]:.0f}) | "
+                f"{h200['library_fraction'][scaled]:.3f} |") in text
+        extra.append(cycles[scaled] - cycles[plain])
+        anchors = [tflops[library("e4m3", shape, scaling=x).case_id] for x in ("block", "tensor")]
+        library_cost.append(1 - anchors[0] / anchors[1])
+    assert f"takes {min(extra):.0f}-{max(extra):.0f} cycles more than a plain one" in text
+    assert f"Block scaling costs cuBLASLt {100 * min(library_cost):.0f}-{100 * max(library_cost):.0f} %" in text
+
+
+def test_the_heuristics_table_comes_from_the_run(db):
+    """docs/gemm.md's regret table of the planner against nvMatmulHeuristics (run 128): each row as `bench plan
+    --against nvmh --run 128` prints it, and the best measured with its cuBLAS ratio from the run."""
+    pytest.importorskip("nvMatmulHeuristics")
+    text = " ".join((ROOT / "docs" / "gemm.md").read_text().split())
+    best = harness.results(db, run_id=128, metric="throughput_tflops")
+    fraction = harness.results(db, run_id=128, metric="library_fraction")
+    for label, (m, n, k) in (("4096^3", (4096,) * 3), ("8192^3", (8192,) * 3), ("4096x14336x4096", (4096, 14336, 4096)),
+                             ("8192x4096x14336", (8192, 4096, 14336)), ("4096x6144x4096", (4096, 6144, 4096))):
+        out = CliRunner().invoke(cli, ["plan", "--m", str(m), "--n", str(n), "--k", str(k), "--against", "nvmh",
+                                       "--run", "128", "--db", db], env={"COLUMNS": "200"}).output
+        ours = re.search(r"planner: ([\d.]+ %) / ([\d.]+ %)", out).groups()
+        theirs, picks = re.search(r"nvMatmulHeuristics: ([\d.]+ %) / [\d.]+ % \((\d) of its picks measured", out).groups()
+        here = (best.m == m) & (best.n == n) & (best.k == k)
+        top = best[here & best.case_id.str.startswith("gemm.")].value.max()
+        ratio = fraction[(fraction.m == m) & (fraction.n == n) & (fraction.k == k)].value.max()
+        assert (f"| {label} | {ours[0]} / {ours[1]} | {theirs} / {theirs} ({picks} of 5) | {top:.0f} ({ratio:.3f}) |"
+                in text), (label, ours, theirs, top, ratio)
