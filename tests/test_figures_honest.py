@@ -25,9 +25,12 @@ def checked_figures(monkeypatch) -> list:
         problems = []
         for ax in fig.axes:
             if ax.patches and any(type(p).__name__ == "Rectangle" for p in ax.patches) and ax.containers:
-                low = ax.get_ylim()[0]
-                if low != 0 and "not zero" not in ax.get_ylabel():
-                    problems.append(f"bars of {ax.get_ylabel()!r} start at {low}")
+                # a bar's length is along y (vertical bars) or x (horizontal: barh), where the axis must start at 0
+                horizontal = all(getattr(c, "orientation", None) == "horizontal" for c in ax.containers)
+                low = (ax.get_xlim() if horizontal else ax.get_ylim())[0]
+                label = ax.get_xlabel() if horizontal else ax.get_ylabel()
+                if low != 0 and "not zero" not in label:
+                    problems.append(f"bars of {label!r} start at {low}")
             low, high = sorted(ax.get_xlim())
             for where, label in zip(ax.get_xticks(), ax.get_xticklabels()):
                 if not label.get_visible() or not label.get_text() or not low <= where <= high:
@@ -102,9 +105,10 @@ def test_history_is_drawn_against_the_noise_band_and_changes_only_where_compare_
 SHIPPED = __import__("pathlib").Path(__file__).resolve().parent.parent / "results.db"
 
 
-@pytest.mark.parametrize("run", [52, 47, 56])
+@pytest.mark.parametrize("run", [52, 47, 56, 130])
 def test_every_figure_of_a_shipped_report_is_honest(tmp_path, monkeypatch, run):
-    """Runs 52 (wgmma input distributions and clocks), 47 (TMA) and 56 (wgmma, every N)."""
+    """Runs 52 (wgmma input distributions and clocks), 47 (TMA), 56 (wgmma, every N) and 130 (fp8 GEMMs, plain and
+    block-scaled, each beside its own cuBLASLt anchor; horizontal bars)."""
     if not SHIPPED.exists():
         pytest.skip("no shipped results.db in this checkout")
     from harness.analysis.report import build
@@ -117,3 +121,17 @@ def test_every_figure_of_a_shipped_report_is_honest(tmp_path, monkeypatch, run):
     with Store.open(str(copy), read_only=True) as store:
         build(store, run, tmp_path / "reports")
     assert seen and all(problems == [] for problems in seen), seen
+
+
+def test_the_check_reads_a_bars_length_along_its_own_axis(tmp_path, monkeypatch):
+    """Vertical bars must start at y = 0 and horizontal ones (barh) at x = 0; a categorical axis may start anywhere."""
+    import matplotlib.pyplot as plt
+
+    seen = checked_figures(monkeypatch)
+    for horizontal, start in ((False, 0), (False, 5), (True, 0), (True, 5)):
+        fig, ax = plt.subplots()
+        (ax.barh if horizontal else ax.bar)([3, 4, 5], [10, 12, 11])
+        (ax.set_xlim if horizontal else ax.set_ylim)(start, 13)
+        fig.savefig(tmp_path / f"{horizontal}{start}.png")
+        plt.close(fig)
+    assert [bool(problems) for problems in seen] == [False, True, False, True], seen
