@@ -319,7 +319,7 @@ def _rendered(rows, heading: str, first, keep, wide: bool) -> tuple[str, list[st
 
 @cli.command()
 @click.option("--gpu", default=PAPER_GPU, show_default=True, help="a GPU of gpu_specs.csv (H100 SXM5, H800 PCIe, H20, ...)")
-@click.option("--clock", type=click.FloatRange(100, 5000), default=None,
+@click.option("--clock", type=Finite(100, 5000), metavar="MHZ", default=None,
               help="SM clock in MHz for the predicted TFLOPS (default: the datasheet's boost clock)")
 @click.option("--run", "run_id", default=None, type=RUN_ID,
               help="fit every family's model to this run instead: its parameters, how well it fits")
