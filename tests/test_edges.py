@@ -84,6 +84,15 @@ def db_with_an_empty_run(tmp_path) -> tuple[Path, int]:
     return db, run
 
 
+def test_a_comparison_of_a_run_without_measurements_fails_instead_of_passing_on_nothing(tmp_path):
+    """Issue 46, item 16: `bench compare --run N` on a run interrupted before its first case said "no row differs
+    beyond the noise" and exited 0, so a CI gate passed on nothing; it is one line and exit 4, as `bench report`."""
+    db, run = db_with_an_empty_run(tmp_path)
+    for against in ("paper", "model"):
+        one_error_line(bench("compare", "--run", run, "--against", against, "--db", db), 4,
+                       f"run {run} has no measurements to compare")
+
+
 def test_a_report_of_a_run_without_measurements_fails_and_writes_nothing(tmp_path):
     db, run = db_with_an_empty_run(tmp_path)
     one_error_line(bench("report", "--run", run, "--db", db, "--out", tmp_path / "out"), 4, f"run {run} has no measurements")

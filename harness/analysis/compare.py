@@ -632,6 +632,11 @@ def comparison(store: Store, run_id: int | None = None, against: str | int = "pa
     comparison too. Two runs that share no case, metric and launch are a StoreError."""
     against = parse_against(against)
     run_id = default_run(store) if run_id is None else run_id
+    for run in (run_id,) + ((against,) if isinstance(against, int) else ()):
+        store.run_info(run)  # StoreError naming the runs there are
+        if not store.measured_case_ids(run):  # (a gate that passed on nothing would pass on anything)
+            raise StoreError(f"run {run} has no measurements to compare (interrupted before its first case? "
+                             "see `bench runs`)")
     frame = compare(store, run_id, against, include_flagged, tolerance)
     if against not in ("paper", "model") and frame.empty:
         raise StoreError(f"runs {run_id} and {against} have no case, metric and launch in common "
