@@ -72,6 +72,7 @@ BAD_INPUTS = [
     (["run", "--suite", "nope"], 2, "unknown suite 'nope': expected one of wgmma, wgmma-energy, wgmma-quick, faults, wgmma-all, wgmma-dense"),
     (["run", "--suite", "wgmma", "--filter", "*m64n7k16*"], 2, "matches none of the 192 cases .*e.g."),
     (["run"], 2, "missing option --suite \\(or --resume RUN_ID\\)"),
+    (["run", "--suite", "wgmma", "--force"], 2, "--force goes with --resume RUN_ID"),
     (["run", "--suite", "wgmma", "--gpu", "x"], 2, "'x' is not a valid integer"),
     (["run", "--suite", "wgmma", "--gpu", "-1"], 2, "--gpu.*-1 is not in the range 0<=x<=1023"),
     (["run", "--suite", "wgmma", "--db", "bogus://::"], 4, "not a database URL.*expected a file path"),

@@ -1,5 +1,6 @@
 """SIGINT/SIGTERM sent to a real `bench run` process, then `bench run --resume`."""
 
+import os
 import signal
 import time
 
@@ -56,3 +57,27 @@ def test_a_signal_marks_the_run_interrupted_and_resume_measures_only_the_rest(tm
     assert store.query("SELECT status, resumes FROM runs").values.tolist() == [["complete", 1]]
     per_case = store.query("SELECT case_id, COUNT(*) AS n FROM results WHERE run_id = 1 GROUP BY case_id")
     assert len(per_case) == 12 and (per_case.n == per_case.case_id.map(metrics)).all()  # once each, none twice
+
+
+def test_a_run_killed_with_minus_9_resumes_with_force_and_only_with_it(tmp_path, shared_cache):
+    """Issue 46, item 18: after `kill -9` the run stays `running`, and `--resume` refused it until the user edited the
+    runs table by hand. It still refuses (nothing tells a dead process from one on another host), in one line that
+    names `--force`; `--resume N --force` measures the rest."""
+    db = tmp_path / "r.db"
+    env = {"HOPPER_BENCH_BACKEND": "fake", "HOPPER_BENCH_FAKE_DELAY": "0.3", "HOPPER_BENCH_CACHE": str(shared_cache)}
+    process = bench_process("run", "--suite", "wgmma-quick", "--db", str(db), env=env, start_new_session=True)
+    wait_for_measurements(db, 2, process)
+    os.killpg(process.pid, signal.SIGKILL)  # the run and its GPU worker, as a lost machine would leave them
+    process.communicate(timeout=60)
+    assert Store.open(str(db)).query("SELECT status FROM runs WHERE id = 1").status[0] == "running"
+    env = env | {"HOPPER_BENCH_FAKE_DELAY": "0"}
+    refused = bench_process("run", "--resume", "1", "--db", str(db), env=env)
+    output, _ = refused.communicate(timeout=120)
+    assert refused.returncode == 2 and "Traceback" not in output
+    assert "bench run --resume 1 --force" in output and len(output.strip().splitlines()) == 1, output
+    forced = bench_process("run", "--resume", "1", "--force", "--db", str(db), env=env)
+    output, _ = forced.communicate(timeout=120)
+    assert forced.returncode == 0, output
+    store = Store.open(str(db))
+    assert store.query("SELECT status FROM runs WHERE id = 1").status[0] == "complete"
+    assert len(store.measured_case_ids(1)) == 12

@@ -55,11 +55,13 @@ def list_command(suite, filter_):
               help="every GPU of the node (or these) at once: one worker process and one run per GPU")
 @click.option("--db", default=None, help=DB_HELP)
 @click.option("--jobs", default=None, type=click.IntRange(1, 1024), help="parallel compile jobs (default: half the CPUs; the other half keep the measurement running)")
+@click.option("--force", is_flag=True,
+              help="with --resume: resume a run still marked running whose process is gone (killed, its machine lost)")
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1), help="seed of the random inputs")
 @click.option("--watchdog", default=DEFAULT_WATCHDOG_S, show_default=True, type=Finite(1, 86400), metavar="SECONDS",
               help="a case with no result after this long is stored as a hang and its worker killed")
 @click.option("--progress", "progress_mode", type=click.Choice(["bars", "lines"]), default="bars", hidden=True)
-def run(suite, filter_, resume, gpu, gpus, db, jobs, seed, watchdog, progress_mode):
+def run(suite, filter_, resume, gpu, gpus, db, jobs, force, seed, watchdog, progress_mode):
     """Measure a suite on a GPU and store every measurement.
 
     Each case is compiled for sm_90a, validated against a NumPy reference, then timed in a
@@ -73,10 +75,13 @@ def run(suite, filter_, resume, gpu, gpus, db, jobs, seed, watchdog, progress_mo
       bench run --suite wgmma --filter '*.f16.f16.SS' --db h100.db
       bench run --suite mma --gpus all
       bench run --resume 7
+      bench run --resume 7 --force      # a run killed with -9: still marked running
     """
     from harness.orchestration.run import compiled, open_run_store, plan, plan_resume
     from harness.orchestration.worker import Worker
 
+    if force and resume is None:
+        raise click.UsageError("--force goes with --resume RUN_ID (a run still marked running whose process is gone)")
     if gpus is not None:
         if gpu is not None or resume is not None:
             raise click.UsageError("--gpus runs a suite on several GPUs: drop --gpu and --resume (resume each run "
@@ -98,7 +103,7 @@ def run(suite, filter_, resume, gpu, gpus, db, jobs, seed, watchdog, progress_mo
     context = click.get_current_context()
     context.call_on_close(lambda: store is not None and store.close())
     if resume is not None:
-        run_plan = plan_resume(store, resume)
+        run_plan = plan_resume(store, resume, force)
         if gpu is None:
             from harness.orchestration.node import index_of
 

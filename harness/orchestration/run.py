@@ -61,14 +61,15 @@ def plan(suite: str, filter_: str | None) -> RunPlan:
     return RunPlan(suite, filter_, cases)
 
 
-def plan_resume(store: Store, run_id: int) -> RunPlan:
-    """The cases run `run_id` has not stored yet (read only: the database is not touched)."""
+def plan_resume(store: Store, run_id: int, force: bool = False) -> RunPlan:
+    """The cases run `run_id` has not stored yet (read only: the database is not touched). A run still marked
+    running (its process killed with -9, or its machine lost, before it could mark it) is resumed only by `force`:
+    nothing here can tell a dead process from one measuring on another host."""
     info = store.run_info(run_id)
-    if info.status == "running":
-        raise SpecError(f"run {run_id} is still marked running: another `bench run` may be measuring it. "
-                        f"If its process is gone: bench sql --write \"UPDATE runs SET status='interrupted' "
-                        f"WHERE id={run_id}\"")
-    if info.status not in RESUMABLE:
+    if info.status == "running" and not force:
+        raise SpecError(f"run {run_id} is still marked running: another `bench run` may be measuring it. If its "
+                        f"process is gone (killed, or its machine lost): bench run --resume {run_id} --force")
+    if info.status not in RESUMABLE + (("running",) if force else ()):
         raise SpecError(f"run {run_id} is {info.status}: only {' or '.join(RESUMABLE)} runs can be resumed")
     cases = plan(info.suite, info.filter).cases
     done = store.measured_case_ids(run_id)
