@@ -77,8 +77,7 @@ def run(suite, filter_, resume, gpu, gpus, db, jobs, force, seed, watchdog, prog
       bench run --resume 7
       bench run --resume 7 --force      # a run killed with -9: still marked running
     """
-    from harness.orchestration.run import compiled, open_run_store, plan, plan_resume
-    from harness.orchestration.worker import Worker
+    from harness.orchestration.run import plan, plan_resume
 
     if force and resume is None:
         raise click.UsageError("--force goes with --resume RUN_ID (a run still marked running whose process is gone)")
@@ -100,25 +99,45 @@ def run(suite, filter_, resume, gpu, gpus, db, jobs, force, seed, watchdog, prog
     # The one store of the run: opened (upgraded first if it is older) before any GPU work, so that a bad
     # --db fails here; a new file is made only once the GPU is found. Closed when the command ends.
     store = _open_target(db, must_exist=resume is not None)
-    context = click.get_current_context()
-    context.call_on_close(lambda: store is not None and store.close())
+    click.get_current_context().call_on_close(lambda: store is not None and store.close())
     if resume is not None:
         run_plan = plan_resume(store, resume, force)
         if gpu is None:
             from harness.orchestration.node import index_of
 
             gpu = index_of(store.run_info(resume).device_uuid)
-    gpu = 0 if gpu is None else gpu
-    worker = Worker(gpu, RunSettings(seed=seed), watchdog_s=watchdog)
-    builds = compiled(run_plan.cases, jobs)  # the compiler starts now, while the worker opens the GPU
-    context.call_on_close(builds.close)
+    conduct(run_plan, store, db, gpu, seed, watchdog, jobs, progress_mode)
+
+
+def conduct(run_plan, store, db, gpu, seed, watchdog, jobs, progress_mode="bars", on_device=None):
+    """A run as `bench run` conducts it: the worker on GPU `gpu` (default 0), the cases compiled meanwhile, each
+    measured and stored in `store` (an open target, the caller's to close; or None: `db`, made once the GPU is
+    found), progress, then the summary. `on_device(device)`, if given, makes the plan once the GPU is known (`bench gemm`: its ranking and
+    memory check), before the database is touched; `run_plan` is then None. Returns (outcome, device)."""
+    from harness.orchestration.run import compiled, open_run_store
+    from harness.orchestration.worker import Worker
+
+    context = click.get_current_context()  # `store`, if given, is the caller's to close
+    worker = Worker(0 if gpu is None else gpu, RunSettings(seed=seed), watchdog_s=watchdog)
+    builds = compiled(run_plan.cases, jobs) if run_plan is not None else None  # compiling while the worker opens the GPU
+    if builds is not None:
+        context.call_on_close(builds.close)
     # Both signals interrupt the run (even where SIGINT was inherited as ignored, as in background jobs).
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.default_int_handler)
     with worker:
         device = worker.start()
+        if on_device is not None:
+            run_plan = on_device(device)
+            builds = compiled(run_plan.cases, jobs)
+            context.call_on_close(builds.close)
         # made now if new; a database of the other kind (simulated or real) refused: the only line
-        store = open_run_store(store if store is not None else db, device)
+        if store is None:
+            store = open_run_store(db, device)
+            context.call_on_close(store.close)
+        else:
+            store = open_run_store(store, device)
+        resume = run_plan.resume
         what = f"resuming run {resume}: {len(run_plan.cases)} of {run_plan.size}" if resume else f"{len(run_plan.cases)}"
         if progress_mode == "lines":
             click.echo(f"device {device.index} {device.uuid} {device.name}")
@@ -149,6 +168,7 @@ def run(suite, filter_, resume, gpu, gpus, db, jobs, force, seed, watchdog, prog
     if len(failed) > shown:
         click.echo(f"  ... and {len(failed) - shown} more: bench sql \"SELECT DISTINCT case_id, status, error "
                    f"FROM results WHERE run_id={outcome.run_id} AND NOT valid\"", err=True)
+    return outcome, device
 
 
 def _open_target(db, must_exist: bool):

@@ -29,10 +29,10 @@ from harness.errors import CompileError, DeviceError, RunInterrupted, SpecError
 from harness.registry import family_of
 from harness.measure.measurement import CaseResult
 from harness.published import shipped as published_figures
-from harness.registry import probe_source
+from harness.registry import parse_case_id, probe_source
 from harness.spec import Case
 from harness.db.store import Store
-from harness.suites import select, suite_cases
+from harness.suites import SUITES, select, suite_cases
 from harness.orchestration.worker import Worker
 
 RESUMABLE = ("interrupted", "failed")
@@ -55,10 +55,15 @@ class RunPlan:
 
 
 def plan(suite: str, filter_: str | None) -> RunPlan:
-    cases = select(suite_cases(suite), filter_)
+    return plan_cases(suite, select(suite_cases(suite), filter_), filter_)
+
+
+def plan_cases(label: str, cases: list[Case], filter_: str | None = None) -> RunPlan:
+    """A run of these cases, each checked. Without `filter_` (a list no suite makes: `bench gemm`'s) the run is
+    stored as `label` with their ids as its filter, which is how `bench run --resume` finds them again."""
     for case in cases:
         family_of(case).check(case)
-    return RunPlan(suite, filter_, cases)
+    return RunPlan(label, filter_ if label in SUITES else ",".join(c.case_id for c in cases), cases)
 
 
 def plan_resume(store: Store, run_id: int, force: bool = False) -> RunPlan:
@@ -71,7 +76,8 @@ def plan_resume(store: Store, run_id: int, force: bool = False) -> RunPlan:
                         f"process is gone (killed, or its machine lost): bench run --resume {run_id} --force")
     if info.status not in RESUMABLE + (("running",) if force else ()):
         raise SpecError(f"run {run_id} is {info.status}: only {' or '.join(RESUMABLE)} runs can be resumed")
-    cases = plan(info.suite, info.filter).cases
+    cases = plan(info.suite, info.filter).cases if info.suite in SUITES or not info.filter else \
+        plan_cases(info.suite, [parse_case_id(i) for i in (info.filter or "").split(",") if i]).cases
     done = store.measured_case_ids(run_id)
     return RunPlan(info.suite, info.filter, [c for c in cases if c.case_id not in done], resume=run_id,
                    total=len(cases), git_commit=info.git_commit, device_uuid=info.device_uuid)
