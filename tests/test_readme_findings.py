@@ -6,6 +6,7 @@ import shlex
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -297,3 +298,35 @@ def test_the_heuristics_table_comes_from_the_run(db):
         ratio = fraction[(fraction.m == m) & (fraction.n == n) & (fraction.k == k)].value.max()
         assert (f"| {label} | {ours[0]} / {ours[1]} | {theirs} / {theirs} ({picks} of 5) | {top:.0f} ({ratio:.3f}) |"
                 in text), (label, ours, theirs, top, ratio)
+
+
+def test_the_llm_shapes_docs_come_from_the_run(db):
+    """docs/gemm.md's figures of run 132 (bench gemm over scripts/shapes/llm.txt): the planner's misses by M, and
+    ours over cuBLAS, each timed alone, by M; the host-bound note is the run's own."""
+    from harness.families.gemm.planner import GemmModel
+    from harness.families.gemm.cases import parse
+    from harness.families.gemm.model import predict_case
+
+    text = " ".join((ROOT / "docs" / "gemm.md").read_text().split())
+    rows = harness.results(db, run_id=132, metric="throughput_tflops")
+    params = GemmModel().prior("NVIDIA H100 80GB HBM3")
+    ours = rows[rows.case_id.str.startswith("gemm.")]
+    misses, signed = {True: [], False: []}, []
+    for r in ours.itertuples():
+        predicted = predict_case(parse(r.case_id), params, r.sm_clock_mhz).tflops(r.sm_count, r.sm_clock_mhz)
+        misses[r.m >= 512].append(abs(r.value / predicted - 1))
+        if r.m <= 128:
+            signed.append(r.value / predicted - 1)
+    assert f"from {100 * min(signed):.1f} % to +{100 * max(signed):.1f} %" in text
+    for large, words in ((True, "at M >= 512, median {:.1f} % and worst {:.1f} % over {} cases"),
+                         (False, "at M <= 128, median {:.1f} % and worst {:.1f} % over {}")):
+        m = misses[large]
+        assert words.format(100 * float(np.median(m)), 100 * max(m), len(m)) in text, (large, np.median(m), max(m))
+    library = rows[rows.case_id.str.startswith("cublas.")].set_index(["m", "n", "k"]).value
+    ratio = (ours.groupby(["m", "n", "k"]).value.max() / library).reset_index()
+    for label, chosen in (("at M = 512", ratio.m == 512), ("at 2048", ratio.m == 2048), ("at 4096-8192", ratio.m >= 4096),
+                          ("at M <= 128", ratio.m <= 128)):
+        values = ratio[chosen].value
+        assert f"{values.min():.3f}-{values.max():.3f} {label}" in text, (label, values.min(), values.max())
+    notes = harness.results(db, run_id=132, case_id="cublas.f16.64x4096x4096").notes.iloc[0]
+    assert "host-bound in 12 of 12 rounds" in notes and "host-bound in 12 of 12 rounds" in text

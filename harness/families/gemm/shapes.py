@@ -148,6 +148,7 @@ def ranking(planned: Planned, results, fit=None):
     import pandas as pd
 
     from harness.families.gemm.advice import _measured, _unseen
+    from harness.families.gemm.model import predict_case
 
     params = planned.params
     seen = [_cases.parse(cid) for cid in _measured(fit)] if fit is not None else []
@@ -159,7 +160,9 @@ def ranking(planned: Planned, results, fit=None):
         measured = tflops.value if tflops is not None and result.valid else None
         rank, prediction = planned.predicted.get(case.case_id, (None, None))
         clock = (tflops.sm_clock_mhz if tflops is not None else None) or params.clock_mhz or 1500.0
-        expected = prediction.tflops(params.sm_count, clock) if prediction is not None else None
+        # predicted again at that clock: the memory's part of a k-block is in seconds, not cycles, so a prediction
+        # made at the prior's clock and rescaled would be off where B's bytes bound the problem (skinny M)
+        expected = predict_case(case, params, clock).tflops(params.sm_count, clock) if prediction is not None else None
         fraction = values.get("library_fraction")
         library = "cuBLASLt" if case.dtype in _cases.FP8_LIBRARY else "cuBLAS"
         rows.append({
