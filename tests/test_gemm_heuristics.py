@@ -75,7 +75,7 @@ def test_the_suite_is_both_predictors_top_five_with_cublas_under_forty_cases():
 
     cases = FAMILIES["gemm"].suites()["gemm-heuristics"].make()
     ids = [c.case_id for c in cases]
-    assert len(ids) == len(set(ids)) <= 40 and ids == [c.case_id for c in C.heuristics()]  # deterministic
+    assert len(ids) == len(set(ids)) <= 40 and ids == [c.case_id for c in H.suite()]  # deterministic
     assert {c.case_id for c in cases} <= {c.case_id for c in FAMILIES["gemm"].cases()}  # compiled in CI's sweep
     params = GemmModel().prior(H.SUITE_GPU)
     for shape, answer in H.SUITE_ANSWERS.items():

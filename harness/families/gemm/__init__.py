@@ -48,8 +48,20 @@ def _suites() -> dict[str, Suite]:
         "gemm-heuristics": Suite("the planner's top five beside nvMatmulHeuristics' (NVIDIA's predictor, mapped to "
                                  "our cases where it can be) at 4096^3, 8192^3 and three LLM projections, f16, with "
                                  "cuBLAS: `bench plan --against nvmh --run N` gives each one's regret",
-                                 _cases.heuristics),
+                                 _heuristics),
     }
+
+
+def _heuristics() -> list[GemmCase]:
+    """`gemm-heuristics` (heuristics.py): the planner's first five and nvMatmulHeuristics' first five that map, at
+    4096^3, 8192^3 and three LLM projections, f16, with cuBLAS."""
+    from harness.families.gemm.heuristics import suite
+
+    return suite()
+
+
+def _all_cases() -> list[GemmCase]:
+    return list(dict.fromkeys(_cases.cases() + _heuristics()))
 
 
 class GemmFamily(Family):
@@ -59,7 +71,7 @@ class GemmFamily(Family):
     example_id = "gemm.f16.8192x8192x8192.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore"
     template = "gemm.cu.in"
 
-    cases = staticmethod(_cases.cases)
+    cases = staticmethod(_all_cases)
     parse = staticmethod(_cases.parse)
     check = staticmethod(_cases.check)
     suites = staticmethod(_suites)

@@ -6,36 +6,12 @@ from __future__ import annotations
 from harness.errors import SpecError
 from harness.families.base import Advice, AdviceOption, Advisor
 import harness.families.gemm.cases as _cases
+from harness.families.gemm.fitting import measured_throughputs
 from harness.families.gemm.model import predict_case
 from harness.families.gemm.planner import GemmModel
 
 DEFAULT_GPU = "H100 SXM5"
 SHOWN = 8
-
-
-def configurations(dtype: str, m: int, n: int, k: int) -> list[_cases.GemmCase]:
-    """Every configuration of the family that can run this problem (cases.check accepts it), fp8 with each of
-    its promotions. Not the ping-pong schedule (the model has no term for it) nor clusters of 4 (how many fit at
-    once is the GPU's: 30 on the H100; measured no faster, run 123)."""
-    found = []
-    promotions = _cases.PROMOTIONS if _cases.IN_BYTES.get(dtype) == 1 else ("serial",)
-    for bm, bn in _cases.TILES:
-        for consumers in (1, 2):
-            for stages in range(1, _cases.MAX_STAGES + 1):
-                for cluster in (1, 2):
-                    for persistent, order in ((False, "row"), (True, "row"), (True, "grouped")):
-                        for epilogue in _cases.EPILOGUES:
-                            for promotion in promotions:
-                                case = _cases.pipeline(dtype, (m, n, k), bm=bm, bn=bn, stages=stages,
-                                                       consumers=consumers, rebalance=consumers == 2, cluster=cluster,
-                                                       persistent=persistent, order=order, epilogue=epilogue,
-                                                       promotion=promotion)
-                                try:
-                                    _cases.check(case)
-                                except SpecError:
-                                    continue
-                                found.append(case)
-    return found
 
 
 TIE = 5e-4  # predictions this close (relative) are a tie: the model cannot tell the configurations apart
@@ -54,13 +30,13 @@ def _plan(values: dict, fit, gpu: str | None) -> Advice:
         raise SpecError(f"no planner parameters for GPU {gpu!r}: no run of it, and no row of it in the datasheets "
                         "(`bench model --gpu` lists them)")
     m, n, k, dtype, top = values["m"], values["n"], values["k"], values["dtype"], values["top"]
-    candidates = configurations(dtype, m, n, k)
+    candidates = _cases.configurations(dtype, m, n, k)
     if not candidates:
         raise SpecError(f"no pipeline configuration tiles {m}x{n}x{k}: M, N and K must be multiples of a tile "
                         f"({', '.join(f'{a}x{b}' for a, b in _cases.TILES)}) and K of {_cases.bk_for(dtype)}")
     clock = params.clock_mhz or 1500.0
     ranked = sorted(((predict_case(c, params), c) for c in candidates), key=lambda pc: -pc[0].flops_per_cycle_sm)
-    measured = _measured(fit)
+    measured = measured_throughputs(fit)
     seen = [_cases.parse(cid) for cid in measured] if fit is not None else []
     rows, rank, best = [], 0, ranked[0][0].flops_per_cycle_sm
     for i, (prediction, case) in enumerate(ranked[:top]):
@@ -93,13 +69,6 @@ def _plan(values: dict, fit, gpu: str | None) -> Advice:
 
 def _short(case: _cases.GemmCase) -> str:
     return case.case_id.split(".", 3)[3]
-
-
-def _measured(fit) -> dict[str, float]:
-    """The run's own throughput of each pipeline case the fit was made from."""
-    if fit is None:
-        return {}
-    return {r["case_id"]: r["measured"] for r in fit.residual_rows if r["metric"] == "throughput_tflops"}
 
 
 def _unseen(case: _cases.GemmCase, seen: list[_cases.GemmCase]) -> str:

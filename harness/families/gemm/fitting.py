@@ -204,3 +204,10 @@ def _least_squares(p: Params, names: tuple[str, ...], chosen: list[GemmCase], cl
     best = nelder_mead(loss, x0, np.maximum(np.abs(x0) * 0.3, 1.0), iterations=1500)
     best = nelder_mead(loss, best, np.maximum(np.abs(best) * 0.1, 0.5), iterations=1500)
     return replace(p, **dict(zip(names, (float(v) for v in best))))
+
+
+def measured_throughputs(fit) -> dict[str, float]:
+    """The run's own throughput of each pipeline case the fit was made from."""
+    if fit is None:
+        return {}
+    return {r["case_id"]: r["measured"] for r in fit.residual_rows if r["metric"] == "throughput_tflops"}

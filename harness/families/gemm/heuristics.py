@@ -154,11 +154,10 @@ def top_mapped(configs: list[Config], dtype: str, m: int, n: int, k: int, top: i
 
 def planner_top(dtype: str, m: int, n: int, k: int, params, top: int = TOP) -> list[tuple[_cases.GemmCase, object]]:
     """The planner's first `top` configurations (bench plan's order: predicted throughput, ties in the order of
-    advice.configurations) with their predictions."""
-    from harness.families.gemm.advice import configurations
+    cases.configurations) with their predictions."""
     from harness.families.gemm.model import predict_case
 
-    ranked = sorted(((c, predict_case(c, params)) for c in configurations(dtype, m, n, k)),
+    ranked = sorted(((c, predict_case(c, params)) for c in _cases.configurations(dtype, m, n, k)),
                     key=lambda cp: -cp[1].flops_per_cycle_sm)
     return ranked[:top]
 
@@ -237,7 +236,7 @@ def against(values: dict, fit, gpu: str | None):
     import pandas as pd
 
     from harness.families.base import Advice
-    from harness.families.gemm.advice import _measured
+    from harness.families.gemm.fitting import measured_throughputs
     from harness.families.gemm.model import predict_case
     from harness.families.gemm.planner import GemmModel
 
@@ -252,7 +251,7 @@ def against(values: dict, fit, gpu: str | None):
         raise SpecError(f"no pipeline configuration tiles {m}x{n}x{k}: M, N and K must be multiples of a tile "
                         f"({', '.join(f'{a}x{b}' for a, b in _cases.TILES)}) and K of {_cases.bk_for(dtype)}")
     theirs = top_mapped(ask(dtype, m, n, k, device), dtype, m, n, k)
-    measured = {cid: v for cid, v in _measured(fit).items() if cid.split(".")[1:3] == [dtype, f"{m}x{n}x{k}"]}
+    measured = {cid: v for cid, v in measured_throughputs(fit).items() if cid.split(".")[1:3] == [dtype, f"{m}x{n}x{k}"]}
     clock = params.clock_mhz or 1500.0
 
     def row(who, rank, case, label, us, note=""):

@@ -64,11 +64,10 @@ def read_shapes(path: str | Path, dtype: str = "f16") -> list[Shape]:
 
 
 def candidates(shape: Shape) -> list[_cases.GemmCase]:
-    """Every configuration the family can run for the shape (advice.configurations: a shape that is not a whole
+    """Every configuration the family can run for the shape (cases.configurations: a shape that is not a whole
     number of a configuration's tiles leaves it out); none is one line."""
-    from harness.families.gemm.advice import configurations
 
-    found = configurations(shape.dtype, shape.m, shape.n, shape.k)
+    found = _cases.configurations(shape.dtype, shape.m, shape.n, shape.k)
     if not found:
         raise SpecError(f"{shape.label}: no pipeline configuration tiles it: M, N and K must be multiples of a tile "
                         f"({', '.join(f'{a}x{b}' for a, b in _cases.TILES)}; M of twice it for a cluster of 2) and K "
@@ -117,9 +116,8 @@ def plan(shapes: dict[Shape, list[_cases.GemmCase]], named: list[_cases.GemmCase
         cases += ranked[:top] + [_cases.library(shape.dtype, (shape.m, shape.n, shape.k))]
     for case in named:
         if not case.library and case.case_id not in predicted:
-            from harness.families.gemm.advice import configurations
-
-            _ranked(configurations(case.dtype, case.m, case.n, case.k), params, predicted)
+        
+            _ranked(_cases.configurations(case.dtype, case.m, case.n, case.k), params, predicted)
         if not case.library and case.case_id not in predicted:
             try:
                 predicted[case.case_id] = (None, predict_case(case, params))
@@ -147,11 +145,12 @@ def ranking(planned: Planned, results, fit=None):
     each case the fit never saw (`out of fit`)."""
     import pandas as pd
 
-    from harness.families.gemm.advice import _measured, _unseen
+    from harness.families.gemm.advice import _unseen
+    from harness.families.gemm.fitting import measured_throughputs
     from harness.families.gemm.model import predict_case
 
     params = planned.params
-    seen = [_cases.parse(cid) for cid in _measured(fit)] if fit is not None else []
+    seen = [_cases.parse(cid) for cid in measured_throughputs(fit)] if fit is not None else []
     rows = []
     for result in results:
         case = result.case
