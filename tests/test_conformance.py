@@ -53,9 +53,9 @@ def test_a_sweep_names_every_case_that_fails_and_checks_the_rest():
 
 
 @pytest.fixture(scope="module")
-def builds(compile_cache):
+def builds(compile_cache, prebuilt):
     """Every probe compiled and disassembled, into the session's shared cache (and the environment
-    as it was, after)."""
+    as it was, after): taken from it where the background compile (tests/prebuild_probes.py) made them."""
     before = os.environ.get("HOPPER_BENCH_CACHE")
     os.environ["HOPPER_BENCH_CACHE"] = str(compile_cache)
     try:
