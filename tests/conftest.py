@@ -47,6 +47,40 @@ def pytest_collection_modifyitems(config, items):
     if gpu_items and (reason := sm90_gpu_reason()):
         for item in gpu_items:
             item.add_marker(pytest.mark.skip(reason=f"needs an sm_90 GPU: {reason}"))
+    # The conformance sweep's compile runs in the background from the start (pytest_collection_finish): its
+    # tests go last, so that every other test runs while it compiles.
+    items.sort(key=lambda item: "builds" in getattr(item, "fixturenames", ()))
+
+
+PREBUILD = pytest.StashKey[tuple]()
+
+
+def pytest_collection_finish(session):
+    """Where the conformance sweep runs: compile and disassemble every probe into the session's compile
+    cache in a background process (tests/prebuild_probes.py, niced), while the other tests run; on 2
+    cores a serial test run leaves about one idle. The sweep's fixture waits for it."""
+    if session.config.option.collectonly or not any("builds" in getattr(item, "fixturenames", ())
+                                                    for item in session.items):
+        return
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="hopper-bench-compile-cache-"))
+    with open(folder / "prebuild.log", "w") as log:
+        process = subprocess.Popen([sys.executable, str(Path(__file__).parent / "prebuild_probes.py")],
+                                   env={**os.environ, "HOPPER_BENCH_CACHE": str(folder)}, stdout=log,
+                                   stderr=subprocess.STDOUT)
+    session.config.stash[PREBUILD] = (folder, process)
+
+
+def pytest_sessionfinish(session):
+    if (prebuild := session.config.stash.get(PREBUILD, None)) is not None:
+        import shutil
+
+        folder, process = prebuild
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
@@ -57,11 +91,25 @@ def cache_dir(tmp_path, monkeypatch):
 
 
 @pytest.fixture(scope="session")
-def compile_cache(tmp_path_factory):
-    """One compile cache for the tests that only need builds: the conformance sweep fills it and the
-    simulated runs after it find their probes there (a build is keyed by the hash of its source,
-    options and NVRTC version, so whoever made it, it is the same build)."""
-    return tmp_path_factory.mktemp("compile-cache")
+def compile_cache(tmp_path_factory, pytestconfig):
+    """One compile cache for the tests that only need builds: the conformance sweep fills it (in the
+    background, from the session's start: pytest_collection_finish) and the simulated runs find their
+    probes there (a build is keyed by the hash of its source, options and NVRTC version, so whoever made
+    it, it is the same build)."""
+    prebuild = pytestconfig.stash.get(PREBUILD, None)
+    return prebuild[0] if prebuild else tmp_path_factory.mktemp("compile-cache")
+
+
+@pytest.fixture(scope="session")
+def prebuilt(pytestconfig, compile_cache):
+    """The background compile of every probe, once it has ended: its output ("" if none ran). Whatever it
+    left undone, the sweep's own compile_many does, and fails on as it would have."""
+    prebuild = pytestconfig.stash.get(PREBUILD, None)
+    if prebuild is None:
+        return ""
+    folder, process = prebuild
+    process.wait()
+    return (folder / "prebuild.log").read_text()
 
 
 @pytest.fixture

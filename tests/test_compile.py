@@ -78,3 +78,31 @@ def test_a_relative_cache_folder_is_taken_from_the_working_directory(tmp_path, m
     monkeypatch.setenv("HOPPER_BENCH_CACHE", "-56807807")
     folder = cache_dir()
     assert folder.is_absolute() and folder == tmp_path / "-56807807" / "cubin" and folder.is_dir()
+
+
+def test_sources_that_differ_in_comments_only_are_compiled_once_into_the_same_cubin(tmp_path, monkeypatch):
+    """compile_many compiles one source of each code_key (a GEMM at two problem sizes: only the comment naming
+    its case differs) and gives the others its cubin: byte for byte the cubin their own compile makes, with a
+    log that names their own file. Sources whose code differs are each compiled."""
+    import re
+
+    from harness.build import compile as compiling
+
+    a, b = (probe_source(parse_case_id(f"gemm.f16.{n}x{n}x{n}.tile64x64x64.s1.wg1.cluster1.grid-row.regs"))
+            for n in (4096, 8192))
+    assert a.text != b.text and compiling.code_key(a) == compiling.code_key(b)
+    assert compiling.code_key(probe_source(CASE)) != compiling.code_key(a)
+    monkeypatch.setenv("HOPPER_BENCH_CACHE", str(tmp_path / "alone"))
+    alone = compile_probe(b)
+    monkeypatch.setenv("HOPPER_BENCH_CACHE", str(tmp_path / "together"))
+    reused, same_code_build = [], compiling.same_code_build
+    monkeypatch.setattr(compiling, "same_code_build", lambda build, source: reused.append(source.name)
+                        or same_code_build(build, source))
+    builds = compiling.compile_many([a, b, probe_source(CASE)])
+    assert reused == [b.name]  # b was not compiled: it took a's cubin
+    shared = builds[b.name]
+    assert shared.cubin_path.read_bytes() == alone.cubin_path.read_bytes() != builds[CASE.case_id].cubin_path.read_bytes()
+    assert shared.build_hash == alone.build_hash and shared.cubin_path.with_suffix(".cu").read_text() == b.text
+    timing = re.compile(r"Compile time = [\d.]+ ms")
+    assert f"{b.name}.cu(" in shared.log and f"{a.name}.cu(" not in shared.log
+    assert timing.sub("", shared.log) == timing.sub("", alone.log)

@@ -19,10 +19,43 @@ from harness.registry import parse_case_id
 CASES = [case for family in FAMILIES.values() for case in family.cases()]
 
 
+def every_case(family: str, check) -> None:
+    """`check(case)` on every case of `family`, then one failure naming every case that failed and why.
+    One test per family and check, not one per case: some 9,000 items cost pytest minutes of overhead on a
+    2-core CI machine, and the message still names each failing case id (select one with -k FAMILY)."""
+    failures, cases = [], FAMILIES[family].cases()
+    for case in cases:
+        try:
+            check(case)
+        except Exception as error:  # an assertion or anything else a case raises: noted, the rest checked
+            text = str(error).strip().splitlines()
+            failures.append(f"{case}: {type(error).__name__}: {text[0] if text else ''}")
+    assert not failures, f"{len(failures)} of {len(cases)} {family} cases failed:\n" + "\n".join(failures)
+
+
+def test_a_sweep_names_every_case_that_fails_and_checks_the_rest():
+    """every_case goes on past a failing case and its one failure names each failing case id and why."""
+    cases = FAMILIES["mma"].cases()
+    bad, seen = {str(cases[0]), str(cases[-1])}, []
+
+    def check(case):
+        seen.append(str(case))
+        assert str(case) not in bad, "planted"
+        if str(case) == str(cases[1]):
+            raise KeyError("not built")
+
+    with pytest.raises(AssertionError) as failed:
+        every_case("mma", check)
+    message = str(failed.value)
+    assert seen == [str(c) for c in cases] and f"3 of {len(cases)} mma cases failed" in message
+    assert all(f"{c}: AssertionError: planted" in message for c in bad) and f"{cases[1]}: KeyError" in message
+    every_case("mma", lambda case: None)
+
+
 @pytest.fixture(scope="module")
-def builds(compile_cache):
+def builds(compile_cache, prebuilt):
     """Every probe compiled and disassembled, into the session's shared cache (and the environment
-    as it was, after)."""
+    as it was, after): taken from it where the background compile (tests/prebuild_probes.py) made them."""
     before = os.environ.get("HOPPER_BENCH_CACHE")
     os.environ["HOPPER_BENCH_CACHE"] = str(compile_cache)
     try:
@@ -44,12 +77,16 @@ def test_every_family_has_cases_suites_and_distinct_ids():
     assert len({c.case_id for c in CASES}) == len(CASES)
 
 
-@pytest.mark.parametrize("case", CASES, ids=str)
-def test_id_round_trips_and_the_case_is_legal(case):
+def id_round_trips_and_the_case_is_legal(case):
     assert parse_case_id(case.case_id) == case
     FAMILIES[case.family].check(case)
     assert case.params() and all(k in ("instruction", "m", "n", "k", "dtype_a", "dtype_b", "dtype_acc", "operands",
                                        "sparse", "layout") for k in case.columns())
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_ids_round_trip_and_every_case_is_legal(family):
+    every_case(family, id_round_trips_and_the_case_is_legal)
 
 
 def test_rendered_sources_are_complete_and_distinct():
@@ -58,17 +95,24 @@ def test_rendered_sources_are_complete_and_distinct():
     assert len({s.source_hash for s in sources}) == len(sources)
 
 
-@pytest.mark.parametrize("case", CASES, ids=str)
-def test_case_compiles_and_meets_its_sass_expectation(case, builds):
-    check = sass_check(case, builds[case.case_id])
-    assert check.ok, check.note
-    assert check.executes
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_case_compiles_and_meets_its_sass_expectation(family, builds):
+    def compiles_and_meets_its_sass_expectation(case):
+        check = sass_check(case, builds[case.case_id])
+        assert check.ok, check.note
+        assert check.executes
+
+    every_case(family, compiles_and_meets_its_sass_expectation)
 
 
-@pytest.mark.parametrize("case", CASES, ids=str)
-def test_checks_pass_a_correct_output_and_fail_a_poisoned_one(case):
+@pytest.mark.parametrize("family", FAMILIES)
+def test_checks_pass_a_correct_output_and_fail_a_poisoned_one(family):
     """The decoded poison (every word 0xFFFFFFFF, what the launcher writes first) never validates, and
-    each check expects the family's reference, scaled by the chain it runs."""
+    each check expects the family's reference, scaled by the chain it runs: for every case."""
+    every_case(family, checks_pass_a_correct_output_and_fail_a_poisoned_one)
+
+
+def checks_pass_a_correct_output_and_fail_a_poisoned_one(case):
     family = FAMILIES[case.family]
     inputs = family.inputs(case, np.random.default_rng(0))
     assert inputs.buffer.dtype == np.uint8 and inputs.buffer.size > 0 and inputs.distribution
@@ -79,7 +123,7 @@ def test_checks_pass_a_correct_output_and_fail_a_poisoned_one(case):
         assert not compare(poison, check.expected, np.broadcast_to(check.tolerance, check.expected.shape)).ok
 
 
-def test_every_family_runs_end_to_end_on_the_simulated_gpu(tmp_path, monkeypatch, cache_dir):
+def test_every_family_runs_end_to_end_on_the_simulated_gpu(tmp_path, monkeypatch, shared_cache):
     from harness.db.store import Store
     from harness.orchestration.fakegpu import simulated_device
     from harness.orchestration.run import RunPlan, execute

@@ -173,15 +173,16 @@ ENVIRONMENT = st.sampled_from(["HOPPER_BENCH_FAKE_DELAY", "HOPPER_BENCH_FAKE_GPU
 @given(name=ENVIRONMENT, value=st.one_of(NUMBERS, TEXT, st.sampled_from(["fake", "cuda", "1", "0", "/", "deadbeef"])),
        args=st.sampled_from([["runs"], ["list"], ["run", "--suite", "mma", "--filter", "*m16n8k16.row.col.f32.f16*"],
                              ["run", "--suite", "mma", "--gpus", "all", "--filter", "*m8n8k4.row.col.f16.f16*"]]))
-def test_any_environment_value_is_one_line_or_works(template, name, value, args, monkeypatch):
+def test_any_environment_value_is_one_line_or_works(template, name, value, args, monkeypatch, compile_cache):
     """The HOPPER_BENCH_* variables: a bad value is one line before any work, never a worker's
-    traceback or every case stored as a fault."""
+    traceback or every case stored as a fault. (The session's compile cache, unless the example sets
+    HOPPER_BENCH_CACHE: the same few probes, compiled once.)"""
     with tempfile.TemporaryDirectory() as scratch:
         db = Path(scratch) / "r.db"
         shutil.copy(template, db)
         monkeypatch.chdir(scratch)
         monkeypatch.setenv("HOPPER_BENCH_BACKEND", "fake")
-        monkeypatch.setenv("HOPPER_BENCH_CACHE", str(Path(scratch) / "cache"))
+        monkeypatch.setenv("HOPPER_BENCH_CACHE", str(compile_cache))
         monkeypatch.setenv(name, value)
         before = digest(db)
         result = CliRunner().invoke(cli, [*args] + ([] if name == "HOPPER_BENCH_DB" else ["--db", str(db)]))

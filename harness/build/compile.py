@@ -129,6 +129,12 @@ def compile_probe(source: ProbeSource, options: tuple[str, ...] = NVRTC_OPTIONS)
         failed.write_text(source.text)
         first = next((line for line in log.splitlines() if "error" in line), log.strip()[:200])
         raise CompileError(f"NVRTC failed on {source.name}: {first} (source: {failed})", log)
+    return _store(source, options, cubin, log)
+
+
+def _store(source: ProbeSource, options: tuple[str, ...], cubin: bytes, log: str) -> Build:
+    """`source`'s build, its cubin and log written into the cache."""
+    version, key, cubin_path, log_path = _paths(source, options)
     # Write under a temporary name and rename: concurrent compilers never see half a file.
     for path, data in ((log_path, log.encode()), (cubin_path.with_suffix(".cu"), source.text.encode()),
                        (cubin_path, cubin)):
@@ -136,6 +142,21 @@ def compile_probe(source: ProbeSource, options: tuple[str, ...] = NVRTC_OPTIONS)
         tmp.write_bytes(data)
         tmp.replace(path)
     return Build(source.name, source.source_hash, key, cubin_path, log, options, version, False)
+
+
+def code_key(source: ProbeSource) -> str:
+    """`source` with its comment lines blanked: sources that share it differ in comments only, and NVRTC
+    makes the same cubin of them (a GEMM or an attention probe at another problem size differs from its
+    sibling only in the comment naming its case: the sizes are launch arguments)."""
+    code = "\n".join("" if line.lstrip().startswith("//") else line for line in source.text.splitlines())
+    return hashlib.sha256(code.encode()).hexdigest()
+
+
+def same_code_build(build: Build, source: ProbeSource) -> Build:
+    """`source`'s build from `build`, whose source has the same code_key: the same cubin, and the log with
+    NVRTC's diagnostics naming `source`'s file (name.cu(line): ...) instead, as its own compile names it."""
+    log = build.log.replace(f"{build.name}.cu(", f"{source.name}.cu(")
+    return _store(source, build.options, build.cubin_path.read_bytes(), log)
 
 
 def compile_many(sources: Iterable[ProbeSource], jobs: int | None = None,
@@ -151,19 +172,33 @@ def compile_each(sources: Iterable[ProbeSource], jobs: int | None = None,
     The work starts at the call, not at the first build asked for: builds in the cache are looked up,
     and the rest handed to `jobs` worker processes (default: one per CPU), which work ahead while the
     caller uses the builds it has (bench run measures them); a lone missing one compiles here. NVRTC
-    runs in this process only then (a compiler crash ends a worker process, not the caller). Closing
-    the iterator cancels the compilations not started."""
+    runs in this process only then (a compiler crash ends a worker process, not the caller). Sources
+    that differ in comments only (code_key) are compiled once: the others take that cubin, which is the
+    one their own compile makes (tests/test_compile.py). Closing the iterator cancels the compilations
+    not started."""
     sources = list(sources)
     found = [cached_build(source) for source in sources]
     missing = [source for source, build in zip(sources, found) if build is None]
-    jobs = jobs or max(1, min(len(missing), os.cpu_count() or 1))
+    first = {}  # one compile per code_key: the others of a key take its cubin (same_code_build)
+    for source in missing:
+        first.setdefault(code_key(source), source)
+    distinct = list(first.values())
+    jobs = jobs or max(1, min(len(distinct), os.cpu_count() or 1))
     pool = None
-    if len(missing) < 2:
-        fresh = map(compile_probe, missing)
+    if len(distinct) < 2:
+        compiled = map(compile_probe, distinct)
     else:  # spawn, not fork: the parent may have threads (CUDA, NVML) that a forked child would inherit
         pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
-        fresh = pool.map(compile_probe, missing)
-    return _in_order(found, fresh, pool, on_done)
+        compiled = pool.map(compile_probe, distinct)
+    return _in_order(found, _fresh(missing, compiled), pool, on_done)
+
+
+def _fresh(missing: list[ProbeSource], compiled: Iterator[Build]) -> Iterator[Build]:
+    """The builds of `missing` in order: the first source of each code_key from `compiled`, the rest from it."""
+    by_code: dict[str, Build] = {}
+    for source in missing:
+        key = code_key(source)
+        yield same_code_build(by_code[key], source) if key in by_code else by_code.setdefault(key, next(compiled))
 
 
 def _in_order(found: list[Build | None], fresh: Iterator[Build], pool, on_done) -> Iterator[Build]:

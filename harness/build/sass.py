@@ -148,8 +148,10 @@ def disassemble_many(cubins: Iterable[Path], batch_bytes: int = 8 << 20,
                 out.setdefault(cubin, {})[kernel] = instructions
         unnamed = sorted(unnamed)
         out.update(zip(unnamed, pool.map(_disassemble_elf, unnamed)))
-    for cubin in todo:
-        _cached(cubin).write_text(json.dumps(out[cubin]))
+    for cubin in todo:  # under a temporary name, then renamed: a reader never finds half a file
+        tmp = _cached(cubin).with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(out[cubin]))
+        tmp.replace(_cached(cubin))
     return out
 
 
