@@ -4,7 +4,7 @@ for, so that main() can turn a Ctrl-C while the modules load into the same one l
 
 
 def _group():
-    from harness.cli import database, gemm, measuring, publishing, reading  # noqa: F401  each registers its commands
+    from harness.cli import database, measuring, publishing, reading  # noqa: F401  each registers its commands
     from harness.cli.app import cli
 
     return cli

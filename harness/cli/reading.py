@@ -456,8 +456,12 @@ class AdvisorGroup(click.Group):
 
     @property
     def shortcuts(self) -> dict[str, click.Command]:
-        """The advisors that are also `bench NAME` (Advisor.shortcut)."""
-        return {name: command for name, command in self.advisors.items() if command.shortcut}
+        """The advisors that are also `bench NAME` (Advisor.shortcut), and the families' measurers (`bench gemm`:
+        harness/cli/measurers.py)."""
+        from harness.cli.measurers import measurer_commands
+
+        return {**{name: command for name, command in self.advisors.items() if command.shortcut},
+                **measurer_commands()}
 
     def list_commands(self, ctx):
         return sorted(self.advisors)

@@ -20,7 +20,8 @@ stages call them without asking first. A family's public members are this contra
     what to measure and how               plan(case, device) -> method specs (harness/measure/methods.py),
                                           work(case), peak(case), headline(metric)
     what people read                      name, description, describe(case) (bench show)
-    optional hooks (default)              model (None), advisors (()), attach(case, probe, device) (nothing),
+    optional hooks (default)              model (None), advisors (()), measurers (()),
+                                          attach(case, probe, device) (nothing),
                                           figures(context) ([]), findings(context) ([]),
                                           paper_case(figure) (None), paper_row(row) (None),
                                           explain(case_id, metric, value, paper, launch) (None), roofline_cases (()),
@@ -157,6 +158,23 @@ class Advisor:
     shortcut: bool = False  # also a top-level command, `bench NAME`
 
 
+@dataclass(frozen=True)
+class Measurer:
+    """`bench NAME`: cases a family chooses for the GPU at hand, measured in one run and read back. The command adds
+    --fit-run, --gpu, --db, --jobs, --seed, --watchdog, --format and --wide to `options` (click options of its
+    own), then: `prepare(values)` checks them before anything is opened (SpecError: one line); once the GPU is
+    known, `plan(state, device, fit)` gives the run's label and cases (`fit`: the family model's fit to --fit-run,
+    else None); the run is conducted as `bench run` conducts a suite; `report(state, results, fit)` gives an
+    Advice (the answer, a table, notes)."""
+
+    name: str
+    help: str  # the command's help: a summary line, then examples
+    options: tuple = ()  # click.Option objects
+    prepare: Callable[[dict], object] = field(default=None, repr=False)
+    plan: Callable[[object, object, object], "tuple[str, list]"] = field(default=None, repr=False)
+    report: Callable[[object, list, object], Advice] = field(default=None, repr=False)
+
+
 class FamilyModel(ABC):
     """A family's model (`Family.model`): fitted to a run's measurements, it predicts them (`bench model
     --run`, `bench compare`). The two optional members return None where a model has no such thing."""
@@ -262,6 +280,9 @@ class Family(ABC):
     advisors: tuple[Advisor, ...] = ()
     """`bench advise NAME`: instruction-choice advice from the family's model (Advisor)."""
 
+    measurers: tuple[Measurer, ...] = ()
+    """`bench NAME`: cases the family chooses for the GPU at hand, measured in one run (Measurer)."""
+
     roofline_cases: tuple[str, ...] = ()
     """Plain readers from HBM (case ids) whose best bandwidth in a run is that run's read roofline: compare
     derives `roofline_fraction` of every bandwidth of the family from the best of them (any launch)."""
@@ -310,7 +331,7 @@ class Family(ABC):
 REQUIRED = ("name", "description", "id_prefixes", "example_id", "template", "cases", "suites", "parse", "check",
             "template_params", "sass_expectation", "inputs", "checks", "decode", "output_words", "plan", "work",
             "peak", "headline", "describe")
-HOOKS = ("model", "advisors", "roofline_cases", "attach", "figures", "findings", "paper_case", "paper_row",
+HOOKS = ("model", "advisors", "measurers", "roofline_cases", "attach", "figures", "findings", "paper_case", "paper_row",
          "paper_statistic", "explain")
 
 

@@ -84,6 +84,13 @@ class GemmFamily(Family):
         return (PLAN,)
 
     @property
+    def measurers(self):
+        """`bench gemm`: any shape, the planner's first configurations measured beside the library (command.py)."""
+        from harness.families.gemm.command import SHAPES
+
+        return (SHAPES,)
+
+    @property
     def model(self):
         """The planner: the pipeline's bounds from measured instruction figures (model.py)."""
         from harness.families.gemm.planner import GemmModel

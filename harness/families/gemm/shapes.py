@@ -116,7 +116,6 @@ def plan(shapes: dict[Shape, list[_cases.GemmCase]], named: list[_cases.GemmCase
         cases += ranked[:top] + [_cases.library(shape.dtype, (shape.m, shape.n, shape.k))]
     for case in named:
         if not case.library and case.case_id not in predicted:
-        
             _ranked(_cases.configurations(case.dtype, case.m, case.n, case.k), params, predicted)
         if not case.library and case.case_id not in predicted:
             try:
