@@ -112,8 +112,8 @@ def run(suite, filter_, resume, gpu, gpus, db, jobs, force, seed, watchdog, prog
 def conduct(run_plan, store, db, gpu, seed, watchdog, jobs, progress_mode="bars", on_device=None):
     """A run as `bench run` conducts it: the worker on GPU `gpu` (default 0), the cases compiled meanwhile, each
     measured and stored in `store` (an open target, the caller's to close; or None: `db`, made once the GPU is
-    found), progress, then the summary. `on_device(device)`, if given, makes the plan once the GPU is known (`bench gemm`: its ranking and
-    memory check), before the database is touched; `run_plan` is then None. Returns (outcome, device)."""
+    found), progress, then the summary. `on_device(device)`, if given, makes the plan once the GPU is known (a
+    family's Measurer: its choice of cases for that GPU), before the database is touched; `run_plan` is then None. Returns (outcome, device)."""
     from harness.orchestration.run import compiled, open_run_store
     from harness.orchestration.worker import Worker
 

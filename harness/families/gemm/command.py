@@ -9,7 +9,7 @@ import click
 from harness.errors import SpecError
 from harness.families.base import Advice, Measurer
 import harness.families.gemm.cases as _cases
-from harness.families.gemm import shapes as _shapes
+import harness.families.gemm.shapes as _shapes
 
 DEFAULT_GPU = "H100 SXM5"  # the prior for a GPU with no datasheet row (the simulated one): advice.DEFAULT_GPU
 
