@@ -18,7 +18,7 @@ from harness import tensormaps
 from harness.dtypes import bf16_bits
 from harness.errors import HarnessError
 
-from harness.families.gemm.problem import PROBLEM
+from harness.families.gemm.problem import PROBLEM, split_counters, split_workspace_bytes, walk_m
 
 CUDA_R_16F, CUDA_R_16BF = 2, 14  # cudaDataType
 CUBLAS_COMPUTE_32F = 68
@@ -35,17 +35,29 @@ def _encode(case, dtype: str, address: int, rows: int, cols: int, box_rows: int,
                              256 if promotion else None).view(np.uint64)
 
 
-def problem(case, a: int, b: int, c: int, m: int, n: int, k: int, scales: tuple[int, int] = (0, 0)) -> np.ndarray:
-    """The kernel's Problem argument for A, B, C at these addresses (row-major, K-major A and B), and a block-scaled
-    case's scales."""
+def problem(case, a: int, b: int, c: int, m: int, n: int, k: int, scales: tuple[int, int] = (0, 0),
+            split: tuple[int, int] = (0, 0)) -> np.ndarray:
+    """The kernel's Problem argument for A, B, C at these addresses (row-major, K-major A and B), a block-scaled
+    case's scales and a split-K case's workspace and counters. The maps hold M rows; the walk, whole tiles."""
     value = np.zeros(1, dtype=PROBLEM.dtype())
     if not case.library:
         value["a"] = _encode(case, case.dtype, a, m, k, case.bm, case.bk, True)
         value["b"] = _encode(case, case.dtype, b, n, k, case.bn // case.cluster, case.bk, True)
         value["c"] = _encode(case, case.out_dtype, c, m, n, case.wg_rows, 64, False)
-    value["c_ptr"], value["m"], value["n"], value["k"] = c, m, n, k
+    value["c_ptr"], value["m"], value["n"], value["k"] = c, m if case.library else walk_m(case, m), n, k
     value["scale_a"], value["scale_b"] = scales
+    value["workspace"], value["counters"] = split
     return value
+
+
+def split_buffers(cupy, case, m: int, n: int) -> tuple:
+    """A split-K problem's workspace (f32, uninitialised: each run writes its part before it is read) and counters
+    (int32, zero: ptx/gemm.cu.in reduce_runs leaves them zero after every launch); none without split-K."""
+    if case.library or case.splits == 1:
+        return None, None
+    workspace = cupy.empty(split_workspace_bytes(case, m, n) // 4, dtype=cupy.float32)
+    counters = cupy.zeros(split_counters(case, m, n), dtype=cupy.int32)
+    return workspace, counters
 
 
 def block_scales(cupy, m: int, n: int, k: int, seed: int):
@@ -99,24 +111,27 @@ WORKSPACE_BYTES = 32 << 20
 
 
 @functools.cache
-def _handle() -> tuple[int, object]:
-    """A cuBLAS handle for the process. Where CuPy exposes cublasSetWorkspace, one of our own with a workspace
-    of its own: cuBLAS then allocates nothing while a stream is captured, so its calls can be replayed in a
-    CUDA graph as the kernel's are. Otherwise (CuPy 14.2 does not expose it) CuPy's handle: its calls are
-    launched one by one (WholeKernel says so, and leaves out the rounds where that left the GPU idle)."""
+def _handle() -> tuple[int, object, object]:
+    """A cuBLAS handle for the process, with a workspace of its own where the bindings let us set one: cuBLAS then
+    allocates nothing while a stream is captured, so its calls replay in a CUDA graph as the kernel's do (a library
+    call that could not be captured is launched call by call, and at small shapes the host's dispatch, not the
+    GPU, sets its rate). nvmath-python's cuBLAS bindings (the `fp8` extra) do; CuPy 14.2's neither expose
+    cublasSetWorkspace nor allow a cuBLAS call while a stream is captured, so without nvmath it is CuPy's handle.
+    Returns (handle, workspace or None, the binding module: nvmath's, or None for CuPy's)."""
     import cupy
-    from cupy_backends.cuda.libs import cublas
 
-    if not hasattr(cublas, "setWorkspace"):
-        return cupy.cuda.device.get_cublas_handle(), None
-    handle = cublas.create()
+    try:
+        from nvmath.bindings import cublas as nvmath_cublas
+    except ImportError:
+        return cupy.cuda.device.get_cublas_handle(), None, None
+    handle = nvmath_cublas.create()
     workspace = cupy.empty(WORKSPACE_BYTES, dtype=cupy.uint8)
-    cublas.setWorkspace(handle, workspace.data.ptr, WORKSPACE_BYTES)
-    return handle, workspace
+    return handle, workspace, nvmath_cublas
 
 
 class Library:
-    """cublasGemmEx on the current stream: C[M, N] = A[M, K] . B[N, K]^T, f32 compute."""
+    """cublasGemmEx on the current stream: C[M, N] = A[M, K] . B[N, K]^T, f32 compute, CUBLAS_GEMM_DEFAULT (the same
+    call through either binding: nvmath-python's, capturable, or CuPy's)."""
 
     def __init__(self, dtype: str):
         from cupy_backends.cuda.libs import cublas
@@ -125,14 +140,31 @@ class Library:
 
         self._cublas = cublas
         self._cupy = cupy
-        self.handle, _ = _handle()
+        self.handle, self._workspace, self._nvmath = _handle()
+        self._stream = None
         self.type = CUDA_R_16F if dtype == "f16" else CUDA_R_16BF
         self.alpha = np.ones(1, dtype=np.float32)
         self.beta = np.zeros(1, dtype=np.float32)
 
+    @property
+    def binding(self) -> str:
+        return "nvmath-python's cuBLAS bindings, own workspace" if self._nvmath else "CuPy's cuBLAS bindings"
+
     def __call__(self, a: int, b: int, c: int, m: int, n: int, k: int) -> None:
+        stream = self._cupy.cuda.get_current_stream().ptr
+        if self._nvmath is not None:
+            nv = self._nvmath
+            if stream != self._stream:  # cublasSetStream resets the workspace to cuBLAS's pool: set ours after it
+                nv.set_stream(self.handle, stream)
+                nv.set_workspace(self.handle, self._workspace.data.ptr, WORKSPACE_BYTES)
+                nv.set_pointer_mode(self.handle, int(nv.PointerMode.HOST))
+                self._stream = stream
+            nv.gemm_ex(self.handle, int(nv.Operation.T), int(nv.Operation.N), n, m, k, self.alpha.ctypes.data,
+                       b, self.type, k, a, self.type, k, self.beta.ctypes.data, c, self.type, n,
+                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
+            return
         cublas = self._cublas
-        cublas.setStream(self.handle, self._cupy.cuda.get_current_stream().ptr)
+        cublas.setStream(self.handle, stream)
         cublas.setPointerMode(self.handle, cublas.CUBLAS_POINTER_MODE_HOST)
         cublas.gemmEx(self.handle, cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N, n, m, k, self.alpha.ctypes.data,
                       b, self.type, k, a, self.type, k, self.beta.ctypes.data, c, self.type, n,
@@ -201,8 +233,11 @@ def attach(case, probe, device) -> None:
     # cuBLAS's inputs: A and B themselves, or (fp8, which cublasGemmEx does not take) their values as f16
     a_ref, b_ref = (a1, b1) if case.dtype == case.out_dtype else (as_f16(cupy, a1), as_f16(cupy, b1))
     probe.resources += [a_ref, b_ref]
-    check = problem(case, a0, b0, c0, m0, n0, k0, scales0)
-    measured = problem(case, a1.data.ptr, b1.data.ptr, c1.data.ptr, m, n, k, scales1)
+    split0, split1 = split_buffers(cupy, case, m0, n0), split_buffers(cupy, case, m, n)
+    probe.resources += [*split0, *split1]
+    pointers = lambda buffers: tuple(0 if x is None else x.data.ptr for x in buffers)
+    check = problem(case, a0, b0, c0, m0, n0, k0, scales0, pointers(split0))
+    measured = problem(case, a1.data.ptr, b1.data.ptr, c1.data.ptr, m, n, k, scales1, pointers(split1))
     probe.extra_args = (check, measured)
     # The anchor: the library on the measured problem's own inputs (fp8: cuBLASLt on the e4m3 codes, without fast
     # accumulation unless the library case asks for it), into a C of its own

@@ -167,7 +167,7 @@ def ranking(planned: Planned, results, fit=None):
             "shape": f"{case.m}x{case.n}x{case.k}", "dtype": case.dtype,
             "rank": rank, "tile": library if case.library else f"{case.bm}x{case.bn}x{case.bk}",
             "stages": None if case.library else case.stages, "wg": None if case.library else case.consumers,
-            "cluster": None if case.library else case.cluster,
+            "cluster": None if case.library else case.cluster, "split": None if case.library else case.splits,
             "grid": None if case.library else ("persistent-" if case.persistent else "grid-") + case.order,
             "epilogue": None if case.library else case.epilogue,
             "promotion": case.promotion if case.promote and not case.library else None,
@@ -180,4 +180,6 @@ def ranking(planned: Planned, results, fit=None):
     frame = pd.DataFrame(rows)
     if frame.promotion.isna().all():
         frame = frame.drop(columns="promotion")
+    if not (frame.split > 1).any():  # split-K: shown where a case has it
+        frame = frame.drop(columns="split")
     return frame
