@@ -33,6 +33,16 @@ SASS = {
     "wmma": (("HMMA.16816.F32", 32),),
     "mma-ldmatrix": (("HMMA.16816.F32", 32), ("LDSM.16.M88.4", 12)),
 }
+# The seed GEMM chapter's names for our steps (its section 9.9.2 compares the two tensor-core APIs), and its figures
+# that no case here measures, with why
+PAPER_STEPS = {"mma.sync": "mma-ldmatrix"}
+PAPER_UNEXPRESSED = {
+    "cublas-f16": "cuBLAS f16 is the gemm family's library case; here it is each tensor-core step's anchor "
+                  "(library_fraction)",
+    "cutlass-f16": "CUTLASS is not run by this project",
+    "fp32 ceiling": "a ceiling stated for the A100's CUDA cores, not one kernel's figure: the model bounds each f32 "
+                    "step (bench model --gpu)",
+}
 LIBRARY = "cuBLAS SGEMM (cublasGemmEx, f32 in and out, CUBLAS_COMPUTE_32F), on CuPy's handle and stream"
 
 
@@ -145,6 +155,29 @@ class LadderFamily(Family):
 
     def headline(self, metric: str) -> dict | None:
         return None
+
+    @staticmethod
+    def paper_case(figure) -> tuple[str, str] | str | None:
+        """The seed GEMM chapter's steps (harness/db/data/references/article_gemm_chapter_a100.csv: an A100 at
+        1024^3) and the HGEMM worklog's step 1 (a CUDA-core kernel, 4096^3: its stated size): our step at the
+        figure's size, or why a figure has none; None for any other figure."""
+        step = figure.instruction.removeprefix("gemm chapter ").removeprefix("step ").removeprefix("api ")
+        if figure.instruction.startswith("hgemm worklog step "):
+            if figure.instruction != "hgemm worklog step 1" or figure.metric != "throughput_tflops":
+                return None
+            if (figure.m, figure.n, figure.k) != (4096, 4096, 4096):
+                return "the worklog's size is 4096^3 (the seed's section 2.11): step 1 is mapped there only"
+            return _cases.case("reg-tiled", 4096).case_id, "throughput_tflops"
+        if not figure.instruction.startswith("gemm chapter "):
+            return None
+        step = PAPER_STEPS.get(step, step)
+        if step in PAPER_UNEXPRESSED:
+            return PAPER_UNEXPRESSED[step]
+        if step not in _cases.STEPS or figure.metric not in ("throughput_tflops", "peak_fraction"):
+            return None
+        if _cases.STEPS[step].unit == "library" and figure.metric == "peak_fraction":
+            return "a library call writes no clock here, so no peak fraction: its TFLOPS figure is mapped"
+        return _cases.case(step, (figure.m, figure.n, figure.k)).case_id, figure.metric
 
 
 FAMILY = LadderFamily()
