@@ -107,3 +107,64 @@ def test_the_plan_times_each_step_beside_cublas_and_the_library_alone():
     assert isinstance(spec, WholeKernel) and spec.anchor == "library" and spec.grid == 32 * 32 and spec.threads == 256
     (library,) = FAMILY.plan(parse("ladder.cublas.f32.4096x4096x4096"))
     assert library.anchor is None and not library.records
+
+
+def _store(path, results_):
+    from helpers import fake_device
+
+    from harness.db.store import Store
+    from harness.provenance import Provenance
+    from harness.published import shipped
+
+    store = Store.open(str(path), create=True, references=shipped())
+    prov = Provenance("bench run --suite ladder", "testhost", "abc123", False, "0.1.0", "3.12", "14.2", "13.0")
+    run_id = store.start_run(fake_device(), prov, "ladder", None)
+    for result in results_:
+        store.record_case(run_id, result)
+    store.finish_run(run_id, "complete")
+    return store, run_id
+
+
+def _result(case_id, tflops, peak=None, library=None, clock=1700.0):
+    from harness.build.sass import SassCheck
+    from harness.measure.measurement import CaseResult, Metric
+
+    values = {"throughput_tflops": (tflops, "TFLOPS"), "peak_fraction": (peak, "ratio"),
+              "library_fraction": (library, "ratio")}
+    metrics = [Metric(name, unit, np.full(5, float(value)), {"problem": "measured"}, sm_clock_mhz=clock)
+               for name, (value, unit) in values.items() if value is not None]
+    return CaseResult(parse_case_id(case_id), None, SassCheck(True, "ok"), True, None, 0.0, "normal(0,1)", metrics)
+
+
+def test_the_report_sets_each_step_beside_its_bound_the_best_pipeline_and_the_chapters_figures(tmp_path):
+    """Numbers chosen here: the ladder's section draws every step at the run's largest size with the model's bound
+    and the gemm family's fastest pipeline and cuBLAS of that size (read by metric); the chapter's fractions of
+    peak are judged (0.45 lies in its 40-50 %; 0.05 is below its 9 %), its TFLOPS shown for context."""
+    from harness.analysis import compare
+    from harness.analysis.report import ReportContext
+
+    results = [_result("ladder.naive.f32.1024x1024x1024", 1.0, 0.02, 0.05),
+               _result("ladder.smem-tiled.f32.1024x1024x1024", 2.5, 0.05, 0.1),
+               _result("ladder.reg-tiled.f32.1024x1024x1024", 25.0, 0.45, 0.9),
+               _result("ladder.naive.f32.2048x2048x2048", 1.1, 0.02, 0.05),
+               _result("ladder.mma-ldmatrix.f16.2048x2048x2048", 300.0, 0.33, 0.5),
+               _result("gemm.f16.2048x2048x2048.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore", 600.0),
+               _result("gemm.f16.2048x2048x2048.tile128x128x64.s4.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore", 500.0),
+               _result("cublas.f16.2048x2048x2048", 620.0),
+               _result("gemm.f16.4096x4096x4096.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore", 700.0)]
+    store, run_id = _store(tmp_path / "r.db", results)
+    measured = compare.measured(store, run_id)
+    ctx = ReportContext(store, run_id, "NVIDIA H100 80GB HBM3", tmp_path, measured, compare.against_paper(store, run_id))
+    (head, _, path), (_, _, table), (_, _, published) = FAMILY.figures(ctx)
+    assert path.exists() and "ladder" in head.lower()
+    rows = table.set_index("step")
+    assert list(rows.index) == ["naive", "mma-ldmatrix", "best wgmma pipeline", "cuBLAS f16"]
+    assert rows.loc["best wgmma pipeline", "TFLOPS"] == 600.0 and rows.loc["cuBLAS f16", "TFLOPS"] == 620.0
+    naive = parse("ladder.naive.f32.2048x2048x2048")
+    expected = bound(naive, LadderModel().prior("H100 SXM5"))[0] * 132 * 1700.0 / 1e6
+    assert rows.loc["naive", "model bound TFLOPS"] == pytest.approx(expected, rel=1e-3)
+    judged = published.set_index(["case_id", "metric"]).verdict
+    assert judged["ladder.reg-tiled.f32.1024x1024x1024", "peak_fraction"] == "agrees"
+    assert judged["ladder.smem-tiled.f32.1024x1024x1024", "peak_fraction"].startswith("ours lower")
+    assert judged["ladder.reg-tiled.f32.1024x1024x1024", "throughput_tflops"].startswith("for context")
+    assert judged["ladder.wmma.f16.1024x1024x1024", "peak_fraction"] == "not measured in this run"

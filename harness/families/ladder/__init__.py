@@ -156,6 +156,11 @@ class LadderFamily(Family):
     def headline(self, metric: str) -> dict | None:
         return None
 
+    def figures(self, context) -> list:
+        from harness.families.ladder.figures import figures
+
+        return figures(context)
+
     @staticmethod
     def paper_case(figure) -> tuple[str, str] | str | None:
         """The seed GEMM chapter's steps (harness/db/data/references/article_gemm_chapter_a100.csv: an A100 at
