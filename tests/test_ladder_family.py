@@ -168,3 +168,25 @@ def test_the_report_sets_each_step_beside_its_bound_the_best_pipeline_and_the_ch
     assert judged["ladder.smem-tiled.f32.1024x1024x1024", "peak_fraction"].startswith("ours lower")
     assert judged["ladder.reg-tiled.f32.1024x1024x1024", "throughput_tflops"].startswith("for context")
     assert judged["ladder.wmma.f16.1024x1024x1024", "peak_fraction"] == "not measured in this run"
+
+
+def test_each_step_compiles_to_the_units_it_names_and_not_the_others(tmp_path, monkeypatch):
+    """sm_90a through NVRTC, disassembled: FFMA in the f32 steps, HMMA and LDSM in the tensor-core steps, no spill;
+    the f32 steps' expectation does not hold for a tensor-core kernel (the check can fail)."""
+    from dataclasses import replace
+
+    from harness.build.compile import compile_probe
+    from harness.build.sass import check
+    from harness.registry import probe_source
+
+    monkeypatch.setenv("HOPPER_BENCH_CACHE", str(tmp_path))
+    builds = {}
+    for step in ORDER[:-1]:
+        case = parse(f"ladder.{step}.{'f16' if step in ('wmma', 'mma-ldmatrix') else 'f32'}.1024x1024x1024")
+        builds[step] = compile_probe(probe_source(case))
+        result = check(builds[step], FAMILY.sass_expectation(case))
+        assert result.ok, (step, result.note)
+    simt = FAMILY.sass_expectation(parse("ladder.reg-tiled.f32.1024x1024x1024"))
+    assert not check(builds["mma-ldmatrix"], simt).ok
+    tensor = FAMILY.sass_expectation(parse("ladder.mma-ldmatrix.f16.1024x1024x1024"))
+    assert not check(builds["reg-tiled"], replace(tensor, spill_kernels=())).ok

@@ -25,12 +25,12 @@ from harness.measure.methods import WholeKernel
 FFMA_PEAK = 256.0  # FLOP per cycle per SM: 128 FP32 lanes x 2
 # What each step's kernel must hold once (its loops' bodies are not unrolled across iterations):
 #   naive: a body of 8 k; smem-tiled: a k-block of 32; reg-tiled: 16 k x 8 x 8; wmma: 2 k16 x 8 wmma x 2 HMMA.16816;
-#   mma-ldmatrix: 2 k16 x 16 mma, and 2 k16 x (4 + 2) ldmatrix.x4
+#   mma-ldmatrix: 2 k16 x 16 mma; both, 2 k16 x (4 + 2) ldmatrix.x4 (wmma.load from shared memory compiles to them)
 SASS = {
     "naive": (("FFMA", 8),),
     "smem-tiled": (("FFMA", 32),),
     "reg-tiled": (("FFMA", 1024),),
-    "wmma": (("HMMA.16816.F32", 32),),
+    "wmma": (("HMMA.16816.F32", 32), ("LDSM.16.M88.4", 12)),  # ptxas loads wmma's fragments from shared by ldmatrix
     "mma-ldmatrix": (("HMMA.16816.F32", 32), ("LDSM.16.M88.4", 12)),
 }
 # The seed GEMM chapter's names for our steps (its section 9.9.2 compares the two tensor-core APIs), and its figures
