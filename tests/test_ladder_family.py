@@ -109,14 +109,14 @@ def test_the_plan_times_each_step_beside_cublas_and_the_library_alone():
     assert library.anchor is None and not library.records
 
 
-def _store(path, results_):
+def _store(path, results_, store=None):
     from helpers import fake_device
 
     from harness.db.store import Store
     from harness.provenance import Provenance
     from harness.published import shipped
 
-    store = Store.open(str(path), create=True, references=shipped())
+    store = store or Store.open(str(path), create=True, references=shipped())
     prov = Provenance("bench run --suite ladder", "testhost", "abc123", False, "0.1.0", "3.12", "14.2", "13.0")
     run_id = store.start_run(fake_device(), prov, "ladder", None)
     for result in results_:
@@ -190,3 +190,20 @@ def test_each_step_compiles_to_the_units_it_names_and_not_the_others(tmp_path, m
     assert not check(builds["mma-ldmatrix"], simt).ok
     tensor = FAMILY.sass_expectation(parse("ladder.mma-ldmatrix.f16.1024x1024x1024"))
     assert not check(builds["reg-tiled"], replace(tensor, spill_kernels=())).ok
+
+
+def test_the_ladder_takes_the_pipeline_from_the_newest_run_of_its_gpu_when_its_own_has_none(tmp_path):
+    from harness.analysis import compare
+    from harness.analysis.report import ReportContext
+
+    pipe = "gemm.f16.1024x1024x1024.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore"
+    store, first = _store(tmp_path / "r.db", [_result(pipe, 400.0), _result("cublas.f16.1024x1024x1024", 410.0)])
+    _, second = _store(None, [_result(pipe, 450.0)], store)
+    _, ladder = _store(None, [_result("ladder.naive.f32.1024x1024x1024", 1.0, 0.02, 0.05)], store)
+    measured = compare.measured(store, ladder)
+    ctx = ReportContext(store, ladder, "NVIDIA H100 80GB HBM3", tmp_path, measured, compare.against_paper(store, ladder))
+    (_, text, _), (_, _, table), *_ = FAMILY.figures(ctx)
+    rows = table.set_index("step")
+    assert rows.loc["best wgmma pipeline", "TFLOPS"] == 450.0 and f"run {second}" in rows.loc["best wgmma pipeline", "runs"]
+    assert "cuBLAS f16" not in rows.index  # the newest run measured no cuBLAS: none taken from an older one
+    assert f"run {second}'s" in text[0]
