@@ -67,15 +67,19 @@ def _condition(notes: str) -> str | None:
 
 
 def _counterpart(figure) -> tuple[str, str] | str | None:
-    """(case id, metric) from the first family that names one, or the first family's reason (a string)
-    why the figure it claims has none."""
+    """(case id, metric) from the first family that names one; else the first family's reason (a string) why
+    the figure it claims has none. A family that maps a figure wins over one that says it cannot (the gemm
+    family's word on the worklog's CUDA-core step 1, which the ladder family maps)."""
     from harness.registry import FAMILIES
 
+    reason = None
     for family in FAMILIES.values():
         found = family.paper_case(figure)
-        if found:
+        if isinstance(found, tuple):
             return found
-    return None
+        if found and reason is None:
+            reason = found
+    return reason
 
 
 def _data_counterpart(row: dict) -> tuple[dict | None, str | None]:
