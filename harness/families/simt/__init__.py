@@ -197,6 +197,13 @@ class SimtFamily(Family):
     check = staticmethod(_check)
     suites = staticmethod(_suites)
 
+    @property
+    def model(self):
+        """The overlap model: what each side of a simt-overlap case keeps, from the two sides alone (model.py)."""
+        from harness.families.simt.model import OverlapModel
+
+        return OverlapModel()
+
     # -- the probe -------------------------------------------------------------------------------
 
     def template_params(self, case) -> dict[str, object]:

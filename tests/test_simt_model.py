@@ -1,0 +1,78 @@
+"""The overlap model (harness/families/simt/model.py): its equations against values worked by hand, and its fit
+against a synthetic run made with known parameters (the fit must find them again)."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from harness.families.simt import model
+from harness.families.simt.overlap import cases
+from harness.families.simt.model import Params
+
+P = Params(f_inf=0.8, g=4.0, phi=0.25, h=14.0, rho=0.9, h_rs=20.0, rho_rs=1.0)
+
+
+def test_units_come_from_the_sass():
+    assert [model.unit(op) for op in ("ex2.approx.ftz.f32", "fma.rn.f32", "fma.rn.f16x2", "shfl.sync.bfly.b32",
+                                      "cvt.rn.bf16x2.f32")] == ["mufu", "ffma", "other", "shuffle", "other"]
+
+
+def test_equations_by_hand():
+    # f(64) = 0.8 (1 - 4/64) = 0.75: one port cycle in 4 is free
+    assert model.port_share(P, 64) == pytest.approx(0.75)
+    assert model.predict_simt(P, "other", "f16.SS", 64, 1.1) == pytest.approx(4.0)  # max(1.1, 1 / 0.25)
+    assert model.predict_simt(P, "other", "f16.SS", 64, 5.0) == pytest.approx(5.0)  # slower than the free cycles
+    assert model.predict_simt(P, "shuffle", "f16.SS", 64, 4.6) == pytest.approx(16.0)  # 4 passes / 0.25
+    assert model.predict_simt(P, "mufu", "f16.SS", 64, 8.0) == pytest.approx(11.0)  # 8 + 0.75 / 0.25
+    # wgmma beside FFMA: max(W0, h + rho W0)
+    assert model.predict_wgmma(P, "ffma", "f16.SS", 32) == pytest.approx(42.8)  # 14 + 28.8
+    assert model.predict_wgmma(P, "ffma", "e4m3.SS", 128) == pytest.approx(129.2)  # 14 + 115.2
+    assert model.predict_wgmma(P, "ffma", "f16.RS", 32) == pytest.approx(52.0)  # 20 + 32
+    assert model.predict_wgmma(P, "ffma", "f16.SS", 512) == 512  # 14 + 460.8 < 512: the tensor core's own
+    assert model.predict_wgmma(P, "mufu", "f16.RS", 32) == 32
+    # FFMA beside it: W = 42.8, f = 0.8 (1 - 4/42.8) = 0.7252336, S = 1.1 / (1 - 0.25 f) = 1.1 / 0.8186916
+    assert model.predict_simt(P, "ffma", "f16.SS", 32, 1.1) == pytest.approx(1.343607, abs=2e-6)
+
+
+def _synthetic_frame(p: Params) -> pd.DataFrame:
+    """A run's overlap rows made by the model itself with parameters p, with the inputs a run would hold."""
+    alone = {"ex2.approx.ftz.f32": 8.07, "fma.rn.f32": 1.10, "fma.rn.f16x2": 1.12, "shfl.sync.bfly.b32": 4.63,
+             "cvt.rn.bf16x2.f32": 2.09}
+    rows = []
+    for case in cases():
+        w0 = case.n / 2 if case.n else None
+        if case.n is None:
+            rows.append((case.base_id, "simt", alone[case.op]))
+        elif case.op is None:
+            rows.append((case.base_id, "wgmma", w0))
+        else:
+            u = model.unit(case.op)
+            rows.append((case.base_id, "wgmma", model.predict_wgmma(p, u, case.form, w0)))
+            rows.append((case.base_id, "simt", model.predict_simt(p, u, case.form, w0, alone[case.op])))
+    return pd.DataFrame([{"case_id": c, "metric": "issue_interval_cycles", "launch": json.dumps({"role": r}),
+                          "value": v} for c, r, v in rows])
+
+
+def test_fit_recovers_known_parameters():
+    frame = _synthetic_frame(P)
+    report = model.OverlapModel().fit(frame, "synthetic", "fitted to a synthetic run")
+    for name, want in vars(P).items():
+        assert getattr(report.params, name) == pytest.approx(want, rel=0.01, abs=0.02), name
+    assert report.residuals.relative.abs().max() < 1e-3
+    assert set(report.residuals["sample"]) == {"in-sample"}
+
+
+def test_transfer_is_out_of_sample_and_sees_a_different_gpu():
+    fitted = model.OverlapModel().fit(_synthetic_frame(P), "GPU A", "fitted to run 1")
+    other = _synthetic_frame(Params(0.6, 2.0, 0.5, 10.0, 0.95, 16.0, 1.1))
+    moved = model.OverlapModel().transfer(fitted, other, "GPU B", "run 1")
+    assert set(moved.residuals["sample"]) == {"out-of-sample (GPU A, run 1)"}
+    assert moved.gpu == "GPU B" and moved.params == fitted.params
+    # the other GPU's ports are not this one's: its rows miss by more than a per cent
+    assert moved.residuals.relative.abs().max() > 0.05
+
+
+def test_nothing_to_fit():
+    frame = _synthetic_frame(P)
+    assert model.OverlapModel().fit(frame[frame.case_id.str.endswith("alone")], "x", "y") is None
