@@ -48,7 +48,7 @@ def _suites() -> dict[str, Suite]:
         "simt-overlap-tma": Suite("simt-overlap's cases with TMA loads in flight: a producer warp keeps 2-D TMA loads "
                                   "(8 KiB boxes, a ring of 4 slots) going beside wgmma (f16 SS and RS, N 64 and 256) "
                                   "and the SIMT instruction; every side timed while the others run, and the loads "
-                                  "alone", _overlap.tma_cases),
+                                  "alone; with the same cases without the loads", _overlap.tma_suite),
         "simt-mufu": Suite("the special-function unit (MUFU) alone", kind("mufu")),
         "simt-quick": Suite("one instruction per unit: FFMA, HFMA2, MUFU.EX2, SHFL, F2FP", lambda: [
             _cases.parse(f"simt.{name}") for name in ("fma.rn.f32", "fma.rn.f16x2", "ex2.approx.ftz.f32",

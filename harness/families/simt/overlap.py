@@ -101,6 +101,13 @@ def tma_cases() -> list[OverlapCase]:
             + [OverlapCase(op, None, tma=True) for op in (*OPS, None)])
 
 
+def tma_suite() -> list[OverlapCase]:
+    """The .tma cases and each one's counterpart without TMA traffic (a simt-overlap case), so that one run holds
+    both."""
+    with_tma = tma_cases()
+    return with_tma + [OverlapCase(c.op, c.n, c.form) for c in with_tma if c.n or c.op]
+
+
 def parse(case_id: str) -> OverlapCase | None:
     """The overlap case an id spells, None if it is not an overlap id."""
     match = _ID.match(case_id)
