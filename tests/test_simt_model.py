@@ -76,3 +76,11 @@ def test_transfer_is_out_of_sample_and_sees_a_different_gpu():
 def test_nothing_to_fit():
     frame = _synthetic_frame(P)
     assert model.OverlapModel().fit(frame[frame.case_id.str.endswith("alone")], "x", "y") is None
+
+
+def test_a_run_without_rs_cases_predicts_rs_as_ss():
+    frame = _synthetic_frame(P)
+    ss_only = frame[~frame.case_id.str.contains(r"\.RS")]
+    fitted = model.OverlapModel().fit(ss_only, "x", "y").params
+    assert (fitted.h_rs, fitted.rho_rs) == (fitted.h, fitted.rho)
+    assert fitted.h == pytest.approx(P.h, rel=0.01)

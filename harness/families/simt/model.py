@@ -21,7 +21,8 @@ Per scheduler (each side has one warp on each), with W the wgmma's interval:
 
 The parameters are fitted by least squares on the log of measured over predicted (a grid narrowed around its best
 point: no solver dependency): f_inf and g on the MUFU and port rows' SIMT side, phi on FFMA's, h and rho on the
-wgmma beside FFMA with A in shared memory (f16 and e4m3), h_RS and rho_RS with A in registers. The `alone` rows are
+wgmma beside FFMA with A in shared memory (f16 and e4m3), h_RS and rho_RS with A in registers (SS's where the run
+has no RS case). A parameter no row constrains stays 0. The `alone` rows are
 the inputs, not predictions. tests/test_simt_model.py checks the equations by hand and that a fit recovers the
 parameters a synthetic run was made with.
 """
@@ -160,6 +161,8 @@ def fit_params(data: list[Pair]) -> Params:
         if rows:
             start.update(_zoom(lambda v, rows=rows: _log_loss(
                 (predict_wgmma(Params(**v), q.unit, q.form, q.w0), q.w) for q in rows), (h, rho), start))
+    if not any(q.form.endswith("RS") for q in ffma):  # no RS case: RS as SS (a miss where RS differs, reported)
+        start.update(h_rs=start["h"], rho_rs=start["rho"])
     if ffma:
         start.update(_zoom(simt_loss(("ffma",)), ("phi",), start))
     return Params(**start)
