@@ -84,3 +84,48 @@ def test_a_run_without_rs_cases_predicts_rs_as_ss():
     fitted = model.OverlapModel().fit(ss_only, "x", "y").params
     assert (fitted.h_rs, fitted.rho_rs) == (fitted.h, fitted.rho)
     assert fitted.h == pytest.approx(P.h, rel=0.01)
+
+
+def test_docs_simt_quotes_the_fits_of_the_runs_of_record():
+    """docs/simt.md, "The overlap model": its parameters, its table of misses and the misses its bullets name,
+    computed here from the shipped results.db."""
+    import re
+    from pathlib import Path
+
+    import numpy as np
+
+    from harness.db.store import Store
+
+    root = Path(__file__).resolve().parents[1]
+    if not (root / "results.db").exists():
+        pytest.skip("no shipped results.db in this checkout")
+    doc = " ".join((root / "docs" / "simt.md").read_text().split())
+    with Store.open(str(root / "results.db"), read_only=True) as store:
+        fits = {(run, by): model.score(store, run, by) for run, by in ((117, None), (116, None), (117, 116))}
+    p = fits[(117, None)].params
+    assert (f"f_inf {p.f_inf:.2f}, g {p.g:.1f}, phi {p.phi:.2f}, h {p.h:.1f}, rho {p.rho:.2f}, h_RS {p.h_rs:.1f}, "
+            f"rho_RS {p.rho_rs:.2f}") in doc
+    for (run, by), scored in (((117, None), "run 117, in-sample"), ((116, None), "run 116, in-sample"),
+                              ((117, 116), "run 117: RS and e4m3 out-of-sample")):
+        miss = fits[(run, by)].residuals.relative.abs()
+        assert (f"| {scored} | {len(miss)} | {100 * np.median(miss):.1f} % | {100 * miss.max():.1f} % | "
+                f"{int((miss > 0.05).sum())} |") in doc, (run, by)
+    rows = fits[(117, None)].residuals.set_index(["case_id", "launch"])
+    worst = rows.loc[("simt.overlap.shfl.sync.bfly.b32.m64n64k16.RS", "role=simt")]
+    assert worst.relative == rows.relative.abs().max() * np.sign(worst.relative)  # the worst, as the doc says
+    assert f"{worst.measured:.1f} cycles measured, {worst.fitted:.1f} predicted ({100 * abs(worst.relative):.0f} %" in doc
+    ss = rows.loc[("simt.overlap.shfl.sync.bfly.b32.m64n64k16", "role=simt")]
+    assert f"same N ({ss.measured:.1f})" in doc
+    moved = fits[(117, 116)].residuals.set_index(["case_id", "launch"])
+    rs = [moved.loc[(f"simt.overlap.fma.rn.f32.m64n{n}k16.RS", "role=wgmma")] for n in (64, 256)]
+    assert (f"predicted at {rs[0].fitted:.1f} and {rs[1].fitted:.0f} cycles where RS measures {rs[0].measured:.1f} "
+            f"and {rs[1].measured:.0f} (misses of {100 * rs[0].relative:.0f} % and {100 * rs[1].relative:.0f} %)") in doc
+    assert f"rho_RS - rho is about {p.rho_rs - p.rho:.2f}" in doc
+    port = rows[rows.model.str.contains(r"\((?:other|shuffle) beside") & (rows.index.get_level_values(1) == "role=simt")]
+    n = port.index.get_level_values(0).str.extract(r"m64n(\d+)k", expand=False).astype(int).to_numpy()
+    at128 = port.relative[n == 128]
+    others = port.relative[(n != 128)].drop(("simt.overlap.shfl.sync.bfly.b32.m64n64k16.RS", "role=simt"))
+    assert f"at N = 128 are {100 * at128.min():.1f}-{100 * at128.max():.1f} % slower" in doc
+    assert f"miss by at most {100 * others.abs().max():.1f} %" in doc
+    e4m3 = moved[moved.index.get_level_values(0).str.contains("e4m3")].relative.abs().max()
+    assert f"predicts its rows within {100 * e4m3:.1f} %" in doc
