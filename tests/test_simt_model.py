@@ -94,6 +94,7 @@ def test_docs_simt_quotes_the_fits_of_the_runs_of_record():
 
     import numpy as np
 
+    from harness.analysis.models import fit_run
     from harness.db.store import Store
 
     root = Path(__file__).resolve().parents[1]
@@ -101,7 +102,7 @@ def test_docs_simt_quotes_the_fits_of_the_runs_of_record():
         pytest.skip("no shipped results.db in this checkout")
     doc = " ".join((root / "docs" / "simt.md").read_text().split())
     with Store.open(str(root / "results.db"), read_only=True) as store:
-        fits = {(run, by): model.score(store, run, by) for run, by in ((117, None), (116, None), (117, 116))}
+        fits = {(run, by): fit_run(store, run, fit_run_id=by)["simt"] for run, by in ((117, None), (116, None), (117, 116))}
     p = fits[(117, None)].params
     assert (f"f_inf {p.f_inf:.2f}, g {p.g:.1f}, phi {p.phi:.2f}, h {p.h:.1f}, rho {p.rho:.2f}, h_RS {p.h_rs:.1f}, "
             f"rho_RS {p.rho_rs:.2f}") in doc

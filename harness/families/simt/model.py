@@ -227,17 +227,3 @@ class OverlapModel(FamilyModel):
         return replace(fitted, gpu=gpu, source=f"parameters of {source}", sample=sample,
                        residual_rows=residual_rows(fitted.params, data, sample))
 
-
-def score(store, run_id: int, fit_run_id: int | None = None) -> FitReport | None:
-    """Run `run_id` beside the model: fitted to itself (in-sample), or predicted with the parameters fitted to
-    `fit_run_id` (out-of-sample where the two differ)."""
-    from harness.analysis.compare import measured
-
-    frame = measured(store, run_id)
-    gpu = store.run_info(run_id).gpu_name or "unknown GPU"
-    model = OverlapModel()
-    if fit_run_id is None or fit_run_id == run_id:
-        return model.fit(frame, gpu, f"fitted to run {run_id}")
-    source = measured(store, fit_run_id)
-    fitted = model.fit(source, store.run_info(fit_run_id).gpu_name or "unknown GPU", f"fitted to run {fit_run_id}")
-    return model.transfer(fitted, frame, gpu, f"run {fit_run_id}") if fitted else None
