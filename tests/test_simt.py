@@ -282,3 +282,24 @@ def test_a_tma_overlap_probe_checks_the_ring_whichever_side_it_times():
     plan = FAMILY.plan(case)
     assert [json.loads(json.dumps(s.launch))["role"] for s in plan] == ["wgmma", "simt", "tma"]
     assert plan[2].launch["bytes"] == 8192 and all(s.units == 6 for s in plan)
+
+
+def test_the_report_sets_each_tma_case_beside_its_counterpart():
+    import pandas as pd
+
+    from harness.families.simt.figures import _overlap_sections
+
+    rows = [("simt.overlap.none.m64n64k16", "wgmma", 32.0), ("simt.overlap.fma.rn.f32.alone", "simt", 1.1),
+            ("simt.overlap.fma.rn.f32.m64n64k16", "wgmma", 42.5), ("simt.overlap.fma.rn.f32.m64n64k16", "simt", 1.3),
+            ("simt.overlap.fma.rn.f32.m64n64k16.tma", "wgmma", 45.0), ("simt.overlap.fma.rn.f32.m64n64k16.tma", "simt", 1.4),
+            ("simt.overlap.fma.rn.f32.m64n64k16.tma", "tma", 256.0), ("simt.overlap.none.alone.tma", "tma", 128.0)]
+    frame = pd.DataFrame([{"case_id": c, "metric": "issue_interval_cycles", "launch": json.dumps({"role": r}),
+                           "value": v} for c, r, v in rows])
+    sections = _overlap_sections(frame)
+    heading, text, table = sections[-1]
+    assert heading == "Beside the tensor cores, with TMA loads in flight" and "(alone: 64.0)" in text[0]  # 8192 / 128
+    row = table[table.wgmma == "m64n64k16"].iloc[0]
+    assert (row["wgmma cycles"], row["wgmma cycles, TMA"], row["instruction cycles"], row["instruction cycles, TMA"],
+            row["TMA B/cycle"]) == (42.5, 45.0, 1.3, 1.4, 32.0)
+    kept = sections[0][2]  # the matrix without TMA is the TMA cases' counterparts' alone
+    assert kept.loc[kept.instruction == "fma.rn.f32", "m64n64k16: wgmma kept"].item() == round(32 / 42.5, 3)
