@@ -130,3 +130,21 @@ def test_docs_simt_quotes_the_fits_of_the_runs_of_record():
     assert f"miss by at most {100 * others.abs().max():.1f} %" in doc
     e4m3 = moved[moved.index.get_level_values(0).str.contains("e4m3")].relative.abs().max()
     assert f"predicts its rows within {100 * e4m3:.1f} %" in doc
+
+
+def test_tma_cases_take_their_own_alone_sides_and_are_never_fitted():
+    frame = _synthetic_frame(P)
+    extra = []
+    for case_id, role, value in (("simt.overlap.fma.rn.f32.alone.tma", "simt", 1.2),  # inputs with TMA traffic
+                                 ("simt.overlap.none.m64n64k16.tma", "wgmma", 33.0),
+                                 ("simt.overlap.fma.rn.f32.m64n64k16.tma", "wgmma", 500.0),  # far off: not fitted
+                                 ("simt.overlap.fma.rn.f32.m64n64k16.tma", "simt", 1.5),
+                                 ("simt.overlap.fma.rn.f32.m64n64k16.tma", "tma", 200.0)):
+        extra.append({"case_id": case_id, "metric": "issue_interval_cycles", "launch": json.dumps({"role": role}),
+                      "value": value})
+    report = model.OverlapModel().fit(pd.concat([frame, pd.DataFrame(extra)], ignore_index=True), "x", "y")
+    for name, want in vars(P).items():
+        assert getattr(report.params, name) == pytest.approx(want, rel=0.01, abs=0.02), name
+    rows = report.residuals[report.residuals.case_id.str.endswith(".tma")].set_index("launch")
+    assert set(rows["sample"]) == {"out-of-sample (TMA: never fitted)"} and len(rows) == 2
+    assert rows.loc["role=wgmma", "fitted"] == pytest.approx(max(33.0, 14 + 0.9 * 33.0), abs=1e-3)  # W0 = 33 with TMA
