@@ -125,7 +125,7 @@ def test_suites_hold_every_case_once():
     suites = FAMILY.suites()
     assert len(suites["simt"].make()) == len(CASES) == len({c.case_id for c in CASES})
     assert len(suites["simt-overlap"].make()) == (3 + 2 + 2) * 6 + 5
-    with_tma = (2 + 2) * 6 + 5 + 1  # + the TMA loads alone
+    with_tma = 2 * 6 + 5 + 1  # SS at two N (RS is not timed beside TMA), + the TMA loads alone
     assert len(suites["simt-overlap-tma"].make()) == 2 * with_tma - 1  # and each case without TMA but the loads alone
     assert {c.case_id for c in suites["simt-overlap-tma"].make() if not c.tma} <= {c.case_id for c in suites["simt-overlap"].make()}
     assert len(FAMILY.cases()) - len(CASES) == (3 + 2 + 2) * 6 + 5 + with_tma
@@ -228,7 +228,7 @@ def test_an_overlap_probe_reads_the_same_chain_inputs_as_the_chain_probe(op):
 
 def test_tma_overlap_ids_round_trip_and_refuse_what_is_not_probed():
     ids = {c.case_id for c in FAMILY.suites()["simt-overlap-tma"].make() if c.tma}
-    assert {"simt.overlap.none.alone.tma", "simt.overlap.fma.rn.f32.m64n64k16.RS.tma",
+    assert {"simt.overlap.none.alone.tma", "simt.overlap.fma.rn.f32.m64n64k16.tma",
             "simt.overlap.ex2.approx.ftz.f32.alone.tma", "simt.overlap.none.m64n256k16.tma"} <= ids
     for case_id in ids:
         assert parse_case_id(case_id).case_id == case_id
@@ -273,7 +273,7 @@ def test_the_tma_ring_check_knows_which_box_each_slot_holds():
 
 
 def test_a_tma_overlap_probe_checks_the_ring_whichever_side_it_times():
-    case = parse_case_id("simt.overlap.fma.rn.f32.m64n64k16.RS.tma")
+    case = parse_case_id("simt.overlap.fma.rn.f32.m64n64k16.tma")
     checks = FAMILY.checks(case, FAMILY.inputs(case, np.random.default_rng(2)))
     assert [c.kernel for c in checks] == ["probe_overlap_wgmma", "probe_overlap_simt", "probe_overlap_tma"]
     assert all(c.threads == 288 and c.timing_words == 6 * 5 for c in checks)

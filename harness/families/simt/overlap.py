@@ -38,7 +38,12 @@ MIN_BODIES = 16  # loop bodies the untimed side runs at least (rendered): its ch
 CHECK_WGMMAS = 64  # wgmma a validation launch times
 # The TMA producer (the .tma cases): a ring of TMA_STAGES slots of one box each, TMA_UNROLL loads a loop body, over a
 # source of TMA_TILES boxes (8 MiB: it stays in the L2 once loaded), u32 words whose values say where they came from.
-TMA_FORM_NS = {"f16.SS": (64, 256), "f16.RS": (64, 256)}  # the wgmma timed beside TMA traffic
+TMA_FORM_NS = {"f16.SS": (64, 256), "f16.RS": (64, 256)}  # the wgmma an id may time beside TMA traffic
+# ... and the forms the suite times: SS only. RS beside the producer warp does not build on the device's NVRTC 13.0
+# (run 138, H100): at N = 64 ptxas injects warpgroup.arrive around the wgmma (C7519, which invalidates the case), at
+# N = 256 the 288 threads' registers exceed the SM's (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES). The ids still parse:
+# run 138 holds them, as faults.
+TMA_SUITE_FORMS = ("f16.SS",)
 TMA_STAGES = 4
 TMA_BOX_ROWS, TMA_BOX_COLS = 64, 32  # u32 elements: 64 rows of 128 bytes
 TMA_TILE_WORDS = TMA_BOX_ROWS * TMA_BOX_COLS
@@ -97,7 +102,8 @@ def cases() -> list[OverlapCase]:
 
 
 def tma_cases() -> list[OverlapCase]:
-    return ([OverlapCase(op, n, form, True) for form in TMA_FORM_NS for n in TMA_FORM_NS[form] for op in (None, *OPS)]
+    return ([OverlapCase(op, n, form, True) for form in TMA_SUITE_FORMS for n in TMA_FORM_NS[form]
+             for op in (None, *OPS)]
             + [OverlapCase(op, None, tma=True) for op in (*OPS, None)])
 
 
