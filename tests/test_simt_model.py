@@ -148,3 +148,31 @@ def test_tma_cases_take_their_own_alone_sides_and_are_never_fitted():
     rows = report.residuals[report.residuals.case_id.str.endswith(".tma")].set_index("launch")
     assert set(rows["sample"]) == {"out-of-sample (TMA: never fitted)"} and len(rows) == 2
     assert rows.loc["role=wgmma", "fitted"] == pytest.approx(max(33.0, 14 + 0.9 * 33.0), abs=1e-3)  # W0 = 33 with TMA
+
+
+def test_the_tma_overlap_table_in_docs_simt_comes_from_run_138():
+    """docs/simt.md's table of run 138: each cell is the run's median for that case and side."""
+    import json
+    from pathlib import Path
+
+    import harness
+
+    root = Path(__file__).resolve().parents[1]
+    if not (root / "results.db").exists():
+        pytest.skip("no shipped results.db in this checkout")
+    rows = harness.results(str(root / "results.db"), run_id=138, metric="issue_interval_cycles")
+    role = [(json.loads(x) if isinstance(x, str) else (x or {})).get("role") for x in rows.launch]
+    value = {(c, r): v for c, r, v in zip(rows.case_id, role, rows.value)}
+    text = " ".join((root / "docs" / "simt.md").read_text().split())
+    alone = value[("simt.overlap.none.alone.tma", "tma")]
+    assert f"| nothing | {alone:.1f} ({8192 / alone:.1f} B/cycle) |" in text
+    assert f"| wgmma N = 256 alone | {value[('simt.overlap.none.m64n256k16.tma', 'tma')]:.1f} |" in text
+    for label, op in (("FFMA", "fma.rn.f32"), ("HFMA2", "fma.rn.f16x2"), ("ex2", "ex2.approx.ftz.f32")):
+        line = (f"| {label} alone | {value[(f'simt.overlap.{op}.alone.tma', 'tma')]:.1f} | "
+                f"{value[(f'simt.overlap.{op}.alone.tma', 'simt')]:.2f} ({value[(f'simt.overlap.{op}.alone', 'simt')]:.2f}) |")
+        assert line in text, line
+    both = "simt.overlap.fma.rn.f32.m64n256k16"
+    assert (f"| FFMA and wgmma N = 256 | {value[(both + '.tma', 'tma')]:.1f} | {value[(both + '.tma', 'simt')]:.2f} "
+            f"({value[(both, 'simt')]:.2f}) | {value[(both + '.tma', 'wgmma')]:.2f} ({value[(both, 'wgmma')]:.2f}) |") in text
+    assert f"fall to {100 * alone / value[(both + '.tma', 'tma')]:.0f} %" in text
+    assert f"keep {100 * alone / value[('simt.overlap.none.m64n256k16.tma', 'tma')]:.0f} % of their rate" in text
