@@ -167,8 +167,7 @@ def synthetic_result(case: Case, build: Build | None, rng: np.random.Generator,
     for spec in plan:
         if isinstance(spec, methods.SmMap):
             rows = [_map_rows(spec, device.sm_count) for _ in range(2)]
-            for (sm, target), values in methods.map_samples(spec, rows).items():
-                launch = {**spec.launch, "sm": sm} | ({spec.target_key: target} if spec.by_target else {})
+            for launch, values in methods.map_launches(spec, rows):
                 metrics.append(Metric(spec.metric, "cycles", values * (1 + 1e-4 * rng.standard_normal(values.size)),
                                       launch, sm_clock_mhz=SIMULATED_CLOCK_MHZ, stop_reason="simulated",
                                       gpu_state=state, notes="simulated: not a measurement"))
