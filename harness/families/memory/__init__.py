@@ -64,6 +64,7 @@ from harness.families.base import (
     Work,
     known_cause,
 )
+from harness.families.memory.pairs import OWNER_MISS, OWNER_OWN
 from harness.l2lines import LINES as MAP_LINES  # noqa: F401 (the family's name for it)
 from harness.l2lines import chase
 from harness.l2lines import ring as map_ring
@@ -110,7 +111,6 @@ PAIR_WARM_BYTES = 64 << 10
 PAIR_SLABS = 32  # 64 MiB (and one slab more: the last slab's TLB word): no launch of a probe reuses a slab
 PAIR_LAUNCHES = 18
 PAIR_CHECK_BLOCKS = 4  # the check's grid (every block's sum checked)
-OWNER_MISS, OWNER_OWN = -1, -2  # the owner of an SM's own first loads, of its own line read again
 PAIR_POOLS = (("hits", 0, 1 << 20, 2), ("misses", OWNER_MISS, OWNER_MISS, 2), ("own", OWNER_OWN, OWNER_OWN, 1))
 # Levels beyond the SM, whose latency is not all in SM cycles: a paper figure of wall time x a clock is compared
 # with ours as time (compare's basis "ns"), with cycles beside it.
@@ -134,6 +134,10 @@ CAUSES = {
     ("ld.global.cg.u32.pchase.hbm", "latency_cycles"):
         "HBM3 / HBM3e against the H800 PCIe's HBM2e; the chase is random over 256 MiB, as 2501.12084 Table 3's "
         "(2402.13499's 478.8 is a fixed stride with a warmed TLB)",
+    ("ld.global.cg.u32.pairs.l2", "latency_cycles"):
+        "another GPU (the H800 PCIe: 114 SMs, HBM2e); 2501.12084 finds its four centres by k-means over one chase's "
+        "accesses (the means of the clusters); ours split hits from misses by construction, then each in two, and "
+        "compare a cluster's median",
     ("ld.global.cg.v4.u32.stream.l2", "sm_throughput"):
         "the L2 is shared by all SMs: per SM it is the whole GPU's rate over this GPU's SMs, and the paper's over "
         "the H800's 114 (whole GPU: the value x SMs)",
@@ -468,9 +472,11 @@ class MemoryFamily(Family):
             # "cycles = time per access x clock": beyond the SM (L2, HBM) compared as the time it is
             clock = re.search(r"clock (\d+) MHz", row["notes"])
             return {**found, "wall_clock_mhz": float(clock.group(1))} if level in BEYOND_SM and clock else found
-        if table.startswith("Table 4 "):
-            return ("a centre of the per-access latencies' clusters (near/far partition, hit/miss): our L2 and HBM "
-                    "chases store every access ({\"timed\": \"each access\"}); the report shows their modes")
+        if table.startswith("Table 4 "):  # k-means centres of single loads: ours the pairs' pooled clusters
+            side, which = metric.removeprefix("latency_l2_cache_").split("_")
+            return dict(case_id=str(MemoryCase("pairs", "l2")), metric="latency_cycles",
+                        launch={"map": "l2pairs", "pool": which + ("s" if which == "hit" else "es"),
+                                "cluster": 0 if side == "near" else 1})
         if metric.startswith("latency_"):
             level = {"latency_l1": "l1", "latency_shared": "shared", "latency_l2": "l2", "latency_global": "hbm"}[metric]
             if level == "hbm" and "fixed stride" in how:
