@@ -52,7 +52,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from harness.errors import IllegalShapeError, SpecError
+from harness.errors import HarnessError, IllegalShapeError, SpecError
 from harness.families.base import (
     Check,
     Family,
@@ -443,6 +443,9 @@ class MemoryFamily(Family):
         if case.kind == "map":  # shared memory no two blocks fit on one SM beside: one block per SM
             probe.dynamic_smem["probe_map"] = MAP_SHARED_BYTES
         if case.kind == "pairs":  # one block per SM, all resident (the flag waits for all), from a fresh counter
+            if device.sm_count * PAIR_STRIPE_BYTES > PAIR_SLAB_BYTES:
+                raise HarnessError(f"{case}: {device.sm_count} SMs' stripes of {PAIR_STRIPE_BYTES >> 10} KiB do not "
+                                   f"fit a {PAIR_SLAB_BYTES >> 20} MiB slab")
             probe.dynamic_smem["probe_pairs"] = MAP_SHARED_BYTES
             for name in ("pairs_launches", "pairs_arrived", "pairs_departed"):
                 cupy.ndarray((1,), cupy.uint32, probe.module.get_global(name)).fill(0)

@@ -23,11 +23,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from harness.families.memory.maps import ranges
 from harness.smgroups import Sides, agreement, components, sides_of_groups, two_sides
 from harness.stats import kmeans_1d
 
 OWNER_MISS, OWNER_OWN = -1, -2  # the owner of an SM's own first loads (misses), of its own line read again
-CLUSTER_NAMES = (("near hit", "hits", 0), ("far hit", "hits", 1), ("near miss", "misses", 0), ("far miss", "misses", 1))
 
 
 @dataclass(frozen=True)
@@ -125,8 +125,6 @@ def describe(gpu: str, found: PairMap, near_partition: dict[int, int] | None = N
                      f"{sides.slow - sides.fast:.0f} cycles).")
         return lines
     side = sides.of()
-    from harness.families.memory.maps import ranges
-
     members = [ranges([s for s, v in side.items() if v == g]) for g in (0, 1)]
     lines.append(f"{gpu}: two sides explain which pairs are slow (fast {sides.fast:.0f}, slow {sides.slow:.0f} cycles; a "
                  f"pair is slow across the sides): side 0 SMs {members[0]} ({int((sides.side == 0).sum())}), side 1 SMs "
