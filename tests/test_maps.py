@@ -329,8 +329,8 @@ def test_the_maps_suite_runs_on_the_simulated_gpu_into_a_report_and_a_site(tmp_p
     assert "SMs 0-67 (68) are near partition 0 (260 cycles) and far from partition 1 (420)" in text
     assert "memory_l2_map.png" in text and "dsmem_sm_map.png" in text and "groups that shared clusters" in text
     assert "tma_l2_map.png" in text and "TMA: the L2 by SM" in text and "By the plain loads' partition" in text
-    # the pairs: the simulated chip's halves are its GPCs 0-3 (SMs 0-67) and 4-7, far across them (harness/orchestration/
-    # fakegpu.py): the sides found are those, with no conflict, and the same split as the L2 map's
+    # the pairs: the simulated chip's halves are its GPCs 0-3 (SMs 0-67) and 4-7, far across them
+    # (harness/orchestration/fakegpu.py): the sides found are those, with no conflict, the L2 map's split
     assert "memory_l2_pairs.png" in text
     assert "side 0 SMs 0-67 (68), side 1 SMs 68-131 (64); 0 of " in text
     assert "against the L2 map's near partition per SM (its split of the own lines): 132 of 132 SMs" in text

@@ -274,8 +274,9 @@ def _suites() -> dict[str, Suite]:
                             "and L2", cases),
             "maps-l2": Suite("the L2 by SM: every SM's latency to each of 64 lines (near and far partition)", map_cases,
                              part_of=("maps",)),
-            "maps-l2pairs": Suite("the L2's near and far hits and misses by pair of SMs: every SM's first access to lines "
-                                  "other SMs brought into the L2, and its own misses", pair_cases, part_of=("maps",))}
+            "maps-l2pairs": Suite("the L2's near and far hits and misses by pair of SMs: every SM's first access to "
+                                  "lines other SMs brought into the L2, and its own misses", pair_cases,
+                                  part_of=("maps",))}
 
 
 class MemoryFamily(Family):
@@ -294,7 +295,8 @@ class MemoryFamily(Family):
     def template_params(self, case: MemoryCase) -> dict[str, object]:
         self.check(case)
         words = case.region_bytes // 4
-        return {"kind": {"stream": 1, "map": 2, "pairs": 3}.get(case.kind, 0), "space": SPACES[case.space], "ring_words": words,
+        return {"kind": {"stream": 1, "map": 2, "pairs": 3}.get(case.kind, 0), "space": SPACES[case.space],
+                "ring_words": words,
                 "pointers": "true" if case.kind == "ptrchase" else "false",
                 "shared_words": words if case.level == "shared" else 4,
                 "launch_step": HBM_LAUNCH_STEP if case.level == "hbm" else 0,

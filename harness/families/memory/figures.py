@@ -87,7 +87,8 @@ PAIRS_METHOD = ("Every SM (one block each) loads 17 lines of a fresh 2 MiB slab 
                 "has, then times its first access to one line of each of 16 other SMs' and its own last line again "
                 "(ld.global.cg, clock, load, a shared store that waits for the word, clock, less the least empty "
                 "bracket), 18 launches. A cell is the median over a pair's samples; the two sides are those that best "
-                "explain which pairs are slow (harness/smgroups.py). docs/data-movement.md, 'Maps of the chip': near and far hits by pair of SMs.")
+                "explain which pairs are slow (harness/smgroups.py). docs/data-movement.md, 'Maps of the chip': near "
+                "and far hits by pair of SMs.")
 
 
 def _pairs_figure(maps: dict, directory, name: str):

@@ -126,10 +126,10 @@ def describe(gpu: str, found: PairMap, near_partition: dict[int, int] | None = N
         return lines
     side = sides.of()
     members = [ranges([s for s, v in side.items() if v == g]) for g in (0, 1)]
-    lines.append(f"{gpu}: two sides explain which pairs are slow (fast {sides.fast:.0f}, slow {sides.slow:.0f} cycles; a "
-                 f"pair is slow across the sides): side 0 SMs {members[0]} ({int((sides.side == 0).sum())}), side 1 SMs "
-                 f"{members[1]} ({int((sides.side == 1).sum())}); {len(sides.conflicts)} of {sides.pairs} pairs "
-                 "conflict with the split.")
+    counts = [int((sides.side == g).sum()) for g in (0, 1)]
+    lines.append(f"{gpu}: two sides explain which pairs are slow (fast {sides.fast:.0f}, slow {sides.slow:.0f} "
+                 f"cycles; a pair is slow across the sides): side 0 SMs {members[0]} ({counts[0]}), side 1 SMs "
+                 f"{members[1]} ({counts[1]}); {len(sides.conflicts)} of {sides.pairs} pairs conflict with the split.")
     if near_partition:
         same, common = agreement(side, near_partition)
         lines.append(f"{gpu}: against the L2 map's near partition per SM (its split of the own lines): {same} of "
