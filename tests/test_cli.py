@@ -180,7 +180,7 @@ BAD_INPUTS = [
     (["gemm", "--shape", "2048,2048,2048", "--top", "0"], 2, "--top.*0 is not in the range 1<=x<=100"),
     (["gemm", "--shape", "2048,2048,2048", "--case", "wgmma.mma_async.m64n64k16.f32.f16.f16.SS"], 2, "not a GEMM case"),
     (["gemm", "--shape", "2048,2048,2048", "--case", "gemm.f16.100x64x64.tile64x64x64.s2.wg1.cluster1.grid-row.regs"], 2,
-     "is not a whole number of 64x64x64 tiles"),
+     "M = 100 is not a whole number of 64-row tiles"),
     (["gemm", "--shape", "2048,2048,2048", "--fit-run", "99"], 4, "no run 99 .*runs 1..1"),
     (["gemm", "--shape", "2048,2048,2048", "--fit-run", "1"], 2, "--fit-run 1: the run has no gemm measurements"),
     (["bogus-command"], 2, "No such command 'bogus-command'"),

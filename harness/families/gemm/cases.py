@@ -278,6 +278,9 @@ def check(case: GemmCase) -> None:
                    "scales, and M a multiple of 16")
     if case.splits > 1 and case.block_scaled:
         refuse("split-K with block scales: the scales are loaded by the run's own k-block")
+    if case.splits > 1 and case.accumulator_set > SPLIT_ACCUMULATORS:
+        refuse(f"split-K beside {case.accumulator_set} f32 accumulators a thread: the fix-up's loads spill (ptxas, 32 "
+               f"bytes, run 139); at most {SPLIT_ACCUMULATORS}")
 
 
 # -- the suites ------------------------------------------------------------------------------------
@@ -554,6 +557,7 @@ def configurations(dtype: str, m: int, n: int, k: int) -> list[GemmCase]:
     return found
 
 
+SPLIT_ACCUMULATORS = 64  # f32 accumulators a consumer thread holds beside split-K's fix-up without spilling
 SPLIT_SMS = 132  # split-K is offered where a problem's tiles would not fill twice this many SMs (an H100's)
 
 
