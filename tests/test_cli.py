@@ -283,6 +283,23 @@ def test_json_output_of_duplicate_names_and_blobs(tmp_path):
     assert json.loads(out) == [{"a": 1, "a_2": 2, "b": "x'00ff'", "c": None}]
 
 
+def test_csv_names_columns_of_one_name_as_json_does_in_every_rendered_table():
+    """Issue 46, item 18: CSV repeated a duplicate column name where JSON renamed it. Every command's table
+    (output.render, beside bench sql's stream) names them alike in both: `a`, `a_2`, and an `a_2` of its own
+    kept (the next free suffix)."""
+    import csv
+    import io
+
+    import pandas as pd
+
+    from harness import output
+
+    frame = pd.DataFrame([[1, 2, 3, 4]], columns=["a", "a", "a_2", "b"])
+    header = next(csv.reader(io.StringIO(output.render(frame, "csv").text)))
+    keys = list(json.loads(output.render(frame, "json").text)[0])
+    assert header == keys == ["a", "a_3", "a_2", "b"]
+
+
 def test_a_gpu_without_a_datasheet_row_gets_answers_that_say_so(tmp_path):
     """An H100 PCIe user, a GH200, the simulated GPU: the paper comparison and the fit need no datasheet."""
     import sqlite3
