@@ -129,6 +129,7 @@ BAD_INPUTS = [
     (["compare", "--tolerance", "-1"], 2, "--tolerance.*-1 is not in the range 0..10"),
     (["model", "--gpu", "B200"], 2, "no datasheet figures for GPU 'B200': expected one of H100 SXM5, H100 PCIe"),
     (["model", "--run", "7"], 4, "no run 7"),
+    (["model", "--in-sample"], 2, "--in-sample needs --run and no --fit-run"),
     (["model", "--clock", "nan"], 2, "nan is not in the range 100..5000"),
     (["model", "--clock", " NaN"], 2, "NaN is not in the range 100..5000"),
     (["model", "--clock", "inf"], 2, "inf is not in the range 100..5000"),
