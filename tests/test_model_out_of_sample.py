@@ -157,3 +157,10 @@ def test_in_sample_with_fit_run_is_refused_in_one_line(shipped):
 
     result = CliRunner().invoke(cli, ["model", "--db", str(shipped), "--run", "133", "--fit-run", "132", "--in-sample"])
     one_error_line(result, 2, "--in-sample needs --run and no --fit-run")
+
+
+def test_a_fit_run_that_is_the_run_scored_is_labelled_in_sample(shipped):
+    out = _model(shipped, "--run", "133", "--fit-run", "133")
+    assert "in sample: --fit-run 133 is the run scored" in out and "out of sample" not in out
+    named = _model(shipped, "--run", "133", "--fit-run", "108")
+    assert "out of sample: fitted to run 108 (named by --fit-run; the same GPU model), scored on run 133" in named

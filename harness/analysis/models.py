@@ -83,7 +83,11 @@ class Scored:
 def score_run(store: Store, run_id: int, fit_run_id: int | None = None, in_sample: bool = False,
               include_flagged: bool = False) -> dict[str, Scored]:
     """{family name: Scored} for every family of run `run_id` whose model fits its rows: out of sample (fitted to
-    `fit_run_id`, else to fit_run_for's choice) unless `in_sample`, or where no other run's fit predicts it."""
+    `fit_run_id`, else to the first of fit_runs_for whose fit predicts it) unless `in_sample`, or where none does.
+    A `fit_run_id` that is `run_id` itself is in sample, and said so."""
+    if fit_run_id == run_id:
+        return {name: Scored(report, run_id, run_id, True, f"in sample: --fit-run {run_id} is the run scored")
+                for name, report in fit_run(store, run_id, include_flagged).items()}
     if fit_run_id is not None:
         return {name: Scored(report, fit_run_id, run_id, False, _basis(store, fit_run_id, run_id, "--fit-run"))
                 for name, report in fit_run(store, run_id, include_flagged, fit_run_id).items()}
@@ -99,8 +103,9 @@ def score_run(store: Store, run_id: int, fit_run_id: int | None = None, in_sampl
         model = family.model if family is not None else None
         if model is None:
             continue
-        others = fit_runs_for(store, run_id, name)[:TRIES]
-        if type(model).transfer is FamilyModel.transfer:
+        carries = type(model).transfer is not FamilyModel.transfer
+        others = fit_runs_for(store, run_id, name)[:TRIES] if carries else []
+        if not carries:
             why = f"the {name} model carries no parameters to another run"
         elif not others:
             why = f"no other run holds {name} cases"
@@ -130,8 +135,8 @@ def score_run(store: Store, run_id: int, fit_run_id: int | None = None, in_sampl
 
 def fit_runs_for(store: Store, run_id: int, family: str) -> list[int]:
     """The runs a model may be fitted to for scoring run `run_id` out of sample, the first choice first: the other
-    runs holding `family`'s measurements, those of the same GPU model first, each group nearest first (the newer
-    before `run_id`, then the older after it); score_run takes the first whose fit predicts the run."""
+    runs holding `family`'s measurements, those of the same GPU model first; in each group the runs before `run_id`
+    first, newest first, then those after it, oldest first. score_run takes the first whose fit predicts the run."""
     rows = store.query(
         "SELECT DISTINCT m.run_id AS run, d.name AS gpu FROM measurements m JOIN cases c ON c.id = m.case_pk "
         "JOIN runs r ON r.id = m.run_id LEFT JOIN devices d ON d.id = r.device_id "
