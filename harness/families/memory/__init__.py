@@ -52,6 +52,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from harness import seed_chapter
 from harness.errors import HarnessError, IllegalShapeError, SpecError
 from harness.families.base import (
     Check,
@@ -64,6 +65,7 @@ from harness.families.base import (
     Work,
     known_cause,
 )
+from harness.families.memory.chapter import chapter_row
 from harness.families.memory.pairs import OWNER_MISS, OWNER_OWN
 from harness.l2lines import LINES as MAP_LINES  # noqa: F401 (the family's name for it)
 from harness.l2lines import chase
@@ -177,6 +179,16 @@ def _latency_case(level: str, plain: bool = False) -> str:
     if level == "l1" and plain:
         return "ld.global.u64.pchase.l1"
     return str(MemoryCase("pchase", level))
+
+
+def _chapter_chase(level: str) -> str:
+    """The chase the seed chapter's latency of a level compares with: shared memory's chase of addresses, the
+    authors' plain chase of 64-bit pointers in L1, the index chase beyond."""
+    return str(MemoryCase("ptrchase", "shared")) if level == "shared" else _latency_case(level, plain=True)
+
+
+def _stream_case(level: str) -> str:
+    return str(MemoryCase("stream", level))
 
 
 def parse(case_id: str) -> MemoryCase:
@@ -463,6 +475,8 @@ class MemoryFamily(Family):
     def paper_row(row: dict) -> dict | str | None:
         """Our counterpart of a published memory-level figure (2402.13499 Tables IV-V, 2501.12084 Tables 3-5,
         the authors' random_latency logs), in our units; a string says why one has none; None: not ours."""
+        if row["paper"] == seed_chapter.SOURCE:  # the seed chapter's levels: our chases and streams
+            return chapter_row(row, _chapter_chase, _stream_case)
         table, metric, how = row["table_or_figure"], row["metric"], row["instruction"]
         if table.startswith(("Sec. IV-B ", "Sec. 4.1 ", "Sec. 4.2 ", "Sec. 7.1 ", "Sec. 7.2 ")):
             return _memory_text(row)

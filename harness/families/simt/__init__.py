@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness import dtypes
+from harness import dtypes, seed_chapter
 from harness.families.base import Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
 from harness.families.chains import ILPS, Chains
 import harness.families.simt.cases as _cases
+import harness.families.simt.chapter as _chapter
 import harness.families.simt.overlap as _overlap
 from harness.families.simt.cases import SimtCase
 from harness.families.simt.overlap import OverlapCase
@@ -355,6 +356,11 @@ class SimtFamily(Family):
 
     def headline(self, metric: str) -> dict | None:
         return None
+
+    @staticmethod
+    def paper_row(row: dict) -> dict | str | None:
+        """The seed architecture chapter's CUDA-core figures (simt/chapter.py); no other source's rows are ours."""
+        return _chapter.chapter_row(row) if row["paper"] == seed_chapter.SOURCE else None
 
     def describe(self, case) -> list[str]:
         if isinstance(case, OverlapCase):
