@@ -210,3 +210,34 @@ def test_the_pairs_analysis_reads_the_planted_sides_and_clusters():
     assert "side 0 SMs 0-5 (6), side 1 SMs 6-11 (6); 0 of 132 pairs conflict" in text[1]
     assert "12 of 12 SMs on matching sides (the same split)" in text[2]
     assert "1 lie wholly on one side, the rest are split: group 1 (1 + 1)" in text[3]
+
+
+def test_the_measured_paragraph_in_docs_comes_from_run_140():
+    """docs/data-movement.md's figures of run 140: the four pooled clusters and the own line, the far/near ratio
+    against Table 4's, and how many pairs the two sides explain (the analysis the report runs)."""
+    import json
+    from pathlib import Path
+
+    import harness
+    from harness.smgroups import two_sides
+
+    root = Path(__file__).resolve().parents[1]
+    if not (root / "results.db").exists():
+        pytest.skip("no shipped results.db in this checkout")
+    rows = harness.results(str(root / "results.db"), run_id=140, metric="latency_cycles")
+    launch = [json.loads(x) if isinstance(x, str) else x for x in rows.launch]
+    pool = {(l["pool"], l["cluster"]): v for l, v in zip(launch, rows.value) if "pool" in l}
+    text = " ".join((root / "docs" / "data-movement.md").read_text().split())
+    near, far = pool[("hits", 0)], pool[("hits", 1)]
+    assert (f"near hit {near:.0f} cycles, far hit {far:.0f}, near miss {pool[('misses', 0)]:.0f}, far miss "
+            f"{pool[('misses', 1)]:.0f}, a line the SM brought itself {pool[('own', 0)]:.0f}") in text
+    assert f"The far hit is {far / near:.2f} x the near hit, where Table 4 has 414.1 / 258 = {414.1 / 258:.2f} x" in text
+    pairs = {(l["sm"], l["owner"]): v for l, v in zip(launch, rows.value) if "owner" in l and l["owner"] >= 0}
+    sms = sorted({s for s, _ in pairs} | {o for _, o in pairs})
+    index = {s: i for i, s in enumerate(sms)}
+    matrix = np.full((len(sms), len(sms)), np.nan)
+    for (s, o), v in pairs.items():
+        matrix[index[s], index[o]] = v
+    found = two_sides(sms, matrix)
+    total = int(np.isfinite(matrix).sum())
+    assert f"explains {total - len(found.conflicts)} of the {total} pairs; {len(found.conflicts)} conflict" in text
