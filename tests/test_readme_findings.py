@@ -375,3 +375,10 @@ def test_the_skinny_docs_come_from_the_runs(db):
         notes = notes[notes.case_id.str.startswith("gemm.")].notes
         assert notes.str.contains("library: one CUDA graph per round").all(), run
     assert "library: one CUDA graph per round" in text
+    order = harness.results(db, run_id=139, metric="library_fraction").set_index("case_id").value
+    for m, tile, stages, wg in ((128, "64x128x64", 7, "wg1"), (256, "128x128x64", 6, "wg2.setmaxnreg")):
+        stem = f"gemm.f16.{m}x8192x8192.tile{tile}.s{stages}.{wg}.cluster1.persistent-"
+        grouped, row = order[stem + "grouped.tmastore"], order[stem + "row.tmastore"]
+        assert f"{grouped:.3f}" in text and f"{row:.3f}" in text and grouped > 0.95 > row + 0.2, (m, grouped, row)
+    h200 = best(141)
+    assert ", ".join(f"{v:.3f}" for v in h200.value.iloc[:-1]) + f" and {h200.value.iloc[-1]:.3f} of cuBLAS" in text
