@@ -24,6 +24,9 @@ _ID = re.compile(r"^banks\.(?:(?P<op>ld|st)\.b(?P<width>\d+)|(?P<mop>ldmatrix|st
 @dataclass(frozen=True)
 class BankCase(Case):
     family: ClassVar[str] = "banks"
+    # The GPU tests' sample (tests/gpu/sample.py) takes the first and last layout of each instruction: the
+    # layout is data to the probe, not code (tests/gpu/test_banks.py validates every one).
+    size_fields: ClassVar[tuple[str, ...]] = ("layout",)
     op: str  # ld, st, ldmatrix, stmatrix
     layout: str  # a name of patterns.py
     width: int = 128  # bits a lane (ldmatrix/stmatrix: a row is 128 bits)
