@@ -122,6 +122,22 @@ class Layout:
         return np.array([self(i) for i in range(self.size)], dtype=np.int64)
 
 
+def compact_left(shape: IntTuple, current: int = 1) -> IntTuple:
+    """The colexicographic compact stride of `shape` (CuTe's LayoutLeft, make_layout's default)."""
+    if isinstance(shape, int):
+        return current
+    strides = []
+    for s in shape:
+        strides.append(compact_left(s, current))
+        current *= size(s)
+    return tuple(strides)
+
+
+def make_layout(shape: IntTuple, stride: IntTuple | None = None) -> Layout:
+    """CuTe's make_layout: without a stride, the compact column-major (LayoutLeft) one (01_layout.md)."""
+    return Layout(shape, compact_left(shape) if stride is None else stride)
+
+
 def row_major(rows: int, cols: int) -> Layout:
     return Layout((rows, cols), (cols, 1))
 

@@ -23,11 +23,12 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from harness import seed_chapter
+from harness import cute_chapter, seed_chapter
 
 DATA = Path(__file__).resolve().parent / "db" / "data" / "references"
 LUO_FILES = ("luo2024_tables.csv", "luo2024_repo_logs.csv")
-CHAPTER_FILES = ("seed_gpu_architecture_h100.csv",)  # the seed chapter, in the tables' columns (harness/seed_chapter.py)
+CHAPTER_FILES = ("seed_gpu_architecture_h100.csv", "seed_cute_layouts.csv")  # the seed chapters, in the tables'
+#                                            columns (harness/seed_chapter.py, harness/cute_chapter.py)
 ARTICLE_GLOB = "article_*.csv"  # figures already in our terms: instruction, shape, types, metric, value
 CITATIONS_FILE = "citations.csv"
 PTX_DTYPES = {"FP16": "f16", "BF16": "bf16", "TF32": "tf32", "FP8": "e4m3", "INT8": "s8", "FP32": "f32",
@@ -99,8 +100,9 @@ def _map_luo(row: dict) -> tuple[dict, str | None]:
     from harness.families.base import PaperFigure
 
     instruction, metric = row["instruction"], row["metric"]
-    if row["paper"] == seed_chapter.SOURCE:  # the seed chapter's figures: its module names their cases
-        found = seed_chapter.counterpart(row)
+    if row["paper"] in (seed_chapter.SOURCE, cute_chapter.SOURCE):  # the seed chapters: their modules name the cases
+        chapter = seed_chapter if row["paper"] == seed_chapter.SOURCE else cute_chapter
+        found = chapter.counterpart(row)
         data, reason = (found, None) if isinstance(found, dict) else (None, found)
     else:
         data, reason = _data_counterpart(row)
@@ -251,7 +253,7 @@ def data_hash() -> str:
     """Changes whenever the shipped figures or the mapping code change: the database reloads."""
     material = b"".join((DATA / name).read_bytes() for name in (*LUO_FILES, *CHAPTER_FILES, *_article_files(),
                                                                 CITATIONS_FILE))
-    material += Path(__file__).read_bytes() + Path(seed_chapter.__file__).read_bytes()
+    material += Path(__file__).read_bytes() + b"".join(Path(m.__file__).read_bytes() for m in (seed_chapter, cute_chapter))
     material += _mapping_code()
     return hashlib.sha256(material).hexdigest()[:16]
 

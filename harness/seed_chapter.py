@@ -76,7 +76,8 @@ REASONS = {
                                   "results a cycle an SM (run 114), each reading at least one 32-bit register, "
                                   "over 15 x the 8 a cycle this allows"),
     "shared_memory_banks": ("the bank structure: 32 x 4 bytes a cycle is the 128 B/cycle/SM mapped from the same "
-                            "section; no case of ours sweeps bank conflicts"),
+                            "section; the banks suite (docs/banks.md) measures the 32-bank model itself, whose "
+                            "cases each predict a rate, not a bank count"),
 }
 
 

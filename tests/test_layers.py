@@ -19,7 +19,8 @@ LAYERS = [
                                 "harness.measure.*", "harness.tensormaps", "harness.anchors", "harness.anchors.*"]),
     ("store", ["harness.provenance", "harness.migrations", "harness.migrations.*", "harness.db", "harness.db.*"]),
     ("families", ["harness.families", "harness.families.*"]),
-    ("registry", ["harness.registry", "harness.published", "harness.seed_chapter", "harness.suites"]),
+    ("registry", ["harness.registry", "harness.published", "harness.seed_chapter", "harness.cute_chapter",
+                  "harness.suites"]),
     ("orchestration", ["harness.orchestration", "harness.orchestration.*", "harness.analysis", "harness.analysis.*"]),
     ("face", ["harness", "harness.cli", "harness.cli.*", "harness.__main__"]),
 ]

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from harness.layouts import (SWIZZLE_MODES, Layout, Swizzle, Swizzled, coalesce, complement, composition,
-                             crd2idx, idx2crd, in_bytes, ldmatrix_positions, logical_divide, row_major,
+                             crd2idx, idx2crd, in_bytes, ldmatrix_positions, logical_divide, make_layout, row_major,
                              wavefronts, zipped_divide)
 
 
@@ -24,6 +24,12 @@ def test_coordinates_split_colexicographically():
     assert idx2crd(5, (3, (2, 3))) == (2, (1, 0))  # 5 % 3 = 2; 1 % 2 = 1; 0
     layout = Layout((3, (2, 3)), (3, (12, 1)))  # "Index mapping": all three forms give 17
     assert layout(16) == layout(1, 5) == layout(1, (1, 2)) == 17
+
+
+def test_make_layout_defaults_to_the_compact_column_major_stride():
+    # 01_layout.md: make_layout(make_shape(4, 8)) is (4,8):(1,4) ("LayoutLeft" is the default)
+    assert str(make_layout((4, 8))) == "(4,8):(1,4)"
+    assert str(make_layout((2, (3, 4)))) == "(2,(3,4)):(1,(2,6))"
 
 
 def test_every_index_round_trips():
