@@ -23,6 +23,10 @@ from harness.measure.validate import compare
     ("banks.ldmatrix.x1.col128", 8), ("banks.ldmatrix.x1.sw128", 1), ("banks.ldmatrix.x4.sw128", 4),
     # the chapter's Swizzle<3,4,3> on f16 elements: rows pair up on the same chunk
     ("banks.ldmatrix.x1.sw128.f16elem", 2), ("banks.stmatrix.x4.trans.sw128.f16elem", 8),
+    # an epilogue's fragment store: 8 rows x 16 B at a 128-byte pitch all in banks 0-3 (8-way); swizzled, the 8
+    # rows take the 8 chunks; 64-bit pairs: 4 rows x 32 B a phase, and under the swizzle rows 2k and 2k + 1
+    # swap chunks 0 and 1 between them: still two words in each bank used
+    ("banks.st.b32.epi", 8), ("banks.st.b32.epi.sw128", 1), ("banks.st.b64.epi", 8), ("banks.st.b64.epi.sw128", 4),
 ])
 def test_wavefronts_of_the_layouts(case_id, wavefronts):
     assert parse(case_id).wavefronts() == wavefronts

@@ -25,7 +25,8 @@ DECIDING = ["banks.ld.b32.linear", "banks.ld.b32.way2", "banks.ld.b32.way4", "ba
             "banks.ld.b32.way32", "banks.ld.b64.linear", "banks.ld.b64.way4", "banks.ld.b128.linear",
             "banks.ld.b128.col128", "banks.ld.b128.sw128", "banks.st.b32.way8", "banks.st.b128.sw64",
             "banks.ldmatrix.x4.sw128", "banks.ldmatrix.x4.sw128.f16elem", "banks.ldmatrix.x1.col128",
-            "banks.stmatrix.x4.trans.sw128.f16elem", "banks.ld.b16.sw128.f16elem"]
+            "banks.stmatrix.x4.trans.sw128.f16elem", "banks.ld.b16.sw128.f16elem", "banks.st.b32.epi",
+            "banks.st.b32.epi.sw128", "banks.st.b64.epi.sw128"]
 
 
 @pytest.fixture(scope="module")

@@ -107,7 +107,8 @@ class BanksFamily(Family):
         return {
             "banks": Suite("shared-memory bank conflicts: ld/st.shared 16-128 bits and ldmatrix/stmatrix x1/x2/x4 "
                            "(.trans at x4), each under every layout (linear, 2..32-way, columns of 32/64/128-byte "
-                           "rows plain and swizzled, the seed chapter's f16 swizzle): bytes per cycle per SM "
+                           "rows plain and swizzled, an epilogue's fragment store, the seed chapter's f16 "
+                           "swizzle): bytes per cycle per SM "
                            "against the bank model", cases),
             "banks-quick": Suite("LDS.32 and LDS.128 and ldmatrix.x4 under linear, col128, sw128 and the "
                                  "chapter's swizzle, and LDS.32 at 2..32 ways", lambda: [

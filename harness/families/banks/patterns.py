@@ -9,6 +9,10 @@
                     (a column of a row-major tile, no swizzle).
     sw<span>        Swizzle<log2(span/16), 4, 3> o Layout(32, span), on bytes: the same column of the same
                     tile under the PTX swizzle mode of that span (32B, 64B, 128B).
+    epi, epi.sw128  Layout((4, 8), (W, 128)), plain and under Swizzle<3,4,3>: an epilogue's store of an
+                    accumulator fragment (lane l holds a W-byte pair of row l / 4, columns 2 (l % 4) and + 1, as
+                    mma.sync's and wgmma's accumulators) into a row-major tile of 128-byte rows; 32- and 64-bit
+                    accesses (an f16x2 or an f32 pair) only.
     sw128.f16elem   2 x (Swizzle<3,4,3> o Layout(32, 64)), on f16 element offsets: the 128-byte-row tile
                     of 16-bit elements swizzled the way the seed chapter writes it (its SmemLayoutA_343).
                     On bytes this is Swizzle<3,5,3>, not the 128B mode's Swizzle<3,4,3>, which on f16
@@ -25,6 +29,7 @@ from harness.layouts import (SWIZZLE_MODES, WAVEFRONT_BYTES, Layout, Swizzle, Sw
 SPANS = (32, 64, 128)
 WAYS = (2, 4, 8, 16, 32)
 CHAPTER = "sw128.f16elem"
+EPILOGUE_WIDTHS = (4, 8)  # bytes: an f16x2 or an f32 pair of an accumulator fragment
 CHAPTER_SWIZZLE = Swizzle(3, 4, 3)  # on f16 element offsets (the chapter's composition)
 
 
@@ -35,8 +40,9 @@ def lanes_per_phase(width: int) -> int:
 def names(width: int) -> list[str]:
     """Every layout a `width`-byte access (16 for ldmatrix rows) is probed with."""
     per = lanes_per_phase(width)
+    epilogue = ["epi", "epi.sw128"] if width in EPILOGUE_WIDTHS else []
     return (["linear"] + [f"way{n}" for n in WAYS if n <= per] + [f"col{s}" for s in SPANS]
-            + [f"sw{s}" for s in SPANS] + [CHAPTER])
+            + [f"sw{s}" for s in SPANS] + epilogue + [CHAPTER])
 
 
 def layout(name: str, width: int):
@@ -52,6 +58,11 @@ def layout(name: str, width: int):
         return Layout(32, int(name[3:]))
     if name == CHAPTER:
         return Swizzled(in_bytes(CHAPTER_SWIZZLE, 2), Layout(32, 128))
+    if name in ("epi", "epi.sw128"):
+        if width not in EPILOGUE_WIDTHS:
+            raise ValueError(f"{name}: an accumulator pair is 4 or 8 bytes, not {width}")
+        fragment = Layout((4, 8), (width, 128))
+        return fragment if name == "epi" else Swizzled(SWIZZLE_MODES[128], fragment)
     if name.startswith("sw"):
         return Swizzled(SWIZZLE_MODES[int(name[2:])], Layout(32, int(name[2:])))
     raise ValueError(f"unknown layout {name!r}")
@@ -66,7 +77,8 @@ def addresses(name: str, width: int) -> np.ndarray:
 def explain(name: str, width: int) -> str:
     """The layout as the layout library writes it, and what it is."""
     f = layout(name, width)
-    what = {"linear": "contiguous", "col": "a column of a row-major tile, no swizzle",
+    what = {"linear": "contiguous", "epi": "an accumulator fragment's pairs stored into 128-byte rows",
+            "col": "a column of a row-major tile, no swizzle",
             "sw": "the same column under the PTX swizzle mode", "way": "an n-way conflict by construction"}
     if name == CHAPTER:
         return (f"{f} on bytes = 2 x ({CHAPTER_SWIZZLE} o 32:64) on f16 elements: the seed chapter's "
