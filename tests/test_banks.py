@@ -102,3 +102,33 @@ def test_show_prints_the_layout_and_the_bank_map():
     assert any(line.startswith("layout way4: (4,4,2):(8,128,512)") for line in lines)
     assert "bank model: 8 wavefronts (conflict-free: 2)" in "\n".join(lines)
     assert sum(line.startswith("phase ") for line in lines) == 2
+
+
+def test_the_measured_section_of_docs_banks_comes_from_runs_146_and_147():
+    """docs/banks.md: every case's best rate against the bank model (runs 146, 147), the chapter's swizzle at half of
+    sw128's, the warp ramp of LDS.32 at 32 ways."""
+    from pathlib import Path
+
+    import harness
+    from harness.families.banks.cases import parse
+    from harness.families.banks.model import predicted
+
+    root = Path(__file__).resolve().parents[1]
+    if not (root / "results.db").exists():
+        pytest.skip("no shipped results.db in this checkout")
+    text = " ".join((root / "docs" / "banks.md").read_text().split())
+    worst, medians = 0.0, []
+    for run in (146, 147):
+        rows = harness.results(str(root / "results.db"), run_id=run, metric="sm_throughput")
+        best = rows.groupby("case_id").value.max()
+        assert len(best) == 194 and rows.valid.all()
+        miss = np.array([abs(best[c] / predicted(parse(c)) - 1) for c in best.index])
+        worst, medians = max(worst, miss.max()), medians + [np.median(miss)]
+        if run == 146:
+            assert (f"reads {best['banks.ldmatrix.x1.sw128.f16elem']:.1f} B/cycle/SM, half of `sw128`'s "
+                    f"{best['banks.ldmatrix.x1.sw128']:.1f}") in text
+            ramp = rows[rows.case_id == "banks.ld.b32.way32"]
+            by = {r.launch["warps"]: r.value for r in ramp.itertuples()}
+            assert f"{by[1]:.2f} B/cycle/SM with one warp, {by[2]:.2f} with two, {by[4]:.1f} from four on" in text
+    assert f"within {100 * worst:.2f} % of the bank model's" in text
+    assert f"(median {100 * max(medians):.2f} %)" in text
