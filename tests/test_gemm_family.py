@@ -13,6 +13,7 @@ from harness.errors import SpecError
 from harness.families.base import PaperFigure
 from harness.families.gemm import FAMILY
 from harness.families.gemm import cases as C
+from harness.families.gemm.cases import LibraryCase
 from harness.families.gemm.figures import worklog_verdict
 from harness.families.gemm.model import (
     PRIOR,
@@ -279,14 +280,14 @@ def test_fp8_cases_take_a_k_block_of_128_the_qgmma_and_cublaslt_as_their_library
         with pytest.raises(SpecError, match=why):
             FAMILY.parse(bad)
     anchor = FAMILY.parse("cublaslt.e4m3.4096x4096x4096.fastaccum")
-    assert anchor.library and anchor.fast_accum and anchor.columns()["instruction"] == "cublasLtMatmul"
+    assert isinstance(anchor, LibraryCase) and anchor.fast_accum and anchor.columns()["instruction"] == "cublasLtMatmul"
     assert "fast accumulation on" in FAMILY.describe(anchor)[1]
-    import harness.families.gemm.gpu as gpu
+    from harness.anchors import Anchor
 
-    monkeypatch.setattr(gpu, "fp8_anchor_available", lambda: True)
+    monkeypatch.setattr(Anchor, "available", lambda self: True)
     plan = FAMILY.plan(case)[0]
     assert plan.anchor == "library" and "no fast accumulation" in plan.notes  # the pipeline's anchor in its rounds
-    monkeypatch.setattr(gpu, "fp8_anchor_available", lambda: False)  # no nvmath: timed, with no anchor, and says so
+    monkeypatch.setattr(Anchor, "available", lambda self: self.requires is None)  # no nvmath: timed, no anchor, says so
     plan = FAMILY.plan(case)[0]
     assert plan.anchor is None and "hopper-bench[fp8]" in plan.notes
     # the planner: a k-block of the same tile takes the tensor cores as long as f16's (twice the FLOP at twice
