@@ -554,3 +554,43 @@ def test_the_planners_other_out_of_sample_figures_in_docs_gemm():
     predicted = predict_case(best, fitted(125), row.sm_clock_mhz).tflops(row.sm_count, row.sm_clock_mhz)
     assert (f"({row.sm_clock_mhz:.0f} MHz) it predicts {predicted:.0f} TFLOPS against run 126's {row.value:.0f} "
             f"({100 * abs(predicted / row.value - 1):.1f} % out of sample)") in doc
+
+
+def test_the_library_case_is_an_anchor_with_no_probe_and_its_stored_rows_still_read():
+    """The library (cuBLAS, cuBLASLt) is an anchor (harness/anchors): no probe source, no build in a run's compile
+    stage, its checks and plan launch the call alone; and every library row of the runs of record (stored when it
+    was a GemmCase flag, with a stub kernel) parses to a LibraryCase whose params are those stored."""
+    import json
+    from pathlib import Path
+
+    from harness.anchors import KERNEL, has_probe
+    from harness.db.store import Store
+    from harness.orchestration.run import compiled
+    from harness.registry import probe_source
+
+    library, pipe = C.library("f16", (2048, 2048, 2048)), C.quick()[0]
+    assert not has_probe(library) and has_probe(pipe) and library in C.quick()
+    with pytest.raises(SpecError, match="library call"):
+        probe_source(library)
+    builds = compiled([library, pipe])
+    try:
+        (first, none), (second, build) = list(builds)
+    finally:
+        builds.close()
+    assert (first, none, second) == (library, None, pipe) and build.cubin_path.exists()
+    inputs = FAMILY.inputs(library, np.random.default_rng(0))
+    assert [c.kernel for c in FAMILY.checks(library, inputs)] == [KERNEL]
+    (spec,) = FAMILY.plan(library, None)
+    assert (spec.kernel, spec.grid, spec.anchor, spec.records) == (KERNEL, 1, None, False)
+    assert FAMILY.plan(pipe, None)[0].anchor == KERNEL  # ... and a pipeline's rounds alternate with the same call
+    assert library.params() == {"dtype": "f16", "m": 2048, "n": 2048, "k": 2048, "library": True}
+    db = Path(__file__).resolve().parent.parent / "results.db"
+    if not db.exists():
+        pytest.skip("no results.db beside the tests")
+    with Store.open(str(db), read_only=True) as store:
+        stored = store.query("SELECT DISTINCT case_id, params FROM results WHERE family = 'gemm' AND "
+                             "(case_id LIKE 'cublas.%' OR case_id LIKE 'cublaslt.%')")
+    assert len(stored) > 20 and stored.case_id.str.startswith("cublaslt.").any()
+    for case_id, params in zip(stored.case_id, stored.params):
+        case = FAMILY.parse(case_id)
+        assert isinstance(case, LibraryCase) and case.params() == json.loads(params), case_id
