@@ -116,13 +116,14 @@ def plan(shapes: dict[Shape, list[_cases.GemmCase]], named: list[_cases.GemmCase
         ranked = _ranked(found, params, predicted)
         cases += ranked[:top] + [_cases.library(shape.dtype, (shape.m, shape.n, shape.k))]
     for case in named:
-        if isinstance(case, _cases.GemmCase) and case.case_id not in predicted:
-            _ranked(_cases.configurations(case.dtype, case.m, case.n, case.k), params, predicted)
-        if isinstance(case, _cases.GemmCase) and case.case_id not in predicted:
-            try:
-                predicted[case.case_id] = (None, predict_case(case, params))
-            except Exception:  # noqa: BLE001  (a configuration the model has no term for: measured, not predicted)
-                predicted[case.case_id] = (None, None)
+        if isinstance(case, _cases.GemmCase):  # (the library's call has no prediction)
+            if case.case_id not in predicted:
+                _ranked(_cases.configurations(case.dtype, case.m, case.n, case.k), params, predicted)
+            if case.case_id not in predicted:
+                try:
+                    predicted[case.case_id] = (None, predict_case(case, params))
+                except Exception:  # noqa: BLE001  (a configuration the model has no term for: measured, not predicted)
+                    predicted[case.case_id] = (None, None)
         cases += [case, _cases.library(case.dtype, (case.m, case.n, case.k), scaling=case.scaling)]
     return Planned(list(dict.fromkeys(cases)), predicted, params)
 
