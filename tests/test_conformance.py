@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from harness.anchors import KERNEL, has_probe
+from harness.errors import SpecError
 from harness.build.compile import compile_many
 from harness.build.sass import disassemble_many
 from harness.registry import probe_source

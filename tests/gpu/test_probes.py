@@ -109,15 +109,18 @@ def test_measure_case_produces_every_declared_metric(case_id, device):
 
 @pytest.mark.parametrize("case_id", ["cublas.f16.2048x2048x2048", "cublaslt.e4m3.2048x2048x2048",
                                      "gemm.f16.2048x2048x2048.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped"
-                                     ".tmastore"])
+                                     ".tmastore", "attention.bf16.16x1024x16x128.tile128x128.s2.wg2.setmaxnreg"])
 def test_a_library_anchor_is_measured_alone_and_beside_a_kernel(case_id, device):
     """An anchor case (the library's call: no build) validates and is timed by WholeKernel with no clock of its own;
-    a pipeline's rounds alternate with the same call (library_fraction). cuBLASLt's needs nvmath-python."""
+    a pipeline's rounds alternate with the same call (library_fraction): cuBLAS, and cuDNN beside attention.
+    cuBLASLt's needs nvmath-python, cuDNN's the cuDNN frontend."""
     from harness.orchestration.runner import declared_metrics
 
     case = parse_case_id(case_id)
     if case.case_id.startswith("cublaslt"):
         pytest.importorskip("nvmath", reason="nvmath-python is not installed (pip install '.[fp8]')")
+    if case.family == "attention":
+        pytest.importorskip("cudnn", reason="the cuDNN frontend is not installed (pip install '.[attention]')")
     probe, inputs = loaded(case)
     assert (probe.module is None) != has_probe(case) and KERNEL in probe.host_kernels
     result = measure_case(case, build_of(case), device)
