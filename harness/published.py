@@ -27,7 +27,7 @@ from harness import seed_chapter
 
 DATA = Path(__file__).resolve().parent / "db" / "data" / "references"
 LUO_FILES = ("luo2024_tables.csv", "luo2024_repo_logs.csv")
-CHAPTER_FILES = ("seed_gpu_architecture_h100.csv",)  # the seed chapter, in the tables' columns (harness/seed_chapter.py)
+CHAPTER_FILES = (seed_chapter.FILE,)  # the seed chapter, in the tables' columns (harness/seed_chapter.py)
 ARTICLE_GLOB = "article_*.csv"  # figures already in our terms: instruction, shape, types, metric, value
 CITATIONS_FILE = "citations.csv"
 PTX_DTYPES = {"FP16": "f16", "BF16": "bf16", "TF32": "tf32", "FP8": "e4m3", "INT8": "s8", "FP32": "f32",
@@ -67,15 +67,19 @@ def _condition(notes: str) -> str | None:
 
 
 def _counterpart(figure) -> tuple[str, str] | str | None:
-    """(case id, metric) from the first family that names one, or the first family's reason (a string)
-    why the figure it claims has none."""
+    """(case id, metric) from the first family that names one; else the first family's reason (a string) why
+    the figure it claims has none. A family that maps a figure wins over one that says it cannot (the gemm
+    family's word on the worklog's CUDA-core step 1, which the ladder family maps)."""
     from harness.registry import FAMILIES
 
+    reason = None
     for family in FAMILIES.values():
         found = family.paper_case(figure)
-        if found:
+        if isinstance(found, tuple):
             return found
-    return None
+        if found and reason is None:
+            reason = found
+    return reason
 
 
 def _data_counterpart(row: dict) -> tuple[dict | None, str | None]:
@@ -99,16 +103,14 @@ def _map_luo(row: dict) -> tuple[dict, str | None]:
     from harness.families.base import PaperFigure
 
     instruction, metric = row["instruction"], row["metric"]
-    if row["paper"] == seed_chapter.SOURCE:  # the seed chapter's figures: its module names their cases
-        found = seed_chapter.counterpart(row)
-        data, reason = (found, None) if isinstance(found, dict) else (None, found)
-    else:
-        data, reason = _data_counterpart(row)
+    data, reason = _data_counterpart(row)
     if data:
         return data, None
     if reason:
         return {}, reason
     if instruction == "na":
+        if row["paper"] == seed_chapter.SOURCE:  # a figure of the chapter no family measures: why not
+            return {}, seed_chapter.unmapped_reason(metric)
         return {}, "not an instruction figure (a device property or memory-system metric)"
     shape = _SHAPE.match(row["shape"])
     a, acc = PTX_DTYPES.get(row["dtype_ab"]), PTX_DTYPES.get(row["dtype_acc"])
@@ -258,7 +260,9 @@ def data_hash() -> str:
 
 def _mapping_code() -> bytes:
     """The families' mapping hooks (paper_case, paper_row) where a family gives them (the contract's
-    defaults map nothing and are not hashed): a change to one remaps the figures."""
+    defaults map nothing and are not hashed), with the functions and modules of the family's own package
+    each calls by name (the seed chapter's rows, mapped in a family's chapter module): a change to one
+    remaps the figures."""
     import inspect
 
     from harness.families.base import overrides
@@ -266,7 +270,15 @@ def _mapping_code() -> bytes:
 
     hooks = [hook for f in FAMILIES.values() for name, hook in (("paper_case", f.paper_case), ("paper_row", f.paper_row))
              if overrides(f, name)]
-    return "".join(inspect.getsource(hook) for hook in hooks).encode()
+    code = []
+    for hook in hooks:
+        code.append(inspect.getsource(hook))
+        package = hook.__module__
+        for value in inspect.getclosurevars(hook).globals.values():
+            if (inspect.isfunction(value) and value.__module__.startswith(package)) or (
+                    inspect.ismodule(value) and value.__name__.startswith(package + ".")):
+                code.append(inspect.getsource(value))
+    return "".join(code).encode()
 
 
 @dataclass(frozen=True)

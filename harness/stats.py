@@ -97,3 +97,41 @@ def residual_frame(rows: list[dict]):
     if not frame.empty:
         frame["relative"] = (frame.measured / frame.fitted - 1).round(4)
     return frame
+
+
+@dataclass(frozen=True)
+class Clusters:
+    """1-D k-means: each cluster's centre (its mean), ascending, and each value's cluster."""
+
+    centres: np.ndarray
+    labels: np.ndarray
+
+    @property
+    def threshold(self) -> float:
+        """Between the two clusters: the midpoint of their centres (NaN for one cluster)."""
+        return float(self.centres[:2].mean()) if self.centres.size == 2 else float("nan")
+
+
+def kmeans_1d(values, k: int = 2) -> Clusters:
+    """The exact 1-D k-means of `values` for k = 1 or 2: for two, the cut between consecutive sorted values that
+    leaves the least sum of squares about the two means (no start, no iteration: the optimum). A set of one
+    distinct value is one cluster."""
+    x = np.asarray(values, dtype=np.float64)
+    if k not in (1, 2):
+        raise ValueError(f"kmeans_1d: k must be 1 or 2, not {k}")
+    if x.size == 0:
+        return Clusters(np.array([]), np.array([], dtype=int))
+    if k == 1 or np.ptp(x) == 0:
+        return Clusters(np.array([x.mean()]), np.zeros(x.size, dtype=int))
+    order = np.sort(x)
+    n = order.size
+    left = np.cumsum(order)[:-1]
+    sizes = np.arange(1, n)
+    total = order.sum()
+    squares = np.cumsum(order ** 2)
+    # SSE = sum x^2 - (sum left)^2 / n_left - (sum right)^2 / n_right; minimise over cuts after index i
+    sse = squares[-1] - left ** 2 / sizes - (total - left) ** 2 / (n - sizes)
+    cut = int(np.argmin(sse))
+    threshold = (order[cut] + order[cut + 1]) / 2
+    labels = (x > threshold).astype(int)
+    return Clusters(np.array([x[labels == 0].mean(), x[labels == 1].mean()]), labels)

@@ -17,13 +17,15 @@
 //
 // The kernel type K supplies (pipeline_kernel() below):
 //   constants   STAGES, CONSUMERS, CLUSTER, SCHEDULE, REBALANCE, PRODUCER_REGS, CONSUMER_REGS, BM, BN, PERSISTENT,
-//               ORDER, GROUP, COUNTERS
+//               ORDER, GROUP, COUNTERS, SPLITS (split-K: 1 for none; a run of P.k / BK / SPLITS k-blocks per
+//               work item, tile.split and tile.kb0 say which; the kernel's epilogue adds the runs)
 //   K::prologue(P)                                  thread 0, before the barriers' first use (prefetch maps)
 //   VARIABLE_KBLOCKS, K::tile_kblocks(P, tile, kblocks)
-//                                                    false: every tile walks kblocks = P.k / BK k-blocks; true: a
+//                                                    false: every tile walks kblocks = P.k / BK / SPLITS; true: a
 //                                                    tile walks tile_kblocks (causal attention walks its keys up to
 //                                                    its last row; ping-pong needs false)
-//   K::load(P, ring, state, base, tile, kb, rank)    the producer thread: the k-block's copies into its slot
+//   K::load(P, ring, state, base, tile, kb, rank)    the producer thread: k-block kb's copies into its slot (kb
+//                                                    counts from K's start: tile.kb0 + the run's own k-block)
 //   K::Consumer(P, base, c, t)                       a consumer warpgroup's state (its accumulators), with
 //       mainloop(ring, state, tile, kblocks, full_wait), epilogue(tile) and finish() (after its last tile)
 // where `base` is the dynamic shared memory, aligned to 1024 bytes (the ring's slots, then what K adds); the
@@ -205,21 +207,28 @@ __device__ __forceinline__ void consume_kblock_groups(const Ring<STAGES, CLUSTER
 // -- the tile walk ----------------------------------------------------------------------------------------
 
 struct Tile {
-  int row, col;  // first row and column of C
+  int row, col;       // first row and column of C
+  int split = 0;      // split-K: which run of the tile's k-blocks (0 without)
+  int kb0 = 0;        // ... and its first k-block
 };
 
 // Work items are a cluster's tiles (CLUSTER vertically adjacent tiles, one per CTA); a persistent grid's cluster
-// takes every (clusters)-th item from its own, else each cluster has one.
-template <int BM, int BN, int CLUSTER, bool PERSISTENT, int ORDER, int GROUP>
+// takes every (clusters)-th item from its own, else each cluster has one. Split-K (SPLITS > 1, no cluster): a tile's
+// k-blocks are SPLITS runs of `run` k-blocks, each run a work item; a tile's runs are consecutive items, so that
+// they run at once and its last run to finish (the kernel's epilogue adds them) waits on none.
+template <int BM, int BN, int CLUSTER, bool PERSISTENT, int ORDER, int GROUP, int SPLITS = 1>
 struct TileScheduler {
   int tiles_n, pairs_m, items, first, step;
+  static_assert(SPLITS == 1 || CLUSTER == 1, "split-K runs with no cluster");
 
   __device__ __forceinline__ TileScheduler(int m, int n)
-      : tiles_n(n / BN), pairs_m(m / BM / CLUSTER), items(pairs_m * tiles_n), first(blockIdx.x / CLUSTER),
+      : tiles_n(n / BN), pairs_m(m / BM / CLUSTER), items(pairs_m * tiles_n * SPLITS), first(blockIdx.x / CLUSTER),
         step(PERSISTENT ? gridDim.x / CLUSTER : items) {}
 
-  // Work item q -> this CTA's tile.
-  __device__ __forceinline__ Tile tile(int q, u32 rank) const {
+  // Work item q -> this CTA's tile (and its run of `run` k-blocks).
+  __device__ __forceinline__ Tile tile(int q, u32 rank, int run = 0) const {
+    const int split = q % SPLITS;
+    q /= SPLITS;
     int pm, tn;
     if (ORDER == ORDER_ROW) {
       pm = q / tiles_n;
@@ -232,7 +241,7 @@ struct TileScheduler {
       pm = first_row + r % rows;
       tn = r / rows;
     }
-    return Tile{(pm * CLUSTER + static_cast<int>(rank)) * BM, tn * BN};
+    return Tile{(pm * CLUSTER + static_cast<int>(rank)) * BM, tn * BN, split, split * run};
   }
 };
 
@@ -254,8 +263,8 @@ __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, lo
   const int wg = threadIdx.x / WARPGROUP_THREADS;
   const int t = threadIdx.x % WARPGROUP_THREADS;
   const u32 rank = K::CLUSTER > 1 ? cluster_ctarank() : 0u;
-  const TileScheduler<K::BM, K::BN, K::CLUSTER, K::PERSISTENT, K::ORDER, K::GROUP> sched(P.m, P.n);
-  const int kblocks = P.k / K::BK;
+  const TileScheduler<K::BM, K::BN, K::CLUSTER, K::PERSISTENT, K::ORDER, K::GROUP, K::SPLITS> sched(P.m, P.n);
+  const int kblocks = P.k / K::BK / K::SPLITS;  // a tile's (split-K: a run's)
 
   if (threadIdx.x == 0) {
     // Cooperative: every consumer warpgroup reads every slot; ping-pong: only the one whose tile it holds.
@@ -276,7 +285,7 @@ __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, lo
       // consumer's counters are, so that a counter per tile divides like by like
       int j = 0;
       for (int q = sched.first; q < sched.items; q += sched.step, ++j) {
-        const Tile tile = sched.tile(q, rank);
+        const Tile tile = sched.tile(q, rank, kblocks);
         const bool counted = K::SCHEDULE != SCHEDULE_PINGPONG || (j & 1) == 0;
         const int tile_kblocks = K::VARIABLE_KBLOCKS ? K::tile_kblocks(P, tile, kblocks) : kblocks;
 #pragma unroll 1
@@ -284,7 +293,7 @@ __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, lo
           const long long w0 = clock_cycles();
           ring.producer_acquire(st);
           if (counted) empty_wait += clock_cycles() - w0;
-          K::load(P, ring, st, base, tile, kb, rank);
+          K::load(P, ring, st, base, tile, tile.kb0 + kb, rank);
         }
       }
       timing[gridDim.x * TIMING_RECORD_WORDS + blockIdx.x * K::COUNTERS + EMPTY_WAIT] = empty_wait;
@@ -304,7 +313,7 @@ __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, lo
     const int first = PINGPONG ? sched.first + c * sched.step : sched.first;
     const int step = PINGPONG ? 2 * sched.step : sched.step;
     for (int q = first; q < sched.items; q += step, ++tiles) {
-      const Tile tile = sched.tile(q, rank);
+      const Tile tile = sched.tile(q, rank, kblocks);
       // Ping-pong: wait for this warpgroup's turn (the other's mainloop issued), except on the first tile of all.
       if (PINGPONG && q != sched.first) named_barrier_sync(BARRIER_TURN + c, 2 * WARPGROUP_THREADS);
       const int tile_kblocks = K::VARIABLE_KBLOCKS ? K::tile_kblocks(P, tile, kblocks) : kblocks;

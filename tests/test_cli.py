@@ -137,6 +137,7 @@ BAD_INPUTS = [
     (["compare", "--tolerance", "-1"], 2, "--tolerance.*-1 is not in the range 0..10"),
     (["model", "--gpu", "B200"], 2, "no datasheet figures for GPU 'B200': expected one of H100 SXM5, H100 PCIe"),
     (["model", "--run", "7"], 4, "no run 7"),
+    (["model", "--in-sample"], 2, "--in-sample needs --run and no --fit-run"),
     (["model", "--clock", "nan"], 2, "nan is not in the range 100..5000"),
     (["model", "--clock", " NaN"], 2, "NaN is not in the range 100..5000"),
     (["model", "--clock", "inf"], 2, "inf is not in the range 100..5000"),
@@ -188,7 +189,7 @@ BAD_INPUTS = [
     (["gemm", "--shape", "2048,2048,2048", "--top", "0"], 2, "--top.*0 is not in the range 1<=x<=100"),
     (["gemm", "--shape", "2048,2048,2048", "--case", "wgmma.mma_async.m64n64k16.f32.f16.f16.SS"], 2, "not a GEMM case"),
     (["gemm", "--shape", "2048,2048,2048", "--case", "gemm.f16.100x64x64.tile64x64x64.s2.wg1.cluster1.grid-row.regs"], 2,
-     "is not a whole number of 64x64x64 tiles"),
+     "M = 100 is not a whole number of 64-row tiles"),
     (["gemm", "--shape", "2048,2048,2048", "--fit-run", "99"], 4, "no run 99 .*runs 1..1"),
     (["gemm", "--shape", "2048,2048,2048", "--fit-run", "1"], 2, "--fit-run 1: the run has no gemm measurements"),
     (["bogus-command"], 2, "No such command 'bogus-command'"),
@@ -289,6 +290,23 @@ def test_json_output_of_duplicate_names_and_blobs(tmp_path):
     db = str(make_db(tmp_path / "r.db"))
     out = bench("sql", "SELECT 1 AS a, 2 AS a, x'00ff' AS b, NULL AS c", "--format", "json", "--db", db).output
     assert json.loads(out) == [{"a": 1, "a_2": 2, "b": "x'00ff'", "c": None}]
+
+
+def test_csv_names_columns_of_one_name_as_json_does_in_every_rendered_table():
+    """Issue 46, item 18: CSV repeated a duplicate column name where JSON renamed it. Every command's table
+    (output.render, beside bench sql's stream) names them alike in both: `a`, `a_2`, and an `a_2` of its own
+    kept (the next free suffix)."""
+    import csv
+    import io
+
+    import pandas as pd
+
+    from harness import output
+
+    frame = pd.DataFrame([[1, 2, 3, 4]], columns=["a", "a", "a_2", "b"])
+    header = next(csv.reader(io.StringIO(output.render(frame, "csv").text)))
+    keys = list(json.loads(output.render(frame, "json").text)[0])
+    assert header == keys == ["a", "a_3", "a_2", "b"]
 
 
 def test_a_gpu_without_a_datasheet_row_gets_answers_that_say_so(tmp_path):

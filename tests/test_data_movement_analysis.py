@@ -43,8 +43,16 @@ def test_what_is_not_like_for_like_stays_unmapped_with_its_reason():
     unmapped = [r for r in references.unmapped() if r.gpu == H800]
     fixed = [r for r in unmapped if r.table.startswith("Table IV") and "fixed-stride" in r.unmapped_reason]
     assert fixed and "random" in fixed[0].unmapped_reason
-    modes = [r for r in unmapped if r.table.startswith("Table 4 ")]
-    assert len(modes) == 4 and all("each access" in r.unmapped_reason for r in modes)
+    assert not [r for r in unmapped if r.table.startswith("Table 4 ")]  # the pairs' clusters (below)
+
+
+def test_table_4s_clusters_map_in_cycles_to_the_pairs_pools():
+    """2501.12084 Table 4: k-means centres of single loads in SM cycles (clock()), not wall time: compared in cycles
+    (compare shows the ns beside), each with the pooled cluster of ld.global.cg.u32.pairs.l2 it is."""
+    found = {(r.launch["pool"], r.launch["cluster"]): r.value for r in _mapped("ld.global.cg.u32.pairs.l2",
+                                                                                "latency_cycles") if r.gpu == H800}
+    assert found == {("hits", 0): 258.0, ("hits", 1): 414.1, ("misses", 0): 555.5, ("misses", 1): 743.7}
+    assert {r.unit for r in _mapped("ld.global.cg.u32.pairs.l2", "latency_cycles")} == {"cycles"}
 
 
 def test_tma_and_dsmem_figures_map_with_their_launch():

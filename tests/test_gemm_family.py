@@ -556,6 +556,77 @@ def test_the_planners_other_out_of_sample_figures_in_docs_gemm():
             f"({100 * abs(predicted / row.value - 1):.1f} % out of sample)") in doc
 
 
+# -- split-K and a partial last tile (skinny and decode shapes) ----------------------------------------------------
+
+SPLIT = "gemm.f16.64x8192x8192.tile64x128x64.s6.wg1.cluster1.persistent-row.tmastore"
+
+
+@pytest.mark.parametrize("case_id, why", [
+    (SPLIT + ".splitk5", "expected one of"),  # not a split the skeleton offers
+    ("gemm.f16.64x8192x8192.tile64x128x64.s6.wg1.cluster2.persistent-row.tmastore.splitk2", "no cluster"),
+    ("gemm.f16.256x8192x8192.tile128x128x64.s4.wg2.setmaxnreg.cluster1.persistent-row.tmastore.pingpong.splitk2",
+     "no cluster"),
+    ("gemm.f16.64x8192x960.tile64x128x64.s6.wg1.cluster1.persistent-row.tmastore.splitk4", "runs of"),  # 15 k-blocks
+    ("gemm.f16.16x8192x8192.tile64x128x64.s6.wg1.cluster1.persistent-row.regs", "TMA-store epilogue"),
+    ("gemm.f16.24x8192x8192.tile64x128x64.s6.wg1.cluster1.persistent-row.tmastore", "multiple of 16"),
+    ("gemm.e4m3.64x8192x8192.tile64x128x128.s5.wg1.cluster1.persistent-row.tmastore.splitk2.pipelined.blockscale",
+     "split-K with block scales"),
+])
+def test_split_k_and_partial_tiles_refuse_what_the_kernel_cannot_do(case_id, why):
+    with pytest.raises(SpecError, match=why):
+        FAMILY.parse(case_id)
+
+
+def test_a_split_case_walks_runs_of_k_blocks_as_work_items():
+    case = FAMILY.parse(SPLIT + ".splitk4")
+    assert case.splits == 4 and case.tiles == 64  # 8192 / 128 columns, one 64-row tile
+    assert case.items == 256 and case.kblocks == 8192 // 64 // 4
+    assert "splits" not in FAMILY.parse(SPLIT).params()  # the cases stored before split-K keep their params
+    assert case.params()["splits"] == 4
+
+
+def test_the_check_problem_of_a_split_case_wraps_the_ring_in_every_run():
+    for splits in (2, 4, 8):
+        case = FAMILY.parse(f"{SPLIT}.splitk{splits}")
+        m, n, k = check_problem(case)
+        runs = k // case.bk // splits
+        assert k % (case.bk * splits) == 0 and runs * splits >= 2 * case.stages + 3
+        assert runs >= -(-(2 * case.stages + 3) // splits)
+
+
+def test_a_partial_last_tile_is_checked_on_a_problem_with_one_too():
+    case = FAMILY.parse("gemm.f16.16x8192x8192.tile64x128x64.s6.wg1.cluster1.persistent-row.tmastore")
+    m, _, _ = check_problem(case)
+    assert case.walk_m == 64 and m % 64 == 16  # the check's last tile is as partial as the measured one's
+    assert FAMILY.parse("gemm.f16.16x8192x8192.tile64x128x64.s6.wg1.cluster1.persistent-row.tmastore.splitk2")
+
+
+def test_split_k_sass_counts_one_arrival_per_run():
+    expectation = FAMILY.sass_expectation(FAMILY.parse(SPLIT + ".splitk2"))
+    assert ("probe_gemm", "ATOMG.E.ADD.S32.STRONG.GPU", 1) in [(k, e.mnemonic, e.count) for k, e in expectation.kernels]
+    assert "ATOMG" not in str(FAMILY.sass_expectation(FAMILY.parse(SPLIT)))
+
+
+def test_the_planner_sees_split_k_fill_the_idle_sms():
+    """M = 64 at N = K = 8192 with 64x128 tiles: 64 tiles on 132 SMs. Two runs each make 128 work items, still one
+    wave, each item half the k-blocks; twice the CTAs read at once (the memory's queue can only grow), and each
+    run's epilogue pays its f32 sums' way out and, on average, one run's way in. The configurations the planner
+    enumerates offer splits 2 and 4 here, and none where the tiles fill the GPU."""
+    from harness.families.gemm.planner import GemmModel
+
+    params = GemmModel().prior("H100 SXM5")
+    one, two = FAMILY.parse(SPLIT), FAMILY.parse(SPLIT + ".splitk2")
+    p1, p2 = predict_case(one, params, 1500.0), predict_case(two, params, 1500.0)
+    assert p1.waves == p2.waves == 1 and two.kblocks * 2 == one.kblocks
+    assert p2.tile_cycles == pytest.approx(two.kblocks * p2.t_kblock + p2.epilogue)
+    assert p2.t_kblock >= p1.t_kblock
+    sums = 2 * 64 * 128 * 4 / params.epilogue_regs  # a run's f32 sums out, and one run's in on average
+    assert p2.epilogue == pytest.approx(p1.epilogue / 2 + sums)
+    offered = {c.splits for c in C.configurations("f16", 64, 8192, 8192) if (c.bm, c.bn) == (64, 128)}
+    assert {1, 2, 4} <= offered
+    assert {c.splits for c in C.configurations("f16", 8192, 8192, 8192)} == {1}  # 2048 tiles: nothing idles
+
+
 def test_the_library_case_is_an_anchor_with_no_probe_and_its_stored_rows_still_read():
     """The library (cuBLAS, cuBLASLt) is an anchor (harness/anchors): no probe source, no build in a run's compile
     stage, its checks and plan launch the call alone; and every library row of the runs of record (stored when it

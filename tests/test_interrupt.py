@@ -81,3 +81,57 @@ def test_a_run_killed_with_minus_9_resumes_with_force_and_only_with_it(tmp_path,
     store = Store.open(str(db))
     assert store.query("SELECT status FROM runs WHERE id = 1").status[0] == "complete"
     assert len(store.measured_case_ids(1)) == 12
+
+
+def _interrupted_run(db, env, at_least=2):
+    process = bench_process("run", "--suite", "wgmma-quick", "--db", str(db), env=env)
+    wait_for_measurements(db, at_least, process)
+    process.send_signal(signal.SIGTERM)
+    process.communicate(timeout=60)
+    return Store.open(str(db)).measured_case_ids(1)
+
+
+def test_two_resumes_of_one_run_at_once_one_measures_the_other_is_refused_in_one_line(tmp_path, shared_cache):
+    """Issue 46, item 18: two concurrent `bench run --resume N` gave the loser a raw "UNIQUE constraint failed". The
+    loser now says so in one line and exits non-zero; the run is measured once, each case stored once."""
+    db = tmp_path / "r.db"
+    env = {"HOPPER_BENCH_BACKEND": "fake", "HOPPER_BENCH_FAKE_DELAY": "0.3", "HOPPER_BENCH_CACHE": str(shared_cache)}
+    kept = _interrupted_run(db, env)
+    metrics = {c.case_id: len(synthetic_result(c, None, np.random.default_rng(0)).metrics)
+               for c in suite_cases("wgmma-quick")}
+    resumes = [bench_process("run", "--resume", "1", "--db", str(db), env=env | {"HOPPER_BENCH_FAKE_DELAY": "0.1"})
+               for _ in range(2)]
+    outputs = [r.communicate(timeout=180)[0] for r in resumes]
+    codes = sorted(r.returncode for r in resumes)
+    assert codes[0] == 0 and codes[1] != 0, outputs
+    loser = outputs[[r.returncode for r in resumes].index(codes[1])]
+    assert "Traceback" not in loser and "UNIQUE" not in loser, loser
+    # its progress (it may have compiled its first case) and then one line: the error, naming the run
+    errors = [line for line in loser.splitlines() if "error" in line.lower()]
+    assert errors == [loser.strip().splitlines()[-1]] and errors[0].startswith("error: run 1 "), loser
+    store = Store.open(str(db))
+    assert store.query("SELECT status, resumes FROM runs").values.tolist() == [["complete", 1]]
+    per_case = store.query("SELECT case_id, COUNT(*) AS n FROM results WHERE run_id = 1 GROUP BY case_id")
+    assert len(per_case) == 12 and (per_case.n == per_case.case_id.map(metrics)).all() and len(kept) < 12
+
+
+def test_a_resume_planned_before_another_took_the_run_is_refused_and_changes_nothing(tmp_path, shared_cache):
+    """The race itself, without timing: both resumes read the run while it is interrupted; the first takes it;
+    the second, taking it after, is refused (SpecError) and leaves the run as the first left it."""
+    from harness.errors import SpecError
+    from harness.orchestration.run import plan_resume
+
+    db = tmp_path / "r.db"
+    env = {"HOPPER_BENCH_BACKEND": "fake", "HOPPER_BENCH_FAKE_DELAY": "0.3", "HOPPER_BENCH_CACHE": str(shared_cache)}
+    _interrupted_run(db, env)
+    store = Store.open(str(db))
+    first, second = plan_resume(store, 1), plan_resume(store, 1)
+    store.resume_run(1, first.resume_from, first.resumes)
+    before = store.query("SELECT status, resumes, finished_at, error FROM runs").values.tolist()
+    with pytest.raises(SpecError, match="run 1 was resumed by another `bench run`"):
+        store.resume_run(1, second.resume_from, second.resumes)
+    assert store.query("SELECT status, resumes, finished_at, error FROM runs").values.tolist() == before
+    assert before[0][:2] == ["running", 1]
+    store.finish_run(1, "interrupted")  # ... and then interrupted again: a resume planned before it still refused
+    with pytest.raises(SpecError):
+        store.resume_run(1, second.resume_from, second.resumes)

@@ -11,15 +11,15 @@ PACKAGE = ROOT / "harness"
 
 # Bottom first. A module matches the first pattern that names it (fnmatch on the dotted name).
 LAYERS = [
-    ("vocabulary", ["harness.version", "harness.errors", "harness.dtypes", "harness.sparsity", "harness.stats", "harness.queueing", "harness.l2lines",
+    ("vocabulary", ["harness.version", "harness.errors", "harness.dtypes", "harness.sparsity", "harness.stats", "harness.queueing", "harness.l2lines", "harness.smgroups",
                     "harness.output", "harness.environment", "harness.spec", "harness.datasheets", "harness.paper",
-                    "harness.metrics", "harness.verdicts", "harness.plotting"]),
+                    "harness.seed_chapter", "harness.metrics", "harness.verdicts", "harness.plotting"]),
     ("build", ["harness.build", "harness.build.*"]),
     ("measurement vocabulary", ["harness.families.base", "harness.families.pipeline", "harness.measure",
                                 "harness.measure.*", "harness.tensormaps", "harness.anchors", "harness.anchors.*"]),
     ("store", ["harness.provenance", "harness.migrations", "harness.migrations.*", "harness.db", "harness.db.*"]),
     ("families", ["harness.families", "harness.families.*"]),
-    ("registry", ["harness.registry", "harness.published", "harness.seed_chapter", "harness.suites"]),
+    ("registry", ["harness.registry", "harness.published", "harness.suites"]),
     ("orchestration", ["harness.orchestration", "harness.orchestration.*", "harness.analysis", "harness.analysis.*"]),
     ("face", ["harness", "harness.cli", "harness.cli.*", "harness.__main__"]),
 ]

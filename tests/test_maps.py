@@ -312,7 +312,7 @@ def test_the_maps_suite_runs_on_the_simulated_gpu_into_a_report_and_a_site(tmp_p
 
     monkeypatch.setenv("HOPPER_BENCH_BACKEND", "fake")
     cases = suite_cases("maps")
-    assert {c.case_id for c in cases} == {"ld.global.cg.u32.map.l2", TMA_MAP} | {
+    assert {c.case_id for c in cases} == {"ld.global.cg.u32.map.l2", "ld.global.cg.u32.pairs.l2", TMA_MAP} | {
         f"ld.shared::cluster.u32.cluster{c}.map" for c in (2, 4, 8, 16)}
     db = str(tmp_path / "maps.db")
     with Worker(0) as worker:
@@ -329,10 +329,17 @@ def test_the_maps_suite_runs_on_the_simulated_gpu_into_a_report_and_a_site(tmp_p
     assert "SMs 0-67 (68) are near partition 0 (260 cycles) and far from partition 1 (420)" in text
     assert "memory_l2_map.png" in text and "dsmem_sm_map.png" in text and "groups that shared clusters" in text
     assert "tma_l2_map.png" in text and "TMA: the L2 by SM" in text and "By the plain loads' partition" in text
+    # the pairs: the simulated chip's halves are its GPCs 0-3 (SMs 0-67) and 4-7, far across them
+    # (harness/orchestration/fakegpu.py): the sides found are those, with no conflict, the L2 map's split
+    assert "memory_l2_pairs.png" in text
+    assert "side 0 SMs 0-67 (68), side 1 SMs 68-131 (64); 0 of " in text
+    assert "against the L2 map's near partition per SM (its split of the own lines): 132 of 132 SMs" in text
+    assert "against the DSMEM map's" in text and "lie wholly on one side" in text
     built = site.build(store, tmp_path / "site")
     assert "Which SMs are far from which half of the L2?" in built.sections
     assert "Which SMs are far from which, through distributed shared memory?" in built.sections
     assert "What does a TMA copy take from each L2 partition, from every SM?" in built.sections
+    assert "Which SMs find the L2 lines that other SMs brought in far?" in built.sections
     assert written is not None
 
 

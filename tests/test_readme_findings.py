@@ -334,3 +334,44 @@ def test_the_llm_shapes_docs_come_from_the_run(db):
         assert f"{values.min():.3f}-{values.max():.3f} {label}" in text, (label, values.min(), values.max())
     notes = harness.results(db, run_id=132, case_id="cublas.f16.64x4096x4096").notes.iloc[0]
     assert "host-bound in 12 of 12 rounds" in notes and "host-bound in 12 of 12 rounds" in text
+
+
+def test_the_skinny_docs_come_from_the_runs(db):
+    """docs/gemm.md's skinny and decode figures: run 134's best of ours over cuBLAS by M at N = K = 8192 (round-by-round
+    median, IQR; each side's TFLOPS alone), run 135's range by B's size, run 136's split-K gains, the planner's misses
+    out of sample, and the anchor's capture note."""
+    from harness.families.gemm.cases import parse
+    from harness.families.gemm.model import predict_case
+    from harness.families.gemm.planner import GemmModel
+
+    text = " ".join((ROOT / "docs" / "gemm.md").read_text().split())
+
+    def best(run):
+        fraction = harness.results(db, run_id=run, metric="library_fraction")
+        fraction = fraction[fraction.case_id.str.startswith("gemm.")]
+        return fraction.loc[fraction.groupby(["m", "n", "k"]).value.idxmax()].set_index(["m", "n", "k"])
+
+    tflops = harness.results(db, run_id=134, metric="throughput_tflops").set_index("case_id").value
+    for (m, n, k), row in best(134).iterrows():
+        library = tflops[f"cublas.f16.{m}x{n}x{k}"]
+        line = f"| {row.value:.3f} ({row.spread:.3f}) | {tflops[row.case_id]:.1f} ({library:.1f}) |"
+        assert f"| {m} | " in text and line in text, (m, line)
+    b135 = best(135)
+    big = b135[[n * k > 4096 * 4096 for _, n, k in b135.index]].value
+    small = b135[[n * k == 4096 * 4096 for _, n, k in b135.index]].value
+    assert f"{big.min():.3f}-{big.max():.3f} of cuBLAS at M = 16, 64 and 128" in text
+    assert f"It is {small.min():.3f}-{small.max():.3f}" in text or f"it is {small.min():.3f}-{small.max():.3f}" in text
+    b136 = best(136)
+    assert f"lifts M = 64 to {b136.loc[(64, 4096, 4096)].value:.3f} and M = 16 to {b136.loc[(16, 4096, 4096)].value:.3f}" \
+        in text
+    params = GemmModel().prior("NVIDIA H100 80GB HBM3")
+    for run, lead in ((135, "Its picks in run 135 miss by"), (136, "by hand in run 136 by")):
+        rows = harness.results(db, run_id=run, metric="throughput_tflops")
+        misses = [r.value / predict_case(parse(r.case_id), params, r.sm_clock_mhz).tflops(r.sm_count, r.sm_clock_mhz) - 1
+                  for r in rows[rows.case_id.str.startswith("gemm.")].itertuples()]
+        assert f"{lead} {100 * min(misses):.1f} % to +{100 * max(misses):.1f} %" in text, (run, min(misses), max(misses))
+    for run in (134, 135, 136):
+        notes = harness.results(db, run_id=run, metric="throughput_tflops")
+        notes = notes[notes.case_id.str.startswith("gemm.")].notes
+        assert notes.str.contains("library: one CUDA graph per round").all(), run
+    assert "library: one CUDA graph per round" in text

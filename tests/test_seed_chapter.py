@@ -131,3 +131,48 @@ def test_the_spec_box_peaks_compare_per_cycle_at_the_clock_it_prints(shipped_cop
     for row in peaks.itertuples():
         per_cycle = row.value * 1e6 / (132 * row.clock_mhz)
         assert row.comparable == pytest.approx(per_cycle * 132 * clock / 1e6, rel=0.02)
+
+
+# -- who maps the chapter (issue 45's review: shared code names no family) ------------------------------
+
+def test_the_chapter_module_names_no_family_and_no_case():
+    """harness/seed_chapter.py sits below the families: none of its names or strings is a family's name or
+    starts with a family's case-id prefix (the cases are named by the families that own them)."""
+    import ast
+    import re
+    from pathlib import Path
+
+    from harness.registry import FAMILIES
+
+    tree = ast.parse(Path(seed_chapter.__file__).read_text())
+    words = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    words |= {word for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)
+              for word in re.findall(r"[\w.:]+", node.value)}
+    prefixes = tuple(p for family in FAMILIES.values() for p in family.id_prefixes)
+    assert not words & set(FAMILIES)
+    assert not [w for w in words if w.startswith(prefixes)]
+
+
+def test_each_chapter_figure_is_mapped_by_the_family_that_owns_its_case():
+    """Every mapped row of the chapter's CSV is claimed by exactly one family's paper_row or paper_case, and the
+    case it names parses in that family; an unclaimed row keeps a reason."""
+    from harness.families.base import PaperFigure
+    from harness.registry import FAMILIES
+
+    owners = []
+    for row in _rows(seed_chapter.FILE):
+        claims = [(family, found) for family in FAMILIES.values() if (found := family.paper_row(row))]
+        assert len(claims) <= 1, row
+        if claims:
+            family, found = claims[0]
+            if isinstance(found, dict):
+                family.parse(found["case_id"])  # raises where the case is another family's
+                owners.append(family.name)
+            continue
+        ref = next(r for r in references.load() if r.source == CHAPTER and r.table == row["table_or_figure"]
+                   and (r.unmapped_reason or r.case_id))
+        assert ref is not None
+    assert {"memory", "simt", "tma"} <= set(owners)
+    assert "wgmma" in {f.name for f in FAMILIES.values()
+                       if f.paper_case(PaperFigure("wgmma.mma_async", 64, 256, 16, "f16", "f32", "SS", False,
+                                                   "throughput"))}

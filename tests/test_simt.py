@@ -4,6 +4,8 @@ id grammar's errors."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -122,7 +124,11 @@ def test_an_instruction_the_family_does_not_time_is_refused_with_what_it_does(ca
 def test_suites_hold_every_case_once():
     suites = FAMILY.suites()
     assert len(suites["simt"].make()) == len(CASES) == len({c.case_id for c in CASES})
-    assert len(suites["simt-overlap"].make()) == len(FAMILY.cases()) - len(CASES) == (3 + 2 + 2) * 6 + 5
+    assert len(suites["simt-overlap"].make()) == (3 + 2 + 2) * 6 + 5
+    with_tma = 2 * 6 + 5 + 1  # SS at two N (RS is not timed beside TMA), + the TMA loads alone
+    assert len(suites["simt-overlap-tma"].make()) == 2 * with_tma - 1  # and each case without TMA but the loads alone
+    assert {c.case_id for c in suites["simt-overlap-tma"].make() if not c.tma} <= {c.case_id for c in suites["simt-overlap"].make()}
+    assert len(FAMILY.cases()) - len(CASES) == (3 + 2 + 2) * 6 + 5 + with_tma
     assert {c.case_id for c in suites["simt-mufu"].make()} == {c.case_id for c in CASES if c.op.sass[0][0].startswith("MUFU")}
 
 
@@ -218,3 +224,82 @@ def test_an_overlap_probe_reads_the_same_chain_inputs_as_the_chain_probe(op):
         assert (words[256:288] == (same[256:288] & 0x7FFFFFFF)).all() and (words[:256] == same[:256]).all()
     else:
         assert (words == same).all()
+
+
+def test_tma_overlap_ids_round_trip_and_refuse_what_is_not_probed():
+    ids = {c.case_id for c in FAMILY.suites()["simt-overlap-tma"].make() if c.tma}
+    assert {"simt.overlap.none.alone.tma", "simt.overlap.fma.rn.f32.m64n64k16.tma",
+            "simt.overlap.ex2.approx.ftz.f32.alone.tma", "simt.overlap.none.m64n256k16.tma"} <= ids
+    for case_id in ids:
+        assert parse_case_id(case_id).case_id == case_id
+    assert parse_case_id("simt.overlap.none.alone.tma").roles == ("tma",)
+    assert parse_case_id("simt.overlap.fma.rn.f32.m64n64k16.tma").roles == ("wgmma", "simt", "tma")
+    for bad in ("simt.overlap.fma.rn.f32.m64n128k16.tma", "simt.overlap.fma.rn.f32.m64n64k32.e4m3.tma"):
+        with pytest.raises(IllegalShapeError):
+            FAMILY.check(parse_case_id(bad))
+
+
+def _ring_output(case, loads, ring_loads=None):
+    """An output buffer whose producer record says `loads` and whose ring holds what `ring_loads` loads leave."""
+    from harness.families.simt import overlap
+
+    words = np.zeros(FAMILY.output_words(case), dtype=np.uint32)
+    start = overlap.tma_offset(case)
+    words[start] = loads
+    words[start + 1:] = overlap.ring_expected(loads if ring_loads is None else ring_loads)
+    return words
+
+
+def test_the_tma_ring_check_knows_which_box_each_slot_holds():
+    from harness.families.simt import overlap
+
+    # after 64 loads slot 0 last held load 60 (box 60), slot 3 load 63; after 1030 loads slot 1 held load 1029,
+    # box 1029 - 1024 = 5; word j of box b is source word 2048 b + j = (index x 0x9E3779B1 + 0x7F4A7C15) mod 2^32
+    word = lambda index: (index * 0x9E3779B1 + 0x7F4A7C15) % 2 ** 32
+    ring = overlap.ring_expected(64)
+    assert ring[0] == word(60 * 2048) and ring[3 * 2048 + 7] == word(63 * 2048 + 7)
+    assert overlap.ring_expected(1030)[2048 + 5] == word(5 * 2048 + 5)
+    assert overlap.ring_expected(3) is None  # a slot never loaded
+
+    case = parse_case_id("simt.overlap.none.alone.tma")
+    check = FAMILY.checks(case, FAMILY.inputs(case, np.random.default_rng(1)))[0]
+    ok = lambda words: compare(FAMILY.decode(case, words), check.expected, check.tolerance).ok
+    assert ok(_ring_output(case, 64)) and ok(_ring_output(case, 1030))
+    assert not ok(_ring_output(case, 64, ring_loads=63))  # slot 3's last load had not landed
+    shifted = _ring_output(case, 64)
+    shifted[overlap.tma_offset(case) + 1:] = np.roll(shifted[overlap.tma_offset(case) + 1:], 1)  # a word misplaced
+    assert not ok(shifted)
+    assert not ok(_ring_output(case, 2, ring_loads=64))  # fewer loads than slots
+
+
+def test_a_tma_overlap_probe_checks_the_ring_whichever_side_it_times():
+    case = parse_case_id("simt.overlap.fma.rn.f32.m64n64k16.tma")
+    checks = FAMILY.checks(case, FAMILY.inputs(case, np.random.default_rng(2)))
+    assert [c.kernel for c in checks] == ["probe_overlap_wgmma", "probe_overlap_simt", "probe_overlap_tma"]
+    assert all(c.threads == 288 and c.timing_words == 6 * 5 for c in checks)
+    ring = 4 * 64 * 32
+    assert all(c.expected.size == 128 * 32 + 8 * 32 + ring and (c.expected[-ring:] == 1).all() for c in checks)
+    plan = FAMILY.plan(case)
+    assert [json.loads(json.dumps(s.launch))["role"] for s in plan] == ["wgmma", "simt", "tma"]
+    assert plan[2].launch["bytes"] == 8192 and all(s.units == 6 for s in plan)
+
+
+def test_the_report_sets_each_tma_case_beside_its_counterpart():
+    import pandas as pd
+
+    from harness.families.simt.figures import _overlap_sections
+
+    rows = [("simt.overlap.none.m64n64k16", "wgmma", 32.0), ("simt.overlap.fma.rn.f32.alone", "simt", 1.1),
+            ("simt.overlap.fma.rn.f32.m64n64k16", "wgmma", 42.5), ("simt.overlap.fma.rn.f32.m64n64k16", "simt", 1.3),
+            ("simt.overlap.fma.rn.f32.m64n64k16.tma", "wgmma", 45.0), ("simt.overlap.fma.rn.f32.m64n64k16.tma", "simt", 1.4),
+            ("simt.overlap.fma.rn.f32.m64n64k16.tma", "tma", 256.0), ("simt.overlap.none.alone.tma", "tma", 128.0)]
+    frame = pd.DataFrame([{"case_id": c, "metric": "issue_interval_cycles", "launch": json.dumps({"role": r}),
+                           "value": v} for c, r, v in rows])
+    sections = _overlap_sections(frame)
+    heading, text, table = sections[-1]
+    assert heading == "Beside the tensor cores, with TMA loads in flight" and "(alone: 64.0)" in text[0]  # 8192 / 128
+    row = table[table.wgmma == "m64n64k16"].iloc[0]
+    assert (row["wgmma cycles"], row["wgmma cycles, TMA"], row["instruction cycles"], row["instruction cycles, TMA"],
+            row["TMA B/cycle"]) == (42.5, 45.0, 1.3, 1.4, 32.0)
+    kept = sections[0][2]  # the matrix without TMA is the TMA cases' counterparts' alone
+    assert kept.loc[kept.instruction == "fma.rn.f32", "m64n64k16: wgmma kept"].item() == round(32 / 42.5, 3)

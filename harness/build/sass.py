@@ -180,8 +180,10 @@ def _unguarded(instruction: str) -> str:
 
 
 def _zeroing(instruction: str) -> bool:
-    """ptxas's idiom for a register move or zero, `HFMA2.MMA R13, -RZ, RZ, 0, 0`: no arithmetic of the probe's."""
-    return instruction.endswith(", -RZ, RZ, 0, 0")
+    """ptxas's idiom for a register zero or a move of an immediate, `HFMA2.MMA R13, -RZ, RZ, 0, 0` (-0 x 0 + the
+    immediate pair; `..., 0, 0.0078125` is 0x2000): no arithmetic of the probe's."""
+    head = instruction.split(" ", 1)[0]
+    return head.startswith("HFMA2") and ", -RZ, RZ, " in instruction
 
 
 def _count(instructions: list[str], expected) -> list[int]:

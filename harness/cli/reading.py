@@ -322,16 +322,24 @@ def _rendered(rows, heading: str, first, keep, wide: bool) -> tuple[str, list[st
 @click.option("--clock", type=Finite(100, 5000), metavar="MHZ", default=None,
               help="SM clock in MHz for the predicted TFLOPS (default: the datasheet's boost clock)")
 @click.option("--run", "run_id", default=None, type=RUN_ID,
-              help="fit every family's model to this run instead: its parameters, how well it fits")
+              help="score every family's model on this run: fitted to another run (out of sample), its parameters "
+                   "and how well they predict this run")
 @click.option("--fit-run", "fit_run_id", default=None, type=RUN_ID, metavar="RUN_ID",
-              help="with --run: fit the models to this run instead and predict --run's measurements with its "
-                   "parameters (the models that carry them to another run: e.g. one GPU's fit predicting another's)")
-@click.option("--residuals", is_flag=True, help="with --run, every measurement beside the fit")
+              help="with --run: the run to fit the models to (default: the nearest other run of the same GPU "
+                   "model holding the family's cases, else of another GPU model)")
+@click.option("--in-sample", is_flag=True, help="with --run: fit the models to the run itself and score them on it "
+                                                "(how well they fit, not how well they predict)")
+@click.option("--residuals", is_flag=True, help="with --run, every measurement beside the model's value")
 @click.option("--db", default=None, help=DB_HELP)
 @table_options
-def model(gpu, clock, run_id, fit_run_id, residuals, db, fmt, wide):
-    """Predict from a GPU's datasheet parameters (each family whose model can), or fit every family's
-    model to a run: its parameters, and each measurement beside the fit (residuals).
+def model(gpu, clock, run_id, fit_run_id, in_sample, residuals, db, fmt, wide):
+    """Predict from a GPU's datasheet parameters (each family whose model can), or score every family's
+    model on a run: its parameters, and each measurement beside the model's value (residuals).
+
+    With --run the misses are out of sample: each model is fitted to another run (the nearest of the same
+    GPU model holding the family's cases, else of another GPU model; --fit-run names one) and predicts this
+    run. --in-sample fits and scores on the run itself. Every family's heading says which it is; a model that
+    carries no parameters to another run, or a family no other run holds, is scored in sample and says why.
 
     \b
     Examples:
@@ -339,6 +347,7 @@ def model(gpu, clock, run_id, fit_run_id, residuals, db, fmt, wide):
       bench model --gpu H800 --clock 1560
       bench model --run 4
       bench model --run 4 --residuals
+      bench model --run 133 --in-sample
       bench model --run 80 --fit-run 76
     """
     given = [f"--{name}" for name in ("gpu", "clock")
@@ -350,6 +359,8 @@ def model(gpu, clock, run_id, fit_run_id, residuals, db, fmt, wide):
         raise click.UsageError("--residuals needs --run (the residuals of a fit to a run)")
     if fit_run_id is not None and run_id is None:
         raise click.UsageError("--fit-run needs --run (the run whose measurements the other run's fit predicts)")
+    if in_sample and (run_id is None or fit_run_id is not None):
+        raise click.UsageError("--in-sample needs --run and no --fit-run (it fits the models to --run itself)")
     if run_id is None:
         from harness.registry import FAMILIES
 
@@ -360,23 +371,24 @@ def model(gpu, clock, run_id, fit_run_id, residuals, db, fmt, wide):
             print_frame(table, fmt, wide)
         return
     from harness.analysis.compare import natural_key
-    from harness.analysis.models import fit_run
+    from harness.analysis.models import score_run
 
     store = open_store(db)
     if fit_run_id is not None:
         store.run_info(fit_run_id)  # StoreError naming the valid runs if there is no such run
-    for family, report in fit_run(store, run_id, fit_run_id=fit_run_id).items():
+    for family, scored in score_run(store, run_id, fit_run_id=fit_run_id, in_sample=in_sample).items():
+        report = scored.report
         rows = report.residuals
         if "case_id" in rows and len(rows):  # m64n8 before m64n104: numbers as numbers
             rows = rows.iloc[sorted(range(len(rows)), key=lambda i: natural_key(str(rows.case_id.iloc[i])))]
         rows = rows.reset_index(drop=True)
         if fmt != "table":
-            click.echo(f"{family}:")
+            click.echo(f"{family}: {scored.basis}")
             print_frame(report.parameters, fmt, wide)
             if residuals:
                 print_frame(rows, fmt, wide)
             continue
-        _model_summary(family, report.parameters, rows, wide)
+        _model_summary(family, report.parameters, rows, wide, scored.basis, scored.label)
         if residuals and len(rows):
             shown = rows.copy()
             if "relative" in shown:  # a person reads a fraction of a per cent, not -1.0120e-05
@@ -388,15 +400,18 @@ def model(gpu, clock, run_id, fit_run_id, residuals, db, fmt, wide):
                         keep=("case_id", "metric", "measured", "fitted", "relative"))
 
 
-def _model_summary(family: str, parameters: pd.DataFrame, residuals: pd.DataFrame, wide: bool) -> None:
-    """A family's fit on a terminal: a heading (with what every fit shares, e.g. the GPU), the fitted
-    parameters (every one of them: one row a fit, or, where that is too wide, one row a parameter),
-    and how well the model fits: the median and the worst relative residual."""
+def _model_summary(family: str, parameters: pd.DataFrame, residuals: pd.DataFrame, wide: bool, basis: str,
+                   label: str) -> None:
+    """A family's model on a terminal: a heading (with what every fit shares, e.g. the GPU) and the basis (out of
+    sample: the run fitted and the run scored; or in sample, and why), the fitted parameters (every one of them:
+    one row a fit, or, where that is too wide, one row a parameter), and how well the model predicts: the median
+    and the worst relative residual, labelled out of sample or in sample."""
     constant = [c for c in parameters.columns if len(parameters) > 1 and parameters[c].nunique(dropna=False) == 1
                 and not pd.api.types.is_numeric_dtype(parameters[c])]
     shared = ", ".join(str(parameters[c].iloc[0]) for c in constant
                        if parameters[c].iloc[0] is not None and parameters[c].iloc[0] == parameters[c].iloc[0])
     click.echo(f"{family}" + (f" ({shared})" if shared else "") + ":")
+    say(basis)
     table = parameters.drop(columns=constant)
     numbers = [c for c in table.columns if pd.api.types.is_numeric_dtype(table[c])]
     text = [c for c in table.columns if c not in numbers]
@@ -414,12 +429,12 @@ def _model_summary(family: str, parameters: pd.DataFrame, residuals: pd.DataFram
     elif len(table):
         print_frame(table, "table", wide, keep=list(table.columns))
     if "relative" in residuals and residuals.relative.notna().any():
-        _misses(residuals)
+        _misses(residuals, label)
     elif len(residuals):
         say(f"{len(residuals)} measurements beside the fit: --residuals lists them")
 
 
-def _misses(residuals: pd.DataFrame) -> None:
+def _misses(residuals: pd.DataFrame, label: str) -> None:
     """The median and the worst relative miss, per model where the rows name several, over the rows the
     model predicts (a `predicts` column False marks a row whose value is an input the model was given, e.g.
     a roofline: counted apart, never in the misses)."""
@@ -430,11 +445,12 @@ def _misses(residuals: pd.DataFrame) -> None:
     for name, rows in groups:
         if rows.empty:
             continue
+        own = "in_sample" in rows and rows.in_sample.fillna(False).astype(bool).all()  # fitted to this run itself
         relative = rows.relative.abs()
         worst = rows.loc[relative.idxmax()]
         where = ", ".join(str(worst[c]) for c in ("case_id", "metric", "launch", "model")
                           if c in worst and worst[c] == worst[c] and not (c == "model" and name is not None))
-        say((f"{name}: " if name is not None else "") + f"{len(rows)} measurements: median miss "
+        say(f"{'in sample' if own else label}, " + (f"{name}: " if name is not None else "") + f"{len(rows)} measurements: median miss "
             f"{100 * relative.median():.3g} %, worst {100 * relative.max():.3g} %" + (f" ({where})" if where else ""))
     left = int((~predicts).sum())
     if left:

@@ -29,6 +29,7 @@ class RunInfo:
     git_commit: str | None
     device_uuid: str | None
     gpu_name: str | None
+    resumes: int = 0  # times resumed so far: a resume takes the run only if no other took it since it was read
 
 
 class Reading:
@@ -127,7 +128,7 @@ class Reading:
                 raise StoreError(f"no run {run_id} in {self.url} ({choices}; see `bench runs`)")
             device = session.get(Device, run.device_id) if run.device_id else None
             return RunInfo(run.id, run.status, run.suite, run.filter, run.git_commit,
-                           device.uuid if device else None, device.name if device else None)
+                           device.uuid if device else None, device.name if device else None, run.resumes or 0)
 
     def measured_case_ids(self, run_id: int) -> set[str]:
         """Cases with stored measurements in the run (valid, invalid or faulted)."""

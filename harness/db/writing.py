@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from harness.db.connections import first_line, schema_lock
 from harness.db.tables import BuildRow, CaseRow, Device, Measurement, Run, SampleArray, TextRow
-from harness.errors import StoreError
+from harness.errors import SpecError, StoreError
 from harness.measure.device import DeviceInfo, is_simulated
 from harness.measure.measurement import CaseResult, launch_key
 from harness.provenance import Provenance
@@ -72,10 +72,18 @@ class Writing:
 
         return self.write(work)
 
-    def resume_run(self, run_id: int) -> None:
-        """Mark an interrupted or failed run running again."""
+    def resume_run(self, run_id: int, statuses: tuple[str, ...] | None = None, resumes: int | None = None) -> None:
+        """Mark an interrupted or failed run running again. Where `statuses` and `resumes` (what the caller
+        read when it planned the resume: RunInfo) are given, only if the run still has one of those statuses
+        and was resumed no more times since, checked in the same write transaction: of two resumes of one run,
+        the later is refused (SpecError) and changes nothing, rather than storing a case the other stored."""
         def work(session: Session) -> None:
             run = session.get(Run, run_id)
+            taken = ((statuses is not None and run.status not in statuses)
+                     or (resumes is not None and (run.resumes or 0) != resumes))
+            if taken:
+                raise SpecError(f"run {run_id} was resumed by another `bench run` since this one read it (now "
+                                f"{run.status}): nothing measured here; see `bench runs`")
             run.status, run.finished_at, run.error = "running", None, None
             run.resumes = (run.resumes or 0) + 1
 

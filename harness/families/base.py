@@ -186,7 +186,9 @@ class FamilyModel(ABC):
 
     def transfer(self, fitted, frame, gpu: str, source: str):
         """This run's rows predicted with the parameters of `fitted` (the report of a fit to another run):
-        `bench model --run B --fit-run A`. None: the model carries no parameters to another run."""
+        `bench model --run B` (out of sample, analysis/models.py::score_run) and `--fit-run A`. A residual row
+        whose parameters the report fits to this run itself says so (`in_sample`: True); `bench model` labels
+        it in sample. None: the model carries no parameters to another run."""
         return None
 
     def datasheet_table(self, gpu: str, clock_mhz: float | None = None):

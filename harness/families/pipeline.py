@@ -25,6 +25,7 @@ ORDERS = ("row", "grouped")  # ptx/pipeline.cuh ORDER_ROW, ORDER_GROUPED
 EPILOGUES = ("regs", "tmastore")
 GROUP = 8  # rows of work items a grouped order walks at a time
 MAX_STAGES = 7
+SPLITS = (1, 2, 3, 4, 6, 8, 16)  # split-K: runs of k-blocks per tile
 MAX_SMS = 1024  # a persistent grid's SMs, at most (a GPU with fewer refuses the case when it runs)
 WARPGROUP_THREADS = 128
 PRODUCER_REGS, CONSUMER_REGS = 40, 232  # setmaxnreg: 128 x 40 + 256 x 232 = 64512 of 65536 registers
@@ -57,6 +58,16 @@ class PipelineCase(Case):
     epilogue: str = "regs"
     grid_sms: int = 0  # a persistent grid's CTAs: one per SM on this many SMs (0: every SM of the GPU)
     schedule: str = "cooperative"  # SCHEDULES
+    # split-K: each tile's k-blocks in `splits` contiguous runs, each a work item of its own; every run writes its
+    # f32 sums to a workspace and the tile's last run to finish adds them, in run order, and writes C
+    # (ptx/pipeline.cuh TileScheduler, the kernel's epilogue)
+    splits: int = 1
+
+    def params(self) -> dict[str, object]:
+        values = super().params()
+        if self.splits == 1:  # the default: the params of the cases stored before split-K was a dimension
+            del values["splits"]
+        return values
 
     @property
     def pingpong(self) -> bool:
@@ -92,6 +103,10 @@ class PipelineCase(Case):
             return f"sms{self.grid_sms}: expected a multiple of the cluster ({self.cluster}) up to {MAX_SMS}"
         if not 1 <= self.stages <= MAX_STAGES:
             return f"{self.stages} stages: expected 1..{MAX_STAGES}"
+        if self.splits not in SPLITS:
+            return f"splitk{self.splits}: expected one of {', '.join(map(str, SPLITS))}"
+        if self.splits > 1 and (self.pingpong or self.cluster > 1):
+            return "split-K runs the cooperative schedule with no cluster (a run of k-blocks is a work item alone)"
         return None
 
 
@@ -101,7 +116,7 @@ def skeleton_params(case: PipelineCase) -> dict[str, object]:
         "stages": case.stages, "consumers": case.consumers, "schedule": f"SCHEDULE_{case.schedule.upper()}",
         "rebalance": str(case.rebalance).lower(), "producer_regs": PRODUCER_REGS, "consumer_regs": CONSUMER_REGS,
         "cluster": case.cluster, "persistent": str(case.persistent).lower(), "order": ORDERS.index(case.order),
-        "group": GROUP, "epilogue_tma": str(case.epilogue == "tmastore").lower(),
+        "group": GROUP, "splits": case.splits, "epilogue_tma": str(case.epilogue == "tmastore").lower(),
         "cluster_attr": f"__cluster_dims__({case.cluster}, 1, 1)" if case.cluster > 1 else "",
         "counters": render_counters(),
     }

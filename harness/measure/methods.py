@@ -23,7 +23,9 @@ instructions each loop iteration issues, and the family says how much work one i
                        rounds give the ratio; the kernel's per-block counters say where its time went.
     SmMap              every block times its accesses to a list of targets (lines of the L2, the shared
                        memory of other SMs) and says which SM it ran on: a map of the chip, by SM and
-                       target, over many launches (docs/data-movement.md, "Maps of the chip").
+                       target, over many launches (docs/data-movement.md, "Maps of the chip"); with
+                       `pools`, also every SM's samples of a range of targets pooled and split into
+                       clusters (1-D k-means), one measurement per cluster.
 
 Every kernel has the argument shape of ptx/common.cuh and writes one timing record per unit.
 """
@@ -37,6 +39,7 @@ from typing import Protocol
 import numpy as np
 
 from harness.measure.measurement import Metric, Work
+from harness.stats import kmeans_1d
 from harness.measure.timing import RECORD_WORDS, Records, TimingPolicy, collect
 
 THROUGHPUT_CYCLES = 2_000_000  # cycles each unit runs in a per-SM throughput launch (~1 ms)
@@ -294,6 +297,10 @@ class SmMap:
     by_target: bool = False
     target_key: str = "target"
     notes: str = ""
+    # with by_target: (label, lowest target, highest target, clusters): every SM's samples of the targets in the
+    # range pooled, split into that many clusters by value (stats.kmeans_1d, ascending), one Metric per
+    # cluster, launch {**launch, "pool": label, "cluster": c}
+    pools: tuple[tuple[str, int, int, int], ...] = ()
 
     @property
     def row_words(self) -> int:
@@ -322,6 +329,23 @@ def map_samples(spec: SmMap, rows: list[np.ndarray]) -> dict[tuple[int, int | No
     return {key: np.asarray(values) for key, values in sorted(found.items())}
 
 
+def map_launches(spec: SmMap, rows: list[np.ndarray]) -> list[tuple[dict, np.ndarray]]:
+    """(launch, samples) of every measurement a map's rows make: per SM (and target), then the pools' clusters."""
+    found = map_samples(spec, rows)
+    out = [({**spec.launch, "sm": sm} | ({spec.target_key: target} if spec.by_target else {}), values)
+           for (sm, target), values in found.items()]
+    for label, low, high, k in spec.pools if spec.by_target else ():
+        pooled = [values for (_, target), values in found.items() if low <= target <= high]
+        values = np.concatenate(pooled) if pooled else np.array([])
+        values = values[np.isfinite(values)]
+        if not values.size:
+            continue
+        clusters = kmeans_1d(values, k)
+        for c in range(clusters.centres.size):
+            out.append(({**spec.launch, "pool": label, "cluster": c}, values[clusters.labels == c]))
+    return out
+
+
 def sm_map(spec: SmMap, ctx: Context) -> list[Metric]:
     grid = spec.blocks(ctx.sm_count)
     words = grid * spec.row_words
@@ -330,12 +354,8 @@ def sm_map(spec: SmMap, ctx: Context) -> list[Metric]:
         ctx.probe.run(spec.kernel, grid, spec.threads, spec.iters, words)  # warm-up: the lines, the TLB, the code
         rows = [ctx.probe.run(spec.kernel, grid, spec.threads, spec.iters, words).timing for _ in range(spec.launches)]
     reason = f"fixed: {spec.launches} launches of {grid} blocks"
-    metrics = []
-    for (sm, target), values in map_samples(spec, rows).items():
-        launch = {**spec.launch, "sm": sm} | ({spec.target_key: target} if spec.by_target else {})
-        metrics.append(Metric(spec.metric, "cycles", values, launch, notes=spec.notes, stop_reason=reason,
-                              gpu_state=window.state))
-    return metrics
+    return [Metric(spec.metric, "cycles", values, launch, notes=spec.notes, stop_reason=reason, gpu_state=window.state)
+            for launch, values in map_launches(spec, rows)]
 
 
 def throughput_unit(work: Work) -> str:

@@ -133,7 +133,9 @@ def _simulated_gpc(sm: int) -> int:
 
 def _map_rows(spec: "methods.SmMap", sm_count: int) -> np.ndarray:
     """One launch's rows as the kernel writes them: each L2 line in one half (by its index), an SM's half by
-    its GPC; clusters packed into the GPCs in order, each CTA timing every other CTA of its cluster."""
+    its GPC; clusters packed into the GPCs in order, each CTA timing every other CTA of its cluster; pairs with no
+    cluster (by target, grid_multiple 1): each block timing the next SMs' lines, far where the two SMs' halves
+    differ."""
     blocks = spec.blocks(sm_count)
     rows = np.zeros((blocks, spec.row_words), dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(SIMULATED_GPC_SMS)])
@@ -143,7 +145,10 @@ def _map_rows(spec: "methods.SmMap", sm_count: int) -> np.ndarray:
         sm = placed[b % len(placed)] if spec.by_target else b % sm_count
         rows[b, 0] = sm
         for j in range(spec.targets):
-            if spec.by_target:
+            if spec.by_target and c == 1:  # pairs with no cluster: another SM's lines, near or far by the two halves
+                peer = placed[(b + 1 + j) % len(placed)]
+                cycles = SIMULATED_L2_CYCLES[int((_simulated_gpc(peer) < 4) != (_simulated_gpc(sm) < 4))]
+            elif spec.by_target:
                 peer = placed[(b // c * c + (b % c + 1 + j) % c) % len(placed)]
                 cycles = SIMULATED_DSMEM_CYCLES[0 if peer // 2 == sm // 2 else 1] * spec.steps
             else:
@@ -167,8 +172,7 @@ def synthetic_result(case: Case, build: Build | None, rng: np.random.Generator,
     for spec in plan:
         if isinstance(spec, methods.SmMap):
             rows = [_map_rows(spec, device.sm_count) for _ in range(2)]
-            for (sm, target), values in methods.map_samples(spec, rows).items():
-                launch = {**spec.launch, "sm": sm} | ({spec.target_key: target} if spec.by_target else {})
+            for launch, values in methods.map_launches(spec, rows):
                 metrics.append(Metric(spec.metric, "cycles", values * (1 + 1e-4 * rng.standard_normal(values.size)),
                                       launch, sm_clock_mhz=SIMULATED_CLOCK_MHZ, stop_reason="simulated",
                                       gpu_state=state, notes="simulated: not a measurement"))

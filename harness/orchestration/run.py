@@ -49,6 +49,10 @@ class RunPlan:
     total: int | None = None  # cases in the whole run (resumed runs: measured ones included)
     git_commit: str | None = None  # a resumed run's commit: the code must not have changed
     device_uuid: str | None = None  # ... nor the GPU
+    # what the resume read (RunInfo): the statuses it may take the run from and the run's resumes then; taking it
+    # checks both again (Store.resume_run), so a second `bench run --resume` of the run is refused, not stored twice
+    resume_from: tuple[str, ...] | None = None
+    resumes: int | None = None
 
     @property
     def size(self) -> int:
@@ -75,13 +79,15 @@ def plan_resume(store: Store, run_id: int, force: bool = False) -> RunPlan:
     if info.status == "running" and not force:
         raise SpecError(f"run {run_id} is still marked running: another `bench run` may be measuring it. If its "
                         f"process is gone (killed, or its machine lost): bench run --resume {run_id} --force")
-    if info.status not in RESUMABLE + (("running",) if force else ()):
+    statuses = RESUMABLE + (("running",) if force else ())
+    if info.status not in statuses:
         raise SpecError(f"run {run_id} is {info.status}: only {' or '.join(RESUMABLE)} runs can be resumed")
     cases = plan(info.suite, info.filter).cases if info.suite in SUITES or not info.filter else \
         plan_cases(info.suite, [parse_case_id(i) for i in (info.filter or "").split(",") if i]).cases
     done = store.measured_case_ids(run_id)
     return RunPlan(info.suite, info.filter, [c for c in cases if c.case_id not in done], resume=run_id,
-                   total=len(cases), git_commit=info.git_commit, device_uuid=info.device_uuid)
+                   total=len(cases), git_commit=info.git_commit, device_uuid=info.device_uuid,
+                   resume_from=statuses, resumes=info.resumes)
 
 
 @dataclass
@@ -259,7 +265,7 @@ def _execute(run_plan: RunPlan, store: Store, worker: Worker, prov, builds, on_c
             run_id = store.start_run(device, prov, run_plan.suite, run_plan.filter)
         else:
             run_id = run_plan.resume
-            store.resume_run(run_id)
+            store.resume_run(run_id, run_plan.resume_from, run_plan.resumes)
     except BaseException:
         builds.close()
         raise

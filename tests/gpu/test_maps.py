@@ -101,3 +101,47 @@ def test_the_tma_map_reaches_every_sm_and_splits_the_l2_maps_lines(device):
     near = table["TMA near (loads' partition)"].median()
     assert near > table["load near"].median() - 5, (near, table["load near"].median())
     print("TMA samples' split agrees with the loads' on", found.agreement(), "of the lines")
+
+
+def test_the_l2_pairs_time_each_sms_first_access_to_lines_other_sms_brought_in(device):
+    """ld.global.cg.u32.pairs.l2: one block per SM, a launch's grid ordered by a counter in global memory; every SM's
+    misses, its first accesses to 16 other SMs' lines a launch, its own line again. Checks what the probe must give
+    whatever the chip's structure: every SM, no wait past its limit, pairs of distinct SMs covering the chip, a miss
+    slower than a hit on a line the SM read itself, the pooled clusters. Prints the clusters (Table 4's), the sides
+    and their conflicts, and the sides against the L2 map's near partition (measured in the same test)."""
+    from harness.families.memory import MAP_LINES, PAIR_LAUNCHES, PAIR_TARGETS
+    from harness.families.memory.maps import l2_map
+    from harness.families.memory.pairs import describe, pair_map
+
+    loads = l2_map({m.launch["sm"]: m.samples for m in _measure("ld.global.cg.u32.map.l2", device).metrics}, MAP_LINES)
+    result = _measure("ld.global.cg.u32.pairs.l2", device)
+    per_key = {(m.launch["sm"], m.launch["owner"]): m.samples for m in result.metrics if "owner" in m.launch}
+    pools = {(m.launch["pool"], m.launch["cluster"]): m.samples for m in result.metrics if "pool" in m.launch}
+    n = device.sm_count
+    sms = {s for s, _ in per_key}
+    assert len(sms) == n, sorted(sms)
+    assert not [k for k in per_key if k[1] == -3], "a block waited past its limit: the grid was not all resident"
+    for s in sms:  # every launch: its 17 misses and its own line again
+        assert per_key[(s, -1)].size == PAIR_LAUNCHES * (PAIR_TARGETS + 1)
+        assert per_key[(s, -2)].size == PAIR_LAUNCHES
+    pairs = [k for k in per_key if k[1] >= 0]
+    assert all(s != o for s, o in pairs)
+    # 16 x 18 offsets a block cover every other block at least twice; the blocks' SMs may move between launches
+    assert len(pairs) >= 0.9 * n * (n - 1), len(pairs)
+    assert sum(per_key[k].size for k in pairs) == n * PAIR_TARGETS * PAIR_LAUNCHES
+    hits = np.concatenate([per_key[k] for k in pairs])
+    misses = np.concatenate([per_key[(s, -1)] for s in sms])
+    own = np.concatenate([per_key[(s, -2)] for s in sms])
+    # an L2 hit net of the bracket is ~260 (the map's); a miss goes to HBM (the chase: ~690)
+    assert 150 < np.median(own) < 600, np.percentile(own, [1, 50, 99])
+    assert np.median(misses) > np.median(own) + 100, (np.median(misses), np.median(own))
+    assert 150 < np.median(hits) < np.median(misses), (np.median(hits), np.median(misses))
+    assert set(pools) >= {("hits", 0), ("hits", 1), ("misses", 0), ("misses", 1), ("own", 0)}
+    assert sum(v.size for (p, _), v in pools.items() if p == "hits") == hits.size
+    found = pair_map(per_key)
+    near = {int(r.sm): int(r.near) for r in loads.per_sm().itertuples()} if loads.split else None
+    print("\n" + "\n".join(describe(device.name, found, near)))
+    print(found.clusters().round(1).to_string())
+    print("hits percentiles 1/10/50/90/99:", np.percentile(hits, [1, 10, 50, 90, 99]).round(0).tolist())
+    print("misses percentiles 1/10/50/90/99:", np.percentile(misses, [1, 10, 50, 90, 99]).round(0).tolist())
+    print("conflicts (first 20):", found.sides.conflicts[:20])

@@ -91,7 +91,8 @@ def test_paper_issue_interval_reproduces(n, expected, device):
 
 @pytest.mark.parametrize("case_id", ["wgmma.mma_async.m64n128k16.f32.bf16.bf16.RS",
                                      "mma.sync.m16n8k16.row.col.f32.f16.f16.f32",
-                                     "mma.sync.m16n8k32.row.col.f32.e4m3.e4m3.f32"])
+                                     "mma.sync.m16n8k32.row.col.f32.e4m3.e4m3.f32",
+                                     "simt.overlap.fma.rn.f32.m64n64k16.tma", "simt.overlap.none.alone.tma"])
 def test_measure_case_produces_every_declared_metric(case_id, device):
     from harness.orchestration.runner import declared_metrics
     from harness.measure.telemetry import Sampler, nvml_reader

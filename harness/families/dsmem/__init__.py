@@ -37,6 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 import harness.families.dsmem.cases as _cases
+from harness import seed_chapter
 from harness.families.base import (Check, Family, Inputs, KernelExpectation, Reason, SassExpectation, Suite, Work,
                                    known_cause)
 from harness.families.dsmem.cases import PORTABLE_CLUSTER, DsmemCase
@@ -358,7 +359,10 @@ class DsmemFamily(Family):
     @staticmethod
     def paper_row(row: dict) -> dict | str | None:
         """Our counterpart of the authors' DSM latency logs (HPMLL/NVIDIA-Hopper-Benchmark); a string says
-        why one has none; None: not ours."""
+        why one has none; None: not ours. The seed architecture chapter's count of TPCs: why it is no figure."""
+        if row["paper"] == seed_chapter.SOURCE:
+            return ("a count of units: the dsmem maps (suite maps) pair SMs by distance, a finding in the report, "
+                    "not a metric") if row["metric"] == "tpc_count" else None
         table, metric = row["table_or_figure"], row["metric"]
         if table.startswith(("Sec. III-D ", "Sec. IV-E ", "Sec. 7.1 ", "Sec. 7.2 ", "Sec. 7.3 ")) and (
                 "DSM" in row["instruction"] or "global store" in row["instruction"]):

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from harness.smgroups import components
+
 MIN_TPC_GAP = 3.0  # cycles: a mutual nearest pair counts as a TPC if its next nearest is this much slower
 TPC_SHARE = 0.25  # the share of the SMs such pairs must cover before the map is said to show TPCs at all
 FAR_CYCLES = 5.0  # an SM whose median to its group is this much above the group's median is "far"
@@ -70,23 +72,7 @@ def matrix(pairs: Pairs) -> tuple[np.ndarray, np.ndarray]:
 def groups(pairs: Pairs) -> list[list[int]]:
     """SMs that shared a cluster, transitively (the connected components of the pairs seen): GPCs or parts of
     them, largest first, then by their first SM."""
-    parent: dict[int, int] = {}
-
-    def root(x: int) -> int:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for sm, peer in zip(pairs.frame.sm, pairs.frame.peer):
-        a, b = root(int(sm)), root(int(peer))
-        if a != b:
-            parent[max(a, b)] = min(a, b)
-    found: dict[int, list[int]] = {}
-    for sm in list(parent):
-        found.setdefault(root(sm), []).append(sm)
-    return sorted((sorted(g) for g in found.values()), key=lambda g: (-len(g), g[0]))
+    return components(zip(pairs.frame.sm, pairs.frame.peer))
 
 
 def tpcs(sms: np.ndarray, cycles: np.ndarray) -> list[tuple[int, int, float, float]]:

@@ -47,6 +47,8 @@ def _suites() -> dict[str, Suite]:
                                _cases.pingpong),
         "gemm-multicast": Suite("B multicast to a cluster of 4 against 2, f16 and fp8 at 4096^3 and 8192^3, on every SM "
                                 "and on 128, with the library", _cases.multicast),
+        "gemm-skinny": Suite("skinny and decode GEMMs (M = 16..256 at N = K = 8192, f16): 64- and 128-row tiles "
+                             "with and without split-K, a partial last tile where M < 64, and cuBLAS", _cases.skinny),
         "gemm-heuristics": Suite("the planner's top five beside nvMatmulHeuristics' (NVIDIA's predictor, mapped to "
                                  "our cases where it can be) at 4096^3, 8192^3 and three LLM projections, f16, with "
                                  "cuBLAS: `bench plan --against nvmh --run N` gives each one's regret",
@@ -138,6 +140,8 @@ class GemmFamily(Family):
             kernels.append(("probe_gemm", KernelExpectation(multicast, 1)))
         if case.epilogue == "tmastore":
             kernels.append(("probe_gemm", KernelExpectation("UTMASTG.2D", case.bn // 64)))  # a 64-column box each
+        if case.splits > 1:  # split-K: a run's arrival at its tile's counter (acq_rel, the GPU's scope)
+            kernels.append(("probe_gemm", KernelExpectation("ATOMG.E.ADD.S32.STRONG.GPU", 1)))
         return SassExpectation(tuple(kernels), executes=f"{per_kblock} x {mnemonic} per k-block",
                                invalidating_notes=("C7510", "C7511", "C7514", "C7515", "C7517", "C7518"),
                                spill_kernels=("probe_gemm",))
@@ -226,8 +230,9 @@ class GemmFamily(Family):
         return [WholeKernel("probe_gemm", grid(case, sm_count), threads(case),
                             anchor=KERNEL if anchor.available() else None, counters=COUNTERS, energy=True,
                             words=COUNTER_WORDS, launch={"problem": "measured"},
-                            notes=f"{case.tiles} tiles of {case.bm}x{case.bn}, {case.kblocks} k-blocks each; "
-                                  f"{anchor.note()}")]
+                            notes=f"{case.tiles} tiles of {case.bm}x{case.bn}, "
+                                  + (f"{case.splits} runs of {case.kblocks} k-blocks each (split-K)" if case.splits > 1
+                                     else f"{case.kblocks} k-blocks each") + f"; {anchor.note()}")]
 
     def describe(self, case: GemmCase | LibraryCase) -> list[str]:
         shape = (f"C[{case.m}, {case.n}] = A[{case.m}, {case.k}] . B[{case.n}, {case.k}]^T, {case.dtype} in, f32 "
@@ -241,6 +246,10 @@ class GemmFamily(Family):
                 ("ping-pong: the consumer warpgroups take whole tiles in turn, one's epilogue under the other's "
                  "mainloop" if case.pingpong else "cooperative: each consumer warpgroup its rows of every tile"),
                 (f"cluster of {case.cluster} on vertically adjacent tiles, B multicast" if case.cluster > 1 else "no cluster")
+                + (f"; split-K: {case.splits} runs of {case.kblocks} k-blocks per tile, their f32 sums added by the "
+                   "tile's last run" if case.splits > 1 else "")
+                + (f"; M = {case.m} walked as {case.walk_m} (rows past M load as zeros, the TMA store clips them)"
+                   if case.walk_m != case.m else "")
                 + (f"; persistent, {case.order} order" if case.persistent else f"; one CTA per tile, {case.order} order"),
                 "epilogue through shared memory and a TMA store" if case.epilogue == "tmastore"
                 else "epilogue from registers"] + (

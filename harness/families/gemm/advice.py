@@ -32,8 +32,9 @@ def _plan(values: dict, fit, gpu: str | None) -> Advice:
     m, n, k, dtype, top = values["m"], values["n"], values["k"], values["dtype"], values["top"]
     candidates = _cases.configurations(dtype, m, n, k)
     if not candidates:
-        raise SpecError(f"no pipeline configuration tiles {m}x{n}x{k}: M, N and K must be multiples of a tile "
-                        f"({', '.join(f'{a}x{b}' for a, b in _cases.TILES)}) and K of {_cases.bk_for(dtype)}")
+        raise SpecError(f"no pipeline configuration tiles {m}x{n}x{k}: N and K must be multiples of a tile "
+                        f"({', '.join(f'{a}x{b}' for a, b in _cases.TILES)}) and K of {_cases.bk_for(dtype)}, "
+                        "and M of the tile's rows or of 16 (a partial last tile)")
     clock = params.clock_mhz or 1500.0
     ranked = sorted(((predict_case(c, params), c) for c in candidates), key=lambda pc: -pc[0].flops_per_cycle_sm)
     measured = measured_throughputs(fit)
@@ -45,11 +46,14 @@ def _plan(values: dict, fit, gpu: str | None) -> Advice:
         rows.append({"rank": rank, "TFLOPS": round(prediction.tflops(params.sm_count, clock), 1),
                      "measured": measured.get(case.case_id), "bound": prediction.bound,
                      "tile": f"{case.bm}x{case.bn}x{case.bk}", "stages": case.stages, "wg": case.consumers,
-                     "cluster": case.cluster, "grid": ("persistent-" if case.persistent else "grid-") + case.order,
+                     "cluster": case.cluster, "split": case.splits,
+                     "grid": ("persistent-" if case.persistent else "grid-") + case.order,
                      "epilogue": case.epilogue, **({"promotion": case.promotion} if case.promote else {}),
                      **({"extrapolated": _unseen(case, seen)} if fit is not None else {}),
                      "case_id": case.case_id})
     table = pd.DataFrame(rows)
+    if (table.split == 1).all():  # split-K: shown where a configuration on show has it
+        table = table.drop(columns="split")
     first = ranked[0][1]
     tied = sum(1 for p, _ in ranked if p.flops_per_cycle_sm >= best * (1 - TIE))
     lead = [f"Best predicted: {_short(first)}, {table.TFLOPS.iloc[0]:g} TFLOPS at {clock:.0f} MHz "

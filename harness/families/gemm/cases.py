@@ -26,7 +26,7 @@ from typing import ClassVar
 from harness.anchors import Anchor, AnchorCase
 from harness.errors import SpecError
 from harness.families.pipeline import (ACC_REGISTER_LIMIT, EPILOGUES, GROUP, MAX_SMS, MAX_STAGES, ORDERS,  # noqa: F401
-                                       SCHEDULES, SMEM_LIMIT, SMEM_SLACK, PipelineCase)
+                                       SCHEDULES, SMEM_LIMIT, SMEM_SLACK, SPLITS, PipelineCase)
 
 DTYPES = ("f16", "bf16", "e4m3")
 IN_BYTES = {"f16": 2, "bf16": 2, "e4m3": 1}  # bytes of an A or B element
@@ -74,6 +74,7 @@ class GemmCase(PipelineCase):
                 + f".cluster{self.cluster}.{'persistent' if self.persistent else 'grid'}-{self.order}.{self.epilogue}"
                 + (f".sms{self.grid_sms}" if self.grid_sms else "")
                 + ("" if self.schedule == "cooperative" else f".{self.schedule}")
+                + (f".splitk{self.splits}" if self.splits > 1 else "")
                 + ("" if self.promotion == "serial" else f".{self.promotion}")
                 + (f"-g{self.group}" if self.promotion == "pipelined" and self.group != PIPELINE_GROUP else "")
                 + self._scaling_suffix)
@@ -117,11 +118,23 @@ class GemmCase(PipelineCase):
 
     @property
     def kblocks(self) -> int:
-        return self.k // self.bk
+        """k-blocks of a work item: all of K's, or one run's (split-K)."""
+        return self.k // self.bk // self.splits
+
+    @property
+    def walk_m(self) -> int:
+        """M rounded up to whole tiles (clusters of them): the rows the kernel walks; A's past M load as zeros."""
+        rows = self.bm * self.cluster
+        return -(-self.m // rows) * rows
 
     @property
     def tiles(self) -> int:
-        return (self.m // self.bm) * (self.n // self.bn)
+        return (self.walk_m // self.bm) * (self.n // self.bn)
+
+    @property
+    def items(self) -> int:
+        """Work items: a cluster's tiles, or (split-K) a run of one tile's k-blocks."""
+        return self.tiles // self.cluster * self.splits
 
     @property
     def accumulator_set(self) -> int:
@@ -221,7 +234,7 @@ ID = re.compile(r"^(?P<library>cublaslt|cublas|gemm)\.(?P<dtype>[a-z0-9]+)\.(?P<
                 r"(?P<fast>\.fastaccum)?(?P<lscaling>\.blockscale)?"
                 r"(?:\.tile(?P<bm>\d+)x(?P<bn>\d+)x(?P<bk>\d+)\.s(?P<stages>\d+)\.wg(?P<wg>\d+)(?P<rb>\.setmaxnreg)?"
                 r"\.cluster(?P<cluster>\d+)\.(?P<sched>grid|persistent)-(?P<order>[a-z]+)\.(?P<epi>[a-z]+)"
-                r"(?:\.sms(?P<sms>\d+))?(?:\.(?P<schedule>pingpong))?(?:\.(?P<promotion>overlap|pipelined)(?:-g(?P<group>\d+))?)?(?P<scaling>\.blockscale)?)?$")
+                r"(?:\.sms(?P<sms>\d+))?(?:\.(?P<schedule>pingpong))?(?:\.splitk(?P<splits>\d+))?(?:\.(?P<promotion>overlap|pipelined)(?:-g(?P<group>\d+))?)?(?P<scaling>\.blockscale)?)?$")
 
 
 def parse(case_id: str) -> GemmCase:
@@ -240,6 +253,7 @@ def parse(case_id: str) -> GemmCase:
                         consumers=int(g["wg"]), rebalance=bool(g["rb"]), cluster=int(g["cluster"]),
                         persistent=g["sched"] == "persistent", order=g["order"], epilogue=g["epi"],
                         grid_sms=int(g["sms"] or 0), schedule=g["schedule"] or "cooperative",
+                        splits=int(g["splits"] or 1),
                         promotion=g["promotion"] or "serial", group=int(g["group"] or PIPELINE_GROUP),
                         scaling="block" if g["scaling"] else "tensor")
     check(case)
@@ -312,9 +326,19 @@ def _check_pipeline(case: GemmCase, refuse) -> None:
                "in setmaxnreg's 232 registers")
     if case.smem_bytes() > SMEM_LIMIT:
         refuse(f"{case.smem_bytes()} bytes of shared memory: more than the {SMEM_LIMIT} a block may have")
-    if case.m % (case.bm * case.cluster) or case.n % case.bn or case.k % case.bk:
-        refuse(f"{case.m}x{case.n}x{case.k} is not a whole number of {case.bm * case.cluster}x{case.bn}x{case.bk} "
-               "tiles (cluster pairs along M)")
+    if case.n % case.bn or case.k % (case.bk * case.splits):
+        refuse(f"{case.m}x{case.n}x{case.k} is not a whole number of {case.bn}-column tiles and "
+               + (f"{case.splits} runs of {case.bk}-deep k-blocks" if case.splits > 1 else f"{case.bk}-deep k-blocks"))
+    if case.m % (case.bm * case.cluster):
+        if case.epilogue != "tmastore" or case.block_scaled or case.cluster > 1 or case.m % 16:
+            refuse(f"M = {case.m} is not a whole number of {case.bm * case.cluster}-row tiles (cluster pairs along M): "
+                   "a partial last tile takes the TMA-store epilogue (it clips the rows past M), no cluster, no block "
+                   "scales, and M a multiple of 16")
+    if case.splits > 1 and case.block_scaled:
+        refuse("split-K with block scales: the scales are loaded by the run's own k-block")
+    if case.splits > 1 and case.accumulator_set > SPLIT_ACCUMULATORS:
+        refuse(f"split-K beside {case.accumulator_set} f32 accumulators a thread: the fix-up's loads spill (ptxas, 32 "
+               f"bytes, run 139); at most {SPLIT_ACCUMULATORS}")
 
 
 # -- the suites ------------------------------------------------------------------------------------
@@ -532,6 +556,36 @@ def worklog_sms() -> list[GemmCase]:
     return [pipeline("f16", (s, s, s), **dict(BEST, grid_sms=128)) for s in (4096, 8192)]
 
 
+# Skinny and decode GEMMs (an LLM's projections at a few tokens: M rows of activations, N x K of weights): one row of
+# tiles or less, so the tiles alone leave most SMs idle and reading B from memory bounds the kernel. Split-K makes
+# work items of runs of k-blocks; a 64-row tile wastes least of the tensor cores where M <= 64 (rows past M load
+# as zeros). Each configuration at every split that _split_options offers it, with cuBLAS.
+SKINNY_DECODE = (16, 64, 128, 256)  # M, at N = K = 8192
+# Grouped order: a tile's neighbours in the walk share its B columns, and neighbouring CTAs sit on the same side of
+# the L2 (docs/data-movement.md, near and far hits), so B's second read is a near hit. Row order at M = 128 and 256
+# made 0.73 and 0.69 of cuBLAS where grouped made 0.98 and 0.95 (run 139, H100).
+SKINNY_CONFIGS = (dict(bm=64, bn=128, stages=6, consumers=1, persistent=True, order="grouped", epilogue="tmastore"),
+                  dict(bm=128, bn=128, stages=5, consumers=2, rebalance=True, persistent=True, order="grouped",
+                       epilogue="tmastore"))
+
+
+def skinny(ms=SKINNY_DECODE, nk: int = 8192, dtype: str = "f16") -> list[GemmCase]:
+    """`gemm-skinny`: at each M, N = K = nk, the skinny configurations with and without split-K, and cuBLAS."""
+    cases = []
+    for m in ms:
+        shape = (m, nk, nk)
+        for config in SKINNY_CONFIGS:
+            for splits in (1,) + _split_options(dtype, config["bm"], config["bn"], shape):
+                case = pipeline(dtype, shape, **config, splits=splits)
+                try:
+                    check(case)
+                except SpecError:
+                    continue
+                cases.append(case)
+        cases.append(library(dtype, shape))
+    return _unique(cases)
+
+
 def quick() -> list[GemmCase]:
     """One small pipeline and the library at 2048^3: the family end to end in seconds."""
     shape = (2048, 2048, 2048)
@@ -551,22 +605,39 @@ def configurations(dtype: str, m: int, n: int, k: int) -> list[GemmCase]:
                     for persistent, order in ((False, "row"), (True, "row"), (True, "grouped")):
                         for epilogue in EPILOGUES:
                             for promotion in promotions:
-                                case = pipeline(dtype, (m, n, k), bm=bm, bn=bn, stages=stages,
-                                                       consumers=consumers, rebalance=consumers == 2, cluster=cluster,
-                                                       persistent=persistent, order=order, epilogue=epilogue,
-                                                       promotion=promotion)
-                                try:
-                                    check(case)
-                                except SpecError:
-                                    continue
-                                found.append(case)
+                                for splits in (1,) + (_split_options(dtype, bm, bn, (m, n, k)) if cluster == 1 else ()):
+                                    case = pipeline(dtype, (m, n, k), bm=bm, bn=bn, stages=stages,
+                                                    consumers=consumers, rebalance=consumers == 2, cluster=cluster,
+                                                    persistent=persistent, order=order, epilogue=epilogue,
+                                                    promotion=promotion, splits=splits)
+                                    try:
+                                        check(case)
+                                    except SpecError:
+                                        continue
+                                    found.append(case)
     return found
+
+
+SPLIT_ACCUMULATORS = 64  # f32 accumulators a consumer thread holds beside split-K's fix-up without spilling
+SPLIT_SMS = 132  # split-K is offered where a problem's tiles would not fill twice this many SMs (an H100's)
+
+
+def _split_options(dtype: str, bm: int, bn: int, shape: tuple[int, int, int]) -> tuple[int, ...]:
+    """Split-K's runs worth planning for a tile: where its tiles leave SMs idle, the splits that keep the work
+    items within two per SM and every run at least two k-blocks (split-K's fix-up then costs no more than a
+    tile's epilogue twice)."""
+    m, n, k = shape
+    tiles = -(-m // bm) * (n // bn) if n % bn == 0 else 0
+    if not tiles or tiles >= SPLIT_SMS:
+        return ()
+    kblocks = k // bk_for(dtype)
+    return tuple(s for s in SPLITS[1:] if tiles * s <= 2 * SPLIT_SMS and kblocks % s == 0 and kblocks // s >= 2)
 
 
 def cases() -> list[GemmCase]:
     """Every suite's cases but gemm-heuristics' (the family adds those: heuristics.py ranks with the planner, which
     stands above this module)."""
-    return _unique(full() + quick() + multicast())
+    return _unique(full() + quick() + multicast() + skinny())
 
 
 def with_problem(case: GemmCase, m: int, n: int, k: int) -> GemmCase:

@@ -128,6 +128,25 @@ def fit(frame: pd.DataFrame, gpu: str, source: str, prior: Params | None) -> Fit
     large = [c for c in table.index if cases[c].flops / 2 >= LARGE]
     clock = float(table.loc[large or list(table.index), "clock_mhz"].median())
     p = replace(p, clock_mhz=round(clock, 1))
+    return FitReport(gpu, p, _scored(table, cases, p))
+
+
+def transfer(fitted: FitReport, frame: pd.DataFrame, gpu: str, source: str, datasheet: Params | None) -> FitReport | None:
+    """This run's pipeline cases predicted with the parameters fitted to another run (`fitted`), each at the clock it
+    ran at: nothing of this run enters them but its SM count and, on another GPU model, its datasheet's (`datasheet`,
+    the prior: the tensor cores' rate and the memory's, never fitted). None: the run has no pipeline case."""
+    table = pipeline_table(frame)
+    if table.empty:
+        return None
+    cases = {cid: parse(cid) for cid in table.index}
+    p = replace(fitted.params, gpu=gpu, sm_count=int(table.sm_count.iloc[0]), source=f"fitted to {source}")
+    if datasheet is not None:
+        p = replace(p, flops_per_cycle=datasheet.flops_per_cycle, hbm_gbps=datasheet.hbm_gbps)
+    return FitReport(gpu, p, _scored(table, cases, p))
+
+
+def _scored(table: pd.DataFrame, cases: dict[str, GemmCase], p: Params) -> list[dict]:
+    """Every case's measured throughput (and cycles per k-block) beside the prediction with `p` at its clock."""
     rows = []
     for cid, row in table.iterrows():
         case = cases[cid]
@@ -139,7 +158,7 @@ def fit(frame: pd.DataFrame, gpu: str, source: str, prior: Params | None) -> Fit
         if not np.isnan(row.get("cycles_per_kblock", np.nan)):
             rows.append({"case_id": cid, "metric": "cycles_per_kblock", "measured": round(float(row.cycles_per_kblock), 1),
                          "fitted": round(predicted.t_kblock, 1), "bound": predicted.bound})
-    return FitReport(gpu, p, rows)
+    return rows
 
 
 def _fit_epilogue(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) -> Params:

@@ -17,7 +17,7 @@ from harness.anchors import KERNEL
 from harness.dtypes import bf16_bits
 from harness.errors import HarnessError
 
-from harness.families.gemm.problem import PROBLEM
+from harness.families.gemm.problem import PROBLEM, split_counters, split_workspace_bytes, walk_m
 
 SEED = 20261125
 
@@ -31,16 +31,28 @@ def _encode(case, dtype: str, address: int, rows: int, cols: int, box_rows: int,
                              256 if promotion else None).view(np.uint64)
 
 
-def problem(case, a: int, b: int, c: int, m: int, n: int, k: int, scales: tuple[int, int] = (0, 0)) -> np.ndarray:
-    """The kernel's Problem argument for A, B, C at these addresses (row-major, K-major A and B), and a block-scaled
-    case's scales."""
+def problem(case, a: int, b: int, c: int, m: int, n: int, k: int, scales: tuple[int, int] = (0, 0),
+            split: tuple[int, int] = (0, 0)) -> np.ndarray:
+    """The kernel's Problem argument for A, B, C at these addresses (row-major, K-major A and B), a block-scaled
+    case's scales and a split-K case's workspace and counters. The maps hold M rows; the walk, whole tiles."""
     value = np.zeros(1, dtype=PROBLEM.dtype())
     value["a"] = _encode(case, case.dtype, a, m, k, case.bm, case.bk, True)
     value["b"] = _encode(case, case.dtype, b, n, k, case.bn // case.cluster, case.bk, True)
     value["c"] = _encode(case, case.out_dtype, c, m, n, case.wg_rows, 64, False)
-    value["c_ptr"], value["m"], value["n"], value["k"] = c, m, n, k
+    value["c_ptr"], value["m"], value["n"], value["k"] = c, walk_m(case, m), n, k
     value["scale_a"], value["scale_b"] = scales
+    value["workspace"], value["counters"] = split
     return value
+
+
+def split_buffers(cupy, case, m: int, n: int) -> tuple:
+    """A split-K problem's workspace (f32, uninitialised: each run writes its part before it is read) and counters
+    (int32, zero: ptx/gemm.cu.in reduce_runs leaves them zero after every launch); none without split-K."""
+    if case.splits == 1:
+        return None, None
+    workspace = cupy.empty(split_workspace_bytes(case, m, n) // 4, dtype=cupy.float32)
+    counters = cupy.zeros(split_counters(case, m, n), dtype=cupy.int32)
+    return workspace, counters
 
 
 def block_scales(cupy, m: int, n: int, k: int, seed: int):
@@ -140,9 +152,9 @@ def _call(case, m: int, n: int, k: int, a: int, b: int, c: int, scales: tuple[in
         plan = CublasLtMatmul(case.dtype, case.dtype, case.out_dtype, m, n, k, fast_accum,
                               block_scales=scales if case.block_scaled else None)
         return plan, lambda: plan(a, b, c)
-    from harness.anchors.cublas import GemmEx
+    from harness.anchors.cublas import Library
 
-    plan = GemmEx(case.out_dtype)
+    plan = Library(case.out_dtype)
     return plan, lambda: plan(a, b, c, m, n, k)
 
 
@@ -196,8 +208,11 @@ def attach(case, probe, device) -> None:
     # cuBLAS's inputs: A and B themselves, or (fp8, which cublasGemmEx does not take) their values as f16
     a_ref, b_ref = (a1, b1) if case.dtype == case.out_dtype else (as_f16(cupy, a1), as_f16(cupy, b1))
     probe.resources += [a_ref, b_ref]
-    check = problem(case, a0, b0, c0, m0, n0, k0, scales0)
-    measured = problem(case, a1.data.ptr, b1.data.ptr, c1.data.ptr, m, n, k, scales1)
+    split0, split1 = split_buffers(cupy, case, m0, n0), split_buffers(cupy, case, m, n)
+    probe.resources += [*split0, *split1]
+    pointers = lambda buffers: tuple(0 if x is None else x.data.ptr for x in buffers)
+    check = problem(case, a0, b0, c0, m0, n0, k0, scales0, pointers(split0))
+    measured = problem(case, a1.data.ptr, b1.data.ptr, c1.data.ptr, m, n, k, scales1, pointers(split1))
     probe.extra_args = (check, measured)
     host = {}
     # The anchor: the library on the measured problem's own inputs (fp8: cuBLASLt on the e4m3 codes, without fast

@@ -13,10 +13,11 @@ discovery sets loaded (0.1.0.27 has HSH's only: bf16 and fp8 get the uncalibrate
 
 Its configuration: a CTA tile (M, N, K), a warp and an instruction tile (CUTLASS's, no meaning for our warpgroups),
 split-K, load stages, a CTA swizzle and raster order, a cluster (M, N). The mapping (map_config) keeps the tile, the
-stages and a cluster along M; the rest is the family's best configuration (two consumer warpgroups with setmaxnreg
+stages, a cluster along M and split-K (the family's runs of k-blocks, with no cluster); the rest is the family's best
+configuration (two consumer warpgroups with setmaxnreg
 from 128 rows, one below; persistent, grouped order; the TMA store, or the register epilogue where its stages leave
 no room for the output tile, since CUTLASS stages its epilogue through a sub-tile we lack; fp8 pipelined). It cannot
-map: split-K, a k-tile other than the family's k-block, a tile the family lacks, a cluster along N, what
+map: a split the family lacks, a k-tile other than the family's k-block, a tile the family lacks, a cluster along N, what
 cases.check refuses (shared memory, registers, a problem that is not a whole number of tiles): each says why.
 """
 
@@ -100,7 +101,7 @@ def ask(dtype: str, m: int, n: int, k: int, gpu: str = "H100_SXM", count: int = 
 
 
 def estimate_us(case: _cases.GemmCase, gpu: str = "H100_SXM") -> float | None:
-    """Its runtime estimate for one of our cases (tile, stages, cluster along M, no split-K), in microseconds."""
+    """Its runtime estimate for one of our cases (tile, stages, cluster along M, split-K), in microseconds."""
     h, nv = _interface(gpu)
     precision = PRECISION[case.dtype]
     layout = h.NvMatmulHeuristicsMatmulLayout[ASK["layout"]]
@@ -109,7 +110,7 @@ def estimate_us(case: _cases.GemmCase, gpu: str = "H100_SXM") -> float | None:
     config = nv.nvmmhKernelConfiguration()
     config.cta[:], config.instr[:] = (case.bm, case.bn, case.bk), (64, 8, case.wgmma_k)
     config.warp[:] = (64, case.bm * case.bn // (256 * case.consumers), case.bk)  # 4 warps a consumer warpgroup
-    config.splitK, config.loadStages, config.gridSwizzle, config.ctaOrder = 1, case.stages, 1, 0
+    config.splitK, config.loadStages, config.gridSwizzle, config.ctaOrder = case.splits, case.stages, 1, 0
     config.cluster[:] = (case.cluster, 1)
     # the wrapper's own estimateRuntime (0.1.0.27) calls a method its base class lacks: the library's, as get() does
     seconds = nv.nvMatmulHeuristicsEstimateRuntime(nv.handle, precision.encode("ascii"), ctypes.c_int(nv.target),
@@ -121,8 +122,8 @@ def map_config(config: Config, dtype: str, m: int, n: int, k: int) -> Mapped:
     """The family's case for one of its configurations, or why there is none."""
     refuse = lambda why: Mapped(config, None, why)  # noqa: E731
     bk = _cases.bk_for(dtype)
-    if config.split_k != 1:
-        return refuse(f"split-K {config.split_k}: a CTA of the family reduces all of K")
+    if config.split_k not in _cases.SPLITS:
+        return refuse(f"split-K {config.split_k}: the family splits K in {', '.join(map(str, _cases.SPLITS))} runs")
     if config.bk != bk:
         return refuse(f"a k-tile of {config.bk}: the family's k-block of {dtype} is {bk}")
     if (config.bm, config.bn) not in _cases.TILES:
@@ -134,7 +135,7 @@ def map_config(config: Config, dtype: str, m: int, n: int, k: int) -> Mapped:
     consumers = 2 if config.bm >= 128 else 1
     best = _cases.BEST_FP8 if _cases.IN_BYTES[dtype] == 1 else _cases.BEST
     fields = dict(best, bm=config.bm, bn=config.bn, stages=config.stages, consumers=consumers,
-                  rebalance=consumers == 2, cluster=config.cluster_m,
+                  rebalance=consumers == 2, cluster=config.cluster_m, splits=config.split_k,
                   grid_sms=_cases.MULTICAST_SMS if config.cluster_m == 4 else 0)
     case = _cases.pipeline(dtype, (m, n, k), **fields)
     note = ""

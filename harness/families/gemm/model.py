@@ -40,7 +40,8 @@ kernel ran at (measured in it) or, for a plan, the clock the GPU held under a la
     epilogue = C bytes of a tile / E                E of the register stores or of the shared-memory path and
                                                    TMA store; the consumers do it while the tensor cores wait
     T_tile   = kblocks x t_kblock + epilogue (+ L(1), the first load, unless persistent)
-    T        = max(waves x T_tile, HBM) + a launch's fixed cost, waves = ceil(tiles / SMs used),
+    T        = max(waves x T_tile, HBM) + a launch's fixed cost, waves = ceil(work items / SMs used) (an item:
+               a tile; split-K, a run of S of its k-blocks, whose epilogue adds its f32 sums' way out and in),
                HBM = (A + B + C bytes) / the memory's bandwidth (each read or written once: the L2 keeps what
                tiles share); FLOP/cycle/SM = 2 M N K / (T x SMs)
 
@@ -170,7 +171,7 @@ def miss_cycles(case: GemmCase, p: Params, period: float, clock_mhz: float) -> f
     unloaded miss latency is inside the fitted round trip L0."""
     f = miss_fraction(case, p.sm_count)
     read = (case.bm + case.bn / case.cluster) * case.bk * case.in_bytes  # bytes a CTA reads from the L2 per k-block
-    in_flight = min(case.tiles, sms_used(case, p.sm_count) * blocks_per_sm(case))
+    in_flight = min(case.items * case.cluster, sms_used(case, p.sm_count) * blocks_per_sm(case))  # CTAs
     rho = f * read * in_flight / period / (p.hbm_gbps * 1e9 / (clock_mhz * 1e6))
     rho = min(rho, RHO_MAX)
     return f * p.memory_queue_cycles * rho / (1.0 - rho)
@@ -182,8 +183,8 @@ def miss_fraction(case: GemmCase, sm_count: int) -> float:
     that asks and shared by the rest while the wave is in flight). A wave is the work items in flight at
     once, taken in the kernel's order (ptx/gemm.cu.in tile_of, which orders a one-CTA-per-tile grid's clusters
     too: the block scheduler starts them in that order)."""
-    return _miss_fraction(case.m, case.n, case.bm, case.bn, case.cluster, case.order,
-                          sms_used(case, sm_count) // case.cluster * blocks_per_sm(case))
+    return _miss_fraction(case.walk_m, case.n, case.bm, case.bn, case.cluster, case.order,
+                          max(1, sms_used(case, sm_count) // case.cluster * blocks_per_sm(case) // case.splits))
 
 
 @lru_cache(maxsize=4096)
@@ -295,7 +296,13 @@ def _promoted_kblock(case: GemmCase, p: Params, t_tc: float, z: float, s: float,
 
 
 def epilogue_cycles(case: GemmCase, p: Params) -> float:
-    return case.bm * case.bn * OUT_ELEM / (p.epilogue_tma if case.epilogue == "tmastore" else p.epilogue_regs)
+    """A work item's epilogue: C's tile at E bytes a cycle; split-K (not fitted: no run of record had it when
+    this was written) a run's f32 sums out and, on average, one run's in (the last of S reads S), at the
+    register epilogue's rate, and C's tile once per S runs."""
+    store = case.bm * case.bn * OUT_ELEM / (p.epilogue_tma if case.epilogue == "tmastore" else p.epilogue_regs)
+    if case.splits == 1:
+        return store
+    return store / case.splits + 2 * case.bm * case.bn * 4 / p.epilogue_regs
 
 
 def hbm_cycles(case: GemmCase, p: Params, clock_mhz: float) -> float:
@@ -313,7 +320,7 @@ def predict_case(case: GemmCase, p: Params, clock_mhz: float | None = None) -> P
     first_load = round_trip(case, p, 1, miss_cycles(case, p, t_kblock, clock) if p.memory_queue_cycles > 0 else 0.0)
     tile = case.kblocks * t_kblock + epilogue + (0.0 if case.persistent else first_load)
     sms = sms_used(case, p.sm_count)
-    waves = ceil(case.tiles / (sms * blocks_per_sm(case)))
+    waves = ceil(case.items * case.cluster / (sms * blocks_per_sm(case)))
     compute = waves * tile
     memory = hbm_cycles(case, p, clock)
     total = max(compute, memory) + p.launch_cycles
@@ -324,7 +331,7 @@ def predict_case(case: GemmCase, p: Params, clock_mhz: float | None = None) -> P
     unqueued, bound = _kblock(case, p, 0.0) if p.memory_queue_cycles > 0 else (t_kblock, bound)
     queued = case.kblocks * waves * (t_kblock - unqueued)
     costs = {bound: case.kblocks * waves * (unqueued - tensor_cycles(case, p)) if bound != "tensor cores" else 0.0,
-             "epilogue": waves * epilogue, "waves": (waves * sms - case.tiles) / sms * tile}
+             "epilogue": waves * epilogue, "waves": (waves * sms - case.items * case.cluster) / sms * tile}
     if max(costs["epilogue"], costs["waves"]) > max(costs[bound], 0.02 * total):
         bound = max(("epilogue", "waves"), key=costs.get)
     if memory > compute or queued > max(max(costs.values()), 0.02 * total):

@@ -8,7 +8,7 @@ import pandas as pd
 from harness.datasheets import gpu_specs, spec_name
 from harness.families.base import FamilyModel
 from harness.families.gemm.cases import LADDER, GemmCase, pipeline
-from harness.families.gemm.fitting import fit
+from harness.families.gemm.fitting import fit, transfer
 from harness.families.gemm.model import (
     HBM_OF_DATASHEET,
     PRIOR,
@@ -39,6 +39,13 @@ class GemmModel(FamilyModel):
 
     def fit(self, frame: pd.DataFrame, gpu: str, source: str):
         return fit(frame, gpu, source, self.prior(gpu))
+
+    def transfer(self, fitted, frame: pd.DataFrame, gpu: str, source: str):
+        """This run predicted with the fit to another (`bench model --run`'s default, out of sample); on another GPU
+        model with this one's datasheet rates (the prior's)."""
+        specs = gpu_specs()
+        other = spec_name(gpu, specs) != spec_name(fitted.gpu, specs)
+        return transfer(fitted, frame, gpu, source, self.prior(gpu) if other else None)
 
     def datasheet_table(self, gpu: str, clock_mhz: float | None = None) -> tuple[str, pd.DataFrame]:
         """`bench model --gpu`: the prior's parameters in a line, and what it predicts for the seed worklog's

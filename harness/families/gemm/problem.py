@@ -3,6 +3,8 @@ counters the kernel writes, and the tolerances of its checks. Shared by the fami
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 import harness.families.gemm.cases as _cases
@@ -15,11 +17,15 @@ from harness.families.pipeline import (CONSUMER_REGS, COUNTER_WORDS, PIPELINE_CO
 # ptx/gemm.cu.in's by-value argument, twice (the check problem, the measured one): maps over A (K x M, box BK x BM),
 # B (K x N, box BK x BN / cluster) and C (N x M, box 64 x rows of one consumer warpgroup, 128-byte swizzle), C's
 # address (the register epilogue) and the shape.
-# A block-scaled fp8 problem adds its scales' addresses (cases.GemmCase.block_scaled; 0 otherwise, never read).
+# A block-scaled fp8 problem adds its scales' addresses (cases.GemmCase.block_scaled; 0 otherwise, never read), a
+# split-K one its workspace (f32, split_workspace_bytes) and its counters (int32, zero; split_counters) (0 otherwise).
+# M is the walk's, rounded up to whole tiles (walk_m); the maps hold the matrices' own.
 PROBLEM = KernelStruct("Problem", (("a", "map"), ("b", "map"), ("c", "map"), ("c_ptr", "u64"), ("m", "i32"),
-                                   ("n", "i32"), ("k", "i32"), ("pad", "i32"), ("scale_a", "u64"), ("scale_b", "u64")),
-                       comment="One GEMM: maps over A, B and C, C's address (the register epilogue), its shape, and "
-                               "a block-scaled\nfp8 problem's scales (harness/families/gemm/problem.py PROBLEM).")
+                                   ("n", "i32"), ("k", "i32"), ("pad", "i32"), ("scale_a", "u64"), ("scale_b", "u64"),
+                                   ("workspace", "u64"), ("counters", "u64")),
+                       comment="One GEMM: maps over A, B and C, C's address (the register epilogue), its shape, "
+                               "a block-scaled\nfp8 problem's scales, and a split-K problem's workspace and "
+                               "counters (harness/families/gemm/problem.py PROBLEM).")
 POISON = 0xFFFFFFFF
 CHECK_VALUES = (-2, 2)  # the check problem's inputs: integers in this range, exact in every type
 VERIFY_ATOL, VERIFY_RTOL = 0.05, 1.0 / 128  # the measured problem against cuBLAS, f16 and bf16 (see checks())
@@ -43,21 +49,40 @@ def check_problem(case: GemmCase | LibraryCase) -> tuple[int, int, int]:
     if isinstance(case, LibraryCase):
         return (256, 256, 8 * _cases.SCALE_BLOCK) if case.block_scaled else (256, 256, 9 * _cases.BK)
     pairs = _cases.GROUP + 1 if case.order == "grouped" else 2
-    return pairs * case.bm * case.cluster, 2 * case.bn, (2 * case.stages + 3) * case.bk
+    m = pairs * case.bm * case.cluster
+    if case.m % (case.bm * case.cluster):  # a partial last tile: the check problem's has as many rows
+        m -= case.bm * case.cluster - case.m % (case.bm * case.cluster)
+    runs = -(-(2 * case.stages + 3) // case.splits)  # k-blocks a run (split-K: every run wraps the ring too)
+    return m, 2 * case.bn, runs * case.splits * case.bk
 
 
 def check_grid(case: GemmCase) -> int:
-    """Blocks of the check launch: two clusters walking every tile (persistent), or one per tile."""
-    m, n, _ = check_problem(case)
-    items = (m // case.bm // case.cluster) * (n // case.bn)
-    return 2 * case.cluster if case.persistent else items * case.cluster
+    """Blocks of the check launch: two clusters walking every work item (persistent), or one per item."""
+    m, n, k = check_problem(case)
+    return 2 * case.cluster if case.persistent else replace(case, m=m, n=n, k=k).items * case.cluster
 
 
 def grid(case: GemmCase, sm_count: int) -> int:
     """Blocks of the measured launch: a persistent grid's one CTA per SM used (sms_used), at most one per
-    work item; else one per tile."""
-    items = case.tiles // case.cluster
+    work item; else one per item (a cluster's tiles, or split-K's run of one tile's k-blocks)."""
+    items = case.items
     return min(sms_used(case, sm_count) // case.cluster, items) * case.cluster if case.persistent else items * case.cluster
+
+
+def walk_m(case: GemmCase, m: int) -> int:
+    """The M the kernel walks for a problem of m rows: whole tiles (clusters of them)."""
+    rows = case.bm * case.cluster
+    return -(-m // rows) * rows
+
+
+def split_workspace_bytes(case: GemmCase, m: int, n: int) -> int:
+    """A split-K problem's workspace: every run's f32 sums of every tile (ptx/gemm.cu.in reduce_runs); else 0."""
+    return walk_m(case, m) * n * case.splits * 4 if case.splits > 1 else 0
+
+
+def split_counters(case: GemmCase, m: int, n: int) -> int:
+    """A split-K problem's counters: one int32 per tile and consumer warpgroup; else 0."""
+    return walk_m(case, m) // case.bm * (n // case.bn) * case.consumers if case.splits > 1 else 0
 
 
 def sms_used(case: GemmCase, sm_count: int) -> int:

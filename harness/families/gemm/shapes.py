@@ -131,10 +131,11 @@ def plan(shapes: dict[Shape, list[_cases.GemmCase]], named: list[_cases.GemmCase
 def _configuration(case: _cases.GemmCase | _cases.LibraryCase) -> dict[str, object]:
     """A row's configuration columns: the pipeline's, or the library's name in the tile's place."""
     if isinstance(case, _cases.LibraryCase):
-        return {"tile": case.anchor.library, "stages": None, "wg": None, "cluster": None, "grid": None,
+        return {"tile": case.anchor.library, "stages": None, "wg": None, "cluster": None, "split": None, "grid": None,
                 "epilogue": None, "promotion": None}
     return {"tile": f"{case.bm}x{case.bn}x{case.bk}", "stages": case.stages, "wg": case.consumers,
-            "cluster": case.cluster, "grid": ("persistent-" if case.persistent else "grid-") + case.order,
+            "cluster": case.cluster, "split": case.splits,
+            "grid": ("persistent-" if case.persistent else "grid-") + case.order,
             "epilogue": case.epilogue, "promotion": case.promotion if case.promote else None}
 
 
@@ -186,4 +187,6 @@ def ranking(planned: Planned, results, fit=None):
     frame = pd.DataFrame(rows)
     if frame.promotion.isna().all():
         frame = frame.drop(columns="promotion")
+    if not (frame.split > 1).any():  # split-K: shown where a case has it
+        frame = frame.drop(columns="split")
     return frame

@@ -24,6 +24,10 @@ Ids spell the PTX load, then what is timed and where the data lives:
                                       (in the L2), timing each load alone: a map of the L2's latency from
                                       every SM to every line, whose lines fall into the near and far partition
                                       (maps.py; the `maps` suite)
+    ld.global.cg.u32.pairs.l2         the L2's near and far hits and misses by pair of SMs: one block per SM brings
+                                      lines of a fresh slab into the L2 (each load timed: a miss), then, after
+                                      every block has (a flag in global memory), times its first access to lines
+                                      16 other SMs brought in, and its own line again (pairs.py; the `maps` suite)
 
 Metrics: `latency_cycles` of a chase, by chain slope ({"timed": "chain"}: two chains of 256 and 4352
 dependent loads, the difference over the difference of lengths; the headline) and, for L2 and HBM,
@@ -31,6 +35,10 @@ each load timed alone ({"timed": "each access"}: clock, load, a shared store tha
 clock; net of the same without the load), whose samples show the near and far L2 partitions as two
 modes; `sm_throughput` of a stream in B/cycle/SM (clock64, warps per SM 4..32); the map's `latency_cycles`
 per SM ({"map": "l2", "lines": MAP_LINES, "sm": s}: every line's load, MAP_LAUNCHES launches; methods.SmMap).
+The pairs' `latency_cycles` per SM and owner ({"map": "l2pairs", "sm": s, "owner": o}: o another SM's %smid, -1 the
+SM's own first loads (misses), -2 its own line again), and pooled ({"map": "l2pairs", "pool": "hits" | "misses",
+"cluster": 0 | 1}: every SM's loads of other SMs' lines, or its misses, split in two by 1-D k-means, as 2501.12084
+Table 4 clusters its single loads; "own": the own lines' hits).
 
 Rings are random cycles through 64-byte chunks (the papers' chunk size): word 16 c of chunk c holds
 the word index of the next chunk, so consecutive loads fall in unrelated lines.
@@ -44,7 +52,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from harness.errors import IllegalShapeError, SpecError
+from harness import seed_chapter
+from harness.errors import HarnessError, IllegalShapeError, SpecError
 from harness.families.base import (
     Check,
     Family,
@@ -56,6 +65,8 @@ from harness.families.base import (
     Work,
     known_cause,
 )
+from harness.families.memory.chapter import chapter_row
+from harness.families.memory.pairs import OWNER_MISS, OWNER_OWN
 from harness.l2lines import LINES as MAP_LINES  # noqa: F401 (the family's name for it)
 from harness.l2lines import chase
 from harness.l2lines import ring as map_ring
@@ -89,6 +100,20 @@ MAP_EMPTY = 16  # empty brackets each block times first; the least is the bracke
 # Dynamic shared memory (unused) of a map block: more than half of an SM's 228 KiB, so no two blocks share an SM
 # and a grid of one block per SM lands on every SM (CUDA C++ Programming Guide, compute capability 9.0).
 MAP_SHARED_BYTES = 120 << 10
+# The pairs (ld.global.cg.u32.pairs.l2, ptx/memory.cu.in KIND 3): launch k reads slab k mod PAIR_SLABS of `in`; in
+# it block b's stripe, lines a slot apart; a word every PAIR_WARM_BYTES loaded first (the TLB). A block times
+# PAIR_TARGETS other blocks' lines a launch: PAIR_LAUNCHES x PAIR_TARGETS >= 2 x 131 offsets, every pair of SMs
+# of a 132-SM GPU at least twice (the blocks' offsets shift by PAIR_TARGETS a launch).
+PAIR_TARGETS = 16
+PAIR_ROW_TARGETS = 2 * PAIR_TARGETS + 2  # its PAIR_TARGETS + 1 misses, the others' lines, its own line again
+PAIR_SLAB_BYTES = 2 << 20
+PAIR_STRIPE_BYTES = 8 << 10  # a block's: at most 256 blocks a slab
+PAIR_SLOT_BYTES = 256  # between two lines (two 128-byte lines: no line holds two of them)
+PAIR_WARM_BYTES = 64 << 10
+PAIR_SLABS = 32  # 64 MiB (and one slab more: the last slab's TLB word): no launch of a probe reuses a slab
+PAIR_LAUNCHES = 18
+PAIR_CHECK_BLOCKS = 4  # the check's grid (every block's sum checked)
+PAIR_POOLS = (("hits", 0, 1 << 20, 2), ("misses", OWNER_MISS, OWNER_MISS, 2), ("own", OWNER_OWN, OWNER_OWN, 1))
 # Levels beyond the SM, whose latency is not all in SM cycles: a paper figure of wall time x a clock is compared
 # with ours as time (compare's basis "ns"), with cycles beside it.
 BEYOND_SM = ("l2", "hbm")
@@ -98,7 +123,7 @@ LOG_CLOCK_MHZ = {"H800 PCIe": 1755.0, "A100 PCIe": 1395.0, "RTX4090": 2235.0}
 # Shared memory: 32 banks x 4 B per cycle per SM (CUDA C++ Programming Guide, compute capability 9.0).
 SHARED_PEAK = 128
 
-_ID = re.compile(r"^ld\.(?P<space>shared|global\.ca|global\.cg|global)\.(?P<width>u32|u64|v4\.u32)\.(?P<kind>pchase|ptrchase|stream|map)"
+_ID = re.compile(r"^ld\.(?P<space>shared|global\.ca|global\.cg|global)\.(?P<width>u32|u64|v4\.u32)\.(?P<kind>pchase|ptrchase|stream|map|pairs)"
                  r"(?:\.(?P<level>l1|l2|hbm))?$")
 
 
@@ -111,6 +136,10 @@ CAUSES = {
     ("ld.global.cg.u32.pchase.hbm", "latency_cycles"):
         "HBM3 / HBM3e against the H800 PCIe's HBM2e; the chase is random over 256 MiB, as 2501.12084 Table 3's "
         "(2402.13499's 478.8 is a fixed stride with a warmed TLB)",
+    ("ld.global.cg.u32.pairs.l2", "latency_cycles"):
+        "another GPU (the H800 PCIe: 114 SMs, HBM2e); 2501.12084 finds its four centres by k-means over one chase's "
+        "accesses (the means of the clusters); ours split hits from misses by construction, then each in two, and "
+        "compare a cluster's median",
     ("ld.global.cg.v4.u32.stream.l2", "sm_throughput"):
         "the L2 is shared by all SMs: per SM it is the whole GPU's rate over this GPU's SMs, and the paper's over "
         "the H800's 114 (whole GPU: the value x SMs)",
@@ -152,6 +181,16 @@ def _latency_case(level: str, plain: bool = False) -> str:
     return str(MemoryCase("pchase", level))
 
 
+def _chapter_chase(level: str) -> str:
+    """The chase the seed chapter's latency of a level compares with: shared memory's chase of addresses, the
+    authors' plain chase of 64-bit pointers in L1, the index chase beyond."""
+    return str(MemoryCase("ptrchase", "shared")) if level == "shared" else _latency_case(level, plain=True)
+
+
+def _stream_case(level: str) -> str:
+    return str(MemoryCase("stream", level))
+
+
 def parse(case_id: str) -> MemoryCase:
     match = _ID.match(case_id)
     if not match:
@@ -170,12 +209,14 @@ def parse(case_id: str) -> MemoryCase:
 
 
 def check(case: MemoryCase) -> None:
-    if case.kind not in ("pchase", "ptrchase", "stream", "map") or case.level not in LEVELS:
+    if case.kind not in ("pchase", "ptrchase", "stream", "map", "pairs") or case.level not in LEVELS:
         raise SpecError(f"{case}: unknown kind {case.kind!r} or level {case.level!r}")
     if case.kind == "ptrchase" and (case.level != "shared" or case.weak):
         raise IllegalShapeError(f"{case}: the chase of addresses is shared memory's (global memory's is ld.global.u64)")
     if case.kind == "map" and (case.level != "l2" or case.weak):
         raise IllegalShapeError(f"{case}: the map is the L2's (ld.global.cg.u32.map.l2)")
+    if case.kind == "pairs" and (case.level != "l2" or case.weak):
+        raise IllegalShapeError(f"{case}: the pairs are the L2's (ld.global.cg.u32.pairs.l2)")
     if case.kind == "stream" and case.level == "hbm":
         raise IllegalShapeError(f"{case}: the HBM stream is the tma suite's read baseline (ld.global.v4.u32)")
 
@@ -208,9 +249,35 @@ def map_cases() -> list[MemoryCase]:
     return [MemoryCase("map", "l2")]
 
 
+def pair_cases() -> list[MemoryCase]:
+    return [MemoryCase("pairs", "l2")]
+
+
+def pair_layout(k: int, block: int, slot: int) -> int:
+    """The word index in `in` of slot `slot` of block `block`'s stripe in launch k's slab."""
+    return ((k % PAIR_SLABS) * PAIR_SLAB_BYTES + block * PAIR_STRIPE_BYTES + slot * PAIR_SLOT_BYTES) // 4
+
+
+def pair_owner(k: int, block: int, t: int, blocks: int) -> int:
+    """The block whose slot 1 + t block `block` reads in launch k (ptx/memory.cu.in KIND 3, step 4)."""
+    return (block + 1 + (k * PAIR_TARGETS + t) % (blocks - 1)) % blocks
+
+
+def pair_sums(words: np.ndarray, blocks: int, k: int = 0) -> np.ndarray:
+    """Each block's sum mod 2^32 of the words it loads in launch k of `blocks` blocks."""
+    warm = [((k % PAIR_SLABS) * PAIR_SLAB_BYTES + w) // 4 for w in range(0, PAIR_SLAB_BYTES + 1, PAIR_WARM_BYTES)]
+    sums = []
+    for b in range(blocks):
+        loaded = (warm + [pair_layout(k, b, 1 + i) for i in range(PAIR_TARGETS + 1)]
+                  + [pair_layout(k, pair_owner(k, b, t, blocks), 1 + t) for t in range(PAIR_TARGETS)]
+                  + [pair_layout(k, b, 1 + PAIR_TARGETS)])
+        sums.append(int(words[loaded].astype(np.uint64).sum() % (1 << 32)))
+    return np.array(sums, dtype=np.uint32)
+
+
 def all_cases() -> list[MemoryCase]:
     """The family's cases: the `memory` suite's and the map's (the `maps` suite's)."""
-    return cases() + map_cases()
+    return cases() + map_cases() + pair_cases()
 
 
 def _suites() -> dict[str, Suite]:
@@ -218,7 +285,10 @@ def _suites() -> dict[str, Suite]:
                             "load also timed alone for L2 and HBM), and load throughput per SM from shared memory, L1 "
                             "and L2", cases),
             "maps-l2": Suite("the L2 by SM: every SM's latency to each of 64 lines (near and far partition)", map_cases,
-                             part_of=("maps",))}
+                             part_of=("maps",)),
+            "maps-l2pairs": Suite("the L2's near and far hits and misses by pair of SMs: every SM's first access to "
+                                  "lines other SMs brought into the L2, and its own misses", pair_cases,
+                                  part_of=("maps",))}
 
 
 class MemoryFamily(Family):
@@ -237,12 +307,17 @@ class MemoryFamily(Family):
     def template_params(self, case: MemoryCase) -> dict[str, object]:
         self.check(case)
         words = case.region_bytes // 4
-        return {"kind": {"stream": 1, "map": 2}.get(case.kind, 0), "space": SPACES[case.space], "ring_words": words,
+        return {"kind": {"stream": 1, "map": 2, "pairs": 3}.get(case.kind, 0), "space": SPACES[case.space],
+                "ring_words": words,
                 "pointers": "true" if case.kind == "ptrchase" else "false",
                 "shared_words": words if case.level == "shared" else 4,
                 "launch_step": HBM_LAUNCH_STEP if case.level == "hbm" else 0,
                 "unroll": STREAM_UNROLL if case.kind == "stream" else UNROLL, "out_threads": self.output_words(case),
-                "map_lines": MAP_LINES, "map_empty": MAP_EMPTY, "map_row": MAP_ROW_HEAD + 2 * MAP_LINES}
+                "map_lines": MAP_LINES, "map_empty": MAP_EMPTY,
+                "map_row": MAP_ROW_HEAD + 2 * (PAIR_ROW_TARGETS if case.kind == "pairs" else MAP_LINES),
+                "pair_targets": PAIR_TARGETS, "pair_slabs": PAIR_SLABS, "slab_words": PAIR_SLAB_BYTES // 4,
+                "stripe_words": PAIR_STRIPE_BYTES // 4, "slot_words": PAIR_SLOT_BYTES // 4,
+                "warm_words": PAIR_WARM_BYTES // 4}
 
     def sass_expectation(self, case: MemoryCase) -> SassExpectation:
         """The chase's UNROLL dependent loads (LDS, or LDG.E with .cg's STRONG.GPU); the stream's loads."""
@@ -253,6 +328,9 @@ class MemoryFamily(Family):
             load = "LDG.E" + (".128" if case.kind == "stream" else ".64" if case.weak else "") + strength
         if case.kind == "stream":
             return SassExpectation((("probe_stream", KernelExpectation(load, STREAM_UNROLL)),), executes=load)
+        if case.kind == "pairs":  # the TLB words', the misses', the others' lines', the own line's
+            return SassExpectation((("probe_pairs", KernelExpectation(load, 4)),), executes=load,
+                                   spill_kernels=("probe_pairs",))
         if case.kind == "map":  # the warm walk's load and the timed one's; local memory would be a spill
             return SassExpectation((("probe_map", KernelExpectation(load, 2)),), executes=load,
                                    spill_kernels=("probe_map",))
@@ -267,6 +345,11 @@ class MemoryFamily(Family):
     # -- correctness -------------------------------------------------------------------------------
 
     def inputs(self, case: MemoryCase, rng: np.random.Generator) -> Inputs:
+        if case.kind == "pairs":  # every slab and the word after the last (the last launch's TLB word)
+            words = rng.integers(0, 1 << 32, (PAIR_SLABS * PAIR_SLAB_BYTES + PAIR_WARM_BYTES) // 4,
+                                 dtype=np.uint64).astype(np.uint32)
+            return Inputs(words.view(np.uint8), {"words": words},
+                          f"uniform random 32-bit words over {PAIR_SLABS} slabs of {PAIR_SLAB_BYTES >> 20} MiB")
         if case.kind == "map":
             words = map_ring(rng)
             return Inputs(words.view(np.uint8), {"words": words},
@@ -289,6 +372,13 @@ class MemoryFamily(Family):
             return [Check("probe_stream", threads, iters, 5 * CHECK_WARPS,
                           self._expected(case, stream_sums(words, threads, iters)), 0.0,
                           f"each thread's sum of {iters * STREAM_UNROLL} 16-byte words")]
+        if case.kind == "pairs":
+            row = MAP_ROW_HEAD + 2 * PAIR_ROW_TARGETS
+            return [Check("probe_pairs", 32, PAIR_TARGETS, row * PAIR_CHECK_BLOCKS,
+                          self._expected(case, pair_sums(words, PAIR_CHECK_BLOCKS)), 0.0,
+                          f"each of {PAIR_CHECK_BLOCKS} blocks' sum of every word it loads (its TLB words, its own "
+                          f"lines, {PAIR_TARGETS} of the other blocks' lines, its own line again)",
+                          grid=PAIR_CHECK_BLOCKS)]
         if case.kind == "map":  # a walk of fewer steps than the cycle, which would end where it began
             steps = MAP_LINES // 2 + 3
             return [Check("probe_map", 32, steps, MAP_ROW_HEAD + 2 * MAP_LINES,
@@ -310,7 +400,7 @@ class MemoryFamily(Family):
         return out
 
     def output_words(self, case: MemoryCase) -> int:
-        return 32 * CHECK_WARPS if case.kind == "stream" else 1
+        return 32 * CHECK_WARPS if case.kind == "stream" else PAIR_CHECK_BLOCKS if case.kind == "pairs" else 1
 
     def decode(self, case: MemoryCase, words: np.ndarray) -> np.ndarray:
         return np.asarray(words[:self.output_words(case)], dtype=np.uint32).astype(np.float64)
@@ -324,6 +414,17 @@ class MemoryFamily(Family):
         return SHARED_PEAK if case.kind == "stream" and case.level in ("shared", "l1") else None
 
     def plan(self, case: MemoryCase, device=None) -> list:
+        if case.kind == "pairs":
+            return [SmMap("latency_cycles", "probe_pairs", 32, PAIR_ROW_TARGETS, PAIR_TARGETS, PAIR_LAUNCHES,
+                          {"map": "l2pairs"}, by_target=True, target_key="owner", pools=PAIR_POOLS,
+                          notes=f"each block (one per SM) loads {PAIR_TARGETS + 1} lines of a fresh 2 MiB slab (the L2 "
+                                "evicted; the TLB warmed; each load timed: misses, owner -1), waits for every block (a "
+                                f"counter in global memory), then times its first access to one line of each of "
+                                f"{PAIR_TARGETS} other blocks (owner: that block's %smid) and its own last line "
+                                "again (owner -2), with ld.global.cg, each load bracketed alone (clock, load, a shared "
+                                "store that waits for the word, clock) less the least of 16 empty brackets; pools: "
+                                "every SM's samples of other SMs' lines (hits) and of its own first loads (misses), "
+                                "each split in two by 1-D k-means")]
         if case.kind == "map":
             return [SmMap("latency_cycles", "probe_map", 32, MAP_LINES, MAP_LINES, MAP_LAUNCHES,
                           {"map": "l2", "lines": MAP_LINES},
@@ -355,10 +456,17 @@ class MemoryFamily(Family):
 
         if case.kind == "map":  # shared memory no two blocks fit on one SM beside: one block per SM
             probe.dynamic_smem["probe_map"] = MAP_SHARED_BYTES
+        if case.kind == "pairs":  # one block per SM, all resident (the flag waits for all), from a fresh counter
+            if device.sm_count * PAIR_STRIPE_BYTES > PAIR_SLAB_BYTES:
+                raise HarnessError(f"{case}: {device.sm_count} SMs' stripes of {PAIR_STRIPE_BYTES >> 10} KiB do not "
+                                   f"fit a {PAIR_SLAB_BYTES >> 20} MiB slab")
+            probe.dynamic_smem["probe_pairs"] = MAP_SHARED_BYTES
+            for name in ("pairs_launches", "pairs_arrived", "pairs_departed"):
+                cupy.ndarray((1,), cupy.uint32, probe.module.get_global(name)).fill(0)
         if case.kind in ("pchase", "ptrchase"):
             for name in ("chain_launches", "each_launches"):
                 cupy.ndarray((1,), cupy.uint32, probe.module.get_global(name)).fill(0)
-        if case.level == "hbm":
+        if case.level == "hbm" or case.kind == "pairs":
             scratch = cupy.ones(max(2 * (device.l2_bytes or 50 << 20), 1 << 20) // 4, dtype=cupy.uint32)
             scratch += 1
             cupy.cuda.get_current_stream().synchronize()
@@ -367,6 +475,8 @@ class MemoryFamily(Family):
     def paper_row(row: dict) -> dict | str | None:
         """Our counterpart of a published memory-level figure (2402.13499 Tables IV-V, 2501.12084 Tables 3-5,
         the authors' random_latency logs), in our units; a string says why one has none; None: not ours."""
+        if row["paper"] == seed_chapter.SOURCE:  # the seed chapter's levels: our chases and streams
+            return chapter_row(row, _chapter_chase, _stream_case)
         table, metric, how = row["table_or_figure"], row["metric"], row["instruction"]
         if table.startswith(("Sec. IV-B ", "Sec. 4.1 ", "Sec. 4.2 ", "Sec. 7.1 ", "Sec. 7.2 ")):
             return _memory_text(row)
@@ -381,9 +491,11 @@ class MemoryFamily(Family):
             # "cycles = time per access x clock": beyond the SM (L2, HBM) compared as the time it is
             clock = re.search(r"clock (\d+) MHz", row["notes"])
             return {**found, "wall_clock_mhz": float(clock.group(1))} if level in BEYOND_SM and clock else found
-        if table.startswith("Table 4 "):
-            return ("a centre of the per-access latencies' clusters (near/far partition, hit/miss): our L2 and HBM "
-                    "chases store every access ({\"timed\": \"each access\"}); the report shows their modes")
+        if table.startswith("Table 4 "):  # k-means centres of single loads: ours the pairs' pooled clusters
+            side, which = metric.removeprefix("latency_l2_cache_").split("_")
+            return dict(case_id=str(MemoryCase("pairs", "l2")), metric="latency_cycles",
+                        launch={"map": "l2pairs", "pool": which + ("s" if which == "hit" else "es"),
+                                "cluster": 0 if side == "near" else 1})
         if metric.startswith("latency_"):
             level = {"latency_l1": "l1", "latency_shared": "shared", "latency_l2": "l2", "latency_global": "hbm"}[metric]
             if level == "hbm" and "fixed stride" in how:

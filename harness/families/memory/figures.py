@@ -73,13 +73,50 @@ def map_sections(ctx) -> list:
 
     maps = load(ctx.store, ctx.measured)
     if not maps:
-        return []
+        return pair_sections(ctx, ctx.measured)
     path = _map_figure(maps, ctx.directory, "memory_l2_map.png")
     tables = pd.concat([found.per_sm().assign(gpu=gpu) for gpu, found in maps.items()]).round(1)
     return [("The L2 by SM: near and far partition", [describe(gpu, found) for gpu, found in maps.items()]
              + [MAP_METHOD], path),
             ("The L2 by SM, in numbers", ["Per SM: the median over each partition's lines, its near partition, far - "
-                                          "near."], tables)]
+                                          "near."], tables)] + pair_sections(ctx, ctx.measured)
+
+
+PAIRS_METHOD = ("Every SM (one block each) loads 17 lines of a fresh 2 MiB slab (the L2 evicted before the probe, the "
+                "TLB warmed; each load timed alone: misses), waits at a counter in global memory until every block "
+                "has, then times its first access to one line of each of 16 other SMs' and its own last line again "
+                "(ld.global.cg, clock, load, a shared store that waits for the word, clock, less the least empty "
+                "bracket), 18 launches. A cell is the median over a pair's samples; the two sides are those that best "
+                "explain which pairs are slow (harness/smgroups.py). docs/data-movement.md, 'Maps of the chip': near "
+                "and far hits by pair of SMs.")
+
+
+def _pairs_figure(maps: dict, directory, name: str):
+    from harness.families.memory.pairs import heatmap
+    from harness.plotting import gpu_panels
+
+    return gpu_panels(maps, lambda axes, gpu, found: heatmap(axes[0], found, f"{gpu}: first access to another SM's "
+                                                             "L2 line (cycles)"), directory / name)
+
+
+def pair_sections(ctx, frame) -> list:
+    """The pairs' report section (or the site's finding): the heat map, the sentences, Table 4's clusters."""
+    from harness.families.memory.maps import load as load_l2
+    from harness.families.memory.pairs import describe, gpc_groups, load
+
+    found = load(ctx.store, frame)
+    if not found:
+        return []
+    l2 = load_l2(ctx.store, frame)
+    groups = gpc_groups(ctx.store, frame)
+    near = {gpu: {int(r.sm): int(r.near) for r in m.per_sm().itertuples()} for gpu, m in l2.items() if m.split}
+    lines = [line for gpu, pm in found.items() for line in describe(gpu, pm, near.get(gpu), groups.get(gpu))]
+    path = _pairs_figure(found, ctx.directory, "memory_l2_pairs.png")
+    table = pd.concat([pm.clusters().assign(gpu=gpu) for gpu, pm in found.items()]).round(2)
+    return [("The L2's near and far hits, by pair of SMs", lines + [PAIRS_METHOD], path),
+            ("The L2's near and far hits: 2501.12084 Table 4's clusters", [
+                "Our samples split as Table 4 splits its single loads (1-D k-means: hits in two, misses in two); "
+                "centre: the cluster's mean, as the paper's; bench compare holds each beside the paper's."], table)]
 
 
 def findings(ctx) -> list:
@@ -87,8 +124,10 @@ def findings(ctx) -> list:
     from harness.families.memory.maps import describe, load
 
     maps = load(ctx.store, ctx.latest)
+    pairs = [("Which SMs find the L2 lines that other SMs brought in far?", *section[1:])
+             for section in pair_sections(ctx, ctx.latest)[:1]]
     if not maps:
-        return []
+        return pairs
     path = _map_figure(maps, ctx.directory, "memory_l2_map.png")
     return [("Which SMs are far from which half of the L2?", [describe(gpu, found) for gpu, found in maps.items()]
-             + [MAP_METHOD], path)]
+             + [MAP_METHOD], path)] + pairs

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness import dtypes
+from harness import dtypes, seed_chapter
 from harness.families.base import Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
 from harness.families.chains import ILPS, Chains
 import harness.families.simt.cases as _cases
+import harness.families.simt.chapter as _chapter
 import harness.families.simt.overlap as _overlap
 from harness.families.simt.cases import SimtCase
 from harness.families.simt.overlap import OverlapCase
@@ -45,6 +46,10 @@ def _suites() -> dict[str, Suite]:
         "simt-overlap": Suite("one SM, wgmma (f16 SS at N 64, 128, 256; f16 RS and e4m3 SS at N 64, 256) in one "
                               "warpgroup beside a SIMT instruction at full rate in another (ex2, FFMA, HFMA2, SHFL, "
                               "F2FP), each side timed while the other runs, and each alone", _overlap.cases),
+        "simt-overlap-tma": Suite("simt-overlap's cases with TMA loads in flight: a producer warp keeps 2-D TMA loads "
+                                  "(8 KiB boxes, a ring of 4 slots) going beside wgmma (f16 SS and RS, N 64 and 256) "
+                                  "and the SIMT instruction; every side timed while the others run, and the loads "
+                                  "alone; with the same cases without the loads", _overlap.tma_suite),
         "simt-mufu": Suite("the special-function unit (MUFU) alone", kind("mufu")),
         "simt-quick": Suite("one instruction per unit: FFMA, HFMA2, MUFU.EX2, SHFL, F2FP", lambda: [
             _cases.parse(f"simt.{name}") for name in ("fma.rn.f32", "fma.rn.f16x2", "ex2.approx.ftz.f32",
@@ -174,7 +179,7 @@ def expected_chain(case: SimtCase, inputs: Inputs, steps: int) -> tuple[np.ndarr
 
 
 def _all_cases() -> list:
-    return [*_cases.cases(), *_overlap.cases()]
+    return [*_cases.cases(), *_overlap.cases(), *_overlap.tma_cases()]
 
 
 def _parse(case_id: str):
@@ -197,21 +202,34 @@ class SimtFamily(Family):
     check = staticmethod(_check)
     suites = staticmethod(_suites)
 
+    @property
+    def model(self):
+        """The overlap model: what each side of a simt-overlap case keeps, from the two sides alone (model.py)."""
+        from harness.families.simt.model import OverlapModel
+
+        return OverlapModel()
+
     # -- the probe -------------------------------------------------------------------------------
 
     def template_params(self, case) -> dict[str, object]:
         self.check(case)
-        common = {"unroll": CHAINS.unroll, "short_body": CHAINS.short_unroll, "max_ilp": MAX_ILP}
+        common = {"unroll": CHAINS.unroll, "short_body": CHAINS.short_unroll, "max_ilp": MAX_ILP,
+                  **_tma_render(case if isinstance(case, OverlapCase) else None)}
         if isinstance(case, OverlapCase):
             op = _ops.OPS[case.op] if case.op else None
             return {**common, **_overlap.wgmma_render(case), "instruction": case.op or "nothing",
                     "body": op.body if op else "", "chain_kernels": "", "overlap": 1,
                     "has_simt": "true" if op else "false", "out_simt": _overlap.simt_offset(case),
-                    "overlap_kernels": "\n".join(f"PROBE_OVERLAP(probe_overlap_{role}, {str(role == 'wgmma').lower()})"
+                    "overlap_kernels": "\n".join(f"PROBE_OVERLAP(probe_overlap_{role}, {_ROLES.index(role)})"
                                                  for role in case.roles)}
         return {**common, **_overlap.wgmma_render(None), "instruction": case.instruction_ptx,
                 "body": case.op.body, "chain_kernels": CHAINS.rendered(), "overlap": 0, "has_simt": "false",
                 "out_simt": 0, "overlap_kernels": ""}
+
+    def attach(self, case, probe, device) -> None:
+        """The .tma overlap cases' source and tensor map (overlap.attach); nothing for the others."""
+        if isinstance(case, OverlapCase):
+            _overlap.attach(case, probe)
 
     def sass_expectation(self, case) -> SassExpectation:
         if isinstance(case, OverlapCase):
@@ -279,7 +297,7 @@ class SimtFamily(Family):
 
     def output_words(self, case) -> int:
         if isinstance(case, OverlapCase):
-            return _overlap.simt_offset(case) + (MAX_ILP * _ops.LANES if case.op else 0)
+            return _overlap.tma_offset(case) + _overlap.tma_words(case)
         return MAX_ILP * _ops.LANES
 
     def decode(self, case, words: np.ndarray) -> np.ndarray:
@@ -293,6 +311,8 @@ class SimtFamily(Family):
             split = _overlap.simt_offset(case)
             if case.op:
                 parts.append(_decode(_ops.OPS[case.op].dtype, words[split:split + MAX_ILP * _ops.LANES]).ravel())
+            if case.tma:
+                parts.append(_ring_matches(words[_overlap.tma_offset(case):]))
             return np.concatenate(parts)
         return _decode(case.op.dtype, np.asarray(words[:MAX_ILP * _ops.LANES]).reshape(MAX_ILP, _ops.LANES))
 
@@ -300,8 +320,9 @@ class SimtFamily(Family):
 
     def work(self, case) -> Work:
         if isinstance(case, OverlapCase):  # what one timed instruction does (its metrics are cycles only)
-            return Work(2 * 64 * case.n * case.k, "FLOP") if case.n else Work(_ops.LANES * _ops.OPS[case.op].results,
-                                                                          "result")
+            if case.n:
+                return Work(2 * 64 * case.n * case.k, "FLOP")
+            return Work(_ops.LANES * _ops.OPS[case.op].results, "result") if case.op else Work(_overlap.TMA_TILE_BYTES, "B")
         return self._chain_work(case)
 
     def _chain_work(self, case: SimtCase) -> Work:
@@ -336,10 +357,17 @@ class SimtFamily(Family):
     def headline(self, metric: str) -> dict | None:
         return None
 
+    @staticmethod
+    def paper_row(row: dict) -> dict | str | None:
+        """The seed architecture chapter's CUDA-core figures (simt/chapter.py); no other source's rows are ours."""
+        return _chapter.chapter_row(row) if row["paper"] == seed_chapter.SOURCE else None
+
     def describe(self, case) -> list[str]:
         if isinstance(case, OverlapCase):
             return [f"warpgroup 0: {f'wgmma m64n{case.n}k{case.k} {case.form} -> f32, back to back' if case.n else 'idle'}",
                     f"warpgroup 1: {case.op + ', 8 chains a warp, 4 warps' if case.op else 'idle'}",
+                    *([f"warp 8: TMA loads of {_overlap.TMA_TILE_BYTES} B boxes into a ring of {_overlap.TMA_STAGES} "
+                       "slots, each completed on its mbarrier"] if case.tma else []),
                     "timed: " + " and ".join(f"{role} (while the other side runs)" for role in case.roles)]
         op = case.op
         lines = [f"one step: {op.body}", f"sm_90a runs: {op.executes}" + (" (emulated: a sequence)" if op.emulated else ""),
@@ -363,6 +391,26 @@ class SimtFamily(Family):
 
 
 FAMILY = SimtFamily()
+_ROLES = ("wgmma", "simt", "tma")  # the template's Role, the side a kernel times
+
+
+def _tma_render(case: OverlapCase | None) -> dict[str, object]:
+    tma = case is not None and case.tma
+    return {"has_tma": "true" if tma else "false", "tma_stages": _overlap.TMA_STAGES,
+            "tma_box_rows": _overlap.TMA_BOX_ROWS, "tma_box_cols": _overlap.TMA_BOX_COLS,
+            "tma_tiles": _overlap.TMA_TILES, "tma_unroll": _overlap.TMA_UNROLL,
+            "out_tma": _overlap.tma_offset(case) if tma else 0,
+            "overlap_map_param": ", const __grid_constant__ TmaMap map" if tma else "",
+            "overlap_map_ref": "&map" if tma else "nullptr"}
+
+
+def _ring_matches(words: np.ndarray) -> np.ndarray:
+    """The producer's record decoded: 1.0 for each ring word that holds what its slot's last load brought (the
+    count of loads read from the record), 0.0 for one that does not (or where a slot was never loaded)."""
+    words = np.asarray(words, dtype=np.uint32)
+    ring = words[1:1 + _overlap.TMA_STAGES * _overlap.TMA_TILE_WORDS]
+    expected = _overlap.ring_expected(int(words[0]))
+    return np.zeros(ring.size) if expected is None else (ring == expected).astype(np.float64)
 
 
 def _overlap_expectation(case: OverlapCase) -> SassExpectation:
@@ -379,8 +427,10 @@ def _overlap_expectation(case: OverlapCase) -> SassExpectation:
             for i, (mnemonic, count) in enumerate(op.sass):
                 kernels.append((kernel, KernelExpectation(mnemonic, CHAINS.unroll * MAX_ILP * count, op.forbidden,
                                                           also=op.also if i == 0 else ())))
+        if case.tma:  # one body of loads, each a 2-D tile load completed on an mbarrier
+            kernels.append((kernel, KernelExpectation("UTMALDG.2D", _overlap.TMA_UNROLL)))
     return SassExpectation(tuple(kernels), (_overlap.mnemonic(case) if case.n else "nothing") + " beside "
-                           + (op.executes if op else "nothing"), False,
+                           + (op.executes if op else "nothing") + (" and UTMALDG.2D" if case.tma else ""), False,
                            invalidating_notes=("C7510", "C7511", "C7515", "C7519"),
                            spill_kernels=tuple(_overlap.kernels(case)))
 
@@ -390,7 +440,7 @@ def _overlap_checks(case: OverlapCase, inputs: Inputs) -> list[Check]:
     zero = np.zeros_like(ones)
     out = []
     for role in case.roles:
-        iters = _overlap.CHECK_WGMMAS if role == "wgmma" else CHAINS.unroll * 4
+        iters = {"wgmma": _overlap.CHECK_WGMMAS, "simt": CHAINS.unroll * 4, "tma": _overlap.CHECK_LOADS}[role]
         expected, tolerance = [ones], [zero]
         if case.op:
             chain = SimtCase(case.op)
@@ -398,23 +448,38 @@ def _overlap_checks(case: OverlapCase, inputs: Inputs) -> list[Check]:
             value, tol = expected_chain(chain, inputs, steps)
             expected.append(value.ravel())
             tolerance.append(np.broadcast_to(tol, value.shape).ravel())
-        out.append(Check(f"probe_overlap_{role}", 256, iters, 5 * 5, np.concatenate(expected), np.concatenate(tolerance),
-                         f"D / (K x wgmma) and the chains ({role} timed)"))
+        if case.tma:  # every word of every ring slot as its last load brought it
+            ring = np.ones(_overlap.TMA_STAGES * _overlap.TMA_TILE_WORDS)
+            expected.append(ring)
+            tolerance.append(np.zeros_like(ring))
+        out.append(Check(f"probe_overlap_{role}", case.threads, iters, case.units * 5, np.concatenate(expected),
+                         np.concatenate(tolerance),
+                         f"D / (K x wgmma), the chains" + (" and the TMA ring" if case.tma else "") + f" ({role} timed)"))
     return out
 
 
 def _overlap_plan(case: OverlapCase) -> list:
     specs = []
-    beside = {"wgmma": case.op or "nothing",
-              "simt": f"wgmma m64n{case.n}k{case.k} {case.form}" if case.n else "nothing"}
+    wgmma = f"wgmma m64n{case.n}k{case.k} {case.form}" if case.n else None
+    tma = f"TMA loads ({_overlap.TMA_TILE_BYTES} B boxes)" if case.tma else None
+    beside = {"wgmma": " and ".join(filter(None, (case.op, tma))) or "nothing",
+              "simt": " and ".join(filter(None, (wgmma, tma))) or "nothing",
+              "tma": " and ".join(filter(None, (wgmma, case.op))) or "nothing"}
     for role in case.roles:
         if role == "wgmma":
-            specs.append(ChainSlope("issue_interval_cycles", "probe_overlap_wgmma", 256, units=5, per_iter=1,
+            specs.append(ChainSlope("issue_interval_cycles", "probe_overlap_wgmma", case.threads, units=case.units, per_iter=1,
                                     unroll=_overlap.WGMMA_UNROLL, launch={"role": "wgmma", "beside": beside[role]},
                                     notes=f"one SM: warpgroup 0's wgmma back to back while warpgroup 1 runs "
                                           f"{beside[role]}; cycles per wgmma"))
+        elif role == "tma":
+            specs.append(ChainSlope("issue_interval_cycles", "probe_overlap_tma", case.threads, units=case.units,
+                                    per_iter=1, unroll=_overlap.TMA_UNROLL,
+                                    launch={"role": "tma", "beside": beside[role], "bytes": _overlap.TMA_TILE_BYTES},
+                                    notes=f"one SM: the producer warp's TMA loads ({_overlap.TMA_TILE_BYTES} B each, "
+                                          f"{_overlap.TMA_STAGES} in flight, from an L2-resident source) while the "
+                                          f"others run {beside[role]}; cycles per load"))
         else:
-            specs.append(ChainSlope("issue_interval_cycles", "probe_overlap_simt", 256, units=5, per_iter=MAX_ILP,
+            specs.append(ChainSlope("issue_interval_cycles", "probe_overlap_simt", case.threads, units=case.units, per_iter=MAX_ILP,
                                     unroll=CHAINS.unroll, launch={"role": "simt", "beside": beside[role]},
                                     notes=f"one SM: warp 0 of warpgroup 1 (4 warps, 8 chains each) while warpgroup 0 "
                                           f"runs {beside[role]}; cycles per instruction of one warp"))

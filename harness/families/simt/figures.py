@@ -101,6 +101,11 @@ def _overlap_sections(frame: pd.DataFrame, directory=None, title: str = "", name
         return []
     frame["role"] = frame.launch.map(lambda launch: (json.loads(launch) if isinstance(launch, str) else launch).get("role"))
     cases = {case_id: _overlap.parse(case_id) for case_id in frame.case_id.unique()}
+    with_tma = _tma_section(frame, cases)
+    frame = frame[~frame.case_id.map(lambda case_id: cases[case_id].tma).astype(bool)]
+    cases = {case_id: case for case_id, case in cases.items() if not case.tma}
+    if frame.empty:
+        return with_tma
     frame["op"] = frame.case_id.map(lambda case_id: cases[case_id].op or "none")
     frame["shape"] = frame.case_id.map(lambda case_id: _shape(cases[case_id]))
     wgmma = frame[frame.role == "wgmma"].pivot_table(index="op", columns="shape", values="value", aggfunc="first")
@@ -133,7 +138,36 @@ def _overlap_sections(frame: pd.DataFrame, directory=None, title: str = "", name
     intervals = wgmma.reindex(columns=shapes).round(2).reset_index().rename(columns={"op": "beside"})
     sections.append(("Beside the tensor cores: cycles per wgmma", [
         "Warpgroup 0's cycles per wgmma, alone (beside 'none') and beside each instruction."], intervals))
-    return sections
+    return sections + with_tma
+
+
+def _tma_section(frame: pd.DataFrame, cases: dict) -> list:
+    """The .tma cases beside their counterparts without TMA traffic: each side's cycles without and with a producer
+    warp's TMA loads in flight, and the loads' bytes per cycle alone and beside the others."""
+    value = {(cases[c].op, cases[c].n, cases[c].form, cases[c].tma, role): v
+             for c, role, v in zip(frame.case_id, frame.role, frame.value)}
+    alone_tma = value.get((None, None, "f16.SS", True, "tma"))
+    rows = []
+    for case in sorted({c for c in cases.values() if c.tma and (c.n or c.op)},
+                       key=lambda c: (c.form, c.n or 0, c.op or "")):
+        key = (case.op, case.n, case.form)
+        tma = value.get((*key, True, "tma"))
+        rows.append({"instruction": case.op or "none", "wgmma": _shape(case).removesuffix(".tma"),
+                     "wgmma cycles": value.get((*key, False, "wgmma")), "wgmma cycles, TMA": value.get((*key, True, "wgmma")),
+                     "instruction cycles": value.get((*key, False, "simt")),
+                     "instruction cycles, TMA": value.get((*key, True, "simt")),
+                     "TMA B/cycle": round(_overlap.TMA_TILE_BYTES / tma, 1) if tma else None})
+    if not rows:
+        return []
+    table = pd.DataFrame(rows)
+    for column in ("wgmma cycles", "wgmma cycles, TMA", "instruction cycles", "instruction cycles, TMA"):
+        table[column] = table[column].astype(float).round(2)
+    return [("Beside the tensor cores, with TMA loads in flight", [
+        f"The same sides with a third role: one producer warp keeping TMA loads of {_overlap.TMA_TILE_BYTES} bytes "
+        f"({_overlap.TMA_BOX_ROWS} rows of {_overlap.TMA_BOX_COLS * 4} bytes from an L2-resident source) in flight into "
+        f"a ring of {_overlap.TMA_STAGES} slots. Cycles per wgmma and per instruction of one warp without the loads "
+        "(simt-overlap's case in the same run, blank if not measured) and with them; the loads' bytes per cycle "
+        "beside both" + (f" (alone: {_overlap.TMA_TILE_BYTES / alone_tma:.1f})" if alone_tma else "") + "."], table)]
 
 
 def _shape(case) -> str:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness import seed_chapter
 from harness.families.base import (Check, Family, Inputs, KernelExpectation, Reason, SassExpectation, Suite, Work,
                                    known_cause)
 import harness.families.tma.cases as _cases
@@ -428,7 +429,10 @@ class TmaFamily(Family):
     @staticmethod
     def paper_row(row: dict) -> dict | str | None:
         """Our counterpart of the authors' TMA logs (HPMLL/NVIDIA-Hopper-Benchmark) and of 2501.12084 Sec. 5.1;
-        a string says why one has none; None: not ours (their DSM logs: the dsmem family's)."""
+        a string says why one has none; None: not ours (their DSM logs: the dsmem family's). Of the seed
+        architecture chapter, its HBM bandwidth: our plain reader from HBM (the read roofline), in wall time."""
+        if row["paper"] == seed_chapter.SOURCE:
+            return dict(case_id=FIXED_IDS["read"], metric="bandwidth_gbps") if row["metric"] == "bandwidth_hbm" else None
         table = row["table_or_figure"]
         gpu = row["gpu"].replace(" (inferred)", "")
         if "NewFeatures/TMA/Latency" in table:  # a chase: each step a TMA load, its wait and the index read

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -177,10 +177,15 @@ class TmaModel(FamilyModel):
         return FitReport(gpu, lines, residuals + stream_rows, issue, issue_from, roofline, len(stream_rows))
 
     def transfer(self, fitted: FitReport, frame: pd.DataFrame, gpu: str, source: str) -> FitReport | None:
-        """Predict this run's streams with the issue cost fitted to another run (`fitted`, its report)."""
+        """Predict this run's streams with the issue cost fitted to another run (`fitted`, its report). The latency
+        lines are fitted to this run itself: their rows say so (`in_sample`)."""
         if fitted.issue is None:
             return None
-        return self.fit(frame, gpu, source, fitted.issue, f"from {source}" if source else "from another run")
+        report = self.fit(frame, gpu, source, fitted.issue, f"from {source}" if source else "from another run")
+        if report is None:
+            return None
+        rows = [{**row, "in_sample": row["model"].startswith("copy latency")} for row in report.residual_rows]
+        return replace(report, residual_rows=rows)
 
     @staticmethod
     def _single_box(case) -> bool:

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from harness import dtypes, sparsity
+from harness import dtypes, seed_chapter, sparsity
 from harness.errors import SpecError
 from harness.families.base import Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
 import harness.families.wgmma.cases as _cases
@@ -405,6 +405,13 @@ class WgmmaFamily(Family):
                 OccupancySweep((point(1),), WARPGROUP_THREADS, UNROLL,
                                whole_gpu="every" if compared else "none", energy=energy),
                 OccupancySweep((most,), WARPGROUP_THREADS, UNROLL, whole_gpu="none")] + others
+
+    @staticmethod
+    def paper_row(row: dict) -> str | None:
+        """The seed architecture chapter's count of tensor cores: why it is no figure of ours (its peaks are)."""
+        if row["paper"] == seed_chapter.SOURCE and row["metric"] == "tensor_cores_per_sm":
+            return "a count of units: the tensor-core peaks it implies are mapped (wgmma throughput_tflops at the boost clock)"
+        return None
 
     @staticmethod
     def paper_case(figure) -> tuple[str, str] | None:

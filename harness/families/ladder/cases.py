@@ -1,0 +1,138 @@
+"""The ladder's cases and ids: one GEMM step below the wgmma pipeline at one problem size.
+
+    ladder.<step>.<dtype>.<M>x<N>x<K>      e.g. ladder.reg-tiled.f32.4096x4096x4096, ladder.mma-ldmatrix.f16.2048x2048x2048
+
+C[M, N] = A[M, K] . B[N, K]^T (A and B row-major, K-major), C in f32. The steps (ptx/ladder.cu.in), each with
+its tile (BM x BN per block, k-blocks of BK) and block size:
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import ClassVar
+
+from harness.errors import IllegalShapeError, SpecError
+from harness.spec import Case
+
+
+@dataclass(frozen=True)
+class Step:
+    """One rung: its template constant, tile, threads, element type, and what it runs (its SASS opcode)."""
+
+    index: int  # ptx/ladder.cu.in STEP_*
+    bm: int
+    bn: int
+    bk: int
+    threads: int
+    dtype: str
+    what: str
+    unit: str  # the execution unit: "FFMA" (CUDA cores), "HMMA" (tensor cores), "library"
+
+
+STEPS: dict[str, Step] = {
+    "naive": Step(0, 16, 16, 8, 256, "f32", "one thread per element of C, A and B read from global memory", "FFMA"),
+    "smem-tiled": Step(1, 32, 32, 32, 1024, "f32", "32 x 32 tiles of A and B in shared memory, one element of C per "
+                       "thread", "FFMA"),
+    "reg-tiled": Step(2, 128, 128, 16, 256, "f32", "128 x 128 tiles, k-blocks of 16 in shared memory, 8 x 8 elements "
+                      "of C per thread in registers", "FFMA"),
+    "wmma": Step(3, 128, 128, 32, 256, "f16", "wmma.mma m16n16k16 (f16 in, f32 accumulate) on 128 x 128 x 32 tiles "
+                 "in shared memory, 8 warps of 64 x 32", "HMMA"),
+    "mma-ldmatrix": Step(4, 128, 128, 32, 256, "f16", "mma.sync m16n8k16 (f16 in, f32 accumulate), fragments by "
+                         "ldmatrix.x4 from 128 x 128 x 32 tiles in shared memory, 8 warps of 64 x 32", "HMMA"),
+    "cublas": Step(-1, 0, 0, 0, 1, "f32", "cuBLAS SGEMM (cublasGemmEx, f32 in and out, CUBLAS_COMPUTE_32F: no TF32)",
+                   "library"),
+}
+ORDER = tuple(STEPS)  # the ladder's order, naive first
+SIZES = (1024, 2048, 4096)  # square problems of the family's suites
+MAX_DIM = 16384
+_ID = re.compile(r"^ladder\.([a-z-]+)\.(f32|f16)\.(\d+)x(\d+)x(\d+)$")
+
+
+@dataclass(frozen=True)
+class LadderCase(Case):
+    family: ClassVar[str] = "ladder"
+    size_fields: ClassVar[tuple[str, ...]] = ("m", "n", "k")  # the GPU tests' sample: every step, smallest and largest
+
+    step: str
+    m: int
+    n: int
+    k: int
+
+    @property
+    def spec(self) -> Step:
+        return STEPS[self.step]
+
+    @property
+    def dtype(self) -> str:
+        return self.spec.dtype
+
+    @property
+    def library(self) -> bool:
+        return self.spec.unit == "library"
+
+    @property
+    def in_bytes(self) -> int:
+        return 4 if self.dtype == "f32" else 2
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.m * self.n * self.k
+
+    @property
+    def tiles(self) -> int:
+        return (self.m // self.spec.bm) * (self.n // self.spec.bn)
+
+    @property
+    def base_id(self) -> str:
+        return f"ladder.{self.step}.{self.dtype}.{self.m}x{self.n}x{self.k}"
+
+    def columns(self) -> dict[str, object]:
+        return {"instruction": {"FFMA": "fma.rn.f32", "HMMA": "wmma.mma" if self.step == "wmma" else "mma.sync",
+                                "library": "cublasGemmEx"}[self.spec.unit],
+                "m": self.m, "n": self.n, "k": self.k, "dtype_a": self.dtype, "dtype_b": self.dtype, "dtype_acc": "f32"}
+
+
+def case(step: str, size: int | tuple[int, int, int]) -> LadderCase:
+    m, n, k = (size, size, size) if isinstance(size, int) else size
+    return LadderCase(step, m, n, k)
+
+
+def parse(case_id: str) -> LadderCase:
+    match = _ID.match(case_id)
+    if not match:
+        raise SpecError(f"cannot parse ladder case id {case_id!r}: expected ladder.<step>.<dtype>.<M>x<N>x<K> with step "
+                        f"one of {', '.join(ORDER)} (e.g. ladder.reg-tiled.f32.4096x4096x4096)")
+    step, dtype, m, n, k = match.group(1), match.group(2), *map(int, match.groups()[2:])
+    if step not in STEPS:
+        raise SpecError(f"{case_id!r}: unknown ladder step {step!r}: expected one of {', '.join(ORDER)}")
+    if STEPS[step].dtype != dtype:
+        raise SpecError(f"{case_id!r}: the {step} step is {STEPS[step].dtype}, not {dtype}")
+    found = LadderCase(step, m, n, k)
+    check(found)
+    return found
+
+
+def check(case: LadderCase) -> None:
+    """M and N whole tiles (the kernels have no edge code), K whole k-blocks (and a multiple of 32, the check
+    problem's), every dimension at most MAX_DIM."""
+    spec = case.spec
+    if min(case.m, case.n, case.k) <= 0 or max(case.m, case.n, case.k) > MAX_DIM:
+        raise IllegalShapeError(f"{case.case_id}: every dimension in 1..{MAX_DIM}")
+    if not case.library and (case.m % spec.bm or case.n % spec.bn or case.k % max(spec.bk, 32)):
+        raise IllegalShapeError(f"{case.case_id}: the {case.step} step takes M a multiple of {spec.bm}, N of {spec.bn} "
+                                f"and K of {max(spec.bk, 32)} (whole tiles, no edge code)")
+    if case.library and (case.m % 8 or case.n % 8 or case.k % 8):
+        raise IllegalShapeError(f"{case.case_id}: the library case takes multiples of 8")
+
+
+def cases() -> list[LadderCase]:
+    return [case(step, size) for size in SIZES for step in ORDER]
+
+
+def quick() -> list[LadderCase]:
+    return [case(step, 1024) for step in ORDER]
+
+
+def everyday() -> list[LadderCase]:
+    return [case(step, 4096) for step in ORDER]

@@ -1,0 +1,209 @@
+"""The GEMM ladder family on the CPU: ids, the checks' expectations from NumPy, the measured problem's bound against
+what a right and a wrong C show, and the model's bounds against the arithmetic of the tiles."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness.errors import IllegalShapeError, SpecError
+from harness.families.ladder.cases import ORDER, parse
+from harness.families.ladder.model import FFMA_FLOPS_PER_CYCLE, LadderModel, bound, bounds
+from harness.families.ladder.problem import bound as tolerance
+from harness.registry import FAMILIES, parse_case_id
+
+FAMILY = FAMILIES["ladder"]
+
+
+def test_every_step_at_every_size_round_trips():
+    ids = [c.case_id for c in FAMILY.cases()]
+    assert len(ids) == len(set(ids)) == 3 * len(ORDER)
+    assert [parse_case_id(i).case_id for i in ids] == ids
+    assert parse("ladder.wmma.f16.2048x1024x512").dtype == "f16"
+
+
+@pytest.mark.parametrize("bad", ["ladder.naive.f16.1024x1024x1024",  # the SIMT steps are f32
+                                 "ladder.wmma.f32.1024x1024x1024",
+                                 "ladder.tiled.f32.1024x1024x1024",  # no such step
+                                 "ladder.reg-tiled.f32.1000x1024x1024",  # not whole 128-row tiles
+                                 "ladder.naive.f32.1024x1024x1000",  # K not a multiple of 32
+                                 "ladder.naive.f32.1024x1024"])
+def test_bad_ids_are_refused_in_one_line(bad):
+    with pytest.raises((SpecError, IllegalShapeError)) as refused:
+        parse_case_id(bad)
+    assert "\n" not in str(refused.value)
+
+
+def test_the_check_problem_expects_numpys_product_bit_for_bit_and_one_wrong_element_fails():
+    from harness.measure.validate import compare
+
+    for step in ("naive", "mma-ldmatrix"):
+        case = parse(f"ladder.{step}.{'f32' if step == 'naive' else 'f16'}.1024x1024x1024")
+        inputs = FAMILY.inputs(case, np.random.default_rng(3))
+        check = FAMILY.checks(case, inputs)[0]
+        a, b = inputs.values["A"], inputs.values["B"]
+        product = (a @ b.T).astype(np.float32).view(np.uint32).ravel().astype(np.float64)
+        assert np.array_equal(check.expected, product) and check.tolerance == 0.0
+        wrong = product.copy()
+        wrong[1234] = np.float64(np.float32(np.float32(wrong[1234].astype(np.uint32).view(np.float32)) + 1)
+                                 .view(np.uint32))
+        assert compare(product, check.expected, np.zeros_like(product)).ok
+        assert not compare(wrong, check.expected, np.zeros_like(product)).ok
+
+
+def _sequential_f32(a, b):
+    """C by one f32 FMA after another along K (np.float32 rounding each step): what the f32 steps do."""
+    acc = np.zeros((a.shape[0], b.shape[0]), dtype=np.float32)
+    for k in range(a.shape[1]):
+        acc = (acc.astype(np.float64) + np.outer(a[:, k], b[:, k]).astype(np.float64)).astype(np.float32)
+    return acc.astype(np.float64)
+
+
+@pytest.mark.parametrize("k", [1024, 4096])
+def test_the_measured_bound_passes_a_right_c_and_fails_a_dropped_k_step(k):
+    """Normal inputs: C summed in f32 step by step lies within the FFMA bound; the same C with one k16 step left
+    out (a k-block dropped), or with two columns swapped (a tile misplaced), does not, for most elements."""
+    rng = np.random.default_rng(k)
+    a = rng.standard_normal((48, k)).astype(np.float32)
+    b = rng.standard_normal((40, k)).astype(np.float32)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    exact, abs_sum = a64 @ b64.T, np.abs(a64) @ np.abs(b64).T
+    for unit in ("FFMA", "HMMA"):
+        limit = tolerance(np, abs_sum, k, unit)
+        assert (np.abs(_sequential_f32(a, b) - exact) <= limit).all() if unit == "FFMA" else True
+        dropped = exact - a64[:, 16:32] @ b64[:, 16:32].T
+        assert (np.abs(dropped - exact) > limit).mean() > 0.5, unit
+        swapped = exact[:, ::-1]
+        assert (np.abs(swapped - exact) > limit).mean() > 0.9, unit
+
+
+def test_the_ffma_bound_is_the_classical_one_doubled():
+    """K roundings of 2^-24 each, doubled: K x 2^-23 x sum |a b|."""
+    assert tolerance(np, np.array([1.0]), 4096, "FFMA")[0] == pytest.approx(4096 * 2.0 ** -23)
+    assert tolerance(np, np.array([1.0]), 4096, "HMMA")[0] == pytest.approx(4096 * 2.0 ** -22)
+
+
+def test_the_model_bounds_each_step_by_its_tiles():
+    """The steps' bounds rise up the ladder; the SIMT steps never above the FFMA peak (256 FLOP a cycle per SM),
+    the register-tiled one issue-bound at 64 FFMA of every 68 instructions; the naive one by its 18 wavefronts a k."""
+    params = LadderModel().prior("H100 SXM5")
+    values = {step: bound(parse(f"ladder.{step}.{'f16' if step in ('wmma', 'mma-ldmatrix') else 'f32'}"
+                                f".4096x4096x4096"), params) for step in ORDER if step != "cublas"}
+    assert values["naive"][0] == pytest.approx(64 / 18 * 127.9 / 128)
+    assert values["reg-tiled"] == (pytest.approx(FFMA_FLOPS_PER_CYCLE * 64 / 68), "issue")
+    assert values["naive"][0] < values["smem-tiled"][0] < values["reg-tiled"][0] < values["mma-ldmatrix"][0]
+    assert all(v <= FFMA_FLOPS_PER_CYCLE for s, (v, _) in values.items() if s in ("naive", "smem-tiled", "reg-tiled"))
+    assert bounds(parse("ladder.cublas.f32.4096x4096x4096"), params) == {}
+    case = parse("ladder.smem-tiled.f32.4096x4096x4096")
+    assert LadderModel().predict(case, "peak_fraction", params) == pytest.approx(values["smem-tiled"][0] / 256)
+    line, table = LadderModel().datasheet_table("H100 SXM5")
+    assert "H100" in line and list(table.step) == [s for s in ORDER if s != "cublas"]
+
+
+def test_the_plan_times_each_step_beside_cublas_and_the_library_alone():
+    from harness.measure.methods import WholeKernel
+
+    (spec,) = FAMILY.plan(parse("ladder.reg-tiled.f32.4096x4096x4096"))
+    assert isinstance(spec, WholeKernel) and spec.anchor == "library" and spec.grid == 32 * 32 and spec.threads == 256
+    (library,) = FAMILY.plan(parse("ladder.cublas.f32.4096x4096x4096"))
+    assert library.anchor is None and not library.records
+
+
+def _store(path, results_, store=None):
+    from helpers import fake_device
+
+    from harness.db.store import Store
+    from harness.provenance import Provenance
+    from harness.published import shipped
+
+    store = store or Store.open(str(path), create=True, references=shipped())
+    prov = Provenance("bench run --suite ladder", "testhost", "abc123", False, "0.1.0", "3.12", "14.2", "13.0")
+    run_id = store.start_run(fake_device(), prov, "ladder", None)
+    for result in results_:
+        store.record_case(run_id, result)
+    store.finish_run(run_id, "complete")
+    return store, run_id
+
+
+def _result(case_id, tflops, peak=None, library=None, clock=1700.0):
+    from harness.build.sass import SassCheck
+    from harness.measure.measurement import CaseResult, Metric
+
+    values = {"throughput_tflops": (tflops, "TFLOPS"), "peak_fraction": (peak, "ratio"),
+              "library_fraction": (library, "ratio")}
+    metrics = [Metric(name, unit, np.full(5, float(value)), {"problem": "measured"}, sm_clock_mhz=clock)
+               for name, (value, unit) in values.items() if value is not None]
+    return CaseResult(parse_case_id(case_id), None, SassCheck(True, "ok"), True, None, 0.0, "normal(0,1)", metrics)
+
+
+def test_the_report_sets_each_step_beside_its_bound_the_best_pipeline_and_the_chapters_figures(tmp_path):
+    """Numbers chosen here: the ladder's section draws every step at the run's largest size with the model's bound
+    and the gemm family's fastest pipeline and cuBLAS of that size (read by metric); the chapter's fractions of
+    peak are judged (0.45 lies in its 40-50 %; 0.05 is below its 9 %), its TFLOPS shown for context."""
+    from harness.analysis import compare
+    from harness.analysis.report import ReportContext
+
+    results = [_result("ladder.naive.f32.1024x1024x1024", 1.0, 0.02, 0.05),
+               _result("ladder.smem-tiled.f32.1024x1024x1024", 2.5, 0.05, 0.1),
+               _result("ladder.reg-tiled.f32.1024x1024x1024", 25.0, 0.45, 0.9),
+               _result("ladder.naive.f32.2048x2048x2048", 1.1, 0.02, 0.05),
+               _result("ladder.mma-ldmatrix.f16.2048x2048x2048", 300.0, 0.33, 0.5),
+               _result("gemm.f16.2048x2048x2048.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore", 600.0),
+               _result("gemm.f16.2048x2048x2048.tile128x128x64.s4.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore", 500.0),
+               _result("cublas.f16.2048x2048x2048", 620.0),
+               _result("gemm.f16.4096x4096x4096.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore", 700.0)]
+    store, run_id = _store(tmp_path / "r.db", results)
+    measured = compare.measured(store, run_id)
+    ctx = ReportContext(store, run_id, "NVIDIA H100 80GB HBM3", tmp_path, measured, compare.against_paper(store, run_id))
+    (head, _, path), (_, _, table), (_, _, published) = FAMILY.figures(ctx)
+    assert path.exists() and "ladder" in head.lower()
+    rows = table.set_index("step")
+    assert list(rows.index) == ["naive", "mma-ldmatrix", "best wgmma pipeline", "cuBLAS f16"]
+    assert rows.loc["best wgmma pipeline", "TFLOPS"] == 600.0 and rows.loc["cuBLAS f16", "TFLOPS"] == 620.0
+    naive = parse("ladder.naive.f32.2048x2048x2048")
+    expected = bound(naive, LadderModel().prior("H100 SXM5"))[0] * 132 * 1700.0 / 1e6
+    assert rows.loc["naive", "model bound TFLOPS"] == pytest.approx(expected, rel=1e-3)
+    judged = published.set_index(["case_id", "metric"]).verdict
+    assert judged["ladder.reg-tiled.f32.1024x1024x1024", "peak_fraction"] == "agrees"
+    assert judged["ladder.smem-tiled.f32.1024x1024x1024", "peak_fraction"].startswith("ours lower")
+    assert judged["ladder.reg-tiled.f32.1024x1024x1024", "throughput_tflops"].startswith("for context")
+    assert judged["ladder.wmma.f16.1024x1024x1024", "peak_fraction"] == "not measured in this run"
+
+
+def test_each_step_compiles_to_the_units_it_names_and_not_the_others(tmp_path, monkeypatch):
+    """sm_90a through NVRTC, disassembled: FFMA in the f32 steps, HMMA and LDSM in the tensor-core steps, no spill;
+    the f32 steps' expectation does not hold for a tensor-core kernel (the check can fail)."""
+    from dataclasses import replace
+
+    from harness.build.compile import compile_probe
+    from harness.build.sass import check
+    from harness.registry import probe_source
+
+    monkeypatch.setenv("HOPPER_BENCH_CACHE", str(tmp_path))
+    builds = {}
+    for step in ORDER[:-1]:
+        case = parse(f"ladder.{step}.{'f16' if step in ('wmma', 'mma-ldmatrix') else 'f32'}.1024x1024x1024")
+        builds[step] = compile_probe(probe_source(case))
+        result = check(builds[step], FAMILY.sass_expectation(case))
+        assert result.ok, (step, result.note)
+    simt = FAMILY.sass_expectation(parse("ladder.reg-tiled.f32.1024x1024x1024"))
+    assert not check(builds["mma-ldmatrix"], simt).ok
+    tensor = FAMILY.sass_expectation(parse("ladder.mma-ldmatrix.f16.1024x1024x1024"))
+    assert not check(builds["reg-tiled"], replace(tensor, spill_kernels=())).ok
+
+
+def test_the_ladder_takes_the_pipeline_from_the_newest_run_of_its_gpu_when_its_own_has_none(tmp_path):
+    from harness.analysis import compare
+    from harness.analysis.report import ReportContext
+
+    pipe = "gemm.f16.1024x1024x1024.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore"
+    store, first = _store(tmp_path / "r.db", [_result(pipe, 400.0), _result("cublas.f16.1024x1024x1024", 410.0)])
+    _, second = _store(None, [_result(pipe, 450.0)], store)
+    _, ladder = _store(None, [_result("ladder.naive.f32.1024x1024x1024", 1.0, 0.02, 0.05)], store)
+    measured = compare.measured(store, ladder)
+    ctx = ReportContext(store, ladder, "NVIDIA H100 80GB HBM3", tmp_path, measured, compare.against_paper(store, ladder))
+    (_, text, _), (_, _, table), *_ = FAMILY.figures(ctx)
+    rows = table.set_index("step")
+    assert rows.loc["best wgmma pipeline", "TFLOPS"] == 450.0 and f"run {second}" in rows.loc["best wgmma pipeline", "runs"]
+    assert "cuBLAS f16" not in rows.index  # the newest run measured no cuBLAS: none taken from an older one
+    assert f"run {second}'s" in text[0]
