@@ -27,7 +27,8 @@ from harness import seed_chapter
 
 DATA = Path(__file__).resolve().parent / "db" / "data" / "references"
 LUO_FILES = ("luo2024_tables.csv", "luo2024_repo_logs.csv")
-CHAPTER_FILES = (seed_chapter.FILE,)  # the seed chapter, in the tables' columns (harness/seed_chapter.py)
+CHAPTER_FILES = (seed_chapter.FILE, "seed_cute_layouts.csv")  # the seed chapters, in the tables' columns
+#                                            (harness/seed_chapter.py; the CuTe chapter's: the banks family's chapter.py)
 ARTICLE_GLOB = "article_*.csv"  # figures already in our terms: instruction, shape, types, metric, value
 CITATIONS_FILE = "citations.csv"
 PTX_DTYPES = {"FP16": "f16", "BF16": "bf16", "TF32": "tf32", "FP8": "e4m3", "INT8": "s8", "FP32": "f32",

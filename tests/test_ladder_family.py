@@ -207,3 +207,27 @@ def test_the_ladder_takes_the_pipeline_from_the_newest_run_of_its_gpu_when_its_o
     assert rows.loc["best wgmma pipeline", "TFLOPS"] == 450.0 and f"run {second}" in rows.loc["best wgmma pipeline", "runs"]
     assert "cuBLAS f16" not in rows.index  # the newest run measured no cuBLAS: none taken from an older one
     assert f"run {second}'s" in text[0]
+
+
+def test_the_measured_table_in_docs_ladder_comes_from_the_runs():
+    """docs/ladder.md's table: each step's TFLOPS at 4096^3 and its library_fraction, runs 137 (H100), 143 (H200)."""
+    from pathlib import Path
+
+    import harness
+
+    root = Path(__file__).resolve().parents[1]
+    if not (root / "results.db").exists():
+        pytest.skip("no shipped results.db in this checkout")
+    text = (root / "docs" / "ladder.md").read_text()
+    cells = {}
+    for run in (137, 143):
+        t = harness.results(str(root / "results.db"), run_id=run, metric="throughput_tflops")
+        f = harness.results(str(root / "results.db"), run_id=run, metric="library_fraction").set_index("case_id").value
+        for r in t[t.m == 4096].itertuples():
+            step = r.case_id.split(".")[1]
+            cells.setdefault(step, []).append(f"{r.value:.1f}")
+            cells[step].append(f"{f[r.case_id]:.3f}" if r.case_id in f.index else "")
+    names = {"cublas": "cuBLAS SGEMM"}
+    for step, values in cells.items():
+        line = f"| {names.get(step, step)} | " + " | ".join(values) + " |"
+        assert line in text, line

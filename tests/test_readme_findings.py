@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
@@ -375,3 +376,22 @@ def test_the_skinny_docs_come_from_the_runs(db):
         notes = notes[notes.case_id.str.startswith("gemm.")].notes
         assert notes.str.contains("library: one CUDA graph per round").all(), run
     assert "library: one CUDA graph per round" in text
+    order = harness.results(db, run_id=139, metric="library_fraction").set_index("case_id").value
+    for m, tile, stages, wg in ((128, "64x128x64", 7, "wg1"), (256, "128x128x64", 6, "wg2.setmaxnreg")):
+        stem = f"gemm.f16.{m}x8192x8192.tile{tile}.s{stages}.{wg}.cluster1.persistent-"
+        grouped, row = order[stem + "grouped.tmastore"], order[stem + "row.tmastore"]
+        assert f"{grouped:.3f}" in text and f"{row:.3f}" in text and grouped > 0.95 > row + 0.2, (m, grouped, row)
+    h200 = best(141)
+    assert ", ".join(f"{v:.3f}" for v in h200.value.iloc[:-1]) + f" and {h200.value.iloc[-1]:.3f} of cuBLAS" in text
+
+
+def test_the_readme_skinny_range_is_the_best_per_m_of_runs_134_and_139(db):
+    """The GEMM finding's skinny range: at each M of run 134 (gemm-skinny, H100), the best library_fraction of ours
+    over runs 134 and 139 (bench gemm at M = 128 and 256, grouped order), rounded to two places."""
+    text = " ".join(finding("A warp-specialized TMA -> wgmma GEMM").split())
+    rows = [harness.results(db, run_id=run, metric="library_fraction") for run in (134, 139)]
+    both = pd.concat(rows)
+    both = both[both.case_id.str.startswith("gemm.") & (both.n == 8192) & (both.k == 8192)]
+    best = both.groupby("m").value.max()
+    assert set(best.index) == {16, 64, 128, 256}
+    assert f"skinny M = 16-256 at N = K = 8192 {best.min():.2f}-{best.max():.2f} (runs 134, 139" in text, best

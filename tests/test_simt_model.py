@@ -102,12 +102,14 @@ def test_docs_simt_quotes_the_fits_of_the_runs_of_record():
         pytest.skip("no shipped results.db in this checkout")
     doc = " ".join((root / "docs" / "simt.md").read_text().split())
     with Store.open(str(root / "results.db"), read_only=True) as store:
-        fits = {(run, by): fit_run(store, run, fit_run_id=by)["simt"] for run, by in ((117, None), (116, None), (117, 116))}
+        fits = {(run, by): fit_run(store, run, fit_run_id=by)["simt"]
+                for run, by in ((117, None), (116, None), (117, 116), (144, 117))}
     p = fits[(117, None)].params
     assert (f"f_inf {p.f_inf:.2f}, g {p.g:.1f}, phi {p.phi:.2f}, h {p.h:.1f}, rho {p.rho:.2f}, h_RS {p.h_rs:.1f}, "
             f"rho_RS {p.rho_rs:.2f}") in doc
     for (run, by), scored in (((117, None), "run 117, in-sample"), ((116, None), "run 116, in-sample"),
-                              ((117, 116), "run 117: RS and e4m3 out-of-sample")):
+                              ((117, 116), "run 117: RS and e4m3 out-of-sample"),
+                              ((144, 117), "run 144 (H200): the other GPU, out-of-sample")):
         miss = fits[(run, by)].residuals.relative.abs()
         assert (f"| {scored} | {len(miss)} | {100 * np.median(miss):.1f} % | {100 * miss.max():.1f} % | "
                 f"{int((miss > 0.05).sum())} |") in doc, (run, by)
