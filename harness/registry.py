@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from harness.anchors import has_probe
 from harness.build.render import render
 from harness.errors import SpecError
 from harness.families import attention, banks, dsmem, gemm, ladder, loaders, memory, mma, simt, tma, wgmma
@@ -87,5 +88,8 @@ def did_you_mean(case_id: str) -> str | None:
 
 
 def probe_source(case: Case):
-    """The probe source of `case`: its family's template, filled (harness/build/render.py)."""
+    """The probe source of `case`: its family's template, filled (harness/build/render.py). An anchor has none
+    (harness/anchors: a library call): SpecError."""
+    if not has_probe(case):
+        raise SpecError(f"{case.case_id} is a library call ({case.anchor.description}): it has no probe source")
     return render(case, family_of(case))

@@ -29,7 +29,7 @@ def library_kernels() -> None:
     from torch.profiler import ProfilerActivity, profile
 
     from harness.anchors.cublaslt import CublasLtMatmul
-    from harness.families.gemm.gpu import Library
+    from harness.anchors.cublas import Library
 
     for s in (4096, 8192):
         a = cupy.random.randint(0, 0x7E, size=(s, s), dtype=cupy.uint8)  # finite e4m3 codes

@@ -36,6 +36,14 @@ def test_show_prints_source_descriptors_and_log(cache_dir):
     assert "ptxas info" in result.output and "HGMMA.64x64x16.F32.BF16" in result.output
 
 
+def test_show_of_a_gemm_library_anchor_says_it_has_no_source(cache_dir):
+    """An anchor (a library call) has no template: `bench show` says so and describes the call, compiling nothing."""
+    result = bench("show", "cublaslt.e4m3.4096x4096x4096.fastaccum", "--sass")
+    assert result.exit_code == 0, result.output
+    assert "a library call, no probe source" in result.output and "fast accumulation on" in result.output
+    assert "ptxas" not in result.output and not any(cache_dir.rglob("*.cubin"))
+
+
 def test_sql_formats(tmp_path):
     db = str(make_db(tmp_path / "r.db"))
     query = "SELECT case_id, value FROM results WHERE metric='issue_interval_cycles' ORDER BY n"

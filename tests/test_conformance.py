@@ -1,13 +1,15 @@
 """One conformance test over every registered family (docs/architecture.md, "Families as plug-ins"):
-every case id round-trips, renders, compiles for sm_90a through NVRTC, meets its SASS expectation,
-has checks that a correct output passes and a poisoned one fails, and runs end to end on the
-simulated GPU into a temporary database."""
+every case id round-trips, renders, compiles for sm_90a through NVRTC, meets its SASS expectation (an
+anchor, a library call: has no source and launches only its call), has checks that a correct output passes
+and a poisoned one fails, and runs end to end on the simulated GPU into a temporary database."""
 
 import os
 
 import numpy as np
 import pytest
 
+from harness.anchors import KERNEL, has_probe
+from harness.errors import SpecError
 from harness.build.compile import compile_many
 from harness.build.sass import disassemble_many
 from harness.registry import probe_source
@@ -17,6 +19,7 @@ from harness.measure.validate import compare
 from harness.registry import parse_case_id
 
 CASES = [case for family in FAMILIES.values() for case in family.cases()]
+PROBES = [case for case in CASES if has_probe(case)]  # the rest are anchors: library calls, no template
 
 
 def every_case(family: str, check) -> None:
@@ -59,7 +62,7 @@ def builds(compile_cache, prebuilt):
     before = os.environ.get("HOPPER_BENCH_CACHE")
     os.environ["HOPPER_BENCH_CACHE"] = str(compile_cache)
     try:
-        builds = compile_many([probe_source(c) for c in CASES])
+        builds = compile_many([probe_source(c) for c in PROBES])
         disassemble_many(b.cubin_path for b in builds.values())
     finally:
         if before is None:
@@ -90,7 +93,7 @@ def test_ids_round_trip_and_every_case_is_legal(family):
 
 
 def test_rendered_sources_are_complete_and_distinct():
-    sources = [probe_source(c) for c in CASES]
+    sources = [probe_source(c) for c in PROBES]
     assert all("${" not in s.text and s.name in s.text for s in sources)
     assert len({s.source_hash for s in sources}) == len(sources)
 
@@ -98,6 +101,14 @@ def test_rendered_sources_are_complete_and_distinct():
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_case_compiles_and_meets_its_sass_expectation(family, builds):
     def compiles_and_meets_its_sass_expectation(case):
+        if not has_probe(case):  # an anchor: nothing of ours to compile; its checks and plan launch its call
+            with pytest.raises(SpecError, match="library call"):
+                probe_source(case)
+            family = FAMILIES[case.family]
+            inputs = family.inputs(case, np.random.default_rng(0))
+            kernels = {c.kernel for c in family.checks(case, inputs)} | {s.kernel for s in family.plan(case, None)}
+            assert kernels == {KERNEL}, kernels
+            return
         check = sass_check(case, builds[case.case_id])
         assert check.ok, check.note
         assert check.executes
@@ -131,17 +142,20 @@ def test_every_family_runs_end_to_end_on_the_simulated_gpu(tmp_path, monkeypatch
 
     monkeypatch.setenv("HOPPER_BENCH_BACKEND", "fake")
     chosen = [family.cases()[0] for family in FAMILIES.values()]
+    chosen += [next(c for c in CASES if not has_probe(c))]  # and an anchor: stored with no build
     db = str(tmp_path / "r.db")
     with Worker(0) as worker:
         worker.start()
         outcome = execute(RunPlan("conformance", None, chosen), db, worker)
     assert outcome.status == "complete" and all(r.valid for r in outcome.results)
     stored = Store.open(db).query("SELECT family, case_id, metric, unit, launch, params FROM results")
+    built = Store.open(db).query("SELECT c.case_id, m.build_id FROM measurement_rows m JOIN cases c ON c.id = m.case_pk")
     assert set(stored.family) == set(FAMILIES)
     for case in chosen:
         rows = stored[stored.case_id == case.case_id]
         assert set(zip(rows.metric, rows.unit)) == set(declared_metrics(case, simulated_device()))
         assert rows.params.iloc[0].startswith("{") and len(set(rows.launch)) >= 1
+        assert built[built.case_id == case.case_id].build_id.isna().all() != has_probe(case), case.case_id
 
 
 def test_every_published_figure_that_maps_names_a_legal_case():

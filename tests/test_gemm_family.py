@@ -13,6 +13,7 @@ from harness.errors import SpecError
 from harness.families.base import PaperFigure
 from harness.families.gemm import FAMILY
 from harness.families.gemm import cases as C
+from harness.families.gemm.cases import LibraryCase
 from harness.families.gemm.figures import worklog_verdict
 from harness.families.gemm.model import (
     PRIOR,
@@ -279,14 +280,14 @@ def test_fp8_cases_take_a_k_block_of_128_the_qgmma_and_cublaslt_as_their_library
         with pytest.raises(SpecError, match=why):
             FAMILY.parse(bad)
     anchor = FAMILY.parse("cublaslt.e4m3.4096x4096x4096.fastaccum")
-    assert anchor.library and anchor.fast_accum and anchor.columns()["instruction"] == "cublasLtMatmul"
+    assert isinstance(anchor, LibraryCase) and anchor.fast_accum and anchor.columns()["instruction"] == "cublasLtMatmul"
     assert "fast accumulation on" in FAMILY.describe(anchor)[1]
-    import harness.families.gemm.gpu as gpu
+    from harness.anchors import Anchor
 
-    monkeypatch.setattr(gpu, "fp8_anchor_available", lambda: True)
+    monkeypatch.setattr(Anchor, "available", lambda self: True)
     plan = FAMILY.plan(case)[0]
     assert plan.anchor == "library" and "no fast accumulation" in plan.notes  # the pipeline's anchor in its rounds
-    monkeypatch.setattr(gpu, "fp8_anchor_available", lambda: False)  # no nvmath: timed, with no anchor, and says so
+    monkeypatch.setattr(Anchor, "available", lambda self: self.requires is None)  # no nvmath: timed, no anchor, says so
     plan = FAMILY.plan(case)[0]
     assert plan.anchor is None and "hopper-bench[fp8]" in plan.notes
     # the planner: a k-block of the same tile takes the tensor cores as long as f16's (twice the FLOP at twice
@@ -624,3 +625,43 @@ def test_the_planner_sees_split_k_fill_the_idle_sms():
     offered = {c.splits for c in C.configurations("f16", 64, 8192, 8192) if (c.bm, c.bn) == (64, 128)}
     assert {1, 2, 4} <= offered
     assert {c.splits for c in C.configurations("f16", 8192, 8192, 8192)} == {1}  # 2048 tiles: nothing idles
+
+
+def test_the_library_case_is_an_anchor_with_no_probe_and_its_stored_rows_still_read():
+    """The library (cuBLAS, cuBLASLt) is an anchor (harness/anchors): no probe source, no build in a run's compile
+    stage, its checks and plan launch the call alone; and every library row of the runs of record (stored when it
+    was a GemmCase flag, with a stub kernel) parses to a LibraryCase whose params are those stored."""
+    import json
+    from pathlib import Path
+
+    from harness.anchors import KERNEL, has_probe
+    from harness.db.store import Store
+    from harness.orchestration.run import compiled
+    from harness.registry import probe_source
+
+    library, pipe = C.library("f16", (2048, 2048, 2048)), C.quick()[0]
+    assert not has_probe(library) and has_probe(pipe) and library in C.quick()
+    with pytest.raises(SpecError, match="library call"):
+        probe_source(library)
+    builds = compiled([library, pipe])
+    try:
+        (first, none), (second, build) = list(builds)
+    finally:
+        builds.close()
+    assert (first, none, second) == (library, None, pipe) and build.cubin_path.exists()
+    inputs = FAMILY.inputs(library, np.random.default_rng(0))
+    assert [c.kernel for c in FAMILY.checks(library, inputs)] == [KERNEL]
+    (spec,) = FAMILY.plan(library, None)
+    assert (spec.kernel, spec.grid, spec.anchor, spec.records) == (KERNEL, 1, None, False)
+    assert FAMILY.plan(pipe, None)[0].anchor == KERNEL  # ... and a pipeline's rounds alternate with the same call
+    assert library.params() == {"dtype": "f16", "m": 2048, "n": 2048, "k": 2048, "library": True}
+    db = Path(__file__).resolve().parent.parent / "results.db"
+    if not db.exists():
+        pytest.skip("no results.db beside the tests")
+    with Store.open(str(db), read_only=True) as store:
+        stored = store.query("SELECT DISTINCT case_id, params FROM results WHERE family = 'gemm' AND "
+                             "(case_id LIKE 'cublas.%' OR case_id LIKE 'cublaslt.%')")
+    assert len(stored) > 20 and stored.case_id.str.startswith("cublaslt.").any()
+    for case_id, params in zip(stored.case_id, stored.params):
+        case = FAMILY.parse(case_id)
+        assert isinstance(case, LibraryCase) and case.params() == json.loads(params), case_id

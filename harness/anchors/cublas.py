@@ -1,6 +1,11 @@
-"""A cuBLAS GEMM anchor: cublasGemmEx on raw device pointers and CuPy's current stream, for a family that times
-its kernels beside the library on the same inputs (harness/families/ladder/gpu.py). No family imports another; what
-two share lives here.
+"""cuBLAS GEMM anchors, cublasGemmEx on raw device pointers and CuPy's current stream (harness/anchors):
+
+    GEMM_EX   the anchor as a measurement names it (the gemm family's f16 and bf16 library case, cublas.*)
+    Library   the gemm family's call: through nvmath-python's cuBLAS bindings with a workspace of its own where they
+              are installed (it then captures into a CUDA graph), else CuPy's
+    GemmEx    the ladder family's call, on CuPy's handle (f16, bf16 or f32 inputs)
+
+No family imports another; what two share lives here.
 
 Layout: row-major C[M, N] = A[M, K] . B[N, K]^T (A and B K-major, the "TN" GEMM) is column-major
 C^T[N, M] = B . A^T: cuBLAS's m = N, n = M, its "A" our B (op T, ld K) and its "B" our A (op N, ld K), C's ld N.
@@ -11,12 +16,84 @@ here).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
+
+from harness.anchors import Anchor
 
 CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF = 0, 2, 14  # cudaDataType
 CUBLAS_COMPUTE_32F = 68
 CUBLAS_GEMM_DEFAULT = -1
 TYPES = {"f32": CUDA_R_32F, "f16": CUDA_R_16F, "bf16": CUDA_R_16BF}
+
+GEMM_EX = Anchor("cuBLAS", "cublasGemmEx",
+                 "cuBLAS (cublasGemmEx, TN: C = A . B^T, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)")
+
+
+WORKSPACE_BYTES = 32 << 20
+
+
+@functools.cache
+def _handle() -> tuple[int, object, object]:
+    """A cuBLAS handle for the process, with a workspace of its own where the bindings let us set one: cuBLAS then
+    allocates nothing while a stream is captured, so its calls replay in a CUDA graph as the kernel's do (a library
+    call that could not be captured is launched call by call, and at small shapes the host's dispatch, not the
+    GPU, sets its rate). nvmath-python's cuBLAS bindings (the `fp8` extra) do; CuPy 14.2's neither expose
+    cublasSetWorkspace nor allow a cuBLAS call while a stream is captured, so without nvmath it is CuPy's handle.
+    Returns (handle, workspace or None, the binding module: nvmath's, or None for CuPy's)."""
+    import cupy
+
+    try:
+        from nvmath.bindings import cublas as nvmath_cublas
+    except ImportError:
+        return cupy.cuda.device.get_cublas_handle(), None, None
+    handle = nvmath_cublas.create()
+    workspace = cupy.empty(WORKSPACE_BYTES, dtype=cupy.uint8)
+    return handle, workspace, nvmath_cublas
+
+
+class Library:
+    """cublasGemmEx on the current stream: C[M, N] = A[M, K] . B[N, K]^T, f32 compute, CUBLAS_GEMM_DEFAULT (the same
+    call through either binding: nvmath-python's, capturable, or CuPy's)."""
+
+    def __init__(self, dtype: str):
+        from cupy_backends.cuda.libs import cublas
+
+        import cupy
+
+        self._cublas = cublas
+        self._cupy = cupy
+        self.handle, self._workspace, self._nvmath = _handle()
+        self._stream = None
+        self.type = CUDA_R_16F if dtype == "f16" else CUDA_R_16BF
+        self.alpha = np.ones(1, dtype=np.float32)
+        self.beta = np.zeros(1, dtype=np.float32)
+
+    @property
+    def binding(self) -> str:
+        return "nvmath-python's cuBLAS bindings, own workspace" if self._nvmath else "CuPy's cuBLAS bindings"
+
+    def __call__(self, a: int, b: int, c: int, m: int, n: int, k: int) -> None:
+        stream = self._cupy.cuda.get_current_stream().ptr
+        if self._nvmath is not None:
+            nv = self._nvmath
+            if stream != self._stream:  # cublasSetStream resets the workspace to cuBLAS's pool: set ours after it
+                nv.set_stream(self.handle, stream)
+                nv.set_workspace(self.handle, self._workspace.data.ptr, WORKSPACE_BYTES)
+                nv.set_pointer_mode(self.handle, int(nv.PointerMode.HOST))
+                self._stream = stream
+            nv.gemm_ex(self.handle, int(nv.Operation.T), int(nv.Operation.N), n, m, k, self.alpha.ctypes.data,
+                       b, self.type, k, a, self.type, k, self.beta.ctypes.data, c, self.type, n,
+                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
+            return
+        cublas = self._cublas
+        cublas.setStream(self.handle, stream)
+        cublas.setPointerMode(self.handle, cublas.CUBLAS_POINTER_MODE_HOST)
+        cublas.gemmEx(self.handle, cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N, n, m, k, self.alpha.ctypes.data,
+                      b, self.type, k, a, self.type, k, self.beta.ctypes.data, c, self.type, n,
+                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
+
 
 
 class GemmEx:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness.anchors import Anchor
 from harness.errors import HarnessError
 
 INSTALL_HINT = "install the fp8 extra: pip install 'hopper-bench[fp8]'"
@@ -32,6 +33,20 @@ ALIGNMENT = 256  # cuBLASLt's default MIN_ALIGNMENT_*_BYTES preference: the plan
 CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF, CUDA_R_8F_E4M3, CUDA_R_8F_E5M2 = 0, 2, 14, 28, 29
 INPUT_TYPES = {"e4m3": CUDA_R_8F_E4M3, "e5m2": CUDA_R_8F_E5M2}
 OUTPUT_TYPES = {"f16": CUDA_R_16F, "bf16": CUDA_R_16BF}
+
+
+
+def anchor(fast_accumulation: bool = False, block_scaled: bool = False) -> Anchor:
+    """The fp8 GEMM anchor, as a measurement names it (e4m3 x e4m3 -> f16, per-tensor scales of 1 or block scales)."""
+    return Anchor("cuBLASLt", "cublasLtMatmul",
+                  "cuBLASLt fp8 (cublasLtMatmul through nvmath-python; TN, e4m3 x e4m3 -> f16, f32 compute, "
+                  + ("block scales A 1x128 and B 128x128 (VEC128_32F, BLK128x128_32F), " if block_scaled
+                     else "scales 1, ")
+                  + ("fast accumulation on: the tensor cores' sum for the whole of K)" if fast_accumulation
+                     else "no fast accumulation: partial sums promoted into f32)"),
+                  requires="nvmath",
+                  missing="cuBLASLt's fp8 matmul needs nvmath-python (pip install 'hopper-bench[fp8]')")
+
 
 _handles: dict[int, int] = {}  # one cuBLASLt handle per device for the process
 

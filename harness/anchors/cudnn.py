@@ -13,6 +13,7 @@ The frontend loads the cuDNN library (libcudnn.so.9) from the `nvidia-cudnn-cu13
 
 from __future__ import annotations
 
+from harness.anchors import Anchor
 from harness.errors import HarnessError
 
 INSTALL_HINT = "install the attention extra: pip install 'hopper-bench[attention]' (and cuDNN 9: nvidia-cudnn-cu13)"
@@ -24,6 +25,13 @@ def available() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("cudnn") is not None
+
+
+def anchor() -> Anchor:
+    """The fused-attention anchor, as a measurement names it (its versions where the frontend is here)."""
+    return Anchor("cuDNN", "sdpa",
+                  f"{version()} fused attention (sdpa forward, inference, same inputs)" if available() else "",
+                  requires="cudnn", missing=f"cuDNN's attention needs the cuDNN frontend ({INSTALL_HINT})")
 
 
 def version() -> str:

@@ -199,8 +199,9 @@ def _run_with_bars(run_plan, store, worker, builds):
         compiling = progress.add_task("compile", total=len(run_plan.cases), detail="")
         measuring = progress.add_task("measure", total=len(run_plan.cases), detail="")
 
-        def on_compiled(build):
-            progress.update(compiling, advance=1, detail="cached" if build.cached else build.name)
+        def on_compiled(build):  # None: an anchor (a library call) has nothing to compile
+            progress.update(compiling, advance=1,
+                            detail="library call" if build is None else "cached" if build.cached else build.name)
 
         def on_case(result):
             if not result.valid:
@@ -260,12 +261,19 @@ def show(case_id, sass):
     from harness.build import sass as sass_module
     from harness.build.compile import compile_probe
     from harness.registry import family_of
+    from harness.anchors import has_probe
     from harness.registry import probe_source
     from harness.registry import parse_case_id
 
     case = parse_case_id(case_id)
     family = family_of(case)
     family.check(case)
+    if not has_probe(case):  # an anchor: a library call, with no source of ours
+        click.echo(f"// {case.case_id}: a library call, no probe source (harness/anchors)")
+        click.echo(f"// ---- {family.name}")
+        for line in family.describe(case):
+            click.echo(f"// {line}")
+        return
     source = probe_source(case)
     build = compile_probe(source)
     click.echo(source.text)

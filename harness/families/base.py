@@ -13,8 +13,8 @@ stages call them without asking first. A family's public members are this contra
 
     question                              member
     which cases, which suites, ids        cases(), suites(), parse(id), check(case), id_prefixes, example_id
-    the probe source                      template, template_params(case)
-    what the SASS must show               sass_expectation(case)
+    the probe source                      template, template_params(case)  (not asked of an anchor case,
+    what the SASS must show               sass_expectation(case)            a library call: harness/anchors)
     correctness                           inputs(case, rng), checks(case, inputs), decode(case, words),
                                           output_words(case)
     what to measure and how               plan(case, device) -> method specs (harness/measure/methods.py),

@@ -23,15 +23,16 @@ class Launch:
 
 
 class LoadedProbe:
-    """A cubin in a CuPy RawModule, with its input buffer resident on the GPU."""
+    """A cubin in a CuPy RawModule, with its input buffer resident on the GPU; without a build (an anchor, a library
+    call: harness/anchors), no module, and the host kernels the family attaches are its only kernels."""
 
-    def __init__(self, build: Build, input_bytes: np.ndarray, out_words: int):
+    def __init__(self, build: Build | None, input_bytes: np.ndarray, out_words: int):
         """`out_words`: what the probe's kernels write to `out` (every launch gets that many)."""
         import cupy
 
         self._cupy = cupy
         self.build = build
-        self.module = cupy.RawModule(path=str(build.cubin_path))
+        self.module = None if build is None else cupy.RawModule(path=str(build.cubin_path))
         self.load(input_bytes)
         self.out_words = out_words
         self.extra_args: tuple = ()  # appended to every launch's arguments (Family.attach)
@@ -67,6 +68,11 @@ class LoadedProbe:
             for _ in range(repeat):
                 call(out, timing, iters)
             return
+        if self.module is None:
+            from harness.errors import HarnessError
+
+            raise HarnessError(f"no kernel {kernel!r}: this probe is a library call's (host kernels "
+                               f"{', '.join(self.host_kernels) or 'none'})")
         function = self.module.get_function(kernel)
         smem = self.dynamic_smem.get(kernel, 0)
         if smem > 48 * 1024 and function.max_dynamic_shared_size_bytes < smem:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from harness import provenance
+from harness.anchors import has_probe
 from harness.build import sass
 from harness.build.compile import Build, compile_each
 from harness.measure.device import DeviceInfo
@@ -96,32 +97,34 @@ class RunOutcome:
     results: list[CaseResult]
 
 
-def compiled(cases: list[Case], jobs: int | None = None) -> Iterator[tuple[Case, Build]]:
-    """Each case with its build, in the plan's order, as soon as it is compiled and disassembled. The
+def compiled(cases: list[Case], jobs: int | None = None) -> Iterator[tuple[Case, Build | None]]:
+    """Each case with its build, in the plan's order, as soon as it is compiled and disassembled (an anchor, a
+    library call, with None: it has no template, harness/anchors). The
     work starts at the call and runs ahead of the caller (bench run starts it before the GPU worker
     and measures while it goes on): the compiler's processes (default: half the CPUs), and a thread
     that disassembles their builds (cached for the SASS checks) in batches that double in size up to
     DISASSEMBLY_BATCH, so that the first case waits for one build and nvdisasm starts a few times,
     not once a case. Closing the iterator stops both."""
     jobs = jobs or max(1, (os.cpu_count() or 2) // 2)  # the other half: the measuring worker and this process
-    return _Ahead(_disassembled(cases, compile_each([probe_source(c) for c in cases], jobs)))
+    probes = [c for c in cases if has_probe(c)]
+    return _Ahead(_disassembled(cases, compile_each([probe_source(c) for c in probes], jobs)))
 
 
-def _disassembled(cases: list[Case], builds: Iterator[Build]) -> Iterator[tuple[Case, Build]]:
+def _disassembled(cases: list[Case], builds: Iterator[Build]) -> Iterator[tuple[Case, Build | None]]:
     ready, batch = [], 1
     try:
         try:
-            for case, build in zip(cases, builds):
-                ready.append((case, build))
+            for case in cases:
+                ready.append((case, next(builds) if has_probe(case) else None))
                 if len(ready) == batch:
-                    sass.disassemble_many((b.cubin_path for _, b in ready), jobs=1)
+                    sass.disassemble_many((b.cubin_path for _, b in ready if b), jobs=1)
                     yield from ready
                     ready, batch = [], min(batch * 2, DISASSEMBLY_BATCH)
         except (CompileError, BrokenProcessPool):  # a probe that does not compile: the builds before it first
-            sass.disassemble_many((b.cubin_path for _, b in ready), jobs=1)
+            sass.disassemble_many((b.cubin_path for _, b in ready if b), jobs=1)
             yield from ready
             raise
-        sass.disassemble_many((b.cubin_path for _, b in ready), jobs=1)
+        sass.disassemble_many((b.cubin_path for _, b in ready if b), jobs=1)
         yield from ready
     finally:
         builds.close()

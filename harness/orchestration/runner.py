@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from harness.anchors import has_probe
 from harness.build import sass
 from harness.build.compile import Build
 from harness.errors import HarnessError
@@ -44,6 +45,17 @@ def sass_check(case: Case, build: Build) -> sass.SassCheck:
     return sass.check(build, family_of(case).sass_expectation(case))
 
 
+def loaded(case: Case, build: Build | None, inputs, device: DeviceInfo):
+    """The case's probe with its family's GPU resources attached: its build's module, or for an anchor (a library
+    call, harness/anchors) a probe of host kernels alone."""
+    from harness.measure.launch import LoadedProbe
+
+    family = family_of(case)
+    probe = LoadedProbe(build, inputs.buffer, family.output_words(case))
+    family.attach(case, probe, device)  # the family's GPU resources: buffers, tensor maps, shared memory
+    return probe
+
+
 def validate(case: Case, probe, inputs) -> Validation:
     """Every check the family lists must pass; the first that fails is the answer."""
     family = family_of(case)
@@ -57,23 +69,21 @@ def validate(case: Case, probe, inputs) -> Validation:
     return result
 
 
-def measure_case(case: Case, build: Build, device: DeviceInfo, settings: RunSettings = RunSettings(),
+def measure_case(case: Case, build: Build | None, device: DeviceInfo, settings: RunSettings = RunSettings(),
                  sampler=NullSampler()) -> CaseResult:
-    """Validate, then time. `sampler` (harness.measure.telemetry) records how the GPU behaved meanwhile.
+    """Validate, then time. `sampler` (harness.measure.telemetry) records how the GPU behaved meanwhile. An
+    anchor (a library call: no build) has no SASS to check; its checks and plan launch its call.
 
     CUDA errors (a faulting probe) propagate: the worker process that called this is then unusable.
     """
-    from harness.measure.launch import LoadedProbe
-
     family = family_of(case)
     declared = declared_metrics(case, device)
-    check = sass_check(case, build)
-    if not check.ok:
+    check = sass_check(case, build) if has_probe(case) else None
+    if check is not None and not check.ok:
         return unmeasured(case, f"SASS check failed: {check.note}", build, check, metrics=declared)
     inputs = family.inputs(case, np.random.default_rng(settings.seed))
     try:
-        probe = LoadedProbe(build, inputs.buffer, family.output_words(case))
-        family.attach(case, probe, device)  # the family's GPU resources: buffers, tensor maps, shared memory
+        probe = loaded(case, build, inputs, device)
         validation = validate(case, probe, inputs)
         if not validation.ok:
             return unmeasured(case, f"validation failed: {validation.message}", build, check, metrics=declared,

@@ -1,4 +1,4 @@
-"""The f16/bf16 anchor (harness/families/gemm/gpu.py Library, cublasGemmEx): through nvmath-python's cuBLAS
+"""The f16/bf16 anchor (harness/anchors/cublas.py Library, cublasGemmEx): through nvmath-python's cuBLAS
 bindings with a workspace of its own it captures into a CUDA graph, so at small shapes its rounds are timed at
 the GPU's rate and not at the host's dispatch rate (CuPy's bindings refuse a cuBLAS call during a capture). Its C
 is that of a direct call, and CuPy's f32 matmul of the same f16 values agrees within the arithmetic's bound."""
@@ -21,7 +21,8 @@ def cupy():
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 def test_the_anchor_captures_into_a_graph_and_replays_the_direct_result(cupy, dtype):
-    from harness.families.gemm.gpu import Library, as_float, normal
+    from harness.anchors.cublas import Library
+    from harness.families.gemm.gpu import as_float, normal
 
     m, n, k = 64, 4096, 2048  # a decode shape: the host's call costs more than the GPU's work
     a, b = normal(cupy, m, k, dtype, 1), normal(cupy, n, k, dtype, 2)

@@ -1,11 +1,12 @@
-"""Every case of every family validates on the GPU, and known points reproduce (the paper's wgmma
-issue intervals; one warp's dependent mma chain)."""
+"""Every case of every family validates on the GPU (an anchor, a library call, with no build), and known points
+reproduce (the paper's wgmma issue intervals; one warp's dependent mma chain)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from harness.anchors import KERNEL, has_probe
 from harness.build.compile import compile_many, compile_probe
 from harness.registry import probe_source
 from harness.registry import FAMILIES
@@ -13,7 +14,7 @@ from harness.families.base import Inputs
 from harness.measure import methods
 from harness.measure.device import open_device
 from harness.measure.launch import LoadedProbe
-from harness.orchestration.runner import measure_case, validate
+from harness.orchestration.runner import loaded as attached, measure_case, validate
 from harness.measure.telemetry import NullSampler
 from harness.measure.timing import TimingPolicy
 from harness.registry import parse_case_id
@@ -31,12 +32,16 @@ def device():
     return open_device(0)
 
 
+def build_of(case):
+    """The case's build, or None for an anchor (a library call: nothing of ours to compile)."""
+    return compile_probe(probe_source(case)) if has_probe(case) else None
+
+
 def loaded(case, seed=1):
     family = FAMILIES[case.family]
     inputs = family.inputs(case, np.random.default_rng(seed))
-    probe = LoadedProbe(compile_probe(probe_source(case)), inputs.buffer, family.output_words(case))
-    family.attach(case, probe, open_device(0))  # GPU resources: tensor maps, buffers (a no-op by default)
-    return probe, inputs
+    # the family's GPU resources: tensor maps, buffers, an anchor's call (a no-op by default)
+    return attached(case, build_of(case), inputs, open_device(0)), inputs
 
 
 def validated_cases(config) -> list:
@@ -53,7 +58,7 @@ def pytest_generate_tests(metafunc):
 def compiled(request):
     """Every probe of the module compiled once, in parallel on every core, before the first test: each
     test then takes its cubin from the cache (compiling them one by one was most of the wall time)."""
-    compile_many([probe_source(case) for case in validated_cases(request.config)])
+    compile_many([probe_source(case) for case in validated_cases(request.config) if has_probe(case)])
 
 
 def test_case_validates(case):
@@ -101,6 +106,31 @@ def test_measure_case_produces_every_declared_metric(case_id, device):
     assert {(m.name, m.unit) for m in result.metrics} == set(declared_metrics(case, device))
     fractions = [m.value for m in result.metrics if m.name == "peak_fraction"]
     assert all(0.001 < f <= 1.02 for f in fractions), fractions
+
+
+@pytest.mark.parametrize("case_id", ["cublas.f16.2048x2048x2048", "cublaslt.e4m3.2048x2048x2048",
+                                     "gemm.f16.2048x2048x2048.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped"
+                                     ".tmastore", "attention.bf16.16x1024x16x128.tile128x128.s2.wg2.setmaxnreg"])
+def test_a_library_anchor_is_measured_alone_and_beside_a_kernel(case_id, device):
+    """An anchor case (the library's call: no build) validates and is timed by WholeKernel with no clock of its own;
+    a pipeline's rounds alternate with the same call (library_fraction): cuBLAS, and cuDNN beside attention.
+    cuBLASLt's needs nvmath-python, cuDNN's the cuDNN frontend."""
+    from harness.orchestration.runner import declared_metrics
+
+    case = parse_case_id(case_id)
+    if case.case_id.startswith("cublaslt"):
+        pytest.importorskip("nvmath", reason="nvmath-python is not installed (pip install '.[fp8]')")
+    if case.family == "attention":
+        pytest.importorskip("cudnn", reason="the cuDNN frontend is not installed (pip install '.[attention]')")
+    probe, inputs = loaded(case)
+    assert (probe.module is None) != has_probe(case) and KERNEL in probe.host_kernels
+    result = measure_case(case, build_of(case), device)
+    assert result.valid, result.error
+    names = {m.name for m in result.metrics}
+    assert {(m.name, m.unit) for m in result.metrics} == set(declared_metrics(case, device))
+    assert ("peak_fraction" in names) == ("library_fraction" in names) == has_probe(case)
+    tflops = next(m.value for m in result.metrics if m.name == "throughput_tflops")
+    assert 50 < tflops < 3000, tflops
 
 
 def test_a_persistent_grid_of_more_clusters_than_run_at_once_is_refused(device):

@@ -164,15 +164,14 @@ class AttentionFamily(Family):
         return float(TENSOR_FLOPS_PER_CYCLE)
 
     def plan(self, case: AttentionCase, device=None) -> list:
-        from harness.anchors.cudnn import INSTALL_HINT, available, version
+        from harness.anchors import KERNEL
+        from harness.anchors.cudnn import anchor
 
-        anchored = available()
-        anchor = (f"the anchor: {version()} fused attention (sdpa forward, inference, same inputs)" if anchored else
-                  f"no anchor: cuDNN's attention needs the cuDNN frontend ({INSTALL_HINT})")
-        return [WholeKernel("probe_attention", grid(case), case.threads, anchor="library" if anchored else None,
+        library = anchor()
+        return [WholeKernel("probe_attention", grid(case), case.threads, anchor=KERNEL if library.available() else None,
                             counters=COUNTERS, energy=True, words=COUNTER_WORDS, launch={"problem": "measured"},
                             notes=f"{case.tiles} tiles of {case.bm} query rows, {case.kblocks} key blocks of {case.bn}"
-                                  f"{' (causal: up to the diagonal)' if case.causal else ''}; {anchor}")]
+                                  f"{' (causal: up to the diagonal)' if case.causal else ''}; {library.note()}")]
 
     def describe(self, case: AttentionCase) -> list[str]:
         return [f"O = softmax(Q K^T / sqrt({case.head_dim}){' + causal mask' if case.causal else ''}) V: batch "

@@ -68,6 +68,7 @@ def verified_heads(case) -> list[tuple[int, int]]:
 def attach(case, probe, device) -> None:
     import cupy
 
+    from harness.anchors import KERNEL
     from harness.anchors import cudnn as anchor
 
     small = check_case(case)
@@ -92,7 +93,7 @@ def attach(case, probe, device) -> None:
         def library(out, timing, iters):
             sdpa(q1.data.ptr, k1.data.ptr, v1.data.ptr, o_library.data.ptr)
 
-        host["library"] = library
+        host[KERNEL] = library
 
     def verify(out, timing, iters):
         """The measured problem once, then the reference of the sampled rows of three heads in f64; out[0] = the

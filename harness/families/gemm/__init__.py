@@ -2,8 +2,9 @@
 
 A pipeline case is a warp-specialized Hopper GEMM (ptx/gemm.cu.in): a producer warp streams TMA tiles
 of A and B into a ring of shared-memory stages, one or two consumer warpgroups run wgmma over each
-k-block, an epilogue writes C. A library case is cuBLAS (cublasGemmEx) on the same problem. Cases and
-ids: cases.py; GPU resources and the library call: gpu.py; the planner (the family's model): model.py.
+k-block, an epilogue writes C. A library case (cases.LibraryCase) is an anchor (harness/anchors): cuBLAS's
+cublasGemmEx, or cuBLASLt's fp8 matmul, on the same problem, with no template. Cases and ids: cases.py; GPU resources
+and the library's calls: gpu.py; the planner (the family's model): model.py.
 
 Every case is validated twice before it is timed:
     the check problem   small integer-valued A and B (exact in f32), several tiles per CTA, every stage
@@ -18,9 +19,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness.anchors import KERNEL
 from harness.families.base import Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
 import harness.families.gemm.cases as _cases
-from harness.families.gemm.cases import GemmCase
+from harness.families.gemm.cases import GemmCase, LibraryCase
 from harness.families.gemm.problem import (CHECK_SCALES, CHECK_VALUES, CONSUMER_REGS, COUNTER_WORDS, COUNTERS, POISON, PROBLEM,
                                            PRODUCER_REGS, TENSOR_FLOPS_PER_CYCLE, VERIFY_ATOL, VERIFY_RTOL, FP8_SUM_BITS,
                                            block_scaled_product, check_grid, check_problem, grid, scale_offsets,
@@ -106,7 +108,7 @@ class GemmFamily(Family):
         acc = case.bn // 2
         return {
             **skeleton_params(case), "problem": PROBLEM.render(),
-            "library": int(case.library), "dtype": case.dtype, "out_dtype": case.out_dtype, "in_bytes": case.in_bytes,
+            "dtype": case.dtype, "out_dtype": case.out_dtype, "in_bytes": case.in_bytes,
             "wgmma_k": case.wgmma_k, "bm": case.bm, "bn": case.bn, "bk": case.bk,
             "instruction": f"wgmma.mma_async.sync.aligned.m64n{case.bn}k{case.wgmma_k}.f32.{case.dtype}.{case.dtype}",
             # scale-a, scale-b, and for 16-bit inputs the transposes (K-major: none); fp8 takes no transpose
@@ -122,8 +124,6 @@ class GemmFamily(Family):
     def sass_expectation(self, case: GemmCase) -> SassExpectation:
         """The mainloop's k-block: BK / K x (rows per consumer / 64) HGMMA (QGMMA for fp8), once in the kernel
         (its loop is not unrolled); the TMA loads; no spills."""
-        if case.library:
-            return SassExpectation((), executes=f"{_library_name(case)}: kernels the library chooses")
         if case.dtype == "e4m3":
             mnemonic = f"QGMMA.64x{case.bn}x32.F32.E4M3.E4M3"
         else:
@@ -176,10 +176,11 @@ class GemmFamily(Family):
     def decode(self, case: GemmCase, words: np.ndarray) -> np.ndarray:
         return np.asarray(words[:self.output_words(case)], dtype=np.uint32).astype(np.float64)
 
-    def checks(self, case: GemmCase, inputs: Inputs) -> list[Check]:
+    def checks(self, case: GemmCase | LibraryCase, inputs: Inputs) -> list[Check]:
         """C of the check problem bit for bit (an exact f32 sum rounded once, as the kernel does); then the
         measured problem against cuBLAS, where a k-block dropped or a tile misplaced moves an element by
-        several units (normal inputs: a k-block adds about 8 to it) and the tolerance is 0.05 + 1/128 of it."""
+        several units (normal inputs: a k-block adds about 8 to it) and the tolerance is 0.05 + 1/128 of it.
+        The library: the check problem bit for bit, its call at iters 0."""
         a, b = inputs.values["A"], inputs.values["B"]
         if case.block_scaled:  # integers times powers of two: exact in f64, and in the kernel's f32
             exact = block_scaled_product(np, a, b, inputs.values["scale_a"], inputs.values["scale_b"],
@@ -188,31 +189,29 @@ class GemmFamily(Family):
             exact = a.astype(np.float32) @ b.astype(np.float32).T  # integers below 2^24: exact in f32
         words = to_bits(exact, case.out_dtype).ravel().view(np.uint32).astype(np.float64)
         m, n, k = check_problem(case)
-        label = (f"C of a {m}x{n}x{k} problem, bit for bit"
-                 + ("" if case.library else f" ({check_grid(case)} blocks, {k // case.bk} k-blocks through "
-                    f"{case.stages} stages)"))
-        grid = 1 if case.library else check_grid(case)
-        block = 1 if case.library else threads(case)
-        timing = grid * (5 + COUNTER_WORDS)
-        checks = [Check("probe_gemm", block, 0, timing, words, 0.0, label, grid=grid)]
-        if not case.library:
-            expected = np.full(self.output_words(case), POISON, dtype=np.float64)
-            expected[0] = 0
-            checks.append(Check("probe_verify", 1, 1, 1, expected, 0.0,
-                                f"the {case.m}x{case.n}x{case.k} problem against cuBLAS on the same inputs: "
-                                + (f"elements beyond the exact product (f64) by more than the arithmetic's bound "
-                                   f"(problem.fp8_bound: {case.bk // case.wgmma_k} roundings of 2^-{FP8_SUM_BITS} per "
-                                   f"k-block, f32 across them, f16 out; expected 0)"
-                                   if case.promote else
-                                   f"elements beyond {VERIFY_ATOL} + {VERIFY_RTOL:.4f} x |cuBLAS| (expected 0)")))
+        label = f"C of a {m}x{n}x{k} problem, bit for bit"
+        if isinstance(case, LibraryCase):
+            return [Check(KERNEL, 1, 0, 1, words, 0.0, f"{label} ({case.anchor.library})")]
+        grid = check_grid(case)
+        label += f" ({grid} blocks, {k // case.bk} k-blocks through {case.stages} stages)"
+        checks = [Check("probe_gemm", threads(case), 0, grid * (5 + COUNTER_WORDS), words, 0.0, label, grid=grid)]
+        expected = np.full(self.output_words(case), POISON, dtype=np.float64)
+        expected[0] = 0
+        checks.append(Check("probe_verify", 1, 1, 1, expected, 0.0,
+                            f"the {case.m}x{case.n}x{case.k} problem against cuBLAS on the same inputs: "
+                            + (f"elements beyond the exact product (f64) by more than the arithmetic's bound "
+                               f"(problem.fp8_bound: {case.bk // case.wgmma_k} roundings of 2^-{FP8_SUM_BITS} per "
+                               f"k-block, f32 across them, f16 out; expected 0)"
+                               if case.promote else
+                               f"elements beyond {VERIFY_ATOL} + {VERIFY_RTOL:.4f} x |cuBLAS| (expected 0)")))
         return checks
 
     # -- on the GPU ------------------------------------------------------------------------------------
 
-    def attach(self, case: GemmCase, probe, device) -> None:
+    def attach(self, case: GemmCase | LibraryCase, probe, device) -> None:
         import harness.families.gemm.gpu as gpu
 
-        gpu.attach(case, probe, device)
+        (gpu.attach_library if isinstance(case, LibraryCase) else gpu.attach)(case, probe, device)
 
     # -- measurement ----------------------------------------------------------------------------------
 
@@ -222,29 +221,24 @@ class GemmFamily(Family):
     def peak(self, case: GemmCase) -> float | None:
         return float(TENSOR_FLOPS_PER_CYCLE * case.mma_rate)
 
-    def plan(self, case: GemmCase, device=None) -> list:
+    def plan(self, case: GemmCase | LibraryCase, device=None) -> list:
+        if isinstance(case, LibraryCase):  # the call alone, timed as a kernel is (no clock of its own)
+            return [WholeKernel(KERNEL, 1, 1, launch={"problem": "measured"}, records=False, energy=True,
+                                notes=case.anchor.description)]
         sm_count = device.sm_count if device is not None else 132
-        if case.library:
-            return [WholeKernel("probe_gemm", 1, 1, launch={"problem": "measured"}, records=False, energy=True,
-                                notes=_library_name(case))]
-        blocks = grid(case, sm_count)
-        from harness.families.gemm.gpu import fp8_anchor_available
-
-        anchored = case.dtype not in _cases.FP8_LIBRARY or fp8_anchor_available()
-        anchor = (f"the anchor: {_library_name(_cases.library(case.dtype, (case.m, case.n, case.k), scaling=case.scaling))}"
-                  if anchored else
-                  "no anchor: cuBLASLt's fp8 matmul needs nvmath-python (pip install 'hopper-bench[fp8]')")
-        return [WholeKernel("probe_gemm", blocks, threads(case), anchor="library" if anchored else None,
-                            counters=COUNTERS, energy=True, words=COUNTER_WORDS, launch={"problem": "measured"},
+        anchor = _cases.library(case.dtype, (case.m, case.n, case.k), scaling=case.scaling).anchor
+        return [WholeKernel("probe_gemm", grid(case, sm_count), threads(case),
+                            anchor=KERNEL if anchor.available() else None, counters=COUNTERS, energy=True,
+                            words=COUNTER_WORDS, launch={"problem": "measured"},
                             notes=f"{case.tiles} tiles of {case.bm}x{case.bn}, "
-                            + (f"{case.splits} runs of {case.kblocks} k-blocks each (split-K)" if case.splits > 1
-                               else f"{case.kblocks} k-blocks each") + f"; {anchor}")]
+                                  + (f"{case.splits} runs of {case.kblocks} k-blocks each (split-K)" if case.splits > 1
+                                     else f"{case.kblocks} k-blocks each") + f"; {anchor.note()}")]
 
-    def describe(self, case: GemmCase) -> list[str]:
+    def describe(self, case: GemmCase | LibraryCase) -> list[str]:
         shape = (f"C[{case.m}, {case.n}] = A[{case.m}, {case.k}] . B[{case.n}, {case.k}]^T, {case.dtype} in, f32 "
                  f"accumulate, {case.out_dtype} out")
-        if case.library:
-            return [shape, _library_name(case) + ", on CuPy's stream"]
+        if isinstance(case, LibraryCase):
+            return [shape, case.anchor.description + ", on CuPy's stream"]
         return [shape,
                 f"tile {case.bm}x{case.bn}x{case.bk} ({case.tiles} tiles), {case.stages} stages of "
                 f"{(case.bm + case.bn) * case.bk * case.in_bytes // 1024} KiB, {case.consumers} consumer warpgroup(s)"
@@ -299,17 +293,6 @@ class GemmFamily(Family):
         from harness.families.gemm.figures import findings
 
         return findings(context)
-
-
-def _library_name(case: GemmCase) -> str:
-    """What a library case runs, in words (stored as its measurement's notes)."""
-    if case.dtype in _cases.FP8_LIBRARY:
-        return ("cuBLASLt fp8 (cublasLtMatmul through nvmath-python; TN, e4m3 x e4m3 -> f16, f32 compute, "
-                + ("block scales A 1x128 and B 128x128 (VEC128_32F, BLK128x128_32F), " if case.block_scaled
-                   else "scales 1, ")
-                + ("fast accumulation on: the tensor cores' sum for the whole of K)" if case.fast_accum
-                   else "no fast accumulation: partial sums promoted into f32)"))
-    return "cuBLAS (cublasGemmEx, TN: C = A . B^T, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)"
 
 
 FAMILY = GemmFamily()

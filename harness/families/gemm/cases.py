@@ -1,10 +1,11 @@
-"""GEMM cases: a warp-specialized TMA -> wgmma pipeline configuration on one problem, or the library
-(cuBLAS) on the same problem. Ids:
+"""GEMM cases: a warp-specialized TMA -> wgmma pipeline configuration on one problem (GemmCase), or the library on
+the same problem (LibraryCase, an anchor: harness/anchors; cuBLAS for f16 and bf16, cuBLASLt for fp8). Ids:
 
     gemm.f16.8192x8192x8192.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore
     gemm.f16.8192x8192x8192.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore.sms128
     gemm.f16.8192x8192x8192.tile128x128x64.s4.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore.pingpong
     cublas.f16.8192x8192x8192
+    cublaslt.e4m3.8192x8192x8192.fastaccum.blockscale
 
 The schedule (ptx/pipeline.cuh): cooperative (the default, no suffix: both consumer warpgroups on every tile, each
 on its half of the rows) or `.pingpong` (they take the CTA's tiles in turn, each a whole tile, so one's epilogue
@@ -22,6 +23,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
+from harness.anchors import Anchor, AnchorCase
 from harness.errors import SpecError
 from harness.families.pipeline import (ACC_REGISTER_LIMIT, EPILOGUES, GROUP, MAX_SMS, MAX_STAGES, ORDERS,  # noqa: F401
                                        SCHEDULES, SMEM_LIMIT, SMEM_SLACK, SPLITS, PipelineCase)
@@ -32,7 +34,7 @@ OUT_DTYPE = {"f16": "f16", "bf16": "bf16", "e4m3": "f16"}  # C's type: the input
 WGMMA_K = {"f16": 16, "bf16": 16, "e4m3": 32}  # the wgmma's K: 32 bytes of each row either way
 MMA_RATE = {"f16": 1, "bf16": 1, "e4m3": 2}  # dense tensor-core FLOP per cycle over f16's (PTX ISA; measured)
 BK = 64  # one 128-byte swizzle span of 2-byte elements (128 of fp8: bk_for)
-LIBRARY_DTYPES = ("f16", "bf16")  # cublasGemmEx through CuPy
+LIBRARY_DTYPES = ("f16", "bf16")  # cublasGemmEx through CuPy (harness/anchors/cublas.py)
 FP8_LIBRARY = ("e4m3",)  # cublasLtMatmul through nvmath-python's bindings (harness/anchors/cublaslt.py, extra `fp8`)
 TILES = ((64, 128), (128, 128), (128, 256), (256, 128), (64, 64), (128, 64), (64, 256))
 MAX_DIM = 65536
@@ -52,7 +54,7 @@ LIVE_ACCUMULATOR_LIMIT = 192  # ptx/gemm.cu.in PROMOTE without and with OVERLAP 
 @dataclass(frozen=True)
 class GemmCase(PipelineCase):
     """A GEMM on the pipeline skeleton (families/pipeline.py: tile, ring, consumers, cluster, grid, order,
-    schedule, epilogue), or the library on the same problem."""
+    schedule, epilogue)."""
     family = "gemm"
     # what the GPU tests' default sample varies least (tests/gpu/sample.py): the problem and the ring's depth
     size_fields: ClassVar[tuple[str, ...]] = ("m", "n", "k", "stages")
@@ -60,8 +62,6 @@ class GemmCase(PipelineCase):
     m: int
     n: int
     k: int
-    library: bool = False  # the library on the problem (cuBLAS; cuBLASLt for fp8), not a pipeline
-    fast_accum: bool = False  # a library fp8 case: cuBLASLt's fast accumulation (the tensor cores' sum for all of K)
     promotion: str = "serial"  # fp8 (PROMOTIONS): each k-block added into f32 after it, or while the next runs
     group: int = PIPELINE_GROUP  # a pipelined promotion's k-blocks per drain of the tensor cores
     scaling: str = "tensor"  # fp8 (SCALINGS): one scale per tensor (1), or DeepSeek-V3's 1x128 and 128x128 blocks
@@ -69,9 +69,6 @@ class GemmCase(PipelineCase):
     @property
     def base_id(self) -> str:
         shape = f"{self.dtype}.{self.m}x{self.n}x{self.k}"
-        if self.library:
-            return (f"cublaslt.{shape}" + (".fastaccum" if self.fast_accum else "") + self._scaling_suffix) \
-                if self.dtype in FP8_LIBRARY else f"cublas.{shape}"
         return (f"gemm.{shape}.tile{self.bm}x{self.bn}x{self.bk}.s{self.stages}.wg{self.consumers}"
                 + (".setmaxnreg" if self.rebalance else "")
                 + f".cluster{self.cluster}.{'persistent' if self.persistent else 'grid'}-{self.order}.{self.epilogue}"
@@ -159,20 +156,77 @@ class GemmCase(PipelineCase):
         return self.stages * stage + (outputs if self.epilogue == "tmastore" else 0) + SMEM_SLACK
 
     def columns(self) -> dict[str, object]:
-        library = "cublasLtMatmul" if self.dtype in FP8_LIBRARY else "cublasGemmEx"
-        return {"instruction": library if self.library else "wgmma.mma_async + cp.async.bulk.tensor",
-                "m": self.m, "n": self.n, "k": self.k, "dtype_a": self.dtype, "dtype_b": self.dtype,
-                "dtype_acc": "f32", "operands": None if self.library else "SS"}
+        return {"instruction": "wgmma.mma_async + cp.async.bulk.tensor", "m": self.m, "n": self.n, "k": self.k,
+                "dtype_a": self.dtype, "dtype_b": self.dtype, "dtype_acc": "f32", "operands": "SS"}
 
     def params(self) -> dict[str, object]:
         values = super().params()
-        if self.library:
-            keys = ("dtype", "m", "n", "k", "library") + (("fast_accum",) if self.dtype in FP8_LIBRARY else ())
-            values = {key: values[key] for key in keys} | {"scaling": self.scaling}
-        elif self.group == PIPELINE_GROUP:  # the default group: the params of the cases stored before it was a field
+        if self.group == PIPELINE_GROUP:  # the default group: the params of the cases stored before it was a field
             del values["group"]
         if self.scaling == "tensor":  # ... and the default scaling
             del values["scaling"]
+        return values
+
+
+@dataclass(frozen=True)
+class LibraryCase(AnchorCase):
+    """The library on a GEMM problem, C[M, N] = A[M, K] . B[N, K]^T on the measured inputs a GemmCase of the same
+    problem draws: cuBLAS's cublasGemmEx for f16 and bf16, cuBLASLt's fp8 matmul for e4m3 (without or with fast
+    accumulation; per-tensor or DeepSeek-V3's block scales). An anchor (harness/anchors): no template."""
+    family = "gemm"
+    size_fields: ClassVar[tuple[str, ...]] = ("m", "n", "k")
+    dtype: str
+    m: int
+    n: int
+    k: int
+    fast_accum: bool = False  # cuBLASLt's fast accumulation (the tensor cores' sum for all of K)
+    scaling: str = "tensor"  # fp8 (SCALINGS): per tensor (scales of 1) or DeepSeek-V3's blocks
+
+    @property
+    def base_id(self) -> str:
+        shape = f"{self.dtype}.{self.m}x{self.n}x{self.k}"
+        if self.dtype in FP8_LIBRARY:
+            return f"cublaslt.{shape}" + (".fastaccum" if self.fast_accum else "") + \
+                ("" if self.scaling == "tensor" else f".{self.scaling}scale")
+        return f"cublas.{shape}"
+
+    @property
+    def anchor(self) -> Anchor:
+        from harness.anchors import cublas, cublaslt
+
+        return cublaslt.anchor(self.fast_accum, self.block_scaled) if self.dtype in FP8_LIBRARY else cublas.GEMM_EX
+
+    @property
+    def block_scaled(self) -> bool:
+        return self.scaling == "block"
+
+    @property
+    def in_bytes(self) -> int:
+        return IN_BYTES[self.dtype]
+
+    @property
+    def out_dtype(self) -> str:
+        return OUT_DTYPE[self.dtype]
+
+    @property
+    def mma_rate(self) -> int:
+        return MMA_RATE[self.dtype]
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.m * self.n * self.k
+
+    def columns(self) -> dict[str, object]:
+        return {"instruction": self.anchor.call, "m": self.m, "n": self.n, "k": self.k, "dtype_a": self.dtype,
+                "dtype_b": self.dtype, "dtype_acc": "f32", "operands": None}
+
+    def params(self) -> dict[str, object]:
+        """As stored since the library was a GemmCase flag (`library`: true; fp8's `fast_accum`; a block scaling)."""
+        values = {"dtype": self.dtype, "m": self.m, "n": self.n, "k": self.k, "library": True}
+        if self.dtype in FP8_LIBRARY:
+            values["fast_accum"] = self.fast_accum
+        if self.scaling != "tensor":
+            values["scaling"] = self.scaling
         return values
 
 
@@ -193,7 +247,7 @@ def parse(case_id: str) -> GemmCase:
     g = match.groupdict()
     common = dict(dtype=g["dtype"], m=int(g["m"]), n=int(g["n"]), k=int(g["k"]))
     if g["library"] != "gemm":
-        case = GemmCase(**common, library=True, fast_accum=bool(g["fast"]), scaling="block" if g["lscaling"] else "tensor")
+        case = LibraryCase(**common, fast_accum=bool(g["fast"]), scaling="block" if g["lscaling"] else "tensor")
     else:
         case = GemmCase(**common, bm=int(g["bm"]), bn=int(g["bn"]), bk=int(g["bk"]), stages=int(g["stages"]),
                         consumers=int(g["wg"]), rebalance=bool(g["rb"]), cluster=int(g["cluster"]),
@@ -208,8 +262,8 @@ def parse(case_id: str) -> GemmCase:
     return case
 
 
-def check(case: GemmCase) -> None:
-    """One line saying why a configuration cannot be built, or nothing."""
+def check(case: GemmCase | LibraryCase) -> None:
+    """One line saying why a configuration (or the library's call) cannot be built, or nothing."""
     def refuse(why: str):
         raise SpecError(f"{case.case_id}: {why}")
 
@@ -226,30 +280,34 @@ def check(case: GemmCase) -> None:
             refuse("block scaling is fp8's (DeepSeek-V3's 1x128 and 128x128 f32 scales)")
         if case.n % SCALE_BLOCK or case.k % SCALE_BLOCK:
             refuse(f"block scaling takes N and K in multiples of its {SCALE_BLOCK}-wide blocks")
-        if case.fast_accum:
-            refuse("cuBLASLt takes no fast accumulation with block scales")
-        if case.promotion == "overlap":
-            refuse("block scaling with the overlapped promotion: ptxas waits for the wgmma before each scaled "
-                   "promotion (C7517); the serial or the pipelined one")
-    if case.library:
-        if case.dtype not in LIBRARY_DTYPES + FP8_LIBRARY:
-            refuse(f"no library case for {case.dtype}: expected one of {', '.join(LIBRARY_DTYPES + FP8_LIBRARY)}")
-        if case.fast_accum and case.dtype not in FP8_LIBRARY:
-            refuse("fast accumulation is cuBLASLt's fp8 option")
-        if case.schedule != "cooperative" or case.promotion != "serial":
-            refuse("a library case has no schedule or promotion of ours")
-        if case.dtype in FP8_LIBRARY and (case.m % 16 or case.n % 16 or case.k % 16):
-            refuse("cuBLASLt's fp8 matmul takes M, N and K in multiples of 16")
-        if case.m % 8 or case.n % 8 or case.k % 8:
-            refuse("M, N and K must be multiples of 8 (16-byte rows)")
-        return
+    if isinstance(case, LibraryCase):
+        _check_library(case, refuse)
+    else:
+        _check_pipeline(case, refuse)
+
+
+def _check_library(case: LibraryCase, refuse) -> None:
+    if case.dtype not in LIBRARY_DTYPES + FP8_LIBRARY:
+        refuse(f"no library case for {case.dtype}: expected one of {', '.join(LIBRARY_DTYPES + FP8_LIBRARY)}")
+    if case.fast_accum and case.dtype not in FP8_LIBRARY:
+        refuse("fast accumulation is cuBLASLt's fp8 option")
+    if case.block_scaled and case.fast_accum:
+        refuse("cuBLASLt takes no fast accumulation with block scales")
+    if case.dtype in FP8_LIBRARY and (case.m % 16 or case.n % 16 or case.k % 16):
+        refuse("cuBLASLt's fp8 matmul takes M, N and K in multiples of 16")
+    if case.m % 8 or case.n % 8 or case.k % 8:
+        refuse("M, N and K must be multiples of 8 (16-byte rows)")
+
+
+def _check_pipeline(case: GemmCase, refuse) -> None:
+    if case.block_scaled and case.promotion == "overlap":
+        refuse("block scaling with the overlapped promotion: ptxas waits for the wgmma before each scaled "
+               "promotion (C7517); the serial or the pipelined one")
     if (case.bm, case.bn) not in TILES:
         refuse(f"tile {case.bm}x{case.bn}: expected one of {', '.join(f'{m}x{n}' for m, n in TILES)}")
     if case.bk != bk_for(case.dtype):
         refuse(f"BK = {case.bk}: the pipeline's k-block of {case.dtype} is {bk_for(case.dtype)} (one 128-byte "
                "swizzle span)")
-    if case.fast_accum:
-        refuse("fast accumulation is a library case's (cublaslt.e4m3....fastaccum)")
     skeleton = case.check_skeleton()
     if skeleton:
         refuse(skeleton)
@@ -300,9 +358,9 @@ def pipeline(dtype: str, shape: tuple[int, int, int], **config) -> GemmCase:
     return GemmCase(dtype, m, n, k, **{"bk": bk_for(dtype), **config})
 
 
-def library(dtype: str, shape: tuple[int, int, int], fast_accum: bool = False, scaling: str = "tensor") -> GemmCase:
+def library(dtype: str, shape: tuple[int, int, int], fast_accum: bool = False, scaling: str = "tensor") -> LibraryCase:
     m, n, k = shape
-    return GemmCase(dtype, m, n, k, library=True, fast_accum=fast_accum, scaling=scaling)
+    return LibraryCase(dtype, m, n, k, fast_accum=fast_accum, scaling=scaling)
 
 
 # The seed worklog's kernels that this family expresses, by its step (docs/gemm.md; the steps it does not:

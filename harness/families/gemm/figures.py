@@ -25,7 +25,7 @@ import pandas as pd
 from sqlalchemy.exc import SQLAlchemyError
 
 from harness.errors import SpecError
-from harness.families.gemm.cases import BEST, LADDER, SMEM_LIMIT, GemmCase, parse, pipeline
+from harness.families.gemm.cases import BEST, LADDER, SMEM_LIMIT, GemmCase, LibraryCase, parse, pipeline
 from harness.families.gemm.problem import TENSOR_FLOPS_PER_CYCLE
 from harness.paper import DEFAULT_TOLERANCE
 from harness.spec import Case
@@ -37,7 +37,7 @@ TENSOR_BOUND = 1.10  # a k-block within 10 % of the tensor cores' time is tensor
 METRICS = ("throughput_tflops", "library_fraction", "peak_fraction", "cycles_per_kblock", "full_wait_cycles_per_tile",
            "empty_wait_cycles_per_tile", "epilogue_cycles_per_tile", "power_mean_w", "energy_efficiency")
 CONFIG = tuple(f.name for f in fields(GemmCase)  # a pipeline's configuration: what is not the problem
-               if f.name not in {g.name for g in fields(Case)} | {"dtype", "m", "n", "k", "library"})
+               if f.name not in {g.name for g in fields(Case)} | {"dtype", "m", "n", "k", "scaling"})
 COLORS = {"ours": "#1f77b4", "cublas": "#7f7f7f", "predicted": "#d62728", "worklog": "#2ca02c"}
 
 
@@ -65,14 +65,26 @@ def _wide(frame: pd.DataFrame, keys: tuple[str, ...] = ("case_id",)) -> pd.DataF
             wide[metric] = np.nan
     cases = {c: parse(c) for c in set(wide.case_id)}
     wide["case"] = [cases[c] for c in wide.case_id]
-    for name in ("dtype", "m", "n", "k", "library", *CONFIG):
+    # the library's rows (LibraryCase, an anchor: cublas.* and cublaslt.* ids, old rows' `library` param) have no
+    # configuration of ours; fast accumulation is the cuBLASLt call's option
+    wide["library"] = [isinstance(cases[c], LibraryCase) for c in wide.case_id]
+    wide["fast_accum"] = [isinstance(cases[c], LibraryCase) and cases[c].fast_accum for c in wide.case_id]
+    for name in ("dtype", "m", "n", "k", "scaling"):
         wide[name] = [getattr(cases[c], name) for c in wide.case_id]
+    for name in CONFIG:
+        wide[name] = pd.Series([None if library else getattr(cases[c], name) for c, library in
+                                zip(wide.case_id, wide.library)], index=wide.index, dtype=object)
     wide["problem"] = [_problem(cases[c]) for c in wide.case_id]
     wide["flops"] = [cases[c].flops for c in wide.case_id]
     return wide
 
 
-def _problem(case: GemmCase) -> str:
+def _pipelines(wide: pd.DataFrame) -> pd.DataFrame:
+    """The pipeline cases' rows of `wide`, their configuration columns in their own types."""
+    return wide[~wide.library].infer_objects()
+
+
+def _problem(case: GemmCase | LibraryCase) -> str:
     """A problem: its dtype and shape, and block-scaled fp8 as a problem of its own (its anchor is cuBLASLt's
     block-scaled matmul)."""
     return f"{case.dtype}{' block-scaled' if case.block_scaled else ''} {case.m}x{case.n}x{case.k}"
@@ -187,6 +199,8 @@ def _worklog(ctx, ladder_configs: dict[str, dict]) -> pd.DataFrame:
         try:
             case = parse(ref.case_id)
         except SpecError:  # a reference of another id form: not a ladder step
+            continue
+        if not isinstance(case, GemmCase):  # the library's: not a step either
             continue
         config = {name: getattr(case, name) for name in CONFIG}
         for step, wanted in ladder_configs.items():
@@ -447,9 +461,9 @@ def figures(ctx) -> list:
     if wide.empty:
         return []
     gpu, run = ctx.gpu, ctx.run_id
-    pipes = wide[~wide.library.astype(bool)].copy()
+    pipes = _pipelines(wide).copy()
     # the library as the anchor: cuBLASLt's fp8 with fast accumulation is a row of its own, not the anchor
-    library = wide[wide.library.astype(bool) & ~wide.fast_accum.astype(bool)]
+    library = wide[wide.library & ~wide.fast_accum]
     sms = int(wide.sms.dropna().max()) if wide.sms.notna().any() else None
     params = _planner(gpu, sms)
     pipes["predicted"], pipes["bound"] = zip(*[_predict(c, params, clock) for c, clock in
@@ -742,7 +756,7 @@ def findings(ctx) -> list:
     text, per_gpu, rows = [], {}, []
     profile = worklog_profile(ctx.store)
     for gpu, part in wide.groupby("gpu_name"):
-        pipes = part[~part.library.astype(bool)]
+        pipes = _pipelines(part)
         # the headline first (issue 46, item 4): ours against the library, by problem
         best = _best_by_problem(pipes[pipes.library_fraction.notna()])
         if len(best):
@@ -774,7 +788,7 @@ def findings(ctx) -> list:
     if per_gpu:
         _findings_figure(path, per_gpu)
     else:  # no stage sweep (a quick run): the library figure answers
-        best = pd.concat([_best_by_problem(p[~p.library.astype(bool) & p.library_fraction.notna()])
+        best = pd.concat([_best_by_problem(_pipelines(p)[lambda f: f.library_fraction.notna()])
                           .assign(dtype=lambda f, g=gpu: g + " " + f.dtype) for gpu, p in wide.groupby("gpu_name")])
         if best.empty:
             return [("How many stages does a GEMM tile need, and where does cuBLAS still win?", text, None)]

@@ -1,28 +1,24 @@
 """The GEMM family's GPU resources (Family.attach): the two problems' matrices and tensor maps, the
-kernel arguments, and the host kernels (the library call, the measured problem's verification). Runs in
-the worker process, on the GPU only.
+kernel arguments, and the host kernels (the library's call, harness/anchors; the measured problem's verification).
+Runs in the worker process, on the GPU only.
 
 ptx/gemm.cu.in takes two `Problem`s by value after the common four arguments: the check problem (A and
 B in the probe's input buffer, C in its output buffer) and the measured one (normal(0, 1) inputs drawn
-here). cuBLAS computes the same product column-major: C^T[N, M] = B[N, K] . A^T (op T on B's K x N
-storage, op N on A's), which is C[M, N] row-major.
+here). A library case (cases.LibraryCase) has no kernel: its probe's one host kernel, anchors.KERNEL, is the
+library's call on the check problem (iters 0) or on the measured one's inputs, drawn as a pipeline case's are.
 """
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from harness import tensormaps
+from harness.anchors import KERNEL
 from harness.dtypes import bf16_bits
 from harness.errors import HarnessError
 
 from harness.families.gemm.problem import PROBLEM, split_counters, split_workspace_bytes, walk_m
 
-CUDA_R_16F, CUDA_R_16BF = 2, 14  # cudaDataType
-CUBLAS_COMPUTE_32F = 68
-CUBLAS_GEMM_DEFAULT = -1
 SEED = 20261125
 
 
@@ -40,11 +36,10 @@ def problem(case, a: int, b: int, c: int, m: int, n: int, k: int, scales: tuple[
     """The kernel's Problem argument for A, B, C at these addresses (row-major, K-major A and B), a block-scaled
     case's scales and a split-K case's workspace and counters. The maps hold M rows; the walk, whole tiles."""
     value = np.zeros(1, dtype=PROBLEM.dtype())
-    if not case.library:
-        value["a"] = _encode(case, case.dtype, a, m, k, case.bm, case.bk, True)
-        value["b"] = _encode(case, case.dtype, b, n, k, case.bn // case.cluster, case.bk, True)
-        value["c"] = _encode(case, case.out_dtype, c, m, n, case.wg_rows, 64, False)
-    value["c_ptr"], value["m"], value["n"], value["k"] = c, m if case.library else walk_m(case, m), n, k
+    value["a"] = _encode(case, case.dtype, a, m, k, case.bm, case.bk, True)
+    value["b"] = _encode(case, case.dtype, b, n, k, case.bn // case.cluster, case.bk, True)
+    value["c"] = _encode(case, case.out_dtype, c, m, n, case.wg_rows, 64, False)
+    value["c_ptr"], value["m"], value["n"], value["k"] = c, walk_m(case, m), n, k
     value["scale_a"], value["scale_b"] = scales
     value["workspace"], value["counters"] = split
     return value
@@ -53,7 +48,7 @@ def problem(case, a: int, b: int, c: int, m: int, n: int, k: int, scales: tuple[
 def split_buffers(cupy, case, m: int, n: int) -> tuple:
     """A split-K problem's workspace (f32, uninitialised: each run writes its part before it is read) and counters
     (int32, zero: ptx/gemm.cu.in reduce_runs leaves them zero after every launch); none without split-K."""
-    if case.library or case.splits == 1:
+    if case.splits == 1:
         return None, None
     workspace = cupy.empty(split_workspace_bytes(case, m, n) // 4, dtype=cupy.float32)
     counters = cupy.zeros(split_counters(case, m, n), dtype=cupy.int32)
@@ -107,78 +102,6 @@ def as_float(cupy, bits, dtype: str):
     return (bits.astype(cupy.uint32) << 16).view(cupy.float32)
 
 
-WORKSPACE_BYTES = 32 << 20
-
-
-@functools.cache
-def _handle() -> tuple[int, object, object]:
-    """A cuBLAS handle for the process, with a workspace of its own where the bindings let us set one: cuBLAS then
-    allocates nothing while a stream is captured, so its calls replay in a CUDA graph as the kernel's do (a library
-    call that could not be captured is launched call by call, and at small shapes the host's dispatch, not the
-    GPU, sets its rate). nvmath-python's cuBLAS bindings (the `fp8` extra) do; CuPy 14.2's neither expose
-    cublasSetWorkspace nor allow a cuBLAS call while a stream is captured, so without nvmath it is CuPy's handle.
-    Returns (handle, workspace or None, the binding module: nvmath's, or None for CuPy's)."""
-    import cupy
-
-    try:
-        from nvmath.bindings import cublas as nvmath_cublas
-    except ImportError:
-        return cupy.cuda.device.get_cublas_handle(), None, None
-    handle = nvmath_cublas.create()
-    workspace = cupy.empty(WORKSPACE_BYTES, dtype=cupy.uint8)
-    return handle, workspace, nvmath_cublas
-
-
-class Library:
-    """cublasGemmEx on the current stream: C[M, N] = A[M, K] . B[N, K]^T, f32 compute, CUBLAS_GEMM_DEFAULT (the same
-    call through either binding: nvmath-python's, capturable, or CuPy's)."""
-
-    def __init__(self, dtype: str):
-        from cupy_backends.cuda.libs import cublas
-
-        import cupy
-
-        self._cublas = cublas
-        self._cupy = cupy
-        self.handle, self._workspace, self._nvmath = _handle()
-        self._stream = None
-        self.type = CUDA_R_16F if dtype == "f16" else CUDA_R_16BF
-        self.alpha = np.ones(1, dtype=np.float32)
-        self.beta = np.zeros(1, dtype=np.float32)
-
-    @property
-    def binding(self) -> str:
-        return "nvmath-python's cuBLAS bindings, own workspace" if self._nvmath else "CuPy's cuBLAS bindings"
-
-    def __call__(self, a: int, b: int, c: int, m: int, n: int, k: int) -> None:
-        stream = self._cupy.cuda.get_current_stream().ptr
-        if self._nvmath is not None:
-            nv = self._nvmath
-            if stream != self._stream:  # cublasSetStream resets the workspace to cuBLAS's pool: set ours after it
-                nv.set_stream(self.handle, stream)
-                nv.set_workspace(self.handle, self._workspace.data.ptr, WORKSPACE_BYTES)
-                nv.set_pointer_mode(self.handle, int(nv.PointerMode.HOST))
-                self._stream = stream
-            nv.gemm_ex(self.handle, int(nv.Operation.T), int(nv.Operation.N), n, m, k, self.alpha.ctypes.data,
-                       b, self.type, k, a, self.type, k, self.beta.ctypes.data, c, self.type, n,
-                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
-            return
-        cublas = self._cublas
-        cublas.setStream(self.handle, stream)
-        cublas.setPointerMode(self.handle, cublas.CUBLAS_POINTER_MODE_HOST)
-        cublas.gemmEx(self.handle, cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N, n, m, k, self.alpha.ctypes.data,
-                      b, self.type, k, a, self.type, k, self.beta.ctypes.data, c, self.type, n,
-                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
-
-
-def fp8_anchor_available() -> bool:
-    """Whether cuBLASLt's fp8 matmul can anchor fp8 rows here (nvmath-python, the `fp8` extra): without it they
-    are validated and timed with no library_fraction, and the measurement's notes say why."""
-    import importlib.util
-
-    return importlib.util.find_spec("nvmath") is not None
-
-
 def exact_fp8_product(cupy, a_f16, b_f16, scales=None):
     """C = A . B^T and the sums of |products| of fp8 values (given as the f16 bit patterns of the same values), in
     f64, by rows of A at a time: a product of two e4m3 values has 8 significant bits and a sum of K of them up to
@@ -207,10 +130,65 @@ def as_f16_values(cupy, bits):
     return bits.view(cupy.float16).astype(cupy.float64)
 
 
+def _measured(cupy, case):
+    """The measured problem's A, B and (block-scaled) scales, drawn on the GPU from the family's seeds: a pipeline
+    case and the library case of its problem get the same values."""
+    m, n, k = case.m, case.n, case.k
+    a1 = normal(cupy, m, k, case.dtype, SEED)
+    b1 = normal(cupy, n, k, case.dtype, SEED + 1)
+    scales = block_scales(cupy, m, n, k, SEED + 2) if case.block_scaled else (None, None)
+    return a1, b1, scales
+
+
+def _call(case, m: int, n: int, k: int, a: int, b: int, c: int, scales: tuple[int, int] | None,
+          fast_accum: bool = False):
+    """(the library's plan, a function that makes its call: C = A . B^T on these device pointers): cuBLASLt's fp8
+    matmul on e4m3 codes (harness/anchors/cublaslt.py), else cublasGemmEx (harness/anchors/cublas.py)."""
+    from harness.families.gemm.cases import FP8_LIBRARY
+
+    if case.dtype in FP8_LIBRARY:
+        from harness.anchors.cublaslt import CublasLtMatmul
+
+        plan = CublasLtMatmul(case.dtype, case.dtype, case.out_dtype, m, n, k, fast_accum,
+                              block_scales=scales if case.block_scaled else None)
+        return plan, lambda: plan(a, b, c)
+    from harness.anchors.cublas import Library
+
+    plan = Library(case.out_dtype)
+    return plan, lambda: plan(a, b, c, m, n, k)
+
+
+def attach_library(case, probe, device) -> None:
+    """A library case (an anchor): its call as the probe's host kernel KERNEL, on the check problem (A and B in
+    the probe's input buffer, C its output buffer) at iters 0, else on the measured problem's inputs."""
+    import cupy
+
+    from harness.families.gemm.problem import check_problem, scale_offsets
+
+    m0, n0, k0 = check_problem(case)
+    a0 = probe.inputs.data.ptr
+    b_at, scale_a_at, scale_b_at = scale_offsets(case)
+    check_plan, check_call = _call(case, m0, n0, k0, a0, a0 + b_at, probe.out.data.ptr,
+                                   (a0 + scale_a_at, a0 + scale_b_at), case.fast_accum)
+    a1, b1, (scale_a1, scale_b1) = _measured(cupy, case)
+    c1 = cupy.zeros((case.m, case.n), dtype=cupy.uint16)
+    scales1 = (scale_a1.data.ptr, scale_b1.data.ptr) if case.block_scaled else None
+    plan, call = _call(case, case.m, case.n, case.k, a1.data.ptr, b1.data.ptr, c1.data.ptr, scales1, case.fast_accum)
+    probe.resources = [a1, b1, c1, scale_a1, scale_b1, check_plan, plan]
+
+    def library(out, timing, iters):
+        (call if iters else check_call)()
+
+    probe.host_kernels = {KERNEL: library}
+
+
 def attach(case, probe, device) -> None:
+    """A pipeline case: its Problems, the library on the measured problem's inputs (KERNEL, the anchor: its library
+    case's call, where that can be made here: cuBLASLt's needs nvmath-python) and the verification."""
     import cupy
 
     from harness.families.gemm.cases import FP8_LIBRARY
+    from harness.families.gemm.cases import library as library_case
     from harness.families.gemm.problem import VERIFY_ATOL, VERIFY_RTOL, check_problem, fp8_bound, grid, threads
 
     from harness.families.gemm.problem import scale_offsets
@@ -222,13 +200,10 @@ def attach(case, probe, device) -> None:
     scales0 = (a0 + scale_a_at, a0 + scale_b_at) if case.block_scaled else (0, 0)
     c0 = probe.out.data.ptr
     m, n, k = case.m, case.n, case.k
-    a1 = normal(cupy, m, k, case.dtype, SEED)
-    b1 = normal(cupy, n, k, case.dtype, SEED + 1)
-    scale_a1, scale_b1 = block_scales(cupy, m, n, k, SEED + 2) if case.block_scaled else (None, None)
+    a1, b1, (scale_a1, scale_b1) = _measured(cupy, case)
     scales1 = (scale_a1.data.ptr, scale_b1.data.ptr) if case.block_scaled else (0, 0)
     c1 = cupy.zeros((m, n), dtype=cupy.uint16)
     reference = cupy.zeros((m, n), dtype=cupy.uint16)
-    library = Library(case.out_dtype)
     probe.resources = [a1, b1, c1, reference, scale_a1, scale_b1]
     # cuBLAS's inputs: A and B themselves, or (fp8, which cublasGemmEx does not take) their values as f16
     a_ref, b_ref = (a1, b1) if case.dtype == case.out_dtype else (as_f16(cupy, a1), as_f16(cupy, b1))
@@ -239,45 +214,18 @@ def attach(case, probe, device) -> None:
     check = problem(case, a0, b0, c0, m0, n0, k0, scales0, pointers(split0))
     measured = problem(case, a1.data.ptr, b1.data.ptr, c1.data.ptr, m, n, k, scales1, pointers(split1))
     probe.extra_args = (check, measured)
+    host = {}
     # The anchor: the library on the measured problem's own inputs (fp8: cuBLASLt on the e4m3 codes, without fast
-    # accumulation unless the library case asks for it), into a C of its own
-    if case.dtype in FP8_LIBRARY and (case.library or fp8_anchor_available()):
-        from harness.anchors.cublaslt import CublasLtMatmul
+    # accumulation), into a C of its own (f16 and bf16: the reference the verification reads again)
+    if library_case(case.dtype, (m, n, k), scaling=case.scaling).anchor.available():
+        anchor_c = reference if case.dtype not in FP8_LIBRARY else cupy.zeros((m, n), dtype=cupy.uint16)
+        plan, call = _call(case, m, n, k, a1.data.ptr, b1.data.ptr, anchor_c.data.ptr, scales1)
+        probe.resources += [anchor_c, plan]
 
-        fast = case.library and case.fast_accum
-        anchor_call = CublasLtMatmul(case.dtype, case.dtype, case.out_dtype, m, n, k, fast,
-                                     block_scales=scales1 if case.block_scaled else None)
-        anchor_c = cupy.zeros((m, n), dtype=cupy.uint16)
-        probe.resources += [anchor_c, anchor_call]
+        def anchor(out, timing, iters):
+            call()
 
-        def run_anchor():
-            anchor_call(a1.data.ptr, b1.data.ptr, anchor_c.data.ptr)
-    else:
-        def run_anchor():
-            library(a_ref.data.ptr, b_ref.data.ptr, reference.data.ptr, m, n, k)
-
-    if case.library:
-        if case.dtype in FP8_LIBRARY:
-            from harness.anchors.cublaslt import CublasLtMatmul
-
-            check_call = CublasLtMatmul(case.dtype, case.dtype, case.out_dtype, m0, n0, k0, case.fast_accum,
-                                        block_scales=scales0 if case.block_scaled else None)
-            probe.resources.append(check_call)
-
-            def run_library(out, timing, iters):
-                if iters == 0:
-                    check_call(a0, b0, out.data.ptr)
-                else:
-                    run_anchor()
-        else:
-            def run_library(out, timing, iters):
-                if iters == 0:
-                    library(a0, b0, out.data.ptr, m0, n0, k0)
-                else:
-                    library(a1.data.ptr, b1.data.ptr, c1.data.ptr, m, n, k)
-
-        probe.host_kernels = {"probe_gemm": run_library}
-        return
+        host[KERNEL] = anchor
 
     probe.dynamic_smem = {"probe_gemm": case.smem_bytes()}
     blocks, block = grid(case, device.sm_count), threads(case)
@@ -289,9 +237,8 @@ def attach(case, probe, device) -> None:
             raise HarnessError(f"a persistent grid of {blocks // case.cluster} clusters of {case.cluster}, but this GPU "
                                f"runs {fit} at once (the rest would be a second wave): ask for "
                                f".sms{fit * case.cluster} or fewer")
-
-    def anchor(out, timing, iters):
-        run_anchor()
+    library = None if case.promote else _call(case, m, n, k, a_ref.data.ptr, b_ref.data.ptr, reference.data.ptr,
+                                               None)[1]
 
     def verify(out, timing, iters):
         """The measured problem once, then its reference (cuBLAS on the same inputs; fp8: the exact product in f64);
@@ -310,10 +257,11 @@ def attach(case, probe, device) -> None:
                               f32_roundings=3 if case.block_scaled else 1)
             del abs_sum
         else:
-            library(a_ref.data.ptr, b_ref.data.ptr, reference.data.ptr, m, n, k)
+            library()
             theirs = as_float(cupy, reference, case.out_dtype)
             bound = VERIFY_ATOL + VERIFY_RTOL * cupy.abs(theirs)
         bad = ~(cupy.abs(ours - theirs) <= bound)
         out[0:1] = cupy.count_nonzero(bad).astype(cupy.uint32)
 
-    probe.host_kernels = {"library": anchor, "probe_verify": verify}
+    host["probe_verify"] = verify
+    probe.host_kernels = host

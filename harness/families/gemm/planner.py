@@ -7,7 +7,7 @@ import pandas as pd
 
 from harness.datasheets import gpu_specs, spec_name
 from harness.families.base import FamilyModel
-from harness.families.gemm.cases import LADDER, pipeline
+from harness.families.gemm.cases import LADDER, GemmCase, pipeline
 from harness.families.gemm.fitting import fit, transfer
 from harness.families.gemm.model import (
     HBM_OF_DATASHEET,
@@ -33,7 +33,7 @@ class GemmModel(FamilyModel):
                       source=f"prior: an H100 fit, {name}'s datasheet")
 
     def predict(self, case, metric: str, params: Params | None) -> float | None:
-        if params is None or case.library or metric != "sm_throughput":
+        if params is None or not isinstance(case, GemmCase) or metric != "sm_throughput":  # the library: none
             return None
         return predict_case(case, params).flops_per_cycle_sm
 

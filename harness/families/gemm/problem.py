@@ -10,7 +10,7 @@ import numpy as np
 import harness.families.gemm.cases as _cases
 from harness.dtypes import encode
 from harness.errors import SpecError
-from harness.families.gemm.cases import GemmCase
+from harness.families.gemm.cases import GemmCase, LibraryCase
 from harness.families.pipeline import (CONSUMER_REGS, COUNTER_WORDS, PIPELINE_COUNTERS, PRODUCER_REGS,  # noqa: F401
                                        TENSOR_FLOPS_PER_CYCLE, KernelStruct, counter_index, counter_metrics)
 
@@ -42,10 +42,11 @@ FULL_WAIT, EMPTY_WAIT, EPILOGUE, MAINLOOP, TILES, KBLOCKS = (counter_index(name)
 COUNTERS = counter_metrics()  # fp8 runs at twice TENSOR_FLOPS_PER_CYCLE (GemmCase.mma_rate)
 
 
-def check_problem(case: GemmCase) -> tuple[int, int, int]:
+def check_problem(case: GemmCase | LibraryCase) -> tuple[int, int, int]:
     """M, N, K of the check problem: more work items than a grouped order's group, two tile columns, and
-    2 x stages + 3 k-blocks (the ring wraps, each slot's phase flips several times)."""
-    if case.library:  # (block-scaled: 8 k-blocks, a row of B's scales 16-byte aligned, as cuBLASLt reads them)
+    2 x stages + 3 k-blocks (the ring wraps, each slot's phase flips several times). The library's: 256 x 256 x 576
+    (block-scaled: 8 k-blocks of 128, a row of B's scales 16-byte aligned, as cuBLASLt reads them)."""
+    if isinstance(case, LibraryCase):
         return (256, 256, 8 * _cases.SCALE_BLOCK) if case.block_scaled else (256, 256, 9 * _cases.BK)
     pairs = _cases.GROUP + 1 if case.order == "grouped" else 2
     m = pairs * case.bm * case.cluster

@@ -75,14 +75,15 @@ def candidates(shape: Shape) -> list[_cases.GemmCase]:
     return found
 
 
-def memory_bytes(case: _cases.GemmCase) -> int:
+def memory_bytes(case: _cases.GemmCase | _cases.LibraryCase) -> int:
     """What the family allocates on the GPU for a case's measured problem at once (gpu.attach and its verify): A and
     B, C and the reference C (and cuBLASLt's C for fp8), then the check's f32 copies of both Cs, its bound, their
     difference and the mask; fp8 adds A and B as f16 (cuBLAS's inputs) and, for the exact product, A and B as f64,
-    |B| and the product, its sums of |products| and the bound in f64."""
+    |B| and the product, its sums of |products| and the bound in f64. The library alone (gpu.attach_library): A, B
+    and C."""
     mn, mk_nk, elem = case.m * case.n, (case.m + case.n) * case.k, case.in_bytes
-    if case.library:
-        return mk_nk * elem + 2 * mn * 2 + (mk_nk * 2 + mn * 2 if case.promote else 0)
+    if isinstance(case, _cases.LibraryCase):
+        return mk_nk * elem + mn * 2
     if not case.promote:
         return mk_nk * elem + mn * (2 + 2 + 4 + 4 + 4 + 4 + 1)
     return mk_nk * (elem + 2 + 8) + case.n * case.k * 8 + mn * (2 + 2 + 2 + 4 + 8 + 8 + 8 + 8 + 1)
@@ -115,15 +116,27 @@ def plan(shapes: dict[Shape, list[_cases.GemmCase]], named: list[_cases.GemmCase
         ranked = _ranked(found, params, predicted)
         cases += ranked[:top] + [_cases.library(shape.dtype, (shape.m, shape.n, shape.k))]
     for case in named:
-        if not case.library and case.case_id not in predicted:
-            _ranked(_cases.configurations(case.dtype, case.m, case.n, case.k), params, predicted)
-        if not case.library and case.case_id not in predicted:
-            try:
-                predicted[case.case_id] = (None, predict_case(case, params))
-            except Exception:  # noqa: BLE001  (a configuration the model has no term for: measured, not predicted)
-                predicted[case.case_id] = (None, None)
+        if isinstance(case, _cases.GemmCase):  # (the library's call has no prediction)
+            if case.case_id not in predicted:
+                _ranked(_cases.configurations(case.dtype, case.m, case.n, case.k), params, predicted)
+            if case.case_id not in predicted:
+                try:
+                    predicted[case.case_id] = (None, predict_case(case, params))
+                except Exception:  # noqa: BLE001  (a configuration the model has no term for: measured, not predicted)
+                    predicted[case.case_id] = (None, None)
         cases += [case, _cases.library(case.dtype, (case.m, case.n, case.k), scaling=case.scaling)]
     return Planned(list(dict.fromkeys(cases)), predicted, params)
+
+
+def _configuration(case: _cases.GemmCase | _cases.LibraryCase) -> dict[str, object]:
+    """A row's configuration columns: the pipeline's, or the library's name in the tile's place."""
+    if isinstance(case, _cases.LibraryCase):
+        return {"tile": case.anchor.library, "stages": None, "wg": None, "cluster": None, "split": None, "grid": None,
+                "epilogue": None, "promotion": None}
+    return {"tile": f"{case.bm}x{case.bn}x{case.bk}", "stages": case.stages, "wg": case.consumers,
+            "cluster": case.cluster, "split": case.splits,
+            "grid": ("persistent-" if case.persistent else "grid-") + case.order,
+            "epilogue": case.epilogue, "promotion": case.promotion if case.promote else None}
 
 
 def _ranked(found: list[_cases.GemmCase], params, predicted: dict) -> list[_cases.GemmCase]:
@@ -162,20 +175,14 @@ def ranking(planned: Planned, results, fit=None):
         # made at the prior's clock and rescaled would be off where B's bytes bound the problem (skinny M)
         expected = predict_case(case, params, clock).tflops(params.sm_count, clock) if prediction is not None else None
         fraction = values.get("library_fraction")
-        library = "cuBLASLt" if case.dtype in _cases.FP8_LIBRARY else "cuBLAS"
+        pipeline = isinstance(case, _cases.GemmCase)
         rows.append({
-            "shape": f"{case.m}x{case.n}x{case.k}", "dtype": case.dtype,
-            "rank": rank, "tile": library if case.library else f"{case.bm}x{case.bn}x{case.bk}",
-            "stages": None if case.library else case.stages, "wg": None if case.library else case.consumers,
-            "cluster": None if case.library else case.cluster, "split": None if case.library else case.splits,
-            "grid": None if case.library else ("persistent-" if case.persistent else "grid-") + case.order,
-            "epilogue": None if case.library else case.epilogue,
-            "promotion": case.promotion if case.promote and not case.library else None,
+            "shape": f"{case.m}x{case.n}x{case.k}", "dtype": case.dtype, "rank": rank, **_configuration(case),
             "predicted": None if expected is None else round(expected, 1),
             "measured": None if measured is None else round(measured, 1),
             "library_fraction": fraction.value if fraction is not None and result.valid else None,
             "miss": None if measured is None or not expected else f"{measured / expected - 1:+.1%}",
-            **({"out of fit": "" if case.library else _unseen(case, seen)} if fit is not None else {}),
+            **({"out of fit": _unseen(case, seen) if pipeline else ""} if fit is not None else {}),
             "status": result.status, "case_id": case.case_id})
     frame = pd.DataFrame(rows)
     if frame.promotion.isna().all():
