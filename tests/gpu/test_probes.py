@@ -115,6 +115,7 @@ def test_a_library_anchor_is_measured_alone_and_beside_a_kernel(case_id, device)
     """An anchor case (the library's call: no build) validates and is timed by WholeKernel with no clock of its own;
     a pipeline's rounds alternate with the same call (library_fraction): cuBLAS, and cuDNN beside attention.
     cuBLASLt's needs nvmath-python, cuDNN's the cuDNN frontend."""
+    from harness.measure.telemetry import Sampler, nvml_reader
     from harness.orchestration.runner import declared_metrics
 
     case = parse_case_id(case_id)
@@ -124,7 +125,8 @@ def test_a_library_anchor_is_measured_alone_and_beside_a_kernel(case_id, device)
         pytest.importorskip("cudnn", reason="the cuDNN frontend is not installed (pip install '.[attention]')")
     probe, inputs = loaded(case)
     assert (probe.module is None) != has_probe(case) and KERNEL in probe.host_kernels
-    result = measure_case(case, build_of(case), device)
+    # NVML sampled, as a run samples it: the energy metrics the plan declares come from its power readings
+    result = measure_case(case, build_of(case), device, sampler=Sampler(nvml_reader(device.uuid), set()))
     assert result.valid, result.error
     names = {m.name for m in result.metrics}
     assert {(m.name, m.unit) for m in result.metrics} == set(declared_metrics(case, device))
