@@ -51,8 +51,36 @@ SCALE_BLOCK = 128
 LIVE_ACCUMULATOR_LIMIT = 192  # ptx/gemm.cu.in PROMOTE without and with OVERLAP (fp8 only)
 
 
+class _GemmProblem:
+    """What a GEMM problem's element types and size say, for a pipeline case and the library's alike (each declares
+    dtype, m, n, k and scaling as fields)."""
+
+    @property
+    def block_scaled(self) -> bool:
+        """DeepSeek-V3's block scaling: A's scales [K / 128][M], B's [N / 128][K / 128], both f32 (cuBLASLt's
+        VEC128_32F and BLK128x128_32F layouts; ptx/gemm.cu.in BLOCKSCALE)."""
+        return self.scaling == "block"
+
+    @property
+    def in_bytes(self) -> int:
+        return IN_BYTES[self.dtype]
+
+    @property
+    def out_dtype(self) -> str:
+        return OUT_DTYPE[self.dtype]
+
+    @property
+    def mma_rate(self) -> int:
+        """The tensor cores' dense FLOP per cycle for this input type over f16's (fp8: twice)."""
+        return MMA_RATE[self.dtype]
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.m * self.n * self.k
+
+
 @dataclass(frozen=True)
-class GemmCase(PipelineCase):
+class GemmCase(_GemmProblem, PipelineCase):
     """A GEMM on the pipeline skeleton (families/pipeline.py: tile, ring, consumers, cluster, grid, order,
     schedule, epilogue)."""
     family = "gemm"
@@ -84,37 +112,14 @@ class GemmCase(PipelineCase):
         return "" if self.scaling == "tensor" else f".{self.scaling}scale"
 
     @property
-    def block_scaled(self) -> bool:
-        """DeepSeek-V3's block scaling: A's scales [K / 128][M], B's [N / 128][K / 128], both f32 (cuBLASLt's
-        VEC128_32F and BLK128x128_32F layouts; ptx/gemm.cu.in BLOCKSCALE)."""
-        return self.scaling == "block"
-
-    @property
-    def in_bytes(self) -> int:
-        return IN_BYTES[self.dtype]
-
-    @property
-    def out_dtype(self) -> str:
-        return OUT_DTYPE[self.dtype]
-
-    @property
     def wgmma_k(self) -> int:
         return WGMMA_K[self.dtype]
-
-    @property
-    def mma_rate(self) -> int:
-        """The tensor cores' dense FLOP per cycle for this input type over f16's (fp8: twice)."""
-        return MMA_RATE[self.dtype]
 
     @property
     def promote(self) -> bool:
         """fp8: each k-block summed alone by the tensor cores and added into f32 registers by the consumer
         (ptx/gemm.cu.in PROMOTE): their fp8 sums keep fewer bits than f32."""
         return self.in_bytes == 1
-
-    @property
-    def flops(self) -> float:
-        return 2.0 * self.m * self.n * self.k
 
     @property
     def kblocks(self) -> int:
@@ -169,7 +174,7 @@ class GemmCase(PipelineCase):
 
 
 @dataclass(frozen=True)
-class LibraryCase(AnchorCase):
+class LibraryCase(_GemmProblem, AnchorCase):
     """The library on a GEMM problem, C[M, N] = A[M, K] . B[N, K]^T on the measured inputs a GemmCase of the same
     problem draws: cuBLAS's cublasGemmEx for f16 and bf16, cuBLASLt's fp8 matmul for e4m3 (without or with fast
     accumulation; per-tensor or DeepSeek-V3's block scales). An anchor (harness/anchors): no template."""
@@ -195,26 +200,6 @@ class LibraryCase(AnchorCase):
         from harness.anchors import cublas, cublaslt
 
         return cublaslt.anchor(self.fast_accum, self.block_scaled) if self.dtype in FP8_LIBRARY else cublas.GEMM_EX
-
-    @property
-    def block_scaled(self) -> bool:
-        return self.scaling == "block"
-
-    @property
-    def in_bytes(self) -> int:
-        return IN_BYTES[self.dtype]
-
-    @property
-    def out_dtype(self) -> str:
-        return OUT_DTYPE[self.dtype]
-
-    @property
-    def mma_rate(self) -> int:
-        return MMA_RATE[self.dtype]
-
-    @property
-    def flops(self) -> float:
-        return 2.0 * self.m * self.n * self.k
 
     def columns(self) -> dict[str, object]:
         return {"instruction": self.anchor.call, "m": self.m, "n": self.n, "k": self.k, "dtype_a": self.dtype,
