@@ -585,13 +585,17 @@ def test_a_split_case_walks_runs_of_k_blocks_as_work_items():
     assert case.params()["splits"] == 4
 
 
-def test_the_check_problem_of_a_split_case_wraps_the_ring_in_every_run():
+def test_the_check_problem_of_a_split_case_walks_at_least_a_tiles_k_blocks():
+    """A split check problem has the unsplit one's 2 x stages + 3 k-blocks or more, in whole runs; a run shorter than
+    the ring wraps it only across a persistent CTA's work items (problem.check_problem), and the measured problem
+    (128 k-blocks a tile at K = 8192) wraps it in every run."""
     for splits in (2, 4, 8):
         case = FAMILY.parse(f"{SPLIT}.splitk{splits}")
         m, n, k = check_problem(case)
         runs = k // case.bk // splits
         assert k % (case.bk * splits) == 0 and runs * splits >= 2 * case.stages + 3
         assert runs >= -(-(2 * case.stages + 3) // splits)
+        assert case.kblocks > case.stages  # the measured problem's runs wrap the ring
 
 
 def test_a_partial_last_tile_is_checked_on_a_problem_with_one_too():

@@ -231,3 +231,18 @@ def test_the_measured_table_in_docs_ladder_comes_from_the_runs():
     for step, values in cells.items():
         line = f"| {names.get(step, step)} | " + " | ".join(values) + " |"
         assert line in text, line
+
+
+def test_the_tensor_steps_refuse_a_k_where_validation_could_not_see_a_dropped_step():
+    """At K = 16384 the HMMA bound (K x 2^-22 x sum |a b|, about 41 for normal inputs) exceeds what a dropped k-step of
+    16 products moves an element (a standard deviation of 4): validation would pass a wrong C, so the case is refused;
+    at 8192 (about 10) it still sees one."""
+    from harness.errors import SpecError
+    from harness.families.ladder import FAMILY as LADDER
+
+    with pytest.raises(SpecError, match="dropped k-step"):
+        LADDER.parse("ladder.wmma.f16.4096x4096x16384")
+    assert LADDER.parse("ladder.wmma.f16.4096x4096x8192")
+    assert LADDER.parse("ladder.reg-tiled.f32.4096x4096x16384")  # FFMA's bound is half: 20, still some elements
+    expected = 8192 * 2.0 ** -22 * 8192 * (2 / np.pi)  # E|a b| = 2/pi for independent normals
+    assert 9 < expected < 11

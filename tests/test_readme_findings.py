@@ -381,6 +381,28 @@ def test_the_skinny_docs_come_from_the_runs(db):
         stem = f"gemm.f16.{m}x8192x8192.tile{tile}.s{stages}.{wg}.cluster1.persistent-"
         grouped, row = order[stem + "grouped.tmastore"], order[stem + "row.tmastore"]
         assert f"{grouped:.3f}" in text and f"{row:.3f}" in text and grouped > 0.95 > row + 0.2, (m, grouped, row)
+    epilogue = harness.results(db, run_id=134, metric="epilogue_cycles_per_tile")
+    epilogue = epilogue[epilogue.case_id.str.startswith("gemm.")]
+    split = epilogue.case_id.str.contains("splitk")
+    assert (f"{epilogue[split].value.min():.0f}-{epilogue[split].value.max():.0f} cycles (its sums out"
+            f"") in text and f"against {epilogue[~split].value.min():.0f}-{epilogue[~split].value.max():.0f} for" in text
+    fraction = harness.results(db, run_id=134, metric="library_fraction")
+    four = fraction[fraction.case_id.str.contains("splitk4")].value
+    assert f"S = 4 everywhere ({four.min():.2f}-{four.max():.2f})" in text
+    kblock = harness.results(db, run_id=134, metric="cycles_per_kblock").set_index("case_id").value
+    plain = "tile{}.s{}.{}.cluster1.persistent-row.tmastore"
+    wide = [kblock[f"gemm.f16.{m}x8192x8192." + plain.format("128x128x64", 5, "wg2.setmaxnreg")] for m in (128, 256)]
+    narrow = [kblock[f"gemm.f16.{m}x8192x8192." + plain.format("64x128x64", 6, "wg1")] for m in (16, 64)]
+    assert f"({min(wide):.0f}-{max(wide):.0f} cycles a k-block against the tensor cores' 512)" in text
+    assert f"({min(narrow):.0f}-{max(narrow):.0f} cycles measured at M = 16 and 64)" in text
+    lib = harness.results(db, run_id=134, metric="throughput_tflops").set_index("case_id").value
+    b_bytes, flop = 8192 * 8192 * 2, 2 * 256 * 8192 * 8192
+    ours256 = lib[best(134).loc[(256, 8192, 8192)].case_id]
+    assert (f"cuBLAS reads B at {b_bytes / (flop / (lib['cublas.f16.256x8192x8192'] * 1e12)) / 1e12:.1f} TB/s at M = 256 "
+            f"where we read it at {b_bytes / (flop / (ours256 * 1e12)) / 1e12:.1f}") in text
+    r136 = harness.results(db, run_id=136, metric="library_fraction").set_index("case_id").value
+    stem = "gemm.f16.128x4096x4096.tile64x64x64.s7.wg1.cluster1.persistent-row.tmastore"
+    assert f"loses: {r136[stem + '.splitk2']:.3f} against {r136[stem]:.3f})" in text
     h200 = best(141)
     assert ", ".join(f"{v:.3f}" for v in h200.value.iloc[:-1]) + f" and {h200.value.iloc[-1]:.3f} of cuBLAS" in text
 
@@ -390,8 +412,11 @@ def test_the_readme_skinny_range_is_the_best_per_m_of_runs_134_and_139(db):
     over runs 134 and 139 (bench gemm at M = 128 and 256, grouped order), rounded to two places."""
     text = " ".join(finding("A warp-specialized TMA -> wgmma GEMM").split())
     rows = [harness.results(db, run_id=run, metric="library_fraction") for run in (134, 139)]
-    both = pd.concat(rows)
+    both = pd.concat(rows, ignore_index=True)
     both = both[both.case_id.str.startswith("gemm.") & (both.n == 8192) & (both.k == 8192)]
     best = both.groupby("m").value.max()
+    winners = both.loc[both.groupby("m").value.idxmax()]
+    assert not winners.case_id.str.contains("splitk").any() and winners.case_id.str.contains("grouped").sum() == 2
     assert set(best.index) == {16, 64, 128, 256}
-    assert f"skinny M = 16-256 at N = K = 8192 {best.min():.2f}-{best.max():.2f} (runs 134, 139" in text, best
+    assert f"skinny M = 16-256 at N = K = 8192 {best.min():.2f}-{best.max():.2f} (runs 134, 139: partial tile, " \
+        "grouped order)" in text, best

@@ -53,6 +53,11 @@ def _handle() -> tuple[int, object, object]:
     return handle, workspace, nvmath_cublas
 
 
+# The stream each nvmath handle was last set to (and its workspace with it), by handle: the handle is the process's,
+# shared by every Library, so what one instance set is what the next call finds
+_bound_stream: dict[int, int] = {}
+
+
 class Library:
     """cublasGemmEx on the current stream: C[M, N] = A[M, K] . B[N, K]^T, f32 compute, CUBLAS_GEMM_DEFAULT (the same
     call through either binding: nvmath-python's, capturable, or CuPy's)."""
@@ -65,7 +70,6 @@ class Library:
         self._cublas = cublas
         self._cupy = cupy
         self.handle, self._workspace, self._nvmath = _handle()
-        self._stream = None
         self.type = CUDA_R_16F if dtype == "f16" else CUDA_R_16BF
         self.alpha = np.ones(1, dtype=np.float32)
         self.beta = np.zeros(1, dtype=np.float32)
@@ -78,11 +82,11 @@ class Library:
         stream = self._cupy.cuda.get_current_stream().ptr
         if self._nvmath is not None:
             nv = self._nvmath
-            if stream != self._stream:  # cublasSetStream resets the workspace to cuBLAS's pool: set ours after it
+            if _bound_stream.get(self.handle) != stream:  # cublasSetStream resets the workspace: set ours after it
                 nv.set_stream(self.handle, stream)
                 nv.set_workspace(self.handle, self._workspace.data.ptr, WORKSPACE_BYTES)
                 nv.set_pointer_mode(self.handle, int(nv.PointerMode.HOST))
-                self._stream = stream
+                _bound_stream[self.handle] = stream
             nv.gemm_ex(self.handle, int(nv.Operation.T), int(nv.Operation.N), n, m, k, self.alpha.ctypes.data,
                        b, self.type, k, a, self.type, k, self.beta.ctypes.data, c, self.type, n,
                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)

@@ -52,7 +52,10 @@ def check_problem(case: GemmCase | LibraryCase) -> tuple[int, int, int]:
     m = pairs * case.bm * case.cluster
     if case.m % (case.bm * case.cluster):  # a partial last tile: the check problem's has as many rows
         m -= case.bm * case.cluster - case.m % (case.bm * case.cluster)
-    runs = -(-(2 * case.stages + 3) // case.splits)  # k-blocks a run (split-K: every run wraps the ring too)
+    # k-blocks a run: a tile's 2 x stages + 3 split in runs (a run of fewer k-blocks than the ring's slots wraps it only
+    # across work items: a persistent CTA's, not a one-CTA-per-item grid's; its measured problem, checked against
+    # cuBLAS, wraps it in every run)
+    runs = -(-(2 * case.stages + 3) // case.splits)
     return m, 2 * case.bn, runs * case.splits * case.bk
 
 

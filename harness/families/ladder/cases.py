@@ -46,6 +46,10 @@ STEPS: dict[str, Step] = {
 ORDER = tuple(STEPS)  # the ladder's order, naive first
 SIZES = (1024, 2048, 4096)  # square problems of the family's suites
 MAX_DIM = 16384
+# The HMMA steps' K at most: their bound, K x 2^-22 x sum |a b| (about 10 at K = 8192 for normal inputs), still leaves
+# about 1 % of the elements that a dropped k-step of 16 products (a standard deviation of 4) moves beyond it; at
+# 16384 (about 41) none (problem.py)
+HMMA_MAX_K = 8192
 _ID = re.compile(r"^ladder\.([a-z-]+)\.(f32|f16)\.(\d+)x(\d+)x(\d+)$")
 
 
@@ -119,6 +123,10 @@ def check(case: LadderCase) -> None:
     spec = case.spec
     if min(case.m, case.n, case.k) <= 0 or max(case.m, case.n, case.k) > MAX_DIM:
         raise IllegalShapeError(f"{case.case_id}: every dimension in 1..{MAX_DIM}")
+    if spec.unit == "HMMA" and case.k > HMMA_MAX_K:
+        raise IllegalShapeError(f"{case.case_id}: K = {case.k}: past {HMMA_MAX_K} the tensor cores' bound "
+                                "(problem.bound) is wider than a dropped k-step moves an element: validation could not "
+                                "see one")
     if not case.library and (case.m % spec.bm or case.n % spec.bn or case.k % max(spec.bk, 32)):
         raise IllegalShapeError(f"{case.case_id}: the {case.step} step takes M a multiple of {spec.bm}, N of {spec.bn} "
                                 f"and K of {max(spec.bk, 32)} (whole tiles, no edge code)")

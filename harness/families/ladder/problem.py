@@ -26,8 +26,10 @@ CHECK_SIZE = (256, 256, 160)  # every step's whole tiles (128 x 128 at most), 5 
 #       f32 accumulator aligned to the largest and truncated, not rounded (Fasi et al., "Numerical behavior of NVIDIA
 #       tensor cores", PeerJ CS 2021, on V100, T4, A100): up to one f32 ulp (2^-23 relative) per addition; taken for
 #       every element of K and doubled, K x 2^-22 x abs_sum
-# A k-block dropped or a tile misplaced moves an element by a sum of normal products (16 of them: about 4), beyond
-# both bounds at every K up to 16384 for most elements (tests/test_ladder_family.py).
+# A k-block dropped or a tile misplaced moves an element by a sum of normal products (16 of them: a standard deviation
+# of 4): beyond the FFMA bound for some elements at every K up to 16384 (20 there), beyond the HMMA bound for about
+# half the elements at K = 4096 (2.5) and 1 % at 8192 (10), for none at 16384: the HMMA steps refuse K > 8192
+# (cases.HMMA_MAX_K; tests/test_ladder_family.py).
 FFMA_ULP, HMMA_ULP = 2.0 ** -24, 2.0 ** -23
 FFMA_MARGIN, HMMA_MARGIN = 2.0, 2.0
 
