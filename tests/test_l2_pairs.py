@@ -179,7 +179,7 @@ def test_each_timed_load_is_bracketed_alone_by_the_clock():
 @pytest.mark.parametrize("metric,pool,cluster", [("near_hit", "hits", 0), ("far_hit", "hits", 1),
                                                   ("near_miss", "misses", 0), ("far_miss", "misses", 1)])
 def test_table_4s_figures_map_to_the_pairs_clusters(metric, pool, cluster):
-    row = {"table_or_figure": "Table 4 (latency, fine-grained P-chase)", "metric": f"latency_l2_cache_{metric}",
+    row = {"paper": "2501.12084v1", "table_or_figure": "Table 4 (latency, fine-grained P-chase)", "metric": f"latency_l2_cache_{metric}",
            "instruction": "fine-grained p-chase (uniform 32-byte stride)", "gpu": "H800 PCIe", "notes": ""}
     found = MEMORY.paper_row(row)
     assert found == {"case_id": PAIRS, "metric": "latency_cycles",
