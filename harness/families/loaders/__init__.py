@@ -8,7 +8,7 @@ between shared memory and registers: lane 8i + r supplies the address of row r o
 "ldmatrix" and "stmatrix"):
     without .trans   row l // 4, columns 2 (l % 4) and 2 (l % 4) + 1
     with .trans      column l // 4, rows 2 (l % 4) and 2 (l % 4) + 1
-`positions` below is that map, the NumPy model every validation uses. Probe template:
+`positions` (harness/layouts.py's `ldmatrix_positions`) is that map, the NumPy model every validation uses. Probe template:
 ptx/loaders.cu.in. Metrics: latency_cycles (one warp: a pointer chase through ldmatrix, or a
 stmatrix -> ld.shared round trip) and sm_throughput in shared-memory bytes per cycle per SM.
 """
@@ -25,6 +25,7 @@ import numpy as np
 from harness.errors import IllegalShapeError, SpecError
 from harness.families.base import Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
 from harness.families.loaders.model import B_BANK as PEAK_BYTES_PER_CYCLE
+from harness.layouts import ldmatrix_positions as positions  # ldmatrix's lane map, shared with the banks family
 from harness.measure.methods import ChainSlope, OccupancySweep, SweepPoint
 from harness.spec import Case
 
@@ -89,18 +90,6 @@ def row_offsets(num: int, region: int = 0) -> np.ndarray:
     past 8 num supply nothing the instruction reads; they repeat the first ones."""
     lane = np.arange(32) % (8 * num)
     return region + 128 * (lane // 8) + 16 * (lane % 8)
-
-
-def positions(rows: np.ndarray, num: int, trans: bool) -> np.ndarray:
-    """(32, num, 2): the 16-bit element index in shared memory of the low and high half of each lane's
-    register for each matrix, `rows` being the byte offsets the 32 lanes supply."""
-    lane = np.arange(32)[:, None, None]
-    matrix = np.arange(num)[None, :, None]
-    half = np.arange(2)[None, None, :]
-    group, member = lane // 4, lane % 4
-    if trans:  # column `group`, rows 2 member + half
-        return rows[8 * matrix + 2 * member + half] // 2 + group
-    return rows[8 * matrix + group] // 2 + 2 * member + half  # row `group`, columns 2 member + half
 
 
 def load(image16: np.ndarray, rows: np.ndarray, num: int, trans: bool) -> np.ndarray:
