@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.families.banks import chapter, patterns
+import harness.families.banks.chapter as chapter
+import harness.families.banks.patterns as patterns
 from harness.families.banks.cases import BankCase, cases, check, parse
 from harness.families.base import Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
 from harness.layouts import BANKS, conflict_free_wavefronts, draw_bank_map, ldmatrix_positions

@@ -10,7 +10,7 @@ from typing import ClassVar
 import numpy as np
 
 from harness.errors import IllegalShapeError, SpecError
-from harness.families.banks import patterns
+import harness.families.banks.patterns as patterns
 from harness.layouts import wavefronts
 from harness.spec import Case
 

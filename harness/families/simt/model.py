@@ -75,7 +75,7 @@ class Pair:
 
 def unit(op: str) -> str:
     """The unit an overlap instruction runs on, from its first SASS opcode."""
-    from harness.families.simt import ops
+    import harness.families.simt.ops as ops
 
     first = ops.OPS[op].sass[0][0].split(".")[0]
     return {"FFMA": "ffma", "FMUL": "ffma", "FADD": "ffma", "MUFU": "mufu", "SHFL": "shuffle"}.get(first, "other")
