@@ -175,6 +175,18 @@ class Measurer:
     report: Callable[[object, list, object], Advice] = field(default=None, repr=False)
 
 
+def residual_frame(rows: list[dict]):
+    """A fit report's rows (each with `measured` and `fitted`) as a frame with their residual and relative miss: what
+    a model's `residuals` returns where its report keeps rows."""
+    import pandas as pd
+
+    frame = pd.DataFrame(rows)
+    if not frame.empty:
+        frame["residual"] = frame.measured - frame.fitted
+        frame["relative"] = frame.measured / frame.fitted - 1
+    return frame
+
+
 class FamilyModel(ABC):
     """A family's model (`Family.model`): fitted to a run's measurements, it predicts them (`bench model
     --run`, `bench compare`). The two optional members return None where a model has no such thing."""

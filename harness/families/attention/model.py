@@ -20,7 +20,7 @@ import pandas as pd
 
 from harness.families.attention.cases import AttentionCase, parse
 from harness.families.attention.problem import MUFU_PER_CYCLE, TENSOR_FLOPS_PER_CYCLE
-from harness.families.base import FamilyModel
+from harness.families.base import FamilyModel, residual_frame
 METRIC = "cycles_per_kblock"
 
 
@@ -51,11 +51,7 @@ class AttentionFitReport:
 
     @property
     def residuals(self) -> pd.DataFrame:
-        frame = pd.DataFrame(self.rows)
-        if not frame.empty:
-            frame["residual"] = frame.measured - frame.fitted
-            frame["relative"] = frame.measured / frame.fitted - 1
-        return frame
+        return residual_frame(self.rows)
 
 
 def _cases(frame: pd.DataFrame) -> list[tuple[AttentionCase, float]]:

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from harness.families.banks.cases import parse
-from harness.families.base import FamilyModel
+from harness.families.base import FamilyModel, residual_frame
 from harness.layouts import WAVEFRONT_BYTES
 
 
@@ -41,11 +41,7 @@ class BankFitReport:
 
     @property
     def residuals(self) -> pd.DataFrame:
-        frame = pd.DataFrame(self.rows)
-        if not frame.empty:
-            frame["residual"] = frame.measured - frame.fitted
-            frame["relative"] = frame.measured / frame.fitted - 1
-        return frame
+        return residual_frame(self.rows)
 
 
 class BankModel(FamilyModel):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from harness.families.base import FamilyModel
+from harness.families.base import FamilyModel, residual_frame
 
 # Shared memory moves 32 banks x 4 B per cycle per SM (the CUDA C++ Programming Guide, "Shared
 # Memory", compute capability 9.0: 32 banks of 32 bits, one access per bank per clock).
@@ -40,11 +40,7 @@ class LoaderFitReport:
 
     @property
     def residuals(self) -> pd.DataFrame:
-        frame = pd.DataFrame(self.rows)
-        if not frame.empty:
-            frame["residual"] = frame.measured - frame.fitted
-            frame["relative"] = frame.measured / frame.fitted - 1
-        return frame
+        return residual_frame(self.rows)
 
 
 class LoaderModel(FamilyModel):
