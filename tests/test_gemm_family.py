@@ -605,6 +605,33 @@ def test_a_partial_last_tile_is_checked_on_a_problem_with_one_too():
     assert FAMILY.parse("gemm.f16.16x8192x8192.tile64x128x64.s6.wg1.cluster1.persistent-row.tmastore.splitk2")
 
 
+WIDE = "gemm.e4m3.8192x8192x8192.tile128x192x128.s4.wg2.setmaxnreg.cluster1.persistent-grouped.tmastore"
+
+
+def test_a_partial_last_column_of_tiles_walks_whole_tiles_and_is_checked_on_one_too():
+    """8192 columns are 42 tiles of 192 and 128 columns: the walk takes 43 whole tiles (B's rows past N load as
+    zeros, the TMA store clips C's columns), and the check problem's last column of tiles is as partial."""
+    case = FAMILY.parse(WIDE)
+    assert case.walk_n == 43 * 192 and case.tiles == 64 * 43
+    m, n, k = check_problem(case)
+    assert n == 192 + 8192 % 192 and n % 192 == 128
+    assert "N = 8192 walked as 8256" in " ".join(FAMILY.describe(case))
+    assert FAMILY.parse(WIDE.replace("cluster1", "cluster2"))  # the cluster shares B: its zeros too
+
+
+@pytest.mark.parametrize("case_id, why", [
+    (WIDE.replace("tmastore", "regs"), "TMA-store epilogue"),
+    (WIDE + ".pipelined", "288 f32 accumulators"),  # three sets of 96
+    ("gemm.e4m3.8192x8192x8192.tile128x192x128.s5.wg2.setmaxnreg.cluster1.persistent-grouped.tmastore",
+     "shared memory"),  # 5 x 40 KiB of ring beside C's 48 KiB
+    (WIDE.replace("8192x8192x8192", "8192x8184x8192"), "multiple of 16"),
+    (WIDE.replace("8192x8192x8192", "8192x7680x8192") + ".blockscale", "128-column blocks"),
+])
+def test_a_wide_fp8_tile_refuses_what_the_kernel_cannot_do(case_id, why):
+    with pytest.raises(SpecError, match=why):
+        FAMILY.parse(case_id)
+
+
 def test_split_k_sass_counts_one_arrival_per_run():
     expectation = FAMILY.sass_expectation(FAMILY.parse(SPLIT + ".splitk2"))
     assert ("probe_gemm", "ATOMG.E.ADD.S32.STRONG.GPU", 1) in [(k, e.mnemonic, e.count) for k, e in expectation.kernels]

@@ -250,6 +250,8 @@ class GemmFamily(Family):
                    "tile's last run" if case.splits > 1 else "")
                 + (f"; M = {case.m} walked as {case.walk_m} (rows past M load as zeros, the TMA store clips them)"
                    if case.walk_m != case.m else "")
+                + (f"; N = {case.n} walked as {case.walk_n} (B's rows past N load as zeros, the TMA store clips C's "
+                   "columns)" if case.walk_n != case.n else "")
                 + (f"; persistent, {case.order} order" if case.persistent else f"; one CTA per tile, {case.order} order"),
                 "epilogue through shared memory and a TMA store" if case.epilogue == "tmastore"
                 else "epilogue from registers"] + (

@@ -17,7 +17,7 @@ from harness.anchors import KERNEL
 from harness.dtypes import bf16_bits
 from harness.errors import HarnessError
 
-from harness.families.gemm.problem import PROBLEM, split_counters, split_workspace_bytes, walk_m
+from harness.families.gemm.problem import PROBLEM, split_counters, split_workspace_bytes, walk_m, walk_n
 
 SEED = 20261125
 
@@ -34,12 +34,12 @@ def _encode(case, dtype: str, address: int, rows: int, cols: int, box_rows: int,
 def problem(case, a: int, b: int, c: int, m: int, n: int, k: int, scales: tuple[int, int] = (0, 0),
             split: tuple[int, int] = (0, 0)) -> np.ndarray:
     """The kernel's Problem argument for A, B, C at these addresses (row-major, K-major A and B), a block-scaled
-    case's scales and a split-K case's workspace and counters. The maps hold M rows; the walk, whole tiles."""
+    case's scales and a split-K case's workspace and counters. The maps hold M rows and N columns; the walk, whole tiles."""
     value = np.zeros(1, dtype=PROBLEM.dtype())
     value["a"] = _encode(case, case.dtype, a, m, k, case.bm, case.bk, True)
     value["b"] = _encode(case, case.dtype, b, n, k, case.bn // case.cluster, case.bk, True)
     value["c"] = _encode(case, case.out_dtype, c, m, n, case.wg_rows, 64, False)
-    value["c_ptr"], value["m"], value["n"], value["k"] = c, walk_m(case, m), n, k
+    value["c_ptr"], value["m"], value["n"], value["k"] = c, walk_m(case, m), walk_n(case, n), k
     value["scale_a"], value["scale_b"] = scales
     value["workspace"], value["counters"] = split
     return value

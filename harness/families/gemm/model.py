@@ -183,7 +183,7 @@ def miss_fraction(case: GemmCase, sm_count: int) -> float:
     that asks and shared by the rest while the wave is in flight). A wave is the work items in flight at
     once, taken in the kernel's order (ptx/gemm.cu.in tile_of, which orders a one-CTA-per-tile grid's clusters
     too: the block scheduler starts them in that order)."""
-    return _miss_fraction(case.walk_m, case.n, case.bm, case.bn, case.cluster, case.order,
+    return _miss_fraction(case.walk_m, case.walk_n, case.bm, case.bn, case.cluster, case.order,
                           max(1, sms_used(case, sm_count) // case.cluster * blocks_per_sm(case) // case.splits))
 
 
