@@ -299,7 +299,8 @@ def test_fp8_cases_take_a_k_block_of_128_the_qgmma_and_cublaslt_as_their_library
     # it gives the slot back; overlapped, the additions hide; pipelined, the drain comes once a group. On a deep
     # ring the consumer sets the period, so serial and overlapped differ by the additions
     deep = dict(stages=7, epilogue="regs")
-    serial, overlap, pipelined = (predict_case(replace(case, **deep, promotion=kind), p) for kind in C.PROMOTIONS)
+    serial, overlap, pipelined = (predict_case(replace(case, **deep, promotion=kind), p)
+                                    for kind in ("serial", "overlap", "pipelined"))
     assert serial.t_kblock > overlap.t_kblock > pipelined.t_kblock >= tensor_cycles(case, p)
     assert serial.t_kblock - overlap.t_kblock == pytest.approx(p.promotion_cycles, rel=0.1)
     assert serial.bound == overlap.bound == "promotion"
@@ -630,6 +631,21 @@ def test_a_partial_last_column_of_tiles_walks_whole_tiles_and_is_checked_on_one_
 def test_a_wide_fp8_tile_refuses_what_the_kernel_cannot_do(case_id, why):
     with pytest.raises(SpecError, match=why):
         FAMILY.parse(case_id)
+
+
+def test_a_staggered_promotion_is_two_cooperative_warpgroups_taking_turns():
+    case = FAMILY.parse(WIDE + ".staggered")
+    assert case.accumulators == 192  # the serial promotion's two sets
+    assert ("probe_gemm", "BAR.ARV", 1) in [(k, e.mnemonic, e.count) for k, e in FAMILY.sass_expectation(case).kernels]
+    assert "BAR.ARV" not in str(FAMILY.sass_expectation(FAMILY.parse(WIDE)))
+    for bad in ("gemm.e4m3.4096x4096x4096.tile64x128x128.s5.wg1.cluster1.persistent-row.tmastore.staggered",
+                "gemm.e4m3.4096x4096x4096.tile128x128x128.s5.wg2.setmaxnreg.cluster1.persistent-row.tmastore"
+                ".pingpong.staggered"):
+        with pytest.raises(SpecError, match="staggered promotion"):
+            FAMILY.parse(bad)
+    with pytest.raises(SpecError, match="promotion"):  # fp8's only
+        FAMILY.parse("gemm.f16.4096x4096x4096.tile128x128x64.s5.wg2.setmaxnreg.cluster1.persistent-row.tmastore"
+                     ".staggered")
 
 
 def test_split_k_sass_counts_one_arrival_per_run():

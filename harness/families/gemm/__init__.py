@@ -114,7 +114,8 @@ class GemmFamily(Family):
             # scale-a, scale-b, and for 16-bit inputs the transposes (K-major: none); fp8 takes no transpose
             "immediates": "1, 1" if case.in_bytes == 1 else "1, 1, 0, 0",
             "promote": str(case.promote).lower(), "overlap": str(case.promotion in ("overlap", "pipelined")).lower(),
-            "pipelined": str(case.promotion == "pipelined").lower(), "pipeline_group": case.group,
+            "pipelined": str(case.promotion == "pipelined").lower(),
+            "staggered": str(case.promotion == "staggered").lower(), "pipeline_group": case.group,
             "blockscale": str(case.block_scaled).lower(),
             "d_operands": ", ".join(f"%{i}" for i in range(acc)),
             "d_constraints": ", ".join(f'"+f"(d[{i}])' for i in range(acc)),
@@ -140,6 +141,8 @@ class GemmFamily(Family):
             kernels.append(("probe_gemm", KernelExpectation(multicast, 1)))
         if case.epilogue == "tmastore":
             kernels.append(("probe_gemm", KernelExpectation("UTMASTG.2D", case.bn // 64)))  # a 64-column box each
+        if case.promotion == "staggered":  # a warpgroup's arrival after it issued a k-block (the other's turn)
+            kernels.append(("probe_gemm", KernelExpectation("BAR.ARV", 1)))
         if case.splits > 1:  # split-K: a run's arrival at its tile's counter (acq_rel, the GPU's scope)
             kernels.append(("probe_gemm", KernelExpectation("ATOMG.E.ADD.S32.STRONG.GPU", 1)))
         return SassExpectation(tuple(kernels), executes=f"{per_kblock} x {mnemonic} per k-block",
@@ -260,6 +263,9 @@ class GemmFamily(Family):
                       if case.promotion == "pipelined" else
                       "fp8 promotion overlapped: two k-block accumulator sets, k-block kb - 1 added into f32 while "
                       "k-block kb's wgmma run" if case.promotion == "overlap" else
+                      "fp8 promotion staggered: after each k-block (its wgmma waited for, then added into f32), the two "
+                      "consumer warpgroups issuing their k-blocks in turn (named barriers)"
+                      if case.promotion == "staggered" else
                       "fp8 promotion after each k-block: its wgmma waited for, then added into f32")]
                     if case.promote else []) + (
                     ["DeepSeek-V3 block scales: each k-block's sum times A's scale (its row, 1x128) and B's (128x128) as "

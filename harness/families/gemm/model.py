@@ -283,11 +283,12 @@ def _kblock(case: GemmCase, p: Params, miss: float) -> tuple[float, str]:
 
 
 def _promoted_kblock(case: GemmCase, p: Params, t_tc: float, z: float, s: float, blocks: int) -> tuple[float, str]:
-    """fp8 with its promotion waited for each k-block (serial or overlapped): the consumer holds a slot through
+    """fp8 with its promotion waited for each k-block (serial, overlapped or staggered): the consumer holds a slot through
     its wgmma and their drain (serial: and the additions) and gives it back once they are done, so the S slots
     circulate through the copy's round trip (less the issue stall, which the consumer's service holds), the
     feed and the consumer in series. Bound: "promotion" where the consumer's service sets the period, the feed
-    or the latency where the copies do."""
+    or the latency where the copies do. A staggered promotion's additions are taken as hidden under the other
+    warpgroup's wgmma, as an overlapped one's are (a prior: no fit has seen it)."""
     service = t_tc + p.drain_cycles + (p.promotion_cycles if case.promotion == "serial" else 0.0)
     period = mean_value(case.stages * blocks, z, (s, service)) * blocks
     if service * blocks >= 0.9 * period:
