@@ -638,6 +638,11 @@ def test_a_staggered_promotion_is_two_cooperative_warpgroups_taking_turns():
     assert case.accumulators == 192  # the serial promotion's two sets
     assert ("probe_gemm", "BAR.ARV", 1) in [(k, e.mnemonic, e.count) for k, e in FAMILY.sass_expectation(case).kernels]
     assert "BAR.ARV" not in str(FAMILY.sass_expectation(FAMILY.parse(WIDE)))
+    # the planner prices it as the serial promotion: runs 149-150 measured the same k-block or worse
+    from harness.families.gemm.planner import GemmModel
+
+    params = GemmModel().prior("H100 SXM5")
+    assert predict_case(case, params, 1300.0) == predict_case(FAMILY.parse(WIDE), params, 1300.0)
     for bad in ("gemm.e4m3.4096x4096x4096.tile64x128x128.s5.wg1.cluster1.persistent-row.tmastore.staggered",
                 "gemm.e4m3.4096x4096x4096.tile128x128x128.s5.wg2.setmaxnreg.cluster1.persistent-row.tmastore"
                 ".pingpong.staggered"):

@@ -287,9 +287,9 @@ def _promoted_kblock(case: GemmCase, p: Params, t_tc: float, z: float, s: float,
     its wgmma and their drain (serial: and the additions) and gives it back once they are done, so the S slots
     circulate through the copy's round trip (less the issue stall, which the consumer's service holds), the
     feed and the consumer in series. Bound: "promotion" where the consumer's service sets the period, the feed
-    or the latency where the copies do. A staggered promotion's additions are taken as hidden under the other
-    warpgroup's wgmma, as an overlapped one's are (a prior: no fit has seen it)."""
-    service = t_tc + p.drain_cycles + (p.promotion_cycles if case.promotion == "serial" else 0.0)
+    or the latency where the copies do. A staggered promotion costs what a serial one does (runs 149-150: the
+    tensor cores do not run one warpgroup's k-block while the other adds)."""
+    service = t_tc + p.drain_cycles + (p.promotion_cycles if case.promotion in ("serial", "staggered") else 0.0)
     period = mean_value(case.stages * blocks, z, (s, service)) * blocks
     if service * blocks >= 0.9 * period:
         return period, "promotion"
