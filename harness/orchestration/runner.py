@@ -2,7 +2,7 @@
 
 The family answers every question (harness/families/base.py): what the SASS must show, the
 inputs and the checks they must pass, and the plan of measurement methods
-(harness/measure/methods.py) whose metrics are stored.
+(harness/measure/methods/) whose metrics are stored.
 """
 
 from __future__ import annotations
