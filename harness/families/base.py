@@ -17,7 +17,7 @@ stages call them without asking first. A family's public members are this contra
     what the SASS must show               sass_expectation(case)            a library call: harness/anchors)
     correctness                           inputs(case, rng), checks(case, inputs), decode(case, words),
                                           output_words(case)
-    what to measure and how               plan(case, device) -> method specs (harness/measure/methods.py),
+    what to measure and how               plan(case, device) -> method specs (harness/measure/methods/),
                                           work(case), peak(case), headline(metric)
     what people read                      name, description, describe(case) (bench show)
     optional hooks (default)              model (None), advisors (()), measurers (()),
@@ -189,7 +189,22 @@ def residual_frame(rows: list[dict]):
 
 class FamilyModel(ABC):
     """A family's model (`Family.model`): fitted to a run's measurements, it predicts them (`bench model
-    --run`, `bench compare`). The two optional members return None where a model has no such thing."""
+    --run`, `bench compare`). `fit` is required; the optional members return None where a model has no such
+    thing (no datasheet prior, no prediction of a metric, no transfer, no datasheet table)."""
+
+    def prior(self, gpu: str):
+        """The model's parameters for a GPU from its datasheet (a GPU's name as NVML or gpu_specs.csv spells it),
+        before any run is fitted: what `predict` takes. Callers: compare's `model_predictions` (each row's
+        prediction beside its measurement) and the simulated GPU (`synthetic_interval`, with "H100 SXM5"). None
+        (the default): no prior, or none for this GPU."""
+        return None
+
+    def predict(self, case, metric: str, params) -> float | None:
+        """What the model predicts for `case`'s `metric` (in the metric's own unit, a headline value) with
+        `params` (a prior's, or a fit's; None: there are none, and a model may fall back on its own). None (the
+        default): no prediction for this case or metric (compare shows NaN; the simulated GPU then takes the
+        work at the family's peak rate)."""
+        return None
 
     @abstractmethod
     def fit(self, frame, gpu: str, source: str):
@@ -267,7 +282,7 @@ class Family(ABC):
     # -- required: what to measure -----------------------------------------------------------------
     @abstractmethod
     def plan(self, case: Case, device) -> list:
-        """The method specs to run (harness/measure/methods.py)."""
+        """The method specs to run (harness/measure/methods/: each declares its Method)."""
 
     @abstractmethod
     def work(self, case: Case) -> Work:
@@ -286,9 +301,9 @@ class Family(ABC):
         """Lines that say what the case is (`bench show`)."""
 
     # -- optional hooks: the defaults mean "none" ----------------------------------------------------
-    model: object | None = None
-    """An analytical model, or None: prior(gpu), predict(case, metric, params) and fit(rows, gpu, label)
-    (compare, `bench model --run`, the simulated GPU), and datasheet_table(gpu, clock) for `bench model
+    model: "FamilyModel | None" = None
+    """An analytical model (a FamilyModel), or None: prior(gpu), predict(case, metric, params) and fit(frame, gpu,
+    source) (compare, `bench model --run`, the simulated GPU), and datasheet_table(gpu, clock) for `bench model
     --gpu`. A family usually makes it a property that imports its model lazily."""
 
     advisors: tuple[Advisor, ...] = ()
