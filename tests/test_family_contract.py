@@ -155,3 +155,32 @@ def test_every_familys_layout_column_is_documented():
             values = {"K-major, no swizzle", "MN-major, 128B swizzle"}
         missing += [(name, value) for value in sorted(values) if f"`{value}`" not in rows[name]]
     assert not missing, missing
+
+
+def test_a_model_that_fits_only_has_no_prior_and_predicts_nothing():
+    """FamilyModel declares prior and predict (compare's model_predictions and the simulated GPU call them on every
+    family's model): a model that gives only fit answers None to both, which compare shows as NaN."""
+
+    class FitOnly(base.FamilyModel):
+        def fit(self, frame, gpu, source):
+            return None
+
+    model = FitOnly()
+    assert model.prior("H100 SXM5") is None and model.predict(object(), "latency_cycles", None) is None
+    assert {"prior", "predict"} <= set(vars(base.FamilyModel)) and base.FamilyModel.__abstractmethods__ == {"fit"}
+
+
+@pytest.mark.parametrize("name", [n for n in FAMILY_NAMES if FAMILIES[n].model is not None])
+def test_every_family_model_is_called_as_compare_and_the_simulated_gpu_call_it(name):
+    """prior(gpu) then predict(case, metric, params), as harness/analysis/compare.py and fakegpu.synthetic_interval
+    pass them: a number or None for the family's first case, a signature the contract's."""
+    family = FAMILIES[name]
+    model = family.model
+    assert isinstance(model, base.FamilyModel)
+    for member in ("prior", "predict"):
+        ours = list(inspect.signature(getattr(base.FamilyModel, member)).parameters)[1:]
+        assert len(inspect.signature(getattr(model, member)).parameters) == len(ours), (name, member)
+    params = model.prior("H100 SXM5")
+    for metric in ("issue_interval_cycles", "sm_throughput", "latency_cycles"):
+        predicted = model.predict(family.cases()[0], metric, params)
+        assert predicted is None or predicted > 0, (name, metric, predicted)
