@@ -184,3 +184,31 @@ def test_every_family_model_is_called_as_compare_and_the_simulated_gpu_call_it(n
     for metric in ("issue_interval_cycles", "sm_throughput", "latency_cycles"):
         predicted = model.predict(family.cases()[0], metric, params)
         assert predicted is None or predicted > 0, (name, metric, predicted)
+
+
+def test_attach_answers_a_declared_attachment_and_the_probe_takes_it_once():
+    """Family.attach returns an Attachment (harness/measure/launch.py), which the runner hands to the probe once;
+    no family writes the probe's launch state itself. Without a GPU: the default, a family's answers that need
+    no allocation (simt's cases without a tensor map, dsmem's cluster sizes), and the Attachment's own checks."""
+    from harness.measure.launch import NOTHING_ATTACHED, Attachment, LoadedProbe
+
+    assert Family.attach(FAMILIES["mma"], FAMILIES["mma"].cases()[0], None, None) is NOTHING_ATTACHED
+    simt = FAMILIES["simt"]
+    assert all(simt.attach(case, None, None) is NOTHING_ATTACHED for case in simt.cases()
+               if not getattr(case, "tma", False))
+    big = FAMILIES["dsmem"].attach(parse_case_id("ld.shared::cluster.u32.cluster16"), None, None)
+    assert isinstance(big, Attachment) and big.runtime_cluster == 16 and big.host_kernels == {}
+    with pytest.raises(ValueError, match="not negative"):
+        Attachment(runtime_cluster=-1)
+    with pytest.raises(ValueError, match="host kernel has no shared memory"):
+        Attachment(dynamic_smem={"library": 1024}, host_kernels={"library": lambda out, timing, iters: None})
+    probe = object.__new__(LoadedProbe)  # no GPU: the attachment alone
+    probe.attached = NOTHING_ATTACHED
+    probe.attach(big)
+    assert probe.attached is big
+    with pytest.raises(Exception, match="one attachment"):
+        probe.attach(Attachment())
+    state = ("extra_args", "dynamic_smem", "resources", "runtime_cluster", "host_kernels")
+    writes = [(path.relative_to(ROOT).as_posix(), name) for path in sorted((ROOT / "harness").rglob("*.py"))
+              for name in state if f"probe.{name}" in path.read_text()]
+    assert writes == [], "the probe's launch state is the Attachment a family returns"

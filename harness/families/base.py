@@ -21,7 +21,7 @@ stages call them without asking first. A family's public members are this contra
                                           work(case), peak(case), headline(metric)
     what people read                      name, description, describe(case) (bench show)
     optional hooks (default)              model (None), advisors (()), measurers (()),
-                                          attach(case, probe, device) (nothing),
+                                          attach(case, probe, device) -> Attachment (nothing),
                                           figures(context) ([]), findings(context) ([]),
                                           paper_case(figure) (None), paper_row(row) (None),
                                           explain(case_id, metric, value, paper, launch) (None), roofline_cases (()),
@@ -36,6 +36,7 @@ from typing import Callable
 
 import numpy as np
 
+from harness.measure.launch import NOTHING_ATTACHED, Attachment  # noqa: F401  (a family names them from here)
 from harness.measure.measurement import Work  # noqa: F401  (a family names it from here, with the rest)
 from harness.spec import Case
 
@@ -316,10 +317,13 @@ class Family(ABC):
     """Plain readers from HBM (case ids) whose best bandwidth in a run is that run's read roofline: compare
     derives `roofline_fraction` of every bandwidth of the family from the best of them (any launch)."""
 
-    def attach(self, case: Case, probe, device) -> None:
-        """The family's GPU resources, after the probe is loaded and before any launch: buffers, tensor
-        maps, each kernel's dynamic shared memory, extra kernel arguments (`probe.extra_args`). Default:
-        nothing."""
+    def attach(self, case: Case, probe, device) -> Attachment:
+        """The family's GPU resources, after the probe is loaded and before any launch (the probe's input and output
+        buffers, `probe.inputs` and `probe.out`, are there to point at): an Attachment of extra kernel arguments,
+        each kernel's dynamic shared memory, the buffers they point into, a cluster size set at launch time, and host
+        kernels (a library call, a verification, which may launch the probe's own kernels through `probe.enqueue`).
+        The runner hands it to the probe (`probe.attach`). Default: nothing."""
+        return NOTHING_ATTACHED
 
     def figures(self, context) -> list:
         """Report sections, [(heading, paragraphs, Path | DataFrame | None)]. Default: none."""

@@ -52,7 +52,7 @@ def loaded(case: Case, build: Build | None, inputs, device: DeviceInfo):
 
     family = family_of(case)
     probe = LoadedProbe(build, inputs.buffer, family.output_words(case))
-    family.attach(case, probe, device)  # the family's GPU resources: buffers, tensor maps, shared memory
+    probe.attach(family.attach(case, probe, device))  # the family's GPU resources: buffers, tensor maps, shared memory
     return probe
 
 
