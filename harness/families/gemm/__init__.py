@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.anchors import KERNEL
-from harness.families.base import Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
+from harness.families.base import Attachment, Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
 import harness.families.gemm.cases as _cases
 from harness.families.gemm.cases import GemmCase, LibraryCase
 from harness.families.gemm.problem import (CHECK_SCALES, CHECK_VALUES, CONSUMER_REGS, COUNTER_WORDS, COUNTERS, POISON, PROBLEM,
@@ -211,10 +211,10 @@ class GemmFamily(Family):
 
     # -- on the GPU ------------------------------------------------------------------------------------
 
-    def attach(self, case: GemmCase | LibraryCase, probe, device) -> None:
+    def attach(self, case: GemmCase | LibraryCase, probe, device) -> Attachment:
         import harness.families.gemm.gpu as gpu
 
-        (gpu.attach_library if isinstance(case, LibraryCase) else gpu.attach)(case, probe, device)
+        return (gpu.attach_library if isinstance(case, LibraryCase) else gpu.attach)(case, probe, device)
 
     # -- measurement ----------------------------------------------------------------------------------
 
