@@ -28,11 +28,12 @@ import pandas as pd
 from harness.stats import residual_frame
 
 from harness.families.gemm.cases import GemmCase, parse
-from harness.families.gemm.model import Params, kblock_cycles, predict_case
+from harness.families.gemm.model import OUT_ELEM, Params, epilogue_cycles, kblock_cycles, predict_case
 
 KBLOCK_PARAMS = ("latency_cycles", "latency_per_kib", "memory_queue_cycles", "feed_bytes_per_cycle", "wgmma_queue", "consumer_overhead_1",
                  "consumer_overhead_2")
 PROMOTION_PARAMS = ("drain_cycles", "promotion_cycles")  # fitted where the run has fp8 cases: w, and P where serial
+SPLITK_CASES = 3  # split-K cases a run needs for its own R_s
 LARGE = 8192 ** 3  # problems at least this large run at the power limit (docs/gemm.md)
 
 
@@ -124,6 +125,7 @@ def fit(frame: pd.DataFrame, gpu: str, source: str, prior: Params | None) -> Fit
     fitted = table.loc[[c for c in table.index if not cases[c].block_scaled]]
     p = _fit_epilogue(start, fitted, cases)
     p = _fit_kblock(p, fitted, cases)
+    p = _fit_splitk(p, fitted, cases)
     p = _fit_whole(p, fitted, cases)
     large = [c for c in table.index if cases[c].flops / 2 >= LARGE]
     clock = float(table.loc[large or list(table.index), "clock_mhz"].median())
@@ -162,14 +164,48 @@ def _scored(table: pd.DataFrame, cases: dict[str, GemmCase], p: Params) -> list[
 
 
 def _fit_epilogue(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) -> Params:
-    rates = {"regs": [], "tmastore": []}
+    """E_0 and each epilogue's E from the epilogue counters of the cases without split-K: cycles per tile = E_0 +
+    C bytes / E, least squares on the relative error (E_0 shared: the barriers and the fence are the same code).
+    Where the run's tiles store one size of C only, E_0 stays the start's and E is the median rate beyond it."""
+    points = []  # (C bytes, tmastore?, cycles)
     for cid, row in table.iterrows():
         cycles = row.get("epilogue_cycles_per_tile", np.nan)
-        if cycles and not np.isnan(cycles):
-            case = cases[cid]
-            rates[case.epilogue].append(case.bm * case.bn * 2 / cycles)
-    return replace(p, epilogue_regs=float(np.median(rates["regs"])) if rates["regs"] else p.epilogue_regs,
-                   epilogue_tma=float(np.median(rates["tmastore"])) if rates["tmastore"] else p.epilogue_tma)
+        case = cases[cid]
+        if case.splits == 1 and cycles and not np.isnan(cycles):
+            points.append((case.bm * case.bn * OUT_ELEM, case.epilogue == "tmastore", float(cycles)))
+    if not points:
+        return p
+    nbytes, tma, cycles = (np.array(v, dtype=float) for v in zip(*points))
+    kinds = [k for k in (0.0, 1.0) if (tma == k).any()]
+    if len(set(nbytes)) >= 2 and len(points) >= len(kinds) + 2:
+        columns = [np.ones_like(nbytes)] + [nbytes * (tma == k) for k in kinds]
+        design = np.stack(columns, axis=1) / cycles[:, None]
+        solution = np.linalg.lstsq(design, np.ones_like(cycles), rcond=None)[0]
+        if solution[0] >= 0 and (solution[1:] > 0).all():
+            rates = dict(zip(kinds, 1.0 / solution[1:]))
+            return replace(p, epilogue_fixed_cycles=float(solution[0]),
+                           epilogue_regs=float(rates.get(0.0, p.epilogue_regs)),
+                           epilogue_tma=float(rates.get(1.0, p.epilogue_tma)))
+    beyond = np.maximum(cycles - p.epilogue_fixed_cycles, 1.0)
+    rate = {k: float(np.median(nbytes[tma == k] / beyond[tma == k])) for k in kinds}
+    return replace(p, epilogue_regs=rate.get(0.0, p.epilogue_regs), epilogue_tma=rate.get(1.0, p.epilogue_tma))
+
+
+def _fit_splitk(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) -> Params:
+    """R_s, the split-K sums' rate to the L2 and back, from the epilogue counters of the run's split-K cases (at
+    least SPLITK_CASES): the median over them of the sums' bytes over what their epilogue takes beyond C's store
+    and the two round trips (model.splitk_cycles). Without them R_s stays unset: the feed's R."""
+    rates = []
+    for cid, row in table.iterrows():
+        cycles, case = row.get("epilogue_cycles_per_tile", np.nan), cases[cid]
+        if case.splits > 1 and cycles and not np.isnan(cycles):
+            store = epilogue_cycles(replace(case, splits=1), p) / case.splits
+            beyond = cycles - store - 2 * p.latency_cycles
+            if beyond > 0:
+                rates.append(2 * case.bm * case.bn * 4 / beyond)
+    if len(rates) < SPLITK_CASES:
+        return p
+    return replace(p, splitk_bytes_per_cycle=float(np.median(rates)))
 
 
 def _fit_whole(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) -> Params:

@@ -93,11 +93,18 @@ class Params:
     # share of the tensor cores (w, the pipe's drain), and a k-block's additions into f32 left in the open (P)
     drain_cycles: float = 0.0
     promotion_cycles: float = 0.0
+    # a work item's epilogue beyond its bytes: the consumers' named barriers, the shared-memory fence and the wait
+    # for the previous tile's store to have read its buffer (E_0, cycles; fitted with E to the epilogue counters)
+    epilogue_fixed_cycles: float = 0.0
+    # split-K: the rate at which a run's f32 sums go out to the L2 and come back in (R_s, bytes per cycle; 0: the
+    # feed's R, the L2's rate into an SM, where the fit run has no split-K case)
+    splitk_bytes_per_cycle: float = 0.0
+    l2_bytes: float = 50 * 1024 * 1024  # the L2's capacity (GH100: 50 MiB, the H100's and the H200's), not fitted
 
     @classmethod
     def fitted_names(cls) -> tuple[str, ...]:
         return tuple(f.name for f in fields(cls)
-                     if f.name not in ("gpu", "sm_count", "flops_per_cycle", "clock_mhz", "source"))
+                     if f.name not in ("gpu", "sm_count", "flops_per_cycle", "clock_mhz", "source", "l2_bytes"))
 
 
 # A GPU never measured: the fit to the H100 SXM's run of record 65, rounded (docs/gemm.md).
@@ -105,7 +112,9 @@ PRIOR = dict(latency_cycles=745.0, latency_per_kib=0.0, memory_queue_cycles=620.
              wgmma_queue=3.2, consumer_overhead_1=0.0, consumer_overhead_2=42.0, epilogue_regs=6.6, epilogue_tma=45.0,
              # run 111 (H100, fp8 128x128 on rings of 1-7): where the rings stop helping, a k-block takes 905 cycles
              # serial and 710 overlapped against the tensor cores' 512: P = 905 - 710, w = 710 - 512
-             drain_cycles=198.0, promotion_cycles=195.0)
+             drain_cycles=198.0, promotion_cycles=195.0,
+             # E_0: run 108's (H100) epilogue counters, E_0 + C bytes / E per epilogue (64x64 to 128x256 tiles)
+             epilogue_fixed_cycles=330.0)
 HBM_OF_DATASHEET = 0.92  # a GPU never measured: its datasheet bandwidth x the H100's measured read roofline / pin rate
 PRIOR_LAUNCH_CYCLES = 4000.0
 RHO_MAX = 0.95  # a miss waits at most 19 L_q: past it the memory's own bound (HBM) holds
@@ -169,7 +178,7 @@ def miss_cycles(case: GemmCase, p: Params, period: float, clock_mhz: float) -> f
     (memory_queue_cycles, fitted), rho the bandwidth the wave's misses take at this k-block period (every
     CTA in flight reads f of its k-block from memory each period) over hbm_gbps. Only the wait: the
     unloaded miss latency is inside the fitted round trip L0."""
-    f = miss_fraction(case, p.sm_count)
+    f = miss_fraction(case, p.sm_count, p.l2_bytes)
     read = (case.bm + case.bn / case.cluster) * case.bk * case.in_bytes  # bytes a CTA reads from the L2 per k-block
     in_flight = min(case.items * case.cluster, sms_used(case, p.sm_count) * blocks_per_sm(case))  # CTAs
     rho = f * read * in_flight / period / (p.hbm_gbps * 1e9 / (clock_mhz * 1e6))
@@ -177,12 +186,14 @@ def miss_cycles(case: GemmCase, p: Params, period: float, clock_mhz: float) -> f
     return f * p.memory_queue_cycles * rho / (1.0 - rho)
 
 
-def miss_fraction(case: GemmCase, sm_count: int) -> float:
+def miss_fraction(case: GemmCase, sm_count: int, l2_bytes: float = 0.0) -> float:
     """The share of the bytes a wave's CTAs read from the L2 per k-block that the wave reads first: the A
     rows and B columns its tiles span (each k-block's slice is new, fetched from memory by the first CTA
     that asks and shared by the rest while the wave is in flight). A wave is the work items in flight at
     once, taken in the kernel's order (ptx/gemm.cu.in tile_of, which orders a one-CTA-per-tile grid's clusters
-    too: the block scheduler starts them in that order)."""
+    too: the block scheduler starts them in that order). None where the problem stays in the L2 (l2_resident)."""
+    if l2_resident(case, l2_bytes):
+        return 0.0
     return _miss_fraction(case.walk_m, case.walk_n, case.bm, case.bn, case.cluster, case.order,
                           max(1, sms_used(case, sm_count) // case.cluster * blocks_per_sm(case) // case.splits))
 
@@ -237,7 +248,7 @@ def kblock_cycles(case: GemmCase, p: Params, clock_mhz: float | None = None) -> 
     period where the two agree, between the period without the queue and with the queue that period
     would see (a longer period loads the memory less; regula falsi, Illinois)."""
     clock = clock_mhz or p.clock_mhz or 1500.0
-    if p.memory_queue_cycles <= 0.0 or miss_fraction(case, p.sm_count) <= 0.0:
+    if p.memory_queue_cycles <= 0.0 or miss_fraction(case, p.sm_count, p.l2_bytes) <= 0.0:
         return _kblock(case, p, 0.0)
 
     def gap(period: float) -> float:
@@ -297,19 +308,43 @@ def _promoted_kblock(case: GemmCase, p: Params, t_tc: float, z: float, s: float,
 
 
 def epilogue_cycles(case: GemmCase, p: Params) -> float:
-    """A work item's epilogue: C's tile at E bytes a cycle; split-K (not fitted: no run of record had it when
-    this was written) a run's f32 sums out and, on average, one run's in (the last of S reads S), at the
-    register epilogue's rate, and C's tile once per S runs."""
-    store = case.bm * case.bn * OUT_ELEM / (p.epilogue_tma if case.epilogue == "tmastore" else p.epilogue_regs)
+    """A work item's epilogue: E_0 (its barriers, fence and the wait for the previous store) plus C's tile at E
+    bytes a cycle. Split-K: C's tile once per S runs, and the fix-up (splitk_cycles)."""
+    store = p.epilogue_fixed_cycles + case.bm * case.bn * OUT_ELEM / (
+        p.epilogue_tma if case.epilogue == "tmastore" else p.epilogue_regs)
     if case.splits == 1:
         return store
-    return store / case.splits + 2 * case.bm * case.bn * 4 / p.epilogue_regs
+    return store / case.splits + splitk_cycles(case, p)
+
+
+def splitk_cycles(case: GemmCase, p: Params) -> float:
+    """What a split-K run's fix-up (ptx/gemm.cu.in reduce_runs) costs on average over a tile's S runs: its f32 sums
+    out to the L2 (coalesced float4 stores) and, the last run, every run's back in (S x the bytes over S runs: one
+    run's on average), both at R_s (splitk_bytes_per_cycle; the feed's R where not fitted); and two round trips
+    to the L2, L0 each: the release (the tile's counter, an acq_rel atomic after the stores) and the last run's
+    loads."""
+    rate = p.splitk_bytes_per_cycle or p.feed_bytes_per_cycle
+    return 2 * case.bm * case.bn * 4 / rate + 2 * p.latency_cycles
+
+
+def problem_bytes(case: GemmCase) -> float:
+    """A and B read and C written once."""
+    return (case.m * case.k + case.n * case.k) * case.in_bytes + case.m * case.n * OUT_ELEM
+
+
+def l2_resident(case: GemmCase, l2_bytes: float) -> bool:
+    """Whether the problem's A, B and C fit in the L2 together: the runs time back-to-back launches on the same
+    buffers, so a launch finds them where the previous one left them (run 136: 4096 x 4096 weights read at up to
+    3.95 TB/s, above HBM's rate) and neither the memory's queue nor its bound applies."""
+    return 0 < problem_bytes(case) <= l2_bytes
 
 
 def hbm_cycles(case: GemmCase, p: Params, clock_mhz: float) -> float:
-    """Cycles the memory needs to read A and B and write C once at hbm_gbps, at this SM clock."""
-    nbytes = (case.m * case.k + case.n * case.k) * case.in_bytes + case.m * case.n * OUT_ELEM
-    return nbytes / (p.hbm_gbps * 1e9 / (clock_mhz * 1e6))
+    """Cycles the memory needs to read A and B and write C once at hbm_gbps, at this SM clock (none where the
+    problem stays in the L2)."""
+    if l2_resident(case, p.l2_bytes):
+        return 0.0
+    return problem_bytes(case) / (p.hbm_gbps * 1e9 / (clock_mhz * 1e6))
 
 
 def predict_case(case: GemmCase, p: Params, clock_mhz: float | None = None) -> Prediction:
