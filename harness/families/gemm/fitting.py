@@ -33,6 +33,7 @@ from harness.families.gemm.model import OUT_ELEM, Params, epilogue_cycles, kbloc
 KBLOCK_PARAMS = ("latency_cycles", "latency_per_kib", "memory_queue_cycles", "feed_bytes_per_cycle", "wgmma_queue", "consumer_overhead_1",
                  "consumer_overhead_2")
 PROMOTION_PARAMS = ("drain_cycles", "promotion_cycles")  # fitted where the run has fp8 cases: w, and P where serial
+MIN_DEPTHS, MIN_TILES = 3, 2  # ring depths and tiles a run's plain cases need for their own k-block terms
 SPLITK_CASES = 3  # split-K cases a run needs for its own R_s
 LARGE = 8192 ** 3  # problems at least this large run at the power limit (docs/gemm.md)
 
@@ -193,14 +194,15 @@ def _fit_epilogue(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) ->
 
 def _fit_splitk(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) -> Params:
     """R_s, the split-K sums' rate to the L2 and back, from the epilogue counters of the run's split-K cases (at
-    least SPLITK_CASES): the median over them of the sums' bytes over what their epilogue takes beyond C's store
-    and the two round trips (model.splitk_cycles). Without them R_s stays unset: the feed's R."""
+    least SPLITK_CASES; the counters give the mean over a tile's runs): the median over them of the sums' bytes (out,
+    and one run's in on average) over what their epilogue takes beyond C's store and the round trips
+    (model.splitk_cycles). Without them R_s stays unset: the feed's R."""
     rates = []
     for cid, row in table.iterrows():
         cycles, case = row.get("epilogue_cycles_per_tile", np.nan), cases[cid]
         if case.splits > 1 and cycles and not np.isnan(cycles):
             store = epilogue_cycles(replace(case, splits=1), p) / case.splits
-            beyond = cycles - store - 2 * p.latency_cycles
+            beyond = cycles - store - p.latency_cycles * (1 + 1 / case.splits)
             if beyond > 0:
                 rates.append(2 * case.bm * case.bn * 4 / beyond)
     if len(rates) < SPLITK_CASES:
@@ -231,7 +233,7 @@ def _fit_kblock(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) -> P
     measured = table.cycles_per_kblock.dropna()
     plain = [c for c in measured.index if not cases[c].promote]
     promoted = [c for c in measured.index if cases[c].promote]
-    if len(plain) >= len(KBLOCK_PARAMS):
+    if len(plain) >= len(KBLOCK_PARAMS) and _identifies_kblock([cases[c] for c in plain]):
         p = _least_squares(p, KBLOCK_PARAMS, [cases[c] for c in plain], table.loc[plain, "clock_mhz"],
                            measured[plain])
     names = tuple(n for n in PROMOTION_PARAMS
@@ -240,6 +242,16 @@ def _fit_kblock(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) -> P
         p = _least_squares(p, names, [cases[c] for c in promoted], table.loc[promoted, "clock_mhz"],
                            measured[promoted])
     return p
+
+
+def _identifies_kblock(chosen: list[GemmCase]) -> bool:
+    """Whether a run's plain cases tell the k-block's terms apart: the round trip from the feed only through rings
+    of different depths (a ring of S - 1 copies in flight divides the round trip by S - 1 and leaves the feed), the
+    issue stall and the consumers' overheads only through tiles of different wgmma counts. A run of one or two
+    depths (a shape run: its planner's picks) keeps the start's (the prior's) terms, where least squares would
+    trade them against each other (run 134 alone: L0 2457 cycles and R 692 bytes a cycle)."""
+    return (len({c.stages for c in chosen}) >= MIN_DEPTHS
+            and len({(c.bm, c.bn, c.consumers) for c in chosen}) >= MIN_TILES)
 
 
 def _least_squares(p: Params, names: tuple[str, ...], chosen: list[GemmCase], clocks: pd.Series,

@@ -113,8 +113,8 @@ PRIOR = dict(latency_cycles=745.0, latency_per_kib=0.0, memory_queue_cycles=620.
              # run 111 (H100, fp8 128x128 on rings of 1-7): where the rings stop helping, a k-block takes 905 cycles
              # serial and 710 overlapped against the tensor cores' 512: P = 905 - 710, w = 710 - 512
              drain_cycles=198.0, promotion_cycles=195.0,
-             # E_0: run 108's (H100) epilogue counters, E_0 + C bytes / E per epilogue (64x64 to 128x256 tiles)
-             epilogue_fixed_cycles=330.0)
+             # E_0: the fit to run 108 (H100; E_0 + C bytes / E per epilogue over its 64x128 to 256x128 tiles), rounded
+             epilogue_fixed_cycles=50.0)
 HBM_OF_DATASHEET = 0.92  # a GPU never measured: its datasheet bandwidth x the H100's measured read roofline / pin rate
 PRIOR_LAUNCH_CYCLES = 4000.0
 RHO_MAX = 0.95  # a miss waits at most 19 L_q: past it the memory's own bound (HBM) holds
@@ -307,24 +307,27 @@ def _promoted_kblock(case: GemmCase, p: Params, t_tc: float, z: float, s: float,
     return period, ("L2 feed" if s >= service else "latency")
 
 
-def epilogue_cycles(case: GemmCase, p: Params) -> float:
+def epilogue_cycles(case: GemmCase, p: Params, mean: bool = False) -> float:
     """A work item's epilogue: E_0 (its barriers, fence and the wait for the previous store) plus C's tile at E
-    bytes a cycle. Split-K: C's tile once per S runs, and the fix-up (splitk_cycles)."""
+    bytes a cycle. Split-K: the tile's last run's, which sets when the tile is done (its fix-up, splitk_cycles, and C's
+    store); `mean`: the mean over a tile's S runs, what the epilogue counters measure (C's store once in S runs)."""
     store = p.epilogue_fixed_cycles + case.bm * case.bn * OUT_ELEM / (
         p.epilogue_tma if case.epilogue == "tmastore" else p.epilogue_regs)
     if case.splits == 1:
         return store
-    return store / case.splits + splitk_cycles(case, p)
+    return (store / case.splits if mean else store) + splitk_cycles(case, p, mean)
 
 
-def splitk_cycles(case: GemmCase, p: Params) -> float:
-    """What a split-K run's fix-up (ptx/gemm.cu.in reduce_runs) costs on average over a tile's S runs: its f32 sums
-    out to the L2 (coalesced float4 stores) and, the last run, every run's back in (S x the bytes over S runs: one
-    run's on average), both at R_s (splitk_bytes_per_cycle; the feed's R where not fitted); and two round trips
-    to the L2, L0 each: the release (the tile's counter, an acq_rel atomic after the stores) and the last run's
-    loads."""
+def splitk_cycles(case: GemmCase, p: Params, mean: bool = False) -> float:
+    """A split-K run's fix-up (ptx/gemm.cu.in reduce_runs): its f32 sums out to the L2 (coalesced float4 stores) and
+    the release (the tile's counter, an acq_rel atomic after the stores: a round trip to the L2, L0); the tile's last
+    run then reads every run's sums back (S x the bytes, one more round trip). Bytes at R_s (splitk_bytes_per_cycle;
+    the feed's R, the L2's rate into an SM, where not fitted). The last run's, or (`mean`) the mean over the S runs:
+    its reads count once in S."""
     rate = p.splitk_bytes_per_cycle or p.feed_bytes_per_cycle
-    return 2 * case.bm * case.bn * 4 / rate + 2 * p.latency_cycles
+    sums = case.bm * case.bn * 4
+    reads = 1.0 if mean else float(case.splits)
+    return (1.0 + reads) * sums / rate + p.latency_cycles * (1.0 + (1.0 / case.splits if mean else 1.0))
 
 
 def problem_bytes(case: GemmCase) -> float:
