@@ -2,7 +2,7 @@
 run) that makes sense, the planner fitted to the fit run (fitting.fit: nothing of the scored run enters it) predicts
 each pipeline case of the scored run at the clock that case measured (the throughput miss, |measured / predicted - 1|),
 and ranks each shape's measured cases at the fit's clock (top-1 regret: the measured loss of its first pick against
-the best measured case of the shape; where several cases tie for the first place, TIE in advice.py, the worst of them,
+the best measured case of the shape, its dtype, sizes and scaling; where several cases tie for the first place, TIE in advice.py, the worst of them,
 since the model cannot tell them apart).
 
 Pairs: `nearest`, what `bench model --run N` does by default (score_run: the nearest other run of the same GPU model
@@ -63,7 +63,8 @@ def score(fit_report, rows: pd.DataFrame, gpu: str, fit_run: int) -> tuple[list[
         cases.append({"case_id": r["case_id"], "measured": r["measured"], "predicted": r["fitted"], "miss": miss,
                       "bound": r["bound"]})
         ranked = predict_case(case, p).flops_per_cycle_sm  # at the fit's clock: what a plan ranks by
-        shapes[(case.dtype, case.m, case.n, case.k)].append((ranked, r["measured"], r["case_id"]))
+        # a shape is a problem: its dtype, sizes and scaling (block-scaled fp8 computes another product)
+        shapes[(case.dtype, case.m, case.n, case.k, case.scaling)].append((ranked, r["measured"], r["case_id"]))
     regrets = []
     for shape, entries in shapes.items():
         if len(entries) < 2:
@@ -72,7 +73,7 @@ def score(fit_report, rows: pd.DataFrame, gpu: str, fit_run: int) -> tuple[list[
         best = max(e[1] for e in entries)
         tied = [e for e in entries if e[0] >= best_pred * (1 - TIE)]
         pick = min(tied, key=lambda e: e[1])
-        regrets.append({"shape": "{}.{}x{}x{}".format(*shape), "cases": len(entries), "tied": len(tied),
+        regrets.append({"shape": "{}.{}x{}x{}".format(*shape[:4]) + (".blockscale" if shape[4] == "block" else ""), "cases": len(entries), "tied": len(tied),
                         "regret": 1 - pick[1] / best, "pick": pick[2]})
     return cases, regrets
 

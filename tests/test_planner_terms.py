@@ -99,3 +99,24 @@ def test_split_k_rate_fitted_from_the_counters_mean_and_the_tile_waits_for_its_l
     assert last > epilogue_cycles(case, fitted, mean=True)  # the last run reads every run's sums and stores C
     assert _fit_splitk(p, table.iloc[:2], cases).splitk_bytes_per_cycle == 0.0  # too few: the feed's rate
     assert np.isfinite(last)
+
+
+def test_the_promotion_fits_docs_gemm_quotes():
+    """docs/gemm.md: the drain w fits to about 0 and the additions P to the quoted cycles on runs 111, 124 and 126."""
+    from pathlib import Path
+
+    import harness
+    from harness.families.gemm.planner import GemmModel
+
+    root = Path(__file__).resolve().parents[1]
+    if not (root / "results.db").exists():
+        pytest.skip("no shipped results.db in this checkout")
+    doc = " ".join((root / "docs" / "gemm.md").read_text().split())
+    fits = {}
+    for run in (111, 124, 126):
+        frame = harness.results(str(root / "results.db"), run_id=run, family="gemm")
+        fits[run] = GemmModel().fit(frame, frame.gpu_name.iloc[0], f"run {run}").params
+    assert all(p.drain_cycles < 20 for p in fits.values())
+    p111, p124, p126 = (round(fits[r].promotion_cycles) for r in (111, 124, 126))
+    assert (f"P fits to {p111} cycles on run 111 (serial and overlapped) and {p124} and {p126} on runs 124 and 126"
+            in doc)

@@ -6,7 +6,7 @@ cases, and every case's measured throughput beside the fitted prediction.
     c_1, c_2                 k-block of every pipeline case without a promotion, each at the clock it ran at (the
                              memory's queue depends on it); Nelder-Mead from the prior, restarted once
     w, P                     the same, on fp8's promoted cases, the others held: the drain where the run has
-                             promoted cases, the additions where it has serial ones
+                             promoted cases, the additions where it has serial or pipelined ones
     the memory's bandwidth   not fitted: the prior's (the datasheet's rate x the H100's measured read roofline
                              over its pin rate), for the k-block's memory queue and the whole problem's bound
     a launch's fixed cost    least squares on log throughput
@@ -32,7 +32,7 @@ from harness.families.gemm.model import OUT_ELEM, Params, epilogue_cycles, kbloc
 
 KBLOCK_PARAMS = ("latency_cycles", "latency_per_kib", "memory_queue_cycles", "feed_bytes_per_cycle", "wgmma_queue", "consumer_overhead_1",
                  "consumer_overhead_2")
-PROMOTION_PARAMS = ("drain_cycles", "promotion_cycles")  # fitted where the run has fp8 cases: w, and P where serial
+PROMOTION_PARAMS = ("drain_cycles", "promotion_cycles")  # fitted where the run has fp8 cases: w, and P where serial or pipelined
 MIN_DEPTHS, MIN_TILES = 3, 2  # ring depths and tiles a run's plain cases need for their own k-block terms
 SPLITK_CASES = 3  # split-K cases a run needs for its own R_s
 LARGE = 8192 ** 3  # problems at least this large run at the power limit (docs/gemm.md)
@@ -228,7 +228,7 @@ def _fit_whole(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) -> Pa
 
 def _fit_kblock(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) -> Params:
     """The k-block's parameters from the cases without a promotion; then fp8's drain w (and its additions P,
-    where the run has serial ones) from the promoted cases, the rest held (a run of fp8 cases alone keeps the
+    where the run has serial or pipelined ones) from the promoted cases, the rest held (a run of fp8 cases alone keeps the
     start's, the prior's: fitted on fp8 alone, the feed and the drain trade against each other)."""
     measured = table.cycles_per_kblock.dropna()
     plain = [c for c in measured.index if not cases[c].promote]
@@ -237,7 +237,8 @@ def _fit_kblock(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) -> P
         p = _least_squares(p, KBLOCK_PARAMS, [cases[c] for c in plain], table.loc[plain, "clock_mhz"],
                            measured[plain])
     names = tuple(n for n in PROMOTION_PARAMS
-                  if n == "drain_cycles" or any(cases[c].promotion in ("serial", "staggered") for c in promoted))
+                  if n == "drain_cycles" or any(cases[c].promotion in ("serial", "staggered", "pipelined")
+                                                for c in promoted))
     if len(promoted) >= len(names) + 1:
         p = _least_squares(p, names, [cases[c] for c in promoted], table.loc[promoted, "clock_mhz"],
                            measured[promoted])

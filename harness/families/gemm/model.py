@@ -35,10 +35,12 @@ kernel ran at (measured in it) or, for a plan, the clock the GPU held under a la
       serial     t_kblock = MVA(S; Z - I, (s, t_tc + w + P))   it holds the slot through the wgmma, their drain w
                                                    and the additions P; the tensor cores idle meanwhile
       overlapped t_kblock = MVA(S; Z - I, (s, t_tc + w))       the additions under the next k-block's wgmma
-      pipelined  t_kblock = max(t_tc + w / G, MVA(S - 1; Z, s)) a k-block in flight through the next slot's
-                                                   wait (the plain walk), the tensor cores drained once a group
-    epilogue = C bytes of a tile / E                E of the register stores or of the shared-memory path and
-                                                   TMA store; the consumers do it while the tensor cores wait
+      pipelined  t_kblock = max(t_tc + (w + P) / G, MVA(S - 1; Z, s)) a k-block in flight through the next slot's
+                                                   wait (the plain walk), the tensor cores idle once a group
+                                                   of G while its last k-block drains and is added
+    epilogue = E_0 + C bytes of a tile / E          E of the register stores or of the shared-memory path and
+                                                   TMA store, E_0 its barriers; the consumers do it while the
+                                                   tensor cores wait; split-K adds the last run's fix-up
     T_tile   = kblocks x t_kblock + epilogue (+ L(1), the first load, unless persistent)
     T        = max(waves x T_tile, HBM) + a launch's fixed cost, waves = ceil(work items / SMs used) (an item:
                a tile; split-K, a run of S of its k-blocks, whose epilogue adds its f32 sums' way out and in),
@@ -281,8 +283,8 @@ def _kblock(case: GemmCase, p: Params, miss: float) -> tuple[float, str]:
     z = round_trip(case, p, miss=miss) - s
     if case.promote and case.promotion != "pipelined":
         return _promoted_kblock(case, p, t_tc, z - issue_stall(case, p) * (case.stages > 1), s, blocks)
-    if case.promote:  # pipelined: as a plain k-block walk, the tensor cores drained once a group of G
-        t_tc += p.drain_cycles / case.group
+    if case.promote:  # pipelined: as a plain k-block walk, the tensor cores idle once a group of G k-blocks
+        t_tc += pipelined_group_cycles(case, p) / case.group
     if case.stages == 1:  # load, then compute: nothing overlaps within a CTA
         return mean_value(blocks, z, (s, t_tc)) * blocks, "latency"
     copies = (case.stages - 1) * blocks
@@ -291,6 +293,14 @@ def _kblock(case: GemmCase, p: Params, miss: float) -> tuple[float, str]:
         return t_tc * blocks, "tensor cores"
     # the feed binds where the copies in flight could keep it busy on their own (N s >= Z + s)
     return t_lat, ("L2 feed" if copies * s >= z + s else "latency")
+
+
+def pipelined_group_cycles(case: GemmCase, p: Params) -> float:
+    """What a group of the pipelined promotion (ptx/pipeline.cuh consume_group_step) leaves the tensor cores idle:
+    nothing is in flight across a group's end, so the group waits for its last k-block's wgmma (the drain w) and adds
+    it (P) before the next group's first wgmma is issued. Within the group each k-block's additions run under the
+    next one's wgmma."""
+    return p.drain_cycles + p.promotion_cycles
 
 
 def _promoted_kblock(case: GemmCase, p: Params, t_tc: float, z: float, s: float, blocks: int) -> tuple[float, str]:
