@@ -10,7 +10,8 @@ whose fit predicts N); `same`, every other run of the same GPU model; `other`, e
 scored GPU's datasheet rates, transfer()). A fit run counts where it holds at least MIN_FIT pipeline cases (a run of a
 few cases leaves most parameters at the prior's).
 
-    python scripts/planner_out_of_sample.py [--db results.db] [--pairs nearest,other] [--cases out.csv] [--worst 10]
+    python scripts/planner_out_of_sample.py [--db results.db] [--only record] [--fits 107,108] [--pairs nearest,other]
+        [--cases out.csv] [--worst 10]
 
 Read-only on the database. Prints one line per pair, then the pooled figures per kind of pair, then the worst cases.
 """
@@ -26,6 +27,9 @@ import numpy as np
 import pandas as pd
 
 MIN_FIT = 12
+# The GEMM runs of record (issue 44): gemm-full on both GPUs (107 H200, 108 H100), fp8 (111, 124-126, 133, 149, 150),
+# shapes and skinny (132, 134-136, 139 H100; 141 H200), nvMatmulHeuristics' picks (128)
+RECORD = (107, 108, 111, 124, 125, 126, 128, 132, 133, 134, 135, 136, 139, 141, 149, 150)
 
 
 def pipeline_runs(store) -> dict[int, str]:
@@ -85,6 +89,8 @@ def main(argv=None) -> int:
     parser.add_argument("--cases", help="write every (pair, case) row here (CSV)")
     parser.add_argument("--worst", type=int, default=12, help="the worst cases of the nearest pairs to list")
     parser.add_argument("--runs", help="score only these runs (comma-separated)")
+    parser.add_argument("--only", help="fit and score only these runs (comma-separated; `record`: the runs of record "
+                                       f"{','.join(map(str, RECORD))})")
     parser.add_argument("--fits", help="the `same` and `other` pairs fit only these runs (comma-separated), e.g. "
                                        "107,108: the gemm-full runs of record of each GPU")
     args = parser.parse_args(argv)
@@ -97,6 +103,9 @@ def main(argv=None) -> int:
     started = time.time()
     with Store.open(args.db, read_only=True) as store:
         runs = pipeline_runs(store)
+        if args.only:
+            only = RECORD if args.only == "record" else tuple(int(r) for r in args.only.split(","))
+            runs = {r: g for r, g in runs.items() if r in only}
         rows = {r: gemm_rows(store, r) for r in runs}
         npipe = {r: int(f[f.case_id.str.startswith("gemm.")].case_id.nunique()) for r, f in rows.items()}
         fits: dict[int, object] = {}
@@ -110,8 +119,9 @@ def main(argv=None) -> int:
         pairs = []  # (kind, fit run, scored run)
         for s in scored_runs:
             if "nearest" in kinds:
-                for other in fit_runs_for(store, s, "gemm")[:3]:  # score_run's choice
-                    if other in runs and fitted(other) is not None:
+                # score_run's choice (the first of its three tries whose fit predicts), among --only's runs
+                for other in [r for r in fit_runs_for(store, s, "gemm") if r in runs][:3]:
+                    if fitted(other) is not None:
                         pairs.append(("nearest", other, s))
                         break
             for f in sorted(runs) if not args.fits else [int(r) for r in args.fits.split(",")]:

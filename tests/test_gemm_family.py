@@ -298,8 +298,10 @@ def test_fp8_cases_take_a_k_block_of_128_the_qgmma_and_cublaslt_as_their_library
     # ... and the promotion costs it: the consumer waits for each k-block's wgmma (serial: and adds them) before
     # it gives the slot back; overlapped, the additions hide; pipelined, a group's last k-block drains and is added
     # with nothing in flight (pipeline.cuh consume_group_step: its `finish`), once a group of 4. On a deep
-    # ring the consumer sets the period, so serial and overlapped differ by the additions
+    # ring the consumer sets the period (with a drain that keeps the overlapped consumer above the feed), so serial
+    # and overlapped differ by the additions
     deep = dict(stages=7, epilogue="regs")
+    p = replace(p, drain_cycles=200.0)
     serial, overlap, pipelined = (predict_case(replace(case, **deep, promotion=kind), p)
                                     for kind in ("serial", "overlap", "pipelined"))
     assert serial.t_kblock > overlap.t_kblock > pipelined.t_kblock >= tensor_cycles(case, p)

@@ -34,7 +34,12 @@ KBLOCK_PARAMS = ("latency_cycles", "latency_per_kib", "memory_queue_cycles", "fe
                  "consumer_overhead_2")
 PROMOTION_PARAMS = ("drain_cycles", "promotion_cycles")  # fitted where the run has fp8 cases: w, and P where serial or pipelined
 MIN_DEPTHS, MIN_TILES = 3, 2  # ring depths and tiles a run's plain cases need for their own k-block terms
-SPLITK_CASES = 3  # split-K cases a run needs for its own R_s
+SPLITK_CASES = 3
+# The prior's hold on a fit (_least_squares): a term moved by its own size costs what a 14 % miss of one case does;
+# a term whose prior is 0 (or small) moves against the floor named here instead (cycles, or wgmma for d)
+PRIOR_WEIGHT = 0.02
+SCALE_FLOOR = {"latency_per_kib": 10.0, "consumer_overhead_1": 50.0, "consumer_overhead_2": 50.0, "drain_cycles": 50.0,
+               "promotion_cycles": 50.0, "wgmma_queue": 1.0}  # split-K cases a run needs for its own R_s
 LARGE = 8192 ** 3  # problems at least this large run at the power limit (docs/gemm.md)
 
 
@@ -257,9 +262,13 @@ def _identifies_kblock(chosen: list[GemmCase]) -> bool:
 
 def _least_squares(p: Params, names: tuple[str, ...], chosen: list[GemmCase], clocks: pd.Series,
                    measured: pd.Series) -> Params:
-    """`names` fitted to the cases' cycles per k-block (relative error), the other parameters held."""
+    """`names` fitted to the cases' cycles per k-block (relative error), the other parameters held, each held near
+    the start (the prior) by PRIOR_WEIGHT x its relative move squared: a run moves a term only as far as its cases
+    pay for it (run 128's k-blocks, all near the tensor cores, otherwise traded the round trip L0 against the
+    memory's queue L_q: 3 and 15293 cycles)."""
     clocks, target = clocks.to_numpy(dtype=float), measured.to_numpy(dtype=float)
     x0 = np.array([getattr(p, n) for n in names], dtype=float)
+    scale = np.array([max(abs(getattr(p, n)), SCALE_FLOOR.get(n, 1.0)) for n in names])
     feed = names.index("feed_bytes_per_cycle") if "feed_bytes_per_cycle" in names else None
 
     def loss(x: np.ndarray) -> float:
@@ -267,7 +276,7 @@ def _least_squares(p: Params, names: tuple[str, ...], chosen: list[GemmCase], cl
             return 1e9
         q = replace(p, **dict(zip(names, x)))
         predicted = np.array([kblock_cycles(c, q, mhz)[0] for c, mhz in zip(chosen, clocks)])
-        return float(np.sum((predicted / target - 1) ** 2))
+        return float(np.sum((predicted / target - 1) ** 2) + PRIOR_WEIGHT * np.sum(((x - x0) / scale) ** 2))
 
     best = nelder_mead(loss, x0, np.maximum(np.abs(x0) * 0.3, 1.0), iterations=1500)
     best = nelder_mead(loss, best, np.maximum(np.abs(best) * 0.1, 0.5), iterations=1500)

@@ -112,9 +112,11 @@ class Params:
 # A GPU never measured: the fit to the H100 SXM's run of record 65, rounded (docs/gemm.md).
 PRIOR = dict(latency_cycles=745.0, latency_per_kib=0.0, memory_queue_cycles=620.0, feed_bytes_per_cycle=62.3,
              wgmma_queue=3.2, consumer_overhead_1=0.0, consumer_overhead_2=42.0, epilogue_regs=6.6, epilogue_tma=45.0,
-             # run 111 (H100, fp8 128x128 on rings of 1-7): where the rings stop helping, a k-block takes 905 cycles
-             # serial and 710 overlapped against the tensor cores' 512: P = 905 - 710, w = 710 - 512
-             drain_cycles=198.0, promotion_cycles=195.0,
+             # the fit to run 111 (H100, fp8 128x128 serial and overlapped on rings of 1-7), rounded: the drain w fits
+             # to 0 (the overlapped walk's loss is its closed queue's, the consumer in series), P to 231. (Read off the
+             # deepest rings alone, 905 cycles serial and 710 overlapped against the tensor cores' 512, they were
+             # w = 198 and P = 195: a prior that held a serial-only fit's w + P apart in that ratio.)
+             drain_cycles=0.0, promotion_cycles=230.0,
              # E_0: the fit to run 108 (H100; E_0 + C bytes / E per epilogue over its 64x128 to 256x128 tiles), rounded
              epilogue_fixed_cycles=50.0)
 HBM_OF_DATASHEET = 0.92  # a GPU never measured: its datasheet bandwidth x the H100's measured read roofline / pin rate
