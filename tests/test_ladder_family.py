@@ -246,3 +246,55 @@ def test_the_tensor_steps_refuse_a_k_where_validation_could_not_see_a_dropped_st
     assert LADDER.parse("ladder.reg-tiled.f32.4096x4096x16384")  # FFMA's bound is half: 20, still some elements
     expected = 8192 * 2.0 ** -22 * 8192 * (2 / np.pi)  # E|a b| = 2/pi for independent normals
     assert 9 < expected < 11
+
+
+def test_the_library_rung_is_an_anchor_with_no_template_and_its_stored_rows_still_read():
+    """cuBLAS SGEMM is an anchor (harness/anchors): no probe source, no stub kernel in the template, its checks and
+    plan launch its call (and the measured problem's verification, a host kernel too); every ladder.cublas row of
+    the runs of record (stored while it was a LadderCase rendering a stub kernel) parses to it with the params and
+    columns stored."""
+    import json
+    from pathlib import Path
+
+    from harness.anchors import KERNEL, has_probe
+    from harness.db.store import Store
+    from harness.families.ladder.cases import LadderCase, LadderLibraryCase
+    from harness.measure.validate import compare
+    from harness.registry import probe_source
+
+    library = parse("ladder.cublas.f32.1024x1024x1024")
+    assert isinstance(library, LadderLibraryCase) and not has_probe(library) and library.case_id == \
+        "ladder.cublas.f32.1024x1024x1024"
+    assert all(isinstance(c, LadderCase) and has_probe(c) for c in FAMILY.cases() if c.step != "cublas")
+    for suite in ("ladder", "ladder-quick", "ladder-full"):  # every suite lists the rung beside the steps
+        assert sum(not has_probe(c) for c in FAMILY.suites()[suite].make()) >= 1, suite
+    with pytest.raises(SpecError, match="library call"):
+        probe_source(library)
+    template = (Path(__file__).resolve().parent.parent / "ptx" / "ladder.cu.in").read_text()
+    assert "${library}" not in template and "stub" not in template
+    inputs = FAMILY.inputs(library, np.random.default_rng(0))
+    checks = FAMILY.checks(library, inputs)
+    assert [c.kernel for c in checks] == [KERNEL, "probe_verify"] and checks[0].iters == 0
+    poison = FAMILY.decode(library, np.full(FAMILY.output_words(library), 0xFFFFFFFF, dtype=np.uint32))
+    assert all(not compare(poison, c.expected, np.broadcast_to(c.tolerance, c.expected.shape)).ok for c in checks)
+    (spec,) = FAMILY.plan(library)
+    assert (spec.kernel, spec.grid, spec.anchor, spec.records) == (KERNEL, 1, None, False)
+    assert library.params() == {"step": "cublas", "m": 1024, "n": 1024, "k": 1024}
+    with pytest.raises(IllegalShapeError):
+        parse("ladder.cublas.f32.1024x1024x1020")
+    with pytest.raises(SpecError):
+        parse("ladder.cublas.f16.1024x1024x1024")
+    db = Path(__file__).resolve().parent.parent / "results.db"
+    if not db.exists():
+        pytest.skip("no results.db beside the tests")
+    with Store.open(str(db), read_only=True) as store:
+        stored = store.query("SELECT DISTINCT case_id, params, instruction, m, n, k, dtype_a, dtype_b, dtype_acc "
+                             "FROM cases WHERE family = 'ladder' AND case_id LIKE 'ladder.cublas.%'")
+    assert len(stored) >= 3
+    for row in stored.itertuples():
+        case = FAMILY.parse(row.case_id)
+        assert isinstance(case, LadderLibraryCase) and case.params() == json.loads(row.params), row.case_id
+        columns = case.columns()
+        assert (columns["instruction"], columns["m"], columns["n"], columns["k"], columns["dtype_a"],
+                columns["dtype_b"], columns["dtype_acc"]) == (row.instruction, row.m, row.n, row.k, row.dtype_a,
+                                                              row.dtype_b, row.dtype_acc), row.case_id
