@@ -116,7 +116,50 @@ def pair_sections(ctx, frame) -> list:
     return [("The L2's near and far hits, by pair of SMs", lines + [PAIRS_METHOD], path),
             ("The L2's near and far hits: 2501.12084 Table 4's clusters", [
                 "Our samples split as Table 4 splits its single loads (1-D k-means: hits in two, misses in two); "
-                "centre: the cluster's mean, as the paper's; bench compare holds each beside the paper's."], table)]
+                "centre: the cluster's mean, as the paper's; bench compare holds each beside the paper's."], table)] \
+        + partition_sections(ctx, frame)
+
+
+PARTITIONS_METHOD = ("Three partitions of the SMs, each from its own map of the same run (SM ids are numbered per "
+                     "physical GPU, so maps of two runs cannot be compared): the L2 map's near/far split (each SM's "
+                     "near partition), the far-hit sides of the pairs, and the DSMEM map's GPC groups (SMs that shared "
+                     "a cluster, transitively). For each pair: its contingency table (SMs per pair of groups); the "
+                     "adjusted Rand index (1: the same partition, whatever the groups are called; about 0: no more "
+                     "alike than chance); and the fraction of SM pairs on which the two agree (both put the two SMs "
+                     "together, or both apart) beside the fraction two independent partitions of the same group sizes "
+                     "would agree on (harness/smgroups.py agreement_of). Suite `maps-sides` runs the three maps in one "
+                     "run.")
+
+
+def partition_sections(ctx, frame) -> list:
+    """The three partitions of the SMs compared, for each run among `frame` that holds all three maps (one run's
+    only: the report's run, or the runs of the newest rows); a run with the pairs but not the other two maps says
+    what it lacks."""
+    from harness.families.memory.maps import load as load_l2
+    from harness.families.memory.pairs import GPCS, HALVES, PARTITION_WORDS, SIDES, gpc_groups, load, partitions, \
+        reconcile
+
+    sections = []
+    for run_id in sorted(set(frame.run_id)):
+        rows = frame[frame.run_id == run_id]
+        pairs = load(ctx.store, rows)
+        if not pairs:
+            continue
+        l2, groups = load_l2(ctx.store, rows), gpc_groups(ctx.store, rows)
+        for gpu, found in pairs.items():
+            parts = partitions(l2.get(gpu), found, groups.get(gpu))
+            if len(parts) < 3:
+                lacking = [PARTITION_WORDS[name] for name in (HALVES, SIDES, GPCS) if name not in parts]
+                sections.append((f"The three partitions of the SMs ({gpu}, run {run_id})", [
+                    f"Not compared: run {run_id} lacks {'; '.join(lacking)} (a map not run, or one that found no "
+                    "split). `bench run --suite maps-sides` runs the three maps in one run."], None))
+                continue
+            lines, summary, tables = reconcile(gpu, parts)
+            sections.append((f"The three partitions of the SMs compared ({gpu}, run {run_id})",
+                             lines + [PARTITIONS_METHOD], summary))
+            sections += [(f"Contingency: {name} ({gpu}, run {run_id})", ["SMs in each pair of groups."], table)
+                         for name, table in tables]
+    return sections
 
 
 def findings(ctx) -> list:
