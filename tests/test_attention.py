@@ -246,3 +246,31 @@ def test_the_report_sets_cudnns_own_case_beside_its_kernels_and_lists_no_row_for
     assert list(out.index) == [kernel, other]
     assert out.at[kernel, "cuDNN alone TFLOPS"] == 610.0 and out.at[kernel, "cuDNN TFLOPS"] == 625.0
     assert out.at[other, "cuDNN alone TFLOPS"] is None or np.isnan(out.at[other, "cuDNN alone TFLOPS"])
+
+
+def test_cudnns_cases_run_on_the_simulated_gpu_into_a_database_with_no_build(tmp_path, monkeypatch):
+    """The simulated GPU answers cuDNN's cases as the worker answers any case (the metrics the plan declares), and
+    the run stores them with no build row, under their own ids, as the attention family's."""
+    from harness.anchors import has_probe
+    from harness.db.store import Store
+    from harness.orchestration.fakegpu import simulated_device
+    from harness.orchestration.run import RunPlan, execute
+    from harness.orchestration.runner import declared_metrics
+    from harness.orchestration.worker import Worker
+
+    monkeypatch.setenv("HOPPER_BENCH_BACKEND", "fake")
+    chosen = [case for case in FAMILY.suites()["attention-quick"].make() if not has_probe(case)]
+    assert [c.case_id for c in chosen] == ["cudnn.sdpa.bf16.4x4096x16x128", "cudnn.sdpa.bf16.4x4096x16x128.causal"]
+    db = str(tmp_path / "r.db")
+    with Worker(0) as worker:
+        worker.start()
+        outcome = execute(RunPlan("attention-quick", None, chosen), db, worker)
+    assert outcome.status == "complete" and all(r.valid for r in outcome.results)
+    with Store.open(db, read_only=True) as store:
+        stored = store.query("SELECT r.case_id, r.family, r.metric, r.unit, r.instruction, m.build_id FROM results r "
+                             "JOIN measurement_rows m ON m.id = r.measurement_id")
+    assert set(stored.family) == {"attention"} and stored.build_id.isna().all() and set(stored.instruction) == {"sdpa"}
+    for case in chosen:
+        rows = stored[stored.case_id == case.case_id]
+        assert set(zip(rows.metric, rows.unit)) == set(declared_metrics(case, simulated_device()))
+        assert "throughput_tflops" in set(rows.metric) and "peak_fraction" not in set(rows.metric)

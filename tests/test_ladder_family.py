@@ -298,3 +298,29 @@ def test_the_library_rung_is_an_anchor_with_no_template_and_its_stored_rows_stil
         assert (columns["instruction"], columns["m"], columns["n"], columns["k"], columns["dtype_a"],
                 columns["dtype_b"], columns["dtype_acc"]) == (row.instruction, row.m, row.n, row.k, row.dtype_a,
                                                               row.dtype_b, row.dtype_acc), row.case_id
+
+
+def test_the_library_rung_runs_on_the_simulated_gpu_into_a_database_with_no_build(tmp_path, monkeypatch):
+    """The simulated GPU answers ladder.cublas as any case; the run stores it with no build row, its params and
+    columns as the runs of record hold them."""
+    import json
+
+    from harness.anchors import has_probe
+    from harness.db.store import Store
+    from harness.orchestration.run import RunPlan, execute
+    from harness.orchestration.worker import Worker
+
+    monkeypatch.setenv("HOPPER_BENCH_BACKEND", "fake")
+    chosen = [case for case in FAMILY.suites()["ladder-quick"].make() if not has_probe(case)]
+    assert [c.case_id for c in chosen] == ["ladder.cublas.f32.1024x1024x1024"]
+    db = str(tmp_path / "r.db")
+    with Worker(0) as worker:
+        worker.start()
+        outcome = execute(RunPlan("ladder-quick", None, chosen), db, worker)
+    assert outcome.status == "complete" and all(r.valid for r in outcome.results)
+    with Store.open(db, read_only=True) as store:
+        stored = store.query("SELECT r.metric, r.params, r.instruction, r.dtype_a, m.build_id FROM results r "
+                             "JOIN measurement_rows m ON m.id = r.measurement_id")
+    assert list(stored.metric) == ["throughput_tflops"] and stored.build_id.isna().all()
+    assert json.loads(stored.params.iloc[0]) == {"k": 1024, "m": 1024, "n": 1024, "step": "cublas"}
+    assert (stored.instruction.iloc[0], stored.dtype_a.iloc[0]) == ("cublasGemmEx", "f32")

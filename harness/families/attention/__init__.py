@@ -189,7 +189,7 @@ class AttentionFamily(Family):
                    "out, f32 scores and sums; [batch, seq, heads, D] tensors")
         if isinstance(case, CudnnCase):
             library = case.anchor
-            return [problem, f"{library.description or library.missing}, on CuPy's stream",
+            return [problem, f"{library.description}, on CuPy's stream" if library.available() else library.missing,
                     f"{case.flops / 1e12:.3f} TFLOP per call" + (" (causal: half the full count)" if case.causal
                                                                 else "")]
         return [problem,
