@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from harness.spec import Case
 
 KERNEL = "library"  # the probe's host kernel that makes the anchor's call (its name is in stored notes)
-VERIFY = "probe_verify"  # the host kernel that checks the measured problem's output (a kernel case's families name it so)
+VERIFY = "probe_verify"  # the host kernel that checks the measured problem's output (kernel cases' checks name it too)
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,8 @@ def compiled(request):
 
 
 def test_case_validates(case):
+    if not has_probe(case) and not case.anchor.available():  # a library call whose package is not installed here
+        pytest.skip(case.anchor.missing)
     probe, inputs = loaded(case)
     result = validate(case, probe, inputs)
     assert result.ok, result.message

@@ -121,7 +121,8 @@ class LadderFamily(Family):
         library = isinstance(case, LadderLibraryCase)
         unit = "HMMA" if not library and case.spec.unit == "HMMA" else "FFMA"
         if library:
-            first = Check(KERNEL, 1, 0, 1, words, 0.0, f"C of a {m}x{n}x{k} problem, bit for bit ({case.anchor.library})")
+            first = Check(KERNEL, 1, 0, 1, words, 0.0,
+                          f"C of a {m}x{n}x{k} problem, bit for bit ({case.anchor.library})")
         else:
             blocks = check_grid(case)
             first = Check("probe_ladder", case.spec.threads, 0, blocks * 5, words, 0.0,
