@@ -207,3 +207,27 @@ def test_maps_of_two_runs_are_never_compared(tmp_path):
            "DSMEM map's GPC groups (SMs that shared a cluster, transitively) (a map not run" in text
     assert "The three partitions of the SMs compared" not in text
     assert "The three partitions of the SMs compared" not in _report(store, second, tmp_path)
+
+
+def test_the_pairs_sentences_hold_the_sides_against_maps_of_their_own_run_only(tmp_path):
+    """The site reads the newest rows of each GPU, which may come from several runs: the pairs' sides are held
+    against the L2 map and the GPC groups of the pairs' own run, never another's."""
+    from types import SimpleNamespace
+
+    from harness.families.memory.figures import pair_sections
+
+    store = _store(tmp_path)
+    low = lambda sm: int(gpc(sm) >= 4)
+    pairs_run = _run(store, "maps-l2pairs", low, low)
+    _run(store, "maps-l2", low, low, seed=1)
+    _run(store, "maps-dsmem", low, low, seed=2)
+    ctx = SimpleNamespace(store=store, directory=tmp_path)
+    both = store.query("SELECT * FROM results")
+    text = " ".join(line for _, lines, _ in pair_sections(ctx, both) for line in lines)
+    assert "two sides explain which pairs are slow" in text
+    assert "against the L2 map's near partition" not in text and "against the DSMEM map's" not in text
+    assert f"Not compared: run {pairs_run} lacks" in text and "The three partitions of the SMs compared" not in text
+    together = _run(store, "maps-sides", low, low, seed=3)
+    text = " ".join(line for _, lines, _ in pair_sections(ctx, store.query(f"SELECT * FROM results WHERE run_id = "
+                                                                           f"{together}")) for line in lines)
+    assert "against the L2 map's near partition per SM (its split of the own lines): 132 of 132 SMs" in text

@@ -99,6 +99,13 @@ def _pairs_figure(maps: dict, directory, name: str):
                                                              "L2 line (cycles)"), directory / name)
 
 
+def _map_runs(frame, gpu: str, kind: str) -> set:
+    """The runs among `frame` whose rows of `gpu` hold a map of `kind` ({"map": kind} launches)."""
+    rows = frame[(frame.gpu_name == gpu) & (frame.metric == "latency_cycles")]
+    return {int(run) for run, launch in zip(rows.run_id, rows.launch)
+            if (json.loads(launch) if isinstance(launch, str) else launch).get("map") == kind}
+
+
 def pair_sections(ctx, frame) -> list:
     """The pairs' report section (or the site's finding): the heat map, the sentences, Table 4's clusters."""
     from harness.families.memory.maps import load as load_l2
@@ -107,9 +114,17 @@ def pair_sections(ctx, frame) -> list:
     found = load(ctx.store, frame)
     if not found:
         return []
-    l2 = load_l2(ctx.store, frame)
-    groups = gpc_groups(ctx.store, frame)
-    near = {gpu: {int(r.sm): int(r.near) for r in m.per_sm().itertuples()} for gpu, m in l2.items() if m.split}
+    near, groups = {}, {}
+    for gpu in found:  # the other maps of the pairs' own run only: SM ids are numbered per physical GPU
+        runs = _map_runs(frame, gpu, "l2pairs")
+        if len(runs) != 1:
+            continue
+        same = frame[frame.run_id == runs.pop()]
+        l2 = load_l2(ctx.store, same).get(gpu)
+        if l2 is not None and l2.split:
+            near[gpu] = {int(r.sm): int(r.near) for r in l2.per_sm().itertuples()}
+        if gpu in (found_groups := gpc_groups(ctx.store, same)):
+            groups[gpu] = found_groups[gpu]
     lines = [line for gpu, pm in found.items() for line in describe(gpu, pm, near.get(gpu), groups.get(gpu))]
     path = _pairs_figure(found, ctx.directory, "memory_l2_pairs.png")
     table = pd.concat([pm.clusters().assign(gpu=gpu) for gpu, pm in found.items()]).round(2)
