@@ -101,17 +101,27 @@ def _run(store, suite: str, half, side, seed=0) -> int:
     """A run of `suite`'s map cases with the planted chip's rows (what the map methods store from a GPU's)."""
     from helpers import fake_device
 
+    from harness.provenance import Provenance
+
+    prov = Provenance(f"bench run --suite {suite}", "testhost", "abc123", False, "0.1.0", "3.12", "14.2", "13.0")
+    run_id = store.start_run(fake_device(), prov, suite, None)
+    _run_into(store, run_id, suite, half, side, seed)
+    store.finish_run(run_id, "complete")
+    return run_id
+
+
+def _run_into(store, run_id: int, suite: str, half, side, seed=0) -> int:
+    """`suite`'s map cases stored into run `run_id`."""
+    from helpers import fake_device
+
     from harness.build.sass import SassCheck
     from harness.measure import methods
     from harness.measure.measurement import CaseResult, Metric
-    from harness.provenance import Provenance
     from harness.registry import family_of
     from harness.suites import suite_cases
 
     rng = np.random.default_rng(seed)
     device = fake_device()
-    prov = Provenance(f"bench run --suite {suite}", "testhost", "abc123", False, "0.1.0", "3.12", "14.2", "13.0")
-    run_id = store.start_run(device, prov, suite, None)
     for case in suite_cases(suite):
         metrics = []
         for spec in family_of(case).plan(case, device):
@@ -120,7 +130,6 @@ def _run(store, suite: str, half, side, seed=0) -> int:
                         for launch, values in methods.map_launches(spec, rows)]
         store.record_case(run_id, CaseResult(case, None, SassCheck(True, "synthetic"), True, None, 0.0, "synthetic",
                                              metrics))
-    store.finish_run(run_id, "complete")
     return run_id
 
 
@@ -154,7 +163,8 @@ def test_partitions_that_agree_are_called_the_same_and_the_sides_unions_of_gpcs(
     low = lambda sm: int(gpc(sm) >= 4)
     run_id = _run(store, "maps-sides", low, low)
     text = _report(store, run_id, tmp_path)
-    assert f"The three partitions of the SMs compared (NVIDIA H100 80GB HBM3, run {run_id})" in text
+    assert f"The partitions of the SMs compared (NVIDIA H100 80GB HBM3, run {run_id})" in text
+    assert "lacks" not in text
     assert ("the L2 map's near/far split of the SMs is the far-hit sides: the same partition of the 132 SMs "
             "(adjusted Rand index 1.00; the two agree on 100.0% of the SM pairs, 50.0% by chance)") in text
     # the DSMEM map's groups: the 8 GPCs, and the two SMs of GPCs 1 and 3 beyond 16 that only clusters of 2 reach
@@ -203,10 +213,26 @@ def test_maps_of_two_runs_are_never_compared(tmp_path):
     first = _run(store, "maps-l2pairs", low, low)
     second = _run(store, "maps-dsmem", low, low, seed=1)
     text = _report(store, first, tmp_path)
-    assert f"Not compared: run {first} lacks the L2 map's near/far split of the SMs (each SM's near partition); the " \
+    assert f"Not compared. Run {first} lacks the L2 map's near/far split of the SMs (each SM's near partition); the " \
            "DSMEM map's GPC groups (SMs that shared a cluster, transitively) (a map not run" in text
-    assert "The three partitions of the SMs compared" not in text
-    assert "The three partitions of the SMs compared" not in _report(store, second, tmp_path)
+    assert "The partitions of the SMs compared" not in text
+    assert "The partitions of the SMs compared" not in _report(store, second, tmp_path)
+
+
+def test_a_run_with_two_of_the_maps_compares_those_two_and_names_the_third(tmp_path):
+    """The L2 map and the DSMEM map in one run (as runs 94-100 hold them), no pairs: the halves against the GPC
+    groups, and the line saying the sides are missing."""
+    store = _store(tmp_path)
+    low = lambda sm: int(gpc(sm) >= 4)
+    run_id = _run(store, "maps-l2", low, low)
+    from harness.suites import suite_cases
+
+    assert suite_cases("maps-dsmem")  # the same run: both suites' cases stored under one run id
+    frame_run = _run_into(store, run_id, "maps-dsmem", low, low)
+    text = _report(store, frame_run, tmp_path)
+    assert f"The partitions of the SMs compared (NVIDIA H100 80GB HBM3, run {run_id})" in text
+    assert "the halves are unions of GPC groups: each of the 10 groups lies wholly on one half" in text
+    assert f"Run {run_id} lacks the far-hit sides" in text and "far-hit sides x" not in text
 
 
 def test_the_pairs_sentences_hold_the_sides_against_maps_of_their_own_run_only(tmp_path):
@@ -226,7 +252,10 @@ def test_the_pairs_sentences_hold_the_sides_against_maps_of_their_own_run_only(t
     text = " ".join(line for _, lines, _ in pair_sections(ctx, both) for line in lines)
     assert "two sides explain which pairs are slow" in text
     assert "against the L2 map's near partition" not in text and "against the DSMEM map's" not in text
-    assert f"Not compared: run {pairs_run} lacks" in text and "The three partitions of the SMs compared" not in text
+    from harness.families.memory.figures import partition_sections
+
+    text = " ".join(line for _, lines, _ in partition_sections(ctx, both) for line in lines)
+    assert f"Not compared. Run {pairs_run} lacks" in text and "the far-hit sides: the same partition" not in text
     together = _run(store, "maps-sides", low, low, seed=3)
     text = " ".join(line for _, lines, _ in pair_sections(ctx, store.query(f"SELECT * FROM results WHERE run_id = "
                                                                            f"{together}")) for line in lines)

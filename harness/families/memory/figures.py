@@ -19,7 +19,7 @@ def figures(ctx) -> list:
     frame = ctx.measured[ctx.measured.family == "memory"]
     if frame.empty:
         return []
-    maps = map_sections(ctx)
+    maps = map_sections(ctx) + partition_sections(ctx, ctx.measured)
     frame = frame[~frame.launch.map(_is_map)]
     if frame.empty:
         return maps
@@ -131,8 +131,7 @@ def pair_sections(ctx, frame) -> list:
     return [("The L2's near and far hits, by pair of SMs", lines + [PAIRS_METHOD], path),
             ("The L2's near and far hits: 2501.12084 Table 4's clusters", [
                 "Our samples split as Table 4 splits its single loads (1-D k-means: hits in two, misses in two); "
-                "centre: the cluster's mean, as the paper's; bench compare holds each beside the paper's."], table)] \
-        + partition_sections(ctx, frame)
+                "centre: the cluster's mean, as the paper's; bench compare holds each beside the paper's."], table)]
 
 
 PARTITIONS_METHOD = ("Three partitions of the SMs, each from its own map of the same run (SM ids are numbered per "
@@ -147,9 +146,9 @@ PARTITIONS_METHOD = ("Three partitions of the SMs, each from its own map of the 
 
 
 def partition_sections(ctx, frame) -> list:
-    """The three partitions of the SMs compared, for each run among `frame` that holds all three maps (one run's
-    only: the report's run, or the runs of the newest rows); a run with the pairs but not the other two maps says
-    what it lacks."""
+    """The partitions of the SMs compared, for each run among `frame` whose maps give two or more of the three (one
+    run's only: the report's run, or the runs of the newest rows); a run that lacks one says which, and a run with the
+    pairs alone says that nothing was compared."""
     from harness.families.memory.maps import load as load_l2
     from harness.families.memory.pairs import GPCS, HALVES, PARTITION_WORDS, SIDES, gpc_groups, load, partitions, \
         reconcile
@@ -157,25 +156,26 @@ def partition_sections(ctx, frame) -> list:
     sections = []
     for run_id in sorted(set(frame.run_id)):
         rows = frame[frame.run_id == run_id]
-        pairs = load(ctx.store, rows)
-        if not pairs:
+        pairs, l2 = load(ctx.store, rows), load_l2(ctx.store, rows)
+        if not pairs and not l2:
             continue
-        l2, groups = load_l2(ctx.store, rows), gpc_groups(ctx.store, rows)
-        for gpu, found in pairs.items():
-            parts = partitions(l2.get(gpu), found, groups.get(gpu))
-            if len(parts) < 3:
-                lacking = [PARTITION_WORDS[name] for name in (HALVES, SIDES, GPCS) if name not in parts]
-                sections.append((f"The three partitions of the SMs ({gpu}, run {run_id})", [
-                    f"Not compared: run {run_id} lacks {'; '.join(lacking)} (a map not run, or one that found no "
-                    "split). `bench run --suite maps-sides` runs the three maps in one run."], None))
+        groups = gpc_groups(ctx.store, rows)
+        for gpu in sorted(set(pairs) | set(l2)):
+            parts = partitions(l2.get(gpu), pairs.get(gpu), groups.get(gpu))
+            lacking = [PARTITION_WORDS[name] for name in (HALVES, SIDES, GPCS) if name not in parts]
+            why = (f"Run {run_id} lacks {'; '.join(lacking)} (a map not run, or one that found no split): `bench run "
+                   "--suite maps-sides` runs the three maps in one run.") if lacking else None
+            if len(parts) < 2:
+                if gpu in pairs:
+                    sections.append((f"The three partitions of the SMs ({gpu}, run {run_id})",
+                                     [f"Not compared. {why}"], None))
                 continue
             lines, summary, tables = reconcile(gpu, parts)
-            sections.append((f"The three partitions of the SMs compared ({gpu}, run {run_id})",
-                             lines + [PARTITIONS_METHOD], summary))
+            sections.append((f"The partitions of the SMs compared ({gpu}, run {run_id})",
+                             lines + ([why] if why else []) + [PARTITIONS_METHOD], summary))
             sections += [(f"Contingency: {name} ({gpu}, run {run_id})", ["SMs in each pair of groups."], table)
                          for name, table in tables]
     return sections
-
 
 def findings(ctx) -> list:
     """Which SMs are far from which half of the L2, per GPU model (the newest map of each)."""
