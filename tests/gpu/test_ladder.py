@@ -77,7 +77,7 @@ def test_the_library_rung_is_a_host_call_with_no_module():
 
     case = parse_case_id("ladder.cublas.f32.2048x2048x2048")
     probe, inputs = loaded(case)
-    assert probe.module is None and set(probe.host_kernels) == {KERNEL, VERIFY}
+    assert probe.module is None and set(probe.attached.host_kernels) == {KERNEL, VERIFY}
     assert validate(case, probe, inputs).ok
     result = measure_case(case, None, open_device(0), sampler=NullSampler())
     assert result.valid and result.build is None, result.error

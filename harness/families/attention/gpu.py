@@ -14,6 +14,7 @@ import numpy as np
 
 from harness import tensormaps
 from harness.dtypes import bf16_bits, encode
+from harness.families.base import Attachment
 from harness.families.attention.cases import PANEL, check_case
 from harness.families.attention.problem import PROBLEM, SAMPLED_ROWS, bound, reference, tensor_elements
 
@@ -99,7 +100,7 @@ def _verifier(case, run, q1, k1, v1, o1):
     return verify
 
 
-def attach_anchor(case, probe, device) -> None:
+def attach_anchor(case, probe, device) -> Attachment:
     """cuDNN's case (an anchor): its call as the probe's host kernel KERNEL, on the check problem (Q, K, V in the
     probe's input buffer, O its output buffer) at iters 0, else on the measured problem's inputs; and the measured
     problem's verification, as a kernel case's."""
@@ -114,7 +115,6 @@ def attach_anchor(case, probe, device) -> None:
     check_sdpa = CudnnSdpa(case.dtype, small.batch, small.seq, small.heads, small.head_dim, small.causal, small.scale)
     q1, k1, v1, o1 = _measured(cupy, case)
     sdpa = CudnnSdpa(case.dtype, case.batch, case.seq, case.heads, case.head_dim, case.causal, case.scale)
-    probe.resources = [q1, k1, v1, o1, check_sdpa, sdpa]
 
     def measured():
         sdpa(q1.data.ptr, k1.data.ptr, v1.data.ptr, o1.data.ptr)
@@ -125,10 +125,12 @@ def attach_anchor(case, probe, device) -> None:
         else:
             measured()
 
-    probe.host_kernels = {KERNEL: library, VERIFY: _verifier(case, measured, q1, k1, v1, o1)}
+    # no module: the call and the verification are its only kernels
+    return Attachment(resources=(q1, k1, v1, o1, check_sdpa, sdpa),
+                      host_kernels={KERNEL: library, VERIFY: _verifier(case, measured, q1, k1, v1, o1)})
 
 
-def attach(case, probe, device) -> None:
+def attach(case, probe, device) -> Attachment:
     import cupy
 
     from harness.anchors import KERNEL, VERIFY
@@ -141,16 +143,14 @@ def attach(case, probe, device) -> None:
     shape = (case.batch, case.seq, case.heads, case.head_dim)
     q1, k1, v1, o1 = _measured(cupy, case)
     measured = problem(case, q1.data.ptr, k1.data.ptr, v1.data.ptr, o1.data.ptr)
-    probe.extra_args = (check, measured)
-    probe.resources = [q1, k1, v1, o1]
-    probe.dynamic_smem = {"probe_attention": case.smem_bytes()}
+    resources = [q1, k1, v1, o1]
     blocks, threads = case.tiles, case.threads
 
     host = {}
     if anchor.available():
         sdpa = anchor.CudnnSdpa(case.dtype, case.batch, case.seq, case.heads, case.head_dim, case.causal, case.scale)
         o_library = cupy.zeros(shape, dtype=cupy.uint16)
-        probe.resources += [sdpa, o_library]
+        resources += [sdpa, o_library]
 
         def library(out, timing, iters):
             sdpa(q1.data.ptr, k1.data.ptr, v1.data.ptr, o_library.data.ptr)
@@ -158,13 +158,11 @@ def attach(case, probe, device) -> None:
         host[KERNEL] = library
 
     def run():
-        """The measured problem once, into o1."""
-        function = probe.module.get_function("probe_attention")
-        if function.max_dynamic_shared_size_bytes < case.smem_bytes():
-            function.max_dynamic_shared_size_bytes = case.smem_bytes()
+        """The measured problem once, into o1: the probe's kernel with the attached (check, measured) and shared
+        memory."""
         scratch = cupy.zeros(blocks * 16, dtype=cupy.int64)
-        function((blocks,), (threads,), (probe.inputs, probe.out, scratch, np.int32(1), check, measured),
-                 shared_mem=case.smem_bytes())
+        probe.enqueue("probe_attention", blocks, threads, 1, scratch)
 
     host[VERIFY] = _verifier(case, run, q1, k1, v1, o1)
-    probe.host_kernels = host
+    return Attachment(extra_args=(check, measured), dynamic_smem={"probe_attention": case.smem_bytes()},
+                      resources=tuple(resources), host_kernels=host)

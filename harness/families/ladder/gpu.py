@@ -14,6 +14,7 @@ import numpy as np
 
 from harness.anchors import KERNEL, VERIFY
 from harness.anchors.cublas import GemmEx
+from harness.families.base import Attachment
 from harness.families.ladder.cases import LadderLibraryCase
 from harness.families.ladder.problem import PROBLEM, bound, check_problem, grid
 
@@ -32,7 +33,7 @@ def normal(cupy, rows: int, cols: int, dtype: str, seed: int):
     return x.astype(cupy.float16) if dtype == "f16" else x
 
 
-def attach(case, probe, device) -> None:
+def attach(case, probe, device) -> Attachment:
     import cupy
 
     m0, n0, k0 = check_problem(case)
@@ -44,8 +45,7 @@ def attach(case, probe, device) -> None:
     c1 = cupy.zeros((m, n), dtype=cupy.float32)
     theirs = cupy.zeros((m, n), dtype=cupy.float32)
     library = GemmEx(case.dtype, "f32")
-    probe.resources = [a1, b1, c1, theirs]
-    probe.extra_args = (problem(a0, b0, c0, m0, n0, k0), problem(a1.data.ptr, b1.data.ptr, c1.data.ptr, m, n, k))
+    resources = (a1, b1, c1, theirs)
 
     def run_anchor(out, timing, iters):
         library(a1.data.ptr, b1.data.ptr, theirs.data.ptr, m, n, k)
@@ -57,17 +57,19 @@ def attach(case, probe, device) -> None:
             else:
                 run_anchor(out, timing, iters)
 
-        probe.host_kernels = {KERNEL: run_library, VERIFY: _verifier(case, run_library, a1, b1, theirs)}
-        return
+        # no module: the call and the verification are its only kernels, and nothing takes the problems as arguments
+        return Attachment(resources=resources,
+                          host_kernels={KERNEL: run_library, VERIFY: _verifier(case, run_library, a1, b1, theirs)})
 
+    problems = (problem(a0, b0, c0, m0, n0, k0), problem(a1.data.ptr, b1.data.ptr, c1.data.ptr, m, n, k))
     blocks, threads = grid(case), case.spec.threads
 
     def run_kernel(out, timing, iters):
         scratch = cupy.zeros(blocks * 8, dtype=cupy.int64)
-        probe.module.get_function("probe_ladder")((blocks,), (threads,),
-                                                  (probe.inputs, out, scratch, np.int32(1), *probe.extra_args))
+        probe.enqueue("probe_ladder", blocks, threads, 1, scratch)  # with the attached problems
 
-    probe.host_kernels = {KERNEL: run_anchor, VERIFY: _verifier(case, run_kernel, a1, b1, c1)}
+    return Attachment(extra_args=problems, resources=resources,
+                      host_kernels={KERNEL: run_anchor, VERIFY: _verifier(case, run_kernel, a1, b1, c1)})
 
 
 def _verifier(case, run, a, b, c):
