@@ -30,6 +30,9 @@ from harness.measure.telemetry import GpuState
 
 SIMULATED_CLOCK_MHZ = 1755.0
 SIMULATED_POWER_W = 350.0
+# A burst after idle (methods.WholeKernel.idle_s): a cool board's higher clock and the power of a short batch
+SIMULATED_BURST_CLOCK_MHZ = 1980.0
+SIMULATED_BURST_POWER_W = 450.0
 PRIOR_GPU = "H100 SXM5"  # the datasheet row whose model (if the family has one) shapes the numbers
 
 
@@ -91,6 +94,8 @@ def _values(spec, case: Case, device: DeviceInfo, interval: float) -> list[tuple
     if isinstance(spec, methods.Bandwidth):  # more in flight, more bytes per second, up to 3000 GB/s
         return [("bandwidth_gbps", "GB/s", min(3000.0, 250.0 * point.blocks_per_sm * point.launch.get("stages", 4)),
                  point.launch) for point in spec.points]
+    if isinstance(spec, methods.WholeKernel) and spec.idle_s:
+        return _burst_values(spec, work, peak, device)
     if isinstance(spec, methods.WholeKernel):  # the work at 70 % of the peak rate, the anchor at 72 %
         rate = work.amount / (work.amount / (0.7 * (peak or 1024.0) * device.sm_count * SIMULATED_CLOCK_MHZ * 1e6)) / 1e12
         rows = [("throughput_tflops", methods.throughput_unit(work), rate, spec.launch)]
@@ -119,6 +124,19 @@ def _values(spec, case: Case, device: DeviceInfo, interval: float) -> list[tuple
             rows += [(power, w, SIMULATED_POWER_W, point.launch), (efficiency, e, rate / SIMULATED_POWER_W, point.launch),
                      (per_op, j, SIMULATED_POWER_W / rate, point.launch)]
     return rows
+
+
+def _burst_values(spec: "methods.WholeKernel", work, peak: float | None, device: DeviceInfo) -> list:
+    """A burst (WholeKernel.idle_s): the work at 70 % of the peak rate at SIMULATED_BURST_CLOCK_MHZ, its power."""
+    rate = 0.7 * (peak or 1024.0) * device.sm_count * SIMULATED_BURST_CLOCK_MHZ * 1e6 / 1e12
+    rows = [("throughput_tflops", methods.throughput_unit(work), rate, spec.launch)]
+    rows += [("peak_fraction", "ratio", 0.7, spec.launch)] if peak and spec.records else []
+    return rows + [("power_burst_w", "W", SIMULATED_BURST_POWER_W, spec.launch)]
+
+
+def _clock(spec) -> float:
+    """The SM clock a simulated spec's metrics carry: a burst's, else the sustained one."""
+    return SIMULATED_BURST_CLOCK_MHZ if isinstance(spec, methods.WholeKernel) and spec.idle_s else SIMULATED_CLOCK_MHZ
 
 
 # A simulated chip for the maps (methods.SmMap): two L2 halves, SMs in GPCs of 16 and 18, TPCs of 2.
@@ -165,7 +183,7 @@ def synthetic_result(case: Case, build: Build | None, rng: np.random.Generator,
     state = GpuState(5, SIMULATED_CLOCK_MHZ, 2619.0, SIMULATED_POWER_W, 50.0, (), 0)
     plan = family_of(case).plan(case, device)
     metrics = [Metric(name, unit, value * (1 + 1e-4 * rng.standard_normal(7)), dict(launch),
-                      sm_clock_mhz=SIMULATED_CLOCK_MHZ, stop_reason="simulated", gpu_state=state,
+                      sm_clock_mhz=_clock(spec), stop_reason="simulated", gpu_state=state,
                       notes="simulated: not a measurement")
                for spec in plan if not isinstance(spec, methods.SmMap)
                for name, unit, value, launch in _values(spec, case, device, interval)]
