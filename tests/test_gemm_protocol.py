@@ -360,3 +360,40 @@ def test_the_report_section_needs_the_protocol_suites_bursts():
     sustained_only = _run()
     sustained_only = sustained_only[~sustained_only.case_id.str.endswith(".burst")]
     assert protocol.sections(sustained_only, _refs(), 1980.0, 0.03) == []
+
+
+# -- end to end on the simulated GPU ---------------------------------------------------------------------------
+
+def test_the_protocol_suite_runs_on_the_simulated_gpu_into_the_report_and_compare(tmp_path, monkeypatch, shared_cache):
+    from harness.analysis import compare
+    from harness.db.store import Store
+    from harness.orchestration.run import execute, plan
+    from harness.orchestration.worker import Worker
+
+    monkeypatch.setenv("HOPPER_BENCH_BACKEND", "fake")
+    db = str(tmp_path / "p.db")
+    run_plan = plan("gemm-protocol", None)
+    with Worker(0, watchdog_s=120) as worker:
+        worker.start()
+        outcome = execute(run_plan, db, worker)
+    assert outcome.status == "complete" and {r.status for r in outcome.results} == {"valid"}
+    store = Store.open(db)
+    measured = compare.measured(store, 1)
+    bursts = measured[measured.case_id.str.endswith(".burst")]
+    assert set(bursts.metric) == {"throughput_tflops", "peak_fraction", "power_burst_w"}
+    assert set(bursts.launch) == {'{"problem":"measured","protocol":"burst"}'}
+    refs = store.query("SELECT source, case_id, m, metric, value, notes FROM reference_figures")
+    (_, _, shown), (_, _, judged) = protocol.sections(measured, refs, 1980.0, 0.03)
+    assert len(shown) == 12 and len(judged) == 3
+    # bench compare, on a run of the worklog's GPU model (the simulated device renamed), sets its step 10 and its
+    # cuBLAS beside our default cases at 4096^3, and nothing else
+    store.close()
+    import sqlite3
+
+    with sqlite3.connect(db) as raw:
+        raw.execute("UPDATE devices SET name = 'NVIDIA H100 80GB HBM3'")
+    store = Store.open(db)
+    against = compare.against_paper(store, 1)
+    worklog = against[against.paper_gpu == "H100 SXM5"]
+    assert dict(zip(worklog.case_id, worklog.paper)) == {BEST_4096: _printed("hgemm worklog step 10"),
+                                                          CUBLAS_4096: _printed("hgemm worklog cublas")}
