@@ -243,6 +243,22 @@ def test_zero_inputs_must_give_exactly_zero():
     assert not (np.abs(-0.0 - reference) > bound).any()
 
 
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_the_measured_inputs_are_drawn_as_their_kind_and_their_exact_product_is_an_integer_one(dtype):
+    """gpu.py's drawing of integers and zeros and their reference take an array module: NumPy here, CuPy on the GPU."""
+    from harness.families.gemm.gpu import as_float, exact_product, measured_values
+
+    a = measured_values(np, 32, 256, dtype, 7, "int")
+    b = measured_values(np, 16, 256, dtype, 8, "int")
+    values = as_float(np, a, dtype)
+    assert set(np.unique(values)) == {-2.0, -1.0, 0.0, 1.0, 2.0}
+    ints_a = values.astype(np.int64)
+    ints_b = as_float(np, b, dtype).astype(np.int64)
+    assert (exact_product(np, a, b, dtype) == ints_a @ ints_b.T).all()
+    zeros = measured_values(np, 8, 64, dtype, 7, "zero")
+    assert zeros.dtype == np.uint16 and not zeros.any()  # +0.0's bits
+
+
 def test_random_inputs_keep_the_cublas_tolerance():
     reference = np.array([0.0, 100.0])
     assert measured_bound(np, "random", "f16", reference) == pytest.approx([0.05, 0.05 + 100 / 128])
