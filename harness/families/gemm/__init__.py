@@ -10,9 +10,11 @@ Every case is validated twice before it is timed:
     the check problem   small integer-valued A and B (exact in f32), several tiles per CTA, every stage
                         of the ring reused: C must equal NumPy's bit for bit
     the measured one    normal(0, 1) inputs at the case's size: C against cuBLAS on the same inputs,
-                        within a tolerance a dropped k-block or a misplaced tile cannot meet
+                        within a tolerance a dropped k-block or a misplaced tile cannot meet (a case's
+                        integer or zero inputs: against the exact product, problem.measured_bound)
 then timed by methods.WholeKernel: rounds of back-to-back launches alternating with cuBLAS on the same
-inputs, the ratio taken round by round; in-kernel counters say where the time went.
+inputs, the ratio taken round by round; in-kernel counters say where the time went. A `.burst` case is timed
+as the seed worklog's code times it instead: batches of 8 launches after 5 s idle (protocol.py).
 """
 
 from __future__ import annotations
@@ -267,6 +269,10 @@ class GemmFamily(Family):
     def describe(self, case: GemmCase | LibraryCase) -> list[str]:
         shape = (f"C[{case.m}, {case.n}] = A[{case.m}, {case.k}] . B[{case.n}, {case.k}]^T, {case.dtype} in, f32 "
                  f"accumulate, {case.out_dtype} out")
+        shape += "" if (case.inputs, case.protocol) == ("random", "sustained") else (
+            f"; measured on {MEASURED_INPUTS[case.inputs]}, "
+            + (f"timed in batches of {_cases.WORKLOG_BATCH} launches after {_cases.WORKLOG_IDLE_S:g} s idle"
+               if case.protocol == "burst" else "timed in sustained rounds"))
         if isinstance(case, LibraryCase):
             return [shape, case.anchor.description + ", on CuPy's stream"]
         return [shape,

@@ -4,7 +4,7 @@ Runs in the worker process, on the GPU only.
 
 ptx/gemm.cu.in takes two `Problem`s by value after the common four arguments: the check problem (A and
 B in the probe's input buffer, C in its output buffer) and the measured one (normal(0, 1) inputs drawn
-here). A library case (cases.LibraryCase) has no kernel: its probe's one host kernel, anchors.KERNEL, is the
+here, or the case's integers or zeros: measured_values). A library case (cases.LibraryCase) has no kernel: its probe's one host kernel, anchors.KERNEL, is the
 library's call on the check problem (iters 0) or on the measured one's inputs, drawn as a pipeline case's are.
 """
 
