@@ -113,7 +113,8 @@ class GemmCase(_GemmProblem, PipelineCase):
     schedule, epilogue)."""
     family = "gemm"
     # what the GPU tests' default sample varies least (tests/gpu/sample.py): the problem and the ring's depth
-    size_fields: ClassVar[tuple[str, ...]] = ("m", "n", "k", "stages")
+    # (and the measured problem's inputs: the same kernel and method, its power and clock; a protocol is a method's mode)
+    size_fields: ClassVar[tuple[str, ...]] = ("m", "n", "k", "stages", "inputs")
     dtype: str
     m: int
     n: int
@@ -209,7 +210,7 @@ class LibraryCase(_GemmProblem, AnchorCase):
     problem draws: cuBLAS's cublasGemmEx for f16 and bf16, cuBLASLt's fp8 matmul for e4m3 (without or with fast
     accumulation; per-tensor or DeepSeek-V3's block scales). An anchor (harness/anchors): no template."""
     family = "gemm"
-    size_fields: ClassVar[tuple[str, ...]] = ("m", "n", "k")
+    size_fields: ClassVar[tuple[str, ...]] = ("m", "n", "k", "inputs")
     dtype: str
     m: int
     n: int
