@@ -408,8 +408,17 @@ def test_the_protocol_suite_runs_on_the_simulated_gpu_into_the_report_and_compar
 
     with sqlite3.connect(db) as raw:
         raw.execute("UPDATE devices SET name = 'NVIDIA H100 80GB HBM3'")
+        # as on a GPU, the library writes no in-kernel clock: its rounds' NVML clock stands in
+        raw.execute("""UPDATE measurement_rows SET sm_clock_mhz = NULL WHERE id IN
+                       (SELECT measurement_id FROM results WHERE case_id LIKE 'cublas.%')""")
     store = Store.open(db)
     against = compare.against_paper(store, 1)
     worklog = against[against.paper_gpu == "H100 SXM5"]
     assert dict(zip(worklog.case_id, worklog.paper)) == {BEST_4096: _printed("hgemm worklog step 10"),
                                                           CUBLAS_4096: _printed("hgemm worklog cublas")}
+    library = worklog[worklog.case_id == CUBLAS_4096].iloc[0]
+    assert library.clock_source == "NVML (no in-kernel clock)" and np.isfinite(library.comparable)
+    from harness.analysis.figure_gpus import MAX_SM_CLOCK_MHZ
+
+    top = MAX_SM_CLOCK_MHZ["H100 SXM5"]  # the figure's GPU's highest clock (both have 132 SMs)
+    assert library.comparable == pytest.approx(library.value * top / library.clock_mhz)
