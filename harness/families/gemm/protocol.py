@@ -97,7 +97,7 @@ def published(refs: pd.DataFrame) -> list[Published]:
     for ref in refs.itertuples():
         if ref.source != SOURCE or ref.metric != "throughput_tflops" or ref.m != WORKLOG_SHAPE[0]:
             continue
-        step = re.match(r"step (\w+):", ref.notes or "")
+        step = re.match(r"step (\w+):", ref.notes if isinstance(ref.notes, str) else "")
         if ref.case_id in bases and bases[ref.case_id] == "cuBLAS":
             found.append(Published("its cuBLAS", float(ref.value), "cuBLAS"))
         elif step and step.group(1) in AGAINST_BEST:
