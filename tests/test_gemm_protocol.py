@@ -20,7 +20,9 @@ from harness.measure import methods
 from harness.measure.launch import Launch
 from harness.measure.telemetry import BurstReadings, Instant, NullSampler, Reading, burst_state
 from harness.measure.timing import RECORD_WORDS, TimingPolicy
-from harness.orchestration.fakegpu import SIMULATED_BURST_CLOCK_MHZ, simulated_device, synthetic_result
+from harness.measure.methods import whole_kernel
+from harness.measure.methods.whole_kernel import SIMULATED_BURST_CLOCK_MHZ, SIMULATED_FRACTION
+from harness.orchestration.fakegpu import simulated_device, synthetic_result
 from harness.suites import suite_cases
 from harness.verdicts import AGREES, CLOCK_NOT_PRINTED, DISAGREES, EXPLAINED
 
@@ -153,7 +155,7 @@ def test_a_burst_sleeps_then_times_one_batch_and_reads_nvml_while_it_runs(monkey
             return super().run(*args, **kw)
 
     slept = []
-    monkeypatch.setattr(methods.time, "sleep", slept.append)
+    monkeypatch.setattr(whole_kernel.time, "sleep", slept.append)
     probe = Slow(0.2, 1800.0)
     work = Work(2.0 * 4096 ** 3, "FLOP")
     ctx = methods.Context(probe, 132, TimingPolicy(), Sampled(InstantReader(1755.0, 512.0)), work, 4096.0)
@@ -173,7 +175,7 @@ def test_a_burst_sleeps_then_times_one_batch_and_reads_nvml_while_it_runs(monkey
 
 
 def test_a_burst_without_nvml_has_no_power(monkeypatch):
-    monkeypatch.setattr(methods.time, "sleep", lambda s: None)
+    monkeypatch.setattr(whole_kernel.time, "sleep", lambda s: None)
     ctx = methods.Context(BatchProbe(0.2, 1500.0), 4, TimingPolicy(), NullSampler(), Work(1e9, "FLOP"), None)
     metrics = methods.run(methods.WholeKernel("k", 4, 128, idle_s=1.0, bursts=2), ctx)
     assert [m.name for m in metrics] == ["throughput_tflops"] and metrics[0].gpu_state.samples == 0
@@ -199,7 +201,9 @@ def test_the_simulated_gpu_answers_a_burst():
     result = synthetic_result(C.parse(BEST_4096 + ".burst"), None, np.random.default_rng(0), device)
     found = {m.name: m for m in result.metrics}
     assert set(found) == {"throughput_tflops", "peak_fraction", "power_burst_w"}
-    assert found["throughput_tflops"].sm_clock_mhz == SIMULATED_BURST_CLOCK_MHZ
+    # the kernel's fraction of the peak at a cool board's clock: what a burst answers, not a sustained round's
+    rate = SIMULATED_FRACTION * 4096 * device.sm_count * SIMULATED_BURST_CLOCK_MHZ * 1e6 / 1e12
+    assert found["throughput_tflops"].value == pytest.approx(rate, rel=1e-3)
     assert found["throughput_tflops"].launch == {"problem": "measured", "protocol": "burst"}
     library = synthetic_result(C.parse(CUBLAS_4096 + ".inputs-zero.burst"), None, np.random.default_rng(0), device)
     assert {m.name for m in library.metrics} == {"throughput_tflops", "power_burst_w"}  # no clock of its own

@@ -228,8 +228,8 @@ class Instant:
 
 class BurstReadings:
     """A context manager that reads NVML in a tight loop while it is open: a burst (a batch of launches after idle,
-    methods.whole_kernel_burst) lasts milliseconds, which a Window's 10 ms interval misses, and a Window's power is
-    nvmlDeviceGetPowerUsage, a 1-s trailing average, mostly of the idle before the burst. The reader's `instant()`
+    WholeKernel.idle_s in measure/methods/whole_kernel.py) lasts milliseconds, which a Window's 10 ms interval misses,
+    and a Window's power is nvmlDeviceGetPowerUsage, a 1-s trailing average, mostly of the idle before the burst. The reader's `instant()`
     gives an Instant; a reader without one (a scripted one) gives its read()'s clock and reasons and no power. The
     first reading may precede the first launch by the time the host takes to enqueue it (tens of microseconds)."""
 

@@ -48,7 +48,7 @@ def test_integer_and_zero_inputs_validate_and_a_kernel_that_skips_work_fails(dev
     probe = loaded(case, _build(case), given, device)
     ok = validate(case, probe, given)
     assert ok.ok, ok.message
-    check, measured = probe.extra_args
+    check, measured = probe.attached.extra_args
     measured["m"] -= 256  # the last row of cluster pairs never written: C keeps the 0xFFFF poison there (NaN)
     skipped = validate(case, probe, given)
     assert not skipped.ok

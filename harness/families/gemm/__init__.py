@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.anchors import KERNEL
-from harness.families.base import Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
+from harness.families.base import Attachment, Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
 import harness.families.gemm.cases as _cases
 from harness.families.gemm.cases import GemmCase, LibraryCase
 from harness.families.gemm.problem import (CHECK_SCALES, CHECK_VALUES, CONSUMER_REGS, COUNTER_WORDS, COUNTERS,
@@ -131,7 +131,8 @@ class GemmFamily(Family):
             # scale-a, scale-b, and for 16-bit inputs the transposes (K-major: none); fp8 takes no transpose
             "immediates": "1, 1" if case.in_bytes == 1 else "1, 1, 0, 0",
             "promote": str(case.promote).lower(), "overlap": str(case.promotion in ("overlap", "pipelined")).lower(),
-            "pipelined": str(case.promotion == "pipelined").lower(), "pipeline_group": case.group,
+            "pipelined": str(case.promotion == "pipelined").lower(),
+            "staggered": str(case.promotion == "staggered").lower(), "pipeline_group": case.group,
             "blockscale": str(case.block_scaled).lower(),
             "d_operands": ", ".join(f"%{i}" for i in range(acc)),
             "d_constraints": ", ".join(f'"+f"(d[{i}])' for i in range(acc)),
@@ -157,6 +158,8 @@ class GemmFamily(Family):
             kernels.append(("probe_gemm", KernelExpectation(multicast, 1)))
         if case.epilogue == "tmastore":
             kernels.append(("probe_gemm", KernelExpectation("UTMASTG.2D", case.bn // 64)))  # a 64-column box each
+        if case.promotion == "staggered":  # a warpgroup's arrival after it issued a k-block (the other's turn)
+            kernels.append(("probe_gemm", KernelExpectation("BAR.ARV", 1)))
         if case.splits > 1:  # split-K: a run's arrival at its tile's counter (acq_rel, the GPU's scope)
             kernels.append(("probe_gemm", KernelExpectation("ATOMG.E.ADD.S32.STRONG.GPU", 1)))
         return SassExpectation(tuple(kernels), executes=f"{per_kblock} x {mnemonic} per k-block",
@@ -226,10 +229,10 @@ class GemmFamily(Family):
 
     # -- on the GPU ------------------------------------------------------------------------------------
 
-    def attach(self, case: GemmCase | LibraryCase, probe, device) -> None:
+    def attach(self, case: GemmCase | LibraryCase, probe, device) -> Attachment:
         import harness.families.gemm.gpu as gpu
 
-        (gpu.attach_library if isinstance(case, LibraryCase) else gpu.attach)(case, probe, device)
+        return (gpu.attach_library if isinstance(case, LibraryCase) else gpu.attach)(case, probe, device)
 
     # -- measurement ----------------------------------------------------------------------------------
 
@@ -257,7 +260,7 @@ class GemmFamily(Family):
     @staticmethod
     def _burst(case: GemmCase | LibraryCase, device) -> WholeKernel:
         """The seed worklog's protocol: a batch of WORKLOG_BATCH launches after WORKLOG_IDLE_S of idle, the kernel or
-        the library alone (methods.whole_kernel_burst)."""
+        the library alone (methods/whole_kernel.py _measure_burst)."""
         burst = dict(launch={"problem": "measured", "protocol": "burst"}, idle_s=_cases.WORKLOG_IDLE_S,
                      burst_launches=_cases.WORKLOG_BATCH)
         if isinstance(case, LibraryCase):
@@ -286,6 +289,8 @@ class GemmFamily(Family):
                    "tile's last run" if case.splits > 1 else "")
                 + (f"; M = {case.m} walked as {case.walk_m} (rows past M load as zeros, the TMA store clips them)"
                    if case.walk_m != case.m else "")
+                + (f"; N = {case.n} walked as {case.walk_n} (B's rows past N load as zeros, the TMA store clips C's "
+                   "columns)" if case.walk_n != case.n else "")
                 + (f"; persistent, {case.order} order" if case.persistent else f"; one CTA per tile, {case.order} order"),
                 "epilogue through shared memory and a TMA store" if case.epilogue == "tmastore"
                 else "epilogue from registers"] + (
@@ -294,6 +299,9 @@ class GemmFamily(Family):
                       if case.promotion == "pipelined" else
                       "fp8 promotion overlapped: two k-block accumulator sets, k-block kb - 1 added into f32 while "
                       "k-block kb's wgmma run" if case.promotion == "overlap" else
+                      "fp8 promotion staggered: after each k-block (its wgmma waited for, then added into f32), the two "
+                      "consumer warpgroups issuing their k-blocks in turn (named barriers)"
+                      if case.promotion == "staggered" else
                       "fp8 promotion after each k-block: its wgmma waited for, then added into f32")]
                     if case.promote else []) + (
                     ["DeepSeek-V3 block scales: each k-block's sum times A's scale (its row, 1x128) and B's (128x128) as "

@@ -42,9 +42,12 @@ MMA_RATE = {"f16": 1, "bf16": 1, "e4m3": 2}  # dense tensor-core FLOP per cycle 
 BK = 64  # one 128-byte swizzle span of 2-byte elements (128 of fp8: bk_for)
 LIBRARY_DTYPES = ("f16", "bf16")  # cublasGemmEx through CuPy (harness/anchors/cublas.py)
 FP8_LIBRARY = ("e4m3",)  # cublasLtMatmul through nvmath-python's bindings (harness/anchors/cublaslt.py, extra `fp8`)
-TILES = ((64, 128), (128, 128), (128, 256), (256, 128), (64, 64), (128, 64), (64, 256))
+# 128x192: fp8's widest tile with its promotion (96 + 96 f32 a thread): 40 KiB of A and B a k-block for 6.3 MFLOP,
+# where 128x128 lands 32 KiB for 4.2 (the feed alone turns 128x128's k-block in 538 cycles against the tensor
+# cores' 512; reports/investigation/gemm-feed-h100.txt); N past a whole number of its tiles is a partial last tile
+TILES = ((64, 128), (128, 128), (128, 256), (256, 128), (64, 64), (128, 64), (64, 256), (128, 192))
 MAX_DIM = 65536
-PROMOTIONS = ("serial", "overlap", "pipelined")
+PROMOTIONS = ("serial", "overlap", "pipelined", "staggered")
 PIPELINE_GROUP = 4  # a pipelined promotion's k-blocks between two drains of the tensor cores (pipeline.cuh), unless
 PIPELINE_GROUPS = (2, 4)  # ... the case names another (`.pipelined-g2`; groups of 8 spill: 36 bytes a thread)
 # fp8 scaling: per tensor (the default, no suffix: scales of 1, a per-tensor pair being a multiple of C) or DeepSeek-V3's
@@ -119,7 +122,9 @@ class GemmCase(_GemmProblem, PipelineCase):
     m: int
     n: int
     k: int
-    promotion: str = "serial"  # fp8 (PROMOTIONS): each k-block added into f32 after it, or while the next runs
+    # fp8 (PROMOTIONS): each k-block added into f32 after it ("serial"), or while the next runs ("overlap", "pipelined"),
+    # or after it with the two consumer warpgroups taking turns on the tensor cores ("staggered")
+    promotion: str = "serial"
     group: int = PIPELINE_GROUP  # a pipelined promotion's k-blocks per drain of the tensor cores
     scaling: str = "tensor"  # fp8 (SCALINGS): one scale per tensor (1), or DeepSeek-V3's 1x128 and 128x128 blocks
     inputs: str = "random"  # the measured problem's inputs (INPUT_KINDS)
@@ -164,8 +169,13 @@ class GemmCase(_GemmProblem, PipelineCase):
         return -(-self.m // rows) * rows
 
     @property
+    def walk_n(self) -> int:
+        """N rounded up to whole tiles: the columns the kernel walks; B's rows past N load as zeros."""
+        return -(-self.n // self.bn) * self.bn
+
+    @property
     def tiles(self) -> int:
-        return (self.walk_m // self.bm) * (self.n // self.bn)
+        return (self.walk_m // self.bm) * (self.walk_n // self.bn)
 
     @property
     def items(self) -> int:
@@ -181,7 +191,7 @@ class GemmCase(_GemmProblem, PipelineCase):
     def accumulators(self) -> int:
         """f32 accumulator registers per consumer thread: one set, or for fp8 the k-block's and the tile's (and
         a second k-block set when the promotion overlaps)."""
-        sets = 1 if not self.promote else 2 if self.promotion == "serial" else 3
+        sets = 1 if not self.promote else 2 if self.promotion in ("serial", "staggered") else 3
         return self.accumulator_set * sets
 
     def smem_bytes(self) -> int:
@@ -252,7 +262,7 @@ ID = re.compile(r"^(?P<library>cublaslt|cublas|gemm)\.(?P<dtype>[a-z0-9]+)\.(?P<
                 r"(?P<fast>\.fastaccum)?(?P<lscaling>\.blockscale)?"
                 r"(?:\.tile(?P<bm>\d+)x(?P<bn>\d+)x(?P<bk>\d+)\.s(?P<stages>\d+)\.wg(?P<wg>\d+)(?P<rb>\.setmaxnreg)?"
                 r"\.cluster(?P<cluster>\d+)\.(?P<sched>grid|persistent)-(?P<order>[a-z]+)\.(?P<epi>[a-z]+)"
-                r"(?:\.sms(?P<sms>\d+))?(?:\.(?P<schedule>pingpong))?(?:\.splitk(?P<splits>\d+))?(?:\.(?P<promotion>overlap|pipelined)(?:-g(?P<group>\d+))?)?(?P<scaling>\.blockscale)?)?"
+                r"(?:\.sms(?P<sms>\d+))?(?:\.(?P<schedule>pingpong))?(?:\.splitk(?P<splits>\d+))?(?:\.(?P<promotion>overlap|pipelined|staggered)(?:-g(?P<group>\d+))?)?(?P<scaling>\.blockscale)?)?"
                 r"(?:\.inputs-(?P<inputs>[a-z]+))?(?:\.(?P<protocol>burst))?$")
 
 
@@ -340,6 +350,9 @@ def _check_pipeline(case: GemmCase, refuse) -> None:
     if case.promotion not in PROMOTIONS or (case.promotion != "serial" and (not case.promote or case.stages < 2)):
         refuse(f"promotion {case.promotion!r}: expected one of {', '.join(PROMOTIONS)}; an overlapped one is fp8's, "
                "with a ring of two stages or more")
+    if case.promotion == "staggered" and (case.consumers != 2 or case.pingpong):
+        refuse("a staggered promotion orders two cooperative consumer warpgroups' k-blocks on the tensor cores: wg2, "
+               "not ping-pong")
     if case.group not in PIPELINE_GROUPS or (case.group != PIPELINE_GROUP and case.promotion != "pipelined"):
         refuse(f"a group of {case.group} k-blocks: a pipelined promotion's groups are of "
                f"{', '.join(map(str, PIPELINE_GROUPS))}")
@@ -352,9 +365,15 @@ def _check_pipeline(case: GemmCase, refuse) -> None:
                "in setmaxnreg's 232 registers")
     if case.smem_bytes() > SMEM_LIMIT:
         refuse(f"{case.smem_bytes()} bytes of shared memory: more than the {SMEM_LIMIT} a block may have")
-    if case.n % case.bn or case.k % (case.bk * case.splits):
-        refuse(f"{case.m}x{case.n}x{case.k} is not a whole number of {case.bn}-column tiles and "
+    if case.k % (case.bk * case.splits):
+        refuse(f"K = {case.k} is not a whole number of "
                + (f"{case.splits} runs of {case.bk}-deep k-blocks" if case.splits > 1 else f"{case.bk}-deep k-blocks"))
+    if case.n % case.bn and (case.epilogue != "tmastore" or case.block_scaled or case.n % 16):
+        refuse(f"N = {case.n} is not a whole number of {case.bn}-column tiles: a partial last tile takes the TMA-store "
+               "epilogue (it clips the columns past N), no block scales, and N a multiple of 16")
+    if case.block_scaled and case.bn % SCALE_BLOCK and SCALE_BLOCK % case.bn:
+        refuse(f"block scales with {case.bn}-column tiles: a tile holds whole {SCALE_BLOCK}-column blocks of B's "
+               "scales, or lies in one")
     if case.m % (case.bm * case.cluster):
         if case.epilogue != "tmastore" or case.block_scaled or case.cluster > 1 or case.m % 16:
             refuse(f"M = {case.m} is not a whole number of {case.bm * case.cluster}-row tiles (cluster pairs along M): "
@@ -477,6 +496,17 @@ OVERLAP_FP8 = dict(FP8_SERIAL, stages=4, promotion="overlap")
 # ... and pipelined (a k-block in flight through the next slot's wait), on the deepest ring beside the TMA store
 # (run 124, H100: 1081 and 1096 TFLOPS at 4096^3 and 8192^3 against 1044 and 1037 on a ring of 4)
 BEST_FP8 = dict(FP8_SERIAL, stages=6, promotion="pipelined")
+# ... and 128x192, the widest tile with two sets (96 + 96 a thread), promoted after each k-block: the two consumer
+# warpgroups' k-blocks queue on the tensor cores, so one's promotion runs under the other's wgmma (as DeepGEMM's
+# consumers do); a ring of 4 beside the TMA store's 48 KiB, N past whole tiles a partial last tile
+WIDE_FP8 = dict(FP8_SERIAL, bn=192, stages=4)
+# Measured so (H100, run 149): 1109-1158 cycles a k-block against the tensor cores' 768: the two warpgroups issue
+# each k-block together, their wgmma interleave and finish together, and both promote while the tensor cores idle.
+# The staggered promotion orders their issue by named barriers (warpgroup 1 issues k-block kb after warpgroup 0 has,
+# warpgroup 0 issues kb + 1 after warpgroup 1 has issued kb): if the tensor cores take a warpgroup's group whole, in
+# the order issued, one promotes while the other's group runs. Measured (run 150): they do not (1188-1206 cycles at
+# 128x192, 909-919 at 128x128, no better than serial); docs/gemm.md
+STAGGERED_FP8 = dict(WIDE_FP8, promotion="staggered")
 
 
 # fp8 validates against cuBLAS (an f16 GEMM of the same values, f32 compute) within the bound of its arithmetic
@@ -508,6 +538,11 @@ def fp8() -> list[GemmCase]:
     # wait, at every size and at every ring depth that fits at 4096^3 and 8192^3
     for s in FP8_SIZES:
         cases.append(pipeline("e4m3", (s, s, s), **dict(BEST_FP8, stages=4)))
+    # 128x192 (serial and staggered) and 128x128 staggered, which lose (runs 149-150): their k-blocks, measured
+    for s in (4096, 8192):
+        cases += [pipeline("e4m3", (s, s, s), **dict(config, cluster=cluster)) for cluster in (1, 2)
+                  for config in (WIDE_FP8, STAGGERED_FP8)]
+        cases.append(pipeline("e4m3", (s, s, s), **dict(FP8_SERIAL, stages=6, promotion="staggered")))
     for s in (4096, 8192):
         for stages in range(3, MAX_STAGES + 1):
             for epilogue in ("tmastore", "regs"):
@@ -666,7 +701,7 @@ def _split_options(dtype: str, bm: int, bn: int, shape: tuple[int, int, int]) ->
     items within two per SM and every run at least two k-blocks (split-K's fix-up then costs no more than a
     tile's epilogue twice)."""
     m, n, k = shape
-    tiles = -(-m // bm) * (n // bn) if n % bn == 0 else 0
+    tiles = -(-m // bm) * -(-n // bn)
     if not tiles or tiles >= SPLIT_SMS:
         return ()
     kblocks = k // bk_for(dtype)

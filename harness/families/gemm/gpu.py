@@ -16,8 +16,9 @@ from harness import tensormaps
 from harness.anchors import KERNEL
 from harness.dtypes import bf16_bits
 from harness.errors import HarnessError
+from harness.families.base import Attachment
 
-from harness.families.gemm.problem import PROBLEM, split_counters, split_workspace_bytes, walk_m
+from harness.families.gemm.problem import PROBLEM, split_counters, split_workspace_bytes, walk_m, walk_n
 
 SEED = 20261125
 
@@ -34,12 +35,12 @@ def _encode(case, dtype: str, address: int, rows: int, cols: int, box_rows: int,
 def problem(case, a: int, b: int, c: int, m: int, n: int, k: int, scales: tuple[int, int] = (0, 0),
             split: tuple[int, int] = (0, 0)) -> np.ndarray:
     """The kernel's Problem argument for A, B, C at these addresses (row-major, K-major A and B), a block-scaled
-    case's scales and a split-K case's workspace and counters. The maps hold M rows; the walk, whole tiles."""
+    case's scales and a split-K case's workspace and counters. The maps hold M rows and N columns; the walk, whole tiles."""
     value = np.zeros(1, dtype=PROBLEM.dtype())
     value["a"] = _encode(case, case.dtype, a, m, k, case.bm, case.bk, True)
     value["b"] = _encode(case, case.dtype, b, n, k, case.bn // case.cluster, case.bk, True)
     value["c"] = _encode(case, case.out_dtype, c, m, n, case.wg_rows, 64, False)
-    value["c_ptr"], value["m"], value["n"], value["k"] = c, walk_m(case, m), n, k
+    value["c_ptr"], value["m"], value["n"], value["k"] = c, walk_m(case, m), walk_n(case, n), k
     value["scale_a"], value["scale_b"] = scales
     value["workspace"], value["counters"] = split
     return value
@@ -182,7 +183,7 @@ def _call(case, m: int, n: int, k: int, a: int, b: int, c: int, scales: tuple[in
     return plan, lambda: plan(a, b, c, m, n, k)
 
 
-def attach_library(case, probe, device) -> None:
+def attach_library(case, probe, device) -> Attachment:
     """A library case (an anchor): its call as the probe's host kernel KERNEL, on the check problem (A and B in
     the probe's input buffer, C its output buffer) at iters 0, else on the measured problem's inputs."""
     import cupy
@@ -198,15 +199,14 @@ def attach_library(case, probe, device) -> None:
     c1 = cupy.zeros((case.m, case.n), dtype=cupy.uint16)
     scales1 = (scale_a1.data.ptr, scale_b1.data.ptr) if case.block_scaled else None
     plan, call = _call(case, case.m, case.n, case.k, a1.data.ptr, b1.data.ptr, c1.data.ptr, scales1, case.fast_accum)
-    probe.resources = [a1, b1, c1, scale_a1, scale_b1, check_plan, plan]
 
     def library(out, timing, iters):
         (call if iters else check_call)()
 
-    probe.host_kernels = {KERNEL: library}
+    return Attachment(resources=(a1, b1, c1, scale_a1, scale_b1, check_plan, plan), host_kernels={KERNEL: library})
 
 
-def attach(case, probe, device) -> None:
+def attach(case, probe, device) -> Attachment:
     """A pipeline case: its Problems, the library on the measured problem's inputs (KERNEL, the anchor: its library
     case's call, where that can be made here: cuBLASLt's needs nvmath-python) and the verification."""
     import cupy
@@ -228,30 +228,28 @@ def attach(case, probe, device) -> None:
     scales1 = (scale_a1.data.ptr, scale_b1.data.ptr) if case.block_scaled else (0, 0)
     c1 = cupy.zeros((m, n), dtype=cupy.uint16)
     reference = cupy.zeros((m, n), dtype=cupy.uint16)
-    probe.resources = [a1, b1, c1, reference, scale_a1, scale_b1]
+    resources = [a1, b1, c1, reference, scale_a1, scale_b1]
     # cuBLAS's inputs: A and B themselves, or (fp8, which cublasGemmEx does not take) their values as f16
     a_ref, b_ref = (a1, b1) if case.dtype == case.out_dtype else (as_f16(cupy, a1), as_f16(cupy, b1))
-    probe.resources += [a_ref, b_ref]
+    resources += [a_ref, b_ref]
     split0, split1 = split_buffers(cupy, case, m0, n0), split_buffers(cupy, case, m, n)
-    probe.resources += [*split0, *split1]
+    resources += [*split0, *split1]
     pointers = lambda buffers: tuple(0 if x is None else x.data.ptr for x in buffers)
     check = problem(case, a0, b0, c0, m0, n0, k0, scales0, pointers(split0))
     measured = problem(case, a1.data.ptr, b1.data.ptr, c1.data.ptr, m, n, k, scales1, pointers(split1))
-    probe.extra_args = (check, measured)
     host = {}
     # The anchor: the library on the measured problem's own inputs (fp8: cuBLASLt on the e4m3 codes, without fast
     # accumulation), into a C of its own (f16 and bf16: the reference the verification reads again)
     if library_case(case.dtype, (m, n, k), scaling=case.scaling).anchor.available():
         anchor_c = reference if case.dtype not in FP8_LIBRARY else cupy.zeros((m, n), dtype=cupy.uint16)
         plan, call = _call(case, m, n, k, a1.data.ptr, b1.data.ptr, anchor_c.data.ptr, scales1)
-        probe.resources += [anchor_c, plan]
+        resources += [anchor_c, plan]
 
         def anchor(out, timing, iters):
             call()
 
         host[KERNEL] = anchor
 
-    probe.dynamic_smem = {"probe_gemm": case.smem_bytes()}
     blocks, block = grid(case, device.sm_count), threads(case)
     if case.persistent and case.cluster > 1:  # a persistent grid's clusters must all run at once
         from harness.measure.launch import max_active_clusters
@@ -267,13 +265,9 @@ def attach(case, probe, device) -> None:
     def verify(out, timing, iters):
         """The measured problem once, then its reference (cuBLAS on the same inputs; fp8, integer and zero inputs: the
         exact product in f64); out[0] = the elements beyond the tolerance (NaN counts)."""
-        function = probe.module.get_function("probe_gemm")
-        if function.max_dynamic_shared_size_bytes < case.smem_bytes():
-            function.max_dynamic_shared_size_bytes = case.smem_bytes()
         scratch = cupy.zeros(blocks * 16, dtype=cupy.int64)
         c1.fill(0xFFFF)
-        function((blocks,), (block,), (probe.inputs, out, scratch, np.int32(1), check, measured),
-                 shared_mem=case.smem_bytes())
+        probe.enqueue("probe_gemm", blocks, block, 1, scratch)  # the attached (check, measured) and shared memory
         ours = as_float(cupy, c1, case.out_dtype)
         if case.promote:  # fp8: against the exact product, within the bound of the arithmetic (problem.fp8_bound)
             theirs, abs_sum = exact_fp8_product(cupy, a_ref, b_ref, (scale_a1, scale_b1) if case.block_scaled else None)
@@ -291,4 +285,5 @@ def attach(case, probe, device) -> None:
         out[0:1] = cupy.count_nonzero(bad).astype(cupy.uint32)
 
     host["probe_verify"] = verify
-    probe.host_kernels = host
+    return Attachment(extra_args=(check, measured), dynamic_smem={"probe_gemm": case.smem_bytes()},
+                      resources=tuple(resources), host_kernels=host)

@@ -19,7 +19,7 @@ from harness.families.pipeline import (CONSUMER_REGS, COUNTER_WORDS, PIPELINE_CO
 # address (the register epilogue) and the shape.
 # A block-scaled fp8 problem adds its scales' addresses (cases.GemmCase.block_scaled; 0 otherwise, never read), a
 # split-K one its workspace (f32, split_workspace_bytes) and its counters (int32, zero; split_counters) (0 otherwise).
-# M is the walk's, rounded up to whole tiles (walk_m); the maps hold the matrices' own.
+# M and N are the walk's, rounded up to whole tiles (walk_m, walk_n); the maps hold the matrices' own.
 PROBLEM = KernelStruct("Problem", (("a", "map"), ("b", "map"), ("c", "map"), ("c_ptr", "u64"), ("m", "i32"),
                                    ("n", "i32"), ("k", "i32"), ("pad", "i32"), ("scale_a", "u64"), ("scale_b", "u64"),
                                    ("workspace", "u64"), ("counters", "u64")),
@@ -78,8 +78,11 @@ def check_problem(case: GemmCase | LibraryCase) -> tuple[int, int, int]:
     # k-blocks a run: a tile's 2 x stages + 3 split in runs (a run of fewer k-blocks than the ring's slots wraps it only
     # across work items: a persistent CTA's, not a one-CTA-per-item grid's; its measured problem, checked against
     # cuBLAS, wraps it in every run)
+    n = 2 * case.bn
+    if case.n % case.bn:  # ... and a partial last column of tiles as many columns
+        n -= case.bn - case.n % case.bn
     runs = -(-(2 * case.stages + 3) // case.splits)
-    return m, 2 * case.bn, runs * case.splits * case.bk
+    return m, n, runs * case.splits * case.bk
 
 
 def check_grid(case: GemmCase) -> int:
@@ -101,14 +104,19 @@ def walk_m(case: GemmCase, m: int) -> int:
     return -(-m // rows) * rows
 
 
+def walk_n(case: GemmCase, n: int) -> int:
+    """The N the kernel walks for a problem of n columns: whole tiles."""
+    return -(-n // case.bn) * case.bn
+
+
 def split_workspace_bytes(case: GemmCase, m: int, n: int) -> int:
     """A split-K problem's workspace: every run's f32 sums of every tile (ptx/gemm.cu.in reduce_runs); else 0."""
-    return walk_m(case, m) * n * case.splits * 4 if case.splits > 1 else 0
+    return walk_m(case, m) * walk_n(case, n) * case.splits * 4 if case.splits > 1 else 0
 
 
 def split_counters(case: GemmCase, m: int, n: int) -> int:
     """A split-K problem's counters: one int32 per tile and consumer warpgroup; else 0."""
-    return walk_m(case, m) // case.bm * (n // case.bn) * case.consumers if case.splits > 1 else 0
+    return walk_m(case, m) // case.bm * (walk_n(case, n) // case.bn) * case.consumers if case.splits > 1 else 0
 
 
 def sms_used(case: GemmCase, sm_count: int) -> int:
