@@ -633,6 +633,7 @@ def test_a_partial_last_column_of_tiles_walks_whole_tiles_and_is_checked_on_one_
      "shared memory"),  # 5 x 40 KiB of ring beside C's 48 KiB
     (WIDE.replace("8192x8192x8192", "8192x8184x8192"), "multiple of 16"),
     (WIDE.replace("8192x8192x8192", "8192x7680x8192") + ".blockscale", "128-column blocks"),
+    ("gemm.f16.8192x8192x8192.tile128x192x64.s4.wg2.setmaxnreg.cluster1.persistent-grouped.tmastore", "is fp8's"),
 ])
 def test_a_wide_fp8_tile_refuses_what_the_kernel_cannot_do(case_id, why):
     with pytest.raises(SpecError, match=why):

@@ -46,6 +46,7 @@ FP8_LIBRARY = ("e4m3",)  # cublasLtMatmul through nvmath-python's bindings (harn
 # where 128x128 lands 32 KiB for 4.2 (the feed alone turns 128x128's k-block in 538 cycles against the tensor
 # cores' 512; reports/investigation/gemm-feed-h100.txt); N past a whole number of its tiles is a partial last tile
 TILES = ((64, 128), (128, 128), (128, 256), (256, 128), (64, 64), (128, 64), (64, 256), (128, 192))
+FP8_TILES = ((128, 192),)  # tiles only fp8 takes
 MAX_DIM = 65536
 PROMOTIONS = ("serial", "overlap", "pipelined", "staggered")
 PIPELINE_GROUP = 4  # a pipelined promotion's k-blocks between two drains of the tensor cores (pipeline.cuh), unless
@@ -341,6 +342,9 @@ def _check_pipeline(case: GemmCase, refuse) -> None:
                "promotion (C7517); the serial or the pipelined one")
     if (case.bm, case.bn) not in TILES:
         refuse(f"tile {case.bm}x{case.bn}: expected one of {', '.join(f'{m}x{n}' for m, n in TILES)}")
+    if (case.bm, case.bn) in FP8_TILES and not case.promote:
+        refuse(f"tile {case.bm}x{case.bn} is fp8's (two accumulator sets of {case.bn // 2}); f16 and bf16 keep one set "
+               "and take 128x256")
     if case.bk != bk_for(case.dtype):
         refuse(f"BK = {case.bk}: the pipeline's k-block of {case.dtype} is {bk_for(case.dtype)} (one 128-byte "
                "swizzle span)")
