@@ -85,13 +85,19 @@ def test_the_check_problem_is_exact_and_wraps_the_ring():
 
 
 def test_worklog_steps_map_to_our_configurations():
-    figure = PaperFigure("hgemm worklog step 10", 8192, 8192, 8192, "f16", "f32", None, False, "throughput_tflops")
-    assert FAMILY.paper_case(figure) == (C.pipeline("f16", (8192,) * 3, **C.BEST).case_id, "throughput_tflops")
+    figure = PaperFigure("hgemm worklog step 10", 4096, 4096, 4096, "f16", "f32", None, False, "throughput_tflops")
+    assert FAMILY.paper_case(figure) == (
+        "gemm.f16.4096x4096x4096.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore", "throughput_tflops")
     step7 = FAMILY.paper_case(PaperFigure("hgemm worklog step 7", 4096, 4096, 4096, "f16", "f32", None, False,
                                           "throughput_tflops"))
     assert step7[0] == C.pipeline("f16", (4096,) * 3, **C.LADDER["6b"]).case_id
-    assert "C7511" in FAMILY.paper_case(PaperFigure("hgemm worklog step 5a", 8192, 8192, 8192, "f16", "f32", None,
+    assert "C7511" in FAMILY.paper_case(PaperFigure("hgemm worklog step 5a", 4096, 4096, 4096, "f16", "f32", None,
                                                     False, "throughput_tflops"))
+    # its size is stated (the seed's section 2.11): at any other, a reason, not a case
+    assert "4096^3" in FAMILY.paper_case(PaperFigure("hgemm worklog step 10", 8192, 8192, 8192, "f16", "f32", None,
+                                                     False, "throughput_tflops"))
+    assert FAMILY.paper_case(PaperFigure("hgemm worklog cublas", 4096, 4096, 4096, "f16", "f32", None, False,
+                                         "throughput_tflops")) == ("cublas.f16.4096x4096x4096", "throughput_tflops")
     assert FAMILY.paper_case(PaperFigure("wgmma.mma_async", 64, 64, 16, "f16", "f32", "SS", False, "throughput")) is None
 
 
@@ -627,6 +633,7 @@ def test_a_partial_last_column_of_tiles_walks_whole_tiles_and_is_checked_on_one_
      "shared memory"),  # 5 x 40 KiB of ring beside C's 48 KiB
     (WIDE.replace("8192x8192x8192", "8192x8184x8192"), "multiple of 16"),
     (WIDE.replace("8192x8192x8192", "8192x7680x8192") + ".blockscale", "128-column blocks"),
+    ("gemm.f16.8192x8192x8192.tile128x192x64.s4.wg2.setmaxnreg.cluster1.persistent-grouped.tmastore", "is fp8's"),
 ])
 def test_a_wide_fp8_tile_refuses_what_the_kernel_cannot_do(case_id, why):
     with pytest.raises(SpecError, match=why):

@@ -157,7 +157,10 @@ def test_the_fp8_gemm_against_cublaslt(db):
     fractions = harness.results(db, metric="library_fraction")
     fp8 = fractions[fractions.case_id.str.startswith("gemm.e4m3.4096x4096x4096.")
                     & ~fractions.case_id.str.endswith(".blockscale")]
-    assert fp8.value.max() == value  # no run of record has a better plain fp8 case at 4096^3
+    # no run of record has a better plain fp8 case at 4096^3 (runs 149-150 measured the same one at 0.909 beside the
+    # wider and staggered cases: the same two places)
+    top = fp8.loc[fp8.value.idxmax()]
+    assert top.case_id == best and f"{top.value:.2f}" == f"{value:.2f}"
     # ... and DeepSeek-V3's block scaling against cuBLASLt's, in run 130
     assert "DeepSeek's block-scaled 0.80 (run 130)" in " ".join(text.split())
     scaled = pipeline("e4m3", (4096, 4096, 4096), **dict(BEST_FP8, scaling="block")).case_id

@@ -3,7 +3,9 @@
     the ladder              the seed worklog's kernels that cases.LADDER maps, measured, beside cuBLAS in
                             the same run (and its ratio to each, round by round), with the planner's
                             prediction at the clock each case measured, and the worklog's published
-                            figures where the database holds them as references
+                            figures at their 4096^3 where the database holds them as references
+    by their protocol       the worklog's figures against ours in a burst after idle and in sustained rounds,
+                            on three kinds of inputs, in MHz and watts (protocol.py; suite gemm-protocol)
     stages                  TFLOPS against stages for each tile of the stage sweep (measured points,
                             the planner's line)
     where the time goes     cycles per k-block against the tensor cores' 2 BM BN 64 / 4096, and per
@@ -48,6 +50,10 @@ def _wide(frame: pd.DataFrame, keys: tuple[str, ...] = ("case_id",)) -> pd.DataF
     its throughput, its SMs, and the case's configuration parsed from its id."""
     frame = frame[frame.family == "gemm"] if "family" in frame else frame
     frame = frame[frame.metric.isin(METRICS) & frame.value.notna()]
+    # the protocol suite's other inputs and bursts (protocol.py) are not configurations: their own section has them
+    ordinary = {c: (lambda case: (case.inputs, case.protocol) == ("random", "sustained"))(parse(c))
+                for c in set(frame.case_id)}
+    frame = frame[frame.case_id.map(ordinary).astype(bool)] if len(frame) else frame
     if frame.empty:
         return pd.DataFrame()
     keys = list(keys)
@@ -187,8 +193,8 @@ def _flagged_left_out(ctx) -> list[str]:
 
 
 def _worklog(ctx, ladder_configs: dict[str, dict]) -> pd.DataFrame:
-    """The worklog's published TFLOPS of each ladder step where the database holds them as references
-    (any square f16 size; 8192 first): step, gpu, value. Empty where it holds none."""
+    """The worklog's published TFLOPS of each ladder step where the database holds them as references (its size,
+    4096^3: the seed's section 2.11): step, gpu, value, size. Empty where it holds none."""
     try:
         refs = ctx.store.query("""SELECT gpu_name, case_id, value FROM reference_values
                                   WHERE metric = 'throughput_tflops' AND case_id LIKE 'gemm.%'""")
@@ -206,11 +212,7 @@ def _worklog(ctx, ladder_configs: dict[str, dict]) -> pd.DataFrame:
         for step, wanted in ladder_configs.items():
             if config == wanted and case.m == case.n == case.k:
                 rows.append({"step": step, "gpu": ref.gpu_name, "value": float(ref.value), "size": case.m})
-    frame = pd.DataFrame(rows)
-    if frame.empty:
-        return frame
-    frame["rank"] = (frame["size"] != 8192).astype(int)
-    return frame.sort_values(["rank"]).groupby("step", as_index=False).first()
+    return pd.DataFrame(rows).drop_duplicates(["step", "size"])
 
 
 # -- figures -------------------------------------------------------------------------------------------
@@ -246,16 +248,11 @@ def worklog_verdict(ours: float, theirs: float, clock_mhz: float, sms: int,
     return DISAGREES, f"ours {ratio:.3f} x its figure at {clock_mhz:.0f} MHz: ours does more per cycle or per second"
 
 
-def worklog_sizes_sentence(table: pd.DataFrame) -> str:
-    """Which of our problem sizes the worklog's figures match (its size is not stated): the median
-    |ours / its - 1| over the steps measured at each."""
-    misses = (table.TFLOPS / table["worklog TFLOPS"] - 1).abs().groupby(table["size"]).median().dropna()
-    if misses.empty:
-        return ""
-    parts = ", ".join(f"{int(size)}^3: {miss:.1%}" for size, miss in misses.items())
-    return (f"The worklog does not state its problem size; the median miss of its figures against ours is {parts}, "
-            f"so they match {int(misses.idxmin())}^3 best (our clocks are measured under the 700 W cap; its are not "
-            f"published, so a verdict says what clock its figure needs at our work per cycle).")
+WORKLOG_SIZE_SENTENCE = (
+    "The worklog's figures are of 4096^3 (the seed's section 2.11), set beside ours at that size only. Its code times "
+    "one batch of 8 launches after 5 s idle and prints no clock; ours are sustained rounds under the power cap, their "
+    "clock measured: a verdict says what clock its figure needs at our work per cycle (the gemm-protocol suite "
+    "measures both protocols: the section on the worklog's figures by their protocol).")
 
 
 def _figure_ladder(path, ladder: pd.DataFrame, cublas: dict[int, float], worklog: pd.DataFrame, title: str) -> None:
@@ -285,11 +282,12 @@ def _figure_ladder(path, ladder: pd.DataFrame, cublas: dict[int, float], worklog
                        label=f"cuBLAS {size}^3, same run ({cublas[size]:.0f} TFLOPS)")
         top = max(top, float(np.nanmax(rows[["throughput_tflops", "predicted"]].to_numpy(dtype=float), initial=0)),
                   cublas.get(size, 0.0))
-    if len(worklog):
-        at = worklog.set_index("step").reindex(steps)
-        gpu = worklog.gpu.iloc[0]
-        ax.plot(x, at.value, "D", mfc="none", mec=COLORS["worklog"], mew=1.5, ms=8,
-                label=f"the worklog ({gpu}, as published)")
+    for i, size in enumerate(sizes):  # the worklog's figures at their size, over our bars of that size
+        at = worklog[worklog["size"] == size].set_index("step").reindex(steps) if len(worklog) else None
+        if at is None or at.value.isna().all():
+            continue
+        ax.plot(x - 0.4 + width * (i + 0.5), at.value, "D", mfc="none", mec=COLORS["worklog"], mew=1.5, ms=8,
+                label=f"the worklog ({worklog.gpu.iloc[0]}, {size}^3, as published)")
         top = max(top, float(np.nanmax(at.value.to_numpy(dtype=float), initial=0)))
     ax.set_xticks(x, labels=[f"{s}\n{_lines(c)}" for s, c in
                              zip(steps, ladder.drop_duplicates("step").set_index("step").reindex(steps).case)],
@@ -457,9 +455,10 @@ def _against_library(ctx, pipes: pd.DataFrame, library: pd.DataFrame, gpu: str, 
 
 def figures(ctx) -> list:
     """[(heading, paragraphs, Path | DataFrame | None)] for the report (harness/analysis/report.py)."""
+    by_protocol = _by_protocol(ctx)
     wide = _wide(ctx.measured)
     if wide.empty:
-        return []
+        return by_protocol
     gpu, run = ctx.gpu, ctx.run_id
     pipes = _pipelines(wide).copy()
     # the library as the anchor: cuBLASLt's fp8 with fast accumulation is a row of its own, not the anchor
@@ -522,13 +521,14 @@ def figures(ctx) -> list:
         if cublas:
             table["of cuBLAS's TFLOPS"] = [t / cublas[s] if s in cublas else np.nan for t, s in zip(table.TFLOPS, table["size"])]
         if len(worklog):
-            table["worklog TFLOPS"] = table.step.map(worklog.set_index("step").value)
+            published = worklog.set_index(["step", "size"]).value
+            table["worklog TFLOPS"] = [published.get((s, n), np.nan) for s, n in zip(table.step, table["size"])]
             top = _max_clock(ctx)
             judged = [worklog_verdict(r.TFLOPS, r["worklog TFLOPS"], r["SM MHz"], sms or 132, top)
                       for _, r in table.iterrows()]
             table["verdict"] = [v for v, _ in judged]
             table["why"] = [w for _, w in judged]
-            text.append(worklog_sizes_sentence(table))
+            text.append(WORKLOG_SIZE_SENTENCE)
         sections += [("From instructions to a GEMM: the worklog's ladder", text, path),
                      ("From instructions to a GEMM: the ladder in numbers", [], table.round(3).dropna(axis=1, how="all"))]
 
@@ -567,7 +567,19 @@ def figures(ctx) -> list:
             "slot (every slot was taken: loaded and not yet consumed, or still in flight). Large waits on both sides "
             "mean the slots are copies in flight: the copies, not the ring's depth, set the pace."], path))
 
-    return sections
+    return sections + by_protocol
+
+
+def _by_protocol(ctx) -> list:
+    """The worklog's figures by their protocol (protocol.py), where the run has the gemm-protocol suite's bursts."""
+    from harness.families.gemm import protocol
+
+    try:
+        refs = ctx.store.query(f"""SELECT source, case_id, m, metric, value, notes FROM reference_figures
+                                   WHERE source = '{protocol.SOURCE}'""")
+    except SQLAlchemyError:
+        refs = pd.DataFrame(columns=["source", "case_id", "m", "metric", "value", "notes"])
+    return protocol.sections(ctx.measured, refs, _max_clock(ctx), DEFAULT_TOLERANCE)
 
 
 # -- findings ------------------------------------------------------------------------------------------
