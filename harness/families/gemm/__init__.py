@@ -130,9 +130,11 @@ class GemmFamily(Family):
             "instruction": f"wgmma.mma_async.sync.aligned.m64n{case.bn}k{case.wgmma_k}.f32.{case.dtype}.{case.dtype}",
             # scale-a, scale-b, and for 16-bit inputs the transposes (K-major: none); fp8 takes no transpose
             "immediates": "1, 1" if case.in_bytes == 1 else "1, 1, 0, 0",
-            "promote": str(case.promote).lower(), "overlap": str(case.promotion in ("overlap", "pipelined") + _cases.CARRIED).lower(),
+            "promote": str(case.promote).lower(),
+            "overlap": str(case.promotion in ("overlap", "pipelined") + _cases.CARRIED).lower(),
             "pipelined": str(case.promotion == "pipelined").lower(),
-            "carried": str(case.promotion in _cases.CARRIED).lower(), "deferred": str(case.promotion == "deferred").lower(),
+            "carried": str(case.promotion in _cases.CARRIED).lower(),
+            "deferred": str(case.promotion == "deferred").lower(),
             "staggered": str(case.promotion == "staggered").lower(), "pipeline_group": case.group,
             "blockscale": str(case.block_scaled).lower(),
             "d_operands": ", ".join(f"%{i}" for i in range(acc)),
@@ -150,7 +152,8 @@ class GemmFamily(Family):
         per_kblock = (case.bk // case.wgmma_k) * (case.wg_rows // 64)
         # an overlapped promotion's k-block walk has three copies of the k-block's wgmma: a pair (one per accumulator
         # set, pipeline.cuh consume_kblock_pairs) and an odd count's last; a pipelined one's, a group's k-blocks and
-        # the k-block walked alone (consume_kblock_groups)
+        # the k-block walked alone (consume_kblock_groups); a carried one's, the tile's first k-block, the loop's
+        # pair and an even count's last (consume_kblocks_carried)
         copies = {"overlap": 3, "pipelined": case.group + 1, "carried": 4, "deferred": 4}.get(case.promotion, 1)
         load, multicast = "UTMALDG.2D", "UTMALDG.2D.MULTICAST"
         kernels = [("probe_gemm", KernelExpectation(mnemonic, per_kblock * copies)),  # A, and B unless multicast
