@@ -130,8 +130,11 @@ class GemmFamily(Family):
             "instruction": f"wgmma.mma_async.sync.aligned.m64n{case.bn}k{case.wgmma_k}.f32.{case.dtype}.{case.dtype}",
             # scale-a, scale-b, and for 16-bit inputs the transposes (K-major: none); fp8 takes no transpose
             "immediates": "1, 1" if case.in_bytes == 1 else "1, 1, 0, 0",
-            "promote": str(case.promote).lower(), "overlap": str(case.promotion in ("overlap", "pipelined")).lower(),
+            "promote": str(case.promote).lower(),
+            "overlap": str(case.promotion in ("overlap", "pipelined") + _cases.CARRIED).lower(),
             "pipelined": str(case.promotion == "pipelined").lower(),
+            "carried": str(case.promotion in _cases.CARRIED).lower(),
+            "deferred": str(case.promotion == "deferred").lower(),
             "staggered": str(case.promotion == "staggered").lower(), "pipeline_group": case.group,
             "blockscale": str(case.block_scaled).lower(),
             "d_operands": ", ".join(f"%{i}" for i in range(acc)),
@@ -149,15 +152,19 @@ class GemmFamily(Family):
         per_kblock = (case.bk // case.wgmma_k) * (case.wg_rows // 64)
         # an overlapped promotion's k-block walk has three copies of the k-block's wgmma: a pair (one per accumulator
         # set, pipeline.cuh consume_kblock_pairs) and an odd count's last; a pipelined one's, a group's k-blocks and
-        # the k-block walked alone (consume_kblock_groups)
-        copies = {"overlap": 3, "pipelined": case.group + 1}.get(case.promotion, 1)
+        # the k-block walked alone (consume_kblock_groups); a carried one's, the tile's first k-block, the loop's
+        # pair and an even count's last (consume_kblocks_carried)
+        copies = {"overlap": 3, "pipelined": case.group + 1, "carried": 4, "deferred": 4}.get(case.promotion, 1)
         load, multicast = "UTMALDG.2D", "UTMALDG.2D.MULTICAST"
         kernels = [("probe_gemm", KernelExpectation(mnemonic, per_kblock * copies)),  # A, and B unless multicast
                    ("probe_gemm", KernelExpectation(load, 1 if case.cluster > 1 else 2, exclude=(multicast,)))]
         if case.cluster > 1:
             kernels.append(("probe_gemm", KernelExpectation(multicast, 1)))
         if case.epilogue == "tmastore":
-            kernels.append(("probe_gemm", KernelExpectation("UTMASTG.2D", case.bn // 64)))  # a 64-column box each
+            # a 64-column box each; a deferred epilogue's store is in two places (under the next tile's first k-block,
+            # and the CTA's last tile after its walk)
+            stores = 2 if case.promotion == "deferred" else 1
+            kernels.append(("probe_gemm", KernelExpectation("UTMASTG.2D", stores * case.bn // 64)))
         if case.promotion == "staggered":  # a warpgroup's arrival after it issued a k-block (the other's turn)
             kernels.append(("probe_gemm", KernelExpectation("BAR.ARV", 1)))
         if case.splits > 1:  # split-K: a run's arrival at its tile's counter (acq_rel, the GPU's scope)

@@ -48,7 +48,11 @@ FP8_LIBRARY = ("e4m3",)  # cublasLtMatmul through nvmath-python's bindings (harn
 TILES = ((64, 128), (128, 128), (128, 256), (256, 128), (64, 64), (128, 64), (64, 256), (128, 192))
 FP8_TILES = ((128, 192),)  # tiles only fp8 takes
 MAX_DIM = 65536
-PROMOTIONS = ("serial", "overlap", "pipelined", "staggered")
+PROMOTIONS = ("serial", "overlap", "pipelined", "staggered", "carried", "deferred")
+# ... of which the pipelined walk without its group's drains (pipeline.cuh consume_kblocks_carried: a k-block in flight
+# across the loop, the tensor cores drained once a tile), and the same with each tile's epilogue run under the next
+# tile's first k-block ("deferred", ptx/gemm.cu.in DEFERRED)
+CARRIED = ("carried", "deferred")
 PIPELINE_GROUP = 4  # a pipelined promotion's k-blocks between two drains of the tensor cores (pipeline.cuh), unless
 PIPELINE_GROUPS = (2, 4)  # ... the case names another (`.pipelined-g2`; groups of 8 spill: 36 bytes a thread)
 # fp8 scaling: per tensor (the default, no suffix: scales of 1, a per-tensor pair being a multiple of C) or DeepSeek-V3's
@@ -263,7 +267,7 @@ ID = re.compile(r"^(?P<library>cublaslt|cublas|gemm)\.(?P<dtype>[a-z0-9]+)\.(?P<
                 r"(?P<fast>\.fastaccum)?(?P<lscaling>\.blockscale)?"
                 r"(?:\.tile(?P<bm>\d+)x(?P<bn>\d+)x(?P<bk>\d+)\.s(?P<stages>\d+)\.wg(?P<wg>\d+)(?P<rb>\.setmaxnreg)?"
                 r"\.cluster(?P<cluster>\d+)\.(?P<sched>grid|persistent)-(?P<order>[a-z]+)\.(?P<epi>[a-z]+)"
-                r"(?:\.sms(?P<sms>\d+))?(?:\.(?P<schedule>pingpong))?(?:\.splitk(?P<splits>\d+))?(?:\.(?P<promotion>overlap|pipelined|staggered)(?:-g(?P<group>\d+))?)?(?P<scaling>\.blockscale)?)?"
+                r"(?:\.sms(?P<sms>\d+))?(?:\.(?P<schedule>pingpong))?(?:\.splitk(?P<splits>\d+))?(?:\.(?P<promotion>overlap|pipelined|staggered|carried|deferred)(?:-g(?P<group>\d+))?)?(?P<scaling>\.blockscale)?)?"
                 r"(?:\.inputs-(?P<inputs>[a-z]+))?(?:\.(?P<protocol>burst))?$")
 
 
@@ -357,6 +361,9 @@ def _check_pipeline(case: GemmCase, refuse) -> None:
     if case.promotion == "staggered" and (case.consumers != 2 or case.pingpong):
         refuse("a staggered promotion orders two cooperative consumer warpgroups' k-blocks on the tensor cores: wg2, "
                "not ping-pong")
+    if case.promotion == "deferred" and (case.splits > 1 or case.pingpong):
+        refuse("a deferred epilogue holds a tile's f32 sums until the next tile's first k-block: not with split-K (its "
+               "runs' fix-up) or ping-pong (whose epilogues already run under the other warpgroup's mainloop)")
     if case.group not in PIPELINE_GROUPS or (case.group != PIPELINE_GROUP and case.promotion != "pipelined"):
         refuse(f"a group of {case.group} k-blocks: a pipelined promotion's groups are of "
                f"{', '.join(map(str, PIPELINE_GROUPS))}")
@@ -557,7 +564,22 @@ def fp8() -> list[GemmCase]:
         for group in PIPELINE_GROUPS:
             for stages in (4, 6):
                 cases.append(pipeline("e4m3", (s, s, s), **dict(BEST_FP8, stages=stages, group=group)))
-    return _unique(cases + block_scaled())
+    return _unique(cases + carried() + block_scaled())
+
+
+def carried() -> list[GemmCase]:
+    """The pipelined promotion on 5 stages (runs 149-150's best, cluster 1) beside its walk without the group's drains
+    (carried: the tensor cores drained once a tile) and the same with each tile's epilogue under the next tile's first
+    k-block (deferred), with a cluster of 1 and 2, at 4096^3 and 8192^3; and both block-scaled at 4096^3."""
+    cases = []
+    for s in (4096, 8192):
+        for cluster in (1, 2):
+            for promotion in ("pipelined",) + CARRIED:
+                cases.append(pipeline("e4m3", (s, s, s), **dict(BEST_FP8, stages=5, cluster=cluster,
+                                                                promotion=promotion)))
+    for promotion in CARRIED:
+        cases.append(pipeline("e4m3", (4096, 4096, 4096), **dict(BEST_FP8, promotion=promotion, scaling="block")))
+    return cases
 
 
 def block_scaled() -> list[GemmCase]:

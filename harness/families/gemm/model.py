@@ -37,6 +37,8 @@ kernel ran at (measured in it) or, for a plan, the clock the GPU held under a la
       overlapped t_kblock = MVA(S; Z - I, (s, t_tc + w))       the additions under the next k-block's wgmma
       pipelined  t_kblock = max(t_tc + w / G, MVA(S - 1; Z, s)) a k-block in flight through the next slot's
                                                    wait (the plain walk), the tensor cores drained once a group
+      carried    as pipelined with G the tile's k-blocks: drained once a tile (deferred: the same k-block; its
+                                                   epilogue, run under the next tile's first k-block, is priced whole)
     epilogue = C bytes of a tile / E                E of the register stores or of the shared-memory path and
                                                    TMA store; the consumers do it while the tensor cores wait
     T_tile   = kblocks x t_kblock + epilogue (+ L(1), the first load, unless persistent)
@@ -63,7 +65,7 @@ from math import ceil
 
 import numpy as np
 
-from harness.families.gemm.cases import GROUP, GemmCase
+from harness.families.gemm.cases import CARRIED, GROUP, GemmCase
 from harness.families.gemm.problem import sms_used  # a persistent grid's SMs; a GPU of fewer refuses it
 from harness.queueing import exact_mva
 
@@ -268,10 +270,10 @@ def _kblock(case: GemmCase, p: Params, miss: float) -> tuple[float, str]:
     blocks = blocks_per_sm(case)
     s = feed_cycles(case, p)
     z = round_trip(case, p, miss=miss) - s
-    if case.promote and case.promotion != "pipelined":
+    if case.promote and case.promotion not in ("pipelined",) + CARRIED:
         return _promoted_kblock(case, p, t_tc, z - issue_stall(case, p) * (case.stages > 1), s, blocks)
-    if case.promote:  # pipelined: as a plain k-block walk, the tensor cores drained once a group of G
-        t_tc += p.drain_cycles / case.group
+    if case.promote:  # pipelined: as a plain k-block walk, the tensor cores drained once a group of G (carried: a tile)
+        t_tc += p.drain_cycles / (case.group if case.promotion == "pipelined" else case.kblocks)
     if case.stages == 1:  # load, then compute: nothing overlaps within a CTA
         return mean_value(blocks, z, (s, t_tc)) * blocks, "latency"
     copies = (case.stages - 1) * blocks
