@@ -790,7 +790,7 @@ def test_a_deferred_epilogue_stores_a_tile_while_the_next_tiles_first_kblock_run
                                               for k, e in FAMILY.sass_expectation(FAMILY.parse(f"{CARRY}.deferred")).kernels]
 
 
-def test_carried_and_deferred_refuse_what_they_cannot_do_and_are_priced_as_drained_once_a_tile():
+def test_carried_and_deferred_refuse_what_they_cannot_do_and_are_priced_as_the_pipelined_walk():
     for bad, why in (("gemm.f16.4096x4096x4096.tile128x128x64.s5.wg2.setmaxnreg.cluster1.persistent-grouped.tmastore"
                       ".carried", "promotion"),
                      ("gemm.e4m3.64x8192x8192.tile64x128x128.s5.wg1.cluster1.persistent-row.tmastore.splitk2.deferred",
@@ -806,5 +806,6 @@ def test_carried_and_deferred_refuse_what_they_cannot_do_and_are_priced_as_drain
     params = GemmModel().prior("H100 SXM5")
     pipelined, carried = (predict_case(FAMILY.parse(f"{CARRY}.{p}"), params, 1300.0) for p in ("pipelined", "carried"))
     case = FAMILY.parse(f"{CARRY}.carried")
-    assert carried.t_kblock < pipelined.t_kblock
-    assert carried.t_kblock >= tensor_cycles(case, params) + params.drain_cycles / case.kblocks
+    # drained once a tile, but run 151 measured its k-block no shorter than the pipelined one's: priced alike
+    assert carried == pipelined
+    assert carried.t_kblock >= tensor_cycles(case, params) + params.drain_cycles / case.group

@@ -461,3 +461,33 @@ def test_the_wide_and_staggered_fp8_figures_come_from_runs_149_and_150(db):
     waits = (value[(149, wide.format(s=8192, c=1, p=""), "full_wait_cycles_per_tile")] / 64,
              value[(150, pipelined.format(s=8192, o="grouped"), "full_wait_cycles_per_tile")] / 64)
     assert f"({waits[0]:.0f} cycles a k-block at 8192^3 against {waits[1]:.0f} for 128x128 pipelined)" in text
+
+
+def test_the_carried_and_deferred_figures_come_from_run_151(db):
+    """docs/gemm.md's table of the carried and deferred fp8 walks beside the pipelined one (run 151, H100): k-block and
+    epilogue cycles, the tile's whole (k-blocks x k-block + epilogue), the library fraction; the carried k-block's
+    excess, the epilogue it saved at 4096^3, and the full-slot waits a k-block of all three."""
+    text = " ".join((ROOT / "docs" / "gemm.md").read_text().split())
+    value = {(row.case_id, metric): row.value
+             for metric in ("cycles_per_kblock", "epilogue_cycles_per_tile", "library_fraction", "full_wait_cycles_per_tile")
+             for row in harness.results(db, run_id=151, metric=metric).itertuples()}
+    case = "gemm.e4m3.{s}x{s}x{s}.tile128x128x128.s5.wg2.setmaxnreg.cluster1.persistent-grouped.tmastore.{p}"
+    excess, waits = [], []
+    for s in (4096, 8192):
+        kblocks = s // 128
+        cells = []
+        for p in ("pipelined", "carried", "deferred"):
+            c = case.format(s=s, p=p)
+            kb, epi, frac = (value[(c, m)] for m in ("cycles_per_kblock", "epilogue_cycles_per_tile", "library_fraction"))
+            cells.append(f"{kb:.0f}, {epi:.0f}, {kblocks * kb + epi:.0f}" + (" cycles" if p == "pipelined" else "")
+                         + f", {frac:.3f}")
+            waits.append(value[(c, "full_wait_cycles_per_tile")] / kblocks)
+        line = f"| {s}^3 | " + " | ".join(cells) + " |"
+        assert line in text, line
+        excess.append(value[(case.format(s=s, p="carried"), "cycles_per_kblock")]
+                      - value[(case.format(s=s, p="pipelined"), "cycles_per_kblock")])
+    assert f"the k-block is {min(excess):.0f}-{max(excess):.0f} cycles longer" in text
+    saved = (value[(case.format(s=4096, p="pipelined"), "epilogue_cycles_per_tile")]
+             - value[(case.format(s=4096, p="carried"), "epilogue_cycles_per_tile")])
+    assert f"falls by {saved:.0f} at 4096^3" in text
+    assert f"waits {min(waits):.0f}-{max(waits):.0f} cycles a k-block for a full slot in all three" in text

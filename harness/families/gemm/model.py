@@ -37,8 +37,8 @@ kernel ran at (measured in it) or, for a plan, the clock the GPU held under a la
       overlapped t_kblock = MVA(S; Z - I, (s, t_tc + w))       the additions under the next k-block's wgmma
       pipelined  t_kblock = max(t_tc + w / G, MVA(S - 1; Z, s)) a k-block in flight through the next slot's
                                                    wait (the plain walk), the tensor cores drained once a group
-      carried    as pipelined with G the tile's k-blocks: drained once a tile (deferred: the same k-block; its
-                                                   epilogue, run under the next tile's first k-block, is priced whole)
+      carried    as pipelined (drained once a tile, its k-block measured no shorter: run 151; deferred: the
+                                                   same k-block, its epilogue under the next tile's first priced whole)
     epilogue = C bytes of a tile / E                E of the register stores or of the shared-memory path and
                                                    TMA store; the consumers do it while the tensor cores wait
     T_tile   = kblocks x t_kblock + epilogue (+ L(1), the first load, unless persistent)
@@ -272,8 +272,8 @@ def _kblock(case: GemmCase, p: Params, miss: float) -> tuple[float, str]:
     z = round_trip(case, p, miss=miss) - s
     if case.promote and case.promotion not in ("pipelined",) + CARRIED:
         return _promoted_kblock(case, p, t_tc, z - issue_stall(case, p) * (case.stages > 1), s, blocks)
-    if case.promote:  # pipelined: as a plain k-block walk, the tensor cores drained once a group of G (carried: a tile)
-        t_tc += p.drain_cycles / (case.group if case.promotion == "pipelined" else case.kblocks)
+    if case.promote:  # pipelined: as a plain k-block walk, the tensor cores drained once a group of G; carried as
+        t_tc += p.drain_cycles / case.group  # pipelined: its k-block measured no shorter (run 151)
     if case.stages == 1:  # load, then compute: nothing overlaps within a CTA
         return mean_value(blocks, z, (s, t_tc)) * blocks, "latency"
     copies = (case.stages - 1) * blocks
