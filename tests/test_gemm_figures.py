@@ -1,5 +1,5 @@
-"""The gemm family's report sections and findings (harness/families/gemm/figures.py), from small stored runs
-whose numbers are chosen here (no GPU): the stages a finding names are the ones the data implies, the pairs
+"""The gemm family's report sections and findings (harness/families/gemm/figures.py, findings.py), from small
+stored runs whose numbers are chosen here (no GPU): the stages a finding names are the ones the data implies, the pairs
 it compares are the cases that differ in that alone, and cuBLAS "wins" where the library_fraction says so."""
 
 from pathlib import Path
