@@ -21,10 +21,12 @@ import numpy as np
 import pandas as pd
 
 from harness import output
-from harness.analysis import compare as comparing
+from harness.analysis import run_rows
 from harness.analysis.pages import CSS, html_table, slug
+from harness.analysis.paper_verdicts import against_paper
 from harness.db.store import Store
 from harness.errors import StoreError, redact
+from harness.paper import DEFAULT_TOLERANCE, PAPER_CLOCK_MHZ, PAPER_GPU, PAPER_POWER_LIMIT_W, PAPER_SMS
 from harness.registry import FAMILIES
 from harness.verdicts import AGREES, DISAGREES, FOR_CONTEXT, PAPER_CLOCK_DOUBTFUL
 
@@ -150,7 +152,7 @@ def build(store: Store, run_id: int | None = None, root: Path = Path("reports"),
     import matplotlib
 
     matplotlib.use("Agg")
-    run_id = comparing.default_run(store) if run_id is None else run_id
+    run_id = run_rows.default_run(store) if run_id is None else run_id
     store.run_info(run_id)  # StoreError naming the runs there are
     if not store.measured_case_ids(run_id):
         raise StoreError(f"run {run_id} has no measurements to report (see `bench runs`)")
@@ -173,8 +175,8 @@ def build(store: Store, run_id: int | None = None, root: Path = Path("reports"),
 
 
 def _write(store: Store, run_id: int, facts: dict, directory: Path, include_flagged: bool):
-    against = comparing.against_paper(store, run_id, include_flagged)
-    measured = comparing.measured(store, run_id, include_flagged)
+    against = against_paper(store, run_id, include_flagged)
+    measured = run_rows.measured(store, run_id, include_flagged)
     ctx = ReportContext(store, run_id, facts["gpu"] or "", directory, measured, against)
     family_sections = []
     for name in sorted(set(measured.family)):
@@ -240,8 +242,8 @@ def _sections(store: Store, run_id: int, facts: dict, against: pd.DataFrame, fam
     judged = against[against.paper.notna() & (against.verdict != FOR_CONTEXT)]
     for metric, rows in judged.groupby("metric"):
         counts = ", ".join(f"{n} {verdict}" for verdict, n in rows.verdict.value_counts().items())
-        summary.append(f"{metric}: of {len(rows)} published figures of the paper's {comparing.PAPER_GPU}, {counts} ({AGREES}: "
-                       f"within the measurement's spread plus {comparing.DEFAULT_TOLERANCE * 100:g} %; the section below "
+        summary.append(f"{metric}: of {len(rows)} published figures of the paper's {PAPER_GPU}, {counts} ({AGREES}: "
+                       f"within the measurement's spread plus {DEFAULT_TOLERANCE * 100:g} %; the section below "
                        "gives each row's reason).")
     context = against[against.verdict == FOR_CONTEXT]
     if len(context):
@@ -254,14 +256,14 @@ def _sections(store: Store, run_id: int, facts: dict, against: pd.DataFrame, fam
         implied = tput[tput.paper_clock_mhz.isna()].paper_implied_mhz
         summary.append(
             "Throughput is compared per cycle per SM: ours by the SM clock measured in the kernel, the paper's by "
-            f"the clock it printed (2501.12084 Table 13) on its {comparing.PAPER_SMS} SMs. "
+            f"the clock it printed (2501.12084 Table 13) on its {PAPER_SMS} SMs. "
             + (f"At the printed clock, {counts.get(AGREES, 0)} of {len(printed)} figures agree; "
                f"{counts.get(PAPER_CLOCK_DOUBTFUL, 0)} are below what the tensor cores do per cycle at the clock "
                f"printed beside them ({PAPER_CLOCK_DOUBTFUL}: each row names the clock its figure implies). "
                if len(printed) else "")
             + (f"{len(implied)} figures were printed without a clock: at this GPU's work per cycle they imply "
-               f"{implied.min():.0f}..{implied.max():.0f} MHz on the power-limited {comparing.PAPER_GPU} "
-               f"({comparing.PAPER_POWER_LIMIT_W} W, {comparing.PAPER_CLOCK_MHZ:.0f} MHz maximum)." if len(implied) else ""))
+               f"{implied.min():.0f}..{implied.max():.0f} MHz on the power-limited {PAPER_GPU} "
+               f"({PAPER_POWER_LIMIT_W} W, {PAPER_CLOCK_MHZ:.0f} MHz maximum)." if len(implied) else ""))
     emulated = sorted(set(against[against.emulated].case_id))
     if emulated:
         summary.append(f"{len(emulated)} cases are emulated on this GPU (no native instruction: the SASS check found "
@@ -311,7 +313,7 @@ def _sections(store: Store, run_id: int, facts: dict, against: pd.DataFrame, fam
         "every 100 ms; the mean is taken between its first and last step in the window), and from it TFLOPS per "
         "watt and picojoules per operation (dense-equivalent). The input distribution changes the power, and "
         "through the power cap the clock: zeros draw far less than random data. The papers' figures (2402.13499 "
-        f"Table XI, 2501.12084 Tables 12 and 13) are of an {comparing.PAPER_GPU} with a {comparing.PAPER_POWER_LIMIT_W} W "
+        f"Table XI, 2501.12084 Tables 12 and 13) are of an {PAPER_GPU} with a {PAPER_POWER_LIMIT_W} W "
         "limit; this GPU's limit is "
         f"{facts['power_limit_w']} W, so they are shown for context, not judged."]
     fleet = _fleet_section(store, facts)
@@ -319,13 +321,13 @@ def _sections(store: Store, run_id: int, facts: dict, against: pd.DataFrame, fam
     return [
         ("Summary", summary, None),
         *family_sections,
-        *([(f"Against the paper ({comparing.PAPER_GPU}, arXiv 2402.13499 and 2501.12084)", [], paper)] if len(paper) else []),
+        *([(f"Against the paper ({PAPER_GPU}, arXiv 2402.13499 and 2501.12084)", [], paper)] if len(paper) else []),
         *([("Energy against the papers' tables", energy_text, energy)] if len(energy) else []),
         *([("Tensor-core rates by family", rates_text, rates)] if len(rates) else []),
         *fleet,
         *spread,
         ("Disagreements", ["Rows where the measurement and the paper or the datasheet model differ by more than "
-                           f"the measurement's spread plus {comparing.DEFAULT_TOLERANCE * 100:g} %." if len(disagree)
+                           f"the measurement's spread plus {DEFAULT_TOLERANCE * 100:g} %." if len(disagree)
                            else "None."],
          disagree_table if len(disagree) else None),
         ("Provenance", [], provenance),

@@ -19,12 +19,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.analysis import compare as comparing
+from harness.analysis.noise import basis_of, noise_floor
 from harness.analysis.pages import CSS, html_table, slug
+from harness.analysis.paper_verdicts import against_paper
 from harness.analysis.report import portable_database
 from harness.db.frames import latest, results
 from harness.db.store import Store
 from harness.errors import StoreError, redact
+from harness.paper import DEFAULT_TOLERANCE, PAPER_GPU
 from harness.plotting import history_range, mark_coinciding
 from harness.registry import FAMILIES
 from harness.verdicts import AGAINST_PAPER, DISAGREES
@@ -101,7 +103,7 @@ def _paper_and_siblings(store: Store, runs: pd.DataFrame) -> list:
     newest = complete.sort_values("run").groupby(["model", "suite"], as_index=False).last()
     rows, beside = [], []
     for run in newest.itertuples(index=False):
-        against = comparing.against_paper(store, int(run.run))
+        against = against_paper(store, int(run.run))
         if against.empty:
             continue
         counts = against.verdict.value_counts()
@@ -116,7 +118,7 @@ def _paper_and_siblings(store: Store, runs: pd.DataFrame) -> list:
         failing = int(table.get(DISAGREES, pd.Series([0])).sum())
         sections.append(("Against the paper", [
             "Each GPU model's newest complete run of each suite against the published figures of Luo et al. "
-            f"(arXiv 2402.13499, 2501.12084; an {comparing.PAPER_GPU}): cycle figures directly, throughput per cycle per SM "
+            f"(arXiv 2402.13499, 2501.12084; an {PAPER_GPU}): cycle figures directly, throughput per cycle per SM "
             "at the clock the paper printed (`bench compare --run N` gives every row and its note). "
             + (f"{failing} rows disagree with no reason found." if failing else
                "No row disagrees without a reason: every difference is explained by the family or by the "
@@ -126,7 +128,7 @@ def _paper_and_siblings(store: Store, runs: pd.DataFrame) -> list:
         frame["what"] = frame.case_id + " " + frame.metric
         side = frame.pivot_table(index="what", columns="gpu", values="value", aggfunc="first")
         paper = frame.groupby("what").paper.first()
-        side = side.join(paper.rename(f"paper ({comparing.PAPER_GPU})")).reset_index().rename(columns={"what": "case and metric"})
+        side = side.join(paper.rename(f"paper ({PAPER_GPU})")).reset_index().rename(columns={"what": "case and metric"})
         sections.append(("GPUs beside each other and the paper, in cycles", [
             "Every cycle figure the paper prints, beside the newest measurement of each GPU model: cycles do not "
             "depend on the clock, so GPUs of one architecture should agree, and they do where the rows match."],
@@ -141,7 +143,7 @@ def _fleet(store: Store):
     from harness.analysis.fleet import table
 
     try:
-        rows, outliers = table(store, tolerance=comparing.DEFAULT_TOLERANCE)
+        rows, outliers = table(store, tolerance=DEFAULT_TOLERANCE)
     except StoreError:
         return None
     gpus = rows.groupby(["gpu", "git_commit"]).agg(rows=("case_id", "size"), rows_apart=("outlier", "sum"),
@@ -238,18 +240,18 @@ def _history_changes(store: Store, series: pd.DataFrame) -> pd.DataFrame:
     arrays = store.samples_of(series.measurement_id) if len(series) else {}
     whole = {i: bool(len(a)) and np.array_equal(a, np.round(a)) for i, a in arrays.items()}
     metric = series.metric.iloc[0]
-    basis = comparing.basis_of(pd.Series([metric])).iloc[0]
+    basis = basis_of(pd.Series([metric])).iloc[0]
     lower = bool(registry.lower_is_better(metric))
     out = []
     for gpu, part in series.groupby("gpu_name"):
         previous = None
         for row in part.itertuples(index=False):
             spread = float(row.spread) if row.spread == row.spread and row.spread is not None else 0.0
-            own = float(comparing.noise_floor(basis, whole.get(row.measurement_id, False), row.value, row.value))
+            own = float(noise_floor(basis, whole.get(row.measurement_id, False), row.value, row.value))
             verdict, noise = SAME, max(spread, own)
             if previous is not None:
                 stepped = whole.get(row.measurement_id, False) and whole.get(previous.measurement_id, False)
-                floor = float(comparing.noise_floor(basis, stepped, row.value, previous.value))
+                floor = float(noise_floor(basis, stepped, row.value, previous.value))
                 prev_spread = float(previous.spread) if previous.spread == previous.spread and previous.spread is not None else 0.0
                 limit = max(spread, prev_spread, floor)
                 compared = row.value / previous.value if previous.value else float("nan")
