@@ -52,7 +52,7 @@ def load(case, text: str | None = None):
     inputs = TMA.inputs(case, np.random.default_rng(1))
     source = probe_source(case) if text is None else ProbeSource(case.case_id + ".variant", text)
     probe = LoadedProbe(compile_probe(source), inputs.buffer, TMA.output_words(case))
-    TMA.attach(case, probe, open_device(0))
+    probe.attach(TMA.attach(case, probe, open_device(0)))
     check = validate(case, probe, inputs)
     assert check.ok, check.message
     return probe

@@ -121,13 +121,9 @@ def test_nothing_of_dsmem_is_left_in_tma():
 
 
 def test_a_cluster_above_the_portable_eight_is_set_at_launch():
-    class Probe:
-        runtime_cluster = 0
-
     for case_id, runtime in (("ld.shared::cluster.u32.cluster16", 16), ("ld.shared::cluster.u32.cluster8", 0)):
-        probe = Probe()
-        dsmem.FAMILY.attach(parse_case_id(case_id), probe, None)
-        assert probe.runtime_cluster == runtime
+        attached = dsmem.FAMILY.attach(parse_case_id(case_id), None, None)
+        assert attached.runtime_cluster == runtime
         attribute = dsmem.FAMILY.template_params(parse_case_id(case_id))["cluster_attr"]
         assert bool(attribute) == (runtime == 0)
 

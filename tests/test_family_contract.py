@@ -155,3 +155,60 @@ def test_every_familys_layout_column_is_documented():
             values = {"K-major, no swizzle", "MN-major, 128B swizzle"}
         missing += [(name, value) for value in sorted(values) if f"`{value}`" not in rows[name]]
     assert not missing, missing
+
+
+def test_a_model_that_fits_only_has_no_prior_and_predicts_nothing():
+    """FamilyModel declares prior and predict (compare's model_predictions and the simulated GPU call them on every
+    family's model): a model that gives only fit answers None to both, which compare shows as NaN."""
+
+    class FitOnly(base.FamilyModel):
+        def fit(self, frame, gpu, source):
+            return None
+
+    model = FitOnly()
+    assert model.prior("H100 SXM5") is None and model.predict(object(), "latency_cycles", None) is None
+    assert {"prior", "predict"} <= set(vars(base.FamilyModel)) and base.FamilyModel.__abstractmethods__ == {"fit"}
+
+
+@pytest.mark.parametrize("name", [n for n in FAMILY_NAMES if FAMILIES[n].model is not None])
+def test_every_family_model_is_called_as_compare_and_the_simulated_gpu_call_it(name):
+    """prior(gpu) then predict(case, metric, params), as harness/analysis/compare.py and fakegpu.synthetic_interval
+    pass them: a number or None for the family's first case, a signature the contract's."""
+    family = FAMILIES[name]
+    model = family.model
+    assert isinstance(model, base.FamilyModel)
+    for member in ("prior", "predict"):
+        ours = list(inspect.signature(getattr(base.FamilyModel, member)).parameters)[1:]
+        assert len(inspect.signature(getattr(model, member)).parameters) == len(ours), (name, member)
+    params = model.prior("H100 SXM5")
+    for metric in ("issue_interval_cycles", "sm_throughput", "latency_cycles"):
+        predicted = model.predict(family.cases()[0], metric, params)
+        assert predicted is None or predicted > 0, (name, metric, predicted)
+
+
+def test_attach_answers_a_declared_attachment_and_the_probe_takes_it_once():
+    """Family.attach returns an Attachment (harness/measure/launch.py), which the runner hands to the probe once;
+    no family writes the probe's launch state itself. Without a GPU: the default, a family's answers that need
+    no allocation (simt's cases without a tensor map, dsmem's cluster sizes), and the Attachment's own checks."""
+    from harness.measure.launch import NOTHING_ATTACHED, Attachment, LoadedProbe
+
+    assert Family.attach(FAMILIES["mma"], FAMILIES["mma"].cases()[0], None, None) is NOTHING_ATTACHED
+    simt = FAMILIES["simt"]
+    assert all(simt.attach(case, None, None) is NOTHING_ATTACHED for case in simt.cases()
+               if not getattr(case, "tma", False))
+    big = FAMILIES["dsmem"].attach(parse_case_id("ld.shared::cluster.u32.cluster16"), None, None)
+    assert isinstance(big, Attachment) and big.runtime_cluster == 16 and big.host_kernels == {}
+    with pytest.raises(ValueError, match="not negative"):
+        Attachment(runtime_cluster=-1)
+    with pytest.raises(ValueError, match="host kernel has no shared memory"):
+        Attachment(dynamic_smem={"library": 1024}, host_kernels={"library": lambda out, timing, iters: None})
+    probe = object.__new__(LoadedProbe)  # no GPU: the attachment alone
+    probe.attached = NOTHING_ATTACHED
+    probe.attach(big)
+    assert probe.attached is big
+    with pytest.raises(Exception, match="one attachment"):
+        probe.attach(Attachment())
+    state = ("extra_args", "dynamic_smem", "resources", "runtime_cluster", "host_kernels")
+    writes = [(path.relative_to(ROOT).as_posix(), name) for path in sorted((ROOT / "harness").rglob("*.py"))
+              for name in state if f"probe.{name}" in path.read_text()]
+    assert writes == [], "the probe's launch state is the Attachment a family returns"

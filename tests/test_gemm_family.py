@@ -85,13 +85,19 @@ def test_the_check_problem_is_exact_and_wraps_the_ring():
 
 
 def test_worklog_steps_map_to_our_configurations():
-    figure = PaperFigure("hgemm worklog step 10", 8192, 8192, 8192, "f16", "f32", None, False, "throughput_tflops")
-    assert FAMILY.paper_case(figure) == (C.pipeline("f16", (8192,) * 3, **C.BEST).case_id, "throughput_tflops")
+    figure = PaperFigure("hgemm worklog step 10", 4096, 4096, 4096, "f16", "f32", None, False, "throughput_tflops")
+    assert FAMILY.paper_case(figure) == (
+        "gemm.f16.4096x4096x4096.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore", "throughput_tflops")
     step7 = FAMILY.paper_case(PaperFigure("hgemm worklog step 7", 4096, 4096, 4096, "f16", "f32", None, False,
                                           "throughput_tflops"))
     assert step7[0] == C.pipeline("f16", (4096,) * 3, **C.LADDER["6b"]).case_id
-    assert "C7511" in FAMILY.paper_case(PaperFigure("hgemm worklog step 5a", 8192, 8192, 8192, "f16", "f32", None,
+    assert "C7511" in FAMILY.paper_case(PaperFigure("hgemm worklog step 5a", 4096, 4096, 4096, "f16", "f32", None,
                                                     False, "throughput_tflops"))
+    # its size is stated (the seed's section 2.11): at any other, a reason, not a case
+    assert "4096^3" in FAMILY.paper_case(PaperFigure("hgemm worklog step 10", 8192, 8192, 8192, "f16", "f32", None,
+                                                     False, "throughput_tflops"))
+    assert FAMILY.paper_case(PaperFigure("hgemm worklog cublas", 4096, 4096, 4096, "f16", "f32", None, False,
+                                         "throughput_tflops")) == ("cublas.f16.4096x4096x4096", "throughput_tflops")
     assert FAMILY.paper_case(PaperFigure("wgmma.mma_async", 64, 64, 16, "f16", "f32", "SS", False, "throughput")) is None
 
 
@@ -299,7 +305,8 @@ def test_fp8_cases_take_a_k_block_of_128_the_qgmma_and_cublaslt_as_their_library
     # it gives the slot back; overlapped, the additions hide; pipelined, the drain comes once a group. On a deep
     # ring the consumer sets the period, so serial and overlapped differ by the additions
     deep = dict(stages=7, epilogue="regs")
-    serial, overlap, pipelined = (predict_case(replace(case, **deep, promotion=kind), p) for kind in C.PROMOTIONS)
+    serial, overlap, pipelined = (predict_case(replace(case, **deep, promotion=kind), p)
+                                    for kind in ("serial", "overlap", "pipelined"))
     assert serial.t_kblock > overlap.t_kblock > pipelined.t_kblock >= tensor_cycles(case, p)
     assert serial.t_kblock - overlap.t_kblock == pytest.approx(p.promotion_cycles, rel=0.1)
     assert serial.bound == overlap.bound == "promotion"
@@ -603,6 +610,53 @@ def test_a_partial_last_tile_is_checked_on_a_problem_with_one_too():
     m, _, _ = check_problem(case)
     assert case.walk_m == 64 and m % 64 == 16  # the check's last tile is as partial as the measured one's
     assert FAMILY.parse("gemm.f16.16x8192x8192.tile64x128x64.s6.wg1.cluster1.persistent-row.tmastore.splitk2")
+
+
+WIDE = "gemm.e4m3.8192x8192x8192.tile128x192x128.s4.wg2.setmaxnreg.cluster1.persistent-grouped.tmastore"
+
+
+def test_a_partial_last_column_of_tiles_walks_whole_tiles_and_is_checked_on_one_too():
+    """8192 columns are 42 tiles of 192 and 128 columns: the walk takes 43 whole tiles (B's rows past N load as
+    zeros, the TMA store clips C's columns), and the check problem's last column of tiles is as partial."""
+    case = FAMILY.parse(WIDE)
+    assert case.walk_n == 43 * 192 and case.tiles == 64 * 43
+    m, n, k = check_problem(case)
+    assert n == 192 + 8192 % 192 and n % 192 == 128
+    assert "N = 8192 walked as 8256" in " ".join(FAMILY.describe(case))
+    assert FAMILY.parse(WIDE.replace("cluster1", "cluster2"))  # the cluster shares B: its zeros too
+
+
+@pytest.mark.parametrize("case_id, why", [
+    (WIDE.replace("tmastore", "regs"), "TMA-store epilogue"),
+    (WIDE + ".pipelined", "288 f32 accumulators"),  # three sets of 96
+    ("gemm.e4m3.8192x8192x8192.tile128x192x128.s5.wg2.setmaxnreg.cluster1.persistent-grouped.tmastore",
+     "shared memory"),  # 5 x 40 KiB of ring beside C's 48 KiB
+    (WIDE.replace("8192x8192x8192", "8192x8184x8192"), "multiple of 16"),
+    (WIDE.replace("8192x8192x8192", "8192x7680x8192") + ".blockscale", "128-column blocks"),
+])
+def test_a_wide_fp8_tile_refuses_what_the_kernel_cannot_do(case_id, why):
+    with pytest.raises(SpecError, match=why):
+        FAMILY.parse(case_id)
+
+
+def test_a_staggered_promotion_is_two_cooperative_warpgroups_taking_turns():
+    case = FAMILY.parse(WIDE + ".staggered")
+    assert case.accumulators == 192  # the serial promotion's two sets
+    assert ("probe_gemm", "BAR.ARV", 1) in [(k, e.mnemonic, e.count) for k, e in FAMILY.sass_expectation(case).kernels]
+    assert "BAR.ARV" not in str(FAMILY.sass_expectation(FAMILY.parse(WIDE)))
+    # the planner prices it as the serial promotion: runs 149-150 measured the same k-block or worse
+    from harness.families.gemm.planner import GemmModel
+
+    params = GemmModel().prior("H100 SXM5")
+    assert predict_case(case, params, 1300.0) == predict_case(FAMILY.parse(WIDE), params, 1300.0)
+    for bad in ("gemm.e4m3.4096x4096x4096.tile64x128x128.s5.wg1.cluster1.persistent-row.tmastore.staggered",
+                "gemm.e4m3.4096x4096x4096.tile128x128x128.s5.wg2.setmaxnreg.cluster1.persistent-row.tmastore"
+                ".pingpong.staggered"):
+        with pytest.raises(SpecError, match="staggered promotion"):
+            FAMILY.parse(bad)
+    with pytest.raises(SpecError, match="promotion"):  # fp8's only
+        FAMILY.parse("gemm.f16.4096x4096x4096.tile128x128x64.s5.wg2.setmaxnreg.cluster1.persistent-row.tmastore"
+                     ".staggered")
 
 
 def test_split_k_sass_counts_one_arrival_per_run():

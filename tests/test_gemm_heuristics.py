@@ -43,9 +43,9 @@ def test_a_configuration_maps_to_the_case_with_its_tile_stages_and_cluster(confi
     (H.Config(128, 256, 64, 4, 2, 1, split_k=2), "f16", SQUARE8K, "split-K runs the cooperative schedule with no cluster"),
     (H.Config(128, 256, 128, 2, 1, 1), "f16", SQUARE8K, "a k-tile of 128: the family's k-block of f16 is 64"),
     (H.Config(128, 128, 64, 4), "e4m3", SQUARE8K, "a k-tile of 64: the family's k-block of e4m3 is 128"),
-    (H.Config(128, 192, 64, 5, 2, 1), "f16", SQUARE8K, "tile 128x192: not one of the family's"),
+    (H.Config(128, 160, 64, 5, 2, 1), "f16", SQUARE8K, "tile 128x160: not one of the family's"),
     (H.Config(256, 128, 64, 4, 1, 2), "f16", SQUARE8K, r"a cluster of 1x2 \(along N, sharing A\)"),
-    (H.Config(128, 192, 64, 5, 4, 2), "f16", SQUARE8K, "tile 128x192"),  # the first reason found
+    (H.Config(128, 160, 64, 5, 4, 2), "f16", SQUARE8K, "tile 128x160"),  # the first reason found
     (H.Config(256, 128, 64, 7), "f16", SQUARE8K, "bytes of shared memory: more than the"),  # registers' epilogue too
     (H.Config(128, 256, 128, 4, 2, 1), "e4m3", SQUARE8K, "f32 accumulators per thread"),  # three sets of 128
     (H.Config(128, 256, 64, 3, 2, 1), "f16", (4224, 4096, 4096), "is not a whole number of 256-row tiles"),

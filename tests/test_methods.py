@@ -1,5 +1,5 @@
 """The measurement methods on the CPU, driven by a scripted launcher whose timing records follow a known
-cost model: each method must recover the cost it was given (harness/measure/methods.py)."""
+cost model: each method must recover the cost it was given (harness/measure/methods/)."""
 
 import time
 
@@ -258,7 +258,7 @@ class Metered:
 def test_an_energy_point_keeps_the_load_on_and_gives_work_per_joule(monkeypatch):
     """Energy points launch back to back until the window has lasted ENERGY_SECONDS (the counter steps
     every 100 ms), then store the window's mean power and the work per joule of its launches."""
-    monkeypatch.setattr(methods, "ENERGY_SECONDS", 0.2)
+    monkeypatch.setattr(methods.energy, "ENERGY_SECONDS", 0.2)
     point = (methods.SweepPoint("k", 4, 1, {"warps": 4}),)
     plain, metered = Scripted({"k": 8.0}), Scripted({"k": 8.0})
     policy = TimingPolicy(warmup=1, min_samples=3, max_samples=5, min_seconds=0.0)
@@ -312,8 +312,8 @@ class Windows(Metered):
 def test_a_whole_kernel_with_energy_meters_the_kernel_alone_after_its_rounds(monkeypatch):
     """After the alternating rounds, the kernel alone back to back for ENERGY_SECONDS in a window of its own:
     the window's mean power, and work per joule at the window's rate (the kernel's, not the anchor's)."""
-    monkeypatch.setattr(methods, "ENERGY_SECONDS", 0.05)
-    monkeypatch.setattr(methods, "WHOLE_KERNEL_WARMUP_S", 0.0)
+    monkeypatch.setattr(methods.energy, "ENERGY_SECONDS", 0.05)
+    monkeypatch.setattr(methods.whole_kernel, "WHOLE_KERNEL_WARMUP_S", 0.0)
     probe = Rounds({"gemm": 1500.0 * 1000, "library": 1500.0 * 1200}, fixed=0.0)  # 1.0 ms and 1.2 ms a launch
     spec = methods.WholeKernel("gemm", 4, 128, anchor="library", energy=True)
     work = Work(2e12, "FLOP")  # 2 TFLOP a launch: 2000 TFLOPS at 1 ms

@@ -420,3 +420,41 @@ def test_the_readme_skinny_range_is_the_best_per_m_of_runs_134_and_139(db):
     assert set(best.index) == {16, 64, 128, 256}
     assert f"skinny M = 16-256 at N = K = 8192 {best.min():.2f}-{best.max():.2f} (runs 134, 139: partial tile, " \
         "grouped order)" in text, best
+
+
+def test_the_wide_and_staggered_fp8_figures_come_from_runs_149_and_150(db):
+    """docs/gemm.md's table of 128x192 and the staggered promotion (runs 149-150, H100): each row's k-block cycles and
+    library fraction, the full-slot waits a k-block, the serial promotion's cost beyond the tensor cores' 768 cycles,
+    and what staggering added."""
+    text = " ".join((ROOT / "docs" / "gemm.md").read_text().split())
+    value = {(run, row.case_id, metric): row.value for run in (149, 150)
+             for metric in ("cycles_per_kblock", "library_fraction", "full_wait_cycles_per_tile")
+             for row in harness.results(db, run_id=run, metric=metric).itertuples()}
+    cycles = lambda run, case_id: value[(run, case_id, "cycles_per_kblock")]
+    fraction = lambda run, case_id: value[(run, case_id, "library_fraction")]
+    wide = "gemm.e4m3.{s}x{s}x{s}.tile128x192x128.s4.wg2.setmaxnreg.cluster{c}.persistent-grouped.tmastore{p}"
+    for label, run, suffix, s in (("serial", 149, "", 4096), ("serial", 149, "", 8192),
+                                  ("staggered", 150, ".staggered", 4096), ("staggered", 150, ".staggered", 8192)):
+        one, two = (wide.format(s=s, c=c, p=suffix) for c in (1, 2))
+        line = (f"| 128x192 {label}, cluster 1 / 2, {s}^3 (run {run}) | {cycles(run, one):.0f} / {cycles(run, two):.0f} | "
+                f"{fraction(run, one):.3f} / {fraction(run, two):.3f} | 768 |")
+        assert line in text, line
+    stag = "gemm.e4m3.{s}x{s}x{s}.tile128x128x128.s6.wg2.setmaxnreg.cluster1.persistent-grouped.tmastore.staggered"
+    a, b = (cycles(150, stag.format(s=s)) for s in (4096, 8192))
+    fa, fb = (fraction(150, stag.format(s=s)) for s in (4096, 8192))
+    assert f"| 128x128 staggered, 6 stages, 4096^3 / 8192^3 (run 150) | {a:.0f} / {b:.0f} | {fa:.3f} / {fb:.3f} | 512 |" \
+        in text
+    assert f"changes nothing at 128x128 ({min(a, b):.0f}-{max(a, b):.0f})" in text
+    serial = [cycles(149, wide.format(s=s, c=c, p="")) for s in (4096, 8192) for c in (1, 2)]
+    staggered = [cycles(150, wide.format(s=s, c=c, p=".staggered")) for s in (4096, 8192) for c in (1, 2)]
+    assert f"costs {min(serial) - 768:.0f}-{max(serial) - 768:.0f} cycles a k-block beyond the tensor cores" in text
+    extra = [b - a for a, b in zip(serial, staggered)]
+    assert f"costs {min(extra):.0f}-{max(extra):.0f} cycles at 128x192" in text
+    pipelined = "gemm.e4m3.{s}x{s}x{s}.tile128x128x128.s5.wg2.setmaxnreg.cluster1.persistent-{o}.tmastore.pipelined"
+    for s, run, order in ((4096, 149, "row"), (8192, 150, "grouped")):
+        case_id = pipelined.format(s=s, o=order)
+        assert (f"| 128x128 pipelined, 5 stages, {s}^3 (run {run}) | {cycles(run, case_id):.0f} | "
+                f"{fraction(run, case_id):.3f} | 512 |") in text
+    waits = (value[(149, wide.format(s=8192, c=1, p=""), "full_wait_cycles_per_tile")] / 64,
+             value[(150, pipelined.format(s=8192, o="grouped"), "full_wait_cycles_per_tile")] / 64)
+    assert f"({waits[0]:.0f} cycles a k-block at 8192^3 against {waits[1]:.0f} for 128x128 pipelined)" in text

@@ -77,9 +77,9 @@ def test_the_shipped_reports_name_no_folder_of_the_machine_that_made_them():
 
 def test_the_layout_doc_names_every_package_module_and_template():
     """Issue 46, item 10: docs/layout.md drifted (a family, half of db/, the migrations' count left out). Every
-    package of harness/ (as `name/`), every module of each (by its name: family packages by their folder), every
-    template and header of ptx/, and the migrations' newest schema number are named in it; every file of ptx/ in
-    docs/architecture.md too."""
+    package of harness/ and of its packages (as `name/`), every module of each (by its name: family packages by their
+    folder), every template and header of ptx/, and the migrations' newest schema number are named in it; every file
+    of ptx/ in docs/architecture.md too."""
     import re
 
     text = (ROOT / "docs" / "layout.md").read_text()
@@ -93,6 +93,10 @@ def test_the_layout_doc_names_every_package_module_and_template():
             continue  # a family's modules are its own business; the migrations are counted below
         missing += [f"{package.name}/{m.stem}" for m in sorted(package.glob("*.py"))
                     if m.stem != "__init__" and m.stem not in words]
+        for inner in sorted(p for p in package.iterdir() if (p / "__init__.py").exists()):  # measure/methods/
+            missing += [f"{package.name}/{inner.name}/"] if f"{inner.name}/" not in text else []
+            missing += [f"{package.name}/{inner.name}/{m.stem}" for m in sorted(inner.glob("*.py"))
+                        if m.stem != "__init__" and m.stem not in words]
     for family in sorted((harness / "families").iterdir()):
         if (family / "__init__.py").exists() and f"{family.name}/" not in text:
             missing.append(f"families/{family.name}/")

@@ -84,7 +84,8 @@ def against_paper(store: Store, run_id: int, include_flagged: bool = False,
     Latencies compare in the basis the paper measured in (`basis`): cycles, or ns where the figure is
     wall time x a clock (published.py: unit ns), ours divided by the clock our kernels ran at
     (`clock_mhz`, `clock_source`); value_ns and paper_ns show both bases. A throughput compares per
-    cycle: ours is divided by our SMs and the SM clock measured in the kernel; the paper's by its 114
+    cycle: ours is divided by our SMs and the SM clock its kernels ran at (clock_mhz: measured in the kernel, else
+    NVML's reading during the measurement, a library call's; clock_source says which); the paper's by its 114
     SMs and the clock the paper printed for that figure (paper_clock_mhz). `comparable` is ours in the
     paper's terms (ns; at the paper's clock on 114 SMs: the printed clock, else 1755 MHz), and
     paper_implied_mhz the clock at which the paper's figure is exactly our work per cycle per SM.
@@ -132,11 +133,12 @@ def _in_paper_terms(store: Store, run_id: int, frame: pd.DataFrame) -> tuple[pd.
     and the model's prediction; with which rows are time-based and which compare a wall time."""
     timed = set(registry.names("seconds")) - {"bandwidth_gbps"}  # bandwidth compares as roofline_fraction
     is_timed = frame.metric.isin(timed)
-    per_cycle = frame.value * 1e6 / (frame.sm_count * frame.sm_clock_mhz)  # work per cycle per SM (TFLOPS -> 1e12)
+    # the clock our kernels ran at: in the kernel, else (a library call writes no record) NVML's during the rounds
+    frame["clock_mhz"], frame["clock_source"] = _clocks(store, run_id, frame)
+    per_cycle = frame.value * 1e6 / (frame.sm_count * frame.clock_mhz)  # work per cycle per SM (TFLOPS -> 1e12)
     frame["paper_sms"], top = figure_gpus.terms(frame.paper_gpu)  # the figure's GPU: its SMs, its highest clock
     clock = frame.paper_clock_mhz.fillna(pd.Series(top, index=frame.index))
     wall = figure_gpus.wall_time(frame)
-    frame["clock_mhz"], frame["clock_source"] = _clocks(store, run_id, frame)
     latency = frame.metric.map(lambda m: m in registry.METRICS and registry.METRICS[m].unit == "cycles"
                                and m.startswith("latency")).astype(bool)
     in_ns = (frame.paper_unit == NS).to_numpy()

@@ -1,5 +1,5 @@
 """Library anchors: a vendor library's call on the same inputs as a family's kernels, timed by the same method
-(measure/methods.WholeKernel, rounds alternating with the kernel), with no template: nothing is rendered, compiled or
+(measure/methods/whole_kernel.py WholeKernel, rounds alternating with the kernel), with no template: nothing is rendered, compiled or
 SASS-checked for it (docs/architecture.md, "Anchors").
 
     Anchor        what a library call is: its library and entry point (the `instruction` column), what it runs in

@@ -17,11 +17,11 @@ stages call them without asking first. A family's public members are this contra
     what the SASS must show               sass_expectation(case)            a library call: harness/anchors)
     correctness                           inputs(case, rng), checks(case, inputs), decode(case, words),
                                           output_words(case)
-    what to measure and how               plan(case, device) -> method specs (harness/measure/methods.py),
+    what to measure and how               plan(case, device) -> method specs (harness/measure/methods/),
                                           work(case), peak(case), headline(metric)
     what people read                      name, description, describe(case) (bench show)
     optional hooks (default)              model (None), advisors (()), measurers (()),
-                                          attach(case, probe, device) (nothing),
+                                          attach(case, probe, device) -> Attachment (nothing),
                                           figures(context) ([]), findings(context) ([]),
                                           paper_case(figure) (None), paper_row(row) (None),
                                           explain(case_id, metric, value, paper, launch) (None), roofline_cases (()),
@@ -36,6 +36,7 @@ from typing import Callable
 
 import numpy as np
 
+from harness.measure.launch import NOTHING_ATTACHED, Attachment  # noqa: F401  (a family names them from here)
 from harness.measure.measurement import Work  # noqa: F401  (a family names it from here, with the rest)
 from harness.spec import Case
 
@@ -189,7 +190,22 @@ def residual_frame(rows: list[dict]):
 
 class FamilyModel(ABC):
     """A family's model (`Family.model`): fitted to a run's measurements, it predicts them (`bench model
-    --run`, `bench compare`). The two optional members return None where a model has no such thing."""
+    --run`, `bench compare`). `fit` is required; the optional members return None where a model has no such
+    thing (no datasheet prior, no prediction of a metric, no transfer, no datasheet table)."""
+
+    def prior(self, gpu: str):
+        """The model's parameters for a GPU from its datasheet (a GPU's name as NVML or gpu_specs.csv spells it),
+        before any run is fitted: what `predict` takes. Callers: compare's `model_predictions` (each row's
+        prediction beside its measurement) and the simulated GPU (`synthetic_interval`, with "H100 SXM5"). None
+        (the default): no prior, or none for this GPU."""
+        return None
+
+    def predict(self, case, metric: str, params) -> float | None:
+        """What the model predicts for `case`'s `metric` (in the metric's own unit, a headline value) with
+        `params` (a prior's, or a fit's; None: there are none, and a model may fall back on its own). None (the
+        default): no prediction for this case or metric (compare shows NaN; the simulated GPU then takes the
+        work at the family's peak rate)."""
+        return None
 
     @abstractmethod
     def fit(self, frame, gpu: str, source: str):
@@ -267,7 +283,7 @@ class Family(ABC):
     # -- required: what to measure -----------------------------------------------------------------
     @abstractmethod
     def plan(self, case: Case, device) -> list:
-        """The method specs to run (harness/measure/methods.py)."""
+        """The method specs to run (harness/measure/methods/: each declares its Method)."""
 
     @abstractmethod
     def work(self, case: Case) -> Work:
@@ -286,9 +302,9 @@ class Family(ABC):
         """Lines that say what the case is (`bench show`)."""
 
     # -- optional hooks: the defaults mean "none" ----------------------------------------------------
-    model: object | None = None
-    """An analytical model, or None: prior(gpu), predict(case, metric, params) and fit(rows, gpu, label)
-    (compare, `bench model --run`, the simulated GPU), and datasheet_table(gpu, clock) for `bench model
+    model: "FamilyModel | None" = None
+    """An analytical model (a FamilyModel), or None: prior(gpu), predict(case, metric, params) and fit(frame, gpu,
+    source) (compare, `bench model --run`, the simulated GPU), and datasheet_table(gpu, clock) for `bench model
     --gpu`. A family usually makes it a property that imports its model lazily."""
 
     advisors: tuple[Advisor, ...] = ()
@@ -301,10 +317,13 @@ class Family(ABC):
     """Plain readers from HBM (case ids) whose best bandwidth in a run is that run's read roofline: compare
     derives `roofline_fraction` of every bandwidth of the family from the best of them (any launch)."""
 
-    def attach(self, case: Case, probe, device) -> None:
-        """The family's GPU resources, after the probe is loaded and before any launch: buffers, tensor
-        maps, each kernel's dynamic shared memory, extra kernel arguments (`probe.extra_args`). Default:
-        nothing."""
+    def attach(self, case: Case, probe, device) -> Attachment:
+        """The family's GPU resources, after the probe is loaded and before any launch (the probe's input and output
+        buffers, `probe.inputs` and `probe.out`, are there to point at): an Attachment of extra kernel arguments,
+        each kernel's dynamic shared memory, the buffers they point into, a cluster size set at launch time, and host
+        kernels (a library call, a verification, which may launch the probe's own kernels through `probe.enqueue`).
+        The runner hands it to the probe (`probe.attach`). Default: nothing."""
+        return NOTHING_ATTACHED
 
     def figures(self, context) -> list:
         """Report sections, [(heading, paragraphs, Path | DataFrame | None)]. Default: none."""

@@ -1,11 +1,13 @@
 """Load a compiled probe into CuPy and launch its kernels with the common argument shape
 (const uint4* in, u32* out, long long* timing, int iters): ptx/common.cuh, followed by any arguments
-the family attaches (Family.attach: tensor maps, buffers), with the dynamic shared memory it asks for."""
+the family attaches (Family.attach returns an Attachment: tensor maps, buffers), with the dynamic shared memory
+it asks for."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -22,6 +24,34 @@ class Launch:
     host_seconds: float = 0.0  # what enqueueing the launches took the host
 
 
+# A host kernel: fn(out, timing, iters), which enqueues its work (a library call, a verification) on CuPy's current
+# stream; launched and timed like a module's kernel (`out`: the probe's output buffer, `timing`: the launch's words).
+HostKernel = Callable[[object, object, int], None]
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """What a family attaches to its loaded probe (Family.attach's answer), taken once before any launch."""
+
+    extra_args: tuple = ()  # appended to every launch's arguments of a module kernel (tensor maps, Problems)
+    dynamic_smem: Mapping[str, int] = field(default_factory=dict)  # kernel -> dynamic shared memory bytes
+    resources: tuple = ()  # GPU buffers (and library plans) the arguments point into, kept alive with the probe
+    # CTAs per cluster chosen at launch time (0: none, or the kernel's own __cluster_dims__). A size over the
+    # portable 8 needs cuLaunchKernelEx on the CUfunction CuPy loaded.
+    runtime_cluster: int = 0
+    host_kernels: Mapping[str, HostKernel] = field(default_factory=dict)  # kernel name -> its host call
+
+    def __post_init__(self):
+        if self.runtime_cluster < 0 or any(b < 0 for b in self.dynamic_smem.values()):
+            raise ValueError("a cluster size and shared memory bytes are not negative")
+        clash = set(self.dynamic_smem) & set(self.host_kernels)
+        if clash:
+            raise ValueError(f"{sorted(clash)}: a host kernel has no shared memory of its own")
+
+
+NOTHING_ATTACHED = Attachment()
+
+
 class LoadedProbe:
     """A cubin in a CuPy RawModule, with its input buffer resident on the GPU; without a build (an anchor, a library
     call: harness/anchors), no module, and the host kernels the family attaches are its only kernels."""
@@ -35,15 +65,7 @@ class LoadedProbe:
         self.module = None if build is None else cupy.RawModule(path=str(build.cubin_path))
         self.load(input_bytes)
         self.out_words = out_words
-        self.extra_args: tuple = ()  # appended to every launch's arguments (Family.attach)
-        self.dynamic_smem: dict[str, int] = {}  # kernel -> dynamic shared memory bytes (Family.attach)
-        self.resources: list = []  # GPU buffers the extra arguments point into, kept alive with the probe
-        # CTAs per cluster chosen at launch time (0: none, or the kernel's own __cluster_dims__). A size over
-        # the portable 8 needs cuLaunchKernelEx on the CUfunction CuPy loaded (Family.attach sets it).
-        self.runtime_cluster = 0
-        # Kernels that are host calls (Family.attach): name -> fn(out, timing, iters), which enqueues its
-        # work (a library call) on CuPy's current stream; launched and timed like a module's kernel.
-        self.host_kernels: dict = {}
+        self.attached = NOTHING_ATTACHED  # the family's (attach)
         # One output buffer for every launch, poisoned before each: its address is fixed, so a family
         # may point a tensor map at it (Family.attach).
         self.out = cupy.empty(out_words + OUT_GUARD_WORDS, dtype=cupy.uint32)
@@ -55,16 +77,27 @@ class LoadedProbe:
         padded[:input_bytes.size] = input_bytes
         self.inputs = self._cupy.asarray(padded)
 
+    def attach(self, attachment: Attachment) -> None:
+        """Take the family's GPU resources (Family.attach), once, before any launch."""
+        if self.attached is not NOTHING_ATTACHED:
+            from harness.errors import HarnessError
+
+            raise HarnessError("a probe takes one attachment, before its first launch")
+        self.attached = attachment
+
     def max_threads(self, kernel: str) -> int:
-        if kernel in self.host_kernels:
+        if kernel in self.attached.host_kernels:
             return 1024
         return self.module.get_function(kernel).max_threads_per_block
 
-    def _enqueue(self, kernel: str, grid: int, block: int, iters: int, timing, repeat: int) -> None:
-        """`repeat` launches of `kernel` on CuPy's current stream."""
+    def enqueue(self, kernel: str, grid: int, block: int, iters: int, timing, repeat: int = 1) -> None:
+        """`repeat` launches of `kernel` on CuPy's current stream, untimed and unpoisoned: `run` times them, and a
+        host kernel (a verification) launches a module kernel of the probe through it, with the attached arguments,
+        shared memory and cluster size as every launch has them."""
         out = self.out
-        if kernel in self.host_kernels:
-            call = self.host_kernels[kernel]
+        host_kernels = self.attached.host_kernels
+        if kernel in host_kernels:
+            call = host_kernels[kernel]
             for _ in range(repeat):
                 call(out, timing, iters)
             return
@@ -72,15 +105,16 @@ class LoadedProbe:
             from harness.errors import HarnessError
 
             raise HarnessError(f"no kernel {kernel!r}: this probe is a library call's (host kernels "
-                               f"{', '.join(self.host_kernels) or 'none'})")
+                               f"{', '.join(host_kernels) or 'none'})")
         function = self.module.get_function(kernel)
-        smem = self.dynamic_smem.get(kernel, 0)
+        smem = self.attached.dynamic_smem.get(kernel, 0)
         if smem > 48 * 1024 and function.max_dynamic_shared_size_bytes < smem:
             function.max_dynamic_shared_size_bytes = smem
-        args = (self.inputs, out, timing, np.int32(iters), *self.extra_args)
+        args = (self.inputs, out, timing, np.int32(iters), *self.attached.extra_args)
+        cluster = self.attached.runtime_cluster
         for _ in range(repeat):
-            if self.runtime_cluster:
-                _launch_cluster(function, grid, block, smem, self.runtime_cluster, args)
+            if cluster:
+                _launch_cluster(function, grid, block, smem, cluster, args)
             else:
                 function((grid,), (block,), args, shared_mem=smem)
 
@@ -105,7 +139,7 @@ class LoadedProbe:
                 with stream:
                     stream.begin_capture()
                     try:
-                        self._enqueue(kernel, grid, block, iters, timing, repeat)
+                        self.enqueue(kernel, grid, block, iters, timing, repeat)
                     finally:
                         captured = stream.end_capture()
                 self._graphs[key] = (captured, timing, stream)
@@ -123,7 +157,7 @@ class LoadedProbe:
             start, stop = cupy.cuda.Event(), cupy.cuda.Event()
             began = time.perf_counter()
             start.record()
-            self._enqueue(kernel, grid, block, iters, timing, repeat)
+            self.enqueue(kernel, grid, block, iters, timing, repeat)
             stop.record()
             host = time.perf_counter() - began
         stop.synchronize()

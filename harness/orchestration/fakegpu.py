@@ -7,7 +7,8 @@ measurement. Planted faults behave like the real ones do to a worker process:
     oob   kills the worker process outright (SIGSEGV), the worst a driver fault can do
     hang  never returns (the watchdog must kill it)
 HOPPER_BENCH_FAKE_DELAY (seconds, default 0) makes each case take that long; HOPPER_BENCH_FAKE_GPUS
-(default 2) is how many simulated GPUs `bench run --gpus all` finds.
+(default 2) is how many simulated GPUs `bench run --gpus all` finds. What a spec is answered with is its
+method's own (Method.simulate, harness/measure/methods/): this module only names the chip and adds the noise.
 """
 
 from __future__ import annotations
@@ -77,103 +78,22 @@ def synthetic_interval(case: Case) -> float:
     return predicted or max(family.work(case).amount / (family.peak(case) or 1024.0), 4.0)
 
 
-def _values(spec, case: Case, device: DeviceInfo, interval: float) -> list[tuple[str, str, float, dict]]:
-    family = family_of(case)
-    work, peak = family.work(case), family.peak(case)
-    if isinstance(spec, methods.ChainSlope):
-        value = interval if spec.metric == "issue_interval_cycles" else 2 * interval
-        return [(spec.metric, "cycles", value, spec.launch)]
-    if isinstance(spec, methods.BracketedLatency):
-        first = [("latency_first_use_cycles", "cycles", interval + 60, spec.launch)] if spec.first_use else []
-        issued = [("latency_cycles", "cycles", interval + 70, spec.launch)] if spec.issue_stamps else []
-        return [*issued, (spec.net_metric, "cycles", interval + 40, spec.launch),
-                ("latency_raw_cycles", "cycles", interval + 90, spec.launch), *first]
-    if isinstance(spec, methods.Bandwidth):  # more in flight, more bytes per second, up to 3000 GB/s
-        return [("bandwidth_gbps", "GB/s", min(3000.0, 250.0 * point.blocks_per_sm * point.launch.get("stages", 4)),
-                 point.launch) for point in spec.points]
-    if isinstance(spec, methods.WholeKernel):  # the work at 70 % of the peak rate, the anchor at 72 %
-        rate = work.amount / (work.amount / (0.7 * (peak or 1024.0) * device.sm_count * SIMULATED_CLOCK_MHZ * 1e6)) / 1e12
-        rows = [("throughput_tflops", methods.throughput_unit(work), rate, spec.launch)]
-        rows += [("peak_fraction", "ratio", 0.7, spec.launch)] if peak and spec.records else []
-        rows += [(spec.anchor_metric, "ratio", 0.7 / 0.72, spec.launch)] if spec.anchor else []
-        if spec.energy:
-            (power, w), (efficiency, e), (per_op, j) = methods.energy_metrics(work)
-            rows += [(power, w, SIMULATED_POWER_W, spec.launch), (efficiency, e, rate / SIMULATED_POWER_W, spec.launch),
-                     (per_op, j, SIMULATED_POWER_W / rate, spec.launch)]
-        return rows + [(c.metric, c.unit, 1000.0, spec.launch) for c in spec.counters]
-    rows, rated = [], []
-    for point in spec.points:
-        per_sm = work.amount * min(point.units * point.per_iter, 4) / interval
-        per_sm = min(per_sm, peak) if peak else per_sm
-        rows.append(("sm_throughput", f"{work.unit}/cycle/SM", per_sm, point.launch))
-        rated.append((per_sm, point))
-    if spec.whole_gpu == "best":
-        rated = [max(rated, key=lambda r: r[0])]  # the first of the highest, as the real method picks
-    for per_sm, point in rated if spec.whole_gpu != "none" else ():
-        rate = per_sm * device.sm_count * SIMULATED_CLOCK_MHZ * 1e6 / 1e12
-        rows.append(("throughput_tflops", methods.throughput_unit(work), rate, point.launch))
-        if peak:
-            rows.append(("peak_fraction", "ratio", per_sm / peak, point.launch))
-        if spec.energy:
-            (power, w), (efficiency, e), (per_op, j) = methods.energy_metrics(work)
-            rows += [(power, w, SIMULATED_POWER_W, point.launch), (efficiency, e, rate / SIMULATED_POWER_W, point.launch),
-                     (per_op, j, SIMULATED_POWER_W / rate, point.launch)]
-    return rows
-
-
-# A simulated chip for the maps (methods.SmMap): two L2 halves, SMs in GPCs of 16 and 18, TPCs of 2.
-SIMULATED_GPC_SMS = (16, 18, 16, 18, 16, 16, 16, 16)  # 132 SMs
-SIMULATED_L2_CYCLES = (260.0, 420.0)  # a line in the SM's own half, in the other
-SIMULATED_DSMEM_CYCLES = (190.0, 205.0)  # another SM of the same TPC, of the same GPC
-
-
-def _simulated_gpc(sm: int) -> int:
-    return int(np.searchsorted(np.cumsum(SIMULATED_GPC_SMS), sm, side="right"))
-
-
-def _map_rows(spec: "methods.SmMap", sm_count: int) -> np.ndarray:
-    """One launch's rows as the kernel writes them: each L2 line in one half (by its index), an SM's half by
-    its GPC; clusters packed into the GPCs in order, each CTA timing every other CTA of its cluster; pairs with no
-    cluster (by target, grid_multiple 1): each block timing the next SMs' lines, far where the two SMs' halves
-    differ."""
-    blocks = spec.blocks(sm_count)
-    rows = np.zeros((blocks, spec.row_words), dtype=np.int64)
-    starts = np.concatenate([[0], np.cumsum(SIMULATED_GPC_SMS)])
-    c = spec.grid_multiple
-    placed = [int(starts[g]) + i for g, n in enumerate(SIMULATED_GPC_SMS) for i in range(n // c * c)]
-    for b in range(blocks):
-        sm = placed[b % len(placed)] if spec.by_target else b % sm_count
-        rows[b, 0] = sm
-        for j in range(spec.targets):
-            if spec.by_target and c == 1:  # pairs with no cluster: another SM's lines, near or far by the two halves
-                peer = placed[(b + 1 + j) % len(placed)]
-                cycles = SIMULATED_L2_CYCLES[int((_simulated_gpc(peer) < 4) != (_simulated_gpc(sm) < 4))]
-            elif spec.by_target:
-                peer = placed[(b // c * c + (b % c + 1 + j) % c) % len(placed)]
-                cycles = SIMULATED_DSMEM_CYCLES[0 if peer // 2 == sm // 2 else 1] * spec.steps
-            else:
-                peer, cycles = j, SIMULATED_L2_CYCLES[int(j % 2 != (_simulated_gpc(sm) < 4))]
-            rows[b, methods.MAP_ROW_HEAD + 2 * j:methods.MAP_ROW_HEAD + 2 * j + 2] = (peer, cycles)
-    return rows
+def _noisy(value, rng: np.random.Generator) -> np.ndarray:
+    """Samples of a simulated answer: 7 around a number, or an array's own, each off by about 1e-4."""
+    return value * (1 + 1e-4 * rng.standard_normal(np.size(value) if np.ndim(value) else 7))
 
 
 def synthetic_result(case: Case, build: Build | None, rng: np.random.Generator,
                      device: DeviceInfo | None = None) -> CaseResult:
-    """Every metric the family's plan declares, with synthetic values (never a measurement)."""
+    """Every metric the family's plan declares, with synthetic values (never a measurement): each spec's method
+    answers it (Method.simulate), this adds the noise."""
     device = device or simulated_device()
-    interval = synthetic_interval(case)
+    family = family_of(case)
+    simulation = methods.Simulation(family.work(case), family.peak(case), device.sm_count, SIMULATED_CLOCK_MHZ,
+                                    SIMULATED_POWER_W, synthetic_interval(case))
     state = GpuState(5, SIMULATED_CLOCK_MHZ, 2619.0, SIMULATED_POWER_W, 50.0, (), 0)
-    plan = family_of(case).plan(case, device)
-    metrics = [Metric(name, unit, value * (1 + 1e-4 * rng.standard_normal(7)), dict(launch),
-                      sm_clock_mhz=SIMULATED_CLOCK_MHZ, stop_reason="simulated", gpu_state=state,
-                      notes="simulated: not a measurement")
-               for spec in plan if not isinstance(spec, methods.SmMap)
-               for name, unit, value, launch in _values(spec, case, device, interval)]
-    for spec in plan:
-        if isinstance(spec, methods.SmMap):
-            rows = [_map_rows(spec, device.sm_count) for _ in range(2)]
-            for launch, values in methods.map_launches(spec, rows):
-                metrics.append(Metric(spec.metric, "cycles", values * (1 + 1e-4 * rng.standard_normal(values.size)),
-                                      launch, sm_clock_mhz=SIMULATED_CLOCK_MHZ, stop_reason="simulated",
-                                      gpu_state=state, notes="simulated: not a measurement"))
+    metrics = [Metric(name, unit, _noisy(value, rng), dict(launch), sm_clock_mhz=SIMULATED_CLOCK_MHZ,
+                      stop_reason="simulated", gpu_state=state, notes="simulated: not a measurement")
+               for spec in family.plan(case, device)
+               for name, unit, value, launch in methods.simulate(spec, simulation)]
     return CaseResult(case, build, SassCheck(True, "simulated"), True, None, 0.0, "simulated", metrics)

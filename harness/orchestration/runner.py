@@ -2,7 +2,7 @@
 
 The family answers every question (harness/families/base.py): what the SASS must show, the
 inputs and the checks they must pass, and the plan of measurement methods
-(harness/measure/methods.py) whose metrics are stored.
+(harness/measure/methods/) whose metrics are stored.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def loaded(case: Case, build: Build | None, inputs, device: DeviceInfo):
 
     family = family_of(case)
     probe = LoadedProbe(build, inputs.buffer, family.output_words(case))
-    family.attach(case, probe, device)  # the family's GPU resources: buffers, tensor maps, shared memory
+    probe.attach(family.attach(case, probe, device))  # the family's GPU resources: buffers, tensor maps, shared memory
     return probe
 
 

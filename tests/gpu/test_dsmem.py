@@ -26,7 +26,7 @@ def _rounds(case_id: str, padded: bool = True) -> tuple[np.ndarray, np.ndarray]:
     family = dsmem.FAMILY
     inputs = family.inputs(case, np.random.default_rng(1))
     probe = LoadedProbe(compile_probe(probe_source(case)), inputs.buffer, family.output_words(case))
-    family.attach(case, probe, open_device(0))
+    probe.attach(family.attach(case, probe, open_device(0)))
     threads = dsmem.COPY_THREADS
     iters = REPS if padded else REPS | dsmem.ROUNDTRIP_UNPADDED
     probe.run("probe_dsmem_roundtrip", case.cluster, threads, iters, REPS * threads)  # warm-up

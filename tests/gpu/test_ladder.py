@@ -21,7 +21,7 @@ FAMILY = FAMILIES["ladder"]
 def loaded(case, seed=1):
     inputs = FAMILY.inputs(case, np.random.default_rng(seed))
     probe = LoadedProbe(compile_probe(probe_source(case)), inputs.buffer, FAMILY.output_words(case))
-    FAMILY.attach(case, probe, open_device(0))
+    probe.attach(FAMILY.attach(case, probe, open_device(0)))
     return probe, inputs
 
 

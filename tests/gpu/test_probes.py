@@ -124,7 +124,7 @@ def test_a_library_anchor_is_measured_alone_and_beside_a_kernel(case_id, device)
     if case.family == "attention":
         pytest.importorskip("cudnn", reason="the cuDNN frontend is not installed (pip install '.[attention]')")
     probe, inputs = loaded(case)
-    assert (probe.module is None) != has_probe(case) and KERNEL in probe.host_kernels
+    assert (probe.module is None) != has_probe(case) and KERNEL in probe.attached.host_kernels
     # NVML sampled, as a run samples it: the energy metrics the plan declares come from its power readings
     result = measure_case(case, build_of(case), device, sampler=Sampler(nvml_reader(device.uuid), set()))
     assert result.valid, result.error

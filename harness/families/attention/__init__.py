@@ -25,7 +25,7 @@ from harness.families.attention.cases import AttentionCase, check_case
 from harness.families.attention.problem import (COUNTER_WORDS, COUNTERS, PROBLEM, SAMPLED_ROWS, TENSOR_FLOPS_PER_CYCLE,
                                                 c_float, check_grid, check_reference, grid, scale_log2,
                                                 tensor_elements)
-from harness.families.base import Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
+from harness.families.base import Attachment, Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
 from harness.families.pipeline import skeleton_params
 from harness.measure.methods import WholeKernel
 
@@ -150,10 +150,10 @@ class AttentionFamily(Family):
 
     # -- on the GPU ------------------------------------------------------------------------------------
 
-    def attach(self, case: AttentionCase, probe, device) -> None:
+    def attach(self, case: AttentionCase, probe, device) -> Attachment:
         import harness.families.attention.gpu as gpu
 
-        gpu.attach(case, probe, device)
+        return gpu.attach(case, probe, device)
 
     # -- measurement ----------------------------------------------------------------------------------
 

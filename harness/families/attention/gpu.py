@@ -13,6 +13,7 @@ import numpy as np
 
 from harness import tensormaps
 from harness.dtypes import bf16_bits, encode
+from harness.families.base import Attachment
 from harness.families.attention.cases import PANEL, check_case
 from harness.families.attention.problem import PROBLEM, SAMPLED_ROWS, bound, reference, tensor_elements
 
@@ -65,7 +66,7 @@ def verified_heads(case) -> list[tuple[int, int]]:
     return sorted({(0, 0), (case.batch - 1, case.heads - 1), (case.batch // 2, case.heads // 2)})
 
 
-def attach(case, probe, device) -> None:
+def attach(case, probe, device) -> Attachment:
     import cupy
 
     from harness.anchors import KERNEL
@@ -79,16 +80,14 @@ def attach(case, probe, device) -> None:
     q1, k1, v1 = (normal(cupy, shape, case.dtype, SEED + i) for i in range(3))
     o1 = cupy.zeros(shape, dtype=cupy.uint16)
     measured = problem(case, q1.data.ptr, k1.data.ptr, v1.data.ptr, o1.data.ptr)
-    probe.extra_args = (check, measured)
-    probe.resources = [q1, k1, v1, o1]
-    probe.dynamic_smem = {"probe_attention": case.smem_bytes()}
+    resources = [q1, k1, v1, o1]
     blocks, threads = case.tiles, case.threads
 
     host = {}
     if anchor.available():
         sdpa = anchor.CudnnSdpa(case.dtype, case.batch, case.seq, case.heads, case.head_dim, case.causal, case.scale)
         o_library = cupy.zeros(shape, dtype=cupy.uint16)
-        probe.resources += [sdpa, o_library]
+        resources += [sdpa, o_library]
 
         def library(out, timing, iters):
             sdpa(q1.data.ptr, k1.data.ptr, v1.data.ptr, o_library.data.ptr)
@@ -98,13 +97,9 @@ def attach(case, probe, device) -> None:
     def verify(out, timing, iters):
         """The measured problem once, then the reference of the sampled rows of three heads in f64; out[0] = the
         elements beyond the bound (NaN counts)."""
-        function = probe.module.get_function("probe_attention")
-        if function.max_dynamic_shared_size_bytes < case.smem_bytes():
-            function.max_dynamic_shared_size_bytes = case.smem_bytes()
         scratch = cupy.zeros(blocks * 16, dtype=cupy.int64)
         o1.fill(0xFFFF)
-        function((blocks,), (threads,), (probe.inputs, out, scratch, np.int32(1), check, measured),
-                 shared_mem=case.smem_bytes())
+        probe.enqueue("probe_attention", blocks, threads, 1, scratch)  # the attached (check, measured) and smem
         bad = 0
         for b, h in verified_heads(case):
             rows = sampled_rows(cupy, case.seq, SEED + b * case.heads + h)
@@ -118,4 +113,5 @@ def attach(case, probe, device) -> None:
         out[0:1] = int(encode(case.dtype, np.array([min(bad, 60000)]))[0])
 
     host["probe_verify"] = verify
-    probe.host_kernels = host
+    return Attachment(extra_args=(check, measured), dynamic_smem={"probe_attention": case.smem_bytes()},
+                      resources=tuple(resources), host_kernels=host)

@@ -38,8 +38,8 @@ import numpy as np
 
 import harness.families.dsmem.cases as _cases
 from harness import seed_chapter
-from harness.families.base import (Check, Family, Inputs, KernelExpectation, Reason, SassExpectation, Suite, Work,
-                                   known_cause)
+from harness.families.base import (Attachment, Check, Family, Inputs, KernelExpectation, Reason, SassExpectation, Suite,
+                                   Work, known_cause)
 from harness.families.dsmem.cases import PORTABLE_CLUSTER, DsmemCase
 from harness.measure.methods import MAP_ROW_HEAD, Bandwidth, BandwidthPoint, BracketedLatency, ChainSlope, SmMap
 from harness.measure.timing import RECORD_WORDS
@@ -147,7 +147,7 @@ class DsmemFamily(Family):
         return {
             "op": OP_CODES[case.op],
             "cluster": case.cluster,
-            # a non-portable size is given at launch time (LoadedProbe.runtime_cluster), not in the source
+            # a non-portable size is given at launch time (Attachment.runtime_cluster), not in the source
             "cluster_attr": f"__cluster_dims__({case.cluster}, 1, 1)" if case.cluster <= PORTABLE_CLUSTER else "",
             "threads": DSMEM_THREADS,
             "unroll": UNROLL,
@@ -291,13 +291,11 @@ class DsmemFamily(Family):
 
     # -- on the GPU ----------------------------------------------------------------------------------
 
-    def attach(self, case: DsmemCase, probe, device) -> None:
+    def attach(self, case: DsmemCase, probe, device) -> Attachment:
         """A cluster of more CTAs than the portable 8 is launched with its size as an attribute. The map's CTAs
         take MAP_SHARED_BYTES more shared memory: one per SM, so that a CTA's partners are other SMs."""
-        if case.cluster > PORTABLE_CLUSTER:
-            probe.runtime_cluster = case.cluster
-        if case.op == "dsmem-map":
-            probe.dynamic_smem["probe_dsmem_map"] = MAP_SHARED_BYTES
+        return Attachment(runtime_cluster=case.cluster if case.cluster > PORTABLE_CLUSTER else 0,
+                          dynamic_smem={"probe_dsmem_map": MAP_SHARED_BYTES} if case.op == "dsmem-map" else {})
 
     # -- measurement ---------------------------------------------------------------------------------
 

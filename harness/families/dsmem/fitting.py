@@ -58,12 +58,6 @@ class FitReport:
 class DsmemModel(FamilyModel):
     """Fitted only (no datasheet prior: the papers print no parameters of the SM-to-SM network)."""
 
-    def prior(self, gpu: str):
-        return None
-
-    def predict(self, case, metric: str, params) -> float | None:
-        return None
-
     def fit(self, frame: pd.DataFrame, gpu: str, source: str, hop: float | None = None,
             hop_from: str = "fitted") -> FitReport | None:
         """The hop constant (or `hop`, fitted elsewhere) and the chases' bandwidth predicted with it; None

@@ -11,9 +11,11 @@ Every case is validated twice before it is timed:
     the check problem   small integer-valued A and B (exact in f32), several tiles per CTA, every stage
                         of the ring reused: C must equal NumPy's bit for bit
     the measured one    normal(0, 1) inputs at the case's size: C against cuBLAS on the same inputs,
-                        within a tolerance a dropped k-block or a misplaced tile cannot meet
+                        within a tolerance a dropped k-block or a misplaced tile cannot meet (a case's
+                        integer or zero inputs: against the exact product, problem.measured_bound)
 then timed by methods.WholeKernel: rounds of back-to-back launches alternating with cuBLAS on the same
-inputs, the ratio taken round by round; in-kernel counters say where the time went.
+inputs, the ratio taken round by round; in-kernel counters say where the time went. A `.burst` case is timed
+as the seed worklog's code times it instead: batches of 8 launches after 5 s idle (protocol.py).
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ from __future__ import annotations
 import numpy as np
 
 from harness.anchors import KERNEL
-from harness.families.base import Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
+from harness.families.base import Attachment, Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
 import harness.families.gemm.cases as _cases
 from harness.families.gemm.cases import GemmCase, LibraryCase
-from harness.families.gemm.problem import (CHECK_SCALES, CHECK_VALUES, CONSUMER_REGS, COUNTER_WORDS, COUNTERS, POISON, PROBLEM,
+from harness.families.gemm.problem import (CHECK_SCALES, CHECK_VALUES, CONSUMER_REGS, COUNTER_WORDS, COUNTERS,
+                                           MEASURED_INPUTS, MEASURED_INTEGERS, POISON, PROBLEM,
                                            PRODUCER_REGS, TENSOR_FLOPS_PER_CYCLE, VERIFY_ATOL, VERIFY_RTOL, FP8_SUM_BITS,
                                            block_scaled_product, check_grid, check_problem, grid, scale_offsets,
                                            threads, to_bits)
@@ -50,6 +53,9 @@ def _suites() -> dict[str, Suite]:
                                 "and on 128, with the library", _cases.multicast),
         "gemm-skinny": Suite("skinny and decode GEMMs (M = 16..256 at N = K = 8192, f16): 64- and 128-row tiles "
                              "with and without split-K, a partial last tile where M < 64, and cuBLAS", _cases.skinny),
+        "gemm-protocol": Suite("the worklog's published figures by their protocol: the best f16 configuration and "
+                               "cuBLAS at 4096^3, random, integer and zero inputs, each in sustained rounds and in a "
+                               "burst of 8 launches after 5 s idle (docs/gemm.md)", _cases.protocol),
         "gemm-heuristics": Suite("the planner's top five beside nvMatmulHeuristics' (NVIDIA's predictor, mapped to "
                                  "our cases where it can be) at 4096^3, 8192^3 and three LLM projections, f16, with "
                                  "cuBLAS: `bench plan --against nvmh --run N` gives each one's regret",
@@ -63,6 +69,17 @@ def _heuristics() -> list[GemmCase]:
     from harness.families.gemm.heuristics import suite
 
     return suite()
+
+
+def _measured_check(case: GemmCase) -> str:
+    """What the measured problem's check compares, by its inputs (problem.measured_bound)."""
+    if case.inputs == "zero":
+        return "every element exactly zero (zero inputs; expected 0 beyond)"
+    if case.inputs == "int":
+        low, high = MEASURED_INTEGERS
+        return (f"integers {low}..{high}: every element against the exact sum (f64), exact where the sum is an integer "
+                f"of {case.out_dtype}, within its rounding beyond (expected 0 beyond)")
+    return f"elements beyond {VERIFY_ATOL} + {VERIFY_RTOL:.4f} x |cuBLAS| (expected 0)"
 
 
 def _all_cases() -> list[GemmCase]:
@@ -115,7 +132,8 @@ class GemmFamily(Family):
             # scale-a, scale-b, and for 16-bit inputs the transposes (K-major: none); fp8 takes no transpose
             "immediates": "1, 1" if case.in_bytes == 1 else "1, 1, 0, 0",
             "promote": str(case.promote).lower(), "overlap": str(case.promotion in ("overlap", "pipelined")).lower(),
-            "pipelined": str(case.promotion == "pipelined").lower(), "pipeline_group": case.group,
+            "pipelined": str(case.promotion == "pipelined").lower(),
+            "staggered": str(case.promotion == "staggered").lower(), "pipeline_group": case.group,
             "blockscale": str(case.block_scaled).lower(),
             "d_operands": ", ".join(f"%{i}" for i in range(acc)),
             "d_constraints": ", ".join(f'"+f"(d[{i}])' for i in range(acc)),
@@ -141,6 +159,8 @@ class GemmFamily(Family):
             kernels.append(("probe_gemm", KernelExpectation(multicast, 1)))
         if case.epilogue == "tmastore":
             kernels.append(("probe_gemm", KernelExpectation("UTMASTG.2D", case.bn // 64)))  # a 64-column box each
+        if case.promotion == "staggered":  # a warpgroup's arrival after it issued a k-block (the other's turn)
+            kernels.append(("probe_gemm", KernelExpectation("BAR.ARV", 1)))
         if case.splits > 1:  # split-K: a run's arrival at its tile's counter (acq_rel, the GPU's scope)
             kernels.append(("probe_gemm", KernelExpectation("ATOMG.E.ADD.S32.STRONG.GPU", 1)))
         return SassExpectation(tuple(kernels), executes=f"{per_kblock} x {mnemonic} per k-block",
@@ -158,7 +178,8 @@ class GemmFamily(Family):
         b = rng.integers(low, high + 1, (n, k)).astype(np.float64)
         buffer = np.concatenate([to_bits(a, case.dtype).ravel(), to_bits(b, case.dtype).ravel()]).view(np.uint8)
         values = {"A": a, "B": b}
-        distribution = f"check: integers {low}..{high}; measured: normal(0, 1) {case.dtype}, seeded, drawn on the GPU"
+        distribution = f"check: integers {low}..{high}; measured: {MEASURED_INPUTS[case.inputs]} {case.dtype}" + (
+            "" if case.inputs == "zero" else ", seeded, drawn on the GPU")
         if case.block_scaled:  # scales of powers of two (C exact), after A and B at problem.scale_offsets
             blocks = k // _cases.SCALE_BLOCK
             values["scale_a"] = rng.choice(CHECK_SCALES, (blocks, m))
@@ -204,15 +225,15 @@ class GemmFamily(Family):
                                f"(problem.fp8_bound: {case.bk // case.wgmma_k} roundings of 2^-{FP8_SUM_BITS} per "
                                f"k-block, f32 across them, f16 out; expected 0)"
                                if case.promote else
-                               f"elements beyond {VERIFY_ATOL} + {VERIFY_RTOL:.4f} x |cuBLAS| (expected 0)")))
+                               _measured_check(case))))
         return checks
 
     # -- on the GPU ------------------------------------------------------------------------------------
 
-    def attach(self, case: GemmCase | LibraryCase, probe, device) -> None:
+    def attach(self, case: GemmCase | LibraryCase, probe, device) -> Attachment:
         import harness.families.gemm.gpu as gpu
 
-        (gpu.attach_library if isinstance(case, LibraryCase) else gpu.attach)(case, probe, device)
+        return (gpu.attach_library if isinstance(case, LibraryCase) else gpu.attach)(case, probe, device)
 
     # -- measurement ----------------------------------------------------------------------------------
 
@@ -223,6 +244,8 @@ class GemmFamily(Family):
         return float(TENSOR_FLOPS_PER_CYCLE * case.mma_rate)
 
     def plan(self, case: GemmCase | LibraryCase, device=None) -> list:
+        if case.protocol == "burst":
+            return [self._burst(case, device)]
         if isinstance(case, LibraryCase):  # the call alone, timed as a kernel is (no clock of its own)
             return [WholeKernel(KERNEL, 1, 1, launch={"problem": "measured"}, records=False, energy=True,
                                 notes=case.anchor.description)]
@@ -235,9 +258,25 @@ class GemmFamily(Family):
                                   + (f"{case.splits} runs of {case.kblocks} k-blocks each (split-K)" if case.splits > 1
                                      else f"{case.kblocks} k-blocks each") + f"; {anchor.note()}")]
 
+    @staticmethod
+    def _burst(case: GemmCase | LibraryCase, device) -> WholeKernel:
+        """The seed worklog's protocol: a batch of WORKLOG_BATCH launches after WORKLOG_IDLE_S of idle, the kernel or
+        the library alone (methods/whole_kernel.py _measure_burst)."""
+        burst = dict(launch={"problem": "measured", "protocol": "burst"}, idle_s=_cases.WORKLOG_IDLE_S,
+                     burst_launches=_cases.WORKLOG_BATCH)
+        if isinstance(case, LibraryCase):
+            return WholeKernel(KERNEL, 1, 1, records=False, notes=case.anchor.description, **burst)
+        sm_count = device.sm_count if device is not None else 132
+        return WholeKernel("probe_gemm", grid(case, sm_count), threads(case), words=COUNTER_WORDS,
+                           notes=f"{case.tiles} tiles of {case.bm}x{case.bn}, {case.kblocks} k-blocks each", **burst)
+
     def describe(self, case: GemmCase | LibraryCase) -> list[str]:
         shape = (f"C[{case.m}, {case.n}] = A[{case.m}, {case.k}] . B[{case.n}, {case.k}]^T, {case.dtype} in, f32 "
                  f"accumulate, {case.out_dtype} out")
+        shape += "" if (case.inputs, case.protocol) == ("random", "sustained") else (
+            f"; measured on {MEASURED_INPUTS[case.inputs]}, "
+            + (f"timed in batches of {_cases.WORKLOG_BATCH} launches after {_cases.WORKLOG_IDLE_S:g} s idle"
+               if case.protocol == "burst" else "timed in sustained rounds"))
         if isinstance(case, LibraryCase):
             return [shape, case.anchor.description + ", on CuPy's stream"]
         return [shape,
@@ -251,6 +290,8 @@ class GemmFamily(Family):
                    "tile's last run" if case.splits > 1 else "")
                 + (f"; M = {case.m} walked as {case.walk_m} (rows past M load as zeros, the TMA store clips them)"
                    if case.walk_m != case.m else "")
+                + (f"; N = {case.n} walked as {case.walk_n} (B's rows past N load as zeros, the TMA store clips C's "
+                   "columns)" if case.walk_n != case.n else "")
                 + (f"; persistent, {case.order} order" if case.persistent else f"; one CTA per tile, {case.order} order"),
                 "epilogue through shared memory and a TMA store" if case.epilogue == "tmastore"
                 else "epilogue from registers"] + (
@@ -259,6 +300,9 @@ class GemmFamily(Family):
                       if case.promotion == "pipelined" else
                       "fp8 promotion overlapped: two k-block accumulator sets, k-block kb - 1 added into f32 while "
                       "k-block kb's wgmma run" if case.promotion == "overlap" else
+                      "fp8 promotion staggered: after each k-block (its wgmma waited for, then added into f32), the two "
+                      "consumer warpgroups issuing their k-blocks in turn (named barriers)"
+                      if case.promotion == "staggered" else
                       "fp8 promotion after each k-block: its wgmma waited for, then added into f32")]
                     if case.promote else []) + (
                     ["DeepSeek-V3 block scales: each k-block's sum times A's scale (its row, 1x128) and B's (128x128) as "
@@ -270,20 +314,26 @@ class GemmFamily(Family):
 
     @staticmethod
     def paper_case(figure) -> tuple[str, str] | str | None:
-        """A step of the seed HGEMM worklog (harness/db/data/references/article_hgemm_worklog_h100.csv): the
-        pipeline case of its configuration (cases.WORKLOG_STEPS) at the figure's size, or why a step has
-        none (cases.WORKLOG_UNEXPRESSED); None for any other figure."""
-        prefix = "hgemm worklog step "
+        """A figure of the seed HGEMM worklog (harness/db/data/references/article_hgemm_worklog_h100.csv): a step's,
+        the pipeline case of its configuration (cases.WORKLOG_STEPS), or why a step has none
+        (cases.WORKLOG_UNEXPRESSED); its cuBLAS figure, the library case; at the worklog's size, 4096^3, only (its
+        section 2.11), and as measured by our default protocol (docs/gemm.md, "Published figures by their protocol":
+        its own, a burst after idle, is the gemm-protocol suite's and the report's). None for any other figure."""
+        prefix = "hgemm worklog "
         if not figure.instruction.startswith(prefix) or figure.metric != "throughput_tflops":
             return None
-        step = figure.instruction[len(prefix):]
+        shape = (figure.m, figure.n, figure.k)
+        if shape != _cases.WORKLOG_SHAPE:
+            return "the worklog's size is 4096^3 (the seed's section 2.11): its figures are mapped there only"
+        if figure.instruction == prefix + "cublas":
+            return _cases.library(figure.dtype_a, shape).case_id, "throughput_tflops"
+        step = figure.instruction.removeprefix(prefix + "step ")
         if step in _cases.WORKLOG_UNEXPRESSED:
             return _cases.WORKLOG_UNEXPRESSED[step]
         config = _cases.WORKLOG_STEPS.get(step)
         if config is None:
             return None
-        case = _cases.pipeline(figure.dtype_a, (figure.m, figure.n, figure.k), **config)
-        return case.case_id, "throughput_tflops"
+        return _cases.pipeline(figure.dtype_a, shape, **config).case_id, "throughput_tflops"
 
     def figures(self, context) -> list:
         from harness.families.gemm.figures import figures

@@ -6,6 +6,12 @@ the same problem (LibraryCase, an anchor: harness/anchors; cuBLAS for f16 and bf
     gemm.f16.8192x8192x8192.tile128x128x64.s4.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore.pingpong
     cublas.f16.8192x8192x8192
     cublaslt.e4m3.8192x8192x8192.fastaccum.blockscale
+    gemm.f16.4096x4096x4096.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore.inputs-zero.burst
+    cublas.f16.4096x4096x4096.inputs-int
+
+The measured problem's inputs (`.inputs-int`, `.inputs-zero`; none: normal(0, 1)) and the protocol that times it
+(`.burst`: a batch of launches after idle, the seed worklog's; none: sustained rounds) are the case's too: they move the
+clock through power, not the kernel (docs/gemm.md, "Published figures by their protocol"). f16 and bf16 only.
 
 The schedule (ptx/pipeline.cuh): cooperative (the default, no suffix: both consumer warpgroups on every tile, each
 on its half of the rows) or `.pingpong` (they take the CTA's tiles in turn, each a whole tile, so one's epilogue
@@ -36,9 +42,12 @@ MMA_RATE = {"f16": 1, "bf16": 1, "e4m3": 2}  # dense tensor-core FLOP per cycle 
 BK = 64  # one 128-byte swizzle span of 2-byte elements (128 of fp8: bk_for)
 LIBRARY_DTYPES = ("f16", "bf16")  # cublasGemmEx through CuPy (harness/anchors/cublas.py)
 FP8_LIBRARY = ("e4m3",)  # cublasLtMatmul through nvmath-python's bindings (harness/anchors/cublaslt.py, extra `fp8`)
-TILES = ((64, 128), (128, 128), (128, 256), (256, 128), (64, 64), (128, 64), (64, 256))
+# 128x192: fp8's widest tile with its promotion (96 + 96 f32 a thread): 40 KiB of A and B a k-block for 6.3 MFLOP,
+# where 128x128 lands 32 KiB for 4.2 (the feed alone turns 128x128's k-block in 538 cycles against the tensor
+# cores' 512; reports/investigation/gemm-feed-h100.txt); N past a whole number of its tiles is a partial last tile
+TILES = ((64, 128), (128, 128), (128, 256), (256, 128), (64, 64), (128, 64), (64, 256), (128, 192))
 MAX_DIM = 65536
-PROMOTIONS = ("serial", "overlap", "pipelined")
+PROMOTIONS = ("serial", "overlap", "pipelined", "staggered")
 PIPELINE_GROUP = 4  # a pipelined promotion's k-blocks between two drains of the tensor cores (pipeline.cuh), unless
 PIPELINE_GROUPS = (2, 4)  # ... the case names another (`.pipelined-g2`; groups of 8 spill: 36 bytes a thread)
 # fp8 scaling: per tensor (the default, no suffix: scales of 1, a per-tensor pair being a multiple of C) or DeepSeek-V3's
@@ -49,6 +58,15 @@ SCALE_BLOCK = 128
 # f32 accumulators one wgmma may write (ACC_REGISTER_LIMIT), and all a consumer thread may keep live: an overlapped
 # fp8 promotion keeps three sets of 64 (two k-blocks' and the tile's) in the 232 registers setmaxnreg gives it
 LIVE_ACCUMULATOR_LIMIT = 192  # ptx/gemm.cu.in PROMOTE without and with OVERLAP (fp8 only)
+# The measured problem's inputs: normal(0, 1) (the default, no suffix), small integers, or zeros; fewer bits toggle,
+# less power, a higher clock under the same cap (problem.measured_bound: how each is checked). 16-bit inputs only.
+INPUT_KINDS = ("random", "int", "zero")
+INPUT_DTYPES = ("f16", "bf16")
+# How the measured problem is timed: sustained rounds alternating with the library (the default, no suffix) or a burst
+# (a batch of launches after the GPU idled: the seed worklog's published code; methods.WholeKernel.idle_s).
+PROTOCOLS = ("sustained", "burst")
+WORKLOG_IDLE_S = 5.0  # the worklog's published code: the GPU idle this long (a sleep) before its timed batch ...
+WORKLOG_BATCH = 8  # ... of this many launches back to back, timed by CUDA events as one
 
 
 class _GemmProblem:
@@ -78,6 +96,19 @@ class _GemmProblem:
     def flops(self) -> float:
         return 2.0 * self.m * self.n * self.k
 
+    @property
+    def _measured_suffix(self) -> str:
+        """`.inputs-KIND` and `.burst` where the measured problem's inputs or protocol are not the default."""
+        return ("" if self.inputs == "random" else f".inputs-{self.inputs}") + \
+            ("" if self.protocol == "sustained" else f".{self.protocol}")
+
+    def _drop_measured_defaults(self, values: dict) -> dict:
+        """params() without the default inputs and protocol: the params of the cases stored before they were fields."""
+        for name, default in (("inputs", "random"), ("protocol", "sustained")):
+            if values.get(name) == default:
+                del values[name]
+        return values
+
 
 @dataclass(frozen=True)
 class GemmCase(_GemmProblem, PipelineCase):
@@ -85,14 +116,19 @@ class GemmCase(_GemmProblem, PipelineCase):
     schedule, epilogue)."""
     family = "gemm"
     # what the GPU tests' default sample varies least (tests/gpu/sample.py): the problem and the ring's depth
-    size_fields: ClassVar[tuple[str, ...]] = ("m", "n", "k", "stages")
+    # (and the measured problem's inputs: the same kernel and method, its power and clock; a protocol is a method's mode)
+    size_fields: ClassVar[tuple[str, ...]] = ("m", "n", "k", "stages", "inputs")
     dtype: str
     m: int
     n: int
     k: int
-    promotion: str = "serial"  # fp8 (PROMOTIONS): each k-block added into f32 after it, or while the next runs
+    # fp8 (PROMOTIONS): each k-block added into f32 after it ("serial"), or while the next runs ("overlap", "pipelined"),
+    # or after it with the two consumer warpgroups taking turns on the tensor cores ("staggered")
+    promotion: str = "serial"
     group: int = PIPELINE_GROUP  # a pipelined promotion's k-blocks per drain of the tensor cores
     scaling: str = "tensor"  # fp8 (SCALINGS): one scale per tensor (1), or DeepSeek-V3's 1x128 and 128x128 blocks
+    inputs: str = "random"  # the measured problem's inputs (INPUT_KINDS)
+    protocol: str = "sustained"  # how it is timed (PROTOCOLS)
 
     @property
     def base_id(self) -> str:
@@ -105,7 +141,7 @@ class GemmCase(_GemmProblem, PipelineCase):
                 + (f".splitk{self.splits}" if self.splits > 1 else "")
                 + ("" if self.promotion == "serial" else f".{self.promotion}")
                 + (f"-g{self.group}" if self.promotion == "pipelined" and self.group != PIPELINE_GROUP else "")
-                + self._scaling_suffix)
+                + self._scaling_suffix + self._measured_suffix)
 
     @property
     def _scaling_suffix(self) -> str:
@@ -133,8 +169,13 @@ class GemmCase(_GemmProblem, PipelineCase):
         return -(-self.m // rows) * rows
 
     @property
+    def walk_n(self) -> int:
+        """N rounded up to whole tiles: the columns the kernel walks; B's rows past N load as zeros."""
+        return -(-self.n // self.bn) * self.bn
+
+    @property
     def tiles(self) -> int:
-        return (self.walk_m // self.bm) * (self.n // self.bn)
+        return (self.walk_m // self.bm) * (self.walk_n // self.bn)
 
     @property
     def items(self) -> int:
@@ -150,7 +191,7 @@ class GemmCase(_GemmProblem, PipelineCase):
     def accumulators(self) -> int:
         """f32 accumulator registers per consumer thread: one set, or for fp8 the k-block's and the tile's (and
         a second k-block set when the promotion overlaps)."""
-        sets = 1 if not self.promote else 2 if self.promotion == "serial" else 3
+        sets = 1 if not self.promote else 2 if self.promotion in ("serial", "staggered") else 3
         return self.accumulator_set * sets
 
     def smem_bytes(self) -> int:
@@ -170,7 +211,7 @@ class GemmCase(_GemmProblem, PipelineCase):
             del values["group"]
         if self.scaling == "tensor":  # ... and the default scaling
             del values["scaling"]
-        return values
+        return self._drop_measured_defaults(values)
 
 
 @dataclass(frozen=True)
@@ -179,21 +220,23 @@ class LibraryCase(_GemmProblem, AnchorCase):
     problem draws: cuBLAS's cublasGemmEx for f16 and bf16, cuBLASLt's fp8 matmul for e4m3 (without or with fast
     accumulation; per-tensor or DeepSeek-V3's block scales). An anchor (harness/anchors): no template."""
     family = "gemm"
-    size_fields: ClassVar[tuple[str, ...]] = ("m", "n", "k")
+    size_fields: ClassVar[tuple[str, ...]] = ("m", "n", "k", "inputs")
     dtype: str
     m: int
     n: int
     k: int
     fast_accum: bool = False  # cuBLASLt's fast accumulation (the tensor cores' sum for all of K)
     scaling: str = "tensor"  # fp8 (SCALINGS): per tensor (scales of 1) or DeepSeek-V3's blocks
+    inputs: str = "random"  # the measured problem's inputs (INPUT_KINDS)
+    protocol: str = "sustained"  # how it is timed (PROTOCOLS)
 
     @property
     def base_id(self) -> str:
         shape = f"{self.dtype}.{self.m}x{self.n}x{self.k}"
         if self.dtype in FP8_LIBRARY:
             return f"cublaslt.{shape}" + (".fastaccum" if self.fast_accum else "") + \
-                ("" if self.scaling == "tensor" else f".{self.scaling}scale")
-        return f"cublas.{shape}"
+                ("" if self.scaling == "tensor" else f".{self.scaling}scale") + self._measured_suffix
+        return f"cublas.{shape}" + self._measured_suffix
 
     @property
     def anchor(self) -> Anchor:
@@ -212,14 +255,15 @@ class LibraryCase(_GemmProblem, AnchorCase):
             values["fast_accum"] = self.fast_accum
         if self.scaling != "tensor":
             values["scaling"] = self.scaling
-        return values
+        return self._drop_measured_defaults({**values, "inputs": self.inputs, "protocol": self.protocol})
 
 
 ID = re.compile(r"^(?P<library>cublaslt|cublas|gemm)\.(?P<dtype>[a-z0-9]+)\.(?P<m>\d+)x(?P<n>\d+)x(?P<k>\d+)"
                 r"(?P<fast>\.fastaccum)?(?P<lscaling>\.blockscale)?"
                 r"(?:\.tile(?P<bm>\d+)x(?P<bn>\d+)x(?P<bk>\d+)\.s(?P<stages>\d+)\.wg(?P<wg>\d+)(?P<rb>\.setmaxnreg)?"
                 r"\.cluster(?P<cluster>\d+)\.(?P<sched>grid|persistent)-(?P<order>[a-z]+)\.(?P<epi>[a-z]+)"
-                r"(?:\.sms(?P<sms>\d+))?(?:\.(?P<schedule>pingpong))?(?:\.splitk(?P<splits>\d+))?(?:\.(?P<promotion>overlap|pipelined)(?:-g(?P<group>\d+))?)?(?P<scaling>\.blockscale)?)?$")
+                r"(?:\.sms(?P<sms>\d+))?(?:\.(?P<schedule>pingpong))?(?:\.splitk(?P<splits>\d+))?(?:\.(?P<promotion>overlap|pipelined|staggered)(?:-g(?P<group>\d+))?)?(?P<scaling>\.blockscale)?)?"
+                r"(?:\.inputs-(?P<inputs>[a-z]+))?(?:\.(?P<protocol>burst))?$")
 
 
 def parse(case_id: str) -> GemmCase:
@@ -230,7 +274,8 @@ def parse(case_id: str) -> GemmCase:
                         "'gemm.f16.8192x8192x8192.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore' "
                         "or 'cublas.f16.8192x8192x8192' or 'cublaslt.e4m3.8192x8192x8192[.fastaccum]'")
     g = match.groupdict()
-    common = dict(dtype=g["dtype"], m=int(g["m"]), n=int(g["n"]), k=int(g["k"]))
+    common = dict(dtype=g["dtype"], m=int(g["m"]), n=int(g["n"]), k=int(g["k"]), inputs=g["inputs"] or "random",
+                  protocol=g["protocol"] or "sustained")
     if g["library"] != "gemm":
         case = LibraryCase(**common, fast_accum=bool(g["fast"]), scaling="block" if g["lscaling"] else "tensor")
     else:
@@ -260,6 +305,12 @@ def check(case: GemmCase | LibraryCase) -> None:
             refuse(f"{name.upper()} = {value}: expected 1..{MAX_DIM}")
     if case.scaling not in SCALINGS:
         refuse(f"scaling {case.scaling!r}: expected one of {', '.join(SCALINGS)}")
+    if case.inputs not in INPUT_KINDS:
+        refuse(f"inputs {case.inputs!r}: expected one of {', '.join(INPUT_KINDS)}")
+    if case.inputs != "random" and case.dtype not in INPUT_DTYPES:
+        refuse(f"{case.inputs} inputs for the measured problem are {' and '.join(INPUT_DTYPES)}'s")
+    if case.protocol not in PROTOCOLS:
+        refuse(f"protocol {case.protocol!r}: expected one of {', '.join(PROTOCOLS)}")
     if case.block_scaled:
         if case.in_bytes != 1:
             refuse("block scaling is fp8's (DeepSeek-V3's 1x128 and 128x128 f32 scales)")
@@ -299,6 +350,9 @@ def _check_pipeline(case: GemmCase, refuse) -> None:
     if case.promotion not in PROMOTIONS or (case.promotion != "serial" and (not case.promote or case.stages < 2)):
         refuse(f"promotion {case.promotion!r}: expected one of {', '.join(PROMOTIONS)}; an overlapped one is fp8's, "
                "with a ring of two stages or more")
+    if case.promotion == "staggered" and (case.consumers != 2 or case.pingpong):
+        refuse("a staggered promotion orders two cooperative consumer warpgroups' k-blocks on the tensor cores: wg2, "
+               "not ping-pong")
     if case.group not in PIPELINE_GROUPS or (case.group != PIPELINE_GROUP and case.promotion != "pipelined"):
         refuse(f"a group of {case.group} k-blocks: a pipelined promotion's groups are of "
                f"{', '.join(map(str, PIPELINE_GROUPS))}")
@@ -311,9 +365,15 @@ def _check_pipeline(case: GemmCase, refuse) -> None:
                "in setmaxnreg's 232 registers")
     if case.smem_bytes() > SMEM_LIMIT:
         refuse(f"{case.smem_bytes()} bytes of shared memory: more than the {SMEM_LIMIT} a block may have")
-    if case.n % case.bn or case.k % (case.bk * case.splits):
-        refuse(f"{case.m}x{case.n}x{case.k} is not a whole number of {case.bn}-column tiles and "
+    if case.k % (case.bk * case.splits):
+        refuse(f"K = {case.k} is not a whole number of "
                + (f"{case.splits} runs of {case.bk}-deep k-blocks" if case.splits > 1 else f"{case.bk}-deep k-blocks"))
+    if case.n % case.bn and (case.epilogue != "tmastore" or case.block_scaled or case.n % 16):
+        refuse(f"N = {case.n} is not a whole number of {case.bn}-column tiles: a partial last tile takes the TMA-store "
+               "epilogue (it clips the columns past N), no block scales, and N a multiple of 16")
+    if case.block_scaled and case.bn % SCALE_BLOCK and SCALE_BLOCK % case.bn:
+        refuse(f"block scales with {case.bn}-column tiles: a tile holds whole {SCALE_BLOCK}-column blocks of B's "
+               "scales, or lies in one")
     if case.m % (case.bm * case.cluster):
         if case.epilogue != "tmastore" or case.block_scaled or case.cluster > 1 or case.m % 16:
             refuse(f"M = {case.m} is not a whole number of {case.bm * case.cluster}-row tiles (cluster pairs along M): "
@@ -343,9 +403,10 @@ def pipeline(dtype: str, shape: tuple[int, int, int], **config) -> GemmCase:
     return GemmCase(dtype, m, n, k, **{"bk": bk_for(dtype), **config})
 
 
-def library(dtype: str, shape: tuple[int, int, int], fast_accum: bool = False, scaling: str = "tensor") -> LibraryCase:
+def library(dtype: str, shape: tuple[int, int, int], fast_accum: bool = False, scaling: str = "tensor",
+            inputs: str = "random", protocol: str = "sustained") -> LibraryCase:
     m, n, k = shape
-    return LibraryCase(dtype, m, n, k, fast_accum=fast_accum, scaling=scaling)
+    return LibraryCase(dtype, m, n, k, fast_accum=fast_accum, scaling=scaling, inputs=inputs, protocol=protocol)
 
 
 # The seed worklog's kernels that this family expresses, by its step (docs/gemm.md; the steps it does not:
@@ -435,6 +496,17 @@ OVERLAP_FP8 = dict(FP8_SERIAL, stages=4, promotion="overlap")
 # ... and pipelined (a k-block in flight through the next slot's wait), on the deepest ring beside the TMA store
 # (run 124, H100: 1081 and 1096 TFLOPS at 4096^3 and 8192^3 against 1044 and 1037 on a ring of 4)
 BEST_FP8 = dict(FP8_SERIAL, stages=6, promotion="pipelined")
+# ... and 128x192, the widest tile with two sets (96 + 96 a thread), promoted after each k-block: the two consumer
+# warpgroups' k-blocks queue on the tensor cores, so one's promotion runs under the other's wgmma (as DeepGEMM's
+# consumers do); a ring of 4 beside the TMA store's 48 KiB, N past whole tiles a partial last tile
+WIDE_FP8 = dict(FP8_SERIAL, bn=192, stages=4)
+# Measured so (H100, run 149): 1109-1158 cycles a k-block against the tensor cores' 768: the two warpgroups issue
+# each k-block together, their wgmma interleave and finish together, and both promote while the tensor cores idle.
+# The staggered promotion orders their issue by named barriers (warpgroup 1 issues k-block kb after warpgroup 0 has,
+# warpgroup 0 issues kb + 1 after warpgroup 1 has issued kb): if the tensor cores take a warpgroup's group whole, in
+# the order issued, one promotes while the other's group runs. Measured (run 150): they do not (1188-1206 cycles at
+# 128x192, 909-919 at 128x128, no better than serial); docs/gemm.md
+STAGGERED_FP8 = dict(WIDE_FP8, promotion="staggered")
 
 
 # fp8 validates against cuBLAS (an f16 GEMM of the same values, f32 compute) within the bound of its arithmetic
@@ -466,6 +538,11 @@ def fp8() -> list[GemmCase]:
     # wait, at every size and at every ring depth that fits at 4096^3 and 8192^3
     for s in FP8_SIZES:
         cases.append(pipeline("e4m3", (s, s, s), **dict(BEST_FP8, stages=4)))
+    # 128x192 (serial and staggered) and 128x128 staggered, which lose (runs 149-150): their k-blocks, measured
+    for s in (4096, 8192):
+        cases += [pipeline("e4m3", (s, s, s), **dict(config, cluster=cluster)) for cluster in (1, 2)
+                  for config in (WIDE_FP8, STAGGERED_FP8)]
+        cases.append(pipeline("e4m3", (s, s, s), **dict(FP8_SERIAL, stages=6, promotion="staggered")))
     for s in (4096, 8192):
         for stages in range(3, MAX_STAGES + 1):
             for epilogue in ("tmastore", "regs"):
@@ -571,6 +648,18 @@ def skinny(ms=SKINNY_DECODE, nk: int = 8192, dtype: str = "f16") -> list[GemmCas
     return _unique(cases)
 
 
+WORKLOG_SHAPE = (4096, 4096, 4096)  # the seed worklog's problem (its section 2.11: a 4096 x 4096 C in 128x256 tiles)
+
+
+def protocol() -> list[GemmCase | LibraryCase]:
+    """`gemm-protocol`: the best f16 configuration (the worklog's step 10 in ours) and cuBLAS at the worklog's size,
+    each measured problem's inputs (random, integers, zeros) under each protocol (sustained rounds, a burst after
+    idle): its published figures by their protocol (protocol.py)."""
+    return [case for timing in PROTOCOLS for inputs in INPUT_KINDS
+            for case in (pipeline("f16", WORKLOG_SHAPE, **BEST, inputs=inputs, protocol=timing),
+                         library("f16", WORKLOG_SHAPE, inputs=inputs, protocol=timing))]
+
+
 def quick() -> list[GemmCase]:
     """One small pipeline and the library at 2048^3: the family end to end in seconds."""
     shape = (2048, 2048, 2048)
@@ -612,7 +701,7 @@ def _split_options(dtype: str, bm: int, bn: int, shape: tuple[int, int, int]) ->
     items within two per SM and every run at least two k-blocks (split-K's fix-up then costs no more than a
     tile's epilogue twice)."""
     m, n, k = shape
-    tiles = -(-m // bm) * (n // bn) if n % bn == 0 else 0
+    tiles = -(-m // bm) * -(-n // bn)
     if not tiles or tiles >= SPLIT_SMS:
         return ()
     kblocks = k // bk_for(dtype)
@@ -622,7 +711,7 @@ def _split_options(dtype: str, bm: int, bn: int, shape: tuple[int, int, int]) ->
 def cases() -> list[GemmCase]:
     """Every suite's cases but gemm-heuristics' (the family adds those: heuristics.py ranks with the planner, which
     stands above this module)."""
-    return _unique(full() + quick() + multicast() + skinny())
+    return _unique(full() + quick() + multicast() + skinny() + protocol())
 
 
 def with_problem(case: GemmCase, m: int, n: int, k: int) -> GemmCase:

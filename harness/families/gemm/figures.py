@@ -4,7 +4,9 @@
     the ladder              the seed worklog's kernels that cases.LADDER maps, measured, beside cuBLAS in
                             the same run (and its ratio to each, round by round), with the planner's
                             prediction at the clock each case measured, and the worklog's published
-                            figures where the database holds them as references
+                            figures at their 4096^3 where the database holds them as references
+    by their protocol       the worklog's figures against ours in a burst after idle and in sustained rounds,
+                            on three kinds of inputs, in MHz and watts (protocol.py; suite gemm-protocol)
     stages                  TFLOPS against stages for each tile of the stage sweep (measured points,
                             the planner's line)
     where the time goes     cycles per k-block against the tensor cores' 2 BM BN 64 / 4096, and per
@@ -24,7 +26,8 @@ from harness.families.gemm.frame import (CONFIG, best_by_problem, case_frame, co
                                          pipeline_rows, planner_params, predict_tflops, stage_sweeps, stages_needed)
 from harness.families.gemm.plots import figure_ladder, figure_sizes, figure_stages, figure_time
 from harness.families.gemm.problem import TENSOR_FLOPS_PER_CYCLE
-from harness.families.gemm.worklog import max_clock, worklog_figures, worklog_sizes_sentence, worklog_verdict
+from harness.families.gemm.worklog import WORKLOG_SIZE_SENTENCE, max_clock, worklog_figures, worklog_verdict
+from harness.paper import DEFAULT_TOLERANCE
 
 
 MIN_LADDER_STEPS = 3  # ladder steps a size needs to be drawn as a ladder
@@ -79,9 +82,10 @@ def _against_library(ctx, pipes: pd.DataFrame, library: pd.DataFrame, gpu: str, 
 def figures(ctx) -> list:
     """[(heading, paragraphs, Path | DataFrame | None)] for the report (harness/analysis/report.py): ours against
     the library (the lead), the worklog's ladder, TFLOPS against stages, where the time goes."""
+    by_protocol = _by_protocol(ctx)
     wide = case_frame(ctx.measured)
     if wide.empty:
-        return []
+        return by_protocol
     pipes = pipeline_rows(wide).copy()
     # the library as the anchor: cuBLASLt's fp8 with fast accumulation is a row of its own, not the anchor
     library = wide[wide.library & ~wide.fast_accum]
@@ -93,7 +97,7 @@ def figures(ctx) -> list:
     notes = {"flagged": _flagged_note(_flagged_left_out(ctx)), "prior": _prior_sentence(params)}
     return (_against_library(ctx, pipes, library, ctx.gpu, ctx.run_id)  # the lead: ours against the library
             + _ladder_sections(ctx, pipes, library, sms, notes) + _stages_sections(ctx, pipes, params, notes)
-            + _time_sections(ctx, pipes))
+            + _time_sections(ctx, pipes) + by_protocol)
 
 
 def _flagged_note(left_out: list[str]) -> str:
@@ -153,13 +157,14 @@ def _ladder_sections(ctx, pipes: pd.DataFrame, library: pd.DataFrame, sms: int |
     text = [_ladder_text(ladder, cublas, worklog, notes)]
     table = _ladder_table(ladder, cublas)
     if len(worklog):
-        table["worklog TFLOPS"] = table.step.map(worklog.set_index("step").value)
+        published = worklog.set_index(["step", "size"]).value
+        table["worklog TFLOPS"] = [published.get((s, n), np.nan) for s, n in zip(table.step, table["size"])]
         top = max_clock(ctx)
         judged = [worklog_verdict(r.TFLOPS, r["worklog TFLOPS"], r["SM MHz"], sms or 132, top)
                   for _, r in table.iterrows()]
         table["verdict"] = [v for v, _ in judged]
         table["why"] = [w for _, w in judged]
-        text.append(worklog_sizes_sentence(table))
+        text.append(WORKLOG_SIZE_SENTENCE)
     return [("From instructions to a GEMM: the worklog's ladder", text, path),
             ("From instructions to a GEMM: the ladder in numbers", [], table.round(3).dropna(axis=1, how="all"))]
 
@@ -231,3 +236,15 @@ def _time_sections(ctx, pipes: pd.DataFrame) -> list:
         "which is still in flight) and the rest, then their epilogue; below it the producer's waits on an empty "
         "slot (every slot was taken: loaded and not yet consumed, or still in flight). Large waits on both sides "
         "mean the slots are copies in flight: the copies, not the ring's depth, set the pace."], path)]
+
+
+def _by_protocol(ctx) -> list:
+    """The worklog's figures by their protocol (protocol.py), where the run has the gemm-protocol suite's bursts."""
+    from harness.families.gemm import protocol
+
+    try:
+        refs = ctx.store.query(f"""SELECT source, case_id, m, metric, value, notes FROM reference_figures
+                                   WHERE source = '{protocol.SOURCE}'""")
+    except SQLAlchemyError:
+        refs = pd.DataFrame(columns=["source", "case_id", "m", "metric", "value", "notes"])
+    return protocol.sections(ctx.measured, refs, max_clock(ctx), DEFAULT_TOLERANCE)

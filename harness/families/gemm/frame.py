@@ -30,6 +30,10 @@ def case_frame(frame: pd.DataFrame, keys: tuple[str, ...] = ("case_id",)) -> pd.
     its throughput, its SMs, and the case's configuration parsed from its id."""
     frame = frame[frame.family == "gemm"] if "family" in frame else frame
     frame = frame[frame.metric.isin(METRICS) & frame.value.notna()]
+    # the protocol suite's other inputs and bursts (protocol.py) are not configurations: their own section has them
+    ordinary = {c: (lambda case: (case.inputs, case.protocol) == ("random", "sustained"))(parse(c))
+                for c in set(frame.case_id)}
+    frame = frame[frame.case_id.map(ordinary).astype(bool)] if len(frame) else frame
     if frame.empty:
         return pd.DataFrame()
     keys = list(keys)

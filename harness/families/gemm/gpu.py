@@ -4,7 +4,7 @@ Runs in the worker process, on the GPU only.
 
 ptx/gemm.cu.in takes two `Problem`s by value after the common four arguments: the check problem (A and
 B in the probe's input buffer, C in its output buffer) and the measured one (normal(0, 1) inputs drawn
-here). A library case (cases.LibraryCase) has no kernel: its probe's one host kernel, anchors.KERNEL, is the
+here, or the case's integers or zeros: measured_values). A library case (cases.LibraryCase) has no kernel: its probe's one host kernel, anchors.KERNEL, is the
 library's call on the check problem (iters 0) or on the measured one's inputs, drawn as a pipeline case's are.
 """
 
@@ -16,8 +16,9 @@ from harness import tensormaps
 from harness.anchors import KERNEL
 from harness.dtypes import bf16_bits
 from harness.errors import HarnessError
+from harness.families.base import Attachment
 
-from harness.families.gemm.problem import PROBLEM, split_counters, split_workspace_bytes, walk_m
+from harness.families.gemm.problem import PROBLEM, split_counters, split_workspace_bytes, walk_m, walk_n
 
 SEED = 20261125
 
@@ -34,12 +35,12 @@ def _encode(case, dtype: str, address: int, rows: int, cols: int, box_rows: int,
 def problem(case, a: int, b: int, c: int, m: int, n: int, k: int, scales: tuple[int, int] = (0, 0),
             split: tuple[int, int] = (0, 0)) -> np.ndarray:
     """The kernel's Problem argument for A, B, C at these addresses (row-major, K-major A and B), a block-scaled
-    case's scales and a split-K case's workspace and counters. The maps hold M rows; the walk, whole tiles."""
+    case's scales and a split-K case's workspace and counters. The maps hold M rows and N columns; the walk, whole tiles."""
     value = np.zeros(1, dtype=PROBLEM.dtype())
     value["a"] = _encode(case, case.dtype, a, m, k, case.bm, case.bk, True)
     value["b"] = _encode(case, case.dtype, b, n, k, case.bn // case.cluster, case.bk, True)
     value["c"] = _encode(case, case.out_dtype, c, m, n, case.wg_rows, 64, False)
-    value["c_ptr"], value["m"], value["n"], value["k"] = c, walk_m(case, m), n, k
+    value["c_ptr"], value["m"], value["n"], value["k"] = c, walk_m(case, m), walk_n(case, n), k
     value["scale_a"], value["scale_b"] = scales
     value["workspace"], value["counters"] = split
     return value
@@ -76,6 +77,30 @@ def normal(cupy, rows: int, cols: int, dtype: str, seed: int):
     if dtype == "f16":
         return x.astype(cupy.float16).view(cupy.uint16)
     return bf16_bits(x.view(cupy.uint32), cupy)
+
+
+def measured_values(cupy, rows: int, cols: int, dtype: str, seed: int, inputs: str):
+    """The measured problem's A or B as the bit patterns of `dtype` (f16 or bf16 where `inputs` is not random): normal(0, 1),
+    integers in MEASURED_INTEGERS (uniform, seeded), or zeros, drawn on the GPU."""
+    from harness.families.gemm.problem import MEASURED_INTEGERS
+
+    if inputs == "random":
+        return normal(cupy, rows, cols, dtype, seed)
+    if inputs == "zero":
+        return cupy.zeros((rows, cols), dtype=cupy.uint16)  # +0.0 in f16 and bf16
+    low, high = MEASURED_INTEGERS
+    x = cupy.random.RandomState(seed).randint(low, high + 1, size=(rows, cols)).astype(cupy.float32)
+    return x.astype(cupy.float16).view(cupy.uint16) if dtype == "f16" else bf16_bits(x.view(cupy.uint32), cupy)
+
+
+def exact_product(cupy, a_bits, b_bits, dtype: str):
+    """A . B^T of 16-bit values in f64, by rows of A at a time (integer inputs: exact, every sum far below 2^53)."""
+    a, b = as_float(cupy, a_bits, dtype).astype(cupy.float64), as_float(cupy, b_bits, dtype).astype(cupy.float64)
+    rows = max(1, (1 << 27) // max(1, b.shape[0]))  # 1 GiB of f64 output a step
+    product = cupy.empty((a.shape[0], b.shape[0]), dtype=cupy.float64)
+    for r in range(0, a.shape[0], rows):
+        product[r:r + rows] = a[r:r + rows] @ b.T
+    return product
 
 
 def _e4m3_table(cupy):
@@ -131,11 +156,11 @@ def as_f16_values(cupy, bits):
 
 
 def _measured(cupy, case):
-    """The measured problem's A, B and (block-scaled) scales, drawn on the GPU from the family's seeds: a pipeline
-    case and the library case of its problem get the same values."""
+    """The measured problem's A, B and (block-scaled) scales, drawn on the GPU from the family's seeds and the case's
+    input kind: a pipeline case and the library case of its problem and inputs get the same values."""
     m, n, k = case.m, case.n, case.k
-    a1 = normal(cupy, m, k, case.dtype, SEED)
-    b1 = normal(cupy, n, k, case.dtype, SEED + 1)
+    a1 = measured_values(cupy, m, k, case.dtype, SEED, case.inputs)
+    b1 = measured_values(cupy, n, k, case.dtype, SEED + 1, case.inputs)
     scales = block_scales(cupy, m, n, k, SEED + 2) if case.block_scaled else (None, None)
     return a1, b1, scales
 
@@ -158,7 +183,7 @@ def _call(case, m: int, n: int, k: int, a: int, b: int, c: int, scales: tuple[in
     return plan, lambda: plan(a, b, c, m, n, k)
 
 
-def attach_library(case, probe, device) -> None:
+def attach_library(case, probe, device) -> Attachment:
     """A library case (an anchor): its call as the probe's host kernel KERNEL, on the check problem (A and B in
     the probe's input buffer, C its output buffer) at iters 0, else on the measured problem's inputs."""
     import cupy
@@ -174,22 +199,21 @@ def attach_library(case, probe, device) -> None:
     c1 = cupy.zeros((case.m, case.n), dtype=cupy.uint16)
     scales1 = (scale_a1.data.ptr, scale_b1.data.ptr) if case.block_scaled else None
     plan, call = _call(case, case.m, case.n, case.k, a1.data.ptr, b1.data.ptr, c1.data.ptr, scales1, case.fast_accum)
-    probe.resources = [a1, b1, c1, scale_a1, scale_b1, check_plan, plan]
 
     def library(out, timing, iters):
         (call if iters else check_call)()
 
-    probe.host_kernels = {KERNEL: library}
+    return Attachment(resources=(a1, b1, c1, scale_a1, scale_b1, check_plan, plan), host_kernels={KERNEL: library})
 
 
-def attach(case, probe, device) -> None:
+def attach(case, probe, device) -> Attachment:
     """A pipeline case: its Problems, the library on the measured problem's inputs (KERNEL, the anchor: its library
     case's call, where that can be made here: cuBLASLt's needs nvmath-python) and the verification."""
     import cupy
 
     from harness.families.gemm.cases import FP8_LIBRARY
     from harness.families.gemm.cases import library as library_case
-    from harness.families.gemm.problem import VERIFY_ATOL, VERIFY_RTOL, check_problem, fp8_bound, grid, threads
+    from harness.families.gemm.problem import check_problem, fp8_bound, grid, measured_bound, threads
 
     from harness.families.gemm.problem import scale_offsets
 
@@ -204,30 +228,28 @@ def attach(case, probe, device) -> None:
     scales1 = (scale_a1.data.ptr, scale_b1.data.ptr) if case.block_scaled else (0, 0)
     c1 = cupy.zeros((m, n), dtype=cupy.uint16)
     reference = cupy.zeros((m, n), dtype=cupy.uint16)
-    probe.resources = [a1, b1, c1, reference, scale_a1, scale_b1]
+    resources = [a1, b1, c1, reference, scale_a1, scale_b1]
     # cuBLAS's inputs: A and B themselves, or (fp8, which cublasGemmEx does not take) their values as f16
     a_ref, b_ref = (a1, b1) if case.dtype == case.out_dtype else (as_f16(cupy, a1), as_f16(cupy, b1))
-    probe.resources += [a_ref, b_ref]
+    resources += [a_ref, b_ref]
     split0, split1 = split_buffers(cupy, case, m0, n0), split_buffers(cupy, case, m, n)
-    probe.resources += [*split0, *split1]
+    resources += [*split0, *split1]
     pointers = lambda buffers: tuple(0 if x is None else x.data.ptr for x in buffers)
     check = problem(case, a0, b0, c0, m0, n0, k0, scales0, pointers(split0))
     measured = problem(case, a1.data.ptr, b1.data.ptr, c1.data.ptr, m, n, k, scales1, pointers(split1))
-    probe.extra_args = (check, measured)
     host = {}
     # The anchor: the library on the measured problem's own inputs (fp8: cuBLASLt on the e4m3 codes, without fast
     # accumulation), into a C of its own (f16 and bf16: the reference the verification reads again)
     if library_case(case.dtype, (m, n, k), scaling=case.scaling).anchor.available():
         anchor_c = reference if case.dtype not in FP8_LIBRARY else cupy.zeros((m, n), dtype=cupy.uint16)
         plan, call = _call(case, m, n, k, a1.data.ptr, b1.data.ptr, anchor_c.data.ptr, scales1)
-        probe.resources += [anchor_c, plan]
+        resources += [anchor_c, plan]
 
         def anchor(out, timing, iters):
             call()
 
         host[KERNEL] = anchor
 
-    probe.dynamic_smem = {"probe_gemm": case.smem_bytes()}
     blocks, block = grid(case, device.sm_count), threads(case)
     if case.persistent and case.cluster > 1:  # a persistent grid's clusters must all run at once
         from harness.measure.launch import max_active_clusters
@@ -237,31 +259,31 @@ def attach(case, probe, device) -> None:
             raise HarnessError(f"a persistent grid of {blocks // case.cluster} clusters of {case.cluster}, but this GPU "
                                f"runs {fit} at once (the rest would be a second wave): ask for "
                                f".sms{fit * case.cluster} or fewer")
-    library = None if case.promote else _call(case, m, n, k, a_ref.data.ptr, b_ref.data.ptr, reference.data.ptr,
-                                               None)[1]
+    library = None if case.promote or case.inputs != "random" else _call(case, m, n, k, a_ref.data.ptr,
+                                                                          b_ref.data.ptr, reference.data.ptr, None)[1]
 
     def verify(out, timing, iters):
-        """The measured problem once, then its reference (cuBLAS on the same inputs; fp8: the exact product in f64);
-        out[0] = the elements beyond the tolerance (NaN counts)."""
-        function = probe.module.get_function("probe_gemm")
-        if function.max_dynamic_shared_size_bytes < case.smem_bytes():
-            function.max_dynamic_shared_size_bytes = case.smem_bytes()
+        """The measured problem once, then its reference (cuBLAS on the same inputs; fp8, integer and zero inputs: the
+        exact product in f64); out[0] = the elements beyond the tolerance (NaN counts)."""
         scratch = cupy.zeros(blocks * 16, dtype=cupy.int64)
         c1.fill(0xFFFF)
-        function((blocks,), (block,), (probe.inputs, out, scratch, np.int32(1), check, measured),
-                 shared_mem=case.smem_bytes())
+        probe.enqueue("probe_gemm", blocks, block, 1, scratch)  # the attached (check, measured) and shared memory
         ours = as_float(cupy, c1, case.out_dtype)
         if case.promote:  # fp8: against the exact product, within the bound of the arithmetic (problem.fp8_bound)
             theirs, abs_sum = exact_fp8_product(cupy, a_ref, b_ref, (scale_a1, scale_b1) if case.block_scaled else None)
             bound = fp8_bound(cupy, theirs, abs_sum, k, case.bk // case.wgmma_k, case.bk,
                               f32_roundings=3 if case.block_scaled else 1)
             del abs_sum
-        else:
+        elif case.inputs == "random":
             library()
             theirs = as_float(cupy, reference, case.out_dtype)
-            bound = VERIFY_ATOL + VERIFY_RTOL * cupy.abs(theirs)
+            bound = measured_bound(cupy, case.inputs, case.out_dtype, theirs)
+        else:  # integers or zeros: against the exact sum (problem.measured_bound)
+            theirs = exact_product(cupy, a1, b1, case.dtype)
+            bound = measured_bound(cupy, case.inputs, case.out_dtype, theirs)
         bad = ~(cupy.abs(ours - theirs) <= bound)
         out[0:1] = cupy.count_nonzero(bad).astype(cupy.uint32)
 
     host["probe_verify"] = verify
-    probe.host_kernels = host
+    return Attachment(extra_args=(check, measured), dynamic_smem={"probe_gemm": case.smem_bytes()},
+                      resources=tuple(resources), host_kernels=host)

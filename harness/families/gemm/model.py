@@ -183,7 +183,7 @@ def miss_fraction(case: GemmCase, sm_count: int) -> float:
     that asks and shared by the rest while the wave is in flight). A wave is the work items in flight at
     once, taken in the kernel's order (ptx/gemm.cu.in tile_of, which orders a one-CTA-per-tile grid's clusters
     too: the block scheduler starts them in that order)."""
-    return _miss_fraction(case.walk_m, case.n, case.bm, case.bn, case.cluster, case.order,
+    return _miss_fraction(case.walk_m, case.walk_n, case.bm, case.bn, case.cluster, case.order,
                           max(1, sms_used(case, sm_count) // case.cluster * blocks_per_sm(case) // case.splits))
 
 
@@ -283,12 +283,13 @@ def _kblock(case: GemmCase, p: Params, miss: float) -> tuple[float, str]:
 
 
 def _promoted_kblock(case: GemmCase, p: Params, t_tc: float, z: float, s: float, blocks: int) -> tuple[float, str]:
-    """fp8 with its promotion waited for each k-block (serial or overlapped): the consumer holds a slot through
+    """fp8 with its promotion waited for each k-block (serial, overlapped or staggered): the consumer holds a slot through
     its wgmma and their drain (serial: and the additions) and gives it back once they are done, so the S slots
     circulate through the copy's round trip (less the issue stall, which the consumer's service holds), the
     feed and the consumer in series. Bound: "promotion" where the consumer's service sets the period, the feed
-    or the latency where the copies do."""
-    service = t_tc + p.drain_cycles + (p.promotion_cycles if case.promotion == "serial" else 0.0)
+    or the latency where the copies do. A staggered promotion costs what a serial one does (runs 149-150: the
+    tensor cores do not run one warpgroup's k-block while the other adds)."""
+    service = t_tc + p.drain_cycles + (p.promotion_cycles if case.promotion in ("serial", "staggered") else 0.0)
     period = mean_value(case.stages * blocks, z, (s, service)) * blocks
     if service * blocks >= 0.9 * period:
         return period, "promotion"

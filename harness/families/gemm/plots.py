@@ -42,11 +42,12 @@ def figure_ladder(path, ladder: pd.DataFrame, cublas: dict[int, float], worklog:
                        label=f"cuBLAS {size}^3, same run ({cublas[size]:.0f} TFLOPS)")
         top = max(top, float(np.nanmax(rows[["throughput_tflops", "predicted"]].to_numpy(dtype=float), initial=0)),
                   cublas.get(size, 0.0))
-    if len(worklog):
-        at = worklog.set_index("step").reindex(steps)
-        gpu = worklog.gpu.iloc[0]
-        ax.plot(x, at.value, "D", mfc="none", mec=COLORS["worklog"], mew=1.5, ms=8,
-                label=f"the worklog ({gpu}, as published)")
+    for i, size in enumerate(sizes):  # the worklog's figures at their size, over our bars of that size
+        at = worklog[worklog["size"] == size].set_index("step").reindex(steps) if len(worklog) else None
+        if at is None or at.value.isna().all():
+            continue
+        ax.plot(x - 0.4 + width * (i + 0.5), at.value, "D", mfc="none", mec=COLORS["worklog"], mew=1.5, ms=8,
+                label=f"the worklog ({worklog.gpu.iloc[0]}, {size}^3, as published)")
         top = max(top, float(np.nanmax(at.value.to_numpy(dtype=float), initial=0)))
     ax.set_xticks(x, labels=[f"{s}\n{config_lines(c)}" for s, c in
                              zip(steps, ladder.drop_duplicates("step").set_index("step").reindex(steps).case)],

@@ -19,7 +19,7 @@ from harness.families.pipeline import (CONSUMER_REGS, COUNTER_WORDS, PIPELINE_CO
 # address (the register epilogue) and the shape.
 # A block-scaled fp8 problem adds its scales' addresses (cases.GemmCase.block_scaled; 0 otherwise, never read), a
 # split-K one its workspace (f32, split_workspace_bytes) and its counters (int32, zero; split_counters) (0 otherwise).
-# M is the walk's, rounded up to whole tiles (walk_m); the maps hold the matrices' own.
+# M and N are the walk's, rounded up to whole tiles (walk_m, walk_n); the maps hold the matrices' own.
 PROBLEM = KernelStruct("Problem", (("a", "map"), ("b", "map"), ("c", "map"), ("c_ptr", "u64"), ("m", "i32"),
                                    ("n", "i32"), ("k", "i32"), ("pad", "i32"), ("scale_a", "u64"), ("scale_b", "u64"),
                                    ("workspace", "u64"), ("counters", "u64")),
@@ -28,6 +28,10 @@ PROBLEM = KernelStruct("Problem", (("a", "map"), ("b", "map"), ("c", "map"), ("c
                                "counters (harness/families/gemm/problem.py PROBLEM).")
 POISON = 0xFFFFFFFF
 CHECK_VALUES = (-2, 2)  # the check problem's inputs: integers in this range, exact in every type
+# The measured problem's inputs by kind (cases.INPUT_KINDS), and how measured_bound checks each
+MEASURED_INPUTS = {"random": "normal(0, 1)", "int": "integers -2..2", "zero": "zeros"}
+MEASURED_INTEGERS = (-2, 2)  # products of at most 4: every partial sum of K <= 65536 is below 2^24, exact in f32
+SIGNIFICAND_BITS = {"f16": 11, "bf16": 8}  # with the implicit bit: every integer up to 2^bits is exact in the type
 VERIFY_ATOL, VERIFY_RTOL = 0.05, 1.0 / 128  # the measured problem against cuBLAS, f16 and bf16 (see checks())
 # fp8: the tensor cores sum a k-block's fp8 products in a register narrower than f32. DeepSeek-V3 (arXiv 2412.19437,
 # section 3.3.2) measures about 14 bits kept on H800; the bound below assumes 13 (one bit of margin) and one
@@ -40,6 +44,25 @@ F16_SUBNORMAL_HALF_ULP = 2.0 ** -25
 # the pipeline's counters, per CTA after its timing record (families/pipeline.py PIPELINE_COUNTERS)
 FULL_WAIT, EMPTY_WAIT, EPILOGUE, MAINLOOP, TILES, KBLOCKS = (counter_index(name) for name in PIPELINE_COUNTERS)
 COUNTERS = counter_metrics()  # fp8 runs at twice TENSOR_FLOPS_PER_CYCLE (GemmCase.mma_rate)
+
+
+def measured_bound(xp, inputs: str, out_dtype: str, reference):
+    """The largest |ours - reference| an element of the measured problem may show where the kernel is right, from the
+    arithmetic of its inputs (`reference`: cuBLAS's C for normal inputs; the exact sum, f64, for integers; zeros):
+
+        random   VERIFY_ATOL + VERIFY_RTOL x |cuBLAS| (a dropped k-block moves an element by about 8)
+        int      integers -2..2: each product exact, every partial sum below 2^24 (MEASURED_INTEGERS), so the f32
+                 accumulator holds the exact sum; C is that sum rounded once to the output type: exact (0) where
+                 |sum| <= 2^SIGNIFICAND_BITS, within half an ulp (2^-bits x |sum|) beyond
+        zero     every product and sum is zero: C exactly zero (0)
+    """
+    if inputs == "zero":
+        return xp.zeros_like(reference)
+    if inputs == "int":
+        bits = SIGNIFICAND_BITS[out_dtype]
+        size = xp.abs(reference)
+        return xp.where(size <= 2.0 ** bits, 0.0, size * 2.0 ** -bits)
+    return VERIFY_ATOL + VERIFY_RTOL * xp.abs(reference)
 
 
 def check_problem(case: GemmCase | LibraryCase) -> tuple[int, int, int]:
@@ -55,8 +78,11 @@ def check_problem(case: GemmCase | LibraryCase) -> tuple[int, int, int]:
     # k-blocks a run: a tile's 2 x stages + 3 split in runs (a run of fewer k-blocks than the ring's slots wraps it only
     # across work items: a persistent CTA's, not a one-CTA-per-item grid's; its measured problem, checked against
     # cuBLAS, wraps it in every run)
+    n = 2 * case.bn
+    if case.n % case.bn:  # ... and a partial last column of tiles as many columns
+        n -= case.bn - case.n % case.bn
     runs = -(-(2 * case.stages + 3) // case.splits)
-    return m, 2 * case.bn, runs * case.splits * case.bk
+    return m, n, runs * case.splits * case.bk
 
 
 def check_grid(case: GemmCase) -> int:
@@ -78,14 +104,19 @@ def walk_m(case: GemmCase, m: int) -> int:
     return -(-m // rows) * rows
 
 
+def walk_n(case: GemmCase, n: int) -> int:
+    """The N the kernel walks for a problem of n columns: whole tiles."""
+    return -(-n // case.bn) * case.bn
+
+
 def split_workspace_bytes(case: GemmCase, m: int, n: int) -> int:
     """A split-K problem's workspace: every run's f32 sums of every tile (ptx/gemm.cu.in reduce_runs); else 0."""
-    return walk_m(case, m) * n * case.splits * 4 if case.splits > 1 else 0
+    return walk_m(case, m) * walk_n(case, n) * case.splits * 4 if case.splits > 1 else 0
 
 
 def split_counters(case: GemmCase, m: int, n: int) -> int:
     """A split-K problem's counters: one int32 per tile and consumer warpgroup; else 0."""
-    return walk_m(case, m) // case.bm * (n // case.bn) * case.consumers if case.splits > 1 else 0
+    return walk_m(case, m) // case.bm * (walk_n(case, n) // case.bn) * case.consumers if case.splits > 1 else 0
 
 
 def sms_used(case: GemmCase, sm_count: int) -> int:

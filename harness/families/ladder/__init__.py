@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.families.base import Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
+from harness.families.base import Attachment, Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
 import harness.families.ladder.cases as _cases
 from harness.families.ladder.cases import LadderCase
 from harness.families.ladder.problem import (CHECK_VALUES, POISON, PROBLEM, check_grid, check_problem, grid,
@@ -127,10 +127,10 @@ class LadderFamily(Family):
                       f"the {case.m}x{case.n}x{case.k} problem against the exact product (f64): elements beyond the "
                       f"{unit} bound K x {'2^-22' if unit == 'HMMA' else '2^-23'} x sum |a b| (expected 0)")]
 
-    def attach(self, case: LadderCase, probe, device) -> None:
+    def attach(self, case: LadderCase, probe, device) -> Attachment:
         import harness.families.ladder.gpu as gpu
 
-        gpu.attach(case, probe, device)
+        return gpu.attach(case, probe, device)
 
     # -- measurement ----------------------------------------------------------------------------------
 

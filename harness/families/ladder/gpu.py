@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness.families.base import Attachment
 from harness.families.ladder.problem import PROBLEM, bound, check_problem, grid
 
 SEED = 20261127
@@ -28,7 +29,7 @@ def normal(cupy, rows: int, cols: int, dtype: str, seed: int):
     return x.astype(cupy.float16) if dtype == "f16" else x
 
 
-def attach(case, probe, device) -> None:
+def attach(case, probe, device) -> Attachment:
     import cupy
 
     from harness.anchors.cublas import GemmEx
@@ -42,8 +43,8 @@ def attach(case, probe, device) -> None:
     c1 = cupy.zeros((m, n), dtype=cupy.float32)
     theirs = cupy.zeros((m, n), dtype=cupy.float32)
     library = GemmEx(case.dtype, "f32")
-    probe.resources = [a1, b1, c1, theirs]
-    probe.extra_args = (problem(a0, b0, c0, m0, n0, k0), problem(a1.data.ptr, b1.data.ptr, c1.data.ptr, m, n, k))
+    resources = (a1, b1, c1, theirs)
+    problems = (problem(a0, b0, c0, m0, n0, k0), problem(a1.data.ptr, b1.data.ptr, c1.data.ptr, m, n, k))
 
     def run_anchor(out, timing, iters):
         library(a1.data.ptr, b1.data.ptr, theirs.data.ptr, m, n, k)
@@ -55,17 +56,18 @@ def attach(case, probe, device) -> None:
             else:
                 run_anchor(out, timing, iters)
 
-        probe.host_kernels = {"probe_ladder": run_library, "probe_verify": _verifier(case, run_library, a1, b1, theirs)}
-        return
+        return Attachment(extra_args=problems, resources=resources,
+                          host_kernels={"probe_ladder": run_library,
+                                        "probe_verify": _verifier(case, run_library, a1, b1, theirs)})
 
     blocks, threads = grid(case), case.spec.threads
 
     def run_kernel(out, timing, iters):
         scratch = cupy.zeros(blocks * 8, dtype=cupy.int64)
-        probe.module.get_function("probe_ladder")((blocks,), (threads,),
-                                                  (probe.inputs, out, scratch, np.int32(1), *probe.extra_args))
+        probe.enqueue("probe_ladder", blocks, threads, 1, scratch)  # with the attached problems
 
-    probe.host_kernels = {"library": run_anchor, "probe_verify": _verifier(case, run_kernel, a1, b1, c1)}
+    return Attachment(extra_args=problems, resources=resources,
+                      host_kernels={"library": run_anchor, "probe_verify": _verifier(case, run_kernel, a1, b1, c1)})
 
 
 def _verifier(case, run, a, b, c):

@@ -55,6 +55,7 @@ import numpy as np
 from harness import seed_chapter
 from harness.errors import HarnessError, IllegalShapeError, SpecError
 from harness.families.base import (
+    Attachment,
     Check,
     Family,
     Inputs,
@@ -448,19 +449,20 @@ class MemoryFamily(Family):
                                          reps=EACH_REPS))
         return plan
 
-    def attach(self, case: MemoryCase, probe, device) -> None:
+    def attach(self, case: MemoryCase, probe, device) -> Attachment:
         """The map's blocks one per SM (MAP_SHARED_BYTES). The chases' launch counters start at zero for every probe (its checks expect it; a module loaded
         again in one process keeps its globals). After the ring's upload the L2 holds its last tens of
         MiB: write twice the L2 elsewhere, so that the HBM chase's first launches find none of it there."""
         import cupy
 
+        smem = {}
         if case.kind == "map":  # shared memory no two blocks fit on one SM beside: one block per SM
-            probe.dynamic_smem["probe_map"] = MAP_SHARED_BYTES
+            smem["probe_map"] = MAP_SHARED_BYTES
         if case.kind == "pairs":  # one block per SM, all resident (the flag waits for all), from a fresh counter
             if device.sm_count * PAIR_STRIPE_BYTES > PAIR_SLAB_BYTES:
                 raise HarnessError(f"{case}: {device.sm_count} SMs' stripes of {PAIR_STRIPE_BYTES >> 10} KiB do not "
                                    f"fit a {PAIR_SLAB_BYTES >> 20} MiB slab")
-            probe.dynamic_smem["probe_pairs"] = MAP_SHARED_BYTES
+            smem["probe_pairs"] = MAP_SHARED_BYTES
             for name in ("pairs_launches", "pairs_arrived", "pairs_departed"):
                 cupy.ndarray((1,), cupy.uint32, probe.module.get_global(name)).fill(0)
         if case.kind in ("pchase", "ptrchase"):
@@ -470,6 +472,7 @@ class MemoryFamily(Family):
             scratch = cupy.ones(max(2 * (device.l2_bytes or 50 << 20), 1 << 20) // 4, dtype=cupy.uint32)
             scratch += 1
             cupy.cuda.get_current_stream().synchronize()
+        return Attachment(dynamic_smem=smem)
 
     @staticmethod
     def paper_row(row: dict) -> dict | str | None:

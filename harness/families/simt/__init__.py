@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from harness import dtypes, seed_chapter
-from harness.families.base import Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
+from harness.families.base import (NOTHING_ATTACHED, Attachment, Check, Family, Inputs, KernelExpectation, SassExpectation,
+                                   Suite, Work)
 from harness.families.chains import ILPS, Chains
 import harness.families.simt.cases as _cases
 import harness.families.simt.chapter as _chapter
@@ -226,10 +227,9 @@ class SimtFamily(Family):
                 "body": case.op.body, "chain_kernels": CHAINS.rendered(), "overlap": 0, "has_simt": "false",
                 "out_simt": 0, "overlap_kernels": ""}
 
-    def attach(self, case, probe, device) -> None:
+    def attach(self, case, probe, device) -> Attachment:
         """The .tma overlap cases' source and tensor map (overlap.attach); nothing for the others."""
-        if isinstance(case, OverlapCase):
-            _overlap.attach(case, probe)
+        return _overlap.attach(case, probe) if isinstance(case, OverlapCase) else NOTHING_ATTACHED
 
     def sass_expectation(self, case) -> SassExpectation:
         if isinstance(case, OverlapCase):

@@ -215,12 +215,6 @@ class FitReport:
 class OverlapModel(FamilyModel):
     """Fitted only: the datasheets say nothing of the register file's ports."""
 
-    def prior(self, gpu: str):
-        return None
-
-    def predict(self, case, metric: str, params) -> float | None:
-        return None
-
     def fit(self, frame: pd.DataFrame, gpu: str, source: str) -> FitReport | None:
         data = pairs(frame)
         if not any(not q.tma for q in data):

@@ -27,6 +27,7 @@ from typing import ClassVar
 import numpy as np
 
 from harness.errors import IllegalShapeError, SpecError
+from harness.families.base import NOTHING_ATTACHED, Attachment
 from harness.spec import Case
 
 OPS = ("ex2.approx.ftz.f32", "fma.rn.f32", "fma.rn.f16x2", "shfl.sync.bfly.b32", "cvt.rn.bf16x2.f32")
@@ -199,10 +200,10 @@ def ring_expected(loads: int) -> np.ndarray | None:
     return np.concatenate(out)
 
 
-def attach(case: OverlapCase, probe) -> None:
+def attach(case: OverlapCase, probe) -> Attachment:
     """The .tma cases: the source (TMA_TILES boxes of source_words) and its tensor map, the kernels' argument."""
     if not case.tma:
-        return
+        return NOTHING_ATTACHED
     import cupy
 
     from harness import tensormaps
@@ -212,8 +213,7 @@ def attach(case: OverlapCase, probe) -> None:
     source = ((index * cupy.uint64(0x9E3779B1) + cupy.uint64(0x7F4A7C15)) & cupy.uint64(0xFFFFFFFF)).astype(cupy.uint32)
     tensor_map = tensormaps.matrix(str(case), 4, source.data.ptr, TMA_TILES * TMA_BOX_ROWS, TMA_BOX_COLS,
                                    TMA_BOX_ROWS, TMA_BOX_COLS, 4, swizzle=None)
-    probe.resources = [source]
-    probe.extra_args = (tensor_map,)
+    return Attachment(extra_args=(tensor_map,), resources=(source,))
 
 
 def mnemonic(case: OverlapCase) -> str:

@@ -28,8 +28,8 @@ from __future__ import annotations
 import numpy as np
 
 from harness import seed_chapter
-from harness.families.base import (Check, Family, Inputs, KernelExpectation, Reason, SassExpectation, Suite, Work,
-                                   known_cause)
+from harness.families.base import (Attachment, Check, Family, Inputs, KernelExpectation, Reason, SassExpectation, Suite,
+                                   Work, known_cause)
 import harness.families.tma.cases as _cases
 import harness.families.tma.maps as _maps
 import harness.families.tma.model as model
@@ -181,7 +181,7 @@ class TmaFamily(Family):
             "box_bytes": case.box_bytes or 16,
             "stage_bytes": stage_bytes(case) if case.box_bytes else model.STAGE_ALIGN,
             "cluster": case.cluster,
-            # a non-portable size is given at launch time (LoadedProbe.runtime_cluster), not in the source
+            # a non-portable size is given at launch time (Attachment.runtime_cluster), not in the source
             "cluster_attr": (f"__cluster_dims__({case.cluster}, 1, 1)"
                              if 1 < case.cluster <= _cases.PORTABLE_CLUSTER else ""),
             "gmap": "true" if case.gmap else "false",
@@ -366,14 +366,14 @@ class TmaFamily(Family):
 
     # -- on the GPU: the source tensor, the maps, shared memory --------------------------------------
 
-    def attach(self, case: TmaCase, probe, device) -> None:
+    def attach(self, case: TmaCase, probe, device) -> Attachment:
         """Allocate and fill the source (SOURCE_L2_MULTIPLE x the device's L2), encode the tensor map,
         set each kernel's dynamic shared memory, and append the family's kernel arguments."""
         import harness.families.tma.gpu as gpu
 
         if case.l2map:
             return _maps.attach(case, probe, device)
-        gpu.attach(case, probe, device)
+        return gpu.attach(case, probe, device)
 
     # -- measurement ---------------------------------------------------------------------------------
 

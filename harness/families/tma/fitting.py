@@ -155,12 +155,6 @@ class FitReport:
 class TmaModel(FamilyModel):
     """Fitted only (no datasheet prior: the papers print no copy engine parameters)."""
 
-    def prior(self, gpu: str):
-        return None
-
-    def predict(self, case, metric: str, params) -> float | None:
-        return None
-
     def fit(self, frame: pd.DataFrame, gpu: str, source: str, issue: float | None = None,
             issue_from: str = "fitted") -> FitReport | None:
         """The latency lines and the streams' queueing network fitted to the run; with `issue`, the streams

@@ -10,6 +10,7 @@ import numpy as np
 
 from harness import tensormaps
 from harness.errors import HarnessError
+from harness.families.base import Attachment
 import harness.families.tma.model as model
 from harness.families.tma.layout import (SOURCE_L2_MULTIPLE, SOURCE_MIN_BYTES, dynamic_smem, geometry, source_bytes,
                                          source_tiles, stream_stages)
@@ -61,7 +62,7 @@ def encode_im2col_map(case, geometry: model.Im2colGeometry, address: int) -> np.
                              geometry.pixels, case.swizzle or None, case.promotion or None)
 
 
-def attach(case, probe, device) -> None:
+def attach(case, probe, device) -> Attachment:
     import cupy
 
     from harness.families.tma.cases import COPY_OPS
@@ -81,11 +82,12 @@ def attach(case, probe, device) -> None:
         tensor_map = encode_map(case, geometry(case, tiles), source.data.ptr)
     global_map = cupy.asarray(tensor_map.view(np.uint64))  # 256-byte aligned: CuPy's allocations are
     evict_l2(cupy, device.l2_bytes or 50 << 20)
+    smem = {}
     if copies:
-        probe.dynamic_smem = {"probe_check": dynamic_smem(case, 1), "probe_latency": dynamic_smem(case, 1),
-                              "probe_latency_cold": dynamic_smem(case, 1), "probe_latency_empty": dynamic_smem(case, 1),
-                              "probe_latency_prefetched": dynamic_smem(case, 1),
-                              **{f"probe_stream_k{k}": dynamic_smem(case, k) for k in stream_stages(case)}}
+        smem = {"probe_check": dynamic_smem(case, 1), "probe_latency": dynamic_smem(case, 1),
+                "probe_latency_cold": dynamic_smem(case, 1), "probe_latency_empty": dynamic_smem(case, 1),
+                "probe_latency_prefetched": dynamic_smem(case, 1),
+                **{f"probe_stream_k{k}": dynamic_smem(case, k) for k in stream_stages(case)}}
     if copies:  # the fresh-tile kernels' launch counters start at zero for every probe (their checks expect it)
         for name in ("cold_launches", "prefetch_launches"):
             try:
@@ -93,9 +95,8 @@ def attach(case, probe, device) -> None:
             except Exception:  # a counter no kernel of this probe uses is not in the module
                 continue
             cupy.ndarray((1,), cupy.uint32, counter).fill(0)
-    if case.cluster > PORTABLE_CLUSTER:
-        probe.runtime_cluster = case.cluster
-    probe.resources = [source, global_map]
-    probe.extra_args = (tensor_map, global_map, source, np.int64(tiles))
     if copies and prod(case.box) and tiles < 2000:  # checks read tiles below 1000, the L2 latency up to ~1500
         raise HarnessError(f"{case}: the source holds only {tiles} boxes; the checks and the L2 tiles need 2000")
+    return Attachment(extra_args=(tensor_map, global_map, source, np.int64(tiles)), dynamic_smem=smem,
+                      resources=(source, global_map),
+                      runtime_cluster=case.cluster if case.cluster > PORTABLE_CLUSTER else 0)

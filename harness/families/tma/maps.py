@@ -74,16 +74,16 @@ def plan(case) -> list:
                         "samples: launch by launch, the lines in walk order from word 0")]
 
 
-def attach(case, probe, device) -> None:
+def attach(case, probe, device):
     """One block per SM; the family's four extra arguments, none used (the copy reads `in`)."""
     import cupy
 
+    from harness.families.base import Attachment
     from harness.families.tma.gpu import MAP_DTYPE
 
-    probe.dynamic_smem = {KERNEL: MAP_SHARED_BYTES}
     placeholder = cupy.zeros(16, dtype=cupy.uint64)
-    probe.resources = [placeholder]
-    probe.extra_args = (np.zeros(1, dtype=MAP_DTYPE), placeholder, placeholder, np.int64(0))
+    return Attachment(extra_args=(np.zeros(1, dtype=MAP_DTYPE), placeholder, placeholder, np.int64(0)),
+                      dynamic_smem={KERNEL: MAP_SHARED_BYTES}, resources=(placeholder,))
 
 
 # -- analysis --------------------------------------------------------------------------------------------------
