@@ -14,7 +14,7 @@ from harness.families.base import PaperFigure
 from harness.families.gemm import FAMILY
 from harness.families.gemm import cases as C
 from harness.families.gemm.cases import LibraryCase
-from harness.families.gemm.figures import worklog_verdict
+from harness.families.gemm.worklog import worklog_verdict
 from harness.families.gemm.model import (
     PRIOR,
     Params,

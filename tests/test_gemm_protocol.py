@@ -308,7 +308,7 @@ def test_bench_references_lists_the_worklog_at_4096_only(tmp_path):
 # -- the analysis, in MHz and watts ------------------------------------------------------------------------------
 
 def _measured(rows):
-    """compare.measured's rows for (case id, metric, value, in-kernel clock, NVML clock)."""
+    """run_rows.measured's rows for (case id, metric, value, in-kernel clock, NVML clock)."""
     import pandas as pd
 
     return pd.DataFrame([{"family": "gemm", "case_id": c, "metric": m, "value": v, "sm_clock_mhz": k,
@@ -385,7 +385,7 @@ def test_the_report_section_needs_the_protocol_suites_bursts():
 # -- end to end on the simulated GPU ---------------------------------------------------------------------------
 
 def test_the_protocol_suite_runs_on_the_simulated_gpu_into_the_report_and_compare(tmp_path, monkeypatch, shared_cache):
-    from harness.analysis import compare
+    from harness.analysis import paper_verdicts, run_rows
     from harness.db.store import Store
     from harness.orchestration.run import execute, plan
     from harness.orchestration.worker import Worker
@@ -398,7 +398,7 @@ def test_the_protocol_suite_runs_on_the_simulated_gpu_into_the_report_and_compar
         outcome = execute(run_plan, db, worker)
     assert outcome.status == "complete" and {r.status for r in outcome.results} == {"valid"}
     store = Store.open(db)
-    measured = compare.measured(store, 1)
+    measured = run_rows.measured(store, 1)
     bursts = measured[measured.case_id.str.endswith(".burst")]
     assert set(bursts.metric) == {"throughput_tflops", "peak_fraction", "power_burst_w"}
     assert set(bursts.launch) == {'{"problem":"measured","protocol":"burst"}'}
@@ -416,7 +416,7 @@ def test_the_protocol_suite_runs_on_the_simulated_gpu_into_the_report_and_compar
         raw.execute("""UPDATE measurement_rows SET sm_clock_mhz = NULL WHERE id IN
                        (SELECT measurement_id FROM results WHERE case_id LIKE 'cublas.%')""")
     store = Store.open(db)
-    against = compare.against_paper(store, 1)
+    against = paper_verdicts.against_paper(store, 1)
     worklog = against[against.paper_gpu == "H100 SXM5"]
     assert dict(zip(worklog.case_id, worklog.paper)) == {BEST_4096: _printed("hgemm worklog step 10"),
                                                           CUBLAS_4096: _printed("hgemm worklog cublas")}

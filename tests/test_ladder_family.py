@@ -140,7 +140,7 @@ def test_the_report_sets_each_step_beside_its_bound_the_best_pipeline_and_the_ch
     """Numbers chosen here: the ladder's section draws every step at the run's largest size with the model's bound
     and the gemm family's fastest pipeline and cuBLAS of that size (read by metric); the chapter's fractions of
     peak are judged (0.45 lies in its 40-50 %; 0.05 is below its 9 %), its TFLOPS shown for context."""
-    from harness.analysis import compare
+    from harness.analysis import paper_verdicts, run_rows
     from harness.analysis.report import ReportContext
 
     results = [_result("ladder.naive.f32.1024x1024x1024", 1.0, 0.02, 0.05),
@@ -153,8 +153,9 @@ def test_the_report_sets_each_step_beside_its_bound_the_best_pipeline_and_the_ch
                _result("cublas.f16.2048x2048x2048", 620.0),
                _result("gemm.f16.4096x4096x4096.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore", 700.0)]
     store, run_id = _store(tmp_path / "r.db", results)
-    measured = compare.measured(store, run_id)
-    ctx = ReportContext(store, run_id, "NVIDIA H100 80GB HBM3", tmp_path, measured, compare.against_paper(store, run_id))
+    measured = run_rows.measured(store, run_id)
+    ctx = ReportContext(store, run_id, "NVIDIA H100 80GB HBM3", tmp_path, measured,
+                        paper_verdicts.against_paper(store, run_id))
     (head, _, path), (_, _, table), (_, _, published) = FAMILY.figures(ctx)
     assert path.exists() and "ladder" in head.lower()
     rows = table.set_index("step")
@@ -193,15 +194,16 @@ def test_each_step_compiles_to_the_units_it_names_and_not_the_others(tmp_path, m
 
 
 def test_the_ladder_takes_the_pipeline_from_the_newest_run_of_its_gpu_when_its_own_has_none(tmp_path):
-    from harness.analysis import compare
+    from harness.analysis import paper_verdicts, run_rows
     from harness.analysis.report import ReportContext
 
     pipe = "gemm.f16.1024x1024x1024.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore"
     store, first = _store(tmp_path / "r.db", [_result(pipe, 400.0), _result("cublas.f16.1024x1024x1024", 410.0)])
     _, second = _store(None, [_result(pipe, 450.0)], store)
     _, ladder = _store(None, [_result("ladder.naive.f32.1024x1024x1024", 1.0, 0.02, 0.05)], store)
-    measured = compare.measured(store, ladder)
-    ctx = ReportContext(store, ladder, "NVIDIA H100 80GB HBM3", tmp_path, measured, compare.against_paper(store, ladder))
+    measured = run_rows.measured(store, ladder)
+    ctx = ReportContext(store, ladder, "NVIDIA H100 80GB HBM3", tmp_path, measured,
+                        paper_verdicts.against_paper(store, ladder))
     (_, text, _), (_, _, table), *_ = FAMILY.figures(ctx)
     rows = table.set_index("step")
     assert rows.loc["best wgmma pipeline", "TFLOPS"] == 450.0 and f"run {second}" in rows.loc["best wgmma pipeline", "runs"]

@@ -83,7 +83,7 @@ def test_tensor_core_figures_match_the_paper(db):
     # the command counts Table 13's figures with the seed chapter's H100 peaks ("47 agree with the seeds' H100 peaks")
     with_seeds = int(re.search(r"\((\d+) agree with the seeds' H100 peaks\)", text).group(1))
     assert re.search(rf"^\s+{with_seeds} agrees$", counts, re.M) and re.search(rf"^\s+{doubtful} paper clock doubtful", counts, re.M)
-    from harness.analysis.compare import against_paper
+    from harness.analysis.paper_verdicts import against_paper
     from harness.db.store import Store
 
     with Store.open(db, read_only=True) as store:

@@ -4,7 +4,8 @@ A pipeline case is a warp-specialized Hopper GEMM (ptx/gemm.cu.in): a producer w
 of A and B into a ring of shared-memory stages, one or two consumer warpgroups run wgmma over each
 k-block, an epilogue writes C. A library case (cases.LibraryCase) is an anchor (harness/anchors): cuBLAS's
 cublasGemmEx, or cuBLASLt's fp8 matmul, on the same problem, with no template. Cases and ids: cases.py; GPU resources
-and the library's calls: gpu.py; the planner (the family's model): model.py.
+and the library's calls: gpu.py; the planner (the family's model): model.py. The report: figures.py (its sections),
+frame.py (the rows they read), plots.py (the figures), worklog.py (the seed worklog's figures), findings.py.
 
 Every case is validated twice before it is timed:
     the check problem   small integer-valued A and B (exact in f32), several tiles per CTA, every stage
@@ -347,7 +348,7 @@ class GemmFamily(Family):
         return figures(context)
 
     def findings(self, context) -> list:
-        from harness.families.gemm.figures import findings
+        from harness.families.gemm.findings import findings
 
         return findings(context)
 

@@ -51,7 +51,7 @@ def contenders() -> dict[str, str]:
 
 
 def table(measured: pd.DataFrame) -> pd.DataFrame:
-    """One row per contender, protocol and inputs measured in `measured` (compare.measured's rows): tflops, clock_mhz
+    """One row per contender, protocol and inputs measured in `measured` (run_rows.measured's rows): tflops, clock_mhz
     and where it was read (clock_from), watts and how (power_from), per_cycle (FLOP per cycle per SM)."""
     bases = contenders()
     rows = []
