@@ -74,6 +74,9 @@ METRICS = {m.name: m for m in (
     MetricInfo("power_mean_w", "W", "energy", None, "lower",
                "mean board power over a whole-GPU timed series: NVML's energy counter difference over the "
                "series' wall time (the mean of the power readings where the GPU has no counter)"),
+    MetricInfo("power_burst_w", "W", "energy", None, "lower",
+               "board power during a burst (a batch of launches after idle: WholeKernel.idle_s): the mean of NVML's "
+               "instantaneous power readings taken while the batch ran, one sample per burst"),
     MetricInfo("energy_efficiency", "work/s/W", "energy", "work", "higher",
                "throughput_tflops over power_mean_w of the same series (TFLOPS/W, TOPS/W)"),
     MetricInfo("energy_pj_per_op", "pJ", "energy", None, "lower",

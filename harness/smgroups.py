@@ -115,3 +115,79 @@ def sides_of_groups(side: dict[int, int], groups) -> list[tuple[int, int, int]]:
         known = [side[s] for s in members if s in side]
         rows.append((g, known.count(0), known.count(1)))
     return rows
+
+
+# -- partitions of the SMs compared (issue 45, section 4: the L2 map's halves, the pairs' sides, the GPC groups) ------
+# A partition is {SM id: label}. Two are compared on the SMs both label: their contingency table (SMs per pair of
+# labels), the adjusted Rand index (1: the same partition whatever the labels' names; about 0: no more alike than
+# two random partitions of the same group sizes), and the fraction of SM pairs they agree on (both put the two SMs
+# together, or both apart: the Rand index) beside the fraction two independent partitions of those sizes would
+# agree on by chance.
+
+
+def group_labels(groups) -> dict[int, int]:
+    """{SM: the index of its group} of a list of groups (lists of SM ids)."""
+    return {int(s): g for g, members in enumerate(groups) for s in members}
+
+
+def contingency(a: dict[int, int], b: dict[int, int]) -> tuple[list, list, np.ndarray]:
+    """(a's labels, b's labels, SMs with each pair of labels) over the SMs both partitions label."""
+    common = sorted(set(a) & set(b))
+    rows, cols = sorted({a[s] for s in common}), sorted({b[s] for s in common})
+    table = np.zeros((len(rows), len(cols)), dtype=int)
+    for s in common:
+        table[rows.index(a[s]), cols.index(b[s])] += 1
+    return rows, cols, table
+
+
+def _pairs(n) -> np.ndarray:
+    n = np.asarray(n, dtype=float)
+    return n * (n - 1) / 2
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Two partitions on their common SMs: the contingency table and how alike they are."""
+
+    sms: int  # SMs both label
+    rows: list  # the first partition's labels
+    cols: list  # the second's
+    table: np.ndarray  # SMs per (row label, column label)
+    rand: float  # fraction of SM pairs both partitions put together, or both apart
+    chance: float  # the same fraction expected of two independent partitions with these group sizes
+    adjusted: float  # adjusted Rand index: (rand - chance) / (1 - chance); 1: the same partition
+
+    @property
+    def same(self) -> bool:
+        """The same partition (each label of one is exactly one label of the other)."""
+        return self.refines(0) and self.refines(1)
+
+    def refines(self, axis: int) -> bool:
+        """Whether each group of the first partition (axis 0; the second, axis 1) lies wholly inside one group of the
+        other: that partition's groups are unions of these."""
+        table = self.table if axis == 0 else self.table.T
+        return bool(self.sms) and bool(((table > 0).sum(axis=1) <= 1).all())
+
+    def split_groups(self, axis: int) -> list[tuple[object, list[int]]]:
+        """The groups of the first partition (axis 0; the second, axis 1) that straddle the other's: (label, SMs of it
+        in each of the other's groups)."""
+        table, labels = (self.table, self.rows) if axis == 0 else (self.table.T, self.cols)
+        return [(label, [int(x) for x in row if x]) for label, row in zip(labels, table) if (row > 0).sum() > 1]
+
+
+def agreement_of(a: dict[int, int], b: dict[int, int]) -> Agreement:
+    """How alike two partitions of the SMs are, on the SMs both label (module section above)."""
+    rows, cols, table = contingency(a, b)
+    n = int(table.sum())
+    total = _pairs(n)
+    if total == 0:
+        return Agreement(n, rows, cols, table, float("nan"), float("nan"), float("nan"))
+    together = _pairs(table).sum()  # pairs both put together
+    in_a, in_b = _pairs(table.sum(axis=1)).sum(), _pairs(table.sum(axis=0)).sum()
+    rand = (total + 2 * together - in_a - in_b) / total  # together in both, plus apart in both
+    p_a, p_b = in_a / total, in_b / total
+    chance = p_a * p_b + (1 - p_a) * (1 - p_b)
+    expected = in_a * in_b / total
+    top = (in_a + in_b) / 2
+    adjusted = 1.0 if top == expected else float((together - expected) / (top - expected))
+    return Agreement(n, rows, cols, table, float(rand), float(chance), adjusted)

@@ -23,7 +23,10 @@ def all_suites() -> dict[str, Suite]:
 # Suites made of the family suites that name them in Suite.part_of, across families (in registry order).
 COMPOSED = {"tensor": "every tensor-core case",
             "tma": "TMA and clusters (the runs of record's data-movement suite)",
-            "maps": "maps of the chip: the L2 and distributed shared memory by SM"}
+            "maps": "maps of the chip: the L2 and distributed shared memory by SM",
+            "maps-sides": "the three partitions of the SMs in one run, for the report to compare them (SM ids are "
+                          "numbered per physical GPU): the L2 map's halves, the far-hit sides, the DSMEM map's GPC "
+                          "groups"}
 
 
 def _composed(parts: list[Suite]):

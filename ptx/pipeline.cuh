@@ -204,6 +204,63 @@ __device__ __forceinline__ void consume_kblock_groups(const Ring<STAGES, CLUSTER
   }
 }
 
+// The pipelined walk without its drains (a promotion carried): the tile's first k-block goes into set 1 alone, then
+// the k-blocks go two a step of the loop, set 0 then set 1, each issued before the one before it is waited for
+// (wait_group 1) and added, so that set 1's k-block is in flight across the loop's back edge as it is on the way in
+// (ptxas sees one state at the loop's head, and does not serialize: the drained walk above had none in flight on the
+// way in). The tensor cores drain once a tile, after its last k-block. An even count's last k-block goes alone, into
+// set 0, after the loop. `under_first_kblock()` runs once the tile's first k-block is issued, before anything waits
+// for it.
+template <int STAGES, int CLUSTER, class Consumer>
+__device__ __forceinline__ void consume_kblocks_carried(const Ring<STAGES, CLUSTER>& ring, PipelineState<STAGES>& st,
+                                                        int kblocks, int t, long long& full_wait, Consumer& consumer) {
+  int s = st.index();
+  long long w0 = clock_cycles();
+  ring.consumer_wait(st);
+  full_wait += clock_cycles() - w0;
+  consumer.template issue<1>(s, 0);
+  consumer.under_first_kblock();  // what the consumer does while the tile's first k-block runs (gemm: a tile's store)
+  int previous = s;
+  st.advance();
+  int kb = 1;
+#pragma unroll 1
+  for (; kb + 1 < kblocks; kb += 2) {
+    s = st.index();
+    w0 = clock_cycles();
+    ring.consumer_wait(st);
+    full_wait += clock_cycles() - w0;
+    consumer.template issue<0>(s, kb);
+    consumer.template promote_after<0>();
+    ring.consumer_release(previous, t);
+    previous = s;
+    st.advance();
+    s = st.index();
+    w0 = clock_cycles();
+    ring.consumer_wait(st);
+    full_wait += clock_cycles() - w0;
+    consumer.template issue<1>(s, kb + 1);
+    consumer.template promote_after<1>();
+    ring.consumer_release(previous, t);
+    previous = s;
+    st.advance();
+  }
+  if (kb < kblocks) {
+    s = st.index();
+    w0 = clock_cycles();
+    ring.consumer_wait(st);
+    full_wait += clock_cycles() - w0;
+    consumer.template issue<0>(s, kb);
+    consumer.template promote_after<0>();
+    ring.consumer_release(previous, t);
+    previous = s;
+    st.advance();
+    consumer.template finish<0>();
+  } else {
+    consumer.template finish<1>();
+  }
+  ring.consumer_release(previous, t);
+}
+
 // -- the tile walk ----------------------------------------------------------------------------------------
 
 struct Tile {

@@ -9,18 +9,20 @@ import pytest
 
 from harness.dtypes import round_to
 from harness.errors import IllegalShapeError, SpecError
-from harness.families.attention.cases import attention, check_case
+from harness.families.attention.cases import AttentionCase, attention, check_case
 from harness.families.attention.problem import LOG2E, check_reference, scale_log2
 from harness.registry import FAMILIES, parse_case_id
 
 FAMILY = FAMILIES["attention"]
 
 
-def emulate(case, values, drop=None, scale=None):
+def emulate(case, values, drop=None, scale=None, block=None):
     """ptx/attention.cu.in's arithmetic in NumPy, independently of problem.py's bound: per block of keys S in f32,
     the running max and sum rescaled, P = 2^(S c - max) rounded to the case's type before P V, O summed in f32,
-    divided by the row sum and rounded to the type. `drop`: a block left out; `scale`: another c."""
+    divided by the row sum and rounded to the type. `drop`: a block left out; `scale`: another c; `block`: keys a
+    block other than the case's (cuDNN's case has none of its own)."""
     small = check_case(case)
+    bn = block or small.bn
     c = np.float32(scale_log2(case) if scale is None else scale)
     out = np.zeros((small.batch, small.seq, small.heads, small.head_dim))
     rows = np.arange(small.seq)
@@ -29,10 +31,10 @@ def emulate(case, values, drop=None, scale=None):
         m = np.full(small.seq, -np.inf, np.float32)
         total = np.zeros(small.seq, np.float32)
         o = np.zeros((small.seq, small.head_dim), np.float32)
-        for block in range(small.seq // small.bn):
-            if block == drop:
+        for index in range(small.seq // bn):
+            if index == drop:
                 continue
-            keys = np.arange(block * small.bn, (block + 1) * small.bn)
+            keys = np.arange(index * bn, (index + 1) * bn)
             s = (q @ k[keys].T).astype(np.float32)
             if case.causal:
                 s = np.where(keys[None, :] <= rows[:, None], s, -np.inf).astype(np.float32)
@@ -107,7 +109,9 @@ def test_the_template_takes_the_scale_exactly_and_the_wgmma_forms():
 
 
 def test_the_check_problem_wraps_the_ring_and_has_two_tiles():
-    for case in FAMILY.cases():
+    from harness.anchors import has_probe
+
+    for case in filter(has_probe, FAMILY.cases()):  # cuDNN's cases have no ring (their check: the next test)
         small = check_case(case)
         assert small.seq // small.bn >= 2 * case.stages + 1 and small.tiles >= 2
         assert small.seq % case.bm == 0 and small.seq % case.bn == 0
@@ -154,14 +158,119 @@ def test_the_model_recovers_a_and_b_and_carries_them_to_another_run():
             out.append({"case_id": case.case_id, "metric": "cycles_per_kblock", "value": tensor + a * mufu + b / blocks})
         return pd.DataFrame(out)
 
-    ours = [case for case in FAMILY.cases() if case.dtype == "bf16" and not case.turns]
+    ours = [case for case in FAMILY.cases() if isinstance(case, AttentionCase) and case.dtype == "bf16" and not case.turns]
     report = model.fit(rows(ours), "GPU A", "run 1")
     for name, (a, b) in truth.items():
         assert report.fits[name] == pytest.approx((a, b), rel=1e-6)
     assert report.residuals.relative.abs().max() < 1e-9
-    other = [case for case in FAMILY.cases() if case.dtype == "f16"]
+    other = [case for case in FAMILY.cases() if isinstance(case, AttentionCase) and case.dtype == "f16"]
     moved = model.transfer(report, rows(other), "GPU B", "run 1")
     assert len(moved.rows) == len(other) and moved.residuals.relative.abs().max() < 1e-9
     case = other[0]
     assert model.predict(case, "cycles_per_kblock", model.prior("H100")) == 2048 + 1024  # head dim 128, 128 x 128
     assert model.predict(case, "throughput_tflops", {}) is None
+
+
+ANCHORS = ["cudnn.sdpa.bf16.4x4096x16x128", "cudnn.sdpa.bf16.4x4096x16x128.causal", "cudnn.sdpa.f16.4x4096x16x128",
+           "cudnn.sdpa.bf16.16x1024x32x64.causal", "cudnn.sdpa.bf16.4x4096x8x256"]
+
+
+@pytest.mark.parametrize("case_id", ANCHORS)
+@pytest.mark.parametrize("block", [16, 64, 128])
+def test_cudnns_case_is_held_to_the_bound_of_a_fused_kernel_of_any_key_block(case_id, block):
+    """cuDNN's case is checked against the same f64 reference; its key block is not known, so the bound takes the
+    smallest (16): the arithmetic of a fused kernel with blocks of 16, 64 or 128 keys passes it, a dropped block or
+    a wrong scale does not."""
+    case = parse_case_id(case_id)
+    inputs = FAMILY.inputs(case, np.random.default_rng(5))
+    o, tolerance = check_reference(case, inputs.values)
+    assert o.shape == (1, 384, 2, case.head_dim)
+    error = np.abs(emulate(case, inputs.values, block=block) - o)
+    assert (error <= tolerance).all(), f"worst {np.max(error / tolerance):.2f} of the bound"
+    assert (np.abs(emulate(case, inputs.values, block=block, drop=1) - o) > tolerance).mean() > 0.3
+    wrong_scale = np.float32(LOG2E / case.head_dim)
+    assert (np.abs(emulate(case, inputs.values, block=block, scale=wrong_scale) - o) > tolerance).mean() > 0.5
+
+
+def test_cudnns_own_case_is_an_anchor_listed_in_every_suite_beside_its_kernels():
+    """cudnn.sdpa.<problem> is an anchor (harness/anchors): no template, its checks and plan launch its call (and
+    the measured problem's verification), timed by WholeKernel as a kernel's rounds time it; every attention suite
+    lists it once for each problem its kernels run, as the gemm suites list cublas.*."""
+    from harness.anchors import KERNEL, VERIFY, has_probe
+    from harness.families.attention.cases import CudnnCase, cudnn
+    from harness.registry import probe_source
+
+    case = parse_case_id("cudnn.sdpa.bf16.4x4096x16x128.causal")
+    assert isinstance(case, CudnnCase) and not has_probe(case) and case.family == "attention"
+    kernel = parse_case_id("attention.bf16.4x4096x16x128.causal.tile128x128.s2.wg2.setmaxnreg")
+    assert cudnn(kernel) == case and case.flops == kernel.flops and case.scale == kernel.scale
+    assert case.columns()["instruction"] == "sdpa" and case.columns()["m"] == 4096
+    with pytest.raises(SpecError, match="library call"):
+        probe_source(case)
+    for name, suite in FAMILY.suites().items():
+        cases = suite.make()
+        kernels = [c for c in cases if has_probe(c)]
+        anchors = [c for c in cases if not has_probe(c)]
+        assert kernels and {c.case_id for c in anchors} == {cudnn(c).case_id for c in kernels}, name
+        assert len(anchors) == len({c.case_id for c in anchors}), name
+    inputs = FAMILY.inputs(case, np.random.default_rng(0))
+    checks = FAMILY.checks(case, inputs)
+    assert [c.kernel for c in checks] == [KERNEL, VERIFY] and checks[0].iters == 0
+    (spec,) = FAMILY.plan(case)
+    assert (spec.kernel, spec.grid, spec.anchor, spec.records, spec.energy) == (KERNEL, 1, None, False, True)
+    from harness.families.attention.model import AttentionModel
+
+    assert AttentionModel().predict(case, "cycles_per_kblock", None) is None
+
+
+@pytest.mark.parametrize("bad", ["cudnn.sdpa.bf16.4x4096x16x96", "cudnn.sdpa.e4m3.4x4096x16x128",
+                                 "cudnn.sdpa.bf16.4x4000x16x128", "cudnn.sdpa.bf16.04x4096x16x128",
+                                 "cudnn.bf16.4x4096x16x128", "cudnn.sdpa.bf16.4x4096x16x128.tile128x128.s2.wg2"])
+def test_a_bad_cudnn_id_is_refused_in_one_line(bad):
+    with pytest.raises((SpecError, IllegalShapeError)) as refused:
+        parse_case_id(bad)
+    assert "\n" not in str(refused.value)
+
+
+def test_the_report_sets_cudnns_own_case_beside_its_kernels_and_lists_no_row_for_it():
+    import pandas as pd
+
+    from harness.families.attention.figures import table
+
+    kernel = "attention.bf16.4x4096x16x128.tile128x128.s2.wg2.setmaxnreg"
+    other = "attention.bf16.4x4096x16x128.causal.tile128x128.s2.wg2.setmaxnreg"  # its problem's cuDNN not measured
+    rows = [(kernel, "throughput_tflops", 500.0), (kernel, "library_fraction", 0.8), (other, "throughput_tflops", 300.0),
+            ("cudnn.sdpa.bf16.4x4096x16x128", "throughput_tflops", 610.0)]
+    frame = pd.DataFrame([{"case_id": c, "metric": m, "value": v, "spread": 0.01} for c, m, v in rows])
+    out = table(frame).set_index("case_id")
+    assert list(out.index) == [kernel, other]
+    assert out.at[kernel, "cuDNN alone TFLOPS"] == 610.0 and out.at[kernel, "cuDNN TFLOPS"] == 625.0
+    assert out.at[other, "cuDNN alone TFLOPS"] is None or np.isnan(out.at[other, "cuDNN alone TFLOPS"])
+
+
+def test_cudnns_cases_run_on_the_simulated_gpu_into_a_database_with_no_build(tmp_path, monkeypatch):
+    """The simulated GPU answers cuDNN's cases as the worker answers any case (the metrics the plan declares), and
+    the run stores them with no build row, under their own ids, as the attention family's."""
+    from harness.anchors import has_probe
+    from harness.db.store import Store
+    from harness.orchestration.fakegpu import simulated_device
+    from harness.orchestration.run import RunPlan, execute
+    from harness.orchestration.runner import declared_metrics
+    from harness.orchestration.worker import Worker
+
+    monkeypatch.setenv("HOPPER_BENCH_BACKEND", "fake")
+    chosen = [case for case in FAMILY.suites()["attention-quick"].make() if not has_probe(case)]
+    assert [c.case_id for c in chosen] == ["cudnn.sdpa.bf16.4x4096x16x128", "cudnn.sdpa.bf16.4x4096x16x128.causal"]
+    db = str(tmp_path / "r.db")
+    with Worker(0) as worker:
+        worker.start()
+        outcome = execute(RunPlan("attention-quick", None, chosen), db, worker)
+    assert outcome.status == "complete" and all(r.valid for r in outcome.results)
+    with Store.open(db, read_only=True) as store:
+        stored = store.query("SELECT r.case_id, r.family, r.metric, r.unit, r.instruction, m.build_id FROM results r "
+                             "JOIN measurement_rows m ON m.id = r.measurement_id")
+    assert set(stored.family) == {"attention"} and stored.build_id.isna().all() and set(stored.instruction) == {"sdpa"}
+    for case in chosen:
+        rows = stored[stored.case_id == case.case_id]
+        assert set(zip(rows.metric, rows.unit)) == set(declared_metrics(case, simulated_device()))
+        assert "throughput_tflops" in set(rows.metric) and "peak_fraction" not in set(rows.metric)

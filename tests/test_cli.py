@@ -98,6 +98,8 @@ BAD_INPUTS = [
     (["list", "--suite", "nope"], 2, "unknown suite 'nope': expected one of"),
     (["show", "wgmma.mma_async.m64n12k16.f32.f16.f16.SS"], 2, "N must be a multiple of 8 from 8 to 256"),
     (["show", "not-a-case"], 2, "cannot parse case id .*no family spells it .*mma.sync.m16n8k16"),
+    (["show", "cublas.f16.4096x4096x4096.inputs-ones"], 2, "inputs 'ones': expected one of random, int, zero"),
+    (["show", "cublaslt.e4m3.4096x4096x4096.inputs-zero"], 2, "zero inputs for the measured problem are f16 and bf16's"),
     (["show", "mma.sync.m16n8k12.row.col.f32.f16.f16.f32"], 2, "f16 mma.sync has shapes m8n8k4, m16n8k8, m16n8k16, not m16n8k12"),
     (["show", "mma.sync.m16n8k16.row.col.f32.f16.f16.f16"], 2, "not a legal f16 m16n8k16 mma.sync form; legal: row.col.f16"),
     (["show", "mma.sync.m16n8k16.row.col.f32.f8.f8.f32"], 2, "mma.sync has no input type 'f8'; types: b1, bf16"),

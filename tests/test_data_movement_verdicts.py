@@ -42,7 +42,7 @@ def test_tma_fractions_of_the_paper_roofline_convert_the_logs_gib_to_gb():
 def test_a_wide_distribution_with_a_precise_median_does_not_widen_the_tolerance():
     import numpy as np
 
-    from harness.analysis.compare import statistic_of
+    from harness.analysis.uncertainty import statistic_of
     from harness.stats import median_interval, summarize
 
     wide = np.r_[np.full(300, 50.0), np.full(400, 100.0), np.full(300, 200.0)]
@@ -59,7 +59,7 @@ def test_a_wide_distribution_with_a_precise_median_does_not_widen_the_tolerance(
 def test_dsmem_compares_the_minimum_over_placements_and_counts_them():
     import numpy as np
 
-    from harness.analysis.compare import statistic_of
+    from harness.analysis.uncertainty import statistic_of
     from harness.families.dsmem import FAMILY
 
     assert FAMILY.paper_statistic("ld.shared::cluster.u32.cluster2", "latency_cycles", {"cluster": 2}) == (
@@ -118,7 +118,7 @@ BOX256 = "cp.async.bulk.tensor.1d.shared::cluster.global.tile.b16.box256"
 
 
 def test_shipped_latencies_beyond_the_sm_compare_in_ns_and_dsmem_by_its_fastest_placement(shipped_copy):
-    from harness.analysis.compare import against_paper
+    from harness.analysis.paper_verdicts import against_paper
 
     for run in (47, 48):
         frame = against_paper(shipped_copy, run)
@@ -140,7 +140,8 @@ def test_shipped_latencies_beyond_the_sm_compare_in_ns_and_dsmem_by_its_fastest_
 
 
 def test_shipped_roofline_is_the_best_plain_reader_beside_the_pin_rate(shipped_copy):
-    from harness.analysis.compare import against_paper, measured, read_roofline
+    from harness.analysis.paper_verdicts import against_paper
+    from harness.analysis.run_rows import measured, read_roofline
 
     for run, pin in ((47, 3352.0), (48, 4800.0)):
         rows = measured(shipped_copy, run)
@@ -157,7 +158,7 @@ def test_shipped_roofline_is_the_best_plain_reader_beside_the_pin_rate(shipped_c
 
 
 def test_paper_clock_doubtful_rests_on_our_nvml_to_kernel_clock_ratio(shipped_copy):
-    from harness.analysis.compare import against_paper
+    from harness.analysis.paper_verdicts import against_paper
 
     frame = against_paper(shipped_copy, 54)
     doubtful = frame[frame.verdict == "paper clock doubtful"]
@@ -171,7 +172,7 @@ def test_every_disagreement_of_a_shipped_tma_run_shows_its_cause_or_says_none_is
     """Issue 35, item 4: the reasons belong to the data (Family.explain) and are shown on the row. A cause
     that does not close the gap leaves the row DISAGREES; one that does not apply (a roofline fraction with
     copies pipelined) is not given."""
-    from harness.analysis.compare import against_paper
+    from harness.analysis.paper_verdicts import against_paper
 
     frame = against_paper(shipped_copy, 47)
     disagree = frame[frame.verdict == "DISAGREES"]

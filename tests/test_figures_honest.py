@@ -45,7 +45,7 @@ def checked_figures(monkeypatch) -> list:
 
 
 def test_the_input_distribution_figure_starts_its_bars_at_zero(tmp_path, monkeypatch):
-    from harness.families.wgmma.figures import _figure_inputs
+    from harness.families.wgmma.plots import figure_inputs
 
     rows = []
     for types in ("f16/f32", "bf16/f32", "e4m3/f32", "s8/s32"):
@@ -54,7 +54,7 @@ def test_the_input_distribution_figure_starts_its_bars_at_zero(tmp_path, monkeyp
                          "inputs": dist, "value": 900 * (1 - 0.02 * i), "sm_clock_mhz": 1980 - 40 * i,
                          "nvml_sm_clock_mhz": 1755.0})
     seen = checked_figures(monkeypatch)
-    _figure_inputs(tmp_path / "inputs.png", pd.DataFrame(rows), "a run's rate by input distribution")
+    figure_inputs(tmp_path / "inputs.png", pd.DataFrame(rows), "a run's rate by input distribution")
     assert seen == [[]]
 
 

@@ -14,7 +14,7 @@ from harness.families.base import PaperFigure
 from harness.families.gemm import FAMILY
 from harness.families.gemm import cases as C
 from harness.families.gemm.cases import LibraryCase
-from harness.families.gemm.figures import worklog_verdict
+from harness.families.gemm.worklog import worklog_verdict
 from harness.families.gemm.model import (
     PRIOR,
     Params,
@@ -85,13 +85,19 @@ def test_the_check_problem_is_exact_and_wraps_the_ring():
 
 
 def test_worklog_steps_map_to_our_configurations():
-    figure = PaperFigure("hgemm worklog step 10", 8192, 8192, 8192, "f16", "f32", None, False, "throughput_tflops")
-    assert FAMILY.paper_case(figure) == (C.pipeline("f16", (8192,) * 3, **C.BEST).case_id, "throughput_tflops")
+    figure = PaperFigure("hgemm worklog step 10", 4096, 4096, 4096, "f16", "f32", None, False, "throughput_tflops")
+    assert FAMILY.paper_case(figure) == (
+        "gemm.f16.4096x4096x4096.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore", "throughput_tflops")
     step7 = FAMILY.paper_case(PaperFigure("hgemm worklog step 7", 4096, 4096, 4096, "f16", "f32", None, False,
                                           "throughput_tflops"))
     assert step7[0] == C.pipeline("f16", (4096,) * 3, **C.LADDER["6b"]).case_id
-    assert "C7511" in FAMILY.paper_case(PaperFigure("hgemm worklog step 5a", 8192, 8192, 8192, "f16", "f32", None,
+    assert "C7511" in FAMILY.paper_case(PaperFigure("hgemm worklog step 5a", 4096, 4096, 4096, "f16", "f32", None,
                                                     False, "throughput_tflops"))
+    # its size is stated (the seed's section 2.11): at any other, a reason, not a case
+    assert "4096^3" in FAMILY.paper_case(PaperFigure("hgemm worklog step 10", 8192, 8192, 8192, "f16", "f32", None,
+                                                     False, "throughput_tflops"))
+    assert FAMILY.paper_case(PaperFigure("hgemm worklog cublas", 4096, 4096, 4096, "f16", "f32", None, False,
+                                         "throughput_tflops")) == ("cublas.f16.4096x4096x4096", "throughput_tflops")
     assert FAMILY.paper_case(PaperFigure("wgmma.mma_async", 64, 64, 16, "f16", "f32", "SS", False, "throughput")) is None
 
 
@@ -631,6 +637,7 @@ def test_a_partial_last_column_of_tiles_walks_whole_tiles_and_is_checked_on_one_
      "shared memory"),  # 5 x 40 KiB of ring beside C's 48 KiB
     (WIDE.replace("8192x8192x8192", "8192x8184x8192"), "multiple of 16"),
     (WIDE.replace("8192x8192x8192", "8192x7680x8192") + ".blockscale", "128-column blocks"),
+    ("gemm.f16.8192x8192x8192.tile128x192x64.s4.wg2.setmaxnreg.cluster1.persistent-grouped.tmastore", "is fp8's"),
 ])
 def test_a_wide_fp8_tile_refuses_what_the_kernel_cannot_do(case_id, why):
     with pytest.raises(SpecError, match=why):
@@ -727,3 +734,88 @@ def test_the_library_case_is_an_anchor_with_no_probe_and_its_stored_rows_still_r
     for case_id, params in zip(stored.case_id, stored.params):
         case = FAMILY.parse(case_id)
         assert isinstance(case, LibraryCase) and case.params() == json.loads(params), case_id
+
+
+CARRY = "gemm.e4m3.4096x4096x4096.tile128x128x128.s5.wg2.setmaxnreg.cluster1.persistent-grouped.tmastore"
+
+
+def _kernel_sass(case_id: str) -> list[str]:
+    from harness.build.compile import compile_probe
+    from harness.build.sass import disassemble
+    from harness.registry import probe_source
+
+    build = compile_probe(probe_source(FAMILY.parse(case_id)))
+    assert build.spill_bytes() == 0
+    return disassemble(build.cubin_path)["probe_gemm"]
+
+
+def _loops(instructions: list[str]) -> list[list[str]]:
+    """The bodies of the kernel's backward branches (a branch to an earlier address: a loop, or a barrier's retry placed
+    after the kernel's end, back into it), as instructions. The
+    kernel's first instruction's address is what its closing self-branch (BRA to itself) says, less 16 a place."""
+    import re
+
+    last = max(i for i, x in enumerate(instructions) if re.fullmatch(r"BRA 0x[0-9a-f]+", x))
+    start = int(instructions[last].split()[1], 16) - 16 * last
+    bodies = []
+    for i, x in enumerate(instructions):
+        m = re.search(r"\bBRA(?:\.U)?(?:\.ANY)? 0x([0-9a-f]+)$", x)
+        if m and i != last:
+            target = (int(m[1], 16) - start) // 16
+            if 0 <= target < i:
+                bodies.append(instructions[target:i + 1])
+    return bodies
+
+
+def test_a_carried_promotion_never_drains_the_tensor_cores_inside_its_kblock_loop(cache_dir):
+    """The hypothesis of `.carried` (pipeline.cuh consume_kblocks_carried): the pipelined walk's drain once a group of 4
+    (a wait for every wgmma, `WARPGROUP.DEPBAR.LE gsb0, 0x0`, inside its loop) is gone: its innermost loop holds two
+    k-blocks (8 QGMMA) and waits only down to one group in flight, and ptxas kept it whole (no spill, no C7514:
+    sass_check). Every loop of the pipelined case's, compiled the same way, has the drain."""
+    for promotion in C.CARRIED:
+        case = FAMILY.parse(f"{CARRY}.{promotion}")
+        assert case.accumulators == 3 * 64 and case.promotion == promotion
+        body = min((body for body in _loops(_kernel_sass(case.case_id)) if any("QGMMA" in x for x in body)), key=len)
+        assert sum("QGMMA" in x for x in body) == 8
+        waits = [x for x in body if x.startswith("WARPGROUP.DEPBAR")]
+        assert waits == ["WARPGROUP.DEPBAR.LE gsb0, 0x1"] * 2, (promotion, waits)
+    pipelined = [body for body in _loops(_kernel_sass(f"{CARRY}.pipelined")) if any("QGMMA" in x for x in body)]
+    assert pipelined and all("WARPGROUP.DEPBAR.LE gsb0, 0x0" in body for body in pipelined)
+
+
+def test_a_deferred_epilogue_stores_a_tile_while_the_next_tiles_first_kblock_runs(cache_dir):
+    """`.deferred`: between the first k-block's last QGMMA and the first wait for wgmma after it, the kernel stores the
+    tile before (its shared-memory stores and TMA stores), so the tensor cores run while it does; the carried case
+    stores only after a wait for every wgmma (the tile's drain)."""
+    def first_kblock_gap(instructions):
+        first = next(i for i, x in enumerate(instructions) if "QGMMA" in x and "gsb0" in x)
+        wait = next(i for i in range(first, len(instructions)) if instructions[i].startswith("WARPGROUP.DEPBAR"))
+        return instructions[first:wait]
+
+    deferred = first_kblock_gap(_kernel_sass(f"{CARRY}.deferred"))
+    assert sum(x.startswith("UTMASTG.2D") for x in deferred) == 2 and sum(x.startswith("STS") for x in deferred) == 32
+    carried = _kernel_sass(f"{CARRY}.carried")
+    assert not any(x.startswith("UTMASTG") for x in first_kblock_gap(carried))
+    assert ("probe_gemm", "UTMASTG.2D", 4) in [(k, e.mnemonic, e.count)
+                                              for k, e in FAMILY.sass_expectation(FAMILY.parse(f"{CARRY}.deferred")).kernels]
+
+
+def test_carried_and_deferred_refuse_what_they_cannot_do_and_are_priced_as_the_pipelined_walk():
+    for bad, why in (("gemm.f16.4096x4096x4096.tile128x128x64.s5.wg2.setmaxnreg.cluster1.persistent-grouped.tmastore"
+                      ".carried", "promotion"),
+                     ("gemm.e4m3.64x8192x8192.tile64x128x128.s5.wg1.cluster1.persistent-row.tmastore.splitk2.deferred",
+                      "deferred epilogue"),
+                     ("gemm.e4m3.4096x4096x4096.tile64x128x128.s5.wg2.setmaxnreg.cluster1.persistent-grouped.tmastore"
+                      ".pingpong.deferred", "deferred epilogue"),
+                     (f"{CARRY}.carried-g2", "group")):
+        with pytest.raises(SpecError, match=why):
+            FAMILY.parse(bad)
+    from harness.families.gemm.model import tensor_cycles
+    from harness.families.gemm.planner import GemmModel
+
+    params = GemmModel().prior("H100 SXM5")
+    pipelined, carried = (predict_case(FAMILY.parse(f"{CARRY}.{p}"), params, 1300.0) for p in ("pipelined", "carried"))
+    case = FAMILY.parse(f"{CARRY}.carried")
+    # drained once a tile, but run 151 measured its k-block no shorter than the pipelined one's: priced alike
+    assert carried == pipelined
+    assert carried.t_kblock >= tensor_cycles(case, params) + params.drain_cycles / case.group

@@ -1,5 +1,5 @@
-"""The gemm family's report sections and findings (harness/families/gemm/figures.py), from small stored runs
-whose numbers are chosen here (no GPU): the stages a finding names are the ones the data implies, the pairs
+"""The gemm family's report sections and findings (harness/families/gemm/figures.py, findings.py), from small
+stored runs whose numbers are chosen here (no GPU): the stages a finding names are the ones the data implies, the pairs
 it compares are the cases that differ in that alone, and cuBLAS "wins" where the library_fraction says so."""
 
 from pathlib import Path
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from helpers import fake_device
 
-from harness.analysis import compare
+from harness.analysis import paper_verdicts, run_rows
 from harness.analysis.report import ReportContext, build
 from harness.build.sass import SassCheck
 from harness.db.frames import results
@@ -100,8 +100,9 @@ def test_findings_name_the_stages_the_data_implies_and_where_cublas_wins(gemm_ru
 
 def test_figures_draw_the_ladder_stages_time_and_sizes_with_the_planner(gemm_run, tmp_path):
     store, run_id = gemm_run
-    measured = compare.measured(store, run_id)
-    ctx = ReportContext(store, run_id, "NVIDIA H100 80GB HBM3", tmp_path, measured, compare.against_paper(store, run_id))
+    measured = run_rows.measured(store, run_id)
+    ctx = ReportContext(store, run_id, "NVIDIA H100 80GB HBM3", tmp_path, measured,
+                        paper_verdicts.against_paper(store, run_id))
     sections = dict((heading, body) for heading, _, body in FAMILY.figures(ctx))
     for name in ("the worklog's ladder", "TFLOPS against stages", "where the time goes", "against cuBLAS by size"):
         body = sections[f"From instructions to a GEMM: {name}"]
@@ -186,8 +187,9 @@ def test_the_size_table_sets_each_pipeline_beside_cublas_per_watt(tmp_path):
             _result(pipeline("f16", small, **BEST), 600, 0.95, watts=600.0),
             _result(library("f16", BIG), 660, watts=660.0), _result(library("f16", small), 630, watts=700.0)]
     store, run_id = _store(tmp_path / "watts.db", rows)
-    measured = compare.measured(store, run_id)
-    ctx = ReportContext(store, run_id, "NVIDIA H100 80GB HBM3", tmp_path, measured, compare.against_paper(store, run_id))
+    measured = run_rows.measured(store, run_id)
+    ctx = ReportContext(store, run_id, "NVIDIA H100 80GB HBM3", tmp_path, measured,
+                        paper_verdicts.against_paper(store, run_id))
     sections = dict((heading, body) for heading, _, body in FAMILY.figures(ctx))
     table = sections["From instructions to a GEMM: against cuBLAS, in numbers"].set_index("problem")
     assert table["TFLOPS/W (solo 2 s)"].to_dict() == pytest.approx({"f16 8192x8192x8192": 660 / 700, "f16 2048x2048x2048": 1.0},
@@ -201,8 +203,9 @@ def test_the_gemm_sections_lead_with_ours_against_the_library(gemm_run, tmp_path
     names each configuration, with the ratio's spread, the per-cycle peak fraction and the clock); the ladder and the
     stage sweeps follow."""
     store, run_id = gemm_run
-    measured = compare.measured(store, run_id)
-    ctx = ReportContext(store, run_id, "NVIDIA H100 80GB HBM3", tmp_path, measured, compare.against_paper(store, run_id))
+    measured = run_rows.measured(store, run_id)
+    ctx = ReportContext(store, run_id, "NVIDIA H100 80GB HBM3", tmp_path, measured,
+                        paper_verdicts.against_paper(store, run_id))
     headings = [heading for heading, _, _ in FAMILY.figures(ctx)]
     assert headings[:2] == ["From instructions to a GEMM: against cuBLAS by size",
                             "From instructions to a GEMM: against cuBLAS, in numbers"], headings

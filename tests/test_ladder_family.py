@@ -140,7 +140,7 @@ def test_the_report_sets_each_step_beside_its_bound_the_best_pipeline_and_the_ch
     """Numbers chosen here: the ladder's section draws every step at the run's largest size with the model's bound
     and the gemm family's fastest pipeline and cuBLAS of that size (read by metric); the chapter's fractions of
     peak are judged (0.45 lies in its 40-50 %; 0.05 is below its 9 %), its TFLOPS shown for context."""
-    from harness.analysis import compare
+    from harness.analysis import paper_verdicts, run_rows
     from harness.analysis.report import ReportContext
 
     results = [_result("ladder.naive.f32.1024x1024x1024", 1.0, 0.02, 0.05),
@@ -153,8 +153,9 @@ def test_the_report_sets_each_step_beside_its_bound_the_best_pipeline_and_the_ch
                _result("cublas.f16.2048x2048x2048", 620.0),
                _result("gemm.f16.4096x4096x4096.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore", 700.0)]
     store, run_id = _store(tmp_path / "r.db", results)
-    measured = compare.measured(store, run_id)
-    ctx = ReportContext(store, run_id, "NVIDIA H100 80GB HBM3", tmp_path, measured, compare.against_paper(store, run_id))
+    measured = run_rows.measured(store, run_id)
+    ctx = ReportContext(store, run_id, "NVIDIA H100 80GB HBM3", tmp_path, measured,
+                        paper_verdicts.against_paper(store, run_id))
     (head, _, path), (_, _, table), (_, _, published) = FAMILY.figures(ctx)
     assert path.exists() and "ladder" in head.lower()
     rows = table.set_index("step")
@@ -193,15 +194,16 @@ def test_each_step_compiles_to_the_units_it_names_and_not_the_others(tmp_path, m
 
 
 def test_the_ladder_takes_the_pipeline_from_the_newest_run_of_its_gpu_when_its_own_has_none(tmp_path):
-    from harness.analysis import compare
+    from harness.analysis import paper_verdicts, run_rows
     from harness.analysis.report import ReportContext
 
     pipe = "gemm.f16.1024x1024x1024.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore"
     store, first = _store(tmp_path / "r.db", [_result(pipe, 400.0), _result("cublas.f16.1024x1024x1024", 410.0)])
     _, second = _store(None, [_result(pipe, 450.0)], store)
     _, ladder = _store(None, [_result("ladder.naive.f32.1024x1024x1024", 1.0, 0.02, 0.05)], store)
-    measured = compare.measured(store, ladder)
-    ctx = ReportContext(store, ladder, "NVIDIA H100 80GB HBM3", tmp_path, measured, compare.against_paper(store, ladder))
+    measured = run_rows.measured(store, ladder)
+    ctx = ReportContext(store, ladder, "NVIDIA H100 80GB HBM3", tmp_path, measured,
+                        paper_verdicts.against_paper(store, ladder))
     (_, text, _), (_, _, table), *_ = FAMILY.figures(ctx)
     rows = table.set_index("step")
     assert rows.loc["best wgmma pipeline", "TFLOPS"] == 450.0 and f"run {second}" in rows.loc["best wgmma pipeline", "runs"]
@@ -246,3 +248,81 @@ def test_the_tensor_steps_refuse_a_k_where_validation_could_not_see_a_dropped_st
     assert LADDER.parse("ladder.reg-tiled.f32.4096x4096x16384")  # FFMA's bound is half: 20, still some elements
     expected = 8192 * 2.0 ** -22 * 8192 * (2 / np.pi)  # E|a b| = 2/pi for independent normals
     assert 9 < expected < 11
+
+
+def test_the_library_rung_is_an_anchor_with_no_template_and_its_stored_rows_still_read():
+    """cuBLAS SGEMM is an anchor (harness/anchors): no probe source, no stub kernel in the template, its checks and
+    plan launch its call (and the measured problem's verification, a host kernel too); every ladder.cublas row of
+    the runs of record (stored while it was a LadderCase rendering a stub kernel) parses to it with the params and
+    columns stored."""
+    import json
+    from pathlib import Path
+
+    from harness.anchors import KERNEL, has_probe
+    from harness.db.store import Store
+    from harness.families.ladder.cases import LadderCase, LadderLibraryCase
+    from harness.measure.validate import compare
+    from harness.registry import probe_source
+
+    library = parse("ladder.cublas.f32.1024x1024x1024")
+    assert isinstance(library, LadderLibraryCase) and not has_probe(library) and library.case_id == \
+        "ladder.cublas.f32.1024x1024x1024"
+    assert all(isinstance(c, LadderCase) and has_probe(c) for c in FAMILY.cases() if c.step != "cublas")
+    for suite in ("ladder", "ladder-quick", "ladder-full"):  # every suite lists the rung beside the steps
+        assert sum(not has_probe(c) for c in FAMILY.suites()[suite].make()) >= 1, suite
+    with pytest.raises(SpecError, match="library call"):
+        probe_source(library)
+    template = (Path(__file__).resolve().parent.parent / "ptx" / "ladder.cu.in").read_text()
+    assert "${library}" not in template and "stub" not in template
+    inputs = FAMILY.inputs(library, np.random.default_rng(0))
+    checks = FAMILY.checks(library, inputs)
+    assert [c.kernel for c in checks] == [KERNEL, "probe_verify"] and checks[0].iters == 0
+    poison = FAMILY.decode(library, np.full(FAMILY.output_words(library), 0xFFFFFFFF, dtype=np.uint32))
+    assert all(not compare(poison, c.expected, np.broadcast_to(c.tolerance, c.expected.shape)).ok for c in checks)
+    (spec,) = FAMILY.plan(library)
+    assert (spec.kernel, spec.grid, spec.anchor, spec.records) == (KERNEL, 1, None, False)
+    assert library.params() == {"step": "cublas", "m": 1024, "n": 1024, "k": 1024}
+    with pytest.raises(IllegalShapeError):
+        parse("ladder.cublas.f32.1024x1024x1020")
+    with pytest.raises(SpecError):
+        parse("ladder.cublas.f16.1024x1024x1024")
+    db = Path(__file__).resolve().parent.parent / "results.db"
+    if not db.exists():
+        pytest.skip("no results.db beside the tests")
+    with Store.open(str(db), read_only=True) as store:
+        stored = store.query("SELECT DISTINCT case_id, params, instruction, m, n, k, dtype_a, dtype_b, dtype_acc "
+                             "FROM cases WHERE family = 'ladder' AND case_id LIKE 'ladder.cublas.%'")
+    assert len(stored) >= 3
+    for row in stored.itertuples():
+        case = FAMILY.parse(row.case_id)
+        assert isinstance(case, LadderLibraryCase) and case.params() == json.loads(row.params), row.case_id
+        columns = case.columns()
+        assert (columns["instruction"], columns["m"], columns["n"], columns["k"], columns["dtype_a"],
+                columns["dtype_b"], columns["dtype_acc"]) == (row.instruction, row.m, row.n, row.k, row.dtype_a,
+                                                              row.dtype_b, row.dtype_acc), row.case_id
+
+
+def test_the_library_rung_runs_on_the_simulated_gpu_into_a_database_with_no_build(tmp_path, monkeypatch):
+    """The simulated GPU answers ladder.cublas as any case; the run stores it with no build row, its params and
+    columns as the runs of record hold them."""
+    import json
+
+    from harness.anchors import has_probe
+    from harness.db.store import Store
+    from harness.orchestration.run import RunPlan, execute
+    from harness.orchestration.worker import Worker
+
+    monkeypatch.setenv("HOPPER_BENCH_BACKEND", "fake")
+    chosen = [case for case in FAMILY.suites()["ladder-quick"].make() if not has_probe(case)]
+    assert [c.case_id for c in chosen] == ["ladder.cublas.f32.1024x1024x1024"]
+    db = str(tmp_path / "r.db")
+    with Worker(0) as worker:
+        worker.start()
+        outcome = execute(RunPlan("ladder-quick", None, chosen), db, worker)
+    assert outcome.status == "complete" and all(r.valid for r in outcome.results)
+    with Store.open(db, read_only=True) as store:
+        stored = store.query("SELECT r.metric, r.params, r.instruction, r.dtype_a, m.build_id FROM results r "
+                             "JOIN measurement_rows m ON m.id = r.measurement_id")
+    assert list(stored.metric) == ["throughput_tflops"] and stored.build_id.isna().all()
+    assert json.loads(stored.params.iloc[0]) == {"k": 1024, "m": 1024, "n": 1024, "step": "cublas"}
+    assert (stored.instruction.iloc[0], stored.dtype_a.iloc[0]) == ("cublasGemmEx", "f32")

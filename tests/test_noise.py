@@ -1,13 +1,13 @@
 """Run against run on stored runs whose answer is known (the shipped results.db, read-only): the same
 run against itself, two runs of one GPU and commit, an H100 against an H200 in cycles; and a planted
-change that must be found (harness/analysis/compare.py against_run)."""
+change that must be found (harness/analysis/run_verdicts.py against_run)."""
 
 import shutil
 from pathlib import Path
 
 import pytest
 
-from harness.analysis.compare import against_run
+from harness.analysis.run_verdicts import against_run
 from harness.db.store import Store
 
 SHIPPED = Path(__file__).resolve().parent.parent / "results.db"

@@ -375,7 +375,7 @@ def test_an_interrupted_report_leaves_nothing(tmp_path, monkeypatch):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(report, "_html", interrupted)
+    monkeypatch.setattr(report, "html_page", interrupted)
     result = bench("report", "--out", tmp_path / "reports", "--db", db)
     assert result.exit_code == 130
     assert list((tmp_path / "reports").iterdir()) == []

@@ -10,7 +10,8 @@ from click.testing import CliRunner
 
 import harness
 from helpers import make_db
-from harness.analysis.compare import against_run, compare
+from harness.analysis.compare import compare
+from harness.analysis.run_verdicts import against_run
 from harness.analysis.fleet import table as fleet_table
 from harness.cli import cli
 from harness import migrations

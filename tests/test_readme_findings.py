@@ -83,7 +83,7 @@ def test_tensor_core_figures_match_the_paper(db):
     # the command counts Table 13's figures with the seed chapter's H100 peaks ("47 agree with the seeds' H100 peaks")
     with_seeds = int(re.search(r"\((\d+) agree with the seeds' H100 peaks\)", text).group(1))
     assert re.search(rf"^\s+{with_seeds} agrees$", counts, re.M) and re.search(rf"^\s+{doubtful} paper clock doubtful", counts, re.M)
-    from harness.analysis.compare import against_paper
+    from harness.analysis.paper_verdicts import against_paper
     from harness.db.store import Store
 
     with Store.open(db, read_only=True) as store:
@@ -157,7 +157,10 @@ def test_the_fp8_gemm_against_cublaslt(db):
     fractions = harness.results(db, metric="library_fraction")
     fp8 = fractions[fractions.case_id.str.startswith("gemm.e4m3.4096x4096x4096.")
                     & ~fractions.case_id.str.endswith(".blockscale")]
-    assert fp8.value.max() == value  # no run of record has a better plain fp8 case at 4096^3
+    # no run of record has a better plain fp8 case at 4096^3 (runs 149-150 measured the same one at 0.909 beside the
+    # wider and staggered cases: the same two places)
+    top = fp8.loc[fp8.value.idxmax()]
+    assert top.case_id == best and f"{top.value:.2f}" == f"{value:.2f}"
     # ... and DeepSeek-V3's block scaling against cuBLASLt's, in run 130
     assert "DeepSeek's block-scaled 0.80 (run 130)" in " ".join(text.split())
     scaled = pipeline("e4m3", (4096, 4096, 4096), **dict(BEST_FP8, scaling="block")).case_id
@@ -458,3 +461,33 @@ def test_the_wide_and_staggered_fp8_figures_come_from_runs_149_and_150(db):
     waits = (value[(149, wide.format(s=8192, c=1, p=""), "full_wait_cycles_per_tile")] / 64,
              value[(150, pipelined.format(s=8192, o="grouped"), "full_wait_cycles_per_tile")] / 64)
     assert f"({waits[0]:.0f} cycles a k-block at 8192^3 against {waits[1]:.0f} for 128x128 pipelined)" in text
+
+
+def test_the_carried_and_deferred_figures_come_from_run_151(db):
+    """docs/gemm.md's table of the carried and deferred fp8 walks beside the pipelined one (run 151, H100): k-block and
+    epilogue cycles, the tile's whole (k-blocks x k-block + epilogue), the library fraction; the carried k-block's
+    excess, the epilogue it saved at 4096^3, and the full-slot waits a k-block of all three."""
+    text = " ".join((ROOT / "docs" / "gemm.md").read_text().split())
+    value = {(row.case_id, metric): row.value
+             for metric in ("cycles_per_kblock", "epilogue_cycles_per_tile", "library_fraction", "full_wait_cycles_per_tile")
+             for row in harness.results(db, run_id=151, metric=metric).itertuples()}
+    case = "gemm.e4m3.{s}x{s}x{s}.tile128x128x128.s5.wg2.setmaxnreg.cluster1.persistent-grouped.tmastore.{p}"
+    excess, waits = [], []
+    for s in (4096, 8192):
+        kblocks = s // 128
+        cells = []
+        for p in ("pipelined", "carried", "deferred"):
+            c = case.format(s=s, p=p)
+            kb, epi, frac = (value[(c, m)] for m in ("cycles_per_kblock", "epilogue_cycles_per_tile", "library_fraction"))
+            cells.append(f"{kb:.0f}, {epi:.0f}, {kblocks * kb + epi:.0f}" + (" cycles" if p == "pipelined" else "")
+                         + f", {frac:.3f}")
+            waits.append(value[(c, "full_wait_cycles_per_tile")] / kblocks)
+        line = f"| {s}^3 | " + " | ".join(cells) + " |"
+        assert line in text, line
+        excess.append(value[(case.format(s=s, p="carried"), "cycles_per_kblock")]
+                      - value[(case.format(s=s, p="pipelined"), "cycles_per_kblock")])
+    assert f"the k-block is {min(excess):.0f}-{max(excess):.0f} cycles longer" in text
+    saved = (value[(case.format(s=4096, p="pipelined"), "epilogue_cycles_per_tile")]
+             - value[(case.format(s=4096, p="carried"), "epilogue_cycles_per_tile")])
+    assert f"falls by {saved:.0f} at 4096^3" in text
+    assert f"waits {min(waits):.0f}-{max(waits):.0f} cycles a k-block for a full slot in all three" in text

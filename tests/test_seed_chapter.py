@@ -79,7 +79,7 @@ def shipped_copy(tmp_path_factory):
 
 
 def test_the_ring_bandwidth_gets_a_wall_time_verdict_with_our_clock_beside_it(shipped_copy):
-    from harness.analysis.compare import against_paper
+    from harness.analysis.paper_verdicts import against_paper
     from harness.paper import DEFAULT_TOLERANCE
 
     paper_sms = next(int(r["value"]) for r in _rows("luo2024_tables.csv") if r["metric"] == "sm_count"
@@ -104,7 +104,7 @@ def _chapter(frame, case_id, metric, table):
 
 def test_the_chapters_memory_figures_against_run_91(shipped_copy):
     """An L2 latency no chase reproduces, an HBM range ours falls in, a per-SM shared bandwidth a unit off."""
-    from harness.analysis.compare import against_paper
+    from harness.analysis.paper_verdicts import against_paper
 
     frame = against_paper(shipped_copy, 91)  # H100, suite memory
     table = "§4.1 memory hierarchy"
@@ -122,7 +122,7 @@ def test_the_chapters_memory_figures_against_run_91(shipped_copy):
 
 
 def test_the_spec_box_peaks_compare_per_cycle_at_the_clock_it_prints(shipped_copy):
-    from harness.analysis.compare import against_paper
+    from harness.analysis.paper_verdicts import against_paper
 
     clock = float(next(r["value"] for r in _rows(seed_chapter.FILE) if r["metric"] == "boost_clock"))
     frame = against_paper(shipped_copy, 52)  # H100, wgmma-all: the peaks' instructions

@@ -9,7 +9,7 @@ so a GPU whose clock sags is named for that.
 An outlier is a GPU whose value differs from the median of its siblings (the other GPUs of the same
 model, measured by the same harness commit: a change of the harness is no difference between GPUs)
 by more than their noise: the largest spread among them, the floors of run-against-run
-comparison (harness/analysis/compare.py: two whole cycles, 0.5 % for other cycle metrics, the
+comparison (harness/analysis/noise.py: two whole cycles, 0.5 % for other cycle metrics, the
 clock's drift for time-based ones), and `tolerance`. A GPU needs at least MIN_SIBLINGS siblings
 for "stands apart" to mean anything.
 """
@@ -21,7 +21,7 @@ import fnmatch
 import numpy as np
 import pandas as pd
 
-from harness.analysis.compare import basis_of, noise_floor
+from harness.analysis.noise import basis_of, noise_floor
 from harness.db.store import Store, gpu_label
 from harness.errors import SpecError
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.analysis.compare import measured
+from harness.analysis.run_rows import measured
 from harness.db.store import Store
 from harness.errors import SpecError
 from harness.families.base import FamilyModel

@@ -19,17 +19,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.analysis import compare as comparing
 from harness.analysis.pages import CSS, html_table, slug
+from harness.analysis.paper_verdicts import against_paper
 from harness.analysis.report import portable_database
-from harness.db.frames import latest, results
+from harness.analysis.site_history import history
+from harness.db.frames import latest
 from harness.db.store import Store
 from harness.errors import StoreError, redact
-from harness.plotting import history_range, mark_coinciding
+from harness.paper import DEFAULT_TOLERANCE, PAPER_GPU
 from harness.registry import FAMILIES
 from harness.verdicts import AGAINST_PAPER, DISAGREES
-
-HISTORY_SERIES = 6  # headline measurements followed across commits
 
 
 @dataclass(frozen=True)
@@ -80,7 +79,7 @@ def build(store: Store, out: Path, reports: Path | None = None, progress=None) -
         next_step()
         sections += _paper_and_siblings(store, runs)
         next_step()
-        sections += _history(store, figures)
+        sections += history(store, figures)
         next_step()
         sections.append(("Every run", ["Newest last. A run's report, where `bench report` wrote one into the "
                                        "reports folder, is linked from its number."],
@@ -101,7 +100,7 @@ def _paper_and_siblings(store: Store, runs: pd.DataFrame) -> list:
     newest = complete.sort_values("run").groupby(["model", "suite"], as_index=False).last()
     rows, beside = [], []
     for run in newest.itertuples(index=False):
-        against = comparing.against_paper(store, int(run.run))
+        against = against_paper(store, int(run.run))
         if against.empty:
             continue
         counts = against.verdict.value_counts()
@@ -116,7 +115,7 @@ def _paper_and_siblings(store: Store, runs: pd.DataFrame) -> list:
         failing = int(table.get(DISAGREES, pd.Series([0])).sum())
         sections.append(("Against the paper", [
             "Each GPU model's newest complete run of each suite against the published figures of Luo et al. "
-            f"(arXiv 2402.13499, 2501.12084; an {comparing.PAPER_GPU}): cycle figures directly, throughput per cycle per SM "
+            f"(arXiv 2402.13499, 2501.12084; an {PAPER_GPU}): cycle figures directly, throughput per cycle per SM "
             "at the clock the paper printed (`bench compare --run N` gives every row and its note). "
             + (f"{failing} rows disagree with no reason found." if failing else
                "No row disagrees without a reason: every difference is explained by the family or by the "
@@ -126,7 +125,7 @@ def _paper_and_siblings(store: Store, runs: pd.DataFrame) -> list:
         frame["what"] = frame.case_id + " " + frame.metric
         side = frame.pivot_table(index="what", columns="gpu", values="value", aggfunc="first")
         paper = frame.groupby("what").paper.first()
-        side = side.join(paper.rename(f"paper ({comparing.PAPER_GPU})")).reset_index().rename(columns={"what": "case and metric"})
+        side = side.join(paper.rename(f"paper ({PAPER_GPU})")).reset_index().rename(columns={"what": "case and metric"})
         sections.append(("GPUs beside each other and the paper, in cycles", [
             "Every cycle figure the paper prints, beside the newest measurement of each GPU model: cycles do not "
             "depend on the clock, so GPUs of one architecture should agree, and they do where the rows match."],
@@ -141,7 +140,7 @@ def _fleet(store: Store):
     from harness.analysis.fleet import table
 
     try:
-        rows, outliers = table(store, tolerance=comparing.DEFAULT_TOLERANCE)
+        rows, outliers = table(store, tolerance=DEFAULT_TOLERANCE)
     except StoreError:
         return None
     gpus = rows.groupby(["gpu", "git_commit"]).agg(rows=("case_id", "size"), rows_apart=("outlier", "sum"),
@@ -158,122 +157,10 @@ def _fleet(store: Store):
               "GPUs here have fewer, and are left out of the table)."], gpus if len(gpus) else None)
 
 
-def _history(store: Store, figures: Path) -> list:
-    """The measurements taken in the most runs (one per family where it can), followed across runs
-    and commits, one line per GPU model."""
-    frame = results(store, valid=True)
-    if frame.empty:
-        return []
-    frame = frame[~frame.flagged.fillna(False)]
-    counts = (frame.groupby(["family", "case_id", "metric", "launch_key"]).agg(runs=("run_id", "nunique"),
-                                                                            commits=("git_commit", "nunique"))
-              .reset_index())
-    counts = counts[(counts.runs >= 3) & (counts.commits >= 2)].sort_values(["runs", "commits"], ascending=False)
-    if counts.empty:
-        return []
-    picked = counts.groupby("family").head(2).head(HISTORY_SERIES)
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(len(picked), 1, figsize=(10, 2.6 * len(picked)), squeeze=False)
-    rows, said = [], []
-    for ax, key in zip(axes[:, 0], picked.itertuples(index=False)):
-        series = frame[(frame.case_id == key.case_id) & (frame.metric == key.metric)
-                       & (frame.launch_key == key.launch_key)].sort_values("run_id")
-        changes = _history_changes(store, series)
-        bands = []
-        for gpu, part in series.groupby("gpu_name"):
-            line, = ax.plot(part.run_id, part.value, "o-", label=gpu, markersize=4)
-            band = changes[changes.gpu_name == gpu]
-            # the noise band compare uses about each run's value: a step inside it is noise
-            noise, values = band.noise_here.to_numpy(), part.value.to_numpy()
-            ax.fill_between(part.run_id.to_numpy(), values * (1 - noise), values * (1 + noise),
-                            color=line.get_color(), alpha=0.15, lw=0)
-            bands += list(band.noise_here)
-            moved = band[band.verdict != "same"]
-            ax.plot(moved.run_id, moved.value, "o", ms=10, mfc="none", mec="red", mew=1.5,
-                    label="_changed")
-            for change in moved.itertuples(index=False):
-                ax.annotate(change.verdict, (change.run_id, change.value), textcoords="offset points",
-                            xytext=(0, 8), ha="center", fontsize=7, color="red")
-        said += [f"{key.case_id} {key.metric}: {s}" for s in mark_coinciding(ax)]
-        low, high = history_range(series.value.to_numpy(), max(bands) if bands else 0.0)
-        ax.set_ylim(low, high)
-        ax.ticklabel_format(axis="y", useOffset=False, style="plain")  # values as they are, no +1.28e2
-        unit = series.unit.iloc[0]
-        ax.set_title(f"{key.case_id}  {key.metric}  {_launch_text(key.launch_key)}", fontsize=9)
-        ax.set_ylabel(unit, fontsize=8)
-        ax.tick_params(labelsize=8)
-        ax.legend(fontsize=7, loc="best")
-        spread = series.value.max() / series.value.min() - 1 if series.value.min() > 0 else float("nan")
-        rows.append({"case_id": key.case_id, "metric": key.metric, "launch": _launch_text(key.launch_key),
-                     "runs": int(key.runs), "commits": int(key.commits), "unit": unit,
-                     "lowest": series.value.min(), "highest": series.value.max(), "max / min - 1": spread,
-                     "changes beyond the noise": int((changes.verdict != "same").sum())})
-    axes[-1, 0].set_xlabel("run")
-    fig.tight_layout()
-    path = figures / "history.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return [("History across commits", [
-        "The measurements taken in the most runs and by at least two harness commits, one line per GPU model "
-        "(x: run number, in the order runs were stored). The shaded band about each point is the noise "
-        "`bench compare` allows between two runs (the spreads of both, and the metric's floor); a red ring "
-        "marks a run that differs from that GPU's previous one beyond it, as `bench compare --run N --against M` "
-        "would say (slower, faster), and nothing else is a change. A step between commits is a change of the "
-        "harness or of the probe, not of the GPU: the runs' commits are in the table below.", *said], path),
-        ("History in numbers", [], pd.DataFrame(rows).round(4))]
-
-
-def _history_changes(store: Store, series: pd.DataFrame) -> pd.DataFrame:
-    """Each run of a measurement's history beside the same GPU's previous run, judged as
-    compare.against_run judges two runs: the noise is the larger spread of the two, the metric's
-    floor (two whole cycles where both sides' samples are whole cycles) and, for time-based metrics,
-    the clock's drift; beyond it "slower" or "faster" (or less/more energy). Columns: gpu_name,
-    run_id, value, noise_here (the band drawn about the point), verdict."""
-    import numpy as np
-
-    from harness import metrics as registry
-    from harness.verdicts import FASTER, LESS_ENERGY, MORE_ENERGY, SAME, SLOWER
-
-    arrays = store.samples_of(series.measurement_id) if len(series) else {}
-    whole = {i: bool(len(a)) and np.array_equal(a, np.round(a)) for i, a in arrays.items()}
-    metric = series.metric.iloc[0]
-    basis = comparing.basis_of(pd.Series([metric])).iloc[0]
-    lower = bool(registry.lower_is_better(metric))
-    out = []
-    for gpu, part in series.groupby("gpu_name"):
-        previous = None
-        for row in part.itertuples(index=False):
-            spread = float(row.spread) if row.spread == row.spread and row.spread is not None else 0.0
-            own = float(comparing.noise_floor(basis, whole.get(row.measurement_id, False), row.value, row.value))
-            verdict, noise = SAME, max(spread, own)
-            if previous is not None:
-                stepped = whole.get(row.measurement_id, False) and whole.get(previous.measurement_id, False)
-                floor = float(comparing.noise_floor(basis, stepped, row.value, previous.value))
-                prev_spread = float(previous.spread) if previous.spread == previous.spread and previous.spread is not None else 0.0
-                limit = max(spread, prev_spread, floor)
-                compared = row.value / previous.value if previous.value else float("nan")
-                clocks = getattr(row, "sm_clock_mhz", None), getattr(previous, "sm_clock_mhz", None)
-                if basis == "seconds" and all(c and c == c for c in clocks):
-                    compared = (row.value / clocks[0]) / (previous.value / clocks[1])
-                if compared == compared and abs(compared - 1) > limit + 1e-9:
-                    better = compared < 1 if lower else compared > 1
-                    verdict = ((LESS_ENERGY if better else MORE_ENERGY) if basis == "energy"
-                               else FASTER if better else SLOWER)
-            out.append({"gpu_name": gpu, "run_id": row.run_id, "value": row.value, "noise_here": noise,
-                        "verdict": verdict})
-            previous = row
-    return pd.DataFrame(out, columns=["gpu_name", "run_id", "value", "noise_here", "verdict"])
-
-
 def _model(label: str) -> str:
     """A GPU's model from its label (store.gpu_label: the model, then the end of its UUID)."""
     head, _, tail = label.rpartition(" ")
     return head if head and re.fullmatch(r"[0-9a-f]{8}", tail) else label
-
-
-def _launch_text(key: str) -> str:
-    return re.sub(r'[{}"]', "", key or "").replace(":", "=").replace(",", " ")
 
 
 def _runs_table(runs: pd.DataFrame, out: Path, reports: Path | None) -> pd.DataFrame:

@@ -10,6 +10,8 @@ SASS-checked for it (docs/architecture.md, "Anchors").
                   shared stages build nothing for it (`has_probe`); the family's `attach` gives its call as the
                   probe's host kernel KERNEL, which its checks and plan launch.
     KERNEL        the host kernel that is the anchor's call, on a kernel case's probe too (WholeKernel's `anchor`).
+    VERIFY        the host kernel that checks the measured problem (the call's output against the family's
+                  reference): an anchor case's checks may launch it beside KERNEL, and nothing else.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from harness.spec import Case
 
 KERNEL = "library"  # the probe's host kernel that makes the anchor's call (its name is in stored notes)
+VERIFY = "probe_verify"  # the host kernel that checks the measured problem's output (kernel cases' checks name it too)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """cuBLAS GEMM anchors, cublasGemmEx on raw device pointers and CuPy's current stream (harness/anchors):
 
     GEMM_EX   the anchor as a measurement names it (the gemm family's f16 and bf16 library case, cublas.*)
+    SGEMM     the ladder's f32 anchor (its library rung, ladder.cublas.f32.*, and its f32 steps' rounds)
     Library   the gemm family's call: through nvmath-python's cuBLAS bindings with a workspace of its own where they
               are installed (it then captures into a CUDA graph), else CuPy's
     GemmEx    the ladder family's call, on CuPy's handle (f16, bf16 or f32 inputs)
@@ -29,7 +30,8 @@ TYPES = {"f32": CUDA_R_32F, "f16": CUDA_R_16F, "bf16": CUDA_R_16BF}
 
 GEMM_EX = Anchor("cuBLAS", "cublasGemmEx",
                  "cuBLAS (cublasGemmEx, TN: C = A . B^T, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)")
-
+SGEMM = Anchor("cuBLAS", "cublasGemmEx",
+               "cuBLAS SGEMM (cublasGemmEx, f32 in and out, CUBLAS_COMPUTE_32F), on CuPy's handle and stream")
 
 WORKSPACE_BYTES = 32 << 20
 

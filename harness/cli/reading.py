@@ -370,7 +370,7 @@ def model(gpu, clock, run_id, fit_run_id, in_sample, residuals, db, fmt, wide):
             say(f"{name}: {line}" if len(tables) > 1 else line)
             print_frame(table, fmt, wide)
         return
-    from harness.analysis.compare import natural_key
+    from harness.analysis.run_verdicts import natural_key
     from harness.analysis.models import score_run
 
     store = open_store(db)

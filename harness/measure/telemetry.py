@@ -37,6 +37,8 @@ from statistics import median
 from typing import Protocol
 
 SAMPLE_INTERVAL_S = 0.01
+BURST_INTERVAL_S = 0.0002  # between a burst's readings (BurstReadings): many in a batch of milliseconds, and the
+#                            host's launch calls still get the interpreter between them
 ENERGY_MIN_STEPS = 5  # counter steps a window must span for a mean power (0.4 s at least on an H100)
 NVML_POWER_AVERAGE_S = 1.0  # what nvmlDeviceGetPowerUsage averages over (Ampere and newer but GA100)
 
@@ -197,12 +199,91 @@ class Sampler:
     def window(self) -> Window:
         return Window(self.reader, self.own_pids)
 
+    def burst(self) -> "BurstReadings":
+        return BurstReadings(self.reader)
+
 
 class NullSampler:
     """No NVML: measurements carry GpuState(samples=0) and are neither trusted nor flagged by it."""
 
     def window(self) -> NullWindow:
         return NullWindow()
+
+    def burst(self) -> "BurstReadings":
+        return BurstReadings(None)
+
+
+# -- a burst's readings ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Instant:
+    """One quick reading during a burst: the SM clock, the clock-event reasons, and the board's instantaneous power
+    (NVML's field NVML_FI_DEV_POWER_INSTANT; None where the driver has none)."""
+
+    at_s: float
+    sm_clock_mhz: float
+    reasons: int
+    power_w: float | None
+
+
+class BurstReadings:
+    """A context manager that reads NVML in a tight loop while it is open: a burst (a batch of launches after idle,
+    WholeKernel.idle_s in measure/methods/whole_kernel.py) lasts milliseconds, which a Window's 10 ms interval misses,
+    and a Window's power is nvmlDeviceGetPowerUsage, a 1-s trailing average, mostly of the idle before the burst. The reader's `instant()`
+    gives an Instant; a reader without one (a scripted one) gives its read()'s clock and reasons and no power. The
+    first reading may precede the first launch by the time the host takes to enqueue it (tens of microseconds)."""
+
+    def __init__(self, reader: Reader | None):
+        self._reader = reader
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self.readings: list[Instant] = []
+
+    def _read(self) -> Instant:
+        instant = getattr(self._reader, "instant", None)
+        if instant is not None:
+            return instant()
+        r = self._reader.read()
+        return Instant(r.at_s or time.perf_counter(), r.sm_clock_mhz, r.reasons, None)
+
+    def _loop(self) -> None:
+        while True:
+            try:
+                self.readings.append(self._read())
+            except Exception:  # a failed NVML read loses the rest of the burst's readings, never the measurement
+                return
+            if self._stop.wait(BURST_INTERVAL_S):
+                return
+
+    def __enter__(self) -> "BurstReadings":
+        if self._reader is not None:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    @property
+    def power_w(self) -> float | None:
+        """The mean of the instantaneous power readings taken while the burst ran (None: none)."""
+        powers = [r.power_w for r in self.readings if r.power_w is not None]
+        return sum(powers) / len(powers) if powers else None
+
+
+def burst_state(readings: list[Instant]) -> GpuState:
+    """What a burst's readings say: the median SM clock, the most power read (power_w) and the mean
+    (mean_reading_w), every clock-event reason seen; no memory clock, temperature or energy counter (not read)."""
+    if not readings:
+        return GpuState(0)
+    mask = 0
+    for r in readings:
+        mask |= r.reasons
+    powers = [r.power_w for r in readings if r.power_w is not None]
+    return GpuState(len(readings), median(r.sm_clock_mhz for r in readings), power_w=max(powers, default=None),
+                    reasons=tuple(sorted(reason_names(mask))),
+                    mean_reading_w=sum(powers) / len(powers) if powers else None)
 
 
 class NvmlReader:
@@ -218,6 +299,7 @@ class NvmlReader:
         self._reasons = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
             pynvml.nvmlDeviceGetCurrentClocksThrottleReasons  # the older name
         self._no_energy = False
+        self._no_instant = False
 
     def read(self) -> Reading:
         nvml, h = self._nvml, self._handle
@@ -226,6 +308,25 @@ class NvmlReader:
                        nvml.nvmlDeviceGetPowerUsage(h) / 1000.0,
                        nvml.nvmlDeviceGetTemperature(h, nvml.NVML_TEMPERATURE_GPU),
                        self._reasons(h), self._energy(), time.perf_counter())
+
+    def instant(self) -> Instant:
+        """A burst's reading (BurstReadings): the SM clock, the reasons and the instantaneous power, three calls."""
+        nvml, h = self._nvml, self._handle
+        clock = nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM)
+        reasons = self._reasons(h)
+        return Instant(time.perf_counter(), clock, reasons, self._instant_power())
+
+    def _instant_power(self) -> float | None:
+        if self._no_instant:
+            return None
+        try:
+            value = self._nvml.nvmlDeviceGetFieldValues(self._handle, [self._nvml.NVML_FI_DEV_POWER_INSTANT])[0]
+            if value.nvmlReturn != 0:
+                raise RuntimeError(value.nvmlReturn)
+            return value.value.uiVal / 1000.0  # milliwatts
+        except Exception:  # an older driver or NVML: no instantaneous power
+            self._no_instant = True
+            return None
 
     def _energy(self) -> float | None:
         if self._no_energy:

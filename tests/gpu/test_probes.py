@@ -62,6 +62,8 @@ def compiled(request):
 
 
 def test_case_validates(case):
+    if not has_probe(case) and not case.anchor.available():  # a library call whose package is not installed here
+        pytest.skip(case.anchor.missing)
     probe, inputs = loaded(case)
     result = validate(case, probe, inputs)
     assert result.ok, result.message
@@ -110,7 +112,8 @@ def test_measure_case_produces_every_declared_metric(case_id, device):
 
 @pytest.mark.parametrize("case_id", ["cublas.f16.2048x2048x2048", "cublaslt.e4m3.2048x2048x2048",
                                      "gemm.f16.2048x2048x2048.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped"
-                                     ".tmastore", "attention.bf16.16x1024x16x128.tile128x128.s2.wg2.setmaxnreg"])
+                                     ".tmastore", "attention.bf16.16x1024x16x128.tile128x128.s2.wg2.setmaxnreg",
+                                     "cudnn.sdpa.bf16.16x1024x16x128", "cudnn.sdpa.bf16.16x1024x16x128.causal"])
 def test_a_library_anchor_is_measured_alone_and_beside_a_kernel(case_id, device):
     """An anchor case (the library's call: no build) validates and is timed by WholeKernel with no clock of its own;
     a pipeline's rounds alternate with the same call (library_fraction): cuBLAS, and cuDNN beside attention.
@@ -133,6 +136,20 @@ def test_a_library_anchor_is_measured_alone_and_beside_a_kernel(case_id, device)
     assert ("peak_fraction" in names) == ("library_fraction" in names) == has_probe(case)
     tflops = next(m.value for m in result.metrics if m.name == "throughput_tflops")
     assert 50 < tflops < 3000, tflops
+
+
+@pytest.mark.parametrize("case_id", ["cudnn.sdpa.bf16.4x4096x16x128", "cudnn.sdpa.f16.16x1024x8x256.causal"])
+def test_cudnns_own_case_validates_and_a_wrong_reference_fails(case_id):
+    """cuDNN's attention case (an anchor): its call on the check problem meets the f64 reference within the bound, and
+    the measured problem's sampled rows too; against the reference of V reversed its own output fails."""
+    pytest.importorskip("cudnn", reason="the cuDNN frontend is not installed (pip install '.[attention]')")
+    case = parse_case_id(case_id)
+    probe, inputs = loaded(case)
+    assert probe.module is None
+    result = validate(case, probe, inputs)
+    assert result.ok, result.message
+    values = dict(inputs.values, V=inputs.values["V"][:, ::-1])
+    assert not validate(case, probe, Inputs(inputs.buffer, values, inputs.distribution)).ok
 
 
 def test_a_persistent_grid_of_more_clusters_than_run_at_once_is_refused(device):

@@ -3,7 +3,9 @@
 A case is O = softmax(Q K^T / sqrt(D)) V over a batch of heads (ptx/attention.cu.in): a TMA producer loads each
 tile's Q once and each block's K and V into the ring; two consumer warpgroups of 64 query rows run S = Q K^T (wgmma
 SS), the online softmax in registers (ex2, the running max and sum) and O += P V (wgmma RS, P from registers, V
-read N-major). cuDNN's fused attention on the same inputs is the anchor (harness/anchors/cudnn.py).
+read N-major). cuDNN's fused attention on the same inputs is the anchor (harness/anchors/cudnn.py): in each case's
+rounds, and as a case of its own (cases.CudnnCase, `cudnn.sdpa.<problem>`: no template; its call is the probe's host
+kernel anchors.KERNEL, validated against the same f64 reference and bound, and timed by the same method).
 
 Every case is validated twice before it is timed:
     the check problem   one batch, two heads, a sequence of 2 x stages + 1 key blocks at least: O against the f64
@@ -20,8 +22,9 @@ from __future__ import annotations
 import numpy as np
 
 import harness.families.attention.cases as _cases
+from harness.anchors import KERNEL, VERIFY
 from harness.dtypes import decode, encode
-from harness.families.attention.cases import AttentionCase, check_case
+from harness.families.attention.cases import AttentionCase, CudnnCase, check_case
 from harness.families.attention.problem import (COUNTER_WORDS, COUNTERS, PROBLEM, SAMPLED_ROWS, TENSOR_FLOPS_PER_CYCLE,
                                                 c_float, check_grid, check_reference, grid, scale_log2,
                                                 tensor_elements)
@@ -51,7 +54,7 @@ def _suites() -> dict[str, Suite]:
 class AttentionFamily(Family):
     name = "attention"
     description = "attention forward: a TMA producer, wgmma QK^T, online softmax and PV on the pipeline layer"
-    id_prefixes = ("attention.",)
+    id_prefixes = ("attention.", _cases.ANCHOR_PREFIX)
     example_id = "attention.bf16.4x4096x16x128.tile128x128.s2.wg2.setmaxnreg"
     template = "attention.cu.in"
 
@@ -133,27 +136,32 @@ class AttentionFamily(Family):
         halves = np.stack([words & 0xFFFF, words >> 16], axis=-1).ravel()
         return decode(case.dtype, halves.astype(np.uint16))
 
-    def checks(self, case: AttentionCase, inputs: Inputs) -> list[Check]:
+    def checks(self, case: AttentionCase | CudnnCase, inputs: Inputs) -> list[Check]:
+        """O of the check problem against the f64 softmax within the bound (problem.py), then the measured problem's
+        sampled rows the same way; cuDNN's case: the same two, its call (KERNEL) at iters 0 on the check problem."""
         small = check_case(case)
         o, tolerance = check_reference(case, inputs.values)
-        blocks = check_grid(case)
-        kblocks = small.seq // small.bn
         label = (f"O of a {small.batch}x{small.seq}x{small.heads}x{small.head_dim} problem against the f64 softmax, "
-                 f"within the arithmetic's bound ({blocks} tiles, {kblocks} key blocks through {case.stages} stages)")
-        checks = [Check("probe_attention", case.threads, 0, blocks * (5 + COUNTER_WORDS), o.ravel(), tolerance.ravel(),
-                        label, grid=blocks)]
+                 "within the arithmetic's bound")
+        if isinstance(case, CudnnCase):
+            checks = [Check(KERNEL, 1, 0, 1, o.ravel(), tolerance.ravel(), f"{label} ({case.anchor.library})")]
+        else:
+            blocks = check_grid(case)
+            label += f" ({blocks} tiles, {small.seq // small.bn} key blocks through {case.stages} stages)"
+            checks = [Check("probe_attention", case.threads, 0, blocks * (5 + COUNTER_WORDS), o.ravel(),
+                            tolerance.ravel(), label, grid=blocks)]
         # the measured problem: its count of elements beyond the bound (as the case's type) in word 0, zeros after it
-        checks.append(Check("probe_verify", 1, 1, 1, np.zeros(2 * self.output_words(case)), 0.0,
+        checks.append(Check(VERIFY, 1, 1, 1, np.zeros(2 * self.output_words(case)), 0.0,
                             f"the {case.batch}x{case.seq}x{case.heads}x{case.head_dim} problem: {SAMPLED_ROWS} query rows "
                             "of three heads against f64, elements beyond the bound (expected 0)"))
         return checks
 
     # -- on the GPU ------------------------------------------------------------------------------------
 
-    def attach(self, case: AttentionCase, probe, device) -> Attachment:
+    def attach(self, case: AttentionCase | CudnnCase, probe, device) -> Attachment:
         import harness.families.attention.gpu as gpu
 
-        return gpu.attach(case, probe, device)
+        return (gpu.attach_anchor if isinstance(case, CudnnCase) else gpu.attach)(case, probe, device)
 
     # -- measurement ----------------------------------------------------------------------------------
 
@@ -163,20 +171,28 @@ class AttentionFamily(Family):
     def peak(self, case: AttentionCase) -> float | None:
         return float(TENSOR_FLOPS_PER_CYCLE)
 
-    def plan(self, case: AttentionCase, device=None) -> list:
-        from harness.anchors import KERNEL
+    def plan(self, case: AttentionCase | CudnnCase, device=None) -> list:
         from harness.anchors.cudnn import anchor
 
         library = anchor()
+        if isinstance(case, CudnnCase):  # the call alone, timed as a kernel's rounds time it (no clock of its own)
+            return [WholeKernel(KERNEL, 1, 1, launch={"problem": "measured"}, records=False, energy=True,
+                                notes=library.description or library.missing)]
         return [WholeKernel("probe_attention", grid(case), case.threads, anchor=KERNEL if library.available() else None,
                             counters=COUNTERS, energy=True, words=COUNTER_WORDS, launch={"problem": "measured"},
                             notes=f"{case.tiles} tiles of {case.bm} query rows, {case.kblocks} key blocks of {case.bn}"
                                   f"{' (causal: up to the diagonal)' if case.causal else ''}; {library.note()}")]
 
-    def describe(self, case: AttentionCase) -> list[str]:
-        return [f"O = softmax(Q K^T / sqrt({case.head_dim}){' + causal mask' if case.causal else ''}) V: batch "
-                f"{case.batch}, sequence {case.seq}, {case.heads} heads of {case.head_dim}, {case.dtype} in and out, "
-                "f32 scores and sums; [batch, seq, heads, D] tensors",
+    def describe(self, case: AttentionCase | CudnnCase) -> list[str]:
+        problem = (f"O = softmax(Q K^T / sqrt({case.head_dim}){' + causal mask' if case.causal else ''}) V: batch "
+                   f"{case.batch}, sequence {case.seq}, {case.heads} heads of {case.head_dim}, {case.dtype} in and "
+                   "out, f32 scores and sums; [batch, seq, heads, D] tensors")
+        if isinstance(case, CudnnCase):
+            library = case.anchor
+            return [problem, f"{library.description}, on CuPy's stream" if library.available() else library.missing,
+                    f"{case.flops / 1e12:.3f} TFLOP per call" + (" (causal: half the full count)" if case.causal
+                                                                else "")]
+        return [problem,
                 f"{case.tiles} tiles of {case.bm} query rows (one CTA each), blocks of {case.bn} keys through "
                 f"{case.stages} stages of {2 * case.bn * case.head_dim * 2 // 1024} KiB (K and V), Q "
                 f"{case.bm * case.head_dim * 2 // 1024} KiB",

@@ -4,7 +4,11 @@ Ids:
     attention.bf16.4x4096x16x128.tile128x128.s2.wg2.setmaxnreg
     attention.bf16.4x4096x16x128.causal.tile128x128.s2.wg2.setmaxnreg
 
-read as dtype, batch x sequence x heads x head dim, the causal mask (or none), then the pipeline: a tile of BM query
+    cudnn.sdpa.bf16.4x4096x16x128[.causal]
+
+The second is cuDNN's fused attention on the same problem (CudnnCase: an anchor, harness/anchors; no template), listed
+in every attention suite beside the kernels of its problem. The first reads as dtype, batch x sequence x heads x head
+dim, the causal mask (or none), then the pipeline: a tile of BM query
 rows by blocks of BN keys, a ring of `stages` slots (each a block's K and V), `consumers` warpgroups of 64 query
 rows each, setmaxnreg (registers moved from the producer to the consumers), and `.turns`: the two consumer
 warpgroups take turns at the tensor cores (FA3's ping-pong), so that one's softmax runs under the other's wgmma;
@@ -22,6 +26,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
+from harness.anchors import Anchor, AnchorCase
 from harness.errors import IllegalShapeError, SpecError
 from harness.families.pipeline import CONSUMER_REGS, SMEM_LIMIT, SMEM_SLACK, PipelineCase
 
@@ -37,10 +42,39 @@ OTHER_REGISTERS = 40
 # The tile per head dim (bm, bn, stages): two consumer warpgroups of 64 rows, keys in blocks that fit the registers
 # and the ring in shared memory (FA3 takes 128 x 128 at 64 and 128, 128 x 80 at 256; wgmma's N here is 64 at 256)
 DEFAULT_TILE = {64: (128, 128, 3), 128: (128, 128, 2), 256: (128, 64, 2)}
+ANCHOR_SEQ_MULTIPLE = 128  # cuDNN's case: a sequence every kernel's tile (128 rows, blocks of 64 or 128 keys) divides
+ANCHOR_CHECK_SEQ = 384  # cuDNN's check problem: 3 blocks of 128 keys (6 of 64), one batch of two heads
+
+
+class _AttentionProblem:
+    """What an attention problem's fields say, for a kernel case and cuDNN's alike (each declares dtype, batch, seq,
+    heads, head_dim and causal as fields)."""
+
+    @property
+    def problem_id(self) -> str:
+        """dtype, batch x sequence x heads x head dim, and the mask: the part of an id both kinds of case share."""
+        return (f"{self.dtype}.{self.batch}x{self.seq}x{self.heads}x{self.head_dim}"
+                + (".causal" if self.causal else ""))
+
+    @property
+    def rows(self) -> int:
+        """Query rows of every head: the skeleton walks them in tiles of bm."""
+        return self.batch * self.heads * self.seq
+
+    @property
+    def flops(self) -> float:
+        """4 x batch x heads x seq^2 x head dim (two matmuls); causal half of it, as the FA3 paper counts (the
+        blocks a causal tile skips are not counted, nor the masked half of the diagonal ones it computes)."""
+        full = 4.0 * self.batch * self.heads * self.seq * self.seq * self.head_dim
+        return full / 2 if self.causal else full
+
+    @property
+    def scale(self) -> float:
+        return self.head_dim ** -0.5
 
 
 @dataclass(frozen=True)
-class AttentionCase(PipelineCase):
+class AttentionCase(_AttentionProblem, PipelineCase):
     """Attention forward on the pipeline skeleton (families/pipeline.py: the tile is bm query rows of one head, its
     k-blocks the head's blocks of bn keys; `bk` is bn)."""
 
@@ -57,15 +91,9 @@ class AttentionCase(PipelineCase):
 
     @property
     def base_id(self) -> str:
-        return (f"attention.{self.dtype}.{self.batch}x{self.seq}x{self.heads}x{self.head_dim}"
-                + (".causal" if self.causal else "")
+        return (f"attention.{self.problem_id}"
                 + f".tile{self.bm}x{self.bn}.s{self.stages}.wg{self.consumers}"
                 + (".setmaxnreg" if self.rebalance else "") + (".turns" if self.turns else "") + (".overlap" if self.overlap else ""))
-
-    @property
-    def rows(self) -> int:
-        """Query rows of every head: the skeleton walks them in tiles of bm."""
-        return self.batch * self.heads * self.seq
 
     @property
     def tiles(self) -> int:
@@ -74,17 +102,6 @@ class AttentionCase(PipelineCase):
     @property
     def kblocks(self) -> int:
         return self.seq // self.bn
-
-    @property
-    def flops(self) -> float:
-        """4 x batch x heads x seq^2 x head dim (two matmuls); causal half of it, as the FA3 paper counts (the
-        blocks a causal tile skips are not counted, nor the masked half of the diagonal ones it computes)."""
-        full = 4.0 * self.batch * self.heads * self.seq * self.seq * self.head_dim
-        return full / 2 if self.causal else full
-
-    @property
-    def scale(self) -> float:
-        return self.head_dim ** -0.5
 
     def smem_bytes(self) -> int:
         """Q (bm x D), then `stages` slots of a block's K and V (bn x D each), 2-byte elements; the skeleton's
@@ -98,17 +115,57 @@ class AttentionCase(PipelineCase):
                 "operands": "SS+RS"}
 
 
+@dataclass(frozen=True)
+class CudnnCase(_AttentionProblem, AnchorCase):
+    """cuDNN's fused attention (sdpa forward, inference) on an attention problem, on the measured inputs a kernel
+    case of the same problem draws: an anchor (harness/anchors/cudnn.py), no template."""
+
+    family = "attention"
+    size_fields: ClassVar[tuple[str, ...]] = ("seq", "batch", "causal")
+    dtype: str
+    batch: int
+    seq: int
+    heads: int
+    head_dim: int
+    causal: bool = False
+
+    @property
+    def base_id(self) -> str:
+        return f"{ANCHOR_PREFIX}{self.problem_id}"
+
+    @property
+    def anchor(self) -> Anchor:
+        from harness.anchors.cudnn import anchor
+
+        return anchor()
+
+    def columns(self) -> dict[str, object]:
+        return {"instruction": self.anchor.call, "m": self.seq, "n": self.head_dim, "k": self.seq,
+                "dtype_a": self.dtype, "dtype_b": self.dtype, "dtype_acc": "f32"}
+
+
+ANCHOR_PREFIX = "cudnn.sdpa."  # CudnnCase's ids
+_ANCHOR_ID = re.compile(r"^cudnn\.sdpa\.(?P<dtype>\w+?)\.(?P<batch>\d+)x(?P<seq>\d+)x(?P<heads>\d+)x(?P<dim>\d+)"
+                        r"(?P<causal>\.causal)?$")
 _ID = re.compile(r"^attention\.(?P<dtype>\w+?)\.(?P<batch>\d+)x(?P<seq>\d+)x(?P<heads>\d+)x(?P<dim>\d+)"
                  r"(?P<causal>\.causal)?\.tile(?P<bm>\d+)x(?P<bn>\d+)\.s(?P<stages>\d+)\.wg(?P<wg>\d+)"
                  r"(?P<rebalance>\.setmaxnreg)?(?P<turns>\.turns)?(?P<overlap>\.overlap)?$")
 
 
-def parse(case_id: str) -> AttentionCase:
-    match = _ID.match(case_id)
+def parse(case_id: str) -> AttentionCase | CudnnCase:
+    match = _ID.match(case_id) or _ANCHOR_ID.match(case_id)
     if not match:
         raise SpecError(f"cannot parse attention case {case_id!r}: expected e.g. "
-                        "attention.bf16.4x4096x16x128[.causal].tile128x128.s2.wg2.setmaxnreg")
+                        "attention.bf16.4x4096x16x128[.causal].tile128x128.s2.wg2.setmaxnreg or "
+                        "cudnn.sdpa.bf16.4x4096x16x128[.causal]")
     g = match.groupdict()
+    if match.re is _ANCHOR_ID:
+        case = CudnnCase(dtype=g["dtype"], batch=int(g["batch"]), seq=int(g["seq"]), heads=int(g["heads"]),
+                         head_dim=int(g["dim"]), causal=bool(g["causal"]))
+        check(case)
+        if case.case_id != case_id:
+            raise SpecError(f"attention case id {case_id!r} is not canonical: {case.case_id!r}")
+        return case
     case = AttentionCase(dtype=g["dtype"], batch=int(g["batch"]), seq=int(g["seq"]), heads=int(g["heads"]),
                          head_dim=int(g["dim"]), causal=bool(g["causal"]), bm=int(g["bm"]), bn=int(g["bn"]),
                          bk=int(g["bn"]), stages=int(g["stages"]), consumers=int(g["wg"]),
@@ -118,8 +175,8 @@ def parse(case_id: str) -> AttentionCase:
     return case
 
 
-def check(case: AttentionCase) -> None:
-    """Refuse, in one line, what the template cannot run."""
+def check(case: AttentionCase | CudnnCase) -> None:
+    """Refuse, in one line, what the template cannot run (cuDNN's case: a problem the kernels could have)."""
     def refuse(why: str):
         raise IllegalShapeError(f"{case.case_id}: {why}")
 
@@ -127,6 +184,12 @@ def check(case: AttentionCase) -> None:
         refuse(f"dtype {case.dtype!r}: expected one of {', '.join(DTYPES)} (fp8 attention is not built yet)")
     if case.head_dim not in HEAD_DIMS:
         refuse(f"head dim {case.head_dim}: expected one of {', '.join(map(str, HEAD_DIMS))}")
+    if isinstance(case, CudnnCase):
+        if min(case.batch, case.seq, case.heads) < 1 or case.seq % ANCHOR_SEQ_MULTIPLE:
+            refuse(f"sequence {case.seq}: a multiple of {ANCHOR_SEQ_MULTIPLE} (every kernel's tile divides it)")
+        if case.rows > MAX_ROWS:
+            refuse(f"{case.rows} query rows: beyond {MAX_ROWS}, the kernels' 32-bit row indices")
+        return
     if why := case.check_skeleton():
         refuse(why)
     if case.schedule != "cooperative" or case.persistent or case.cluster != 1 or case.epilogue != "regs":
@@ -170,44 +233,67 @@ def attention(dtype: str, seq: int, head_dim: int, causal: bool = False, batch: 
     return case
 
 
-def everyday() -> list[AttentionCase]:
-    """The FA3 paper's grid in bf16: head dims 64, 128, 256 x sequences 1k..16k, causal and not; f16 at head dim
-    128 beside it."""
+def cudnn(case: AttentionCase | CudnnCase) -> CudnnCase:
+    """cuDNN's case on `case`'s problem (the anchor its rounds alternate with, measured alone)."""
+    return CudnnCase(dtype=case.dtype, batch=case.batch, seq=case.seq, heads=case.heads, head_dim=case.head_dim,
+                     causal=case.causal)
+
+
+def with_anchors(cases: list[AttentionCase]) -> list[AttentionCase | CudnnCase]:
+    """The kernels, then cuDNN's case of each of their problems (once, in the order they first come), as the gemm
+    suites list the library's case of each shape."""
+    anchors = {}
+    for case in cases:
+        anchors.setdefault(cudnn(case).case_id, cudnn(case))
+    return list(cases) + list(anchors.values())
+
+
+def _everyday() -> list[AttentionCase]:
     cases = [attention("bf16", seq, dim, causal) for dim in HEAD_DIMS for causal in (False, True)
              for seq in SEQUENCES]
     return cases + [attention("f16", seq, 128) for seq in SEQUENCES]
 
 
-def turns() -> list[AttentionCase]:
-    """everyday()'s bf16 cases with the consumer warpgroups taking turns at the tensor cores."""
-    return [replace(case, turns=True) for case in everyday() if case.dtype == "bf16"]
+def everyday() -> list[AttentionCase | CudnnCase]:
+    """The FA3 paper's grid in bf16: head dims 64, 128, 256 x sequences 1k..16k, causal and not; f16 at head dim
+    128 beside it; cuDNN on each problem."""
+    return with_anchors(_everyday())
+
+
+def turns() -> list[AttentionCase | CudnnCase]:
+    """everyday()'s bf16 cases with the consumer warpgroups taking turns at the tensor cores; cuDNN on each problem."""
+    return with_anchors([replace(case, turns=True) for case in _everyday() if case.dtype == "bf16"])
 
 
 # The overlapped block holds two slots, so it takes a third where shared memory has room (head dims 64 and 128)
 OVERLAP_STAGES = {64: 3, 128: 3, 256: 2}
 
 
-def overlapped() -> list[AttentionCase]:
-    """everyday()'s bf16 cases with the softmax overlapped inside each warpgroup, three stages where they fit; and the
-    serial ones at 4k and 16k beside them (the same run's comparison)."""
-    bf16 = [case for case in everyday() if case.dtype == "bf16"]
+def _overlapped() -> list[AttentionCase]:
+    bf16 = [case for case in _everyday() if case.dtype == "bf16"]
     return ([replace(case, overlap=True, stages=OVERLAP_STAGES[case.head_dim]) for case in bf16]
             + [case for case in bf16 if case.seq in (4096, 16384)])
 
 
-def overlapped_turns() -> list[AttentionCase]:
+def overlapped() -> list[AttentionCase | CudnnCase]:
+    """everyday()'s bf16 cases with the softmax overlapped inside each warpgroup, three stages where they fit; and the
+    serial ones at 4k and 16k beside them (the same run's comparison); cuDNN on each problem."""
+    return with_anchors(_overlapped())
+
+
+def overlapped_turns() -> list[AttentionCase | CudnnCase]:
     """FA3's whole schedule at head dims 64 and 128: the softmax overlapped inside each warpgroup and the two taking
     turns at the tensor cores (a turn: a block's S and the block before's P V); the overlapped and the serial cases
-    beside them in the same run."""
-    mine = [case for case in overlapped() if case.head_dim in (64, 128) and case.seq >= 4096]
-    return mine + [replace(case, turns=True) for case in mine if case.overlap]
+    beside them in the same run; cuDNN on each problem."""
+    mine = [case for case in _overlapped() if case.head_dim in (64, 128) and case.seq >= 4096]
+    return with_anchors(mine + [replace(case, turns=True) for case in mine if case.overlap])
 
 
-def quick() -> list[AttentionCase]:
-    return [attention("bf16", 4096, 128), attention("bf16", 4096, 128, causal=True)]
+def quick() -> list[AttentionCase | CudnnCase]:
+    return with_anchors([attention("bf16", 4096, 128), attention("bf16", 4096, 128, causal=True)])
 
 
-def cases() -> list[AttentionCase]:
+def cases() -> list[AttentionCase | CudnnCase]:
     seen, out = set(), []
     for case in everyday() + turns() + overlapped() + overlapped_turns() + quick():
         if case.case_id not in seen:
@@ -216,9 +302,11 @@ def cases() -> list[AttentionCase]:
     return out
 
 
-def check_case(case: AttentionCase) -> AttentionCase:
+def check_case(case: AttentionCase | CudnnCase) -> AttentionCase | CudnnCase:
     """The check problem's case: one batch, two heads, a sequence of 2 x stages + 1 key blocks at least (the ring
-    wraps, every slot's phase flips) and two tiles at least, on the same pipeline."""
+    wraps, every slot's phase flips) and two tiles at least, on the same pipeline; cuDNN's, ANCHOR_CHECK_SEQ."""
+    if isinstance(case, CudnnCase):
+        return replace(case, batch=1, heads=2, seq=ANCHOR_CHECK_SEQ)
     step = max(case.bm, case.bn)
     seq = max(2 * case.bm, (2 * case.stages + 1) * case.bn)
     seq = -(-seq // step) * step

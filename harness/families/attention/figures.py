@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from harness.anchors import has_probe
 from harness.errors import HarnessError
-from harness.families.attention.cases import parse
+from harness.families.attention.cases import cudnn, parse
 from harness.families.attention.model import terms
 
 
@@ -25,21 +26,25 @@ def _round(value: float, digits: int | None = None):
 
 
 def table(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per case of `frame` (the attention rows of one run or GPU): rates, cuDNN's, and a block's cycles."""
+    """One row per kernel case of `frame` (the attention rows of one run or GPU): rates, cuDNN's in its rounds and
+    alone (its own case, cudnn.sdpa.*, where the frame holds it), and a block's cycles."""
     wide = frame.pivot_table(index="case_id", columns="metric", values="value", aggfunc="first")
     spread = frame[frame.metric == "library_fraction"].set_index("case_id").spread
+    rates = wide["throughput_tflops"] if "throughput_tflops" in wide else pd.Series(dtype=float)
     rows = []
     for case_id in wide.index:
         case = _case(case_id)
-        if case is None:
+        if case is None or not has_probe(case):  # cuDNN's own case: a column of its kernels' rows
             continue
-        ours = wide.at[case_id, "throughput_tflops"] if "throughput_tflops" in wide else float("nan")
+        ours = rates.get(case_id, float("nan"))
+        alone = rates.get(cudnn(case).case_id, float("nan"))
         fraction = wide.at[case_id, "library_fraction"] if "library_fraction" in wide else float("nan")
         cycles = wide.at[case_id, "cycles_per_kblock"] if "cycles_per_kblock" in wide else float("nan")
         tensor, mufu, _ = terms(case)  # the block's two bounds, as the model has them
         rows.append({"dtype": case.dtype, "head dim": case.head_dim, "seq": case.seq,
                      "causal": "yes" if case.causal else "no", "batch x heads": f"{case.batch} x {case.heads}",
                      "TFLOPS": _round(ours, 1), "cuDNN TFLOPS": _round(ours / fraction, 1),
+                     "cuDNN alone TFLOPS": _round(alone, 1),
                      "of cuDNN": _round(fraction, 3), "spread of the ratio": _round(spread.get(case_id, float("nan")), 3),
                      "cycles a block": _round(cycles), "tensor-core bound": round(tensor), "MUFU bound": round(mufu),
                      "tensor cores busy": _round(tensor / cycles, 3),
@@ -50,7 +55,8 @@ def table(frame: pd.DataFrame) -> pd.DataFrame:
 
 NOTE = ("Ours: ptx/attention.cu.in (docs/attention.md); cuDNN: its fused attention on the same inputs through the "
         "cuDNN frontend, timed in the same rounds (the ratio taken round by round; its spread is the interquartile "
-        "range over the median). 'cycles a block': the first consumer warpgroup's mainloop cycles per block of keys "
+        "range over the median). 'cuDNN alone': its own case (cudnn.sdpa.*) in the same run, the call alone timed by "
+        "the same method. 'cycles a block': the first consumer warpgroup's mainloop cycles per block of keys "
         "(in-kernel counters); the bounds are a block's cycles at the tensor cores' dense peak (4 x BM x BN x D FLOP at "
         "4096 a cycle) and at MUFU's 16 exponentials a cycle (BM x BN). The two consumer warpgroups each run their "
         "block serially (S, softmax, P V): one's softmax can only hide under the other's wgmma.")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from harness.anchors import has_probe
 from harness.families.attention.cases import AttentionCase, parse
 from harness.families.attention.problem import MUFU_PER_CYCLE, TENSOR_FLOPS_PER_CYCLE
 from harness.families.base import FamilyModel, residual_frame
@@ -66,7 +67,7 @@ class AttentionModel(FamilyModel):
         return {}  # every schedule at a = 1, b = 0: the two bounds added
 
     def predict(self, case, metric: str, params: dict | None) -> float | None:
-        if metric != METRIC:
+        if metric != METRIC or not has_probe(case):  # cuDNN's case (an anchor) has no blocks of ours
             return None
         a, b = (params or {}).get(schedule(case), (1.0, 0.0))
         tensor, mufu, per_block = terms(case)

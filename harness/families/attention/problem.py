@@ -15,13 +15,17 @@ S x scale x log2 e less the max, moves p by scale x its error), and L the keys s
 and the output's rescaling once a block). A key block left out moves O by the block's share of the row's weight
 (a fifth in the check problem) times |v - O|: well beyond the bound; so does a wrong scale
 (tests/test_attention.py shows both failing).
+
+cuDNN's case (cases.CudnnCase, an anchor) is held to the same bound: its arithmetic is the same kind (P rounded to the
+inputs' type before P V, f32 scores and sums) but its block of keys is its own and not known here, so the bound takes
+ANCHOR_KEY_BLOCK, the smallest a wgmma can hold, whose rescalings of O are the most (`key_block`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from harness.families.attention.cases import AttentionCase, check_case
+from harness.families.attention.cases import AttentionCase, CudnnCase, check_case
 from harness.families.pipeline import COUNTER_WORDS, TENSOR_FLOPS_PER_CYCLE, KernelStruct, counter_metrics  # noqa: F401
 
 # The kernel's by-value argument, twice (the check problem, the measured one): maps over Q, K and V as
@@ -37,6 +41,7 @@ LOG2E = 1.4426950408889634
 EX2_RELATIVE = 2.0 ** -22  # ex2.approx.ftz.f32: 2 ulp (PTX ISA 9.7.4)
 F32_UNIT = 2.0 ** -24
 COUNTERS = counter_metrics()
+ANCHOR_KEY_BLOCK = 16  # cuDNN's key block as the bound takes it (module docstring)
 MUFU_PER_CYCLE = 16  # ex2 results per cycle per SM: the CUDA C++ Programming Guide's, CC 9.0 (the simt family measures 16.0)
 
 
@@ -82,19 +87,25 @@ def reference(xp, q, k, v, causal: bool, rows=None):
     return (p @ v) / total, (p @ xp.abs(v)) / total, g.max(axis=1, keepdims=True)
 
 
-def bound(xp, case: AttentionCase, seq: int, o, weighted, g):
-    """The largest |ours - O| where the kernel is right, element by element (module docstring)."""
+def key_block(case: AttentionCase | CudnnCase) -> int:
+    """The keys between two rescalings of O, as the bound takes them: the kernel's block, or cuDNN's as
+    ANCHOR_KEY_BLOCK (module docstring)."""
+    return ANCHOR_KEY_BLOCK if isinstance(case, CudnnCase) else case.bn
+
+
+def bound(xp, case: AttentionCase | CudnnCase, seq: int, o, weighted, g):
+    """The largest |ours - O| where the kernel (or cuDNN) is right, element by element (module docstring)."""
     from harness.dtypes import unit_roundoff
 
     u = unit_roundoff(case.dtype)
     d = case.head_dim
     relative = (u + EX2_RELATIVE + case.scale * g * (d + 1) * 2.0 ** -23
-                + (seq + 2 * seq / case.bn) * 2.0 ** -23)
+                + (seq + 2 * seq / key_block(case)) * 2.0 ** -23)
     error = weighted * relative + xp.abs(o) * (seq + 4) * F32_UNIT
     return error + u * (xp.abs(o) + error) + F32_UNIT
 
 
-def check_reference(case: AttentionCase, values: dict) -> tuple[np.ndarray, np.ndarray]:
+def check_reference(case: AttentionCase | CudnnCase, values: dict) -> tuple[np.ndarray, np.ndarray]:
     """The check problem's O as [batch, seq, heads, D] (f64) and its bound, from the inputs' exact values."""
     small = check_case(case)
     q, k, v = (values[name] for name in ("Q", "K", "V"))

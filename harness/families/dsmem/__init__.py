@@ -90,7 +90,7 @@ def _suites() -> dict[str, Suite]:
                        "cluster) in clusters of 2/4/8/16, and the papers' chase patterns (ring, pair, broadcast, "
                        "local) over block sizes and chains per thread", _cases.cases, part_of=("tma",)),
         "maps-dsmem": Suite("the SM-to-SM map: every CTA of clusters of 2/4/8/16 chases every other, by %smid",
-                            _cases.map_cases, part_of=("maps",)),
+                            _cases.map_cases, part_of=("maps", "maps-sides")),
     }
 
 

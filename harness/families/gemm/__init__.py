@@ -4,15 +4,18 @@ A pipeline case is a warp-specialized Hopper GEMM (ptx/gemm.cu.in): a producer w
 of A and B into a ring of shared-memory stages, one or two consumer warpgroups run wgmma over each
 k-block, an epilogue writes C. A library case (cases.LibraryCase) is an anchor (harness/anchors): cuBLAS's
 cublasGemmEx, or cuBLASLt's fp8 matmul, on the same problem, with no template. Cases and ids: cases.py; GPU resources
-and the library's calls: gpu.py; the planner (the family's model): model.py.
+and the library's calls: gpu.py; the planner (the family's model): model.py. The report: figures.py (its sections),
+frame.py (the rows they read), plots.py (the figures), worklog.py (the seed worklog's figures), findings.py.
 
 Every case is validated twice before it is timed:
     the check problem   small integer-valued A and B (exact in f32), several tiles per CTA, every stage
                         of the ring reused: C must equal NumPy's bit for bit
     the measured one    normal(0, 1) inputs at the case's size: C against cuBLAS on the same inputs,
-                        within a tolerance a dropped k-block or a misplaced tile cannot meet
+                        within a tolerance a dropped k-block or a misplaced tile cannot meet (a case's
+                        integer or zero inputs: against the exact product, problem.measured_bound)
 then timed by methods.WholeKernel: rounds of back-to-back launches alternating with cuBLAS on the same
-inputs, the ratio taken round by round; in-kernel counters say where the time went.
+inputs, the ratio taken round by round; in-kernel counters say where the time went. A `.burst` case is timed
+as the seed worklog's code times it instead: batches of 8 launches after 5 s idle (protocol.py).
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from harness.anchors import KERNEL
 from harness.families.base import Attachment, Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
 import harness.families.gemm.cases as _cases
 from harness.families.gemm.cases import GemmCase, LibraryCase
-from harness.families.gemm.problem import (CHECK_SCALES, CHECK_VALUES, CONSUMER_REGS, COUNTER_WORDS, COUNTERS, POISON, PROBLEM,
+from harness.families.gemm.problem import (CHECK_SCALES, CHECK_VALUES, CONSUMER_REGS, COUNTER_WORDS, COUNTERS,
+                                           MEASURED_INPUTS, MEASURED_INTEGERS, POISON, PROBLEM,
                                            PRODUCER_REGS, TENSOR_FLOPS_PER_CYCLE, VERIFY_ATOL, VERIFY_RTOL, FP8_SUM_BITS,
                                            block_scaled_product, check_grid, check_problem, grid, scale_offsets,
                                            threads, to_bits)
@@ -49,6 +53,9 @@ def _suites() -> dict[str, Suite]:
                                 "and on 128, with the library", _cases.multicast),
         "gemm-skinny": Suite("skinny and decode GEMMs (M = 16..256 at N = K = 8192, f16): 64- and 128-row tiles "
                              "with and without split-K, a partial last tile where M < 64, and cuBLAS", _cases.skinny),
+        "gemm-protocol": Suite("the worklog's published figures by their protocol: the best f16 configuration and "
+                               "cuBLAS at 4096^3, random, integer and zero inputs, each in sustained rounds and in a "
+                               "burst of 8 launches after 5 s idle (docs/gemm.md)", _cases.protocol),
         "gemm-heuristics": Suite("the planner's top five beside nvMatmulHeuristics' (NVIDIA's predictor, mapped to "
                                  "our cases where it can be) at 4096^3, 8192^3 and three LLM projections, f16, with "
                                  "cuBLAS: `bench plan --against nvmh --run N` gives each one's regret",
@@ -62,6 +69,17 @@ def _heuristics() -> list[GemmCase]:
     from harness.families.gemm.heuristics import suite
 
     return suite()
+
+
+def _measured_check(case: GemmCase) -> str:
+    """What the measured problem's check compares, by its inputs (problem.measured_bound)."""
+    if case.inputs == "zero":
+        return "every element exactly zero (zero inputs; expected 0 beyond)"
+    if case.inputs == "int":
+        low, high = MEASURED_INTEGERS
+        return (f"integers {low}..{high}: every element against the exact sum (f64), exact where the sum is an integer "
+                f"of {case.out_dtype}, within its rounding beyond (expected 0 beyond)")
+    return f"elements beyond {VERIFY_ATOL} + {VERIFY_RTOL:.4f} x |cuBLAS| (expected 0)"
 
 
 def _all_cases() -> list[GemmCase]:
@@ -113,8 +131,11 @@ class GemmFamily(Family):
             "instruction": f"wgmma.mma_async.sync.aligned.m64n{case.bn}k{case.wgmma_k}.f32.{case.dtype}.{case.dtype}",
             # scale-a, scale-b, and for 16-bit inputs the transposes (K-major: none); fp8 takes no transpose
             "immediates": "1, 1" if case.in_bytes == 1 else "1, 1, 0, 0",
-            "promote": str(case.promote).lower(), "overlap": str(case.promotion in ("overlap", "pipelined")).lower(),
+            "promote": str(case.promote).lower(),
+            "overlap": str(case.promotion in ("overlap", "pipelined") + _cases.CARRIED).lower(),
             "pipelined": str(case.promotion == "pipelined").lower(),
+            "carried": str(case.promotion in _cases.CARRIED).lower(),
+            "deferred": str(case.promotion == "deferred").lower(),
             "staggered": str(case.promotion == "staggered").lower(), "pipeline_group": case.group,
             "blockscale": str(case.block_scaled).lower(),
             "d_operands": ", ".join(f"%{i}" for i in range(acc)),
@@ -132,15 +153,19 @@ class GemmFamily(Family):
         per_kblock = (case.bk // case.wgmma_k) * (case.wg_rows // 64)
         # an overlapped promotion's k-block walk has three copies of the k-block's wgmma: a pair (one per accumulator
         # set, pipeline.cuh consume_kblock_pairs) and an odd count's last; a pipelined one's, a group's k-blocks and
-        # the k-block walked alone (consume_kblock_groups)
-        copies = {"overlap": 3, "pipelined": case.group + 1}.get(case.promotion, 1)
+        # the k-block walked alone (consume_kblock_groups); a carried one's, the tile's first k-block, the loop's
+        # pair and an even count's last (consume_kblocks_carried)
+        copies = {"overlap": 3, "pipelined": case.group + 1, "carried": 4, "deferred": 4}.get(case.promotion, 1)
         load, multicast = "UTMALDG.2D", "UTMALDG.2D.MULTICAST"
         kernels = [("probe_gemm", KernelExpectation(mnemonic, per_kblock * copies)),  # A, and B unless multicast
                    ("probe_gemm", KernelExpectation(load, 1 if case.cluster > 1 else 2, exclude=(multicast,)))]
         if case.cluster > 1:
             kernels.append(("probe_gemm", KernelExpectation(multicast, 1)))
         if case.epilogue == "tmastore":
-            kernels.append(("probe_gemm", KernelExpectation("UTMASTG.2D", case.bn // 64)))  # a 64-column box each
+            # a 64-column box each; a deferred epilogue's store is in two places (under the next tile's first k-block,
+            # and the CTA's last tile after its walk)
+            stores = 2 if case.promotion == "deferred" else 1
+            kernels.append(("probe_gemm", KernelExpectation("UTMASTG.2D", stores * case.bn // 64)))
         if case.promotion == "staggered":  # a warpgroup's arrival after it issued a k-block (the other's turn)
             kernels.append(("probe_gemm", KernelExpectation("BAR.ARV", 1)))
         if case.splits > 1:  # split-K: a run's arrival at its tile's counter (acq_rel, the GPU's scope)
@@ -160,7 +185,8 @@ class GemmFamily(Family):
         b = rng.integers(low, high + 1, (n, k)).astype(np.float64)
         buffer = np.concatenate([to_bits(a, case.dtype).ravel(), to_bits(b, case.dtype).ravel()]).view(np.uint8)
         values = {"A": a, "B": b}
-        distribution = f"check: integers {low}..{high}; measured: normal(0, 1) {case.dtype}, seeded, drawn on the GPU"
+        distribution = f"check: integers {low}..{high}; measured: {MEASURED_INPUTS[case.inputs]} {case.dtype}" + (
+            "" if case.inputs == "zero" else ", seeded, drawn on the GPU")
         if case.block_scaled:  # scales of powers of two (C exact), after A and B at problem.scale_offsets
             blocks = k // _cases.SCALE_BLOCK
             values["scale_a"] = rng.choice(CHECK_SCALES, (blocks, m))
@@ -206,7 +232,7 @@ class GemmFamily(Family):
                                f"(problem.fp8_bound: {case.bk // case.wgmma_k} roundings of 2^-{FP8_SUM_BITS} per "
                                f"k-block, f32 across them, f16 out; expected 0)"
                                if case.promote else
-                               f"elements beyond {VERIFY_ATOL} + {VERIFY_RTOL:.4f} x |cuBLAS| (expected 0)")))
+                               _measured_check(case))))
         return checks
 
     # -- on the GPU ------------------------------------------------------------------------------------
@@ -225,6 +251,8 @@ class GemmFamily(Family):
         return float(TENSOR_FLOPS_PER_CYCLE * case.mma_rate)
 
     def plan(self, case: GemmCase | LibraryCase, device=None) -> list:
+        if case.protocol == "burst":
+            return [self._burst(case, device)]
         if isinstance(case, LibraryCase):  # the call alone, timed as a kernel is (no clock of its own)
             return [WholeKernel(KERNEL, 1, 1, launch={"problem": "measured"}, records=False, energy=True,
                                 notes=case.anchor.description)]
@@ -237,9 +265,25 @@ class GemmFamily(Family):
                                   + (f"{case.splits} runs of {case.kblocks} k-blocks each (split-K)" if case.splits > 1
                                      else f"{case.kblocks} k-blocks each") + f"; {anchor.note()}")]
 
+    @staticmethod
+    def _burst(case: GemmCase | LibraryCase, device) -> WholeKernel:
+        """The seed worklog's protocol: a batch of WORKLOG_BATCH launches after WORKLOG_IDLE_S of idle, the kernel or
+        the library alone (methods/whole_kernel.py _measure_burst)."""
+        burst = dict(launch={"problem": "measured", "protocol": "burst"}, idle_s=_cases.WORKLOG_IDLE_S,
+                     burst_launches=_cases.WORKLOG_BATCH)
+        if isinstance(case, LibraryCase):
+            return WholeKernel(KERNEL, 1, 1, records=False, notes=case.anchor.description, **burst)
+        sm_count = device.sm_count if device is not None else 132
+        return WholeKernel("probe_gemm", grid(case, sm_count), threads(case), words=COUNTER_WORDS,
+                           notes=f"{case.tiles} tiles of {case.bm}x{case.bn}, {case.kblocks} k-blocks each", **burst)
+
     def describe(self, case: GemmCase | LibraryCase) -> list[str]:
         shape = (f"C[{case.m}, {case.n}] = A[{case.m}, {case.k}] . B[{case.n}, {case.k}]^T, {case.dtype} in, f32 "
                  f"accumulate, {case.out_dtype} out")
+        shape += "" if (case.inputs, case.protocol) == ("random", "sustained") else (
+            f"; measured on {MEASURED_INPUTS[case.inputs]}, "
+            + (f"timed in batches of {_cases.WORKLOG_BATCH} launches after {_cases.WORKLOG_IDLE_S:g} s idle"
+               if case.protocol == "burst" else "timed in sustained rounds"))
         if isinstance(case, LibraryCase):
             return [shape, case.anchor.description + ", on CuPy's stream"]
         return [shape,
@@ -277,20 +321,26 @@ class GemmFamily(Family):
 
     @staticmethod
     def paper_case(figure) -> tuple[str, str] | str | None:
-        """A step of the seed HGEMM worklog (harness/db/data/references/article_hgemm_worklog_h100.csv): the
-        pipeline case of its configuration (cases.WORKLOG_STEPS) at the figure's size, or why a step has
-        none (cases.WORKLOG_UNEXPRESSED); None for any other figure."""
-        prefix = "hgemm worklog step "
+        """A figure of the seed HGEMM worklog (harness/db/data/references/article_hgemm_worklog_h100.csv): a step's,
+        the pipeline case of its configuration (cases.WORKLOG_STEPS), or why a step has none
+        (cases.WORKLOG_UNEXPRESSED); its cuBLAS figure, the library case; at the worklog's size, 4096^3, only (its
+        section 2.11), and as measured by our default protocol (docs/gemm.md, "Published figures by their protocol":
+        its own, a burst after idle, is the gemm-protocol suite's and the report's). None for any other figure."""
+        prefix = "hgemm worklog "
         if not figure.instruction.startswith(prefix) or figure.metric != "throughput_tflops":
             return None
-        step = figure.instruction[len(prefix):]
+        shape = (figure.m, figure.n, figure.k)
+        if shape != _cases.WORKLOG_SHAPE:
+            return "the worklog's size is 4096^3 (the seed's section 2.11): its figures are mapped there only"
+        if figure.instruction == prefix + "cublas":
+            return _cases.library(figure.dtype_a, shape).case_id, "throughput_tflops"
+        step = figure.instruction.removeprefix(prefix + "step ")
         if step in _cases.WORKLOG_UNEXPRESSED:
             return _cases.WORKLOG_UNEXPRESSED[step]
         config = _cases.WORKLOG_STEPS.get(step)
         if config is None:
             return None
-        case = _cases.pipeline(figure.dtype_a, (figure.m, figure.n, figure.k), **config)
-        return case.case_id, "throughput_tflops"
+        return _cases.pipeline(figure.dtype_a, shape, **config).case_id, "throughput_tflops"
 
     def figures(self, context) -> list:
         from harness.families.gemm.figures import figures
@@ -298,7 +348,7 @@ class GemmFamily(Family):
         return figures(context)
 
     def findings(self, context) -> list:
-        from harness.families.gemm.figures import findings
+        from harness.families.gemm.findings import findings
 
         return findings(context)
 

@@ -6,6 +6,12 @@ the same problem (LibraryCase, an anchor: harness/anchors; cuBLAS for f16 and bf
     gemm.f16.8192x8192x8192.tile128x128x64.s4.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore.pingpong
     cublas.f16.8192x8192x8192
     cublaslt.e4m3.8192x8192x8192.fastaccum.blockscale
+    gemm.f16.4096x4096x4096.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore.inputs-zero.burst
+    cublas.f16.4096x4096x4096.inputs-int
+
+The measured problem's inputs (`.inputs-int`, `.inputs-zero`; none: normal(0, 1)) and the protocol that times it
+(`.burst`: a batch of launches after idle, the seed worklog's; none: sustained rounds) are the case's too: they move the
+clock through power, not the kernel (docs/gemm.md, "Published figures by their protocol"). f16 and bf16 only.
 
 The schedule (ptx/pipeline.cuh): cooperative (the default, no suffix: both consumer warpgroups on every tile, each
 on its half of the rows) or `.pingpong` (they take the CTA's tiles in turn, each a whole tile, so one's epilogue
@@ -40,8 +46,13 @@ FP8_LIBRARY = ("e4m3",)  # cublasLtMatmul through nvmath-python's bindings (harn
 # where 128x128 lands 32 KiB for 4.2 (the feed alone turns 128x128's k-block in 538 cycles against the tensor
 # cores' 512; reports/investigation/gemm-feed-h100.txt); N past a whole number of its tiles is a partial last tile
 TILES = ((64, 128), (128, 128), (128, 256), (256, 128), (64, 64), (128, 64), (64, 256), (128, 192))
+FP8_TILES = ((128, 192),)  # tiles only fp8 takes
 MAX_DIM = 65536
-PROMOTIONS = ("serial", "overlap", "pipelined", "staggered")
+PROMOTIONS = ("serial", "overlap", "pipelined", "staggered", "carried", "deferred")
+# ... of which the pipelined walk without its group's drains (pipeline.cuh consume_kblocks_carried: a k-block in flight
+# across the loop, the tensor cores drained once a tile), and the same with each tile's epilogue run under the next
+# tile's first k-block ("deferred", ptx/gemm.cu.in DEFERRED)
+CARRIED = ("carried", "deferred")
 PIPELINE_GROUP = 4  # a pipelined promotion's k-blocks between two drains of the tensor cores (pipeline.cuh), unless
 PIPELINE_GROUPS = (2, 4)  # ... the case names another (`.pipelined-g2`; groups of 8 spill: 36 bytes a thread)
 # fp8 scaling: per tensor (the default, no suffix: scales of 1, a per-tensor pair being a multiple of C) or DeepSeek-V3's
@@ -52,6 +63,15 @@ SCALE_BLOCK = 128
 # f32 accumulators one wgmma may write (ACC_REGISTER_LIMIT), and all a consumer thread may keep live: an overlapped
 # fp8 promotion keeps three sets of 64 (two k-blocks' and the tile's) in the 232 registers setmaxnreg gives it
 LIVE_ACCUMULATOR_LIMIT = 192  # ptx/gemm.cu.in PROMOTE without and with OVERLAP (fp8 only)
+# The measured problem's inputs: normal(0, 1) (the default, no suffix), small integers, or zeros; fewer bits toggle,
+# less power, a higher clock under the same cap (problem.measured_bound: how each is checked). 16-bit inputs only.
+INPUT_KINDS = ("random", "int", "zero")
+INPUT_DTYPES = ("f16", "bf16")
+# How the measured problem is timed: sustained rounds alternating with the library (the default, no suffix) or a burst
+# (a batch of launches after the GPU idled: the seed worklog's published code; methods.WholeKernel.idle_s).
+PROTOCOLS = ("sustained", "burst")
+WORKLOG_IDLE_S = 5.0  # the worklog's published code: the GPU idle this long (a sleep) before its timed batch ...
+WORKLOG_BATCH = 8  # ... of this many launches back to back, timed by CUDA events as one
 
 
 class _GemmProblem:
@@ -81,6 +101,19 @@ class _GemmProblem:
     def flops(self) -> float:
         return 2.0 * self.m * self.n * self.k
 
+    @property
+    def _measured_suffix(self) -> str:
+        """`.inputs-KIND` and `.burst` where the measured problem's inputs or protocol are not the default."""
+        return ("" if self.inputs == "random" else f".inputs-{self.inputs}") + \
+            ("" if self.protocol == "sustained" else f".{self.protocol}")
+
+    def _drop_measured_defaults(self, values: dict) -> dict:
+        """params() without the default inputs and protocol: the params of the cases stored before they were fields."""
+        for name, default in (("inputs", "random"), ("protocol", "sustained")):
+            if values.get(name) == default:
+                del values[name]
+        return values
+
 
 @dataclass(frozen=True)
 class GemmCase(_GemmProblem, PipelineCase):
@@ -88,7 +121,8 @@ class GemmCase(_GemmProblem, PipelineCase):
     schedule, epilogue)."""
     family = "gemm"
     # what the GPU tests' default sample varies least (tests/gpu/sample.py): the problem and the ring's depth
-    size_fields: ClassVar[tuple[str, ...]] = ("m", "n", "k", "stages")
+    # (and the measured problem's inputs: the same kernel and method, its power and clock; a protocol is a method's mode)
+    size_fields: ClassVar[tuple[str, ...]] = ("m", "n", "k", "stages", "inputs")
     dtype: str
     m: int
     n: int
@@ -98,6 +132,8 @@ class GemmCase(_GemmProblem, PipelineCase):
     promotion: str = "serial"
     group: int = PIPELINE_GROUP  # a pipelined promotion's k-blocks per drain of the tensor cores
     scaling: str = "tensor"  # fp8 (SCALINGS): one scale per tensor (1), or DeepSeek-V3's 1x128 and 128x128 blocks
+    inputs: str = "random"  # the measured problem's inputs (INPUT_KINDS)
+    protocol: str = "sustained"  # how it is timed (PROTOCOLS)
 
     @property
     def base_id(self) -> str:
@@ -110,7 +146,7 @@ class GemmCase(_GemmProblem, PipelineCase):
                 + (f".splitk{self.splits}" if self.splits > 1 else "")
                 + ("" if self.promotion == "serial" else f".{self.promotion}")
                 + (f"-g{self.group}" if self.promotion == "pipelined" and self.group != PIPELINE_GROUP else "")
-                + self._scaling_suffix)
+                + self._scaling_suffix + self._measured_suffix)
 
     @property
     def _scaling_suffix(self) -> str:
@@ -180,7 +216,7 @@ class GemmCase(_GemmProblem, PipelineCase):
             del values["group"]
         if self.scaling == "tensor":  # ... and the default scaling
             del values["scaling"]
-        return values
+        return self._drop_measured_defaults(values)
 
 
 @dataclass(frozen=True)
@@ -189,21 +225,23 @@ class LibraryCase(_GemmProblem, AnchorCase):
     problem draws: cuBLAS's cublasGemmEx for f16 and bf16, cuBLASLt's fp8 matmul for e4m3 (without or with fast
     accumulation; per-tensor or DeepSeek-V3's block scales). An anchor (harness/anchors): no template."""
     family = "gemm"
-    size_fields: ClassVar[tuple[str, ...]] = ("m", "n", "k")
+    size_fields: ClassVar[tuple[str, ...]] = ("m", "n", "k", "inputs")
     dtype: str
     m: int
     n: int
     k: int
     fast_accum: bool = False  # cuBLASLt's fast accumulation (the tensor cores' sum for all of K)
     scaling: str = "tensor"  # fp8 (SCALINGS): per tensor (scales of 1) or DeepSeek-V3's blocks
+    inputs: str = "random"  # the measured problem's inputs (INPUT_KINDS)
+    protocol: str = "sustained"  # how it is timed (PROTOCOLS)
 
     @property
     def base_id(self) -> str:
         shape = f"{self.dtype}.{self.m}x{self.n}x{self.k}"
         if self.dtype in FP8_LIBRARY:
             return f"cublaslt.{shape}" + (".fastaccum" if self.fast_accum else "") + \
-                ("" if self.scaling == "tensor" else f".{self.scaling}scale")
-        return f"cublas.{shape}"
+                ("" if self.scaling == "tensor" else f".{self.scaling}scale") + self._measured_suffix
+        return f"cublas.{shape}" + self._measured_suffix
 
     @property
     def anchor(self) -> Anchor:
@@ -222,14 +260,15 @@ class LibraryCase(_GemmProblem, AnchorCase):
             values["fast_accum"] = self.fast_accum
         if self.scaling != "tensor":
             values["scaling"] = self.scaling
-        return values
+        return self._drop_measured_defaults({**values, "inputs": self.inputs, "protocol": self.protocol})
 
 
 ID = re.compile(r"^(?P<library>cublaslt|cublas|gemm)\.(?P<dtype>[a-z0-9]+)\.(?P<m>\d+)x(?P<n>\d+)x(?P<k>\d+)"
                 r"(?P<fast>\.fastaccum)?(?P<lscaling>\.blockscale)?"
                 r"(?:\.tile(?P<bm>\d+)x(?P<bn>\d+)x(?P<bk>\d+)\.s(?P<stages>\d+)\.wg(?P<wg>\d+)(?P<rb>\.setmaxnreg)?"
                 r"\.cluster(?P<cluster>\d+)\.(?P<sched>grid|persistent)-(?P<order>[a-z]+)\.(?P<epi>[a-z]+)"
-                r"(?:\.sms(?P<sms>\d+))?(?:\.(?P<schedule>pingpong))?(?:\.splitk(?P<splits>\d+))?(?:\.(?P<promotion>overlap|pipelined|staggered)(?:-g(?P<group>\d+))?)?(?P<scaling>\.blockscale)?)?$")
+                r"(?:\.sms(?P<sms>\d+))?(?:\.(?P<schedule>pingpong))?(?:\.splitk(?P<splits>\d+))?(?:\.(?P<promotion>overlap|pipelined|staggered|carried|deferred)(?:-g(?P<group>\d+))?)?(?P<scaling>\.blockscale)?)?"
+                r"(?:\.inputs-(?P<inputs>[a-z]+))?(?:\.(?P<protocol>burst))?$")
 
 
 def parse(case_id: str) -> GemmCase:
@@ -240,7 +279,8 @@ def parse(case_id: str) -> GemmCase:
                         "'gemm.f16.8192x8192x8192.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore' "
                         "or 'cublas.f16.8192x8192x8192' or 'cublaslt.e4m3.8192x8192x8192[.fastaccum]'")
     g = match.groupdict()
-    common = dict(dtype=g["dtype"], m=int(g["m"]), n=int(g["n"]), k=int(g["k"]))
+    common = dict(dtype=g["dtype"], m=int(g["m"]), n=int(g["n"]), k=int(g["k"]), inputs=g["inputs"] or "random",
+                  protocol=g["protocol"] or "sustained")
     if g["library"] != "gemm":
         case = LibraryCase(**common, fast_accum=bool(g["fast"]), scaling="block" if g["lscaling"] else "tensor")
     else:
@@ -270,6 +310,12 @@ def check(case: GemmCase | LibraryCase) -> None:
             refuse(f"{name.upper()} = {value}: expected 1..{MAX_DIM}")
     if case.scaling not in SCALINGS:
         refuse(f"scaling {case.scaling!r}: expected one of {', '.join(SCALINGS)}")
+    if case.inputs not in INPUT_KINDS:
+        refuse(f"inputs {case.inputs!r}: expected one of {', '.join(INPUT_KINDS)}")
+    if case.inputs != "random" and case.dtype not in INPUT_DTYPES:
+        refuse(f"{case.inputs} inputs for the measured problem are {' and '.join(INPUT_DTYPES)}'s")
+    if case.protocol not in PROTOCOLS:
+        refuse(f"protocol {case.protocol!r}: expected one of {', '.join(PROTOCOLS)}")
     if case.block_scaled:
         if case.in_bytes != 1:
             refuse("block scaling is fp8's (DeepSeek-V3's 1x128 and 128x128 f32 scales)")
@@ -300,6 +346,9 @@ def _check_pipeline(case: GemmCase, refuse) -> None:
                "promotion (C7517); the serial or the pipelined one")
     if (case.bm, case.bn) not in TILES:
         refuse(f"tile {case.bm}x{case.bn}: expected one of {', '.join(f'{m}x{n}' for m, n in TILES)}")
+    if (case.bm, case.bn) in FP8_TILES and not case.promote:
+        refuse(f"tile {case.bm}x{case.bn} is fp8's (two accumulator sets of {case.bn // 2}); f16 and bf16 keep one set "
+               "and take 128x256")
     if case.bk != bk_for(case.dtype):
         refuse(f"BK = {case.bk}: the pipeline's k-block of {case.dtype} is {bk_for(case.dtype)} (one 128-byte "
                "swizzle span)")
@@ -312,6 +361,9 @@ def _check_pipeline(case: GemmCase, refuse) -> None:
     if case.promotion == "staggered" and (case.consumers != 2 or case.pingpong):
         refuse("a staggered promotion orders two cooperative consumer warpgroups' k-blocks on the tensor cores: wg2, "
                "not ping-pong")
+    if case.promotion == "deferred" and (case.splits > 1 or case.pingpong):
+        refuse("a deferred epilogue holds a tile's f32 sums until the next tile's first k-block: not with split-K (its "
+               "runs' fix-up) or ping-pong (whose epilogues already run under the other warpgroup's mainloop)")
     if case.group not in PIPELINE_GROUPS or (case.group != PIPELINE_GROUP and case.promotion != "pipelined"):
         refuse(f"a group of {case.group} k-blocks: a pipelined promotion's groups are of "
                f"{', '.join(map(str, PIPELINE_GROUPS))}")
@@ -362,9 +414,10 @@ def pipeline(dtype: str, shape: tuple[int, int, int], **config) -> GemmCase:
     return GemmCase(dtype, m, n, k, **{"bk": bk_for(dtype), **config})
 
 
-def library(dtype: str, shape: tuple[int, int, int], fast_accum: bool = False, scaling: str = "tensor") -> LibraryCase:
+def library(dtype: str, shape: tuple[int, int, int], fast_accum: bool = False, scaling: str = "tensor",
+            inputs: str = "random", protocol: str = "sustained") -> LibraryCase:
     m, n, k = shape
-    return LibraryCase(dtype, m, n, k, fast_accum=fast_accum, scaling=scaling)
+    return LibraryCase(dtype, m, n, k, fast_accum=fast_accum, scaling=scaling, inputs=inputs, protocol=protocol)
 
 
 # The seed worklog's kernels that this family expresses, by its step (docs/gemm.md; the steps it does not:
@@ -511,7 +564,22 @@ def fp8() -> list[GemmCase]:
         for group in PIPELINE_GROUPS:
             for stages in (4, 6):
                 cases.append(pipeline("e4m3", (s, s, s), **dict(BEST_FP8, stages=stages, group=group)))
-    return _unique(cases + block_scaled())
+    return _unique(cases + carried() + block_scaled())
+
+
+def carried() -> list[GemmCase]:
+    """The pipelined promotion on 5 stages (runs 149-150's best, cluster 1) beside its walk without the group's drains
+    (carried: the tensor cores drained once a tile) and the same with each tile's epilogue under the next tile's first
+    k-block (deferred), with a cluster of 1 and 2, at 4096^3 and 8192^3; and both block-scaled at 4096^3."""
+    cases = []
+    for s in (4096, 8192):
+        for cluster in (1, 2):
+            for promotion in ("pipelined",) + CARRIED:
+                cases.append(pipeline("e4m3", (s, s, s), **dict(BEST_FP8, stages=5, cluster=cluster,
+                                                                promotion=promotion)))
+    for promotion in CARRIED:
+        cases.append(pipeline("e4m3", (4096, 4096, 4096), **dict(BEST_FP8, promotion=promotion, scaling="block")))
+    return cases
 
 
 def block_scaled() -> list[GemmCase]:
@@ -606,6 +674,18 @@ def skinny(ms=SKINNY_DECODE, nk: int = 8192, dtype: str = "f16") -> list[GemmCas
     return _unique(cases)
 
 
+WORKLOG_SHAPE = (4096, 4096, 4096)  # the seed worklog's problem (its section 2.11: a 4096 x 4096 C in 128x256 tiles)
+
+
+def protocol() -> list[GemmCase | LibraryCase]:
+    """`gemm-protocol`: the best f16 configuration (the worklog's step 10 in ours) and cuBLAS at the worklog's size,
+    each measured problem's inputs (random, integers, zeros) under each protocol (sustained rounds, a burst after
+    idle): its published figures by their protocol (protocol.py)."""
+    return [case for timing in PROTOCOLS for inputs in INPUT_KINDS
+            for case in (pipeline("f16", WORKLOG_SHAPE, **BEST, inputs=inputs, protocol=timing),
+                         library("f16", WORKLOG_SHAPE, inputs=inputs, protocol=timing))]
+
+
 def quick() -> list[GemmCase]:
     """One small pipeline and the library at 2048^3: the family end to end in seconds."""
     shape = (2048, 2048, 2048)
@@ -657,7 +737,7 @@ def _split_options(dtype: str, bm: int, bn: int, shape: tuple[int, int, int]) ->
 def cases() -> list[GemmCase]:
     """Every suite's cases but gemm-heuristics' (the family adds those: heuristics.py ranks with the planner, which
     stands above this module)."""
-    return _unique(full() + quick() + multicast() + skinny())
+    return _unique(full() + quick() + multicast() + skinny() + protocol())
 
 
 def with_problem(case: GemmCase, m: int, n: int, k: int) -> GemmCase:

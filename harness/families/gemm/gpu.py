@@ -4,7 +4,7 @@ Runs in the worker process, on the GPU only.
 
 ptx/gemm.cu.in takes two `Problem`s by value after the common four arguments: the check problem (A and
 B in the probe's input buffer, C in its output buffer) and the measured one (normal(0, 1) inputs drawn
-here). A library case (cases.LibraryCase) has no kernel: its probe's one host kernel, anchors.KERNEL, is the
+here, or the case's integers or zeros: measured_values). A library case (cases.LibraryCase) has no kernel: its probe's one host kernel, anchors.KERNEL, is the
 library's call on the check problem (iters 0) or on the measured one's inputs, drawn as a pipeline case's are.
 """
 
@@ -79,6 +79,30 @@ def normal(cupy, rows: int, cols: int, dtype: str, seed: int):
     return bf16_bits(x.view(cupy.uint32), cupy)
 
 
+def measured_values(cupy, rows: int, cols: int, dtype: str, seed: int, inputs: str):
+    """The measured problem's A or B as the bit patterns of `dtype` (f16 or bf16 where `inputs` is not random): normal(0, 1),
+    integers in MEASURED_INTEGERS (uniform, seeded), or zeros, drawn on the GPU."""
+    from harness.families.gemm.problem import MEASURED_INTEGERS
+
+    if inputs == "random":
+        return normal(cupy, rows, cols, dtype, seed)
+    if inputs == "zero":
+        return cupy.zeros((rows, cols), dtype=cupy.uint16)  # +0.0 in f16 and bf16
+    low, high = MEASURED_INTEGERS
+    x = cupy.random.RandomState(seed).randint(low, high + 1, size=(rows, cols)).astype(cupy.float32)
+    return x.astype(cupy.float16).view(cupy.uint16) if dtype == "f16" else bf16_bits(x.view(cupy.uint32), cupy)
+
+
+def exact_product(cupy, a_bits, b_bits, dtype: str):
+    """A . B^T of 16-bit values in f64, by rows of A at a time (integer inputs: exact, every sum far below 2^53)."""
+    a, b = as_float(cupy, a_bits, dtype).astype(cupy.float64), as_float(cupy, b_bits, dtype).astype(cupy.float64)
+    rows = max(1, (1 << 27) // max(1, b.shape[0]))  # 1 GiB of f64 output a step
+    product = cupy.empty((a.shape[0], b.shape[0]), dtype=cupy.float64)
+    for r in range(0, a.shape[0], rows):
+        product[r:r + rows] = a[r:r + rows] @ b.T
+    return product
+
+
 def _e4m3_table(cupy):
     """e4m3's finite values in ascending order (one zero) and their codes, on the GPU."""
     from harness.dtypes import fp8_values
@@ -132,11 +156,11 @@ def as_f16_values(cupy, bits):
 
 
 def _measured(cupy, case):
-    """The measured problem's A, B and (block-scaled) scales, drawn on the GPU from the family's seeds: a pipeline
-    case and the library case of its problem get the same values."""
+    """The measured problem's A, B and (block-scaled) scales, drawn on the GPU from the family's seeds and the case's
+    input kind: a pipeline case and the library case of its problem and inputs get the same values."""
     m, n, k = case.m, case.n, case.k
-    a1 = normal(cupy, m, k, case.dtype, SEED)
-    b1 = normal(cupy, n, k, case.dtype, SEED + 1)
+    a1 = measured_values(cupy, m, k, case.dtype, SEED, case.inputs)
+    b1 = measured_values(cupy, n, k, case.dtype, SEED + 1, case.inputs)
     scales = block_scales(cupy, m, n, k, SEED + 2) if case.block_scaled else (None, None)
     return a1, b1, scales
 
@@ -189,7 +213,7 @@ def attach(case, probe, device) -> Attachment:
 
     from harness.families.gemm.cases import FP8_LIBRARY
     from harness.families.gemm.cases import library as library_case
-    from harness.families.gemm.problem import VERIFY_ATOL, VERIFY_RTOL, check_problem, fp8_bound, grid, threads
+    from harness.families.gemm.problem import check_problem, fp8_bound, grid, measured_bound, threads
 
     from harness.families.gemm.problem import scale_offsets
 
@@ -235,12 +259,12 @@ def attach(case, probe, device) -> Attachment:
             raise HarnessError(f"a persistent grid of {blocks // case.cluster} clusters of {case.cluster}, but this GPU "
                                f"runs {fit} at once (the rest would be a second wave): ask for "
                                f".sms{fit * case.cluster} or fewer")
-    library = None if case.promote else _call(case, m, n, k, a_ref.data.ptr, b_ref.data.ptr, reference.data.ptr,
-                                               None)[1]
+    library = None if case.promote or case.inputs != "random" else _call(case, m, n, k, a_ref.data.ptr,
+                                                                          b_ref.data.ptr, reference.data.ptr, None)[1]
 
     def verify(out, timing, iters):
-        """The measured problem once, then its reference (cuBLAS on the same inputs; fp8: the exact product in f64);
-        out[0] = the elements beyond the tolerance (NaN counts)."""
+        """The measured problem once, then its reference (cuBLAS on the same inputs; fp8, integer and zero inputs: the
+        exact product in f64); out[0] = the elements beyond the tolerance (NaN counts)."""
         scratch = cupy.zeros(blocks * 16, dtype=cupy.int64)
         c1.fill(0xFFFF)
         probe.enqueue("probe_gemm", blocks, block, 1, scratch)  # the attached (check, measured) and shared memory
@@ -250,10 +274,13 @@ def attach(case, probe, device) -> Attachment:
             bound = fp8_bound(cupy, theirs, abs_sum, k, case.bk // case.wgmma_k, case.bk,
                               f32_roundings=3 if case.block_scaled else 1)
             del abs_sum
-        else:
+        elif case.inputs == "random":
             library()
             theirs = as_float(cupy, reference, case.out_dtype)
-            bound = VERIFY_ATOL + VERIFY_RTOL * cupy.abs(theirs)
+            bound = measured_bound(cupy, case.inputs, case.out_dtype, theirs)
+        else:  # integers or zeros: against the exact sum (problem.measured_bound)
+            theirs = exact_product(cupy, a1, b1, case.dtype)
+            bound = measured_bound(cupy, case.inputs, case.out_dtype, theirs)
         bad = ~(cupy.abs(ours - theirs) <= bound)
         out[0:1] = cupy.count_nonzero(bad).astype(cupy.uint32)
 

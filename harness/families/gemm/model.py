@@ -38,6 +38,8 @@ kernel ran at (measured in it) or, for a plan, the clock the GPU held under a la
       pipelined  t_kblock = max(t_tc + (w + P) / G, MVA(S - 1; Z, s)) a k-block in flight through the next slot's
                                                    wait (the plain walk), the tensor cores idle once a group
                                                    of G while its last k-block drains and is added
+      carried    as pipelined (drained once a tile, its k-block measured no shorter: run 151; deferred: the
+                                                   same k-block, its epilogue under the next tile's first priced whole)
     epilogue = E_0 + C bytes of a tile / E          E of the register stores or of the shared-memory path and
                                                    TMA store, E_0 its barriers; the consumers do it while the
                                                    tensor cores wait; split-K adds the last run's fix-up
@@ -65,7 +67,7 @@ from math import ceil
 
 import numpy as np
 
-from harness.families.gemm.cases import GROUP, GemmCase
+from harness.families.gemm.cases import CARRIED, GROUP, GemmCase
 from harness.families.gemm.problem import sms_used  # a persistent grid's SMs; a GPU of fewer refuses it
 from harness.queueing import exact_mva
 
@@ -283,10 +285,10 @@ def _kblock(case: GemmCase, p: Params, miss: float) -> tuple[float, str]:
     blocks = blocks_per_sm(case)
     s = feed_cycles(case, p)
     z = round_trip(case, p, miss=miss) - s
-    if case.promote and case.promotion != "pipelined":
+    if case.promote and case.promotion not in ("pipelined",) + CARRIED:
         return _promoted_kblock(case, p, t_tc, z - issue_stall(case, p) * (case.stages > 1), s, blocks)
-    if case.promote:  # pipelined: as a plain k-block walk, the tensor cores idle once a group of G k-blocks
-        t_tc += pipelined_group_cycles(case, p) / case.group
+    if case.promote:  # pipelined: as a plain k-block walk, the tensor cores idle once a group of G k-blocks; carried
+        t_tc += pipelined_group_cycles(case, p) / case.group  # as pipelined: its k-block measured no shorter (run 151)
     if case.stages == 1:  # load, then compute: nothing overlaps within a CTA
         return mean_value(blocks, z, (s, t_tc)) * blocks, "latency"
     copies = (case.stages - 1) * blocks

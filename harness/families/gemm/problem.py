@@ -28,6 +28,10 @@ PROBLEM = KernelStruct("Problem", (("a", "map"), ("b", "map"), ("c", "map"), ("c
                                "counters (harness/families/gemm/problem.py PROBLEM).")
 POISON = 0xFFFFFFFF
 CHECK_VALUES = (-2, 2)  # the check problem's inputs: integers in this range, exact in every type
+# The measured problem's inputs by kind (cases.INPUT_KINDS), and how measured_bound checks each
+MEASURED_INPUTS = {"random": "normal(0, 1)", "int": "integers -2..2", "zero": "zeros"}
+MEASURED_INTEGERS = (-2, 2)  # products of at most 4: every partial sum of K <= 65536 is below 2^24, exact in f32
+SIGNIFICAND_BITS = {"f16": 11, "bf16": 8}  # with the implicit bit: every integer up to 2^bits is exact in the type
 VERIFY_ATOL, VERIFY_RTOL = 0.05, 1.0 / 128  # the measured problem against cuBLAS, f16 and bf16 (see checks())
 # fp8: the tensor cores sum a k-block's fp8 products in a register narrower than f32. DeepSeek-V3 (arXiv 2412.19437,
 # section 3.3.2) measures about 14 bits kept on H800; the bound below assumes 13 (one bit of margin) and one
@@ -40,6 +44,25 @@ F16_SUBNORMAL_HALF_ULP = 2.0 ** -25
 # the pipeline's counters, per CTA after its timing record (families/pipeline.py PIPELINE_COUNTERS)
 FULL_WAIT, EMPTY_WAIT, EPILOGUE, MAINLOOP, TILES, KBLOCKS = (counter_index(name) for name in PIPELINE_COUNTERS)
 COUNTERS = counter_metrics()  # fp8 runs at twice TENSOR_FLOPS_PER_CYCLE (GemmCase.mma_rate)
+
+
+def measured_bound(xp, inputs: str, out_dtype: str, reference):
+    """The largest |ours - reference| an element of the measured problem may show where the kernel is right, from the
+    arithmetic of its inputs (`reference`: cuBLAS's C for normal inputs; the exact sum, f64, for integers; zeros):
+
+        random   VERIFY_ATOL + VERIFY_RTOL x |cuBLAS| (a dropped k-block moves an element by about 8)
+        int      integers -2..2: each product exact, every partial sum below 2^24 (MEASURED_INTEGERS), so the f32
+                 accumulator holds the exact sum; C is that sum rounded once to the output type: exact (0) where
+                 |sum| <= 2^SIGNIFICAND_BITS, within half an ulp (2^-bits x |sum|) beyond
+        zero     every product and sum is zero: C exactly zero (0)
+    """
+    if inputs == "zero":
+        return xp.zeros_like(reference)
+    if inputs == "int":
+        bits = SIGNIFICAND_BITS[out_dtype]
+        size = xp.abs(reference)
+        return xp.where(size <= 2.0 ** bits, 0.0, size * 2.0 ** -bits)
+    return VERIFY_ATOL + VERIFY_RTOL * xp.abs(reference)
 
 
 def check_problem(case: GemmCase | LibraryCase) -> tuple[int, int, int]:

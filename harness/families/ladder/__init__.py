@@ -2,7 +2,8 @@
 
 The steps a GEMM takes from a naive CUDA-core kernel to the tensor cores (the seed GEMM chapter's walk, and the
 HGEMM worklog's step 1): naive, shared-memory tiled, register-tiled (8 x 8 per thread), WMMA and mma.sync with
-ldmatrix, and cuBLAS SGEMM beside them (cases.py). Each case is validated twice before it is timed:
+ldmatrix, and cuBLAS SGEMM beside them (cases.py; the library's rung is an anchor, cases.LadderLibraryCase: no
+template, its call the probe's host kernel anchors.KERNEL). Each case is validated twice before it is timed:
     the check problem   small integer-valued A and B (exact in f16 and f32, so is C): C must equal NumPy's bit for bit
     the measured one    normal(0, 1) inputs at the case's size: C against the exact product (f64 on the GPU), within
                         the bound of the step's arithmetic (problem.bound)
@@ -14,9 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness.anchors import KERNEL, VERIFY
 from harness.families.base import Attachment, Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
 import harness.families.ladder.cases as _cases
-from harness.families.ladder.cases import LadderCase
+from harness.families.ladder.cases import LadderCase, LadderLibraryCase
 from harness.families.ladder.problem import (CHECK_VALUES, POISON, PROBLEM, check_grid, check_problem, grid,
                                              to_bits)
 from harness.families.pipeline import TENSOR_FLOPS_PER_CYCLE
@@ -43,7 +45,6 @@ PAPER_UNEXPRESSED = {
     "fp32 ceiling": "a ceiling stated for the A100's CUDA cores, not one kernel's figure: the model bounds each f32 "
                     "step (bench model --gpu)",
 }
-LIBRARY = "cuBLAS SGEMM (cublasGemmEx, f32 in and out, CUBLAS_COMPUTE_32F), on CuPy's handle and stream"
 
 
 def _suites() -> dict[str, Suite]:
@@ -79,12 +80,10 @@ class LadderFamily(Family):
     def template_params(self, case: LadderCase) -> dict[str, object]:
         self.check(case)
         spec = case.spec
-        return {"step": max(spec.index, 0), "bm": spec.bm or 1, "bn": spec.bn or 1, "bk": spec.bk or 1,
-                "threads": spec.threads, "library": int(case.library), "problem": PROBLEM.render()}
+        return {"step": spec.index, "bm": spec.bm, "bn": spec.bn, "bk": spec.bk, "threads": spec.threads,
+                "problem": PROBLEM.render()}
 
     def sass_expectation(self, case: LadderCase) -> SassExpectation:
-        if case.library:
-            return SassExpectation((), executes=f"{LIBRARY}: kernels the library chooses")
         wanted = SASS[case.step]
         return SassExpectation(tuple(("probe_ladder", KernelExpectation(m, n)) for m, n in wanted),
                                executes=" + ".join(f"{n} x {m}" for m, n in wanted) + " per loop body",
@@ -110,24 +109,30 @@ class LadderFamily(Family):
     def decode(self, case: LadderCase, words: np.ndarray) -> np.ndarray:
         return np.asarray(words[:self.output_words(case)], dtype=np.uint32).astype(np.float64)
 
-    def checks(self, case: LadderCase, inputs: Inputs) -> list[Check]:
+    def checks(self, case: LadderCase | LadderLibraryCase, inputs: Inputs) -> list[Check]:
         """C of the check problem bit for bit (integers: every order of the sum is exact in f32); then the measured
-        problem against the exact product, within the bound of the step's arithmetic (problem.bound)."""
+        problem against the exact product, within the bound of the step's arithmetic (problem.bound). The library's
+        case: the same two, its call (KERNEL) at iters 0 on the check problem, cuBLAS SGEMM held to FFMA's bound."""
         exact = inputs.values["A"] @ inputs.values["B"].T
         words = to_bits(exact, "f32").ravel().astype(np.float64)
         m, n, k = check_problem(case)
-        blocks = 1 if case.library else check_grid(case)
-        threads = 1 if case.library else case.spec.threads
         expected = np.full(self.output_words(case), POISON, dtype=np.float64)
         expected[0] = 0
-        unit = "FFMA" if case.spec.unit != "HMMA" else "HMMA"
-        return [Check("probe_ladder", threads, 0, blocks * 5, words, 0.0,
-                      f"C of a {m}x{n}x{k} problem, bit for bit ({blocks} blocks)", grid=blocks),
-                Check("probe_verify", 1, 1, 1, expected, 0.0,
+        library = isinstance(case, LadderLibraryCase)
+        unit = "HMMA" if not library and case.spec.unit == "HMMA" else "FFMA"
+        if library:
+            first = Check(KERNEL, 1, 0, 1, words, 0.0,
+                          f"C of a {m}x{n}x{k} problem, bit for bit ({case.anchor.library})")
+        else:
+            blocks = check_grid(case)
+            first = Check("probe_ladder", case.spec.threads, 0, blocks * 5, words, 0.0,
+                          f"C of a {m}x{n}x{k} problem, bit for bit ({blocks} blocks)", grid=blocks)
+        return [first,
+                Check(VERIFY, 1, 1, 1, expected, 0.0,
                       f"the {case.m}x{case.n}x{case.k} problem against the exact product (f64): elements beyond the "
                       f"{unit} bound K x {'2^-22' if unit == 'HMMA' else '2^-23'} x sum |a b| (expected 0)")]
 
-    def attach(self, case: LadderCase, probe, device) -> Attachment:
+    def attach(self, case: LadderCase | LadderLibraryCase, probe, device) -> Attachment:
         import harness.families.ladder.gpu as gpu
 
         return gpu.attach(case, probe, device)
@@ -137,21 +142,24 @@ class LadderFamily(Family):
     def work(self, case: LadderCase) -> Work:
         return Work(case.flops, "FLOP")
 
-    def peak(self, case: LadderCase) -> float | None:
-        return float(TENSOR_FLOPS_PER_CYCLE) if case.spec.unit == "HMMA" else FFMA_PEAK
+    def peak(self, case: LadderCase | LadderLibraryCase) -> float | None:
+        return float(TENSOR_FLOPS_PER_CYCLE) if isinstance(case, LadderCase) and case.spec.unit == "HMMA" else FFMA_PEAK
 
-    def plan(self, case: LadderCase, device=None) -> list:
-        if case.library:
-            return [WholeKernel("probe_ladder", 1, 1, launch={"problem": "measured"}, records=False, notes=LIBRARY)]
-        return [WholeKernel("probe_ladder", grid(case), case.spec.threads, anchor="library",
+    def plan(self, case: LadderCase | LadderLibraryCase, device=None) -> list:
+        if isinstance(case, LadderLibraryCase):  # the call alone, timed as a kernel is (no clock of its own)
+            return [WholeKernel(KERNEL, 1, 1, launch={"problem": "measured"}, records=False,
+                                notes=case.anchor.description)]
+        return [WholeKernel("probe_ladder", grid(case), case.spec.threads, anchor=KERNEL,
                             launch={"problem": "measured"},
                             notes=f"{case.tiles} tiles of {case.spec.bm}x{case.spec.bn}; the anchor: "
                                   + ("cuBLAS SGEMM" if case.dtype == "f32" else "cuBLAS f16 (cublasGemmEx, f32 out)"))]
 
-    def describe(self, case: LadderCase) -> list[str]:
-        return [f"C[{case.m}, {case.n}] = A[{case.m}, {case.k}] . B[{case.n}, {case.k}]^T, {case.dtype} in, f32 "
-                f"accumulate, f32 out", f"{case.step}: {case.spec.what}"
-                + ("" if case.library else f" ({case.spec.threads} threads a block, {case.tiles} blocks)")]
+    def describe(self, case: LadderCase | LadderLibraryCase) -> list[str]:
+        shape = (f"C[{case.m}, {case.n}] = A[{case.m}, {case.k}] . B[{case.n}, {case.k}]^T, {case.dtype} in, f32 "
+                 "accumulate, f32 out")
+        if isinstance(case, LadderLibraryCase):
+            return [shape, f"{case.step}: {case.anchor.description}"]
+        return [shape, f"{case.step}: {case.spec.what} ({case.spec.threads} threads a block, {case.tiles} blocks)"]
 
     def headline(self, metric: str) -> dict | None:
         return None
@@ -178,9 +186,9 @@ class LadderFamily(Family):
         step = PAPER_STEPS.get(step, step)
         if step in PAPER_UNEXPRESSED:
             return PAPER_UNEXPRESSED[step]
-        if step not in _cases.STEPS or figure.metric not in ("throughput_tflops", "peak_fraction"):
+        if step not in _cases.ORDER or figure.metric not in ("throughput_tflops", "peak_fraction"):
             return None
-        if _cases.STEPS[step].unit == "library" and figure.metric == "peak_fraction":
+        if step == _cases.LIBRARY_STEP and figure.metric == "peak_fraction":
             return "a library call writes no clock here, so no peak fraction: its TFLOPS figure is mapped"
         return _cases.case(step, (figure.m, figure.n, figure.k)).case_id, figure.metric
 

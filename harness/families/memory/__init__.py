@@ -286,10 +286,10 @@ def _suites() -> dict[str, Suite]:
                             "load also timed alone for L2 and HBM), and load throughput per SM from shared memory, L1 "
                             "and L2", cases),
             "maps-l2": Suite("the L2 by SM: every SM's latency to each of 64 lines (near and far partition)", map_cases,
-                             part_of=("maps",)),
+                             part_of=("maps", "maps-sides")),
             "maps-l2pairs": Suite("the L2's near and far hits and misses by pair of SMs: every SM's first access to "
                                   "lines other SMs brought into the L2, and its own misses", pair_cases,
-                                  part_of=("maps",))}
+                                  part_of=("maps", "maps-sides"))}
 
 
 class MemoryFamily(Family):

@@ -19,7 +19,7 @@ def figures(ctx) -> list:
     frame = ctx.measured[ctx.measured.family == "memory"]
     if frame.empty:
         return []
-    maps = map_sections(ctx)
+    maps = map_sections(ctx) + partition_sections(ctx, ctx.measured)
     frame = frame[~frame.launch.map(_is_map)]
     if frame.empty:
         return maps
@@ -99,6 +99,13 @@ def _pairs_figure(maps: dict, directory, name: str):
                                                              "L2 line (cycles)"), directory / name)
 
 
+def _map_runs(frame, gpu: str, kind: str) -> set:
+    """The runs among `frame` whose rows of `gpu` hold a map of `kind` ({"map": kind} launches)."""
+    rows = frame[(frame.gpu_name == gpu) & (frame.metric == "latency_cycles")]
+    return {int(run) for run, launch in zip(rows.run_id, rows.launch)
+            if (json.loads(launch) if isinstance(launch, str) else launch).get("map") == kind}
+
+
 def pair_sections(ctx, frame) -> list:
     """The pairs' report section (or the site's finding): the heat map, the sentences, Table 4's clusters."""
     from harness.families.memory.maps import load as load_l2
@@ -107,9 +114,17 @@ def pair_sections(ctx, frame) -> list:
     found = load(ctx.store, frame)
     if not found:
         return []
-    l2 = load_l2(ctx.store, frame)
-    groups = gpc_groups(ctx.store, frame)
-    near = {gpu: {int(r.sm): int(r.near) for r in m.per_sm().itertuples()} for gpu, m in l2.items() if m.split}
+    near, groups = {}, {}
+    for gpu in found:  # the other maps of the pairs' own run only: SM ids are numbered per physical GPU
+        runs = _map_runs(frame, gpu, "l2pairs")
+        if len(runs) != 1:
+            continue
+        same = frame[frame.run_id == runs.pop()]
+        l2 = load_l2(ctx.store, same).get(gpu)
+        if l2 is not None and l2.split:
+            near[gpu] = {int(r.sm): int(r.near) for r in l2.per_sm().itertuples()}
+        if gpu in (found_groups := gpc_groups(ctx.store, same)):
+            groups[gpu] = found_groups[gpu]
     lines = [line for gpu, pm in found.items() for line in describe(gpu, pm, near.get(gpu), groups.get(gpu))]
     path = _pairs_figure(found, ctx.directory, "memory_l2_pairs.png")
     table = pd.concat([pm.clusters().assign(gpu=gpu) for gpu, pm in found.items()]).round(2)
@@ -118,6 +133,49 @@ def pair_sections(ctx, frame) -> list:
                 "Our samples split as Table 4 splits its single loads (1-D k-means: hits in two, misses in two); "
                 "centre: the cluster's mean, as the paper's; bench compare holds each beside the paper's."], table)]
 
+
+PARTITIONS_METHOD = ("Three partitions of the SMs, each from its own map of the same run (SM ids are numbered per "
+                     "physical GPU, so maps of two runs cannot be compared): the L2 map's near/far split (each SM's "
+                     "near partition), the far-hit sides of the pairs, and the DSMEM map's GPC groups (SMs that shared "
+                     "a cluster, transitively). For each pair: its contingency table (SMs per pair of groups); the "
+                     "adjusted Rand index (1: the same partition, whatever the groups are called; about 0: no more "
+                     "alike than chance); and the fraction of SM pairs on which the two agree (both put the two SMs "
+                     "together, or both apart) beside the fraction two independent partitions of the same group sizes "
+                     "would agree on (harness/smgroups.py agreement_of). Suite `maps-sides` runs the three maps in one "
+                     "run.")
+
+
+def partition_sections(ctx, frame) -> list:
+    """The partitions of the SMs compared, for each run among `frame` whose maps give two or more of the three (one
+    run's only: the report's run, or the runs of the newest rows); a run that lacks one says which, and a run with the
+    pairs alone says that nothing was compared."""
+    from harness.families.memory.maps import load as load_l2
+    from harness.families.memory.pairs import GPCS, HALVES, PARTITION_WORDS, SIDES, gpc_groups, load, partitions, \
+        reconcile
+
+    sections = []
+    for run_id in sorted(set(frame.run_id)):
+        rows = frame[frame.run_id == run_id]
+        pairs, l2 = load(ctx.store, rows), load_l2(ctx.store, rows)
+        if not pairs and not l2:
+            continue
+        groups = gpc_groups(ctx.store, rows)
+        for gpu in sorted(set(pairs) | set(l2)):
+            parts = partitions(l2.get(gpu), pairs.get(gpu), groups.get(gpu))
+            lacking = [PARTITION_WORDS[name] for name in (HALVES, SIDES, GPCS) if name not in parts]
+            why = (f"Run {run_id} lacks {'; '.join(lacking)} (a map not run, or one that found no split): `bench run "
+                   "--suite maps-sides` runs the three maps in one run.") if lacking else None
+            if len(parts) < 2:
+                if gpu in pairs:
+                    sections.append((f"The three partitions of the SMs ({gpu}, run {run_id})",
+                                     [f"Not compared. {why}"], None))
+                continue
+            lines, summary, tables = reconcile(gpu, parts)
+            sections.append((f"The partitions of the SMs compared ({gpu}, run {run_id})",
+                             lines + ([why] if why else []) + [PARTITIONS_METHOD], summary))
+            sections += [(f"Contingency: {name} ({gpu}, run {run_id})", ["SMs in each pair of groups."], table)
+                         for name, table in tables]
+    return sections
 
 def findings(ctx) -> list:
     """Which SMs are far from which half of the L2, per GPU model (the newest map of each)."""

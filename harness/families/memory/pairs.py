@@ -11,7 +11,11 @@ What is read here:
 - the two sides of the SMs that explain which pairs are slow (harness/smgroups.py two_sides), and its conflicts;
 - the four clusters' centres, and beside them the own line's hits;
 - the sides against the L2 map's near partition per SM (its 29-cycle split) and against the DSMEM map's GPC groups,
-  where the same store holds them.
+  where the same store holds them;
+- the three partitions of the SMs compared within one run that holds all three maps (`reconcile`: suite
+  `maps-sides`): a contingency table of each pair, the adjusted Rand index, the fraction of SM pairs the two agree on
+  beside what chance gives, and the answer in words (is the 29-cycle split the far-hit sides? are the sides, and the
+  halves, unions of GPC groups?). Only one run's maps are compared: SM ids are numbered per physical GPU.
 What it cannot tell: where on the die a side is, or why a line another SM brought in is slower to reach (the paper's
 reading: a far hit crosses between the L2's two partitions).
 """
@@ -24,7 +28,8 @@ import numpy as np
 import pandas as pd
 
 from harness.families.memory.maps import ranges
-from harness.smgroups import Sides, agreement, components, sides_of_groups, two_sides
+from harness.smgroups import (Agreement, Sides, agreement, agreement_of, components, group_labels, sides_of_groups,
+                              two_sides)
 from harness.stats import kmeans_1d
 
 OWNER_MISS, OWNER_OWN = -1, -2  # the owner of an SM's own first loads (misses), of its own line read again
@@ -156,3 +161,76 @@ def heatmap(ax, found: PairMap, title: str):
     ax.set_yticks(range(0, order.size, step), ticks, fontsize=6)
     ax.set_xticks(range(0, order.size, step), ticks, fontsize=6)
     return image
+
+
+# The three partitions of the SMs (issue 45, section 4), by the names the report gives them
+HALVES, SIDES, GPCS = "L2 halves", "far-hit sides", "GPC groups"
+PARTITION_WORDS = {HALVES: "the L2 map's near/far split of the SMs (each SM's near partition)",
+                   SIDES: "the far-hit sides (the split that explains which pairs of SMs see far hits)",
+                   GPCS: "the DSMEM map's GPC groups (SMs that shared a cluster, transitively)"}
+LABEL = {HALVES: "half", SIDES: "side", GPCS: "GPC group"}
+PLURAL = {HALVES: "halves", SIDES: "sides", GPCS: "GPC groups"}
+
+
+def partitions(l2=None, pairs: PairMap | None = None, groups: list[list[int]] | None = None) -> dict[str, dict]:
+    """{name: {SM: label}} of the partitions one run's maps give: the L2 map's halves (an L2Map with a split), the
+    pairs' sides (a PairMap whose sides split), the DSMEM map's groups; those a map does not give are left out."""
+    found = {}
+    if l2 is not None and l2.split:
+        found[HALVES] = {int(r.sm): int(r.near) for r in l2.per_sm().itertuples()}
+    if pairs is not None and pairs.sides.split:
+        found[SIDES] = pairs.sides.of()
+    if groups:
+        found[GPCS] = group_labels(groups)
+    return found
+
+
+def compared(parts: dict[str, dict]) -> list[tuple[str, str, Agreement]]:
+    """Each pair of the partitions, in the order HALVES, SIDES, GPCS: (first, second, their agreement)."""
+    names = [name for name in (HALVES, SIDES, GPCS) if name in parts]
+    return [(a, b, agreement_of(parts[a], parts[b])) for i, a in enumerate(names) for b in names[i + 1:]]
+
+
+def _moved(found: Agreement) -> int:
+    """SMs that must change group for two splits in two to be the same (either way round the names go)."""
+    table = found.table
+    return int(found.sms - max(np.trace(table), np.trace(table[:, ::-1])))
+
+
+def _sentence(gpu: str, a: str, b: str, found: Agreement) -> str:
+    scores = (f"adjusted Rand index {found.adjusted:.2f}; the two agree on {found.rand:.1%} of the SM pairs, "
+              f"{found.chance:.1%} by chance")
+    if a == HALVES and b == SIDES:
+        if found.same:
+            return f"{gpu}: the L2 map's near/far split of the SMs is the far-hit sides: the same partition of the " \
+                   f"{found.sms} SMs ({scores})."
+        moved = f"{_moved(found)} of the {found.sms} SMs would have to change side" if found.table.shape == (2, 2) \
+            else f"{found.table.shape[0]} halves against {found.table.shape[1]} sides"
+        return f"{gpu}: the L2 map's near/far split of the SMs is not the far-hit sides: {moved} ({scores})."
+    coarse, fine = (a, b) if b == GPCS else (b, a)
+    groups_axis = 1 if b == GPCS else 0
+    n_groups = found.table.shape[groups_axis]
+    if found.refines(groups_axis):
+        return (f"{gpu}: the {PLURAL[coarse]} are unions of GPC groups: each of the {n_groups} groups lies wholly on "
+                f"one {LABEL[coarse]} ({scores}).")
+    split = found.split_groups(groups_axis)
+    return (f"{gpu}: the {PLURAL[coarse]} are not unions of GPC groups: {len(split)} of the {n_groups} groups straddle "
+            f"them (" + ", ".join(f"group {g}: {' + '.join(map(str, counts))} SMs" for g, counts in split) +
+            f"; {scores}).")
+
+
+def reconcile(gpu: str, parts: dict[str, dict]) -> tuple[list[str], pd.DataFrame, list[tuple[str, pd.DataFrame]]]:
+    """The partitions of one run compared: (the findings in words, one row per pair of partitions, and per pair its
+    contingency table: the first's groups as rows, the second's as columns, SMs in each)."""
+    lines, rows, tables = [], [], []
+    for a, b, found in compared(parts):
+        lines.append(_sentence(gpu, a, b, found))
+        rows.append({"gpu": gpu, "first": a, "second": b, "SMs": found.sms, "groups": f"{len(found.rows)} x "
+                     f"{len(found.cols)}", "adjusted Rand": round(found.adjusted, 3),
+                     "SM pairs agreeing": round(found.rand, 3), "by chance": round(found.chance, 3),
+                     "same partition": found.same, "first's groups inside the second's": found.refines(0),
+                     "second's groups inside the first's": found.refines(1)})
+        table = pd.DataFrame(found.table, columns=[f"{LABEL[b]} {c}" for c in found.cols])
+        table.insert(0, a, [f"{LABEL[a]} {r}" for r in found.rows])
+        tables.append((f"{a} x {b}", table))
+    return lines, pd.DataFrame(rows), tables

@@ -506,7 +506,7 @@ class TmaFamily(Family):
         return figures(context) + _maps.sections(context)
 
     def findings(self, context) -> list:
-        from harness.families.tma.figures import findings
+        from harness.families.tma.findings import findings
 
         return findings(context) + _maps.findings(context)
 

@@ -1,66 +1,110 @@
 """The TMA sections of `bench report`: bandwidth against box size and copies in flight, against the read
 roofline measured in the same run; latency from L2 and from HBM; what it takes to reach the roofline
 (Little's law on the measured figures, checked against the sweep); multicast by cluster size; the paper's
-H800 PCIe log figures beside ours. Distributed shared memory has its own sections (the dsmem family)."""
+H800 PCIe log figures beside ours. Distributed shared memory has its own sections (the dsmem family).
+The rows they read are rows.py's, the figures plots.py's; the family's finding is findings.py's."""
 
 from __future__ import annotations
-
-import json
 
 import numpy as np
 import pandas as pd
 
-from harness.families.tma.cases import DEFAULT_PROMOTION, GEMM_PITCH, parse
+from harness.families.tma.cases import GEMM_PITCH
 from harness.families.tma.fitting import load_latency_metric as latency_metric
-from harness.paper import PAPER_GPU
+from harness.families.tma.plots import figure_bandwidth, figure_latency
+from harness.families.tma.rows import NEAR, ROOFLINE_CASES, box_size_cases, latency_words, tma_frame
 from harness.verdicts import AGREES
 
-ROOFLINE_CASE = "ld.global.v4.u32"
-ROOFLINE_CASES = ("ld.global.v4.u32", "cp.async.cg.shared.global.16", "ld.global.v4.u32.then.st.shared.v4.u32")
-NEAR = 0.95  # "within 5 % of the best"
-# The paper's machine (arXiv 2501.12084 logs): the H800 PCIe; its DRAM bandwidth from gpu_specs.csv.
-PAPER_GPUS = (PAPER_GPU, f"{PAPER_GPU} (inferred)")
-PAPER_SPEC = PAPER_GPU
 
-
-def _frame(ctx) -> pd.DataFrame:
-    frame = ctx.measured[ctx.measured.family == "tma"].copy()
+def figures(ctx) -> list:
+    """[(heading, paragraphs, Path | DataFrame | None)] for the report (harness/analysis/report.py)."""
+    frame = tma_frame(ctx.measured)
     if frame.empty:
-        return frame
-    cases = {c: parse(c) for c in set(frame.case_id)}
-    frame["op"] = [cases[c].op for c in frame.case_id]
-    frame["box_bytes"] = [cases[c].box_bytes for c in frame.case_id]
-    frame["cluster"] = [cases[c].cluster for c in frame.case_id]
-    frame["im2col"] = [cases[c].im2col for c in frame.case_id]
-    frame["pitch"] = [cases[c].pitch for c in frame.case_id]
-    launches = [json.loads(launch) for launch in frame.launch]
-    frame["stages"] = [k.get("stages") for k in launches]
-    frame["blocks_per_sm"] = [k.get("blocks_per_sm") for k in launches]
-    frame["source"] = [k.get("source") for k in launches]
-    return frame
+        return []
+    bandwidth = frame[frame.metric == "bandwidth_gbps"]
+    roof = bandwidth[bandwidth.case_id.isin(ROOFLINE_CASES)].value  # the best plain reader of the run (compare)
+    roofline = float(roof.max()) if len(roof) else None
+    sm_count = int(frame.sm_count.iloc[0]) if "sm_count" in frame and frame.sm_count.notna().any() else 132
+    sections = [_roofline_section(frame, bandwidth, roofline)]
+    box_cases = box_size_cases(frame)
+    if len(box_cases[box_cases.metric == "bandwidth_gbps"]):
+        path = ctx.directory / "tma_bandwidth.png"
+        figure_bandwidth(path, box_cases, roofline, f"{ctx.gpu}, run {ctx.run_id}: TMA load bandwidth by box size "
+                                                    "and copies in flight")
+        sections.append(("TMA: bandwidth against box size and copies in flight", [
+            "Left: the best over blocks per SM, per number of copies each block keeps in flight. Right: the same "
+            "data against copies in flight per SM. One thread per block issues; the source is many times the L2, "
+            "walked once per pass, so the copies come from HBM."], path))
+    latency = _latency_table(frame)
+    if len(latency):
+        sections.append(("TMA: latency from L2 and from HBM", [
+            f"One load {latency_words(latency_metric(frame))} ({latency_metric(frame)}). L2: the same tile again; HBM: a "
+            "fresh tile each time, across a tensor many times the L2. Stores are not here: their bulk group "
+            "completes once the SM has sent the tile (store_drain_cycles, 29 + bytes / 32 cycles), which says "
+            "nothing of the L2."], latency))
+    little_text, little = _little(frame, roofline, sm_count)
+    if len(little):
+        sections.append(("TMA: how many copies in flight (Little's law)", little_text, little))
+    return (sections + _multicast_sections(frame) + _geometry(frame) + _distributions(ctx, frame) + _models(frame)
+            + _paper_section(ctx))
 
 
-def latency_words(metric: str) -> str:
-    return ("from a clock read just before its issue to its mbarrier's completion seen, net of two clock reads "
-            "timed in the same launch" if metric == "latency_cycles" else
-            "net of the same arrive.expect_tx / try_wait sequence without the copy, timed in another launch (what "
-            "the copy adds to that sequence: this run did not time the copy from its issue)")
+def _roofline_section(frame: pd.DataFrame, bandwidth: pd.DataFrame, roofline: float | None) -> tuple:
+    """Each case's best bandwidth against the run's read roofline, and what the best TMA load takes to get there."""
+    best = (bandwidth.sort_values("value", ascending=False).groupby("case_id", as_index=False).first()
+            .sort_values("value", ascending=False))
+    single = best[best.cluster == 1]  # multicast counts other bytes: its own section
+    table = single[["case_id", "value", "stages", "blocks_per_sm"]].rename(columns={"value": "best GB/s"})
+    if roofline:
+        table["of the roofline"] = (table["best GB/s"] / roofline).round(3)
+    # im2col counts the bytes that land: zero-filled pixels (outside the image) are not read, and the
+    # filter positions of neighbouring columns read some pixels again, so it is no read-roofline figure.
+    loads = best[best.op.isin(["load", "bulk"]) & (best.cluster == 1) & ~best.im2col.astype(bool)]
+    text = []
+    if roofline and len(loads):
+        top = loads.iloc[0]
+        near = bandwidth[bandwidth.op.isin(["load", "bulk"]) & (bandwidth.cluster == 1)
+                         & ~bandwidth.im2col.astype(bool) & (bandwidth.value >= NEAR * float(top.value))].copy()
+        near["inflight"] = near.stages * near.blocks_per_sm
+        smallest = near.sort_values(["box_bytes", "inflight"]).iloc[0]
+        fewest = near.sort_values(["inflight", "box_bytes"]).iloc[0]
+        from harness.datasheets import pin_rate_gbps
+
+        pin = pin_rate_gbps(str(frame.gpu_name.iloc[0])) if "gpu_name" in frame else float("nan")
+        text = [f"The read roofline of this run (the best plain reader: {', '.join(ROOFLINE_CASES)}) is "
+                f"{roofline:.0f} GB/s" + (f", {roofline / pin:.1%} of the datasheet's {pin:.0f} GB/s pin rate"
+                                          if pin == pin else "") + f". The best TMA load, {top.case_id} with "
+                f"{int(top.stages)} cop{'y' if int(top.stages) == 1 else 'ies'} in flight and "
+                f"{int(top.blocks_per_sm)} blocks per SM, reaches {float(top.value):.0f} GB/s: "
+                f"{float(top.value) / roofline:.1%} of it.",
+                f"Within 5 % of that best: the smallest box is {int(smallest.box_bytes)} B ({smallest.case_id}, "
+                f"{int(smallest.stages)} in flight x {int(smallest.blocks_per_sm)} blocks per SM); the fewest copies "
+                f"in flight per SM are {int(fewest.inflight)} ({fewest.case_id}, box {int(fewest.box_bytes)} B).",
+                "im2col loads count the bytes that land in shared memory: a pixel outside the image is zero-filled "
+                "without a read, and neighbouring columns' filter positions read some pixels again (from the L2), "
+                "so an im2col rate can exceed the read roofline; it is left out of the two statements above."]
+    return ("TMA: bandwidth against the read roofline", text, table.round(1))
 
 
-def _box_size_cases(frame: pd.DataFrame, pitch: int | None = None) -> pd.DataFrame:
-    """The 2-D b16 loads of 128-byte rows, 128-byte swizzle, map by value, the default L2 promotion: only the
-    box's rows vary; in one geometry, `pitch` (None: the run's default, a GEMM's tile where it has those)."""
-    chosen = {c: p.pitch for c in set(frame.case_id) if (p := parse(c)).op == "load" and p.rank == 2 and p.elem == 2
-              and p.box[0] == 64 and p.swizzle == 128 and not p.gmap and p.cluster == 1
-              and p.promotion == DEFAULT_PROMOTION}
-    if pitch is None:
-        pitch = GEMM_PITCH if GEMM_PITCH in chosen.values() else 0
-    return frame[frame.case_id.isin([c for c, p in chosen.items() if p == pitch])]
+def _multicast_sections(frame: pd.DataFrame) -> list:
+    """Multicast by cluster size: the best bandwidth and the latency of each cluster's loads."""
+    clusters = frame[(frame.cluster > 1)]
+    if not len(clusters):
+        return []
+    rows = clusters[(clusters.metric == latency_metric(frame)) | (clusters.metric == "bandwidth_gbps")]
+    what = np.where(rows.metric == "bandwidth_gbps", "best GB/s",
+                    "latency (cycles)" + np.where(rows.source.notna(), " from " + rows.source.fillna(""), ""))
+    summary = (rows.assign(what=what)
+               .groupby(["case_id", "cluster", "what"]).value.max().unstack("what").reset_index()
+               .sort_values(["case_id", "cluster"]).round(1))
+    return [("TMA: multicast by cluster size", [
+        "Multicast: each CTA of the cluster loads one box a round into every CTA's shared memory; GB/s counts "
+        "the bytes that land (global memory is read once per cluster)."], summary)]
 
 
 def _geometry(frame: pd.DataFrame) -> list:
     """A GEMM's tile (a matrix GEMM_PITCH bytes a row) against a contiguous box of the same bytes."""
-    wide, contiguous = _box_size_cases(frame, GEMM_PITCH), _box_size_cases(frame, 0)
+    wide, contiguous = box_size_cases(frame, GEMM_PITCH), box_size_cases(frame, 0)
     if wide.empty or contiguous.empty:
         return []
     metric = latency_metric(frame)
@@ -95,34 +139,6 @@ def _geometry(frame: pd.DataFrame) -> list:
     return [("TMA: a GEMM's tile against a contiguous box", text, table.round(3))]
 
 
-def _figure_bandwidth(path, loads: pd.DataFrame, roofline: float | None, title: str) -> None:
-    import matplotlib.pyplot as plt
-
-    bw = loads[loads.metric == "bandwidth_gbps"]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(13.5, 4.4), sharey=True)
-    for stages, group in bw.groupby("stages"):
-        best = group.groupby("box_bytes").value.max().sort_index()
-        left.plot(best.index, best.values, "o-", ms=4, label=f"{int(stages)} in flight per block")
-    for box, group in bw.groupby("box_bytes"):
-        per_sm = group.assign(inflight=group.stages * group.blocks_per_sm).groupby("inflight").value.max()
-        right.plot(per_sm.index, per_sm.values, "o-", ms=4, label=f"box {int(box)} B")
-    for ax in (left, right):
-        if roofline:
-            ax.axhline(roofline, color="black", ls="--", lw=1, label="read roofline (best plain reader, same run)")
-        ax.set_xscale("log", base=2)
-        ax.grid(True, alpha=0.3)
-    left.set_xlabel("box bytes (64 x rows of b16, 128-byte swizzle)")
-    left.set_ylabel("GB/s, whole GPU (best over blocks per SM)")
-    right.set_xlabel("copies in flight per SM (stages x blocks per SM)")
-    left.legend(fontsize=7, loc="lower right")  # the curves rise to the upper right: their corner is empty
-    # nine boxes' curves fill the right panel's corners too: their legend stands beside it
-    right.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
 def _latency_table(frame: pd.DataFrame) -> pd.DataFrame:
     lat = frame[(frame.metric == latency_metric(frame)) & frame.source.notna()]
     table = lat.pivot_table(index=["case_id", "box_bytes"], columns="source", values="value").reset_index()
@@ -134,7 +150,7 @@ def _little(frame: pd.DataFrame, roofline: float | None, sm_count: int) -> tuple
     in flight per SM that makes for each box, against the fewest the sweep needed to get within 5 %."""
     if not roofline:
         return [], pd.DataFrame()
-    loads = _box_size_cases(frame)
+    loads = box_size_cases(frame)
     rows = []
     for box, group in loads.groupby("box_bytes"):
         cold = group[(group.metric == latency_metric(frame)) & (group.source == "HBM")]
@@ -159,86 +175,6 @@ def _little(frame: pd.DataFrame, roofline: float | None, sm_count: int) -> tuple
             "per SM. The last columns are what the sweep found: where the model says more copies than the "
             "sweep needed, part of the latency overlaps (the HBM latency is measured one copy at a time)."]
     return text, pd.DataFrame(rows)
-
-
-def figures(ctx) -> list:
-    frame = _frame(ctx)
-    if frame.empty:
-        return []
-    gpu, run = ctx.gpu, ctx.run_id
-    bandwidth = frame[frame.metric == "bandwidth_gbps"]
-    roof = bandwidth[bandwidth.case_id.isin(ROOFLINE_CASES)].value  # the best plain reader of the run (compare)
-    roofline = float(roof.max()) if len(roof) else None
-    sm_count = int(frame.sm_count.iloc[0]) if "sm_count" in frame and frame.sm_count.notna().any() else 132
-    sections = []
-    best = (bandwidth.sort_values("value", ascending=False).groupby("case_id", as_index=False).first()
-            .sort_values("value", ascending=False))
-    single = best[best.cluster == 1]  # multicast counts other bytes: its own section
-    table = single[["case_id", "value", "stages", "blocks_per_sm"]].rename(columns={"value": "best GB/s"})
-    if roofline:
-        table["of the roofline"] = (table["best GB/s"] / roofline).round(3)
-    # im2col counts the bytes that land: zero-filled pixels (outside the image) are not read, and the
-    # filter positions of neighbouring columns read some pixels again, so it is no read-roofline figure.
-    loads = best[best.op.isin(["load", "bulk"]) & (best.cluster == 1) & ~best.im2col.astype(bool)]
-    text = []
-    if roofline and len(loads):
-        top = loads.iloc[0]
-        near = bandwidth[bandwidth.op.isin(["load", "bulk"]) & (bandwidth.cluster == 1)
-                         & ~bandwidth.im2col.astype(bool) & (bandwidth.value >= NEAR * float(top.value))].copy()
-        near["inflight"] = near.stages * near.blocks_per_sm
-        smallest = near.sort_values(["box_bytes", "inflight"]).iloc[0]
-        fewest = near.sort_values(["inflight", "box_bytes"]).iloc[0]
-        from harness.datasheets import pin_rate_gbps
-
-        pin = pin_rate_gbps(str(frame.gpu_name.iloc[0])) if "gpu_name" in frame else float("nan")
-        text = [f"The read roofline of this run (the best plain reader: {', '.join(ROOFLINE_CASES)}) is "
-                f"{roofline:.0f} GB/s" + (f", {roofline / pin:.1%} of the datasheet's {pin:.0f} GB/s pin rate" if pin == pin
-                                          else "") + f". The best TMA load, {top.case_id} with {int(top.stages)} "
-                f"cop{'y' if int(top.stages) == 1 else 'ies'} in flight and "
-                f"{int(top.blocks_per_sm)} blocks per SM, reaches {float(top.value):.0f} GB/s: "
-                f"{float(top.value) / roofline:.1%} of it.",
-                f"Within 5 % of that best: the smallest box is {int(smallest.box_bytes)} B ({smallest.case_id}, "
-                f"{int(smallest.stages)} in flight x {int(smallest.blocks_per_sm)} blocks per SM); the fewest copies "
-                f"in flight per SM are {int(fewest.inflight)} ({fewest.case_id}, box {int(fewest.box_bytes)} B).",
-                "im2col loads count the bytes that land in shared memory: a pixel outside the image is zero-filled "
-                "without a read, and neighbouring columns' filter positions read some pixels again (from the L2), "
-                "so an im2col rate can exceed the read roofline; it is left out of the two statements above."]
-    sections.append(("TMA: bandwidth against the read roofline", text, table.round(1)))
-    box_cases = _box_size_cases(frame)
-    if len(box_cases[box_cases.metric == "bandwidth_gbps"]):
-        path = ctx.directory / "tma_bandwidth.png"
-        _figure_bandwidth(path, box_cases, roofline, f"{gpu}, run {run}: TMA load bandwidth by box size and copies "
-                                                     "in flight")
-        sections.append(("TMA: bandwidth against box size and copies in flight", [
-            "Left: the best over blocks per SM, per number of copies each block keeps in flight. Right: the same "
-            "data against copies in flight per SM. One thread per block issues; the source is many times the L2, "
-            "walked once per pass, so the copies come from HBM."], path))
-    latency = _latency_table(frame)
-    if len(latency):
-        sections.append(("TMA: latency from L2 and from HBM", [
-            f"One load {latency_words(latency_metric(frame))} ({latency_metric(frame)}). L2: the same tile again; HBM: a "
-            "fresh tile each time, across a tensor many times the L2. Stores are not here: their bulk group "
-            "completes once the SM has sent the tile (store_drain_cycles, 29 + bytes / 32 cycles), which says "
-            "nothing of the L2."], latency))
-    little_text, little = _little(frame, roofline, sm_count)
-    if len(little):
-        sections.append(("TMA: how many copies in flight (Little's law)", little_text, little))
-    clusters = frame[(frame.cluster > 1)]
-    if len(clusters):
-        rows = clusters[(clusters.metric == latency_metric(frame)) | (clusters.metric == "bandwidth_gbps")]
-        what = np.where(rows.metric == "bandwidth_gbps", "best GB/s",
-                        "latency (cycles)" + np.where(rows.source.notna(), " from " + rows.source.fillna(""), ""))
-        summary = (rows.assign(what=what)
-                   .groupby(["case_id", "cluster", "what"]).value.max().unstack("what").reset_index()
-                   .sort_values(["case_id", "cluster"]).round(1))
-        sections.append(("TMA: multicast by cluster size", [
-            "Multicast: each CTA of the cluster loads one box a round into every CTA's shared memory; GB/s counts "
-            "the bytes that land (global memory is read once per cluster)."], summary))
-    sections += _geometry(frame)
-    sections += _distributions(ctx, frame)
-    sections += _models(frame)
-    sections += _paper_section(ctx)
-    return sections
 
 
 def _paper_section(ctx) -> list:
@@ -266,7 +202,7 @@ def _distributions(ctx, frame: pd.DataFrame) -> list:
     first use of a tensor map against later ones, and the spread of every cycle measurement."""
     from harness.db.distributions import describe, samples, spread_summary
 
-    loads = _box_size_cases(frame)
+    loads = box_size_cases(frame)
     metric = latency_metric(frame)
     lat = loads[(loads.metric == metric) & loads.source.notna()]
     sections = []
@@ -277,7 +213,7 @@ def _distributions(ctx, frame: pd.DataFrame) -> list:
                          **describe(samples(ctx.store, ctx.run_id, case_id, metric, launch))})
         table = pd.DataFrame(rows).sort_values(["source", "box bytes"])
         path = ctx.directory / "tma_latency.png"
-        _figure_latency(path, table, f"{ctx.gpu}, run {ctx.run_id}: one tile load's latency by box size")
+        figure_latency(path, table, f"{ctx.gpu}, run {ctx.run_id}: one tile load's latency by box size")
         sections.append(("TMA: tile-load latency against box size", [
             f"One 2-D load (64 x rows of b16, 128-byte swizzle{', a tile of a matrix %d bytes a row' % GEMM_PITCH if (loads.pitch == GEMM_PITCH).any() else ', a contiguous box'}) "
             f"{latency_words(metric)} ({metric}); the whole warp waits, lane 0 issues. Per repetition: L2, 16 tiles in turn "
@@ -305,26 +241,6 @@ def _distributions(ctx, frame: pd.DataFrame) -> list:
     return sections
 
 
-def _figure_latency(path, table: pd.DataFrame, title: str) -> None:
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 4.4))
-    for source, group in table.groupby("source"):
-        group = group.sort_values("box bytes")
-        low = group["median"] - (group["median"] - group["min"]).clip(upper=group["IQR"] / 2)
-        ax.errorbar(group["box bytes"], group["median"], yerr=[group["median"] - low, group["IQR"] / 2], fmt="o-",
-                    ms=4, capsize=3, label=source)
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("box bytes")
-    ax.set_ylabel("cycles (net of the barrier sequence)")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    ax.set_title(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
 def _models(frame: pd.DataFrame) -> list:
     from harness.families.tma.fitting import TmaModel
 
@@ -346,71 +262,3 @@ def _models(frame: pd.DataFrame) -> list:
         "whose value is the roofline the model was given: not predictions, and not among the worst."],
         report.parameters), ("Data-movement models: residuals", [], summary),
         ("Data-movement models: the largest misses", [], worst)]
-
-
-def _copies(count: int) -> str:
-    return f"{count} cop{'y' if count == 1 else 'ies'}"
-
-
-def findings(ctx) -> list:
-    """The results site's question for TMA (harness/analysis/site.py): what does a box, and copies in
-    flight, deliver? Every GPU model's newest 2-D load measurements, against the read roofline."""
-    import matplotlib.pyplot as plt
-
-    latest = ctx.latest[ctx.latest.family == "tma"].copy()
-    if latest.empty:
-        return []
-    frame = _frame(type("Context", (), {"measured": latest.assign(launch=latest.launch_key)})())
-    roofs = ctx.latest[ctx.latest.case_id.isin(ROOFLINE_CASES) & (ctx.latest.metric == "bandwidth_gbps")]
-    boxes = _box_size_cases(frame)
-    bandwidth = boxes[boxes.metric == "bandwidth_gbps"]
-    if bandwidth.empty:
-        return []
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.4), sharey=True)
-    rows = []
-    for gpu, part in bandwidth.groupby("gpu_name"):
-        roof = roofs[roofs.gpu_name == gpu].value
-        roofline = float(roof.max()) if len(roof) else None
-        best = part.groupby("box_bytes").value.max().sort_index()
-        line = left.plot(best.index, best.values, "o-", ms=4, label=gpu)[0]
-        inflight = part.assign(inflight=part.stages * part.blocks_per_sm)
-        per_sm = inflight.groupby("inflight").value.max().sort_index()
-        right.plot(per_sm.index, per_sm.values, "o-", ms=4, color=line.get_color(), label=gpu)
-        if roofline:
-            for ax in (left, right):
-                ax.axhline(roofline, color=line.get_color(), ls="--", lw=1)
-        top = float(best.max())
-        near = inflight[inflight.value >= NEAR * top]
-        latency = frame[(frame.gpu_name == gpu) & (frame.metric == latency_metric(frame[frame.gpu_name == gpu]))
-                        & frame.source.notna()
-                        & frame.case_id.isin(set(boxes.case_id))]
-        rows.append({"gpu": gpu, "read roofline GB/s": roofline, "best TMA load GB/s": top,
-                     "of the roofline": top / roofline if roofline else None,
-                     "smallest box within 5 % (B)": int(near.box_bytes.min()),
-                     "fewest copies in flight per SM within 5 %": int(near.inflight.min()),
-                     **{f"latency from {source} (cycles)": float(group.value.median())
-                        for source, group in latency.groupby("source")}})
-    for ax in (left, right):
-        ax.set_xscale("log", base=2)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
-    left.set_xlabel("box bytes (64 x rows of b16, 128-byte swizzle)")
-    left.set_ylabel("GB/s, whole GPU (best over copies in flight)")
-    right.set_xlabel("copies in flight per SM (stages x blocks per SM), best over boxes")
-    fig.suptitle("TMA 2-D loads: bandwidth by box and by copies in flight (dashed: each GPU's read roofline)",
-                 fontsize=10)
-    fig.tight_layout()
-    path = ctx.directory / "tma_box_and_stages.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    table = pd.DataFrame(rows).round(3)
-    text = [f"{r['gpu']}: the best TMA load reaches {r['best TMA load GB/s']:.0f} GB/s"
-            + (f" ({r['of the roofline']:.0%} of the {r['read roofline GB/s']:.0f} GB/s read roofline)"
-               if r["read roofline GB/s"] else "")
-            + f"; within 5 % of it from a {r['smallest box within 5 % (B)']}-byte box, or with "
-              f"{_copies(r['fewest copies in flight per SM within 5 %'])} in flight per SM." for r in rows]
-    return [("What does a TMA box, and copies in flight, deliver?", text + [
-        "A box alone does not reach the roofline: the bytes in flight per SM do (Little's law: latency x "
-        "bandwidth). The latency columns are one copy's issue-to-mbarrier time for the box sizes above "
-        "(median over boxes); docs/data-movement.md explains the method."], path),
-        ("TMA: box and copies in flight, in numbers", [], table)]

@@ -1,7 +1,8 @@
 """wgmma.mma_async (sm_90a): the Family object (harness/families/base.py) for warpgroup MMA.
 
 Cases, ids and legality: cases.py. Shared-memory descriptors: descriptors.py. Register fragments:
-fragments.py. The analytical model and its fit: model.py, fitting.py. Report figures: figures.py.
+fragments.py. The analytical model and its fit: model.py, fitting.py. Report sections: figures.py (plots.py draws
+them); its finding: findings.py.
 Probe template: ptx/wgmma.cu.in.
 """
 
@@ -454,7 +455,7 @@ class WgmmaFamily(Family):
         return figures(context)
 
     def findings(self, context) -> list:
-        from harness.families.wgmma.figures import findings
+        from harness.families.wgmma.findings import findings
 
         return findings(context)
 

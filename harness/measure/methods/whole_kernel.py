@@ -1,6 +1,7 @@
 """WholeKernel: one launch is the whole job (a GEMM): rounds of back-to-back launches timed by CUDA events,
 alternating with an anchor (a library call on the same inputs) whose rounds give the ratio; the kernel's per-block
-counters say where its time went."""
+counters say where its time went. With `idle_s`, bursts instead (_measure_burst): a batch of launches after the GPU
+idled, the SM clock and power read by NVML while it runs (the seed HGEMM worklog's protocol, docs/gemm.md)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,13 @@ import numpy as np
 from harness.measure.measurement import Metric, Work
 import harness.measure.methods.energy as energy
 from harness.measure.methods.base import Context, Method, MethodSpec, Row, Simulation, declare, throughput_unit
+from harness.measure.telemetry import burst_state
 from harness.measure.timing import RECORD_WORDS, Records
 
 # The simulated GPU's answer: the kernel's work at this fraction of the peak rate, its anchor's at that one
 SIMULATED_FRACTION, SIMULATED_ANCHOR_FRACTION = 0.7, 0.72
+# ... and a burst's (idle_s): a cool board's higher clock, the power of a short batch
+SIMULATED_BURST_CLOCK_MHZ, SIMULATED_BURST_POWER_W = 1980.0, 450.0
 
 
 @dataclass(frozen=True)
@@ -65,8 +69,20 @@ class WholeKernel(MethodSpec):
     # window, and from it energy_efficiency and energy_pj_per_op (the rounds, 0.3 s of each contender
     # interleaved, are too short for NVML's energy counter and mix the two)
     energy: bool = False
+    # The burst protocol (_measure_burst), where idle_s > 0: each sample is `burst_launches` launches back to back
+    # after `idle_s` seconds of an idle GPU, timed by CUDA events as one batch, `bursts` samples; no anchor alongside.
+    idle_s: float = 0.0
+    burst_launches: int = 8
+    bursts: int = 5
+
+    def __post_init__(self):
+        if self.idle_s and (self.anchor or self.energy or self.counters):
+            raise ValueError("a burst (idle_s) times the kernel alone: no anchor, energy window or counters")
 
     def declares(self, work: Work) -> list[tuple[str, str]]:
+        if self.idle_s:
+            return ([("throughput_tflops", throughput_unit(work))] + ([("peak_fraction", "ratio")] if self.records else [])
+                    + [("power_burst_w", "W")])
         names = [("throughput_tflops", throughput_unit(work))] + ([("peak_fraction", "ratio")] if self.records else [])
         names += [(self.anchor_metric, "ratio")] if self.anchor else []
         names += energy.energy_metrics(work) if self.energy else []
@@ -100,6 +116,8 @@ def _whole_kernel_energy(spec: WholeKernel, ctx: Context, run_block, calls: int,
 
 
 def _measure(spec: WholeKernel, ctx: Context) -> list[Metric]:
+    if spec.idle_s:
+        return _measure_burst(spec, ctx)
     words = spec.grid * (RECORD_WORDS + spec.words)
 
     graphs: dict[str, bool] = {}  # contender -> its block of launches replays a CUDA graph
@@ -188,6 +206,52 @@ def _measure(spec: WholeKernel, ctx: Context) -> list[Metric]:
     return metrics
 
 
+# -- WholeKernel's burst protocol --------------------------------------------------------------------------------------
+
+def _measure_burst(spec: WholeKernel, ctx: Context) -> list[Metric]:
+    """A burst after idle (WholeKernel.idle_s), as a short program times a kernel: one batch of the launches to load
+    its code and data, then `bursts` times: the GPU idle for idle_s (the host sleeps, nothing enqueued), then
+    `burst_launches` launches back to back between two CUDA events (no graph: the calls as a program makes them),
+    while NVML is read as fast as it answers (telemetry.BurstReadings: the SM clock, the board's instantaneous
+    power). Per burst: the batch's rate, the in-kernel clock of its last launch (records), and power_burst_w, the
+    mean of the instantaneous power readings taken while it ran (none where NVML has no instantaneous field or no
+    reading fell inside the batch)."""
+    words = spec.grid * (RECORD_WORDS + spec.words)
+
+    def batch():
+        return ctx.probe.run(spec.kernel, spec.grid, spec.threads, spec.iters, words, repeat=spec.burst_launches)
+
+    batch()
+    rates, clocks, watts, seen = [], [], [], []
+    for _ in range(spec.bursts):
+        time.sleep(spec.idle_s)
+        with ctx.sampler.burst() as readings:
+            launch = batch()
+        rates.append(ctx.work.amount * spec.burst_launches / (launch.elapsed_ms * 1e-3) / 1e12)
+        if spec.records:
+            clocks.append(Records.from_words(launch.timing[:spec.grid * RECORD_WORDS]).sm_clock_mhz())
+        watts.append(readings.power_w)
+        seen += readings.readings
+    ours = np.asarray(rates)
+    clock = float(np.median(clocks)) if clocks else None
+    reason = f"fixed: {spec.bursts} bursts of {spec.burst_launches} launches, each after {spec.idle_s:g} s idle"
+    common = dict(launch=dict(spec.launch), sm_clock_mhz=clock, stop_reason=reason, gpu_state=burst_state(seen))
+    note = (f"{spec.grid} blocks of {spec.threads} threads; each sample a batch of {spec.burst_launches} launches after "
+            f"{spec.idle_s:g} s idle, timed as one; {len(seen)} NVML readings during the batches"
+            + (f"; {spec.notes}" if spec.notes else ""))
+    metrics = [Metric("throughput_tflops", throughput_unit(ctx.work), ours, notes=note, **common)]
+    if ctx.peak and clocks:
+        peak = ctx.sm_count * ctx.peak * np.asarray(clocks) * 1e6 / 1e12
+        metrics.append(Metric("peak_fraction", "ratio", ours / peak, notes="each burst against the peak at the "
+                              "in-kernel clock of its last launch", **common))
+    measured = np.asarray([w for w in watts if w is not None], dtype=np.float64)
+    if measured.size:
+        metrics.append(Metric("power_burst_w", "W", measured, notes=f"NVML's instantaneous board power during the "
+                              f"batch, its readings' mean per burst ({measured.size} of {spec.bursts} bursts had one)",
+                              **common))
+    return metrics
+
+
 @declare
 class WholeKernelMethod(Method):
     spec = WholeKernel
@@ -197,6 +261,11 @@ class WholeKernelMethod(Method):
 
     def simulate(self, spec: WholeKernel, sim: Simulation) -> list[Row]:
         work, peak = sim.work, sim.peak
+        if spec.idle_s:  # a burst: the same fraction of the peak at a cool board's clock, and its power
+            rate = SIMULATED_FRACTION * (peak or 1024.0) * sim.sm_count * SIMULATED_BURST_CLOCK_MHZ * 1e6 / 1e12
+            rows = [("throughput_tflops", throughput_unit(work), rate, spec.launch)]
+            rows += [("peak_fraction", "ratio", SIMULATED_FRACTION, spec.launch)] if peak and spec.records else []
+            return rows + [("power_burst_w", "W", SIMULATED_BURST_POWER_W, spec.launch)]
         per_second = SIMULATED_FRACTION * (peak or 1024.0) * sim.sm_count * sim.clock_mhz * 1e6
         rate = work.amount / (work.amount / per_second) / 1e12
         rows = [("throughput_tflops", throughput_unit(work), rate, spec.launch)]

@@ -1,0 +1,126 @@
+"""The gemm family's findings (the results site's question and a report's first bullets): how many stages each
+tile needs and why, what the TMA-store epilogue and multicast buy, where cuBLAS still wins."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from harness.families.gemm.frame import (best_by_problem, case_frame, config_label, ideal_kblock, main_problem,
+                                         pairs_differing, pipeline_rows, stage_sweeps, stages_needed)
+from harness.families.gemm.plots import figure_sizes, figure_stages_needed
+from harness.families.gemm.worklog import worklog_observations, worklog_profile
+
+
+TENSOR_BOUND = 1.10  # a k-block within 10 % of the tensor cores' time is tensor-core bound
+
+
+def _stage_sentence(label: str, group: pd.DataFrame) -> str:
+    """How many stages a tile needs, and why, from the sweep's TFLOPS and in-kernel counters."""
+    found = stages_needed(group)
+    needed, best, fewer, more = found["needed"], found["best"], found["fewer"], found["more"]
+    ideal = ideal_kblock(needed.case)
+    s = int(needed.stages)
+    text = (f"{label} needs {s} stage{'s' if s > 1 else ''}: {needed.throughput_tflops:.0f} TFLOPS "
+            f"(best {best.throughput_tflops:.0f} at {int(best.stages)}).")
+    if needed.cycles_per_kblock != needed.cycles_per_kblock:
+        return text
+    if fewer is not None:
+        text += (f" With {int(fewer.stages)} a k-block took {fewer.cycles_per_kblock:.0f} cycles and the consumers "
+                 f"waited {fewer.full_wait_cycles_per_tile / 1e3:.0f}k cycles per tile on full slots; with {s}, "
+                 f"{needed.cycles_per_kblock:.0f} and {needed.full_wait_cycles_per_tile / 1e3:.0f}k.")
+    ratio = needed.cycles_per_kblock / ideal
+    if ratio <= TENSOR_BOUND:
+        return text + (f" There a k-block is {ratio:.2f} x the tensor cores' {ideal:.0f} cycles and the producer waits "
+                       f"{needed.empty_wait_cycles_per_tile / 1e3:.0f}k cycles per tile for an empty slot: the ring "
+                       "runs ahead of the tensor cores, so more stages cannot help.")
+    deeper = more[more.cycles_per_kblock.notna()]
+    return text + (f" There a k-block is still {ratio:.2f} x the tensor cores' {ideal:.0f} cycles while both sides "
+                   f"wait (full {needed.full_wait_cycles_per_tile / 1e3:.0f}k, empty "
+                   f"{needed.empty_wait_cycles_per_tile / 1e3:.0f}k cycles per tile): every slot is a copy in flight"
+                   + (f", and {', '.join(str(int(v)) for v in deeper.stages)} stages did no better than "
+                      f"{deeper.cycles_per_kblock.min():.0f} cycles per k-block: the copies' throughput, not their "
+                      "number, bounds this tile." if len(deeper) else "; no deeper ring was measured."))
+
+
+def _pair_sentence(what: str, pairs) -> list[str]:
+    out = []
+    for a, b in pairs:
+        per_cycle = (b.throughput_tflops / b.clock_mhz) / (a.throughput_tflops / a.clock_mhz)
+        text = (f"{what} on {config_label(a.case)} at {a.problem}: "
+                f"{a.throughput_tflops:.0f} -> {b.throughput_tflops:.0f} "
+                f"TFLOPS (x{b.throughput_tflops / a.throughput_tflops:.3f}; per cycle x{per_cycle:.3f})")
+        if a.library_fraction == a.library_fraction and b.library_fraction == b.library_fraction:
+            text += f", of cuBLAS {a.library_fraction:.3f} -> {b.library_fraction:.3f}"
+        if what.startswith("The TMA-store") and a.epilogue_cycles_per_tile == a.epilogue_cycles_per_tile:
+            text += (f"; the epilogue took {a.epilogue_cycles_per_tile:.0f} -> {b.epilogue_cycles_per_tile:.0f} "
+                     "cycles per tile")
+        elif a.cycles_per_kblock == a.cycles_per_kblock:
+            text += (f"; a k-block {a.cycles_per_kblock:.0f} -> {b.cycles_per_kblock:.0f} cycles, the consumers' "
+                     f"wait on a full slot {a.full_wait_cycles_per_tile:.0f} -> {b.full_wait_cycles_per_tile:.0f} "
+                     "per tile")
+        out.append(text + ".")
+    return out
+
+
+def _library_sentence(best: pd.DataFrame) -> str:
+    parts = [f"{r.shape_label} {r.series}: {r.library_fraction:.3f}" for r in
+             best.sort_values(["dtype", "flops", "m"]).itertuples()]
+    losing = best[best.library_fraction < 1.0]
+    verdict = ("cuBLAS wins at " + ", ".join(f"{r.shape_label} {r.series} ({1 / r.library_fraction - 1:.1%} faster; "
+                                             f"our best there: {config_label(r.case)})" for r in losing.itertuples())
+               if len(losing) else "cuBLAS wins at none of them")
+    return f"The best pipeline against cuBLAS, round by round: {'; '.join(parts)}. {verdict}."
+
+
+def findings(ctx) -> list:
+    """The results site's question for GEMM (harness/analysis/site.py), and a report's first bullets: how
+    many stages each tile needs on each GPU and why; what the TMA store and multicast buy; where cuBLAS
+    still wins. From the newest measurements of every GPU model (or one run's)."""
+    latest = ctx.latest[ctx.latest.family == "gemm"]
+    if latest.empty:
+        return []
+    wide = case_frame(latest, ("gpu_name", "case_id"))
+    if wide.empty:
+        return []
+    text, per_gpu, rows = [], {}, []
+    profile = worklog_profile(ctx.store)
+    for gpu, part in wide.groupby("gpu_name"):
+        pipes = pipeline_rows(part)
+        # the headline first (issue 46, item 4): ours against the library, by problem
+        best = best_by_problem(pipes[pipes.library_fraction.notna()])
+        if len(best):
+            text.append(f"{gpu}: {_library_sentence(best)}")
+        main = main_problem(pipes)
+        sweeps = [(label, g) for label, g in stage_sweeps(pipes) if g.problem.iloc[0] == main]
+        if sweeps:
+            per_gpu[gpu] = sweeps
+            text += [f"{gpu}, {main}: " + _stage_sentence(label, g) for label, g in sweeps]
+            for label, g in sweeps:
+                found = stages_needed(g)
+                rows.append({"gpu": gpu, "problem": main, "tile": label, "stages needed": int(found["needed"].stages),
+                             "TFLOPS there": found["needed"].throughput_tflops,
+                             "best stages": int(found["best"].stages), "best TFLOPS": found["best"].throughput_tflops,
+                             "cycles per k-block there": found["needed"].cycles_per_kblock,
+                             "tensor cores alone": ideal_kblock(found["needed"].case)})
+        bought = (_pair_sentence("The TMA-store epilogue", pairs_differing(pipes, "epilogue", "regs", "tmastore"))
+                  + _pair_sentence("Multicast (a cluster of 2 sharing B)", pairs_differing(pipes, "cluster", 1, 2)))
+        if bought:
+            text.append(f"{gpu}: " + " ".join(bought))
+        text += [f"{gpu}: {line}" for line in worklog_observations(pipes, profile)]
+    if not text:
+        return []
+    text.append("Stages: the smallest count within 2 % of the tile's best TFLOPS, its why from the in-kernel "
+                "counters (cycles per k-block against the tensor cores' 2 BM BN 64 / 4096, the consumers' waits on "
+                "full slots, the producer's on empty ones); pairs: cases that differ in that alone; library_fraction: "
+                "ours over cuBLAS in alternating rounds.")
+    path = ctx.directory / "gemm_stages_needed.png"
+    if per_gpu:
+        figure_stages_needed(path, per_gpu)
+    else:  # no stage sweep (a quick run): the library figure answers
+        best = pd.concat([best_by_problem(pipeline_rows(p)[lambda f: f.library_fraction.notna()])
+                          .assign(dtype=lambda f, g=gpu: g + " " + f.dtype) for gpu, p in wide.groupby("gpu_name")])
+        if best.empty:
+            return [("How many stages does a GEMM tile need, and where does cuBLAS still win?", text, None)]
+        figure_sizes(path, best, "GEMM pipelines: the best against cuBLAS (newest measurements)")
+    return [("How many stages does a GEMM tile need, and where does cuBLAS still win?", text, path),
+            ("GEMM: stages each tile needs, in numbers", [], pd.DataFrame(rows).round(2))]
