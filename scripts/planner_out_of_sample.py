@@ -41,7 +41,7 @@ def pipeline_runs(store) -> dict[int, str]:
 
 
 def gemm_rows(store, run: int) -> pd.DataFrame:
-    from harness.analysis.compare import measured
+    from harness.analysis.models import measured  # (run_rows.measured, as score_run reads a run)
 
     frame = measured(store, run)
     return frame[frame.family == "gemm"]
@@ -87,6 +87,7 @@ def main(argv=None) -> int:
     parser.add_argument("--db", default="results.db")
     parser.add_argument("--pairs", default="nearest,same,other", help="kinds of pair: nearest, same, other")
     parser.add_argument("--cases", help="write every (pair, case) row here (CSV)")
+    parser.add_argument("--shapes", help="write every (pair, shape) top-1 regret here (CSV)")
     parser.add_argument("--worst", type=int, default=12, help="the worst cases of the nearest pairs to list")
     parser.add_argument("--runs", help="score only these runs (comma-separated)")
     parser.add_argument("--only", help="fit and score only these runs (comma-separated; `record`: the runs of record "
@@ -177,6 +178,8 @@ def main(argv=None) -> int:
                       f"{r.pick}")
     if args.cases:
         cases.to_csv(args.cases, index=False)
+    if args.shapes:
+        shapes.to_csv(args.shapes, index=False)
     print(f"\n{len(fits)} fits, {len(pairs)} pairs, {time.time() - started:.0f} s", file=sys.stderr)
     return 0
 
