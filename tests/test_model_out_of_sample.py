@@ -164,3 +164,34 @@ def test_a_fit_run_that_is_the_run_scored_is_labelled_in_sample(shipped):
     assert "in sample: --fit-run 133 is the run scored" in out and "out of sample" not in out
     named = _model(shipped, "--run", "133", "--fit-run", "108")
     assert "out of sample: fitted to run 108 (named by --fit-run; the same GPU model), scored on run 133" in named
+
+
+def test_the_planners_evaluation_script_scores_what_bench_model_does(shipped, tmp_path):
+    """scripts/planner_out_of_sample.py's `nearest` pair for run 133 is score_run's (fitted to run 132): the same
+    cases, the same predictions; and its top-1 regret is the measured loss of the first pick, the worst of a tie."""
+    import importlib.util
+
+    import pandas as pd
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "planner_out_of_sample.py"
+    spec = importlib.util.spec_from_file_location("planner_out_of_sample", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    cases, shapes = tmp_path / "cases.csv", tmp_path / "shapes.csv"
+    assert script.main(["--db", str(shipped), "--only", "132,133", "--runs", "133", "--pairs", "nearest",
+                        "--cases", str(cases), "--shapes", str(shapes), "--worst", "0"]) == 0
+    rows, regrets = pd.read_csv(cases), pd.read_csv(shapes)
+    assert set(rows.fit) == {132} and set(rows.run) == {133}
+    scored = _scored(shipped, 133)["gemm"]
+    assert scored.fit_run == 132
+    own = scored.report.residuals
+    own = own[own.metric == "throughput_tflops"].set_index("case_id")
+    assert sorted(rows.case_id) == sorted(own.index)
+    for r in rows.itertuples():
+        assert r.predicted == pytest.approx(own.fitted[r.case_id]) and r.measured == pytest.approx(own.measured[r.case_id])
+        assert r.miss == pytest.approx(r.measured / r.predicted - 1)
+    for g in regrets.itertuples():
+        mine = rows[rows.case_id.str.contains(g.shape.split(".", 1)[1] + ".", regex=False)
+                    & rows.case_id.str.startswith(f"gemm.{g.shape.split('.')[0]}.")]
+        assert g.pick in set(mine.case_id)
+        assert g.regret == pytest.approx(1 - mine.set_index("case_id").measured[g.pick] / mine.measured.max())
