@@ -340,7 +340,12 @@ def _run(ours_sustained=(660.0, 1330.0, 699.0), ours_burst=(760.0, 1560.0, 520.0
 def test_the_table_gives_each_protocol_its_clock_and_power_and_the_clock_each_figure_needs():
     found = protocol.table(_run())
     ours = found[found.contender == "ours"].set_index(["protocol", "inputs"])
-    assert ours.loc[("burst", "random")].clock_mhz == 1560.0 and ours.loc[("burst", "random")].watts == 520.0
+    # 8 launches of 4096^3 at 760 TFLOPS last 1.4 ms: NVML's power (it changes about every 100 ms) cannot see them,
+    # and its reading (the idle board's in run 152) is not shown as the kernel's
+    burst = ours.loc[("burst", "random")]
+    assert burst.clock_mhz == 1560.0 and burst.watts != burst.watts
+    assert burst.power_from.startswith(f"none: a {8 * 2 * 4096 ** 3 / 760e12 * 1e3:.1f} ms batch") and "520 W" in \
+        burst.power_from
     assert ours.loc[("sustained", "random")].clock_from == "in-kernel"
     lib = found[found.contender == "cuBLAS"].set_index(["protocol", "inputs"])
     assert lib.loc[("sustained", "random")].clock_from == "NVML" and lib.loc[("sustained", "random")].clock_mhz == 1400
@@ -358,7 +363,7 @@ def test_each_published_figure_gets_a_verdict_in_mhz_and_watts():
     found = protocol.table(_run())
     # ours sustained 660 at 1330 MHz; the burst 760 at 1560: 764 is the burst's clock
     verdict, why = protocol.verdict(step11, found, 1980.0, 0.03)
-    assert verdict == EXPLAINED and "1560 MHz" in why and "520 W" in why and f"{1330 * 764 / 660:.0f} MHz" in why
+    assert verdict == EXPLAINED and "1560 MHz" in why and "520 W" not in why and f"{1330 * 764 / 660:.0f} MHz" in why
     # cuBLAS 690 sustained against 716: within 3.6 %; its burst 700 (0.978 of it) explains it
     assert protocol.verdict(cublas, found, 1980.0, 0.03)[0] == EXPLAINED
     assert protocol.verdict(cublas, found, 1980.0, 0.04)[0] == AGREES

@@ -491,3 +491,61 @@ def test_the_carried_and_deferred_figures_come_from_run_151(db):
              - value[(case.format(s=4096, p="carried"), "epilogue_cycles_per_tile")])
     assert f"falls by {saved:.0f} at 4096^3" in text
     assert f"waits {min(waits):.0f}-{max(waits):.0f} cycles a k-block for a full slot in all three" in text
+
+
+def test_the_protocol_figures_come_from_run_152(db):
+    """docs/gemm.md's table of run 152 (gemm-protocol, H100): each contender's TFLOPS and clock by protocol and inputs
+    (protocol.table), the powers of zeros and normal inputs, the burst's per-cycle rate, its idle-level power readings,
+    and the clocks the worklog's figures need."""
+    from harness.families.gemm import protocol
+
+    text = " ".join((ROOT / "docs" / "gemm.md").read_text().split())
+    found = protocol.table(harness.results(db, run_id=152)).set_index(["contender", "protocol", "inputs"])
+    for contender, label in (("ours", "ours (TFLOPS, MHz in the kernel)"), ("cuBLAS", "cuBLAS (TFLOPS, MHz by NVML)")):
+        cells = [f"{found.loc[(contender, p, i)].tflops:.0f}, {found.loc[(contender, p, i)].clock_mhz:.0f}"
+                 for p in ("sustained", "burst") for i in ("random", "int", "zero")]
+        line = f"| {label} | " + " | ".join(cells) + " |"
+        assert line in text, line
+    w = lambda c, i: found.loc[(c, "sustained", i)].watts
+    assert (f"zeros draw {w('ours', 'zero'):.0f} W (ours) and {w('cuBLAS', 'zero'):.0f} W (cuBLAS) against "
+            f"{w('ours', 'random'):.0f} and {w('cuBLAS', 'random'):.0f}") in text
+    per_cycle = found.loc[("ours", "burst", "random")].per_cycle, found.loc[("ours", "sustained", "random")].per_cycle
+    assert f"ours {per_cycle[0]:.0f} FLOP/cycle/SM against {per_cycle[1]:.0f} sustained" in text
+    burst = harness.results(db, run_id=152, metric="power_burst_w")
+    assert f"({burst.value.min():.0f}-{burst.value.max():.0f} W) are the idle board's" in text
+    assert found.xs("burst", level="protocol").watts.isna().all()
+    sms, sustained = found.loc[("ours", "sustained", "random")].sms, per_cycle[1]
+    need = [protocol.needed_mhz(v, sustained, sms) for v in (758, 764)]
+    assert f"758 and 764 need {need[0]:.0f} and {need[1]:.0f} MHz" in text
+    lib = found.loc[("cuBLAS", "sustained", "random")]
+    assert f"716 needs {protocol.needed_mhz(716, lib.per_cycle, lib.sms):.0f} MHz" in text
+    b = lambda i: found.loc[("cuBLAS", "burst", i)].tflops
+    assert f"cuBLAS's own burst makes {b('random'):.0f} on normal inputs and {b('int'):.0f}-{b('zero'):.0f}" in text
+    batches = [8 * 2 * 4096 ** 3 / (t * 1e12) * 1e3 for t in found.xs("burst", level="protocol").tflops]
+    assert f"8 launches last {min(batches):.1f}-{max(batches):.1f} ms" in text
+
+
+def test_the_three_partitions_of_run_153_are_as_docs_say(db):
+    """docs/data-movement.md's answer for the H100 (run 153, maps-sides): the L2 halves against the far-hit sides (the
+    contingency table's counts, the adjusted Rand index, the pairs agreeing and by chance) and both against the GPC
+    groups, from the partitions the memory report compares."""
+    from harness.db.store import Store
+    from harness.families.memory.maps import load as load_l2
+    from harness.families.memory.pairs import GPCS, HALVES, SIDES, gpc_groups, load, partitions
+    from harness.smgroups import agreement_of
+
+    text = " ".join((ROOT / "docs" / "data-movement.md").read_text().split())
+    store = Store.open(db)
+    rows = harness.results(db, run_id=153)
+    pairs, l2 = load(store, rows), load_l2(store, rows)
+    (gpu,) = set(pairs)
+    parts = partitions(l2.get(gpu), pairs.get(gpu), gpc_groups(store, rows).get(gpu))
+    crossed = agreement_of(parts[HALVES], parts[SIDES])
+    counts = sorted(int(v) for v in crossed.table.ravel())
+    assert f"({counts[0]} / {counts[1]} and {counts[2]} / {counts[3]} SMs: adjusted Rand index " \
+           f"{crossed.adjusted:.2f}, {crossed.rand:.1%} of the SM pairs agreeing where chance gives " \
+           f"{crossed.chance:.1%})".replace("%", " %") in text
+    halves, sides = agreement_of(parts[HALVES], parts[GPCS]), agreement_of(parts[SIDES], parts[GPCS])
+    assert halves.refines(1) and sides.refines(1) and len(halves.cols) == 14
+    assert f"all {len(halves.cols)} groups lie wholly on one half and wholly on one side; adjusted Rand index " \
+           f"{halves.adjusted:.2f} each" in text and f"{sides.adjusted:.2f}" == f"{halves.adjusted:.2f}"

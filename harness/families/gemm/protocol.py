@@ -6,8 +6,8 @@ cuBLAS at its 4096^3 both ways (cases `.burst` or not) on three kinds of measure
 bits toggled, less power, a higher clock). This module turns a run of them into MHz and watts:
 
     table     one row per contender, protocol and inputs: TFLOPS, the SM clock it ran at (in the kernel; the
-              library's: NVML's), its power (a burst's: NVML's instantaneous readings during the batch; sustained: the
-              energy counter over 2 s of the contender alone), its FLOP per cycle per SM, and the clock each published
+              library's: NVML's), its power (a burst's: NVML's instantaneous readings during the batch, none where the
+              batch is shorter than NVML's ~100 ms update; sustained: the energy counter over 2 s of it alone), its FLOP per cycle per SM, and the clock each published
               figure needs at that FLOP per cycle
     verdicts  per published figure (the worklog's step 10 and 11 against our best, its cuBLAS against ours), from
               harness/verdicts.py: agrees with our default (sustained, random) measurement; explained where its own
@@ -23,7 +23,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from harness.families.gemm.cases import BEST, INPUT_KINDS, PROTOCOLS, WORKLOG_SHAPE, library, parse, pipeline
+from harness.families.gemm.cases import (BEST, INPUT_KINDS, PROTOCOLS, WORKLOG_BATCH, WORKLOG_SHAPE, library, parse,
+                                         pipeline)
 from harness.verdicts import AGREES, CLOCK_NOT_PRINTED, DISAGREES, EXPLAINED
 
 SOURCE = "hgemm-worklog-h100"  # the worklog's figures (harness/db/data/references/article_hgemm_worklog_h100.csv)
@@ -32,6 +33,12 @@ DEFAULT = ("sustained", "random")  # ours, as `bench compare` maps its figures
 # The worklog's steps compared with our best configuration: its own (10), and 11, which is 10 with a Hilbert-curve
 # tile order (+1 % by its account; ours has no such order: cases.WORKLOG_UNEXPRESSED)
 AGAINST_BEST = {"10": "step 10 (its configuration)", "11": "step 11 (step 10 with a Hilbert-curve tile order)"}
+
+
+# NVML's power readings change about every 100 ms (its energy counter steps so: harness/measure/methods/energy.py):
+# a burst's batch shorter than that is not resolved, and its instantaneous readings are the idle board's (run 152:
+# 118-121 W through batches of about 1.5 ms)
+POWER_RESOLUTION_MS = 100.0
 
 
 COLUMNS = {"tflops": "TFLOPS", "clock_mhz": "SM MHz", "clock_from": "clock from", "watts": "W",
@@ -67,11 +74,19 @@ def table(measured: pd.DataFrame) -> pd.DataFrame:
         clock = kernel if kernel == kernel else first.nvml_sm_clock_mhz
         burst = case.protocol == "burst"
         watts = group[group.metric == ("power_burst_w" if burst else "power_mean_w")].value
+        watts = float(watts.iloc[0]) if len(watts) else np.nan
+        power_from = "energy counter, 2 s alone"
+        if burst:  # the batch's length: 8 launches of the problem at the rate measured
+            batch_ms = WORKLOG_BATCH * 2.0 * case.m * case.n * case.k / (float(first.value) * 1e12) * 1e3
+            power_from = "NVML instantaneous, during the batches"
+            if batch_ms < POWER_RESOLUTION_MS:
+                power_from = (f"none: a {batch_ms:.1f} ms batch, shorter than NVML's ~{POWER_RESOLUTION_MS:.0f} ms "
+                              f"update (it read {watts:.0f} W, the idle board's)")
+                watts = np.nan
         rows.append({"contender": bases[base], "protocol": case.protocol, "inputs": case.inputs, "case_id": case_id,
                      "tflops": float(first.value), "clock_mhz": float(clock) if pd.notna(clock) else np.nan,
                      "clock_from": "in-kernel" if kernel == kernel else "NVML",
-                     "watts": float(watts.iloc[0]) if len(watts) else np.nan,
-                     "power_from": "NVML instantaneous, during the batches" if burst else "energy counter, 2 s alone",
+                     "watts": watts, "power_from": power_from,
                      "sms": float(first.sm_count) if "sm_count" in group and pd.notna(first.sm_count) else np.nan})
     out = pd.DataFrame(rows)
     if out.empty:
