@@ -501,11 +501,16 @@ def test_the_protocol_figures_come_from_run_152(db):
 
     text = " ".join((ROOT / "docs" / "gemm.md").read_text().split())
     found = protocol.table(harness.results(db, run_id=152)).set_index(["contender", "protocol", "inputs"])
-    for contender, label in (("ours", "ours (TFLOPS, MHz in the kernel)"), ("cuBLAS", "cuBLAS (TFLOPS, MHz by NVML)")):
-        cells = [f"{found.loc[(contender, p, i)].tflops:.0f}, {found.loc[(contender, p, i)].clock_mhz:.0f}"
+    h200 = protocol.table(harness.results(db, run_id=157)).set_index(["contender", "protocol", "inputs"])
+    for table, contender, label in ((found, "ours", "ours (TFLOPS, MHz in the kernel)"),
+                                    (found, "cuBLAS", "cuBLAS (TFLOPS, MHz by NVML)"),
+                                    (h200, "ours", "H200: ours"), (h200, "cuBLAS", "H200: cuBLAS")):
+        cells = [f"{table.loc[(contender, p, i)].tflops:.0f}, {table.loc[(contender, p, i)].clock_mhz:.0f}"
                  for p in ("sustained", "burst") for i in ("random", "int", "zero")]
         line = f"| {label} | " + " | ".join(cells) + " |"
         assert line in text, line
+    assert f"cuBLAS's burst on normal inputs makes {h200.loc[('cuBLAS', 'burst', 'random')].tflops:.0f}, the worklog's " \
+           f"figure" in text and f"and ours {h200.loc[('ours', 'burst', 'random')].tflops:.0f}." in text
     w = lambda c, i: found.loc[(c, "sustained", i)].watts
     assert (f"zeros draw {w('ours', 'zero'):.0f} W (ours) and {w('cuBLAS', 'zero'):.0f} W (cuBLAS) against "
             f"{w('ours', 'random'):.0f} and {w('cuBLAS', 'random'):.0f}") in text
@@ -545,6 +550,17 @@ def test_the_three_partitions_of_run_153_are_as_docs_say(db):
     assert f"({counts[0]} / {counts[1]} and {counts[2]} / {counts[3]} SMs: adjusted Rand index " \
            f"{crossed.adjusted:.2f}, {crossed.rand:.1%} of the SM pairs agreeing where chance gives " \
            f"{crossed.chance:.1%})".replace("%", " %") in text
+    # ... and the H200's (run 156)
+    rows156 = harness.results(db, run_id=156)
+    (gpu156,) = set(load(store, rows156))
+    parts156 = partitions(load_l2(store, rows156).get(gpu156), load(store, rows156).get(gpu156),
+                          gpc_groups(store, rows156).get(gpu156))
+    crossed156 = agreement_of(parts156[HALVES], parts156[SIDES])
+    c = sorted(int(v) for v in crossed156.table.ravel())
+    groups156 = agreement_of(parts156[HALVES], parts156[GPCS])
+    assert groups156.refines(1) and agreement_of(parts156[SIDES], parts156[GPCS]).refines(1)
+    assert f"{c[0]} / {c[1]} and {c[2]} / {c[3]} SMs crossed (adjusted Rand index {crossed156.adjusted:.2f}), each " \
+           f"partition a union of its {len(groups156.cols)} GPC groups" in text
     halves, sides = agreement_of(parts[HALVES], parts[GPCS]), agreement_of(parts[SIDES], parts[GPCS])
     assert halves.refines(1) and sides.refines(1) and len(halves.cols) == 14
     assert f"all {len(halves.cols)} groups lie wholly on one half and wholly on one side; adjusted Rand index " \
