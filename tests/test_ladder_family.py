@@ -148,6 +148,7 @@ def test_the_report_sets_each_step_beside_its_bound_the_best_pipeline_and_the_ch
                _result("ladder.reg-tiled.f32.1024x1024x1024", 25.0, 0.45, 0.9),
                _result("ladder.naive.f32.2048x2048x2048", 1.1, 0.02, 0.05),
                _result("ladder.mma-ldmatrix.f16.2048x2048x2048", 300.0, 0.33, 0.5),
+               _result("ladder.cublas.f32.2048x2048x2048", 40.0),  # the library's rung, an anchor (run 155's failed)
                _result("gemm.f16.2048x2048x2048.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore", 600.0),
                _result("gemm.f16.2048x2048x2048.tile128x128x64.s4.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore", 500.0),
                _result("cublas.f16.2048x2048x2048", 620.0),
@@ -159,7 +160,8 @@ def test_the_report_sets_each_step_beside_its_bound_the_best_pipeline_and_the_ch
     (head, _, path), (_, _, table), (_, _, published) = FAMILY.figures(ctx)
     assert path.exists() and "ladder" in head.lower()
     rows = table.set_index("step")
-    assert list(rows.index) == ["naive", "mma-ldmatrix", "best wgmma pipeline", "cuBLAS f16"]
+    assert list(rows.index) == ["naive", "mma-ldmatrix", "cublas", "best wgmma pipeline", "cuBLAS f16"]
+    assert rows.loc["cublas", "runs"].startswith("cuBLAS SGEMM")
     assert rows.loc["best wgmma pipeline", "TFLOPS"] == 600.0 and rows.loc["cuBLAS f16", "TFLOPS"] == 620.0
     naive = parse("ladder.naive.f32.2048x2048x2048")
     expected = bound(naive, LadderModel().prior("H100 SXM5"))[0] * 132 * 1700.0 / 1e6

@@ -86,7 +86,7 @@ def figures(ctx) -> list:
         "bound by": [found[s][1] if found[s] else "" for s in at.index],
         "of the bound": np.nan, "peak_fraction": at.peak_fraction.to_numpy(),
         "library_fraction": at.library_fraction.to_numpy(), "SM MHz": at.clock_mhz.to_numpy(),
-        "runs": [STEPS[s].what for s in at.index]})
+        "runs": [STEPS[s].what if s in STEPS else at.loc[s].case.anchor.description for s in at.index]})
     table["of the bound"] = table.TFLOPS / table["model bound TFLOPS"]
     best, best_id, cublas16, other = _pipeline(ctx, str(frame.gpu_name.iloc[0]), size)
     where = "this run" if other is None else f"run {other} (the newest of this GPU to measure it)"
