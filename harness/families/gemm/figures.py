@@ -240,7 +240,7 @@ def _time_sections(ctx, pipes: pd.DataFrame) -> list:
 
 def _by_protocol(ctx) -> list:
     """The worklog's figures by their protocol (protocol.py), where the run has the gemm-protocol suite's bursts."""
-    from harness.families.gemm import protocol
+    import harness.families.gemm.protocol as protocol
 
     try:
         refs = ctx.store.query(f"""SELECT source, case_id, m, metric, value, notes FROM reference_figures
