@@ -82,7 +82,7 @@ def test_coinciding_lines_are_said_and_both_visible():
 def test_history_is_drawn_against_the_noise_band_and_changes_only_where_compare_would():
     import numpy as np
 
-    from harness.analysis.site import _history_changes
+    from harness.analysis.site_history import _history_changes
     from harness.plotting import history_range
 
     # 0.002-cycle noise about 128 cycles: a range of several noise bands, not of the noise itself
