@@ -1,10 +1,12 @@
-"""The `bench` command (harness/cli/app.py: the group and what commands share; measuring, reading,
-publishing, database: the commands). `cli` (the group with every command) is loaded when first asked
-for, so that main() can turn a Ctrl-C while the modules load into the same one line as any other."""
+"""The `bench` command (harness/cli/app.py: the group and what commands share; measuring, measurers,
+reading, comparing, modelling, publishing, database: the commands). `cli` (the group with every command)
+is loaded when first asked for, so that main() can turn a Ctrl-C while the modules load into the same
+one line as any other."""
 
 
 def _group():
-    from harness.cli import database, measuring, publishing, reading  # noqa: F401  each registers its commands
+    # each registers its commands
+    from harness.cli import comparing, database, measuring, modelling, publishing, reading  # noqa: F401
     from harness.cli.app import cli
 
     return cli

@@ -17,7 +17,7 @@ from harness.orchestration.worker import DEFAULT_WATCHDOG_S
 @functools.cache
 def measurer_commands() -> dict[str, click.Command]:
     """`bench NAME` for every family's measurer, made when first asked for (the advise group lists them among
-    the top-level shortcuts: harness/cli/reading.py AdvisorGroup)."""
+    the top-level shortcuts: harness/cli/modelling.py AdvisorGroup)."""
     from harness.registry import FAMILIES
 
     return {m.name: measurer_command(family, m) for family in FAMILIES.values() for m in family.measurers}
