@@ -261,6 +261,76 @@ __device__ __forceinline__ void consume_kblocks_carried(const Ring<STAGES, CLUST
   ring.consumer_release(previous, t);
 }
 
+// A consumer whose k-block is two wgmma groups, the second run under the next k-block's work (attention: S = Q K^T,
+// then P V under the next block's softmax). The order is held by registers and group counts, not by where a
+// wait_group stands: ptxas 13.0 schedules a wgmma.wait_group as early as the registers allow, above independent
+// work (a wait for the second group written after the work runs before it). So the work of k-block i (in `follow`,
+// after k-block i - 1's second group is issued and k-block i's first retired) is followed by k-block i + 1's first
+// group (`lead`), which overwrites the registers that work read and so cannot be issued above it; only then does
+// wait_group 1 retire k-block i - 1's second group (it cannot rise above the group just issued), its slot is
+// released, and `between()` touches what that group wrote (attention: O rescaled). P, the parity of k-block i,
+// names the register set its work fills (k-block i - 1's second group reads the other); `open(s)` is k-block 0's
+// first group and its work (set 0), `close<P>(s)` the last k-block's second group. k-block i + 1's first group is
+// the one in flight at the loop's head, on the way in and on the way back (ptxas sees one state there; a second
+// group carried across the back edge instead serializes every wgmma, C7514), and the loop takes two k-blocks a
+// step (P a compile-time constant). A tile walks two k-blocks at least (the kernel walks a shorter one otherwise);
+// a k-block's slot is held until its second group is retired: three slots at once.
+template <int P, int STAGES, int CLUSTER, class Consumer>
+__device__ __forceinline__ void consume_lookahead_step(const Ring<STAGES, CLUSTER>& ring, PipelineState<STAGES>& st,
+                                                       int kb, int t, long long& full_wait, Consumer& consumer,
+                                                       int& previous, int& current) {
+  consumer.template follow<P>(previous, kb);  // k-block kb - 1's second group, k-block kb's work
+  const int s = st.index();
+  const long long w0 = clock_cycles();
+  ring.consumer_wait(st);
+  full_wait += clock_cycles() - w0;
+  consumer.lead(s);  // k-block kb + 1's first group
+  wgmma_wait_group<1>();
+  ring.consumer_release(previous, t);
+  consumer.between();
+  previous = current;
+  current = s;
+  st.advance();
+}
+template <int STAGES, int CLUSTER, class Consumer>
+__device__ __forceinline__ void consume_kblocks_lookahead(const Ring<STAGES, CLUSTER>& ring, PipelineState<STAGES>& st,
+                                                          int kblocks, int t, long long& full_wait, Consumer& consumer) {
+  static_assert(STAGES >= 3, "a k-block's slot is held until the next k-block's work is done: three at once");
+  int previous = st.index();
+  long long w0 = clock_cycles();
+  ring.consumer_wait(st);
+  full_wait += clock_cycles() - w0;
+  consumer.open(previous);
+  st.advance();
+  int current = st.index();
+  w0 = clock_cycles();
+  ring.consumer_wait(st);
+  full_wait += clock_cycles() - w0;
+  consumer.lead(current);
+  consumer.between();
+  st.advance();
+  int kb = 1;
+#pragma unroll 1
+  for (; kb + 2 < kblocks; kb += 2) {
+    consume_lookahead_step<1>(ring, st, kb, t, full_wait, consumer, previous, current);
+    consume_lookahead_step<0>(ring, st, kb + 1, t, full_wait, consumer, previous, current);
+  }
+  if (kb + 1 < kblocks) consume_lookahead_step<1>(ring, st, kb++, t, full_wait, consumer, previous, current);
+  // k-block kb = kblocks - 1, its first group in flight: its work, then its second group alone
+  if (kb & 1) {
+    consumer.template follow<1>(previous, kb);
+    wgmma_wait_group<0>();
+    ring.consumer_release(previous, t);
+    consumer.template close<1>(current);
+  } else {
+    consumer.template follow<0>(previous, kb);
+    wgmma_wait_group<0>();
+    ring.consumer_release(previous, t);
+    consumer.template close<0>(current);
+  }
+  ring.consumer_release(current, t);
+}
+
 // -- the tile walk ----------------------------------------------------------------------------------------
 
 struct Tile {

@@ -11,6 +11,8 @@ from harness.dtypes import round_to
 from harness.errors import IllegalShapeError, SpecError
 from harness.families.attention.cases import AttentionCase, attention, check_case
 from harness.families.attention.problem import LOG2E, check_reference, scale_log2
+from harness.build.sass import issued_in_flight
+from harness.families.base import InFlight
 from harness.registry import FAMILIES, parse_case_id
 
 FAMILY = FAMILIES["attention"]
@@ -87,6 +89,8 @@ def test_ids_name_the_problem_and_the_pipeline():
     ("attention.bf16.4x4096x8x256.tile128x64.s3.wg2.setmaxnreg", "shared memory"),
     ("attention.bf16.4x4096x16x128.tile64x128.s2.wg2.setmaxnreg", "cannot split 64 rows"),
     ("attention.bf16.4x4096x16x128.tile128x128.s2.wg1", "64 query rows per consumer"),
+    ("attention.bf16.4x4096x16x128.tile128x128.s2.wg2.setmaxnreg.overlap", "3 stages at least"),
+    ("attention.bf16.4x4096x8x256.tile128x64.s3.wg2.setmaxnreg.overlap", "shared memory"),
 ])
 def test_what_the_template_cannot_run_is_refused_in_one_line(case_id, why):
     with pytest.raises(IllegalShapeError) as refused:
@@ -274,3 +278,43 @@ def test_cudnns_cases_run_on_the_simulated_gpu_into_a_database_with_no_build(tmp
         rows = stored[stored.case_id == case.case_id]
         assert set(zip(rows.metric, rows.unit)) == set(declared_metrics(case, simulated_device()))
         assert "throughput_tflops" in set(rows.metric) and "peak_fraction" not in set(rows.metric)
+
+
+# FA3's order as written (S, P V, wait 1, softmax, wait 0) and what ptxas 13.0 made of it: the wait for P V issued
+# above the exponentials (the SASS of runs 121-122's `.overlap`); and the lookahead walk's order, where the next S
+# holds the exponentials above the wait that retires P V
+HOISTED = ["HGMMA.64x128x16.F32.BF16 R24, gdesc[UR16], R24, gsb0", "HGMMA.64x128x16.F32.BF16 R88, R156, "
+           "gdesc[UR16].tnspB, R88, gsb0", "WARPGROUP.DEPBAR.LE gsb0, 0x1", "SHFL.BFLY PT, R9, R8, 0x1, 0x1f",
+           "WARPGROUP.DEPBAR.LE gsb0, 0x0"] + ["MUFU.EX2 R24, R24"] * 66
+LOOKAHEAD = ["HGMMA.64x128x16.F32.BF16 R88, R156, gdesc[UR16].tnspB, R88, gsb0", "BAR.ARV R10, 0x100",
+             "WARPGROUP.DEPBAR.LE gsb0, 0x1"] + ["MUFU.EX2 R24, R24"] * 66 + [
+             "HGMMA.64x128x16.F32.BF16 R24, gdesc[UR16], RZ, !UPT, gsb0", "WARPGROUP.DEPBAR.LE gsb0, 0x1",
+             "MUFU.EX2 R7, R7"]
+
+
+def test_an_exponential_counts_only_while_a_p_v_is_in_flight():
+    under_pv = InFlight("MUFU.EX2", ".tnspB", 66)
+    assert issued_in_flight(HOISTED, under_pv) == 0
+    # the S issued before the P V is the group the first wait retires: the P V stays in flight under the softmax
+    assert issued_in_flight(HOISTED[:3] + HOISTED[5:], under_pv) == 66
+    # the next S's issue keeps the P V in flight; the wait after it retires the P V, so the last MUFU is not under it
+    assert issued_in_flight(LOOKAHEAD, under_pv) == 66
+    assert issued_in_flight(["@P0 " + ins for ins in LOOKAHEAD], under_pv) == 66  # guarded alike
+    assert issued_in_flight(LOOKAHEAD, InFlight("MUFU.EX2", ".tnspA", 1)) == 0  # no such group
+
+
+def test_the_overlapped_kernel_issues_its_softmax_under_p_v_and_the_serial_one_does_not(compile_cache):
+    from harness.build.compile import compile_many
+    from harness.build.render import render
+    from harness.build.sass import check, disassemble
+
+    family = FAMILIES["attention"]
+    serial = parse_case_id("attention.bf16.4x4096x16x128.causal.tile128x128.s3.wg2.setmaxnreg")
+    overlapped = parse_case_id("attention.bf16.4x4096x16x128.causal.tile128x128.s3.wg2.setmaxnreg.turns.overlap")
+    builds = compile_many([render(case, family) for case in (serial, overlapped)])
+    under_pv = InFlight("MUFU.EX2", ".tnspB", 1)
+    for case, least in ((serial, 0), (overlapped, 2 * (overlapped.bn // 2 + 2))):
+        sass = disassemble(builds[case.case_id].cubin_path)["probe_attention"]
+        issued = issued_in_flight(sass, under_pv)
+        assert issued >= least and (least or issued == 0), (case.case_id, issued)
+        assert check(builds[case.case_id], family.sass_expectation(case)).ok

@@ -212,6 +212,27 @@ def check_kernel(instructions: list[str], expected) -> tuple[bool, str]:
     return True, f"{expected.count} x {expected.mnemonic} back to back"
 
 
+_DEPBAR = re.compile(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x[0-9a-f]+|\d+)")
+
+
+def issued_in_flight(instructions: list[str], expected) -> int:
+    """How many instructions starting with `expected.mnemonic` (InFlight) are issued while a wgmma group holding
+    `expected.group` is in flight, walking the kernel in order: a wgmma instruction carrying `gsb0` closes a group,
+    `WARPGROUP.DEPBAR.LE gsb0, N` retires all but the newest N."""
+    pending: list[bool] = []  # the groups in flight, oldest first: whether each holds expected.group
+    count = 0
+    for ins in map(_unguarded, instructions):
+        opcode = ins.split(" ", 1)[0]
+        if opcode.split(".", 1)[0].endswith("GMMA") and "gsb0" in ins:
+            pending.append(expected.group in ins)
+        elif (wait := _DEPBAR.search(ins)) is not None:
+            keep = int(wait.group(1), 0)
+            pending = pending[max(0, len(pending) - keep):] if keep else []
+        elif opcode.startswith(expected.mnemonic) and any(pending):
+            count += 1
+    return count
+
+
 def ptxas_notes(log: str) -> list[str]:
     """ptxas performance notes (codes like C7515), each as one line, without the function name."""
     return sorted({line.split(":", 1)[-1].split(" in function")[0].strip()
@@ -226,6 +247,12 @@ def check(build, expectation) -> SassCheck:
         good, note = check_kernel(kernels.get(kernel, []), expected)
         ok &= good
         notes.append(f"{kernel}: {note}")
+    for kernel, expected in expectation.in_flight:
+        issued = issued_in_flight(kernels.get(kernel, []), expected)
+        good = issued >= expected.count
+        ok &= good
+        notes.append(f"{kernel}: {issued} x {expected.mnemonic} under a wgmma {expected.group} in flight"
+                     + ("" if good else f", expected {expected.count} at least: the overlap is not in the SASS"))
     spills = sum(build.spill_bytes(k) for k in expectation.spill_kernels)
     if expectation.spill_kernels:
         ok &= spills == 0

@@ -79,12 +79,24 @@ class KernelExpectation:
 
 
 @dataclass(frozen=True)
+class InFlight:
+    """What one kernel's SASS must issue under a wgmma: at least `count` instructions starting with `mnemonic` between
+    the closing instruction (`gsb0`) of a wgmma group that holds `group` (e.g. '.tnspB') and the WARPGROUP.DEPBAR that
+    retires it, in the kernel's instruction order (an overlap that ptxas may undo by moving a wait)."""
+
+    mnemonic: str
+    group: str
+    count: int
+
+
+@dataclass(frozen=True)
 class SassExpectation:
     kernels: tuple[tuple[str, KernelExpectation], ...]  # (kernel, what it must hold); a kernel may recur
     executes: str  # what really runs per PTX instruction, e.g. "HMMA.16816.F32" or "F2FP + 2x HMMA.16816.F32"
     emulated: bool = False  # no native instruction: the rate is not a tensor-core rate
     invalidating_notes: tuple[str, ...] = ()  # ptxas note codes (e.g. C7510) that invalidate the case
     spill_kernels: tuple[str, ...] = ()  # kernels that must not spill
+    in_flight: tuple[tuple[str, InFlight], ...] = ()  # (kernel, what it must issue under a wgmma)
 
 
 @dataclass(frozen=True)

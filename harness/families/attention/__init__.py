@@ -28,7 +28,7 @@ from harness.families.attention.cases import AttentionCase, CudnnCase, check_cas
 from harness.families.attention.problem import (COUNTER_WORDS, COUNTERS, PROBLEM, SAMPLED_ROWS, TENSOR_FLOPS_PER_CYCLE,
                                                 c_float, check_grid, check_reference, grid, scale_log2,
                                                 tensor_elements)
-from harness.families.base import Attachment, Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
+from harness.families.base import Attachment, Check, Family, Inputs, InFlight, KernelExpectation, SassExpectation, Suite, Work
 from harness.families.pipeline import skeleton_params
 from harness.measure.methods import WholeKernel
 
@@ -93,24 +93,32 @@ class AttentionFamily(Family):
 
     def sass_expectation(self, case: AttentionCase) -> SassExpectation:
         """A block of keys: D / 16 HGMMA of S (m64nBN, shared-memory A) and BN / 16 of P V (m64nD, A from
-        registers), once in the kernel (an overlapped block: S and the softmax twice, the first block's and the others',
-        and P V twice, in the loop and after it); BN / 2 MUFU.EX2
-        of P per thread and 2 of the rescale; the TMA loads (K and V per panel, Q per panel); no spills."""
+        registers); BN / 2 MUFU.EX2 of P per thread and 2 of the rescale; the TMA loads (K and V per panel, Q per
+        panel); no spills. In series the kernel holds each once. Overlapped (ptx/pipeline.cuh's
+        consume_kblocks_lookahead): S five times (the first block's, the second's, the loop's two, the odd one after
+        it), P V seven (the loop's two, the odd one, the last block's two parities' and their closing ones), the
+        softmax six; a causal kernel walks a one-block tile in series besides (once more each). And the overlap
+        itself: the exponentials of the loop's two blocks at least issued while a P V is in flight."""
         bf = ".BF16" if case.dtype == "bf16" else ""
         qk = f"HGMMA.64x{case.bn}x16.F32{bf}"
         pv = f"HGMMA.64x{case.head_dim}x16.F32{bf}"
-        n_qk, n_pv = case.head_dim // 16 * (2 if case.overlap else 1), case.bn // 16 * (2 if case.overlap else 1)
+        copies_qk, copies_pv, copies_softmax = (5, 7, 6) if case.overlap else (1, 1, 1)
+        if case.overlap and case.causal:
+            copies_qk, copies_pv, copies_softmax = copies_qk + 1, copies_pv + 1, copies_softmax + 1
+        n_qk, n_pv = case.head_dim // 16 * copies_qk, case.bn // 16 * copies_pv
         panels = case.head_dim // _cases.PANEL
         if pv == qk:  # one opcode for both (bn = head dim): the count is their sum
             gemms = (("probe_attention", KernelExpectation(qk, n_qk + n_pv)),)
         else:
             gemms = (("probe_attention", KernelExpectation(qk, n_qk)), ("probe_attention", KernelExpectation(pv, n_pv)))
-        ex2 = (case.bn // 2 + 2) * (2 if case.overlap else 1)  # an overlapped block: the first block's softmax apart
-        kernels = gemms + (("probe_attention", KernelExpectation("MUFU.EX2", ex2)),
+        per_block = case.bn // 2 + 2
+        kernels = gemms + (("probe_attention", KernelExpectation("MUFU.EX2", per_block * copies_softmax)),
                            ("probe_attention", KernelExpectation("UTMALDG.3D", 3 * panels)))
-        return SassExpectation(kernels, executes=f"{n_qk} x {qk} and {case.bn // 16} x {pv} per block of {case.bn} "
-                               f"keys; {case.bn // 2 + 2} MUFU.EX2 per thread",
-                               invalidating_notes=("C7510", "C7511", "C7515", "C7517"), spill_kernels=("probe_attention",))
+        in_flight = (("probe_attention", InFlight("MUFU.EX2", ".tnspB", 2 * per_block)),) if case.overlap else ()
+        return SassExpectation(kernels, executes=f"{case.head_dim // 16} x {qk} and {case.bn // 16} x {pv} per block "
+                               f"of {case.bn} keys; {per_block} MUFU.EX2 per thread",
+                               invalidating_notes=("C7510", "C7511", "C7514", "C7515", "C7517", "C7518"),
+                               spill_kernels=("probe_attention",), in_flight=in_flight)
 
     # -- correctness ---------------------------------------------------------------------------------
 

@@ -198,8 +198,9 @@ def check(case: AttentionCase | CudnnCase) -> None:
         refuse(f"a tile of {case.bm} rows: 64 query rows per consumer warpgroup ({64 * case.consumers})")
     if case.turns and case.consumers != 2:
         refuse("turns at the tensor cores take two consumer warpgroups")
-    if case.overlap and case.stages < 2:
-        refuse("an overlapped block holds two slots (its K for S, the block before's V for P V): 2 stages at least")
+    if case.overlap and case.stages < 3:
+        refuse("an overlapped block's slot is held until the next block's softmax is done: 3 stages at least (its "
+               "own, the next block's for S, the one after it loading)")
     if case.bk != case.bn:
         refuse("a k-block is one block of keys: bk = bn")
     if case.bn % 16 or not 16 <= case.bn <= 256 or (case.bm % case.bn and case.bn % case.bm):
@@ -209,11 +210,12 @@ def check(case: AttentionCase | CudnnCase) -> None:
         refuse(f"sequence {case.seq}: a multiple of the tile ({case.bm}) and of the key block ({case.bn})")
     if case.rows > MAX_ROWS:
         refuse(f"{case.rows} query rows: beyond the template's 32-bit row indices ({MAX_ROWS})")
-    live = case.head_dim // 2 + case.bn // 2 + case.bn // 4 + OTHER_REGISTERS
+    p_sets = 2 if case.overlap else 1  # overlapped: P V reads one set of P while the next block's softmax fills the other
+    live = case.head_dim // 2 + case.bn // 2 + p_sets * case.bn // 4 + OTHER_REGISTERS
     budget = CONSUMER_REGS if case.rebalance else 168
     if live > budget:
-        refuse(f"O ({case.head_dim // 2}), S ({case.bn // 2}) and P ({case.bn // 4}) registers per thread and "
-               f"{OTHER_REGISTERS} more exceed the consumer's {budget}")
+        refuse(f"O ({case.head_dim // 2}), S ({case.bn // 2}) and P ({p_sets} x {case.bn // 4}) registers per thread "
+               f"and {OTHER_REGISTERS} more exceed the consumer's {budget}")
     if case.smem_bytes() > SMEM_LIMIT:
         refuse(f"Q and {case.stages} stages of K and V need {case.smem_bytes()} bytes of shared memory, over "
                f"{SMEM_LIMIT}")
@@ -265,19 +267,20 @@ def turns() -> list[AttentionCase | CudnnCase]:
     return with_anchors([replace(case, turns=True) for case in _everyday() if case.dtype == "bf16"])
 
 
-# The overlapped block holds two slots, so it takes a third where shared memory has room (head dims 64 and 128)
-OVERLAP_STAGES = {64: 3, 128: 3, 256: 2}
+# An overlapped block holds three slots: where they fit beside Q (head dims 64 and 128; at 256 Q and three slots of
+# 64 keys need 256 KiB)
+OVERLAP_STAGES = {64: 3, 128: 3}
 
 
 def _overlapped() -> list[AttentionCase]:
-    bf16 = [case for case in _everyday() if case.dtype == "bf16"]
+    bf16 = [case for case in _everyday() if case.dtype == "bf16" and case.head_dim in OVERLAP_STAGES]
     return ([replace(case, overlap=True, stages=OVERLAP_STAGES[case.head_dim]) for case in bf16]
             + [case for case in bf16 if case.seq in (4096, 16384)])
 
 
 def overlapped() -> list[AttentionCase | CudnnCase]:
-    """everyday()'s bf16 cases with the softmax overlapped inside each warpgroup, three stages where they fit; and the
-    serial ones at 4k and 16k beside them (the same run's comparison); cuDNN on each problem."""
+    """everyday()'s bf16 cases at head dims 64 and 128 with the softmax overlapped inside each warpgroup (three
+    stages); and the serial ones at 4k and 16k beside them (the same run's comparison); cuDNN on each problem."""
     return with_anchors(_overlapped())
 
 
@@ -285,7 +288,7 @@ def overlapped_turns() -> list[AttentionCase | CudnnCase]:
     """FA3's whole schedule at head dims 64 and 128: the softmax overlapped inside each warpgroup and the two taking
     turns at the tensor cores (a turn: a block's S and the block before's P V); the overlapped and the serial cases
     beside them in the same run; cuDNN on each problem."""
-    mine = [case for case in _overlapped() if case.head_dim in (64, 128) and case.seq >= 4096]
+    mine = [case for case in _overlapped() if case.seq >= 4096]
     return with_anchors(mine + [replace(case, turns=True) for case in mine if case.overlap])
 
 
