@@ -33,10 +33,10 @@ def _sections(case: LayoutCase) -> dict[str, int]:
             "wgmma": tile.steps(case) * tile.ROWS * tile.n(case), "chain": 32 * 4}
 
 
-def _expected(case: LayoutCase, addresses: np.ndarray) -> np.ndarray:
-    """Every output word the layout library predicts: the landed stage, ldmatrix's registers at `addresses`, wgmma's
-    D through the case's descriptor, and the chain's last registers after one loop body."""
-    image = tile.landed(case)
+def _expected(case: LayoutCase) -> np.ndarray:
+    """Every output word the layout library predicts: the landed stage, ldmatrix's registers at the library's
+    addresses, wgmma's D through the case's descriptor, and the chain's last registers after one loop body."""
+    image, addresses = tile.landed(case), tile.ldmatrix_addresses(case)
     plain = tile.ldmatrix_registers(case, image, addresses, False)
     parts = [image.view("<u4"), plain.ravel()]
     if case.trans:
@@ -99,12 +99,14 @@ class LayoutsFamily(Family):
         zero = np.zeros(16, dtype=np.uint8)  # the run-time zero word, padded to 16 bytes
         buffer = np.concatenate([tile.logical_bytes(case).ravel(), addresses.astype("<u4").view(np.uint8).ravel(),
                                  tile.b_image(case), zero])
-        return Inputs(buffer, {"addresses": addresses}, "each element's code its (row, col) (layouts/tile.py)")
+        return Inputs(buffer, {"codes": tile.codes(case).astype(np.int64)},
+                      "each element's code its (row, col) (layouts/tile.py)")
 
     def checks(self, case: LayoutCase, inputs: Inputs) -> list[Check]:
+        """The case's own layout, whatever addresses the buffer holds: a buffer with another layout's fails."""
         sections = ", ".join(f"{name} ({words} words)" for name, words in _sections(case).items() if words)
-        return [Check("probe_readback", THREADS, UNROLL, RECORD_WORDS, _expected(case, inputs.values["addresses"]),
-                      0.0, f"the layout library's {sections}")]
+        return [Check("probe_readback", THREADS, UNROLL, RECORD_WORDS, _expected(case), 0.0,
+                      f"the layout library's {sections}")]
 
     def output_words(self, case: LayoutCase) -> int:
         return sum(_sections(case).values())
