@@ -26,7 +26,7 @@ WGMMA = {"f16": ("m64n16k16.f32.f16.f16", ", 1, 1, 0, 0", "HGMMA.64x16x16.F32"),
          "e4m3": ("m64n32k32.f32.e4m3.e4m3", ", 1, 1", "QGMMA.64x32x32.F32.E4M3.E4M3")}  # shape, immediates, SASS
 
 
-def _sections(case: LayoutCase) -> dict[str, int]:
+def output_sections(case: LayoutCase) -> dict[str, int]:
     """Output words of each section, in order (ptx/layouts.cu.in)."""
     regs = tile.ldmatrix_count(case) * 32 * 4
     return {"landed": tile.tile_bytes(case) // 4, "ldmatrix": regs, "ldmatrix.trans": regs if case.trans else 0,
@@ -104,17 +104,17 @@ class LayoutsFamily(Family):
 
     def checks(self, case: LayoutCase, inputs: Inputs) -> list[Check]:
         """The case's own layout, whatever addresses the buffer holds: a buffer with another layout's fails."""
-        sections = ", ".join(f"{name} ({words} words)" for name, words in _sections(case).items() if words)
+        sections = ", ".join(f"{name} ({words} words)" for name, words in output_sections(case).items() if words)
         return [Check("probe_readback", THREADS, UNROLL, RECORD_WORDS, _expected(case), 0.0,
                       f"the layout library's {sections}")]
 
     def output_words(self, case: LayoutCase) -> int:
-        return sum(_sections(case).values())
+        return sum(output_sections(case).values())
 
     def decode(self, case: LayoutCase, words: np.ndarray) -> np.ndarray:
         """Registers and bytes as unsigned words, D as the f32 values it holds."""
         words = np.asarray(words[:self.output_words(case)], dtype=np.uint32)
-        sizes = _sections(case)
+        sizes = output_sections(case)
         start = sizes["landed"] + sizes["ldmatrix"] + sizes["ldmatrix.trans"]
         out = words.astype(np.float64)
         d = slice(start, start + sizes["wgmma"])
