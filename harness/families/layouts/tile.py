@@ -12,7 +12,7 @@ with its byte offset swizzled (docs/banks.md, "TMA tiles read back"):
 C the chunk (W with a swizzle; 16 without, so that each 8 x 16-byte core matrix of wgmma's unswizzled
 canonical layout is 128 contiguous bytes). Each element's value encodes where it is: a 16-bit code is
 0x1000 + r x cols + c (a normal f16, every element distinct); an 8-bit code (256 values for up to 8192 elements)
-is one of the 252 finite non-zero e4m3 codes, picked by 37 r + 11 c mod 252, which differs between any two
+is one of the 238 normal finite e4m3 codes, picked by 37 r + 11 c mod 238, which differs between any two
 elements a whole number of 16-byte chunks or of 8-row groups apart in one row or column of the tile.
 """
 
@@ -32,7 +32,8 @@ LDSM_MATRICES = 4  # ldmatrix .x4
 K_STEP_BYTES = 32  # bytes of K one wgmma reads: k16 of f16, k32 of e4m3
 B_LBO, B_SBO = 128, 256  # wgmma's B (the permutation): no swizzle, core matrices adjacent in K, then in N
 ONE = {"f16": 0x3C00, "e4m3": 0x38}  # the code of 1.0
-_E4M3_CODES = np.array([c for c in range(256) if c not in (0x00, 0x80, 0x7F, 0xFF)], dtype=np.uint8)
+# the normal finite e4m3 codes (exponent field 1-15, not the NaNs 0x7F and 0xFF): no subnormal a tensor core might flush
+_E4M3_CODES = np.array([c for c in range(256) if c & 0x78 and c & 0x7F != 0x7F], dtype=np.uint8)
 
 
 def row_bytes(case: LayoutCase) -> int:
