@@ -136,3 +136,19 @@ def postgres_binaries():
         versions = sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True)
         found = {name: next((str(v / name) for v in versions if (v / name).exists()), None) for name in found}
     return found
+
+
+def planted_source(case, family, **params):
+    """`case`'s probe source with some of its family's template parameters replaced: a planted fault in what the
+    kernel is built with (a descriptor's field, say), the rest as the family renders it."""
+    from harness.build.render import ProbeSource, render
+
+    class Planted:
+        template = family.template
+
+        @staticmethod
+        def template_params(c):
+            return {**family.template_params(c), **params}
+
+    source = render(case, Planted)
+    return ProbeSource(f"{case.case_id}+planted:" + ",".join(f"{k}={v}" for k, v in params.items()), source.text)
