@@ -90,6 +90,8 @@ def test_ids_name_the_problem_and_the_pipeline():
     ("attention.bf16.4x4096x16x128.tile64x128.s2.wg2.setmaxnreg", "cannot split 64 rows"),
     ("attention.bf16.4x4096x16x128.tile128x128.s2.wg1", "64 query rows per consumer"),
     ("attention.bf16.4x4096x16x128.tile128x128.s2.wg2.setmaxnreg.overlap", "3 stages at least"),
+    ("attention.bf16.4x4096x16x128.tile128x128.s1.wg2.setmaxnreg.paired", "2 stages at least"),
+    ("attention.bf16.4x4096x16x128.tile128x128.s3.wg2.setmaxnreg.overlap.paired", "one"),
     ("attention.bf16.4x4096x8x256.tile128x64.s3.wg2.setmaxnreg.overlap", "shared memory"),
 ])
 def test_what_the_template_cannot_run_is_refused_in_one_line(case_id, why):
@@ -318,3 +320,14 @@ def test_the_overlapped_kernel_issues_its_softmax_under_p_v_and_the_serial_one_d
         issued = issued_in_flight(sass, under_pv)
         assert issued >= least and (least or issued == 0), (case.case_id, issued)
         assert check(builds[case.case_id], family.sass_expectation(case)).ok
+
+
+def test_the_paired_schedule_is_its_own_case_beside_the_overlap_in_fa3s_suite():
+    paired = parse_case_id("attention.bf16.4x4096x16x128.tile128x128.s3.wg2.setmaxnreg.turns.paired")
+    assert (paired.paired, paired.overlap, paired.turns) == (True, False, True)
+    assert paired.case_id.endswith(".turns.paired")
+    ids = {case.case_id for case in FAMILY.suites()["attention-fa3"].make()}
+    # every overlapped case of the suite has its paired twin, with and without turns, on the same ring
+    for case_id in [i for i in ids if i.endswith(".overlap")]:
+        assert case_id.replace(".overlap", ".paired") in ids
+        assert case_id.replace(".overlap", ".turns.paired").replace(".turns.turns", ".turns") in ids

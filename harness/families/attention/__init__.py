@@ -79,7 +79,7 @@ class AttentionFamily(Family):
         return {
             **skeleton_params(case), "problem": PROBLEM.render(), "dtype": dt, "head_dim": case.head_dim,
             "bm": case.bm, "bn": case.bn, "causal": str(case.causal).lower(), "turns": str(case.turns).lower(),
-            "overlap": str(case.overlap).lower(),
+            "overlap": str(case.overlap).lower(), "paired": str(case.paired).lower(),
             "scale_log2": c_float(scale_log2(case)),
             "qk_instruction": f"wgmma.mma_async.sync.aligned.m64n{case.bn}k16.f32.{dt}.{dt}",
             "qk_operands": ", ".join(f"%{i}" for i in range(s_acc)),
@@ -102,7 +102,7 @@ class AttentionFamily(Family):
         bf = ".BF16" if case.dtype == "bf16" else ""
         qk = f"HGMMA.64x{case.bn}x16.F32{bf}"
         pv = f"HGMMA.64x{case.head_dim}x16.F32{bf}"
-        copies_qk, copies_pv, copies_softmax = (5, 7, 6) if case.overlap else (1, 1, 1)
+        copies_qk, copies_pv, copies_softmax = (5, 7, 6) if case.overlap else (2, 2, 2) if case.paired else (1, 1, 1)
         if case.overlap and case.causal:
             copies_qk, copies_pv, copies_softmax = copies_qk + 1, copies_pv + 1, copies_softmax + 1
         n_qk, n_pv = case.head_dim // 16 * copies_qk, case.bn // 16 * copies_pv
@@ -206,7 +206,9 @@ class AttentionFamily(Family):
                 f"{case.bm * case.head_dim * 2 // 1024} KiB",
                 f"{case.consumers} consumer warpgroups of 64 rows: S = Q K^T (wgmma SS), online softmax (ex2), "
                 "O += P V (wgmma RS, P from registers)"
-                + (", a block's softmax under the block before's P V" if case.overlap else ", in series")
+                + (", a block's softmax under the block before's P V" if case.overlap
+                   else ", a block's S and the block before's P V issued together, both waited for before the softmax"
+                   if case.paired else ", in series")
                 + ("; the two take turns at the tensor cores (a turn: P V of a block and QK^T of the next)"
                    if case.turns else "; the two run freely")
                 + ("; setmaxnreg" if case.rebalance else ""),

@@ -88,12 +88,14 @@ class AttentionCase(_AttentionProblem, PipelineCase):
     causal: bool = False
     turns: bool = False  # the consumer warpgroups take turns at the tensor cores (FA3's ping-pong)
     overlap: bool = False  # within a warpgroup, a block's softmax under the block before's P V (FA3's)
+    paired: bool = False  # a block's S and the block before's P V issued together, both waited for before the softmax
 
     @property
     def base_id(self) -> str:
         return (f"attention.{self.problem_id}"
                 + f".tile{self.bm}x{self.bn}.s{self.stages}.wg{self.consumers}"
-                + (".setmaxnreg" if self.rebalance else "") + (".turns" if self.turns else "") + (".overlap" if self.overlap else ""))
+                + (".setmaxnreg" if self.rebalance else "") + (".turns" if self.turns else "")
+                + (".overlap" if self.overlap else "") + (".paired" if self.paired else ""))
 
     @property
     def tiles(self) -> int:
@@ -149,7 +151,7 @@ _ANCHOR_ID = re.compile(r"^cudnn\.sdpa\.(?P<dtype>\w+?)\.(?P<batch>\d+)x(?P<seq>
                         r"(?P<causal>\.causal)?$")
 _ID = re.compile(r"^attention\.(?P<dtype>\w+?)\.(?P<batch>\d+)x(?P<seq>\d+)x(?P<heads>\d+)x(?P<dim>\d+)"
                  r"(?P<causal>\.causal)?\.tile(?P<bm>\d+)x(?P<bn>\d+)\.s(?P<stages>\d+)\.wg(?P<wg>\d+)"
-                 r"(?P<rebalance>\.setmaxnreg)?(?P<turns>\.turns)?(?P<overlap>\.overlap)?$")
+                 r"(?P<rebalance>\.setmaxnreg)?(?P<turns>\.turns)?(?P<overlap>\.overlap)?(?P<paired>\.paired)?$")
 
 
 def parse(case_id: str) -> AttentionCase | CudnnCase:
@@ -170,7 +172,7 @@ def parse(case_id: str) -> AttentionCase | CudnnCase:
                          head_dim=int(g["dim"]), causal=bool(g["causal"]), bm=int(g["bm"]), bn=int(g["bn"]),
                          bk=int(g["bn"]), stages=int(g["stages"]), consumers=int(g["wg"]),
                          rebalance=bool(g["rebalance"]), turns=bool(g["turns"]),
-                         overlap=bool(g["overlap"]))
+                         overlap=bool(g["overlap"]), paired=bool(g["paired"]))
     check(case)
     return case
 
@@ -198,6 +200,10 @@ def check(case: AttentionCase | CudnnCase) -> None:
         refuse(f"a tile of {case.bm} rows: 64 query rows per consumer warpgroup ({64 * case.consumers})")
     if case.turns and case.consumers != 2:
         refuse("turns at the tensor cores take two consumer warpgroups")
+    if case.overlap and case.paired:
+        refuse("a block's P V runs under the next block's softmax (.overlap) or is paired with its S (.paired): one")
+    if case.paired and case.stages < 2:
+        refuse("a paired block holds two slots (its K for S, the block before's V for P V): 2 stages at least")
     if case.overlap and case.stages < 3:
         refuse("an overlapped block's slot is held until the next block's softmax is done: 3 stages at least (its "
                "own, the next block's for S, the one after it loading)")
@@ -289,7 +295,9 @@ def overlapped_turns() -> list[AttentionCase | CudnnCase]:
     turns at the tensor cores (a turn: a block's S and the block before's P V); the overlapped and the serial cases
     beside them in the same run; cuDNN on each problem."""
     mine = [case for case in _overlapped() if case.seq >= 4096]
-    return with_anchors(mine + [replace(case, turns=True) for case in mine if case.overlap])
+    paired = [replace(case, overlap=False, paired=True) for case in mine if case.overlap]
+    return with_anchors(mine + [replace(case, turns=True) for case in mine + paired if case.overlap or case.paired]
+                        + paired)
 
 
 def quick() -> list[AttentionCase | CudnnCase]:

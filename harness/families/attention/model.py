@@ -26,8 +26,8 @@ METRIC = "cycles_per_kblock"
 
 
 def schedule(case: AttentionCase) -> str:
-    return {(False, False): "in series", (True, False): "turns", (False, True): "overlap",
-            (True, True): "turns + overlap"}[(case.turns, case.overlap)]
+    inside = "overlap" if case.overlap else "paired" if case.paired else ""
+    return " + ".join(part for part in ("turns" if case.turns else "", inside) if part) or "in series"
 
 
 def terms(case: AttentionCase) -> tuple[float, float, float]:
