@@ -1,7 +1,7 @@
 """The GEMM sections of `bench report` ("from instructions to a GEMM"): each section's figure, text and table.
 
     against the library     the best pipeline's library_fraction at each problem size (the lead)
-    the ladder              the seed worklog's kernels that cases.LADDER maps, measured, beside cuBLAS in
+    the ladder              the seed worklog's kernels that configs.LADDER maps, measured, beside cuBLAS in
                             the same run (and its ratio to each, round by round), with the planner's
                             prediction at the clock each case measured, and the worklog's published
                             figures at their 4096^3 where the database holds them as references
@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from sqlalchemy.exc import SQLAlchemyError
 
-from harness.families.gemm.cases import LADDER, pipeline
+from harness.families.gemm.configs import LADDER, pipeline
 from harness.families.gemm.frame import (CONFIG, best_by_problem, case_frame, config_label, main_problem,
                                          pipeline_rows, planner_params, predict_tflops, stage_sweeps, stages_needed)
 from harness.families.gemm.plots import figure_ladder, figure_sizes, figure_stages, figure_time
