@@ -119,8 +119,8 @@ def _params() -> Params:
 
 
 def test_more_stages_never_predict_less_and_a_deep_ring_reaches_the_tensor_cores():
-    rates = [predict_case(configs.pipeline("f16", (8192,) * 3, **dict(configs.BEST, stages=s, epilogue="regs")), _params())
-             for s in (1, 2, 3, 4)]
+    rates = [predict_case(configs.pipeline("f16", (8192,) * 3, **dict(configs.BEST, stages=s, epilogue="regs")),
+                          _params()) for s in (1, 2, 3, 4)]
     assert all(a.flops_per_cycle_sm <= b.flops_per_cycle_sm for a, b in zip(rates, rates[1:]))
     assert rates[0].bound == "latency"
     deep = rates[-1]

@@ -281,7 +281,8 @@ def test_nothing_but_the_copys_own_issue_sits_between_the_issue_clock_and_the_co
     build = compile_many([probe_source(case)])[case_id]
     text = subprocess.run([find_nvdisasm(), "-c", str(build.cubin_path)], capture_output=True, text=True,
                           check=True).stdout
-    kernels = ["probe_latency", "probe_latency_cold"] + (["probe_latency_prefetched"] if tma_kernels.prefetches(case) else [])
+    kernels = (["probe_latency", "probe_latency_cold"]
+               + (["probe_latency_prefetched"] if tma_kernels.prefetches(case) else []))
     for kernel in kernels:
         body = text[text.index(f".text.{kernel}:"):]
         body = body[:body.find("\n.text.", 10)] if "\n.text." in body[10:] else body

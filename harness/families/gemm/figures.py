@@ -172,7 +172,7 @@ def _ladder_sections(ctx, pipes: pd.DataFrame, library: pd.DataFrame, sms: int |
 def _ladder_text(ladder: pd.DataFrame, cublas: dict[int, float], worklog: pd.DataFrame, notes: dict) -> str:
     """The ladder figure's paragraph: what the bars are, cuBLAS's figures, the worklog's, the steps missing."""
     missing = [s for s in LADDER if s not in set(ladder.step)]
-    return (f"Each step of the seed worklog that this family expresses (harness/families/gemm/cases.py LADDER), "
+    return (f"Each step of the seed worklog that this family expresses (harness/families/gemm/configs.py LADDER), "
             f"as measured here; the number over each bar is its library_fraction, its rate over cuBLAS's in "
             f"rounds alternating with it (the same clock and power state). {notes['prior']}"
             + (" cuBLAS on the same problem, measured in this run: "
