@@ -50,7 +50,7 @@ def gemm_rows(store, run: int) -> pd.DataFrame:
 def score(fit_report, rows: pd.DataFrame, gpu: str, fit_run: int) -> tuple[list[dict], list[dict]]:
     """(per case: measured, predicted at its clock, miss; per shape: top-1 regret) of `rows` predicted by the fit."""
     from harness.families.gemm.advice import TIE
-    from harness.families.gemm.cases import parse
+    from harness.families.gemm.ids import parse
     from harness.families.gemm.model import predict_case
     from harness.families.gemm.planner import GemmModel
 

@@ -13,7 +13,9 @@ from harness.errors import SpecError
 from harness.families.base import PaperFigure
 from harness.families.gemm import FAMILY
 from harness.families.gemm import cases as C
+from harness.families.gemm import configs, suite_cases
 from harness.families.gemm.cases import LibraryCase
+from harness.families.gemm.ids import parse
 from harness.families.gemm.worklog import worklog_verdict
 from harness.families.gemm.model import (
     PRIOR,
@@ -28,6 +30,7 @@ from harness.families.gemm.model import (
     wgmma_per_kblock,
 )
 from harness.families.gemm.problem import check_problem, to_bits
+from harness.families.pipeline import GROUP
 from harness.verdicts import AGREES, CLOCK_NOT_PRINTED, DISAGREES
 
 
@@ -75,7 +78,7 @@ def test_bf16_rounds_to_nearest_even_as_cvt_rn_does():
 def test_the_check_problem_is_exact_and_wraps_the_ring():
     case = FAMILY.parse("gemm.f16.8192x8192x8192.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore")
     m, n, k = check_problem(case)
-    assert k // case.bk == 2 * case.stages + 3 and m // case.bm // case.cluster > C.GROUP
+    assert k // case.bk == 2 * case.stages + 3 and m // case.bm // case.cluster > GROUP
     inputs = FAMILY.inputs(case, np.random.default_rng(0))
     check = FAMILY.checks(case, inputs)[0]
     # every sum of products (|a|, |b| <= 2) is an integer exact in f32, rounded once to f16 as the kernel does
@@ -90,7 +93,7 @@ def test_worklog_steps_map_to_our_configurations():
         "gemm.f16.4096x4096x4096.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore", "throughput_tflops")
     step7 = FAMILY.paper_case(PaperFigure("hgemm worklog step 7", 4096, 4096, 4096, "f16", "f32", None, False,
                                           "throughput_tflops"))
-    assert step7[0] == C.pipeline("f16", (4096,) * 3, **C.LADDER["6b"]).case_id
+    assert step7[0] == configs.pipeline("f16", (4096,) * 3, **configs.LADDER["6b"]).case_id
     assert "C7511" in FAMILY.paper_case(PaperFigure("hgemm worklog step 5a", 4096, 4096, 4096, "f16", "f32", None,
                                                     False, "throughput_tflops"))
     # its size is stated (the seed's section 2.11): at any other, a reason, not a case
@@ -116,8 +119,8 @@ def _params() -> Params:
 
 
 def test_more_stages_never_predict_less_and_a_deep_ring_reaches_the_tensor_cores():
-    rates = [predict_case(C.pipeline("f16", (8192,) * 3, **dict(C.BEST, stages=s, epilogue="regs")), _params())
-             for s in (1, 2, 3, 4)]
+    rates = [predict_case(configs.pipeline("f16", (8192,) * 3, **dict(configs.BEST, stages=s, epilogue="regs")),
+                          _params()) for s in (1, 2, 3, 4)]
     assert all(a.flops_per_cycle_sm <= b.flops_per_cycle_sm for a, b in zip(rates, rates[1:]))
     assert rates[0].bound == "latency"
     deep = rates[-1]
@@ -128,21 +131,21 @@ def test_a_skinny_problem_is_bound_by_the_memory():
     # 128 x 8192 x 8192 in 64x128 tiles (128 of them): B (128 MiB) is read once for 17 GFLOP, 45 us at 3000 GB/s,
     # more than the tiles' copies take; the k-blocks' misses then queue at the memory, and the memory's queue
     # holds them a little under its bandwidth (at most 1 / 0.95 of the bytes' time for the k-blocks)
-    config = dict(C.BEST, bm=64, bn=128, stages=5, consumers=1, rebalance=False, cluster=1)
-    prediction = predict_case(C.pipeline("f16", (128, 8192, 8192), **config), _params())
+    config = dict(configs.BEST, bm=64, bn=128, stages=5, consumers=1, rebalance=False, cluster=1)
+    prediction = predict_case(configs.pipeline("f16", (128, 8192, 8192), **config), _params())
     assert prediction.bound == "HBM"
     seconds = 2 * 128 * 8192 * 8192 / (prediction.flops_per_cycle_sm * 132 * 1500e6)
     memory = (128 * 8192 + 8192 * 8192 + 128 * 8192) * 2 / 3000e9
     assert memory <= seconds < 1.25 * memory
     flat = Params(**{**_params().__dict__, "memory_queue_cycles": 0.0})  # no queue: the bytes' time exactly
-    seconds = 2 * 128 * 8192 * 8192 / (predict_case(C.pipeline("f16", (128, 8192, 8192), **config), flat)
+    seconds = 2 * 128 * 8192 * 8192 / (predict_case(configs.pipeline("f16", (128, 8192, 8192), **config), flat)
                                        .flops_per_cycle_sm * 132 * 1500e6)
     assert seconds == pytest.approx(memory, rel=1e-6)
 
 
 def test_wave_quantization():
     # 2048 tiles of 128x256 on 132 SMs: 16 waves where 15.5 would do
-    prediction = predict_case(C.pipeline("f16", (8192,) * 3, **C.BEST), _params())
+    prediction = predict_case(configs.pipeline("f16", (8192,) * 3, **configs.BEST), _params())
     assert prediction.waves == 16
 
 
@@ -162,19 +165,19 @@ def test_the_mean_value_queue_has_littles_law_and_the_bottleneck_as_its_limits()
 def test_the_feed_binds_a_small_tile_with_a_deep_ring_and_counts_what_multicast_lands():
     # 64x128 with 7 stages: 24 KiB land per k-block (A 8, all of B 16 with or without multicast), more than the
     # 256 cycles of wgmma take at the prior's feed; the k-block then takes the feed's time, not the tensor cores'
-    config = dict(C.BEST, bm=64, bn=128, stages=7, consumers=1, rebalance=False, epilogue="regs")
-    t, bound = kblock_cycles(C.pipeline("f16", (8192,) * 3, **config), _params())
+    config = dict(configs.BEST, bm=64, bn=128, stages=7, consumers=1, rebalance=False, epilogue="regs")
+    t, bound = kblock_cycles(configs.pipeline("f16", (8192,) * 3, **config), _params())
     assert bound == "L2 feed"
     assert t == pytest.approx(24 * 1024 / PRIOR["feed_bytes_per_cycle"], rel=0.02)
-    alone = C.pipeline("f16", (8192,) * 3, **dict(config, cluster=1))
-    assert feed_cycles(alone, _params()) == feed_cycles(C.pipeline("f16", (8192,) * 3, **config), _params())
+    alone = configs.pipeline("f16", (8192,) * 3, **dict(config, cluster=1))
+    assert feed_cycles(alone, _params()) == feed_cycles(configs.pipeline("f16", (8192,) * 3, **config), _params())
 
 
 def test_the_issue_stall_grows_with_the_wgmma_a_consumer_issues():
     # 256x128 over two consumers: 8 m64n128 wgmma each per k-block; 128x256: 4 m64n256; the same tensor
     # time, so the one with more (smaller) wgmma stalls longer before it gives the previous slot back
-    tall = C.pipeline("f16", (8192,) * 3, **dict(C.BEST, bm=256, bn=128, stages=2))
-    wide = C.pipeline("f16", (8192,) * 3, **dict(C.BEST, bm=128, bn=256, stages=2))
+    tall = configs.pipeline("f16", (8192,) * 3, **dict(configs.BEST, bm=256, bn=128, stages=2))
+    wide = configs.pipeline("f16", (8192,) * 3, **dict(configs.BEST, bm=128, bn=256, stages=2))
     assert (wgmma_per_kblock(tall), wgmma_per_kblock(wide)) == (8, 4)
     assert issue_stall(tall, _params()) > issue_stall(wide, _params()) >= 0.0
     # a tensor pipe that takes every wgmma stalls nothing
@@ -186,22 +189,22 @@ def test_the_issue_stall_grows_with_the_wgmma_a_consumer_issues():
 def test_the_share_of_a_wave_that_misses_the_l2_is_the_rows_and_columns_it_spans():
     # M = 128, N = 8192 in 128x128 tiles: one wave of 64 tiles shares one A panel and reads 64 B panels,
     # each once: (128 + 64 x 128) rows of a k-block fresh of the 64 x (128 + 128) the CTAs read
-    skinny = C.pipeline("f16", (128, 8192, 8192), **dict(C.BEST, bn=128, cluster=1))
+    skinny = configs.pipeline("f16", (128, 8192, 8192), **dict(configs.BEST, bn=128, cluster=1))
     assert miss_fraction(skinny, 132) == pytest.approx((128 + 64 * 128) / (64 * 256))
     # 16384^3 in 128x256 tiles, clusters of 2 in row order: 66 pairs in flight span 2 rows of pairs (512 A
     # rows) and all 64 columns (16384 B rows) of the 66 x 512 rows they read; the last of the 63 waves
     # holds 4 pairs of one row: (256 + 4 x 256) / (4 x 512)
-    row = C.pipeline("f16", (16384,) * 3, **dict(C.BEST, order="row"))
+    row = configs.pipeline("f16", (16384,) * 3, **dict(configs.BEST, order="row"))
     full, last = (512 + 16384) / (66 * 512), (256 + 4 * 256) / (4 * 512)
     assert miss_fraction(row, 132) == pytest.approx((62 * full + last) / 63)
     # the grouped order (8 rows of pairs at a time) spans fewer columns: a third of that
-    grouped = C.pipeline("f16", (16384,) * 3, **C.BEST)
+    grouped = configs.pipeline("f16", (16384,) * 3, **configs.BEST)
     assert miss_fraction(grouped, 132) < miss_fraction(row, 132) / 3
 
 
 def test_the_misses_wait_on_the_memory_only_as_it_fills():
     # a copy's miss waits f L_q rho / (1 - rho), rho the bandwidth the wave's misses take over the memory's
-    row = C.pipeline("f16", (16384,) * 3, **dict(C.BEST, order="row"))
+    row = configs.pipeline("f16", (16384,) * 3, **dict(configs.BEST, order="row"))
     p = _params()
     f, read = miss_fraction(row, 132), (128 + 256 / 2) * 64 * 2
     period, clock = 1200.0, 1500.0
@@ -210,7 +213,7 @@ def test_the_misses_wait_on_the_memory_only_as_it_fills():
     idle = Params(**{**p.__dict__, "hbm_gbps": 1e9})
     assert miss_cycles(row, idle, period, clock) == pytest.approx(0.0, abs=1e-3)
     # the row order's k-block waits on the memory, the grouped order's much less; with no queue they tie
-    grouped = C.pipeline("f16", (16384,) * 3, **C.BEST)
+    grouped = configs.pipeline("f16", (16384,) * 3, **configs.BEST)
     assert kblock_cycles(row, p)[0] > kblock_cycles(grouped, p)[0]
     flat = Params(**{**p.__dict__, "memory_queue_cycles": 0.0})
     assert kblock_cycles(row, flat)[0] == pytest.approx(kblock_cycles(grouped, flat)[0])
@@ -228,16 +231,17 @@ def test_the_prior_with_each_gpus_memory_waits_as_measured(gpu, gbps, clock, row
     # the prior is the H100's fit (to run 65: the H100 row is in-sample, a check of the fit; the H200 row is a
     # prediction of run 66); only the memory's bandwidth (the datasheet's x 0.92) differs by GPU
     p = Params(gpu, 132, 4096.0, **PRIOR, hbm_gbps=gbps, launch_cycles=0.0, clock_mhz=clock)
-    row = C.pipeline("f16", (16384,) * 3, **dict(C.BEST, order="row"))
-    grouped = C.pipeline("f16", (16384,) * 3, **C.BEST)
+    row = configs.pipeline("f16", (16384,) * 3, **dict(configs.BEST, order="row"))
+    grouped = configs.pipeline("f16", (16384,) * 3, **configs.BEST)
     ratio = kblock_cycles(row, p, clock)[0] / kblock_cycles(grouped, p, clock)[0]
     assert ratio == pytest.approx(row_over_grouped, rel=0.1)
-    skinny = C.pipeline("f16", (128, 8192, 8192), **dict(C.BEST, bn=128, cluster=1))
+    skinny = configs.pipeline("f16", (128, 8192, 8192), **dict(configs.BEST, bn=128, cluster=1))
     assert kblock_cycles(skinny, p, skinny_clock)[0] == pytest.approx(skinny_kblock, rel=0.05)
 
 
 def test_a_persistent_grid_on_fewer_sms_has_its_own_id_grid_and_prediction():
-    from harness.families.gemm.cases import BEST, full, pipeline
+    from harness.families.gemm.configs import BEST, pipeline
+    from harness.families.gemm.suite_cases import full
     from harness.families.gemm.model import PRIOR, Params, predict_case
     from harness.families.gemm.problem import grid
 
@@ -265,7 +269,8 @@ def test_fp8_cases_take_a_k_block_of_128_the_qgmma_and_cublaslt_as_their_library
     elements is one 128-byte swizzle span, four k32 steps; C is f16; each k-block is promoted into f32
     registers (two sets of accumulators: 128x256 over two consumers would need 256 a thread); the library is
     cuBLASLt's fp8 matmul (cublasGemmEx takes no fp8), without or with fast accumulation."""
-    from harness.families.gemm.cases import FP8_SERIAL, fp8, full, pipeline
+    from harness.families.gemm.configs import FP8_SERIAL, pipeline
+    from harness.families.gemm.suite_cases import fp8, full
     from harness.families.gemm.model import PRIOR, Params, predict_case, tensor_cycles, wgmma_per_kblock
 
     case = FAMILY.parse("gemm.e4m3.4096x4096x4096.tile128x128x128.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore")
@@ -475,7 +480,7 @@ def test_a_pipelined_promotion_is_a_group_of_kblocks_in_straight_line_code_that_
     the k-block's 4 QGMMA (pipeline.cuh consume_kblock_groups), and a C7514 (ptxas serializing every wgmma, which
     a wgmma in flight across the loop's back edge caused) invalidates the case, as do the waits ptxas injects."""
     for group in C.PIPELINE_GROUPS:
-        case = C.pipeline("e4m3", (4096, 4096, 4096), **dict(C.BEST_FP8, group=group))
+        case = configs.pipeline("e4m3", (4096, 4096, 4096), **dict(configs.BEST_FP8, group=group))
         assert case.case_id.endswith(".pipelined" if group == C.PIPELINE_GROUP else f".pipelined-g{group}")
         assert FAMILY.parse(case.case_id) == case
         expectation = FAMILY.sass_expectation(case)
@@ -484,8 +489,8 @@ def test_a_pipelined_promotion_is_a_group_of_kblocks_in_straight_line_code_that_
         assert {"C7514", "C7517", "C7518"} <= set(expectation.invalidating_notes)
         assert case.accumulators == 3 * 64  # two k-block sets and the tile's
     # the default group leaves the params of the cases stored before groups were a field as they were
-    assert "group" not in C.pipeline("e4m3", (4096, 4096, 4096), **C.BEST_FP8).params()
-    assert C.pipeline("e4m3", (4096, 4096, 4096), **dict(C.BEST_FP8, group=2)).params()["group"] == 2
+    assert "group" not in configs.pipeline("e4m3", (4096, 4096, 4096), **configs.BEST_FP8).params()
+    assert configs.pipeline("e4m3", (4096, 4096, 4096), **dict(configs.BEST_FP8, group=2)).params()["group"] == 2
 
 
 def test_a_cluster_of_4_loads_a_quarter_of_b_and_multicasts_it():
@@ -521,7 +526,7 @@ def test_the_planner_predicts_fp8_out_of_sample_as_docs_gemm_says():
         rows = rows[(rows.metric == "throughput_tflops") & rows.case_id.str.startswith("gemm.")]
         misses = []
         for row in rows.itertuples():
-            case = C.parse(row.case_id)
+            case = parse(row.case_id)
             if case.promote and not case.pingpong:
                 predicted = predict_case(case, params, row.sm_clock_mhz).tflops(row.sm_count, row.sm_clock_mhz)
                 misses.append(abs(row.value / predicted - 1))
@@ -552,7 +557,7 @@ def test_the_planners_other_out_of_sample_figures_in_docs_gemm():
     rows = harness.results(str(db), run_id=107, family="gemm", metric="throughput_tflops")
     misses = {False: [], True: []}
     for row in rows[rows.case_id.str.startswith("gemm.")].itertuples():
-        case = C.parse(row.case_id)
+        case = parse(row.case_id)
         if not case.pingpong:
             predicted = predict_case(case, p108, row.sm_clock_mhz).tflops(row.sm_count, row.sm_clock_mhz)
             misses[case.promote].append(abs(row.value / predicted - 1))
@@ -560,7 +565,7 @@ def test_the_planners_other_out_of_sample_figures_in_docs_gemm():
                 (misses[False], misses[True]))
     assert f"the f16 cases miss by {f16}" in doc
     assert f"the fp8 ones by {fp8.replace(' at the median and', ' and').replace(' at worst', '')}" in doc
-    best = C.pipeline("e4m3", (4096, 4096, 4096), **C.BEST_FP8)
+    best = configs.pipeline("e4m3", (4096, 4096, 4096), **configs.BEST_FP8)
     (row,) = harness.results(str(db), run_id=126, case_id=best.case_id, metric="throughput_tflops").itertuples()
     predicted = predict_case(best, fitted(125), row.sm_clock_mhz).tflops(row.sm_count, row.sm_clock_mhz)
     assert (f"({row.sm_clock_mhz:.0f} MHz) it predicts {predicted:.0f} TFLOPS against run 126's {row.value:.0f} "
@@ -691,9 +696,9 @@ def test_the_planner_sees_split_k_fill_the_idle_sms():
     assert p2.epilogue == pytest.approx(p1.epilogue + 3 * sums / r + 2 * l0)
     assert epilogue_cycles(two, params, mean=True) == pytest.approx(p1.epilogue / 2 + 2 * sums / r + 1.5 * l0)
     assert p2.epilogue < p1.epilogue + 3 * sums / params.epilogue_regs  # not the f16 stores' rate
-    offered = {c.splits for c in C.configurations("f16", 64, 8192, 8192) if (c.bm, c.bn) == (64, 128)}
+    offered = {c.splits for c in configs.configurations("f16", 64, 8192, 8192) if (c.bm, c.bn) == (64, 128)}
     assert {1, 2, 4} <= offered
-    assert {c.splits for c in C.configurations("f16", 8192, 8192, 8192)} == {1}  # 2048 tiles: nothing idles
+    assert {c.splits for c in configs.configurations("f16", 8192, 8192, 8192)} == {1}  # 2048 tiles: nothing idles
 
 
 def test_the_library_case_is_an_anchor_with_no_probe_and_its_stored_rows_still_read():
@@ -708,8 +713,8 @@ def test_the_library_case_is_an_anchor_with_no_probe_and_its_stored_rows_still_r
     from harness.orchestration.run import compiled
     from harness.registry import probe_source
 
-    library, pipe = C.library("f16", (2048, 2048, 2048)), C.quick()[0]
-    assert not has_probe(library) and has_probe(pipe) and library in C.quick()
+    library, pipe = configs.library("f16", (2048, 2048, 2048)), suite_cases.quick()[0]
+    assert not has_probe(library) and has_probe(pipe) and library in suite_cases.quick()
     with pytest.raises(SpecError, match="library call"):
         probe_source(library)
     builds = compiled([library, pipe])

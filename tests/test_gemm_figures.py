@@ -15,7 +15,8 @@ from harness.build.sass import SassCheck
 from harness.db.frames import results
 from harness.db.store import Store
 from harness.families.gemm import FAMILY
-from harness.families.gemm.cases import BEST, LADDER, everyday, fp8, library, pipeline, quick
+from harness.families.gemm.configs import BEST, LADDER, library, pipeline
+from harness.families.gemm.suite_cases import everyday, fp8, quick
 from harness.measure.measurement import CaseResult, Metric
 from harness.orchestration.fakegpu import synthetic_result
 from harness.provenance import Provenance

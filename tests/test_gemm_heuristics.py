@@ -11,8 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import cli
-from harness.families.gemm import cases as C
+from harness.families.gemm import configs
 from harness.families.gemm import heuristics as H
+from harness.families.gemm.ids import parse
 from harness.registry import FAMILIES
 from helpers import one_error_line
 
@@ -35,7 +36,7 @@ SQUARE8K = (8192, 8192, 8192)
 def test_a_configuration_maps_to_the_case_with_its_tile_stages_and_cluster(config, dtype, shape, case_id, note):
     mapped = H.map_config(config, dtype, *shape)
     assert mapped.case is not None and mapped.case.case_id == case_id, mapped
-    assert C.parse(case_id) == mapped.case and mapped.why.startswith(note)
+    assert parse(case_id) == mapped.case and mapped.why.startswith(note)
 
 
 @pytest.mark.parametrize("config,dtype,shape,why", [
@@ -80,7 +81,7 @@ def test_the_suite_is_both_predictors_top_five_with_cublas_under_forty_cases():
     assert {c.case_id for c in cases} <= {c.case_id for c in FAMILIES["gemm"].cases()}  # compiled in CI's sweep
     params = GemmModel().prior(H.SUITE_GPU)
     for shape, answer in H.SUITE_ANSWERS.items():
-        assert C.library("f16", shape).case_id in ids
+        assert configs.library("f16", shape).case_id in ids
         ours = [c.case_id for c, _ in H.planner_top("f16", *shape, params)]
         theirs = [m.case.case_id for m in H.top_mapped([H.Config(*row) for row in answer], "f16", *shape) if m.case]
         assert len(ours) == 5 and theirs and set(ours + theirs) <= set(ids)

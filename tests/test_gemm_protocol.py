@@ -13,8 +13,9 @@ from harness import published as references
 from harness.errors import SpecError
 from harness.families.base import Work
 from harness.families.gemm import FAMILY
-from harness.families.gemm import cases as C
+from harness.families.gemm import configs, suite_cases as gemm_suite_cases
 from harness.families.gemm import protocol
+from harness.families.gemm.ids import parse
 from harness.families.gemm.problem import measured_bound
 from harness.measure import methods
 from harness.measure.launch import Launch
@@ -55,17 +56,17 @@ def _printed(instruction: str) -> float:
      "int", "sustained"),
 ])
 def test_the_measured_problems_inputs_and_protocol_are_id_suffixes(case_id, inputs, timing):
-    case = C.parse(case_id)
+    case = parse(case_id)
     assert (case.inputs, case.protocol, case.case_id) == (inputs, timing, case_id)
 
 
 def test_the_default_inputs_and_protocol_leave_ids_and_params_as_stored():
     """Every case of the other suites keeps its id and params: no suffix, no new key."""
-    others = [c for c in C.cases() if c not in C.protocol()]
+    others = [c for c in gemm_suite_cases.cases() if c not in gemm_suite_cases.protocol()]
     assert not [c.case_id for c in others if ".inputs-" in c.case_id or c.case_id.endswith(".burst")]
     assert not [c.case_id for c in others if {"inputs", "protocol"} & set(c.params())]
-    assert C.parse(BEST_4096 + ".inputs-zero.burst").params()["inputs"] == "zero"
-    assert C.parse(CUBLAS_4096 + ".burst").params() == {"dtype": "f16", "m": 4096, "n": 4096, "k": 4096,
+    assert parse(BEST_4096 + ".inputs-zero.burst").params()["inputs"] == "zero"
+    assert parse(CUBLAS_4096 + ".burst").params() == {"dtype": "f16", "m": 4096, "n": 4096, "k": 4096,
                                                         "library": True, "protocol": "burst"}
 
 
@@ -77,7 +78,7 @@ def test_the_default_inputs_and_protocol_leave_ids_and_params_as_stored():
 ])
 def test_bad_inputs_or_protocols_are_refused_in_one_line(case_id, words):
     with pytest.raises(SpecError, match=words):
-        C.parse(case_id)
+        parse(case_id)
 
 
 def test_the_protocol_suite_is_the_best_pipeline_and_cublas_at_4096_by_inputs_and_protocol():
@@ -92,13 +93,13 @@ def test_the_protocol_suite_is_the_best_pipeline_and_cublas_at_4096_by_inputs_an
 
 def test_a_burst_case_plans_the_worklogs_batch_after_idle_and_nothing_else():
     device = simulated_device()
-    (spec,) = FAMILY.plan(C.parse(BEST_4096 + ".inputs-zero.burst"), device)
+    (spec,) = FAMILY.plan(parse(BEST_4096 + ".inputs-zero.burst"), device)
     assert (spec.idle_s, spec.burst_launches, spec.anchor, spec.energy, spec.counters) == (5.0, 8, None, False, ())
     assert spec.launch == {"problem": "measured", "protocol": "burst"} and spec.kernel == "probe_gemm"
-    (library,) = FAMILY.plan(C.parse(CUBLAS_4096 + ".burst"), device)
+    (library,) = FAMILY.plan(parse(CUBLAS_4096 + ".burst"), device)
     assert library.idle_s == 5.0 and not library.records
     # the sustained cases' plans are as before, whatever their inputs
-    (sustained,) = FAMILY.plan(C.parse(BEST_4096 + ".inputs-zero"), device)
+    (sustained,) = FAMILY.plan(parse(BEST_4096 + ".inputs-zero"), device)
     assert sustained.idle_s == 0 and sustained.energy and sustained.counters and sustained.launch == {"problem": "measured"}
 
 
@@ -198,14 +199,14 @@ def test_burst_readings_fall_back_to_a_readers_read_without_power():
 
 def test_the_simulated_gpu_answers_a_burst():
     device = simulated_device()
-    result = synthetic_result(C.parse(BEST_4096 + ".burst"), None, np.random.default_rng(0), device)
+    result = synthetic_result(parse(BEST_4096 + ".burst"), None, np.random.default_rng(0), device)
     found = {m.name: m for m in result.metrics}
     assert set(found) == {"throughput_tflops", "peak_fraction", "power_burst_w"}
     # the kernel's fraction of the peak at a cool board's clock: what a burst answers, not a sustained round's
     rate = SIMULATED_FRACTION * 4096 * device.sm_count * SIMULATED_BURST_CLOCK_MHZ * 1e6 / 1e12
     assert found["throughput_tflops"].value == pytest.approx(rate, rel=1e-3)
     assert found["throughput_tflops"].launch == {"problem": "measured", "protocol": "burst"}
-    library = synthetic_result(C.parse(CUBLAS_4096 + ".inputs-zero.burst"), None, np.random.default_rng(0), device)
+    library = synthetic_result(parse(CUBLAS_4096 + ".inputs-zero.burst"), None, np.random.default_rng(0), device)
     assert {m.name for m in library.metrics} == {"throughput_tflops", "power_burst_w"}  # no clock of its own
 
 
@@ -280,8 +281,8 @@ def test_the_worklogs_figures_are_mapped_at_4096_only():
     assert mapped[BEST_4096] == {_printed("hgemm worklog step 10")}
     assert mapped[CUBLAS_4096] == {_printed("hgemm worklog cublas")}
     # steps 8 and 9 (no zeroing, ordered stores) are one configuration of ours
-    assert mapped[C.pipeline("f16", (4096,) * 3, **C.LADDER["8"]).case_id] == {_printed("hgemm worklog step 8"),
-                                                                                 _printed("hgemm worklog step 9")}
+    step8 = configs.pipeline("f16", (4096,) * 3, **configs.LADDER["8"]).case_id
+    assert mapped[step8] == {_printed("hgemm worklog step 8"), _printed("hgemm worklog step 9")}
     unmapped = {r.notes.split(":")[0]: r.unmapped_reason for r in rows if not r.case_id}
     assert set(unmapped) == {"step 5a", "step 11"}  # step 1 is the ladder family's reg-tiled case
     assert "Hilbert" in unmapped["step 11"]

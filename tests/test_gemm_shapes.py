@@ -11,7 +11,7 @@ from helpers import digest, one_error_line
 from harness.cli import cli
 from harness.db.store import Store
 from harness.errors import SpecError
-from harness.families.gemm import cases as gemm_cases
+from harness.families.gemm import configs
 from harness.families.gemm import shapes
 from harness.families.gemm.heuristics import planner_top
 from harness.families.gemm.planner import GemmModel
@@ -133,14 +133,14 @@ def test_shapes_parse_and_refuse_in_one_line(tmp_path):
 
 
 def test_memory_counts_inputs_outputs_and_the_checks_buffers():
-    case = gemm_cases.pipeline("f16", (8192, 8192, 8192), **gemm_cases.BEST)
+    case = configs.pipeline("f16", (8192, 8192, 8192), **configs.BEST)
     mn, inputs = 8192 * 8192, 2 * 8192 * 8192 * 2
     assert shapes.memory_bytes(case) == inputs + 21 * mn  # A, B; C, reference, f32 copies, bound, difference, mask
-    fp8 = gemm_cases.pipeline("e4m3", (8192, 8192, 8192), **gemm_cases.BEST_FP8)
+    fp8 = configs.pipeline("e4m3", (8192, 8192, 8192), **configs.BEST_FP8)
     assert shapes.memory_bytes(fp8) > 2 * shapes.memory_bytes(case) / 1.5  # the exact product in f64
-    library = gemm_cases.library("f16", (8192, 8192, 8192))
+    library = configs.library("f16", (8192, 8192, 8192))
     assert shapes.memory_bytes(library) < shapes.memory_bytes(case)
     shapes.check_memory([case, fp8], simulated_device())  # 8192^3 fits in 80 GiB
-    big = gemm_cases.pipeline("e4m3", (49152, 49152, 8192), **gemm_cases.BEST_FP8)
+    big = configs.pipeline("e4m3", (49152, 49152, 8192), **configs.BEST_FP8)
     with pytest.raises(SpecError, match="more than the 80.0 GiB"):
         shapes.check_memory([big], simulated_device())

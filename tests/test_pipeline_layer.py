@@ -15,7 +15,7 @@ from harness.build.render import ProbeSource, _with_common, template_dir
 from harness.build.sass import disassemble
 from harness.errors import CompileError, SpecError
 from harness.families.gemm import FAMILY as GEMM
-from harness.families.gemm.cases import parse
+from harness.families.gemm.ids import parse
 from harness.families.gemm.problem import PROBLEM
 from harness.families.pipeline import PIPELINE_COUNTERS, KernelStruct, render_counters
 from harness.families.wgmma.descriptors import SmemDescriptor

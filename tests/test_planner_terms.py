@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.families.gemm import cases as C
+from harness.families.gemm import configs
+from harness.families.gemm.ids import parse
 from harness.families.gemm.fitting import _fit_epilogue, _fit_splitk, _identifies_kblock
 from harness.families.gemm.model import (
     OUT_ELEM,
@@ -31,13 +32,13 @@ def _params(**changes) -> Params:
 
 
 def _case(m, n, k, tile=(128, 128), stages=3, wg=2, epilogue="tmastore", splits=1, order="grouped"):
-    return C.pipeline("f16", (m, n, k), bm=tile[0], bn=tile[1], stages=stages, consumers=wg, rebalance=wg == 2,
+    return configs.pipeline("f16", (m, n, k), bm=tile[0], bn=tile[1], stages=stages, consumers=wg, rebalance=wg == 2,
                       cluster=1, persistent=True, order=order, epilogue=epilogue, splits=splits)
 
 
 def _table(rows: dict[str, dict]) -> tuple[pd.DataFrame, dict]:
     table = pd.DataFrame.from_dict(rows, orient="index")
-    return table, {cid: C.parse(cid) for cid in table.index}
+    return table, {cid: parse(cid) for cid in table.index}
 
 
 @pytest.mark.parametrize("fixed, regs, tma", [(400.0, 7.0, 60.0), (0.0, 6.5, 45.0)])

@@ -143,7 +143,7 @@ def test_the_gemm_matches_cublas_at_8192(db):
 def test_the_fp8_gemm_against_cublaslt(db):
     """The GEMM finding's fp8 clause: the best library fraction at 4096^3 of run 133 (`bench gemm`'s planner picks:
     the pipelined promotion on 5 stages, no cluster), the best fp8 case of every run of record at that size."""
-    from harness.families.gemm.cases import BEST_FP8, pipeline
+    from harness.families.gemm.configs import BEST_FP8, pipeline
 
     text = finding("A warp-specialized TMA -> wgmma GEMM")
     assert "fp8 0.91 x cuBLASLt at 4096^3 (run 133, IQR 0.03)" in " ".join(text.split())
@@ -265,7 +265,7 @@ def test_the_block_scaling_docs_come_from_the_runs(db):
     """docs/gemm.md's block-scaling table (runs 130, H100, and 129, H200), its k-block cycles and the library's own
     cost, each computed here from the runs of record."""
     import harness
-    from harness.families.gemm.cases import BEST_FP8, library, pipeline
+    from harness.families.gemm.configs import BEST_FP8, library, pipeline
 
     text = " ".join((ROOT / "docs" / "gemm.md").read_text().split())
     values = {run: {metric: harness.results(db, run_id=run, metric=metric).set_index("case_id").value
@@ -311,7 +311,7 @@ def test_the_llm_shapes_docs_come_from_the_run(db):
     """docs/gemm.md's figures of run 132 (bench gemm over scripts/shapes/llm.txt): the planner's misses by M, and
     ours over cuBLAS, each timed alone, by M; the host-bound note is the run's own."""
     from harness.families.gemm.planner import GemmModel
-    from harness.families.gemm.cases import parse
+    from harness.families.gemm.ids import parse
     from harness.families.gemm.model import predict_case
 
     text = " ".join((ROOT / "docs" / "gemm.md").read_text().split())
@@ -344,7 +344,7 @@ def test_the_skinny_docs_come_from_the_runs(db):
     """docs/gemm.md's skinny and decode figures: run 134's best of ours over cuBLAS by M at N = K = 8192 (round-by-round
     median, IQR; each side's TFLOPS alone), run 135's range by B's size, run 136's split-K gains, the planner's misses
     out of sample, and the anchor's capture note."""
-    from harness.families.gemm.cases import parse
+    from harness.families.gemm.ids import parse
     from harness.families.gemm.model import predict_case
     from harness.families.gemm.planner import GemmModel
 

@@ -5,7 +5,7 @@ import pytest
 
 from harness.errors import IllegalShapeError
 from harness.families import tma
-from harness.families.tma import cases, model
+from harness.families.tma import cases, kernels as tma_kernels, layout, model
 
 SW128 = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128"
 
@@ -57,17 +57,17 @@ def test_a_gemm_tile_is_rows_a_pitch_apart_in_a_matrix_many_boxes_wide():
     GEMM's A tile of BK = 64 is in a row-major M x K matrix."""
     case = cases.parse("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x4.sw128.pitch8192")
     assert case.pitch == 8192 and case.row_boxes == 64 and str(case).endswith(".sw128.pitch8192")
-    geom = tma.geometry(case, 64 * 1000)
+    geom = layout.geometry(case, 64 * 1000)
     assert geom.dims[0] == 4096 and geom.strides == (2, 8192)
     assert geom.corner(1) == (64, 0) and geom.corner(64 + 3) == (192, 4)
     offsets = geom.box_offsets(64 + 3)
     rows = offsets.reshape(4, 128)
     assert np.array_equal(rows[:, 0], 4 * 8192 + 3 * 128 + 8192 * np.arange(4))  # 128 contiguous bytes a row
     assert np.array_equal(rows - rows[:, :1], np.tile(np.arange(128), (4, 1)))
-    assert tma.check_tile(case) == model.check_tile(2, 64) == 1 + 5 * 64
+    assert tma_kernels.check_tile(case) == model.check_tile(2, 64) == 1 + 5 * 64
     assert tma.FAMILY.template_params(case)["tiles"].startswith("64, ")
     contiguous = cases.parse("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x4.sw128")
-    assert contiguous.row_boxes == 1 and tma.geometry(contiguous, 1000).strides == (2, 128)
+    assert contiguous.row_boxes == 1 and layout.geometry(contiguous, 1000).strides == (2, 128)
 
 
 def test_a_rank_3_pitch_is_the_authors_1024_cubed_fp32_tensor():
@@ -76,17 +76,17 @@ def test_a_rank_3_pitch_is_the_authors_1024_cubed_fp32_tensor():
     case = cases.parse("cp.async.bulk.tensor.3d.shared::cluster.global.tile.b32.box8x8x4.pitch4096x4194304")
     assert (case.pitch, case.plane, case.row_boxes, case.plane_boxes) == (4096, 4 << 20, 128, 128)
     assert str(case).endswith(".box8x8x4.pitch4096x4194304")
-    geom = tma.geometry(case, 128 * 128 * 10)
+    geom = layout.geometry(case, 128 * 128 * 10)
     assert geom.dims == (1024, 1024, 40) and geom.strides == (4, 4096, 4 << 20)
     assert geom.corner(1) == (8, 0, 0) and geom.corner(128 + 2) == (16, 8, 0) and geom.corner(128 * 128) == (0, 0, 4)
     offsets = geom.box_offsets(128 + 2).reshape(4, 8, 32)  # planes, rows, the row's 8 x 4 bytes
     assert offsets[0, 0, 0] == 8 * 4096 + 16 * 4 and offsets[0, 1, 0] - offsets[0, 0, 0] == 4096
     assert offsets[1, 0, 0] - offsets[0, 0, 0] == 4 << 20
-    assert tma.check_tile(case) == 1 + 128 + 128 * 128  # 1 along the planes: inside a source of two slabs
+    assert tma_kernels.check_tile(case) == 1 + 128 + 128 * 128  # 1 along the planes: inside a source of two slabs
     assert tma.FAMILY.template_params(case)["tiles"].startswith("128, 128, ")
-    assert (1, 3) in tma.stream_points(case)  # their 342 blocks on 114 SMs
+    assert (1, 3) in layout.stream_points(case)  # their 342 blocks on 114 SMs
     big = cases.parse("cp.async.bulk.tensor.3d.shared::cluster.global.tile.b32.box4x4x256.pitch4096x4194304")
-    assert tma.source_tiles(big, 2 << 30) == 2 * 256 * 256 and tma.check_tile(big) < 256 * 256 + 256 + 2
+    assert layout.source_tiles(big, 2 << 30) == 2 * 256 * 256 and tma_kernels.check_tile(big) < 256 * 256 + 256 + 2
 
 
 def test_the_authors_96_wide_box_reads_their_map_whose_rows_it_does_not_tile():
@@ -94,11 +94,11 @@ def test_the_authors_96_wide_box_reads_their_map_whose_rows_it_does_not_tile():
     96 i for i < 341, the source holds whole rows (slabs of 32 rows, 4 MiB)."""
     case = cases.parse("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b32.box96x32.pitch131072")
     assert case.row_boxes == 341 and case.row_elems == 32768
-    geom = tma.geometry(case, 341 * 100)
+    geom = layout.geometry(case, 341 * 100)
     assert geom.dims == (32768, 3200) and geom.strides == (4, 131072) and geom.slab_bytes == 4 << 20
     assert geom.corner(340) == (32640, 0) and geom.corner(341) == (0, 32)
-    tiles = tma.source_tiles(case, 3 << 30)
-    assert tiles == 768 * 341 and tma.layout.source_bytes(case, tiles) == 3 << 30
+    tiles = layout.source_tiles(case, 3 << 30)
+    assert tiles == 768 * 341 and layout.source_bytes(case, tiles) == 3 << 30
     with pytest.raises(IllegalShapeError, match="2-D loads only"):
         cases.parse("cp.async.bulk.tensor.2d.global.shared::cta.tile.b32.box96x32.pitch131072")
 
@@ -153,12 +153,12 @@ def test_illegal_boxes_are_one_line_errors(case_id, message):
 def test_the_sweep_fits_in_shared_memory():
     for case in tma.FAMILY.cases():
         if case.op in ("load", "store", "bulk"):
-            points = tma.stream_points(case)
+            points = layout.stream_points(case)
             assert points, case
             for stages, blocks in points:
-                assert blocks * (tma.dynamic_smem(case, stages) + 2048) <= tma.SMEM_PER_SM
+                assert blocks * (layout.dynamic_smem(case, stages) + 2048) <= layout.SMEM_PER_SM
     big = cases.parse("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x256.sw128")
-    assert max(k for k, _ in tma.stream_points(big)) == 4  # 32 KB boxes: at most 4 in flight
+    assert max(k for k, _ in layout.stream_points(big)) == 4  # 32 KB boxes: at most 4 in flight
 
 
 def test_multicast_checks_expect_every_cta_to_hold_every_box():
@@ -169,7 +169,7 @@ def test_multicast_checks_expect_every_cta_to_hold_every_box():
     first = check.expected[:per_cta]
     for rank in range(4):
         assert np.array_equal(check.expected[rank * per_cta:(rank + 1) * per_cta], first)
-    geom = tma.geometry(case, 1 << 20)
+    geom = layout.geometry(case, 1 << 20)
     tile = model.check_tile(2)
     assert np.array_equal(first[:case.box_bytes // 4],
                           model.words(model.landed(geom.logical_box(tile), 128)).astype(np.float64))
@@ -281,7 +281,8 @@ def test_nothing_but_the_copys_own_issue_sits_between_the_issue_clock_and_the_co
     build = compile_many([probe_source(case)])[case_id]
     text = subprocess.run([find_nvdisasm(), "-c", str(build.cubin_path)], capture_output=True, text=True,
                           check=True).stdout
-    kernels = ["probe_latency", "probe_latency_cold"] + (["probe_latency_prefetched"] if tma.prefetches(case) else [])
+    kernels = (["probe_latency", "probe_latency_cold"]
+               + (["probe_latency_prefetched"] if tma_kernels.prefetches(case) else []))
     for kernel in kernels:
         body = text[text.index(f".text.{kernel}:"):]
         body = body[:body.find("\n.text.", 10)] if "\n.text." in body[10:] else body

@@ -6,7 +6,8 @@ import pytest
 from harness.errors import IllegalShapeError, SpecError
 from harness.families.wgmma import FAMILY as wgmma
 from harness.families.base import Work
-from harness.families.wgmma import descriptors, reference
+from harness.families.wgmma import descriptors
+from harness.families.wgmma.checks import reference
 from harness.measure import methods
 from harness.measure.validate import compare
 from harness.registry import parse_case_id
@@ -105,7 +106,7 @@ def test_sparse_inputs_are_2_of_4_with_each_warps_metadata():
     """PTX ISA, sparse wgmma: at most two non-zeros in every chunk of four of A (one of two for tf32),
     A held compressed; warp w's metadata covers rows 16w..16w+15 (selector 0, and 1 where allowed)."""
     from harness import sparsity
-    from harness.families.wgmma import latency_selector, warpgroup_metadata
+    from harness.families.wgmma.placement import latency_selector, warpgroup_metadata
 
     for case_id, group in (("wgmma.mma_async.sp.m64n64k32.f32.f16.f16.SS", 4), ("wgmma.mma_async.sp.m64n64k16.f32.tf32.tf32.RS", 2),
                            ("wgmma.mma_async.sp.m64n64k64.s32.s8.u8.SS", 4)):

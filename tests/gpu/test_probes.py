@@ -157,7 +157,7 @@ def test_a_persistent_grid_of_more_clusters_than_run_at_once_is_refused(device):
     SMs): a persistent grid of more would run the rest as a second wave. The family refuses it when it attaches,
     naming the grid that fits; that grid itself attaches."""
     from harness.errors import HarnessError
-    from harness.families.gemm.cases import BEST, pipeline
+    from harness.families.gemm.configs import BEST, pipeline
     from harness.measure.launch import max_active_clusters
 
     case = pipeline("f16", (4096, 4096, 4096), **dict(BEST, cluster=4))

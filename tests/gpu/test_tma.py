@@ -66,7 +66,7 @@ def test_im2col_rows_are_the_pixels_of_the_walk(case_id):
     """Each landed row identified by its bytes among every pixel of the images around the column (and
     every channel tile): the pixel it came from must be the model's, a zero row must be outside the
     tensor. A failure names the first rows that differ, with where they came from."""
-    from harness.families.tma import geometry
+    from harness.families.tma.layout import geometry
     from harness.families.tma import model
 
     case = parse_case_id(case_id)

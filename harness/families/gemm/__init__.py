@@ -3,9 +3,10 @@
 A pipeline case is a warp-specialized Hopper GEMM (ptx/gemm.cu.in): a producer warp streams TMA tiles
 of A and B into a ring of shared-memory stages, one or two consumer warpgroups run wgmma over each
 k-block, an epilogue writes C. A library case (cases.LibraryCase) is an anchor (harness/anchors): cuBLAS's
-cublasGemmEx, or cuBLASLt's fp8 matmul, on the same problem, with no template. Cases and ids: cases.py; GPU resources
-and the library's calls: gpu.py; the planner (the family's model): model.py. The report: figures.py (its sections),
-frame.py (the rows they read), plots.py (the figures), worklog.py (the seed worklog's figures), findings.py.
+cublasGemmEx, or cuBLASLt's fp8 matmul, on the same problem, with no template. The case types: cases.py; ids:
+ids.py; what cannot be built: refusals.py; named configurations: configs.py; the suites' cases: suite_cases.py; GPU
+resources and the library's calls: gpu.py; the planner (the family's model): model.py. The report: figures.py (its
+sections), frame.py (the rows they read), plots.py (the figures), worklog.py (the seed worklog's figures), findings.py.
 
 Every case is validated twice before it is timed:
     the check problem   small integer-valued A and B (exact in f32), several tiles per CTA, every stage
@@ -25,6 +26,10 @@ import numpy as np
 from harness.anchors import KERNEL
 from harness.families.base import Attachment, Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
 import harness.families.gemm.cases as _cases
+import harness.families.gemm.configs as _configs
+import harness.families.gemm.ids as _ids
+import harness.families.gemm.refusals as _refusals
+import harness.families.gemm.suite_cases as _lists
 from harness.families.gemm.cases import GemmCase, LibraryCase
 from harness.families.gemm.problem import (CHECK_SCALES, CHECK_VALUES, CONSUMER_REGS, COUNTER_WORDS, COUNTERS,
                                            MEASURED_INPUTS, MEASURED_INTEGERS, POISON, PROBLEM,
@@ -37,25 +42,25 @@ from harness.measure.methods import WholeKernel
 def _suites() -> dict[str, Suite]:
     return {
         "gemm": Suite("GEMM pipelines at 8192^3 f16: the seed worklog's ladder, a stage sweep for four tiles, the "
-                      "mainloop alone (one tile per SM, long K), and cuBLAS beside them", _cases.everyday),
+                      "mainloop alone (one tile per SM, long K), and cuBLAS beside them", _lists.everyday),
         "gemm-full": Suite("runs of record: the gemm suite, the ladder at 4096^3, the best pipeline and cuBLAS at "
                            "2048..16384 and skinny M, f16 and bf16, one change at a time from the best, and the best on "
                            "128 SMs (the worklog's)",
-                           _cases.full),
-        "gemm-quick": Suite("one pipeline and cuBLAS at 2048^3", _cases.quick),
+                           _lists.full),
+        "gemm-quick": Suite("one pipeline and cuBLAS at 2048^3", _lists.quick),
         "gemm-fp8": Suite("fp8 (e4m3) at 2048^3..16384^3: the best configuration with its promotion after each "
                           "k-block and overlapped, cuBLASLt without and with fast accumulation beside it, and "
-                          "128x128's stage sweep at 4096^3", _cases.fp8),
+                          "128x128's stage sweep at 4096^3", _lists.fp8),
         "gemm-pingpong": Suite("the ping-pong schedule (consumer warpgroups alternating whole tiles) beside the best "
                                "cooperative configuration and cuBLAS at 4096^3 and 8192^3, f16 and fp8",
-                               _cases.pingpong),
+                               _lists.pingpong),
         "gemm-multicast": Suite("B multicast to a cluster of 4 against 2, f16 and fp8 at 4096^3 and 8192^3, on every SM "
-                                "and on 128, with the library", _cases.multicast),
+                                "and on 128, with the library", _lists.multicast),
         "gemm-skinny": Suite("skinny and decode GEMMs (M = 16..256 at N = K = 8192, f16): 64- and 128-row tiles "
-                             "with and without split-K, a partial last tile where M < 64, and cuBLAS", _cases.skinny),
+                             "with and without split-K, a partial last tile where M < 64, and cuBLAS", _lists.skinny),
         "gemm-protocol": Suite("the worklog's published figures by their protocol: the best f16 configuration and "
                                "cuBLAS at 4096^3, random, integer and zero inputs, each in sustained rounds and in a "
-                               "burst of 8 launches after 5 s idle (docs/gemm.md)", _cases.protocol),
+                               "burst of 8 launches after 5 s idle (docs/gemm.md)", _lists.protocol),
         "gemm-heuristics": Suite("the planner's top five beside nvMatmulHeuristics' (NVIDIA's predictor, mapped to "
                                  "our cases where it can be) at 4096^3, 8192^3 and three LLM projections, f16, with "
                                  "cuBLAS: `bench plan --against nvmh --run N` gives each one's regret",
@@ -83,7 +88,7 @@ def _measured_check(case: GemmCase) -> str:
 
 
 def _all_cases() -> list[GemmCase]:
-    return list(dict.fromkeys(_cases.cases() + _heuristics()))
+    return list(dict.fromkeys(_lists.cases() + _heuristics()))
 
 
 class GemmFamily(Family):
@@ -94,8 +99,8 @@ class GemmFamily(Family):
     template = "gemm.cu.in"
 
     cases = staticmethod(_all_cases)
-    parse = staticmethod(_cases.parse)
-    check = staticmethod(_cases.check)
+    parse = staticmethod(_ids.parse)
+    check = staticmethod(_refusals.check)
     suites = staticmethod(_suites)
 
     @property
@@ -257,7 +262,7 @@ class GemmFamily(Family):
             return [WholeKernel(KERNEL, 1, 1, launch={"problem": "measured"}, records=False, energy=True,
                                 notes=case.anchor.description)]
         sm_count = device.sm_count if device is not None else 132
-        anchor = _cases.library(case.dtype, (case.m, case.n, case.k), scaling=case.scaling).anchor
+        anchor = _configs.library(case.dtype, (case.m, case.n, case.k), scaling=case.scaling).anchor
         return [WholeKernel("probe_gemm", grid(case, sm_count), threads(case),
                             anchor=KERNEL if anchor.available() else None, counters=COUNTERS, energy=True,
                             words=COUNTER_WORDS, launch={"problem": "measured"},
@@ -322,25 +327,25 @@ class GemmFamily(Family):
     @staticmethod
     def paper_case(figure) -> tuple[str, str] | str | None:
         """A figure of the seed HGEMM worklog (harness/db/data/references/article_hgemm_worklog_h100.csv): a step's,
-        the pipeline case of its configuration (cases.WORKLOG_STEPS), or why a step has none
-        (cases.WORKLOG_UNEXPRESSED); its cuBLAS figure, the library case; at the worklog's size, 4096^3, only (its
+        the pipeline case of its configuration (configs.WORKLOG_STEPS), or why a step has none
+        (configs.WORKLOG_UNEXPRESSED); its cuBLAS figure, the library case; at the worklog's size, 4096^3, only (its
         section 2.11), and as measured by our default protocol (docs/gemm.md, "Published figures by their protocol":
         its own, a burst after idle, is the gemm-protocol suite's and the report's). None for any other figure."""
         prefix = "hgemm worklog "
         if not figure.instruction.startswith(prefix) or figure.metric != "throughput_tflops":
             return None
         shape = (figure.m, figure.n, figure.k)
-        if shape != _cases.WORKLOG_SHAPE:
+        if shape != _configs.WORKLOG_SHAPE:
             return "the worklog's size is 4096^3 (the seed's section 2.11): its figures are mapped there only"
         if figure.instruction == prefix + "cublas":
-            return _cases.library(figure.dtype_a, shape).case_id, "throughput_tflops"
+            return _configs.library(figure.dtype_a, shape).case_id, "throughput_tflops"
         step = figure.instruction.removeprefix(prefix + "step ")
-        if step in _cases.WORKLOG_UNEXPRESSED:
-            return _cases.WORKLOG_UNEXPRESSED[step]
-        config = _cases.WORKLOG_STEPS.get(step)
+        if step in _configs.WORKLOG_UNEXPRESSED:
+            return _configs.WORKLOG_UNEXPRESSED[step]
+        config = _configs.WORKLOG_STEPS.get(step)
         if config is None:
             return None
-        return _cases.pipeline(figure.dtype_a, shape, **config).case_id, "throughput_tflops"
+        return _configs.pipeline(figure.dtype_a, shape, **config).case_id, "throughput_tflops"
 
     def figures(self, context) -> list:
         from harness.families.gemm.figures import figures

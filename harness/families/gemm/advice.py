@@ -6,6 +6,8 @@ from __future__ import annotations
 from harness.errors import SpecError
 from harness.families.base import Advice, AdviceOption, Advisor
 import harness.families.gemm.cases as _cases
+import harness.families.gemm.configs as _configs
+import harness.families.gemm.ids as _ids
 from harness.families.gemm.fitting import measured_throughputs
 from harness.families.gemm.model import predict_case
 from harness.families.gemm.planner import GemmModel
@@ -30,7 +32,7 @@ def _plan(values: dict, fit, gpu: str | None) -> Advice:
         raise SpecError(f"no planner parameters for GPU {gpu!r}: no run of it, and no row of it in the datasheets "
                         "(`bench model --gpu` lists them)")
     m, n, k, dtype, top = values["m"], values["n"], values["k"], values["dtype"], values["top"]
-    candidates = _cases.configurations(dtype, m, n, k)
+    candidates = _configs.configurations(dtype, m, n, k)
     if not candidates:
         raise SpecError(f"no pipeline configuration tiles {m}x{n}x{k}: N and K must be multiples of a tile "
                         f"({', '.join(f'{a}x{b}' for a, b in _cases.TILES)}) and K of {_cases.bk_for(dtype)}, "
@@ -38,7 +40,7 @@ def _plan(values: dict, fit, gpu: str | None) -> Advice:
     clock = params.clock_mhz or 1500.0
     ranked = sorted(((predict_case(c, params), c) for c in candidates), key=lambda pc: -pc[0].flops_per_cycle_sm)
     measured = measured_throughputs(fit)
-    seen = [_cases.parse(cid) for cid in measured] if fit is not None else []
+    seen = [_ids.parse(cid) for cid in measured] if fit is not None else []
     rows, rank, best = [], 0, ranked[0][0].flops_per_cycle_sm
     for i, (prediction, case) in enumerate(ranked[:top]):
         if i == 0 or prediction.flops_per_cycle_sm < ranked[i - 1][0].flops_per_cycle_sm * (1 - TIE):

@@ -9,6 +9,7 @@ import click
 from harness.errors import SpecError
 from harness.families.base import Advice, Measurer
 import harness.families.gemm.cases as _cases
+import harness.families.gemm.ids as _ids
 import harness.families.gemm.shapes as _shapes
 
 DEFAULT_GPU = "H100 SXM5"  # the prior for a GPU with no datasheet row (the simulated one): advice.DEFAULT_GPU
@@ -24,7 +25,7 @@ def _prepare(values: dict) -> dict:
     named = []
     for case_id in values["case_ids"]:
         try:
-            named.append(_cases.parse(case_id))
+            named.append(_ids.parse(case_id))
         except SpecError as exc:
             raise SpecError(f"--case {case_id}: not a GEMM case this family runs ({exc})") from None
     return {"found": {shape: _shapes.candidates(shape) for shape in dict.fromkeys(shapes)}, "named": named,

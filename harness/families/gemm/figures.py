@@ -1,7 +1,7 @@
 """The GEMM sections of `bench report` ("from instructions to a GEMM"): each section's figure, text and table.
 
     against the library     the best pipeline's library_fraction at each problem size (the lead)
-    the ladder              the seed worklog's kernels that cases.LADDER maps, measured, beside cuBLAS in
+    the ladder              the seed worklog's kernels that configs.LADDER maps, measured, beside cuBLAS in
                             the same run (and its ratio to each, round by round), with the planner's
                             prediction at the clock each case measured, and the worklog's published
                             figures at their 4096^3 where the database holds them as references
@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from sqlalchemy.exc import SQLAlchemyError
 
-from harness.families.gemm.cases import LADDER, pipeline
+from harness.families.gemm.configs import LADDER, pipeline
 from harness.families.gemm.frame import (CONFIG, best_by_problem, case_frame, config_label, main_problem,
                                          pipeline_rows, planner_params, predict_tflops, stage_sweeps, stages_needed)
 from harness.families.gemm.plots import figure_ladder, figure_sizes, figure_stages, figure_time
@@ -172,7 +172,7 @@ def _ladder_sections(ctx, pipes: pd.DataFrame, library: pd.DataFrame, sms: int |
 def _ladder_text(ladder: pd.DataFrame, cublas: dict[int, float], worklog: pd.DataFrame, notes: dict) -> str:
     """The ladder figure's paragraph: what the bars are, cuBLAS's figures, the worklog's, the steps missing."""
     missing = [s for s in LADDER if s not in set(ladder.step)]
-    return (f"Each step of the seed worklog that this family expresses (harness/families/gemm/cases.py LADDER), "
+    return (f"Each step of the seed worklog that this family expresses (harness/families/gemm/configs.py LADDER), "
             f"as measured here; the number over each bar is its library_fraction, its rate over cuBLAS's in "
             f"rounds alternating with it (the same clock and power state). {notes['prior']}"
             + (" cuBLAS on the same problem, measured in this run: "

@@ -27,7 +27,8 @@ import pandas as pd
 
 from harness.stats import residual_frame
 
-from harness.families.gemm.cases import GemmCase, parse
+from harness.families.gemm.cases import GemmCase
+from harness.families.gemm.ids import parse
 from harness.families.gemm.model import OUT_ELEM, Params, epilogue_cycles, kblock_cycles, predict_case
 
 KBLOCK_PARAMS = ("latency_cycles", "latency_per_kib", "memory_queue_cycles", "feed_bytes_per_cycle", "wgmma_queue", "consumer_overhead_1",

@@ -9,7 +9,8 @@ from dataclasses import fields, replace
 import numpy as np
 import pandas as pd
 
-from harness.families.gemm.cases import GemmCase, LibraryCase, parse
+from harness.families.gemm.cases import GemmCase, LibraryCase
+from harness.families.gemm.ids import parse
 from harness.families.gemm.problem import TENSOR_FLOPS_PER_CYCLE
 from harness.spec import Case
 

@@ -212,7 +212,7 @@ def attach(case, probe, device) -> Attachment:
     import cupy
 
     from harness.families.gemm.cases import FP8_LIBRARY
-    from harness.families.gemm.cases import library as library_case
+    from harness.families.gemm.configs import library as library_case
     from harness.families.gemm.problem import check_problem, fp8_bound, grid, measured_bound, threads
 
     from harness.families.gemm.problem import scale_offsets

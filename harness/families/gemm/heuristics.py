@@ -18,7 +18,7 @@ configuration (two consumer warpgroups with setmaxnreg
 from 128 rows, one below; persistent, grouped order; the TMA store, or the register epilogue where its stages leave
 no room for the output tile, since CUTLASS stages its epilogue through a sub-tile we lack; fp8 pipelined). It cannot
 map: a split the family lacks, a k-tile other than the family's k-block, a tile the family lacks, a cluster along N, what
-cases.check refuses (shared memory, registers, a problem that is not a whole number of tiles): each says why.
+refusals.check refuses (shared memory, registers, a problem that is not a whole number of tiles): each says why.
 """
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ from functools import lru_cache
 
 from harness.errors import SpecError
 import harness.families.gemm.cases as _cases
+import harness.families.gemm.configs as _configs
+import harness.families.gemm.refusals as _refusals
+import harness.families.pipeline as _pipeline
 
 VERSION = "0.1.0.27"  # pyproject.toml's `nvmh` extra pins it; SUITE_ANSWERS is its answer
 PRECISION = {"f16": "HSH", "bf16": "TST", "e4m3": "QQHSH"}
@@ -122,8 +125,8 @@ def map_config(config: Config, dtype: str, m: int, n: int, k: int) -> Mapped:
     """The family's case for one of its configurations, or why there is none."""
     refuse = lambda why: Mapped(config, None, why)  # noqa: E731
     bk = _cases.bk_for(dtype)
-    if config.split_k not in _cases.SPLITS:
-        return refuse(f"split-K {config.split_k}: the family splits K in {', '.join(map(str, _cases.SPLITS))} runs")
+    if config.split_k not in _pipeline.SPLITS:
+        return refuse(f"split-K {config.split_k}: the family splits K in {', '.join(map(str, _pipeline.SPLITS))} runs")
     if config.bk != bk:
         return refuse(f"a k-tile of {config.bk}: the family's k-block of {dtype} is {bk}")
     if (config.bm, config.bn) not in _cases.TILES:
@@ -133,17 +136,17 @@ def map_config(config: Config, dtype: str, m: int, n: int, k: int) -> Mapped:
         return refuse(f"a cluster of {config.cluster_m}x{config.cluster_n} (along N, sharing A): the family's "
                       "clusters pair tiles along M (B multicast)")
     consumers = 2 if config.bm >= 128 else 1
-    best = _cases.BEST_FP8 if _cases.IN_BYTES[dtype] == 1 else _cases.BEST
+    best = _configs.BEST_FP8 if _cases.IN_BYTES[dtype] == 1 else _configs.BEST
     fields = dict(best, bm=config.bm, bn=config.bn, stages=config.stages, consumers=consumers,
                   rebalance=consumers == 2, cluster=config.cluster_m, splits=config.split_k,
-                  grid_sms=_cases.MULTICAST_SMS if config.cluster_m == 4 else 0)
-    case = _cases.pipeline(dtype, (m, n, k), **fields)
+                  grid_sms=_configs.MULTICAST_SMS if config.cluster_m == 4 else 0)
+    case = _configs.pipeline(dtype, (m, n, k), **fields)
     note = ""
-    if case.smem_bytes() > _cases.SMEM_LIMIT:  # its stages before our TMA store's whole output tile
-        case = _cases.pipeline(dtype, (m, n, k), **dict(fields, epilogue="regs"))
+    if case.smem_bytes() > _pipeline.SMEM_LIMIT:  # its stages before our TMA store's whole output tile
+        case = _configs.pipeline(dtype, (m, n, k), **dict(fields, epilogue="regs"))
         note = f"epilogue from registers: {config.stages} stages leave no room for the TMA store's tile"
     try:
-        _cases.check(case)
+        _refusals.check(case)
     except SpecError as error:
         return refuse(str(error).split(": ", 1)[-1])
     return Mapped(config, case, note)
@@ -155,10 +158,10 @@ def top_mapped(configs: list[Config], dtype: str, m: int, n: int, k: int, top: i
 
 def planner_top(dtype: str, m: int, n: int, k: int, params, top: int = TOP) -> list[tuple[_cases.GemmCase, object]]:
     """The planner's first `top` configurations (bench plan's order: predicted throughput, ties in the order of
-    cases.configurations) with their predictions."""
+    configs.configurations) with their predictions."""
     from harness.families.gemm.model import predict_case
 
-    ranked = sorted(((c, predict_case(c, params)) for c in _cases.configurations(dtype, m, n, k)),
+    ranked = sorted(((c, predict_case(c, params)) for c in _configs.configurations(dtype, m, n, k)),
                     key=lambda cp: -cp[1].flops_per_cycle_sm)
     return ranked[:top]
 
@@ -227,7 +230,7 @@ def _suite() -> tuple[_cases.GemmCase, ...]:
     for shape, answer in SUITE_ANSWERS.items():
         cases += [case for case, _ in planner_top(SUITE_DTYPE, *shape, params)]
         cases += [m.case for m in top_mapped([Config(*row) for row in answer], SUITE_DTYPE, *shape) if m.case]
-        cases.append(_cases.library(SUITE_DTYPE, shape))
+        cases.append(_configs.library(SUITE_DTYPE, shape))
     return tuple(dict.fromkeys(cases))
 
 

@@ -67,8 +67,9 @@ from math import ceil
 
 import numpy as np
 
-from harness.families.gemm.cases import CARRIED, GROUP, GemmCase
+from harness.families.gemm.cases import CARRIED, GemmCase
 from harness.families.gemm.problem import sms_used  # a persistent grid's SMs; a GPU of fewer refuses it
+from harness.families.pipeline import GROUP
 from harness.queueing import exact_mva
 
 OUT_ELEM = 2  # bytes of a C element (f16 or bf16, for fp8 inputs too); A and B: GemmCase.in_bytes

@@ -7,7 +7,8 @@ import pandas as pd
 
 from harness.datasheets import gpu_specs, spec_name
 from harness.families.base import FamilyModel
-from harness.families.gemm.cases import LADDER, GemmCase, pipeline
+from harness.families.gemm.cases import GemmCase
+from harness.families.gemm.configs import LADDER, pipeline
 from harness.families.gemm.fitting import fit, transfer
 from harness.families.gemm.model import (
     HBM_OF_DATASHEET,

@@ -8,8 +8,8 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from harness.families.gemm.cases import SMEM_LIMIT
 from harness.families.gemm.frame import config_label, config_lines, ideal_kblock, predict_tflops, stages_needed
+from harness.families.pipeline import SMEM_LIMIT
 
 
 COLORS = {"ours": "#1f77b4", "cublas": "#7f7f7f", "predicted": "#d62728", "worklog": "#2ca02c"}

@@ -11,8 +11,9 @@ import harness.families.gemm.cases as _cases
 from harness.dtypes import encode
 from harness.errors import SpecError
 from harness.families.gemm.cases import GemmCase, LibraryCase
-from harness.families.pipeline import (CONSUMER_REGS, COUNTER_WORDS, PIPELINE_COUNTERS, PRODUCER_REGS,  # noqa: F401
-                                       TENSOR_FLOPS_PER_CYCLE, KernelStruct, counter_index, counter_metrics)
+from harness.families.pipeline import (CONSUMER_REGS, COUNTER_WORDS, GROUP, PIPELINE_COUNTERS,  # noqa: F401
+                                       PRODUCER_REGS, TENSOR_FLOPS_PER_CYCLE, KernelStruct, counter_index,
+                                       counter_metrics)
 
 # ptx/gemm.cu.in's by-value argument, twice (the check problem, the measured one): maps over A (K x M, box BK x BM),
 # B (K x N, box BK x BN / cluster) and C (N x M, box 64 x rows of one consumer warpgroup, 128-byte swizzle), C's
@@ -71,7 +72,7 @@ def check_problem(case: GemmCase | LibraryCase) -> tuple[int, int, int]:
     (block-scaled: 8 k-blocks of 128, a row of B's scales 16-byte aligned, as cuBLASLt reads them)."""
     if isinstance(case, LibraryCase):
         return (256, 256, 8 * _cases.SCALE_BLOCK) if case.block_scaled else (256, 256, 9 * _cases.BK)
-    pairs = _cases.GROUP + 1 if case.order == "grouped" else 2
+    pairs = GROUP + 1 if case.order == "grouped" else 2
     m = pairs * case.bm * case.cluster
     if case.m % (case.bm * case.cluster):  # a partial last tile: the check problem's has as many rows
         m -= case.bm * case.cluster - case.m % (case.bm * case.cluster)

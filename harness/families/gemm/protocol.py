@@ -23,15 +23,16 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from harness.families.gemm.cases import (BEST, INPUT_KINDS, PROTOCOLS, WORKLOG_BATCH, WORKLOG_SHAPE, library, parse,
-                                         pipeline)
+from harness.families.gemm.cases import INPUT_KINDS, PROTOCOLS, WORKLOG_BATCH
+from harness.families.gemm.configs import BEST, WORKLOG_SHAPE, library, pipeline
+from harness.families.gemm.ids import parse
 from harness.verdicts import AGREES, CLOCK_NOT_PRINTED, DISAGREES, EXPLAINED
 
 SOURCE = "hgemm-worklog-h100"  # the worklog's figures (harness/db/data/references/article_hgemm_worklog_h100.csv)
 LIKE_FOR_LIKE = ("burst", "random")  # its protocol and its inputs (its code draws A and B from normal(0, 1))
 DEFAULT = ("sustained", "random")  # ours, as `bench compare` maps its figures
 # The worklog's steps compared with our best configuration: its own (10), and 11, which is 10 with a Hilbert-curve
-# tile order (+1 % by its account; ours has no such order: cases.WORKLOG_UNEXPRESSED)
+# tile order (+1 % by its account; ours has no such order: configs.WORKLOG_UNEXPRESSED)
 AGAINST_BEST = {"10": "step 10 (its configuration)", "11": "step 11 (step 10 with a Hilbert-curve tile order)"}
 
 

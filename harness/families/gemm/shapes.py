@@ -14,6 +14,8 @@ from pathlib import Path
 
 from harness.errors import SpecError
 import harness.families.gemm.cases as _cases
+import harness.families.gemm.configs as _configs
+import harness.families.gemm.ids as _ids
 from harness.families.gemm.model import predict_case
 
 LABEL = "gemm-shape"  # the run's suite label (its filter: the case ids, which `bench run --resume` reads back)
@@ -64,10 +66,10 @@ def read_shapes(path: str | Path, dtype: str = "f16") -> list[Shape]:
 
 
 def candidates(shape: Shape) -> list[_cases.GemmCase]:
-    """Every configuration the family can run for the shape (cases.configurations: a shape that is not a whole
+    """Every configuration the family can run for the shape (configs.configurations: a shape that is not a whole
     number of a configuration's tiles leaves it out); none is one line."""
 
-    found = _cases.configurations(shape.dtype, shape.m, shape.n, shape.k)
+    found = _configs.configurations(shape.dtype, shape.m, shape.n, shape.k)
     if not found:
         raise SpecError(f"{shape.label}: no pipeline configuration tiles it: M, N and K must be multiples of a tile "
                         f"({', '.join(f'{a}x{b}' for a, b in _cases.TILES)}; M of twice it for a cluster of 2) and K "
@@ -114,17 +116,17 @@ def plan(shapes: dict[Shape, list[_cases.GemmCase]], named: list[_cases.GemmCase
     cases, predicted = [], {}
     for shape, found in shapes.items():
         ranked = _ranked(found, params, predicted)
-        cases += ranked[:top] + [_cases.library(shape.dtype, (shape.m, shape.n, shape.k))]
+        cases += ranked[:top] + [_configs.library(shape.dtype, (shape.m, shape.n, shape.k))]
     for case in named:
         if isinstance(case, _cases.GemmCase):  # (the library's call has no prediction)
             if case.case_id not in predicted:
-                _ranked(_cases.configurations(case.dtype, case.m, case.n, case.k), params, predicted)
+                _ranked(_configs.configurations(case.dtype, case.m, case.n, case.k), params, predicted)
             if case.case_id not in predicted:
                 try:
                     predicted[case.case_id] = (None, predict_case(case, params))
                 except Exception:  # noqa: BLE001  (a configuration the model has no term for: measured, not predicted)
                     predicted[case.case_id] = (None, None)
-        cases += [case, _cases.library(case.dtype, (case.m, case.n, case.k), scaling=case.scaling)]
+        cases += [case, _configs.library(case.dtype, (case.m, case.n, case.k), scaling=case.scaling)]
     return Planned(list(dict.fromkeys(cases)), predicted, params)
 
 
@@ -162,7 +164,7 @@ def ranking(planned: Planned, results, fit=None):
     from harness.families.gemm.model import predict_case
 
     params = planned.params
-    seen = [_cases.parse(cid) for cid in measured_throughputs(fit)] if fit is not None else []
+    seen = [_ids.parse(cid) for cid in measured_throughputs(fit)] if fit is not None else []
     rows = []
     for result in results:
         case = result.case

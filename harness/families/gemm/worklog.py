@@ -12,7 +12,9 @@ import pandas as pd
 from sqlalchemy.exc import SQLAlchemyError
 
 from harness.errors import SpecError
-from harness.families.gemm.cases import BEST, LADDER, GemmCase, parse, pipeline
+from harness.families.gemm.cases import GemmCase
+from harness.families.gemm.configs import BEST, LADDER, pipeline
+from harness.families.gemm.ids import parse
 from harness.families.gemm.frame import CONFIG, config_label, ideal_kblock, pairs_differing
 from harness.paper import DEFAULT_TOLERANCE
 from harness.verdicts import AGREES, CLOCK_NOT_PRINTED, DISAGREES

@@ -24,6 +24,7 @@ from harness.errors import IllegalShapeError, SpecError
 from harness.spec import Case
 
 PAPER_N = (8, 16, 32, 64, 128, 256)  # the N values of the paper's wgmma tables
+EVERYDAY = ("f16", "bf16")  # the `wgmma` suite's input types (the paper's)
 
 M = 64
 K_16BIT = 16

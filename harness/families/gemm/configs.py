@@ -1,0 +1,127 @@
+"""Named GEMM configurations and the builders of cases from them: the seed worklog's ladder and its best (BEST), fp8's
+(FP8_SERIAL .. STAGGERED_FP8), every configuration a problem can run (configurations: the planner's space) and the
+split-K runs offered for a tile (split_options). The suites' case lists: suite_cases.py."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from harness.errors import SpecError
+from harness.families.gemm.cases import IN_BYTES, PROMOTIONS, TILES, GemmCase, LibraryCase, bk_for
+from harness.families.gemm.refusals import check
+from harness.families.pipeline import EPILOGUES, MAX_STAGES, SPLITS
+
+
+def pipeline(dtype: str, shape: tuple[int, int, int], **config) -> GemmCase:
+    m, n, k = shape
+    return GemmCase(dtype, m, n, k, **{"bk": bk_for(dtype), **config})
+
+
+def library(dtype: str, shape: tuple[int, int, int], fast_accum: bool = False, scaling: str = "tensor",
+            inputs: str = "random", protocol: str = "sustained") -> LibraryCase:
+    m, n, k = shape
+    return LibraryCase(dtype, m, n, k, fast_accum=fast_accum, scaling=scaling, inputs=inputs, protocol=protocol)
+
+
+# The seed worklog's kernels that this family expresses, by its step (docs/gemm.md; the steps it does not:
+# 1 CUDA cores, 5a a 128x256 tile on one warpgroup (ptxas serializes it), 11 a Hilbert-curve order).
+BEST = dict(bm=128, bn=256, stages=3, consumers=2, rebalance=True, cluster=2, persistent=True, order="grouped",
+            epilogue="tmastore")
+LADDER = {
+    "2": dict(bm=64, bn=64, stages=1, consumers=1),
+    "3": dict(bm=128, bn=128, stages=1, consumers=1),
+    "4": dict(bm=128, bn=128, stages=5, consumers=1),
+    "5b": dict(bm=128, bn=256, stages=3, consumers=2),
+    "5c": dict(bm=128, bn=256, stages=3, consumers=2, rebalance=True),
+    "6a": dict(bm=128, bn=256, stages=3, consumers=2, rebalance=True, persistent=True),
+    "6b": dict(bm=128, bn=256, stages=3, consumers=2, rebalance=True, persistent=True, order="grouped"),
+    "8": dict(bm=128, bn=256, stages=3, consumers=2, rebalance=True, persistent=True, order="grouped", cluster=2),
+    "10": BEST,
+}
+
+
+# Every worklog step to the configuration of ours it is compared with: 7 (its barriers through PTX) is 6b's
+# configuration, since ours are always PTX mbarriers; 9 (no zeroing, ordered stores) is 8's, since ours
+# never zero (scale-d) and store from registers.
+WORKLOG_STEPS = {**LADDER, "7": LADDER["6b"], "9": LADDER["8"]}
+WORKLOG_UNEXPRESSED = {
+    "1": "CUDA cores only: not a tensor-core pipeline",
+    "5a": "a 128x256 tile on one consumer warpgroup: 256 accumulators per thread, which ptxas serializes (C7511); "
+          "the family refuses it",
+    "11": "a Hilbert-curve tile order: the family's orders are row-major and grouped",
+}
+
+
+# fp8 keeps two sets of accumulators (PROMOTE): 128x256 over two consumers would need 256 registers a thread
+FP8_SERIAL = dict(BEST, bn=128)
+# ... three with the promotion overlapped, which then waits on its feed: a ring of 4 (H200 dev run: 974 TFLOPS at
+# 4096^3 against 910 at 3 stages and 944-950 at 5-6; runs 110-111)
+OVERLAP_FP8 = dict(FP8_SERIAL, stages=4, promotion="overlap")
+# ... and pipelined (a k-block in flight through the next slot's wait), on the deepest ring beside the TMA store
+# (run 124, H100: 1081 and 1096 TFLOPS at 4096^3 and 8192^3 against 1044 and 1037 on a ring of 4)
+BEST_FP8 = dict(FP8_SERIAL, stages=6, promotion="pipelined")
+# ... and 128x192, the widest tile with two sets (96 + 96 a thread), promoted after each k-block: the two consumer
+# warpgroups' k-blocks queue on the tensor cores, so one's promotion runs under the other's wgmma (as DeepGEMM's
+# consumers do); a ring of 4 beside the TMA store's 48 KiB, N past whole tiles a partial last tile
+WIDE_FP8 = dict(FP8_SERIAL, bn=192, stages=4)
+# Measured so (H100, run 149): 1109-1158 cycles a k-block against the tensor cores' 768: the two warpgroups issue
+# each k-block together, their wgmma interleave and finish together, and both promote while the tensor cores idle.
+# The staggered promotion orders their issue by named barriers (warpgroup 1 issues k-block kb after warpgroup 0 has,
+# warpgroup 0 issues kb + 1 after warpgroup 1 has issued kb): if the tensor cores take a warpgroup's group whole, in
+# the order issued, one promotes while the other's group runs. Measured (run 150): they do not (1188-1206 cycles at
+# 128x192, 909-919 at 128x128, no better than serial); docs/gemm.md
+STAGGERED_FP8 = dict(WIDE_FP8, promotion="staggered")
+
+
+# Clusters of 4 CTAs (one per SM) the H100 SXM runs at once: 30, on 120 of its 132 SMs (cuOccupancyMaxActiveClusters,
+# scripts/investigate_gemm_library.py); a persistent grid of more would run the rest as a second wave, which the
+# family refuses at launch (gpu.attach)
+MULTICAST_SMS = 120
+
+
+WORKLOG_SHAPE = (4096, 4096, 4096)  # the seed worklog's problem (its section 2.11: a 4096 x 4096 C in 128x256 tiles)
+
+
+def configurations(dtype: str, m: int, n: int, k: int) -> list[GemmCase]:
+    """Every configuration of the family that can run this problem (refusals.check accepts it), fp8 with each of
+    its promotions. Not the ping-pong schedule (the model has no term for it) nor clusters of 4 (how many fit at
+    once is the GPU's: 30 on the H100; measured no faster, run 123)."""
+    found = []
+    promotions = PROMOTIONS if IN_BYTES.get(dtype) == 1 else ("serial",)
+    for bm, bn in TILES:
+        for consumers in (1, 2):
+            for stages in range(1, MAX_STAGES + 1):
+                for cluster in (1, 2):
+                    for persistent, order in ((False, "row"), (True, "row"), (True, "grouped")):
+                        for epilogue in EPILOGUES:
+                            for promotion in promotions:
+                                for splits in (1,) + (split_options(dtype, bm, bn, (m, n, k)) if cluster == 1 else ()):
+                                    case = pipeline(dtype, (m, n, k), bm=bm, bn=bn, stages=stages,
+                                                    consumers=consumers, rebalance=consumers == 2, cluster=cluster,
+                                                    persistent=persistent, order=order, epilogue=epilogue,
+                                                    promotion=promotion, splits=splits)
+                                    try:
+                                        check(case)
+                                    except SpecError:
+                                        continue
+                                    found.append(case)
+    return found
+
+
+SPLIT_SMS = 132  # split-K is offered where a problem's tiles would not fill twice this many SMs (an H100's)
+
+
+def split_options(dtype: str, bm: int, bn: int, shape: tuple[int, int, int]) -> tuple[int, ...]:
+    """Split-K's runs worth planning for a tile: where its tiles leave SMs idle, the splits that keep the work
+    items within two per SM and every run at least two k-blocks (split-K's fix-up then costs no more than a
+    tile's epilogue twice)."""
+    m, n, k = shape
+    tiles = -(-m // bm) * -(-n // bn)
+    if not tiles or tiles >= SPLIT_SMS:
+        return ()
+    kblocks = k // bk_for(dtype)
+    return tuple(s for s in SPLITS[1:] if tiles * s <= 2 * SPLIT_SMS and kblocks % s == 0 and kblocks // s >= 2)
+
+
+def with_problem(case: GemmCase, m: int, n: int, k: int) -> GemmCase:
+    return replace(case, m=m, n=n, k=k)
