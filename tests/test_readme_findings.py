@@ -587,7 +587,8 @@ def _attention_model_misses(db):
             a, b = fits[name]
             lines[(*label, name)] = (len(misses), a, b, np.median(misses), misses.max(), int((misses <= 10).sum()))
             over[(*label, name)] = {case.head_dim * (-1 if case.causal else 1) for case, value in test
-                                    if schedule(case) == name and abs(value / model.predict(case, METRIC, fits) - 1) > 0.1}
+                                    if schedule(case) == name
+                                    and abs(value / model.predict(case, METRIC, fits) - 1) > 0.1}
 
     score(("119", "119"), points[119], points[119])
     score(("119", "118"), points[119], points[118])
@@ -603,7 +604,8 @@ def _attention_model_misses(db):
 
 def test_the_attention_models_misses_in_the_docs_come_from_the_runs(db):
     """docs/attention.md's model table: every row's parameters and misses, computed here."""
-    text = " ".join((ROOT / "docs" / "attention.md").read_text().split("## The model", 1)[1].split("\n## ", 1)[0].split())
+    section = (ROOT / "docs" / "attention.md").read_text().split("## The model", 1)[1].split("\n## ", 1)[0]
+    text = " ".join(section.split())
     lines, over = _attention_model_misses(db)
     for (fitted, scored, name), (count, a, b, median, worst, within) in lines.items():
         row = (f"| {fitted} | {scored} | {name} | {count} | {a:.2f} | {b:.0f} | {median:.1f} % | {worst:.1f} % | "
