@@ -565,3 +565,64 @@ def test_the_three_partitions_of_run_153_are_as_docs_say(db):
     assert halves.refines(1) and sides.refines(1) and len(halves.cols) == 14
     assert f"all {len(halves.cols)} groups lie wholly on one half and wholly on one side; adjusted Rand index " \
            f"{halves.adjusted:.2f} each" in text and f"{sides.adjusted:.2f}" == f"{halves.adjusted:.2f}"
+
+
+def _attention_model_misses(db):
+    """docs/attention.md, "The model": each line of its table, (fitted to, scored on, schedule) -> (cases, a, b,
+    median miss %, worst miss %, cases within 10 %), computed with the model from the runs of record."""
+    from harness.analysis.run_rows import measured
+    from harness.db.store import Store
+    from harness.families.attention.model import AttentionModel, _cases, fit_schedules, schedule, METRIC
+
+    store, model = Store.open(db, read_only=True), AttentionModel()
+    points = {run: _cases(frame[frame.family == "attention"])
+              for run in (118, 119, 120, 122, 158) for frame in [measured(store, run)]}
+    lines, over = {}, {}
+
+    def score(label, train, test):
+        fits = fit_schedules(train)
+        for name in sorted({schedule(case) for case, _ in test}):
+            misses = np.array([abs(value / model.predict(case, METRIC, fits) - 1) * 100
+                               for case, value in test if schedule(case) == name])
+            a, b = fits[name]
+            lines[(*label, name)] = (len(misses), a, b, np.median(misses), misses.max(), int((misses <= 10).sum()))
+            over[(*label, name)] = {case.head_dim * (-1 if case.causal else 1) for case, value in test
+                                    if schedule(case) == name
+                                    and abs(value / model.predict(case, METRIC, fits) - 1) > 0.1}
+
+    score(("119", "119"), points[119], points[119])
+    score(("119", "118"), points[119], points[118])
+    score(("120", "120"), points[120], points[120])
+    score(("158", "158"), points[158], points[158])
+    score(("122", "158"), points[122], [p for p in points[158] if p[0].overlap])
+    score(("158 less 8k", "158 8k"), [p for p in points[158] if p[0].seq != 8192],
+          [p for p in points[158] if p[0].seq == 8192 and p[0].overlap])
+    score(("158 head dim 64", "158 head dim 128"), [p for p in points[158] if p[0].head_dim == 64],
+          [p for p in points[158] if p[0].head_dim == 128 and p[0].overlap])
+    return lines, over
+
+
+def test_the_attention_models_misses_in_the_docs_come_from_the_runs(db):
+    """docs/attention.md's model table: every row's parameters and misses, computed here."""
+    section = (ROOT / "docs" / "attention.md").read_text().split("## The model", 1)[1].split("\n## ", 1)[0]
+    text = " ".join(section.split())
+    lines, over = _attention_model_misses(db)
+    for (fitted, scored, name), (count, a, b, median, worst, within) in lines.items():
+        row = (f"| {fitted} | {scored} | {name} | {count} | {a:.2f} | {b:.0f} | {median:.1f} % | {worst:.1f} % | "
+               f"{within} of {count} |")
+        assert row in text, row
+    # "the misses over 10 % are head dim 64, causal" in series; run 122's start more than twice run 158's
+    assert all(over[key] <= {-64} for key in lines if key[2] == "in series")
+    assert lines[("122", "158", "overlap")][2] > 2 * lines[("158", "158", "overlap")][2]
+    assert "more than twice run 158's" in text
+
+
+def test_the_attention_models_ex2_rates_are_the_simt_overlap_runs(db):
+    """The model's two ex2 intervals (harness/families/attention/model.py) are runs 117's and 144's."""
+    from harness.families.attention.model import EX2_ALONE, EX2_BESIDE_WGMMA
+
+    for run in (117, 144):
+        rows = harness.results(db, run_id=run, metric="issue_interval_cycles")
+        simt = rows[rows.launch.map(lambda launch: launch.get("role") == "simt")].set_index("case_id").value
+        assert round(simt["simt.overlap.ex2.approx.ftz.f32.alone"], 2) == EX2_ALONE
+        assert round(simt["simt.overlap.ex2.approx.ftz.f32.m64n128k16"], 2) == EX2_BESIDE_WGMMA
