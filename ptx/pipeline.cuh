@@ -267,42 +267,44 @@ __device__ __forceinline__ void consume_kblocks_carried(const Ring<STAGES, CLUST
 // work (a wait for the second group written after the work runs before it). So the work of k-block i (in `follow`,
 // after k-block i - 1's second group is issued and k-block i's first retired) is followed by k-block i + 1's first
 // group (`lead`), which overwrites the registers that work read and so cannot be issued above it; only then does
-// wait_group 1 retire k-block i - 1's second group (it cannot rise above the group just issued), its slot is
-// released, and `between()` touches what that group wrote (attention: O rescaled). P, the parity of k-block i,
-// names the register set its work fills (k-block i - 1's second group reads the other); `open(s)` is k-block 0's
-// first group and its work (set 0), `close<P>(s)` the last k-block's second group. k-block i + 1's first group is
+// wait_group 1 retire k-block i - 1's second group (it cannot rise above the group just issued): `retired(state)`
+// frees what it read, and `between()` touches what it wrote (attention: O rescaled). P, the parity of k-block i,
+// names the register set its work fills (k-block i - 1's second group reads the other); `open(state)` is k-block 0's
+// first group and its work (set 0), `close<P>(state)` the last k-block's second group. The ring guards what the first
+// groups read, each slot released once its k-block's work is done; what a second group reads the consumer guards
+// itself (a slot's two halves freed apart: attention's K early, its V a block later). k-block i + 1's first group is
 // the one in flight at the loop's head, on the way in and on the way back (ptxas sees one state there; a second
 // group carried across the back edge instead serializes every wgmma, C7514), and the loop takes two k-blocks a
-// step (P a compile-time constant). A tile walks two k-blocks at least (the kernel walks a shorter one otherwise);
-// a k-block's slot is held until its second group is retired: three slots at once.
+// step (P a compile-time constant). A tile walks two k-blocks at least (the kernel walks a shorter one otherwise).
 template <int P, int STAGES, int CLUSTER, class Consumer>
 __device__ __forceinline__ void consume_lookahead_step(const Ring<STAGES, CLUSTER>& ring, PipelineState<STAGES>& st,
                                                        int kb, int t, long long& full_wait, Consumer& consumer,
-                                                       int& previous, int& current) {
+                                                       PipelineState<STAGES>& previous,
+                                                       PipelineState<STAGES>& current) {
   consumer.template follow<P>(previous, kb);  // k-block kb - 1's second group, k-block kb's work
-  const int s = st.index();
+  ring.consumer_release(current.index(), t);
   const long long w0 = clock_cycles();
   ring.consumer_wait(st);
   full_wait += clock_cycles() - w0;
-  consumer.lead(s);  // k-block kb + 1's first group
+  consumer.lead(st);  // k-block kb + 1's first group
   wgmma_wait_group<1>();
-  ring.consumer_release(previous, t);
+  consumer.retired(previous);
   consumer.between();
   previous = current;
-  current = s;
+  current = st;
   st.advance();
 }
 template <int STAGES, int CLUSTER, class Consumer>
 __device__ __forceinline__ void consume_kblocks_lookahead(const Ring<STAGES, CLUSTER>& ring, PipelineState<STAGES>& st,
                                                           int kblocks, int t, long long& full_wait, Consumer& consumer) {
-  static_assert(STAGES >= 3, "a k-block's slot is held until the next k-block's work is done: three at once");
-  int previous = st.index();
+  PipelineState<STAGES> previous = st;
   long long w0 = clock_cycles();
   ring.consumer_wait(st);
   full_wait += clock_cycles() - w0;
   consumer.open(previous);
+  ring.consumer_release(previous.index(), t);  // k-block 0's work is done
   st.advance();
-  int current = st.index();
+  PipelineState<STAGES> current = st;
   w0 = clock_cycles();
   ring.consumer_wait(st);
   full_wait += clock_cycles() - w0;
@@ -319,16 +321,17 @@ __device__ __forceinline__ void consume_kblocks_lookahead(const Ring<STAGES, CLU
   // k-block kb = kblocks - 1, its first group in flight: its work, then its second group alone
   if (kb & 1) {
     consumer.template follow<1>(previous, kb);
+    ring.consumer_release(current.index(), t);
     wgmma_wait_group<0>();
-    ring.consumer_release(previous, t);
+    consumer.retired(previous);
     consumer.template close<1>(current);
   } else {
     consumer.template follow<0>(previous, kb);
+    ring.consumer_release(current.index(), t);
     wgmma_wait_group<0>();
-    ring.consumer_release(previous, t);
+    consumer.retired(previous);
     consumer.template close<0>(current);
   }
-  ring.consumer_release(current, t);
 }
 
 // -- the tile walk ----------------------------------------------------------------------------------------

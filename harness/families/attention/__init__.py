@@ -77,7 +77,10 @@ class AttentionFamily(Family):
         s_acc, o_acc = case.bn // 2, case.head_dim // 2
         dt = case.dtype
         return {
-            **skeleton_params(case), "problem": PROBLEM.render(), "dtype": dt, "head_dim": case.head_dim,
+            **skeleton_params(case),
+            **({"producer_regs": _cases.OVERLAP_REGS[0], "consumer_regs": _cases.OVERLAP_REGS[1]} if case.overlap
+               else {}),
+            "problem": PROBLEM.render(), "dtype": dt, "head_dim": case.head_dim,
             "bm": case.bm, "bn": case.bn, "causal": str(case.causal).lower(), "turns": str(case.turns).lower(),
             "overlap": str(case.overlap).lower(), "paired": str(case.paired).lower(),
             "scale_log2": c_float(scale_log2(case)),
