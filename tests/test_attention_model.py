@@ -78,14 +78,14 @@ def test_an_id_this_version_refuses_is_skipped_not_fatal():
 
 
 def _loop_body(sass: list[str]) -> list[str]:
-    """The innermost loop holding an HGMMA: the instructions from a backward branch's target to the branch (an
-    instruction's address is 16 x its index)."""
+    """The innermost loop holding an HGMMA and an exponential (a barrier wait's retry loop may hold a wgmma alone):
+    the instructions from a backward branch's target to the branch (an instruction's address is 16 x its index)."""
     loops = []
     for i, line in enumerate(sass):
         match = re.search(r"\bBRA (?:`\()?0x([0-9a-f]+)", line)
         if match and int(match.group(1), 16) // 16 <= i:
             body = sass[int(match.group(1), 16) // 16: i + 1]
-            if any("HGMMA" in ins for ins in body):
+            if any("HGMMA" in ins for ins in body) and any("MUFU.EX2" in ins for ins in body):
                 loops.append(body)
     return min(loops, key=len)
 
