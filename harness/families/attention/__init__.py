@@ -94,13 +94,13 @@ class AttentionFamily(Family):
         }
 
     def sass_expectation(self, case: AttentionCase) -> SassExpectation:
-        """A block of keys: D / 16 HGMMA of S (m64nBN, shared-memory A) and BN / 16 of P V (m64nD, A from
-        registers); BN / 2 MUFU.EX2 of P per thread and 2 of the rescale; the TMA loads (K and V per panel, Q per
-        panel; a cluster's K and V as multicasts, Q each CTA's own); no spills. In series the kernel holds each once.
-        Overlapped (ptx/pipeline.cuh's consume_kblocks_lookahead): S five times (the first block's, the second's, the loop's two, the odd one after
-        it), P V seven (the loop's two, the odd one, the last block's two parities' and their closing ones), the
-        softmax six; a causal kernel walks a one-block tile in series besides (once more each). And the overlap
-        itself: the exponentials of the loop's two blocks at least issued while a P V is in flight."""
+        """A block of keys: D / 16 HGMMA of S (m64nBN, shared-memory A) and BN / 16 of P V (m64nD, A from registers);
+        BN / 2 MUFU.EX2 of P per thread and 2 of the rescale; the TMA loads (K and V per panel, Q per panel; a cluster's
+        K and V as multicasts, Q each CTA's own); no spills. In series the kernel holds each once. Overlapped
+        (ptx/pipeline.cuh's consume_kblocks_lookahead): S five times (the first block's, the second's, the loop's two,
+        the odd one after it), P V seven (the loop's two, the odd one, the last block's two parities' and their closing
+        ones), the softmax six; a causal kernel walks a one-block tile in series besides (once more each). And the
+        overlap itself: the exponentials of the loop's two blocks at least issued while a P V is in flight."""
         bf = ".BF16" if case.dtype == "bf16" else ""
         qk = f"HGMMA.64x{case.bn}x16.F32{bf}"
         pv = f"HGMMA.64x{case.head_dim}x16.F32{bf}"
