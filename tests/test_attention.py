@@ -4,6 +4,8 @@ wrong scale (the GPU tests run the kernel itself: tests/gpu/test_probes.py)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -93,6 +95,13 @@ def test_ids_name_the_problem_and_the_pipeline():
     ("attention.bf16.4x4096x16x128.tile128x128.s1.wg2.setmaxnreg.paired", "2 stages at least"),
     ("attention.bf16.4x4096x16x128.tile128x128.s3.wg2.setmaxnreg.overlap.paired", "one"),
     ("attention.bf16.4x4096x8x256.tile128x64.s3.wg2.setmaxnreg.overlap", "shared memory"),
+    # a cluster shares K and V by multicast in the overlapped schedule only, never causal, two tiles of one head
+    ("attention.bf16.4x4096x16x128.tile128x128.s3.wg2.setmaxnreg.cluster2", "overlapped schedule only"),
+    ("attention.bf16.4x4096x16x128.tile128x128.s3.wg2.setmaxnreg.cluster2.turns.paired", "overlapped schedule only"),
+    ("attention.bf16.4x4096x16x128.causal.tile128x128.s3.wg2.setmaxnreg.cluster2.overlap", "causal cluster"),
+    ("attention.bf16.4x4096x16x128.tile128x128.s3.wg2.setmaxnreg.cluster4.overlap", "cluster 4"),
+    ("attention.bf16.4x4096x16x128.tile128x128.s3.wg2.setmaxnreg.cluster3.overlap", "cluster 3"),
+    ("attention.bf16.4x384x16x128.tile128x128.s3.wg2.setmaxnreg.cluster2.overlap", "whole number of clusters"),
 ])
 def test_what_the_template_cannot_run_is_refused_in_one_line(case_id, why):
     with pytest.raises(IllegalShapeError) as refused:
@@ -103,6 +112,42 @@ def test_what_the_template_cannot_run_is_refused_in_one_line(case_id, why):
 def test_a_malformed_id_says_what_an_id_looks_like():
     with pytest.raises(SpecError, match="expected e.g. attention.bf16"):
         parse_case_id("attention.bf16.4x4096x16")
+    with pytest.raises(SpecError, match="no .cluster1"):  # no cluster is written as none: one id per case
+        parse_case_id("attention.bf16.4x4096x16x128.tile128x128.s3.wg2.setmaxnreg.cluster1.overlap")
+
+
+def test_a_cluster_is_named_after_setmaxnreg_and_no_cluster_is_not_named():
+    case = attention("bf16", 4096, 128, stages=3, overlap=True, turns=True, cluster=2)
+    assert case.case_id == "attention.bf16.4x4096x16x128.tile128x128.s3.wg2.setmaxnreg.cluster2.turns.overlap"
+    assert parse_case_id(case.case_id) == case and parse_case_id(case.case_id).cluster == 2
+    alone = attention("bf16", 4096, 128, stages=3, overlap=True, turns=True)
+    assert alone.cluster == 1 and "cluster" not in alone.case_id  # the ids of record are unchanged
+    params = FAMILY.template_params(case)
+    assert params["cluster"] == 2 and params["cluster_attr"] == "__cluster_dims__(2, 1, 1)"
+    assert FAMILY.template_params(alone)["cluster_attr"] == ""
+    # setmaxnreg: within the 168 x 384 registers the launch gives the CTA, the producer's and the consumers'
+    for c in (case, alone):
+        p = FAMILY.template_params(c)
+        assert 128 * p["producer_regs"] + 256 * p["consumer_regs"] <= 168 * 384
+        assert p["producer_regs"] % 8 == 0 and p["consumer_regs"] % 8 == 0
+
+
+def test_a_cluster_loads_half_of_k_and_v_per_cta_and_all_of_q(monkeypatch):
+    import harness.families.attention.gpu as gpu
+
+    boxes = []
+
+    def tiled(label, element, address, dims, strides, box, swizzle=None, promotion=None):
+        boxes.append((address, tuple(box)))
+        return np.zeros(16, dtype=np.uint64)
+
+    monkeypatch.setattr(gpu.tensormaps, "tiled", tiled)
+    for cluster, k_rows in ((1, 128), (2, 64)):
+        case = attention("bf16", 4096, 128, stages=3, overlap=True, cluster=cluster)
+        boxes.clear()
+        gpu.problem(case, 1 << 20, 2 << 20, 3 << 20, 4 << 20)
+        # (64 head-dim columns, one head, rows): Q's box is the tile's 128 rows, K's and V's 128 / cluster keys
+        assert dict(boxes) == {1 << 20: (64, 1, 128), 2 << 20: (64, 1, k_rows), 3 << 20: (64, 1, k_rows)}
 
 
 def test_the_template_takes_the_scale_exactly_and_the_wgmma_forms():
@@ -121,6 +166,11 @@ def test_the_check_problem_wraps_the_ring_and_has_two_tiles():
         small = check_case(case)
         assert small.seq // small.bn >= 2 * case.stages + 1 and small.tiles >= 2
         assert small.seq % case.bm == 0 and small.seq % case.bn == 0
+        assert (small.seq // case.bm) % case.cluster == 0  # a cluster's tiles are of one head
+    # the fa3 suite's 3-stage ring: 7 blocks of 128 keys, 8 on a cluster of two (an even number of tiles per head)
+    overlapped = attention("bf16", 4096, 128, stages=3, overlap=True)
+    assert check_case(overlapped).seq == 7 * 128
+    assert check_case(replace(overlapped, cluster=2)).seq == 8 * 128
 
 
 def test_decode_reads_two_halves_per_word_the_lower_first():
@@ -329,7 +379,46 @@ def test_the_paired_schedule_is_its_own_case_beside_the_overlap_in_fa3s_suite():
     assert (paired.paired, paired.overlap, paired.turns) == (True, False, True)
     assert paired.case_id.endswith(".turns.paired")
     ids = {case.case_id for case in FAMILY.suites()["attention-fa3"].make()}
-    # every overlapped case of the suite has its paired twin, with and without turns, on the same ring
-    for case_id in [i for i in ids if i.endswith(".overlap")]:
+    # every overlapped case of the suite has its paired twin, with and without turns, on the same ring (a cluster's
+    # twin is its own case without the cluster)
+    for case_id in [i for i in ids if i.endswith(".overlap") and ".cluster" not in i]:
         assert case_id.replace(".overlap", ".paired") in ids
         assert case_id.replace(".overlap", ".turns.paired").replace(".turns.turns", ".turns") in ids
+
+
+def test_fa3s_suite_runs_each_non_causal_overlapped_case_on_a_cluster_of_two_beside_it():
+    cases = FAMILY.suites()["attention-fa3"].make()
+    ids = {case.case_id for case in cases}
+    clustered = [case for case in cases if getattr(case, "cluster", 1) > 1]
+    expected = {f"attention.bf16.{16384 // seq}x{seq}x{2048 // dim}x{dim}.tile128x128.s3.wg2.setmaxnreg.cluster2{turns}"
+                ".overlap" for dim in (64, 128) for seq in (4096, 8192, 16384) for turns in ("", ".turns")}
+    assert {case.case_id for case in clustered} == expected
+    for case in clustered:  # each beside its twin without the cluster, in the same run
+        assert case.case_id.replace(".cluster2", "") in ids
+
+
+@pytest.mark.parametrize("case_id", [
+    "attention.bf16.4x4096x16x128.tile128x128.s3.wg2.setmaxnreg.cluster2.turns.overlap",
+    "attention.bf16.4x4096x32x64.tile128x128.s3.wg2.setmaxnreg.cluster2.overlap"])
+def test_a_cluster_kernel_multicasts_k_and_v_and_loads_q_alone(case_id, compile_cache):
+    """ptxas's SASS of a cluster case: K's and V's panels as UTMALDG.3D.MULTICAST, Q's as plain UTMALDG.3D, no spill
+    and no serialization note; and the family's expectation of it holds, and fails the kernel without a cluster."""
+    import collections
+    import re
+
+    from harness.build.compile import compile_many
+    from harness.build.render import render
+    from harness.build.sass import check, disassemble
+
+    case = parse_case_id(case_id)
+    alone = replace(case, cluster=1)
+    builds = compile_many([render(c, FAMILY) for c in (case, alone)])
+    panels = case.head_dim // 64
+    for c, multicast, plain in ((case, 2 * panels, panels), (alone, 0, 3 * panels)):
+        sass = disassemble(builds[c.case_id].cubin_path)["probe_attention"]
+        ops = collections.Counter(re.sub(r"^@!?U?P\w+ ", "", line.strip()).split(" ")[0] for line in sass)
+        assert (ops["UTMALDG.3D.MULTICAST"], ops["UTMALDG.3D"]) == (multicast, plain), c.case_id
+        assert check(builds[c.case_id], FAMILY.sass_expectation(c)).ok, c.case_id
+        build = builds[c.case_id]
+        assert build.spill_bytes("probe_attention") == 0 and not re.search(r"C75\d\d", build.log)
+    assert not check(builds[alone.case_id], FAMILY.sass_expectation(case)).ok  # the expectation tells them apart

@@ -44,7 +44,8 @@ def _frame(values: dict[str, float]) -> pd.DataFrame:
 
 def test_a_fit_recovers_the_parameters_a_synthetic_run_was_made_with():
     made = {"in series": (0.9, 3000.0), "turns": (0.4, 1500.0), "overlap": (0.7, 3800.0),
-            "turns + overlap": (0.2, 2500.0), "paired": (0.8, 2000.0), "turns + paired": (0.5, 2200.0)}
+            "turns + overlap": (0.2, 2500.0), "paired": (0.8, 2000.0), "turns + paired": (0.5, 2200.0),
+            "overlap + cluster2": (0.6, 3300.0), "turns + overlap + cluster2": (0.1, 2000.0)}
     ids = [case.case_id for name in ("attention", "attention-turns", "attention-fa3")
            for case in _suite(name) if case.case_id.startswith("attention.")]
     rng = np.random.default_rng(3)

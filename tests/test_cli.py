@@ -97,6 +97,8 @@ BAD_INPUTS = [
     (["run", "--resume", "one"], 2, "'one' is not a valid integer"),
     (["list", "--suite", "nope"], 2, "unknown suite 'nope': expected one of"),
     (["show", "wgmma.mma_async.m64n12k16.f32.f16.f16.SS"], 2, "N must be a multiple of 8 from 8 to 256"),
+    (["show", "attention.bf16.4x4096x16x128.causal.tile128x128.s3.wg2.setmaxnreg.cluster2.overlap"], 2,
+     "the tiles of a causal cluster walk different numbers of key blocks"),
     (["show", "not-a-case"], 2, "cannot parse case id .*no family spells it .*mma.sync.m16n8k16"),
     (["show", "cublas.f16.4096x4096x4096.inputs-ones"], 2, "inputs 'ones': expected one of random, int, zero"),
     (["show", "cublaslt.e4m3.4096x4096x4096.inputs-zero"], 2, "zero inputs for the measured problem are f16 and bf16's"),

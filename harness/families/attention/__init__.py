@@ -78,8 +78,7 @@ class AttentionFamily(Family):
         dt = case.dtype
         return {
             **skeleton_params(case),
-            **({"producer_regs": _cases.OVERLAP_REGS[0], "consumer_regs": _cases.OVERLAP_REGS[1]} if case.overlap
-               else {}),
+            **(dict(zip(("producer_regs", "consumer_regs"), _cases.overlap_regs(case))) if case.overlap else {}),
             "problem": PROBLEM.render(), "dtype": dt, "head_dim": case.head_dim,
             "bm": case.bm, "bn": case.bn, "causal": str(case.causal).lower(), "turns": str(case.turns).lower(),
             "overlap": str(case.overlap).lower(), "paired": str(case.paired).lower(),
@@ -95,13 +94,13 @@ class AttentionFamily(Family):
         }
 
     def sass_expectation(self, case: AttentionCase) -> SassExpectation:
-        """A block of keys: D / 16 HGMMA of S (m64nBN, shared-memory A) and BN / 16 of P V (m64nD, A from
-        registers); BN / 2 MUFU.EX2 of P per thread and 2 of the rescale; the TMA loads (K and V per panel, Q per
-        panel); no spills. In series the kernel holds each once. Overlapped (ptx/pipeline.cuh's
-        consume_kblocks_lookahead): S five times (the first block's, the second's, the loop's two, the odd one after
-        it), P V seven (the loop's two, the odd one, the last block's two parities' and their closing ones), the
-        softmax six; a causal kernel walks a one-block tile in series besides (once more each). And the overlap
-        itself: the exponentials of the loop's two blocks at least issued while a P V is in flight."""
+        """A block of keys: D / 16 HGMMA of S (m64nBN, shared-memory A) and BN / 16 of P V (m64nD, A from registers);
+        BN / 2 MUFU.EX2 of P per thread and 2 of the rescale; the TMA loads (K and V per panel, Q per panel; a cluster's
+        K and V as multicasts, Q each CTA's own); no spills. In series the kernel holds each once. Overlapped
+        (ptx/pipeline.cuh's consume_kblocks_lookahead): S five times (the first block's, the second's, the loop's two,
+        the odd one after it), P V seven (the loop's two, the odd one, the last block's two parities' and their closing
+        ones), the softmax six; a causal kernel walks a one-block tile in series besides (once more each). And the
+        overlap itself: the exponentials of the loop's two blocks at least issued while a P V is in flight."""
         bf = ".BF16" if case.dtype == "bf16" else ""
         qk = f"HGMMA.64x{case.bn}x16.F32{bf}"
         pv = f"HGMMA.64x{case.head_dim}x16.F32{bf}"
@@ -115,8 +114,12 @@ class AttentionFamily(Family):
         else:
             gemms = (("probe_attention", KernelExpectation(qk, n_qk)), ("probe_attention", KernelExpectation(pv, n_pv)))
         per_block = case.bn // 2 + 2
-        kernels = gemms + (("probe_attention", KernelExpectation("MUFU.EX2", per_block * copies_softmax)),
-                           ("probe_attention", KernelExpectation("UTMALDG.3D", 3 * panels)))
+        # the TMA loads: Q, K and V per panel; a cluster's K and V parts multicast (Q each CTA's own)
+        load, multicast = "UTMALDG.3D", "UTMALDG.3D.MULTICAST"
+        loads = ((("probe_attention", KernelExpectation(load, panels, exclude=(multicast,))),
+                  ("probe_attention", KernelExpectation(multicast, 2 * panels))) if case.cluster > 1
+                 else (("probe_attention", KernelExpectation(load, 3 * panels)),))
+        kernels = gemms + (("probe_attention", KernelExpectation("MUFU.EX2", per_block * copies_softmax)),) + loads
         in_flight = (("probe_attention", InFlight("MUFU.EX2", ".tnspB", 2 * per_block)),) if case.overlap else ()
         return SassExpectation(kernels, executes=f"{case.head_dim // 16} x {qk} and {case.bn // 16} x {pv} per block "
                                f"of {case.bn} keys; {per_block} MUFU.EX2 per thread",
@@ -204,7 +207,10 @@ class AttentionFamily(Family):
                     f"{case.flops / 1e12:.3f} TFLOP per call" + (" (causal: half the full count)" if case.causal
                                                                 else "")]
         return [problem,
-                f"{case.tiles} tiles of {case.bm} query rows (one CTA each), blocks of {case.bn} keys through "
+                f"{case.tiles} tiles of {case.bm} query rows (one CTA each"
+                + (f"; clusters of {case.cluster} on adjacent tiles of a head, each CTA loading 1/{case.cluster} of "
+                   "every block's K and V and multicasting it" if case.cluster > 1 else "")
+                + f"), blocks of {case.bn} keys through "
                 f"{case.stages} stages of {2 * case.bn * case.head_dim * 2 // 1024} KiB (K and V), Q "
                 f"{case.bm * case.head_dim * 2 // 1024} KiB",
                 f"{case.consumers} consumer warpgroups of 64 rows: S = Q K^T (wgmma SS), online softmax (ex2), "

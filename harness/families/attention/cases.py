@@ -13,8 +13,9 @@ rows by blocks of BN keys, a ring of `stages` slots (each a block's K and V), `c
 rows each, setmaxnreg (registers moved from the producer to the consumers), and `.turns`: the two consumer
 warpgroups take turns at the tensor cores (FA3's ping-pong), so that one's softmax runs under the other's wgmma;
 `.overlap`: inside each warpgroup, a block's softmax runs under the block before's P V (FA3's intra-warpgroup
-overlap). Q, K, V and O are [batch, sequence,
-heads, head dim], the inputs' type in and out; scores, the softmax and the sums are f32.
+overlap); `.cluster2` (overlapped, not causal, after `.setmaxnreg`): a cluster of two CTAs on adjacent query tiles of
+one head, each loading half of every block's K and V rows and multicasting it to both. Q, K, V and O are [batch,
+sequence, heads, head dim], the inputs' type in and out; scores, the softmax and the sums are f32.
 
 The FA3 paper's setting (arXiv 2407.08608, section 4.1) is the suite's: batch x sequence = 16k tokens, heads x head
 dim = 2048, sequences of 1k..16k, head dims 64, 128 and 256, causal and not.
@@ -22,6 +23,7 @@ dim = 2048, sequences of 1k..16k, head dims 64, 128 and 256, causal and not.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, replace
 from typing import ClassVar
@@ -35,11 +37,15 @@ HEAD_DIMS = (64, 128, 256)
 PANEL = 64  # head-dim columns of one 128-byte swizzled row (ptx/attention.cu.in PANEL)
 TOKENS, WIDTH = 16384, 2048  # the FA3 paper's batch x sequence and heads x head dim
 SEQUENCES = (1024, 2048, 4096, 8192, 16384)
+CLUSTERS = (1, 2)  # CTAs on adjacent query tiles of one head sharing each block's K and V by multicast
 MAX_ROWS = 1 << 30  # batch x heads x sequence: the walk's rows and the maps' coordinates are 32-bit ints
 # setmaxnreg for an overlapped kernel (producer, consumer): P's second set leaves the consumers at 232 one or two
 # registers short where a causal mask is computed too (ptxas spilled the kernel's start time), and the producer's
 # loop fits in 24: 128 x 24 + 256 x 240 = 64512 of 65536
 OVERLAP_REGS = (24, 240)
+# ... and on a cluster (never causal): the producer's multicast walk keeps the cluster's index (blockIdx / 2, which
+# ptxas does not recompute as it does blockIdx) and spilled it at 24 (head dim 64); 128 x 32 + 256 x 232 = 63488
+CLUSTER_REGS = (32, 232)
 # Registers a consumer thread keeps live besides its accumulators (addresses, the row maxima and sums, loop state):
 # O's D / 2 f32, S's BN / 2 f32 and P's BN / 4 packed words must leave them this many of CONSUMER_REGS
 OTHER_REGISTERS = 40
@@ -98,7 +104,8 @@ class AttentionCase(_AttentionProblem, PipelineCase):
     def base_id(self) -> str:
         return (f"attention.{self.problem_id}"
                 + f".tile{self.bm}x{self.bn}.s{self.stages}.wg{self.consumers}"
-                + (".setmaxnreg" if self.rebalance else "") + (".turns" if self.turns else "")
+                + (".setmaxnreg" if self.rebalance else "")
+                + (f".cluster{self.cluster}" if self.cluster > 1 else "") + (".turns" if self.turns else "")
                 + (".overlap" if self.overlap else "") + (".paired" if self.paired else ""))
 
     @property
@@ -155,7 +162,8 @@ _ANCHOR_ID = re.compile(r"^cudnn\.sdpa\.(?P<dtype>\w+?)\.(?P<batch>\d+)x(?P<seq>
                         r"(?P<causal>\.causal)?$")
 _ID = re.compile(r"^attention\.(?P<dtype>\w+?)\.(?P<batch>\d+)x(?P<seq>\d+)x(?P<heads>\d+)x(?P<dim>\d+)"
                  r"(?P<causal>\.causal)?\.tile(?P<bm>\d+)x(?P<bn>\d+)\.s(?P<stages>\d+)\.wg(?P<wg>\d+)"
-                 r"(?P<rebalance>\.setmaxnreg)?(?P<turns>\.turns)?(?P<overlap>\.overlap)?(?P<paired>\.paired)?$")
+                 r"(?P<rebalance>\.setmaxnreg)?(?:\.cluster(?P<cluster>\d+))?"
+                 r"(?P<turns>\.turns)?(?P<overlap>\.overlap)?(?P<paired>\.paired)?$")
 
 
 def parse(case_id: str) -> AttentionCase | CudnnCase:
@@ -175,8 +183,10 @@ def parse(case_id: str) -> AttentionCase | CudnnCase:
     case = AttentionCase(dtype=g["dtype"], batch=int(g["batch"]), seq=int(g["seq"]), heads=int(g["heads"]),
                          head_dim=int(g["dim"]), causal=bool(g["causal"]), bm=int(g["bm"]), bn=int(g["bn"]),
                          bk=int(g["bn"]), stages=int(g["stages"]), consumers=int(g["wg"]),
-                         rebalance=bool(g["rebalance"]), turns=bool(g["turns"]),
+                         rebalance=bool(g["rebalance"]), cluster=int(g["cluster"] or 1), turns=bool(g["turns"]),
                          overlap=bool(g["overlap"]), paired=bool(g["paired"]))
+    if g["cluster"] is not None and case.cluster == 1:
+        raise SpecError(f"attention case id {case_id!r}: no cluster is written as none (no .cluster1)")
     check(case)
     return case
 
@@ -198,8 +208,19 @@ def check(case: AttentionCase | CudnnCase) -> None:
         return
     if why := case.check_skeleton():
         refuse(why)
-    if case.schedule != "cooperative" or case.persistent or case.cluster != 1 or case.epilogue != "regs":
-        refuse("attention runs one CTA per tile, cooperative, no cluster, its epilogue from registers")
+    if case.schedule != "cooperative" or case.persistent or case.epilogue != "regs":
+        refuse("attention runs one CTA per tile, cooperative, its epilogue from registers")
+    if case.cluster not in CLUSTERS:
+        refuse(f"cluster {case.cluster}: expected one of {', '.join(map(str, CLUSTERS))} (two query tiles of a head "
+               "sharing K and V)")
+    if case.cluster > 1 and not case.overlap:
+        refuse(f"cluster {case.cluster}: K and V are multicast to a cluster in the overlapped schedule only (.overlap)")
+    if case.cluster > 1 and case.causal:
+        refuse(f"cluster {case.cluster}: the tiles of a causal cluster walk different numbers of key blocks (no "
+               "cluster with .causal)")
+    if case.cluster > 1 and case.seq % (case.bm * case.cluster):
+        refuse(f"cluster {case.cluster}: sequence {case.seq} is not a whole number of clusters of "
+               f"{case.cluster} tiles of {case.bm} query rows (a cluster's tiles are of one head)")
     if case.bm != 64 * case.consumers:
         refuse(f"a tile of {case.bm} rows: 64 query rows per consumer warpgroup ({64 * case.consumers})")
     if case.turns and case.consumers != 2:
@@ -222,13 +243,18 @@ def check(case: AttentionCase | CudnnCase) -> None:
         refuse(f"{case.rows} query rows: beyond the template's 32-bit row indices ({MAX_ROWS})")
     p_sets = 2 if case.overlap else 1  # overlapped: P V reads one set of P while the next block's softmax fills the other
     live = case.head_dim // 2 + case.bn // 2 + p_sets * case.bn // 4 + OTHER_REGISTERS
-    budget = (OVERLAP_REGS[1] if case.overlap else CONSUMER_REGS) if case.rebalance else 168
+    budget = (overlap_regs(case)[1] if case.overlap else CONSUMER_REGS) if case.rebalance else 168
     if live > budget:
         refuse(f"O ({case.head_dim // 2}), S ({case.bn // 2}) and P ({p_sets} x {case.bn // 4}) registers per thread "
                f"and {OTHER_REGISTERS} more exceed the consumer's {budget}")
     if case.smem_bytes() > SMEM_LIMIT:
         refuse(f"Q and {case.stages} stages of K and V need {case.smem_bytes()} bytes of shared memory, over "
                f"{SMEM_LIMIT}")
+
+
+def overlap_regs(case: AttentionCase) -> tuple[int, int]:
+    """setmaxnreg's (producer, consumer) registers for an overlapped case."""
+    return CLUSTER_REGS if case.cluster > 1 else OVERLAP_REGS
 
 
 def attention(dtype: str, seq: int, head_dim: int, causal: bool = False, batch: int | None = None,
@@ -297,11 +323,13 @@ def overlapped() -> list[AttentionCase | CudnnCase]:
 def overlapped_turns() -> list[AttentionCase | CudnnCase]:
     """FA3's whole schedule at head dims 64 and 128: the softmax overlapped inside each warpgroup and the two taking
     turns at the tensor cores (a turn: a block's S and the block before's P V); the overlapped and the serial cases
-    beside them in the same run; cuDNN on each problem."""
+    beside them in the same run, and the non-causal overlapped ones (with turns and without) on clusters of two CTAs
+    sharing K and V by multicast; cuDNN on each problem."""
     mine = [case for case in _overlapped() if case.seq >= 4096]
     paired = [replace(case, overlap=False, paired=True) for case in mine if case.overlap]
-    return with_anchors(mine + [replace(case, turns=True) for case in mine + paired if case.overlap or case.paired]
-                        + paired)
+    turned = [replace(case, turns=True) for case in mine + paired if case.overlap or case.paired]
+    clustered = [replace(case, cluster=2) for case in mine + turned if case.overlap and not case.causal]
+    return with_anchors(mine + turned + paired + clustered)
 
 
 def quick() -> list[AttentionCase | CudnnCase]:
@@ -319,10 +347,11 @@ def cases() -> list[AttentionCase | CudnnCase]:
 
 def check_case(case: AttentionCase | CudnnCase) -> AttentionCase | CudnnCase:
     """The check problem's case: one batch, two heads, a sequence of 2 x stages + 1 key blocks at least (the ring
-    wraps, every slot's phase flips) and two tiles at least, on the same pipeline; cuDNN's, ANCHOR_CHECK_SEQ."""
+    wraps, every slot's phase flips) and two tiles at least (a whole number of clusters per head), on the same
+    pipeline; cuDNN's, ANCHOR_CHECK_SEQ."""
     if isinstance(case, CudnnCase):
         return replace(case, batch=1, heads=2, seq=ANCHOR_CHECK_SEQ)
-    step = max(case.bm, case.bn)
+    step = math.lcm(case.bm * case.cluster, case.bn)  # a cluster's tiles: of one head
     seq = max(2 * case.bm, (2 * case.stages + 1) * case.bn)
     seq = -(-seq // step) * step
     return replace(case, batch=1, heads=2, seq=seq)

@@ -34,8 +34,9 @@ def problem(case, q: int, k: int, v: int, o: int) -> np.ndarray:
     value = np.zeros(1, dtype=PROBLEM.dtype())
     rows = case.batch * case.seq
     value["q_map"] = _map(case, q, rows, case.bm)
-    value["k_map"] = _map(case, k, rows, case.bn)
-    value["v_map"] = _map(case, v, rows, case.bn)
+    # a cluster's CTA loads a part of each block's K and V rows (ptx/attention.cu.in KV_PART) and multicasts it
+    value["k_map"] = _map(case, k, rows, case.bn // case.cluster)
+    value["v_map"] = _map(case, v, rows, case.bn // case.cluster)
     value["o_ptr"], value["m"], value["n"], value["k"] = o, case.rows, case.bn, case.seq
     value["seq"], value["heads"] = case.seq, case.heads
     return value

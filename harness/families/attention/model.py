@@ -42,12 +42,15 @@ SCHEDULERS = 4  # per SM: one warp of each consumer warpgroup on each
 # hundredth; tests/test_readme_findings.py reads them back): alone, and beside wgmma m64n128k16.
 EX2_ALONE = 8.07
 EX2_BESIDE_WGMMA = 10.75
-SCHEDULES = ("in series", "turns", "overlap", "turns + overlap", "paired", "turns + paired")
+SCHEDULES = ("in series", "turns", "overlap", "turns + overlap", "paired", "turns + paired", "overlap + cluster2",
+             "turns + overlap + cluster2")
 
 
 def schedule(case: AttentionCase) -> str:
+    """The fit's groups: the consumers' schedule, and a cluster's multicast feed apart (its waits are not the same)."""
     inside = "overlap" if case.overlap else "paired" if case.paired else ""
-    return " + ".join(part for part in ("turns" if case.turns else "", inside) if part) or "in series"
+    cluster = f"cluster{case.cluster}" if case.cluster > 1 else ""
+    return " + ".join(part for part in ("turns" if case.turns else "", inside, cluster) if part) or "in series"
 
 
 def exponentials(case: AttentionCase) -> int:
