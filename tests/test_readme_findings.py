@@ -235,17 +235,17 @@ def test_the_gemm_docs_claims_come_from_the_runs(db):
 
 
 def test_attention_against_cudnn(db):
-    """The README's attention finding: at head dim 128, bf16, 4k-16k, not causal, the best schedule of run 122 at each
+    """The README's attention finding: at head dim 128, bf16, 4k-16k, not causal, the best schedule of run 161 at each
     sequence, of cuDNN (round-by-round medians)."""
     import harness
 
     text = finding("Attention on the pipeline layer")
-    rows = harness.results(db, run_id=122, metric="library_fraction")
+    rows = harness.results(db, run_id=161, metric="library_fraction")
     mine = rows[rows.case_id.str.startswith("attention.bf16.") & rows.case_id.str.contains("x16x128.tile")
                 & ~rows.case_id.str.contains(".causal.")]
     best = mine.groupby(mine.case_id.str.split(".").str[2].str.split("x").str[1].astype(int)).value.max()
     assert sorted(best.index) == [4096, 8192, 16384]
-    assert f"{best.min():.2f}-{best.max():.2f} of cuDNN at head dim 128" in text and "--run 122" in text
+    assert f"{best.min():.2f}-{best.max():.2f} of cuDNN at head dim 128" in text and "--run 161" in text
 
 
 def test_a_tma_copys_latency_from_l2_and_hbm(db):
@@ -626,3 +626,140 @@ def test_the_attention_models_ex2_rates_are_the_simt_overlap_runs(db):
         simt = rows[rows.launch.map(lambda launch: launch.get("role") == "simt")].set_index("case_id").value
         assert round(simt["simt.overlap.ex2.approx.ftz.f32.alone"], 2) == EX2_ALONE
         assert round(simt["simt.overlap.ex2.approx.ftz.f32.m64n128k16"], 2) == EX2_BESIDE_WGMMA
+
+
+def _attention_blocks(db, run: int) -> dict[str, tuple[float, float, float]]:
+    """Run `run`'s attention kernels: case id -> (of cuDNN, cycles a block, full-slot waits a block)."""
+    import harness
+
+    out = {}
+    frames = {metric: harness.results(db, run_id=run, metric=metric).set_index("case_id").value
+              for metric in ("library_fraction", "cycles_per_kblock", "full_wait_cycles_per_tile")}
+    for case_id, fraction in frames["library_fraction"].items():
+        if case_id.startswith("attention."):
+            case = harness.registry.parse_case_id(case_id)
+            walked = (case.seq + case.bm) / 2 / case.bn if case.causal else case.seq / case.bn
+            out[case_id] = (fraction, frames["cycles_per_kblock"][case_id],
+                            frames["full_wait_cycles_per_tile"][case_id] / walked)
+    return out
+
+
+ATTENTION_SCHEDULES = (("in series", ""), ("`.paired`", ".paired"), ("`.turns.paired`", ".turns.paired"),
+                       ("`.overlap`", ".overlap"), ("`.turns.overlap`", ".turns.overlap"))
+
+
+def attention_table(db) -> list[str]:
+    """docs/attention.md's table of runs 161 (H100) and 162 (H200): 'H100 / H200' per cell, blank where the suite
+    has no such case."""
+    runs = [_attention_blocks(db, run) for run in (161, 162)]
+    lines = []
+    for dim, stages in ((128, 3), (64, 3)):
+        for name, suffix in ATTENTION_SCHEDULES:
+            cells = []
+            for causal in (False, True):
+                for seq in (4096, 8192, 16384):
+                    case_id = (f"attention.bf16.{16384 // seq}x{seq}x{2048 // dim}x{dim}"
+                               + (".causal" if causal else "") + f".tile128x128.s{stages}.wg2.setmaxnreg{suffix}")
+                    if case_id not in runs[0] and suffix == "":  # the suite's serial cases: 3 stages at 64, 2 at 128
+                        case_id = case_id.replace(".s3.", ".s2.")
+                    cells.append(" / ".join(f"{r[case_id][0]:.2f}" for r in runs) if case_id in runs[0] else "")
+            lines.append(f"| {dim} | {name} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def test_the_attention_overlap_docs_come_from_runs_161_and_162(db):
+    """docs/attention.md, 'The softmax under P V': the table (runs 161 H100, 162 H200) and the section's numbers."""
+    doc = (ROOT / "docs" / "attention.md").read_text()
+    for line in attention_table(db):
+        assert line in doc, line
+    text = " ".join(doc.split())
+    h100, h200 = _attention_blocks(db, 161), _attention_blocks(db, 162)
+    h128 = {k: v for k, v in h100.items() if "x128.tile" in k and ".causal." not in k}
+    h64 = {k: v for k, v in h100.items() if "x64.tile" in k and ".causal." not in k}
+
+    def span(rows, pick, fmt="{:.0f}"):
+        values = [pick(v) for v in rows.values()]
+        return f"{fmt.format(min(values))}-{fmt.format(max(values))}"
+
+    def of(rows, *suffixes):
+        return {k: v for k, v in rows.items() if any(k.endswith("setmaxnreg" + s) for s in suffixes)}
+
+    best_16k = [r[k][0] for r in (h100, h200) for k in r if ".1x16384x16x128.tile" in k and k.endswith("overlap")]
+    assert min(round(x, 2) for x in best_16k) >= 1.00 and "the target is met at 16k** (1.00 on both GPUs)" in text
+    assert f"a block costs {span(of(h128, '.overlap', '.turns.overlap'), lambda v: v[1])} cycles on the H100" in text
+    assert f"against {span(of(h128, ''), lambda v: v[1])} in series" in text
+    assert f"and {span(of(h128, '.paired', '.turns.paired'), lambda v: v[1])} paired" in text
+    causal_turns = {k: v for k, v in h100.items() if "x128.causal.tile" in k and k.endswith(".turns.overlap")}
+    assert f"causal, the turns reach {span(causal_turns, lambda v: v[0], '{:.2f}')}" in text
+    assert f"({span(of(h64, '.overlap', '.turns.overlap'), lambda v: v[1])} cycles a block against " \
+           f"{span(of(h64, ''), lambda v: v[1])})" in text
+    assert f"wait {span(of(h128, '.overlap', '.turns.overlap'), lambda v: v[2])} cycles a block for data" in text
+    assert f"together; {span(of(h128, ''), lambda v: v[2])} in series" in text
+
+
+def test_the_attention_overlaps_negatives_come_from_runs_158_164_and_165(db):
+    """docs/attention.md, 'The softmax under P V': what is left at 4k-8k, the cluster (run 164), one barrier a slot
+    (run 158), short sequences (run 165)."""
+    text = " ".join((ROOT / "docs" / "attention.md").read_text().split())
+    misses = []
+    for run in (161, 162):
+        rows = _attention_blocks(db, run)
+        for seq in (4096, 8192):
+            best = max(v[0] for k, v in rows.items() if f"x{seq}x16x128.tile" in k and k.endswith("overlap"))
+            misses.append(100 * (1 - best))
+    assert f"missed at 4k-8k by {min(misses):.0f}-{max(misses):.0f} %" in text
+    cluster = _attention_blocks(db, 164)
+    mine = {k: v for k, v in cluster.items() if ".cluster2." in k}
+    twins = {k: cluster[k.replace(".cluster2", "")] for k in mine}
+    waits = [v[2] for v in mine.values()]
+    twin_waits = [v[2] for v in twins.values()]
+    losses = [twins[k][0] - v[0] for k, v in mine.items()]
+    assert min(losses) > 0
+    assert f"({min(waits):.0f}-{max(waits):.0f} cycles a block, their twins' {min(twin_waits):.0f}-" \
+           f"{max(twin_waits):.0f}) and loses {min(losses):.2f}-{max(losses):.2f} of cuDNN" in text
+    one_barrier = {k: v for k, v in _attention_blocks(db, 158).items()
+                   if "x16x128.tile" in k and k.endswith(".turns.overlap")}
+    assert f"waited {min(v[2] for v in one_barrier.values()):.0f}-{max(v[2] for v in one_barrier.values()):.0f} " \
+           f"cycles a block and `.turns.overlap` fell to {min(v[0] for v in one_barrier.values()):.2f}-" \
+           f"{max(v[0] for v in one_barrier.values()):.2f}" in text
+    short = [v[0] for k, v in _attention_blocks(db, 165).items()
+             if ".causal." not in k and (".16x1024x" in k or ".8x2048x" in k)]
+    assert f"1k-2k stays at {min(short):.2f}-{max(short):.2f} not causal" in text
+
+
+def attention_model_misses(db) -> dict[tuple[str, str], tuple[float, float]]:
+    """The model fitted to run 161 (H100), scored on itself and on run 162 (H200): (scored run, schedule) ->
+    (median, worst) |miss| in percent."""
+    import harness
+    from harness.families.attention.model import AttentionModel
+
+    model = AttentionModel()
+    frame = {run: harness.results(db, run_id=run, metric="cycles_per_kblock")[["case_id", "metric", "value"]]
+             for run in (161, 162)}
+    fitted = model.fit(frame[161], "NVIDIA H100 80GB HBM3", "run 161")
+    scored = {"161": fitted.residuals, "162": model.transfer(fitted, frame[162], "NVIDIA H200", "run 162").residuals}
+    return {(run, name): (100 * group.relative.abs().median(), 100 * group.relative.abs().max())
+            for run, residuals in scored.items() for name, group in residuals.groupby("schedule")}
+
+
+def test_the_attention_models_misses_on_todays_kernels(db):
+    """docs/attention.md, 'The model': fitted to run 161, the medians and worst misses per schedule, in sample and
+    on the H200's run 162; and the sign of the misses by head dim."""
+    text = " ".join((ROOT / "docs" / "attention.md").read_text().split())
+    misses = attention_model_misses(db)
+    medians = [m for m, _ in misses.values()]
+    worst = [w for _, w in misses.values()]
+    assert f"median misses of {min(medians):.1f}-{max(medians):.1f} % per schedule and worst " \
+           f"{min(worst):.1f}-{max(worst):.1f} %" in text
+    assert max(worst) > 10  # the target (every case within 10 %) is not met, as the text says
+    import harness
+    from harness.families.attention.model import AttentionModel
+
+    frame = harness.results(db, run_id=161, metric="cycles_per_kblock")[["case_id", "metric", "value"]]
+    residuals = AttentionModel().fit(frame, "NVIDIA H100 80GB HBM3", "run 161").residuals
+    dim = residuals.case_id.str.extract(r"x(\d+)\.(?:causal\.)?tile")[0].astype(int)
+    dim64, dim128 = residuals[dim == 64].relative, residuals[dim == 128].relative
+    worst64 = residuals.loc[dim64.idxmax()].case_id
+    assert ".causal." in worst64 and dim128.median() < 0 < dim64.median()
+    assert f"(up to +{100 * dim64.max():.0f} %, causal worst), head dim 128 faster (to {100 * dim128.min():.0f} %)" \
+        in text
