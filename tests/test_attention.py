@@ -422,3 +422,20 @@ def test_a_cluster_kernel_multicasts_k_and_v_and_loads_q_alone(case_id, compile_
         build = builds[c.case_id]
         assert build.spill_bytes("probe_attention") == 0 and not re.search(r"C75\d\d", build.log)
     assert not check(builds[alone.case_id], FAMILY.sass_expectation(case)).ok  # the expectation tells them apart
+
+
+def test_an_older_runs_id_this_version_refuses_gets_no_prediction_not_an_error():
+    """Run 121 holds head dim 256 `.overlap` ids on two stages, which the overlap now refuses (three slots): the
+    site's model column gives them no prediction instead of stopping the site."""
+    import pandas as pd
+
+    from harness.analysis.paper_verdicts import model_predictions
+
+    refused = "attention.bf16.16x1024x8x256.causal.tile128x64.s2.wg2.setmaxnreg.overlap"
+    with pytest.raises(IllegalShapeError):
+        parse_case_id(refused)
+    frame = pd.DataFrame({"family": ["attention", "attention"], "metric": ["cycles_per_kblock"] * 2,
+                          "case_id": [refused, "attention.bf16.4x4096x16x128.tile128x128.s2.wg2.setmaxnreg"],
+                          "sm_count": [132, 132], "sm_clock_mhz": [1500.0, 1500.0]})
+    refused_value, kept = model_predictions(frame, "NVIDIA H100 80GB HBM3")
+    assert np.isnan(refused_value) and kept > 0

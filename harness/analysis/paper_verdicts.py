@@ -22,6 +22,7 @@ from harness.analysis.noise import CLOCK_DRIFT, basis_of
 from harness.analysis.pairing import paper_figures, paper_rows
 from harness.analysis.uncertainty import compared_statistics
 from harness.db.store import Store
+from harness.errors import IllegalShapeError, SpecError
 from harness.paper import DEFAULT_TOLERANCE, PAPER_CLOCK_STEP_MHZ
 from harness.registry import FAMILIES, parse_case_id
 from harness.verdicts import (AGREES, CLOCK_NOT_PRINTED, DISAGREES, EXPLAINED, FOR_CONTEXT, NO_MODEL,
@@ -50,7 +51,11 @@ def model_predictions(frame: pd.DataFrame, gpu: str) -> list[float]:
             continue
         if row.family not in priors:
             priors[row.family] = model.prior(gpu)
-        case = parse_case_id(row.case_id)
+        try:
+            case = parse_case_id(row.case_id)
+        except (SpecError, IllegalShapeError):  # an older run's id that this version refuses: no prediction
+            values.append(np.nan)
+            continue
         predicted = model.predict(case, row.metric, priors[row.family])
         if predicted is None and row.metric in PER_CYCLE_OF:
             per_cycle = model.predict(case, PER_CYCLE_OF[row.metric], priors[row.family])
