@@ -439,3 +439,20 @@ def test_an_older_runs_id_this_version_refuses_gets_no_prediction_not_an_error()
                           "sm_count": [132, 132], "sm_clock_mhz": [1500.0, 1500.0]})
     refused_value, kept = model_predictions(frame, "NVIDIA H100 80GB HBM3")
     assert np.isnan(refused_value) and kept > 0
+
+
+def test_a_persistent_case_names_itself_walks_the_sms_and_checks_two_ctas_over_many_tiles():
+    from harness.families.attention.problem import check_grid, grid
+
+    case = parse_case_id("attention.bf16.4x4096x16x128.tile128x128.s3.wg2.setmaxnreg.persistent.turns.overlap")
+    assert case.persistent and case.case_id.endswith(".setmaxnreg.persistent.turns.overlap")
+    assert (grid(case, 132), grid(case, 114)) == (132, 114) and case.tiles == 2048  # 4 x 16 heads x 32 query tiles
+    twin = parse_case_id(case.case_id.replace(".persistent", ""))
+    assert grid(twin, 132) == 2048
+    assert check_grid(case) == 2 < check_case(case).tiles  # each CTA reuses Q's buffer tile after tile
+    for bad in (case.case_id.replace(".overlap", ".paired"), case.case_id.replace(".turns.overlap", ""),
+                case.case_id.replace(".persistent", ".persistent.cluster2")):
+        with pytest.raises(IllegalShapeError, match="persistent"):
+            parse_case_id(bad)
+    ids = {c.case_id for c in FAMILY.suites()["attention-persistent"].make()}
+    assert case.case_id in ids and twin.case_id in ids

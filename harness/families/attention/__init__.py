@@ -46,6 +46,8 @@ def _suites() -> dict[str, Suite]:
         "attention-fa3": Suite("FA3's whole schedule (the softmax overlapped inside each warpgroup, the two taking "
                                "turns at the tensor cores) at head dims 64 and 128, 4k..16k, with the overlapped and "
                                "the serial cases beside it; cuDNN beside each", _cases.overlapped_turns),
+        "attention-persistent": Suite("FA3's whole schedule at head dims 64 and 128, 4k..16k, causal and not, on a "
+                                      "persistent grid beside one CTA per tile; cuDNN beside each", _cases.persistent),
         "attention-quick": Suite("attention forward, bf16, head dim 128, sequence 4k, causal and not",
                                  _cases.quick),
     }
@@ -192,7 +194,8 @@ class AttentionFamily(Family):
         if isinstance(case, CudnnCase):  # the call alone, timed as a kernel's rounds time it (no clock of its own)
             return [WholeKernel(KERNEL, 1, 1, launch={"problem": "measured"}, records=False, energy=True,
                                 notes=library.description or library.missing)]
-        return [WholeKernel("probe_attention", grid(case), case.threads, anchor=KERNEL if library.available() else None,
+        sm_count = device.sm_count if device is not None else 132
+        return [WholeKernel("probe_attention", grid(case, sm_count), case.threads, anchor=KERNEL if library.available() else None,
                             counters=COUNTERS, energy=True, words=COUNTER_WORDS, launch={"problem": "measured"},
                             notes=f"{case.tiles} tiles of {case.bm} query rows, {case.kblocks} key blocks of {case.bn}"
                                   f"{' (causal: up to the diagonal)' if case.causal else ''}; {library.note()}")]

@@ -104,7 +104,7 @@ class AttentionCase(_AttentionProblem, PipelineCase):
     def base_id(self) -> str:
         return (f"attention.{self.problem_id}"
                 + f".tile{self.bm}x{self.bn}.s{self.stages}.wg{self.consumers}"
-                + (".setmaxnreg" if self.rebalance else "")
+                + (".setmaxnreg" if self.rebalance else "") + (".persistent" if self.persistent else "")
                 + (f".cluster{self.cluster}" if self.cluster > 1 else "") + (".turns" if self.turns else "")
                 + (".overlap" if self.overlap else "") + (".paired" if self.paired else ""))
 
@@ -162,7 +162,7 @@ _ANCHOR_ID = re.compile(r"^cudnn\.sdpa\.(?P<dtype>\w+?)\.(?P<batch>\d+)x(?P<seq>
                         r"(?P<causal>\.causal)?$")
 _ID = re.compile(r"^attention\.(?P<dtype>\w+?)\.(?P<batch>\d+)x(?P<seq>\d+)x(?P<heads>\d+)x(?P<dim>\d+)"
                  r"(?P<causal>\.causal)?\.tile(?P<bm>\d+)x(?P<bn>\d+)\.s(?P<stages>\d+)\.wg(?P<wg>\d+)"
-                 r"(?P<rebalance>\.setmaxnreg)?(?:\.cluster(?P<cluster>\d+))?"
+                 r"(?P<rebalance>\.setmaxnreg)?(?P<persistent>\.persistent)?(?:\.cluster(?P<cluster>\d+))?"
                  r"(?P<turns>\.turns)?(?P<overlap>\.overlap)?(?P<paired>\.paired)?$")
 
 
@@ -183,7 +183,8 @@ def parse(case_id: str) -> AttentionCase | CudnnCase:
     case = AttentionCase(dtype=g["dtype"], batch=int(g["batch"]), seq=int(g["seq"]), heads=int(g["heads"]),
                          head_dim=int(g["dim"]), causal=bool(g["causal"]), bm=int(g["bm"]), bn=int(g["bn"]),
                          bk=int(g["bn"]), stages=int(g["stages"]), consumers=int(g["wg"]),
-                         rebalance=bool(g["rebalance"]), cluster=int(g["cluster"] or 1), turns=bool(g["turns"]),
+                         rebalance=bool(g["rebalance"]), persistent=bool(g["persistent"]),
+                         cluster=int(g["cluster"] or 1), turns=bool(g["turns"]),
                          overlap=bool(g["overlap"]), paired=bool(g["paired"]))
     if g["cluster"] is not None and case.cluster == 1:
         raise SpecError(f"attention case id {case_id!r}: no cluster is written as none (no .cluster1)")
@@ -208,8 +209,11 @@ def check(case: AttentionCase | CudnnCase) -> None:
         return
     if why := case.check_skeleton():
         refuse(why)
-    if case.schedule != "cooperative" or case.persistent or case.epilogue != "regs":
-        refuse("attention runs one CTA per tile, cooperative, its epilogue from registers")
+    if case.schedule != "cooperative" or case.epilogue != "regs":
+        refuse("attention runs cooperative consumers, its epilogue from registers")
+    if case.persistent and (not case.overlap or case.cluster > 1):
+        refuse("a persistent CTA (Q's buffer on barriers of its own, reused tile after tile) walks the overlapped "
+               "schedule (.overlap) without a cluster")
     if case.cluster not in CLUSTERS:
         refuse(f"cluster {case.cluster}: expected one of {', '.join(map(str, CLUSTERS))} (two query tiles of a head "
                "sharing K and V)")
@@ -254,7 +258,8 @@ def check(case: AttentionCase | CudnnCase) -> None:
 
 def overlap_regs(case: AttentionCase) -> tuple[int, int]:
     """setmaxnreg's (producer, consumer) registers for an overlapped case."""
-    return CLUSTER_REGS if case.cluster > 1 else OVERLAP_REGS
+    # a cluster's producer keeps its cluster's index, a persistent one its walk: 32 registers (24 spill one)
+    return CLUSTER_REGS if case.cluster > 1 or case.persistent else OVERLAP_REGS
 
 
 def attention(dtype: str, seq: int, head_dim: int, causal: bool = False, batch: int | None = None,
@@ -332,13 +337,21 @@ def overlapped_turns() -> list[AttentionCase | CudnnCase]:
     return with_anchors(mine + turned + paired + clustered)
 
 
+def persistent() -> list[AttentionCase | CudnnCase]:
+    """FA3's whole schedule at head dims 64 and 128, 4k-16k, causal and not, on a persistent grid (one CTA per SM
+    walking tiles, Q's next load under the tile before's last blocks, the ring never drained between tiles) beside
+    the same on one CTA per tile; cuDNN on each problem."""
+    mine = [replace(case, turns=True) for case in _overlapped() if case.overlap and case.seq >= 4096]
+    return with_anchors(mine + [replace(case, persistent=True) for case in mine])
+
+
 def quick() -> list[AttentionCase | CudnnCase]:
     return with_anchors([attention("bf16", 4096, 128), attention("bf16", 4096, 128, causal=True)])
 
 
 def cases() -> list[AttentionCase | CudnnCase]:
     seen, out = set(), []
-    for case in everyday() + turns() + overlapped() + overlapped_turns() + quick():
+    for case in everyday() + turns() + overlapped() + overlapped_turns() + persistent() + quick():
         if case.case_id not in seen:
             seen.add(case.case_id)
             out.append(case)

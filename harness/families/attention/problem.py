@@ -55,12 +55,14 @@ def c_float(value: float) -> str:
     return float(np.float32(value)).hex() + "f"
 
 
-def grid(case: AttentionCase) -> int:
-    return case.tiles
+def grid(case: AttentionCase, sm_count: int = 132) -> int:
+    """CTAs of the measured launch: one per tile, or (persistent) one per SM, at most one per tile."""
+    return min(case.tiles, sm_count) if case.persistent else case.tiles
 
 
 def check_grid(case: AttentionCase) -> int:
-    return check_case(case).tiles
+    """CTAs of the check launch: one per tile, or (persistent) two, each walking several tiles (Q's buffer reused)."""
+    return 2 if case.persistent else check_case(case).tiles
 
 
 def tensor_elements(case: AttentionCase) -> int:
