@@ -763,3 +763,19 @@ def test_the_attention_models_misses_on_todays_kernels(db):
     assert ".causal." in worst64 and dim128.median() < 0 < dim64.median()
     assert f"(up to +{100 * dim64.max():.0f} %, causal worst), head dim 128 faster (to {100 * dim128.min():.0f} %)" \
         in text
+
+
+def test_the_persistent_attention_walk_docs_come_from_run_166(db):
+    """docs/attention.md: the persistent grid against its one-CTA-per-tile twin, in the same run (166, H100)."""
+    text = " ".join((ROOT / "docs" / "attention.md").read_text().split())
+    rows = _attention_blocks(db, 166)
+    pairs = [(v, rows[k.replace(".persistent", "")]) for k, v in rows.items() if ".persistent." in k]
+    flat = [(p, t) for (p, t), k in zip(pairs, [k for k in rows if ".persistent." in k]) if ".causal." not in k]
+    fractions = [p[0] - t[0] for p, t in flat]
+    blocks = [p[1] - t[1] for p, t in flat]
+    assert f"within {min(fractions):.2f} to +{max(fractions):.2f} of cuDNN's fraction" in text
+    assert f"its block {min(blocks):.0f}-{max(blocks):.0f} cycles longer" in text
+    causal = {k: v[0] for k, v in rows.items() if ".1x16384x16x128.causal." in k}
+    mine = next(v for k, v in causal.items() if ".persistent." in k)
+    twin = next(v for k, v in causal.items() if ".persistent." not in k)
+    assert f"causal at 16k it falls to {mine:.2f} against {twin:.2f}" in text
