@@ -216,9 +216,9 @@ _DEPBAR = re.compile(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x[0-9a-f]+|\d+)")
 
 
 def issued_in_flight(instructions: list[str], expected) -> int:
-    """How many instructions starting with `expected.mnemonic` (InFlight) are issued while a wgmma group holding
-    `expected.group` is in flight, walking the kernel in order: a wgmma instruction carrying `gsb0` closes a group,
-    `WARPGROUP.DEPBAR.LE gsb0, N` retires all but the newest N."""
+    """How many instructions starting with `expected.mnemonic` (InFlight) are issued while an asynchronous
+    tensor-core group holding `expected.group` is in flight, walking the kernel in order: a `*GMMA` instruction
+    carrying `gsb0` closes a group, `WARPGROUP.DEPBAR.LE gsb0, N` retires all but the newest N."""
     pending: list[bool] = []  # the groups in flight, oldest first: whether each holds expected.group
     count = 0
     for ins in map(_unguarded, instructions):
@@ -251,7 +251,7 @@ def check(build, expectation) -> SassCheck:
         issued = issued_in_flight(kernels.get(kernel, []), expected)
         good = issued >= expected.count
         ok &= good
-        notes.append(f"{kernel}: {issued} x {expected.mnemonic} under a wgmma {expected.group} in flight"
+        notes.append(f"{kernel}: {issued} x {expected.mnemonic} under a tensor-core group {expected.group} in flight"
                      + ("" if good else f", expected {expected.count} at least: the overlap is not in the SASS"))
     spills = sum(build.spill_bytes(k) for k in expectation.spill_kernels)
     if expectation.spill_kernels:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from harness import tensormaps
 from harness.families.base import Attachment
-from harness.families.layouts import tile
+import harness.families.layouts.tile as tile
 from harness.families.layouts.cases import LayoutCase
 
 
