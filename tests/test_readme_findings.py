@@ -672,6 +672,13 @@ def test_the_attention_overlap_docs_come_from_runs_161_and_162(db):
     doc = (ROOT / "docs" / "attention.md").read_text()
     for line in attention_table(db):
         assert line in doc, line
+    import harness
+
+    spreads = [harness.results(db, run_id=run, metric="library_fraction").query("case_id.str.startswith('attention.')",
+                                                                               engine="python").spread
+               for run in (161, 162)]
+    low, high = min(s.min() for s in spreads), max(s.max() for s in spreads)
+    assert f"round-by-round medians (spreads {low:.2f}-{high:.2f})" in doc
     text = " ".join(doc.split())
     h100, h200 = _attention_blocks(db, 161), _attention_blocks(db, 162)
     h128 = {k: v for k, v in h100.items() if "x128.tile" in k and ".causal." not in k}
