@@ -294,6 +294,17 @@ __device__ __forceinline__ void consume_lookahead_step(const Ring<STAGES, CLUSTE
   current = st;
   st.advance();
 }
+// The last k-block (parity P), its first group in flight: its work, then its second group alone.
+template <int P, int STAGES, int CLUSTER, class Consumer>
+__device__ __forceinline__ void consume_lookahead_last(const Ring<STAGES, CLUSTER>& ring, int kb, int t,
+                                                       Consumer& consumer, const PipelineState<STAGES>& previous,
+                                                       const PipelineState<STAGES>& current) {
+  consumer.template follow<P>(previous, kb);
+  ring.consumer_release(current.index(), t);
+  wgmma_wait_group<0>();
+  consumer.retired(previous);
+  consumer.template close<P>(current);
+}
 template <int STAGES, int CLUSTER, class Consumer>
 __device__ __forceinline__ void consume_kblocks_lookahead(const Ring<STAGES, CLUSTER>& ring, PipelineState<STAGES>& st,
                                                           int kblocks, int t, long long& full_wait, Consumer& consumer) {
@@ -319,19 +330,8 @@ __device__ __forceinline__ void consume_kblocks_lookahead(const Ring<STAGES, CLU
   }
   if (kb + 1 < kblocks) consume_lookahead_step<1>(ring, st, kb++, t, full_wait, consumer, previous, current);
   // k-block kb = kblocks - 1, its first group in flight: its work, then its second group alone
-  if (kb & 1) {
-    consumer.template follow<1>(previous, kb);
-    ring.consumer_release(current.index(), t);
-    wgmma_wait_group<0>();
-    consumer.retired(previous);
-    consumer.template close<1>(current);
-  } else {
-    consumer.template follow<0>(previous, kb);
-    ring.consumer_release(current.index(), t);
-    wgmma_wait_group<0>();
-    consumer.retired(previous);
-    consumer.template close<0>(current);
-  }
+  if (kb & 1) consume_lookahead_last<1>(ring, kb, t, consumer, previous, current);
+  else consume_lookahead_last<0>(ring, kb, t, consumer, previous, current);
 }
 
 // -- the tile walk ----------------------------------------------------------------------------------------
