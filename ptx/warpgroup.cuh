@@ -86,6 +86,15 @@ __host__ __device__ constexpr u64 smem_descriptor_fields(u32 start_address, u32 
          (static_cast<u64>(swizzle) << 62);
 }
 
+// The address of the 2-byte element (row, col) from `base`, in boxes of 64 columns ROWS rows apart, laid out as a TMA
+// box with the 128-byte swizzle writes it (a row 128 bytes, its 16-byte chunks permuted by the row's index mod 8):
+// where a tile's epilogue stores from registers for a TMA store to read.
+template <int ROWS>
+__device__ __forceinline__ u32 swizzle128_address(u32 base, int row, int col) {
+  const int chunk = ((col % 64) / 8) ^ (row % 8);
+  return base + (col / 64) * ROWS * 128 + row * 128 + chunk * 16 + (col % 8) * 2;
+}
+
 // A descriptor whose offsets and swizzle are fixed at compile time, for an operand at `start_address`.
 template <Swizzle SWIZZLE, u32 LEADING_BYTES, u32 STRIDE_BYTES, u32 BASE_OFFSET = 0>
 __device__ __forceinline__ u64 smem_descriptor(u32 start_address) {

@@ -146,8 +146,22 @@ def test_a_cluster_loads_half_of_k_and_v_per_cta_and_all_of_q(monkeypatch):
         case = attention("bf16", 4096, 128, stages=3, overlap=True, cluster=cluster)
         boxes.clear()
         gpu.problem(case, 1 << 20, 2 << 20, 3 << 20, 4 << 20)
-        # (64 head-dim columns, one head, rows): Q's box is the tile's 128 rows, K's and V's 128 / cluster keys
-        assert dict(boxes) == {1 << 20: (64, 1, 128), 2 << 20: (64, 1, k_rows), 3 << 20: (64, 1, k_rows)}
+        # (64 head-dim columns, one head, rows): Q's box is the tile's 128 rows, K's and V's 128 / cluster keys, O's
+        # a consumer warpgroup's 64 rows (the TMA store's epilogue)
+        assert dict(boxes) == {1 << 20: (64, 1, 128), 2 << 20: (64, 1, k_rows), 3 << 20: (64, 1, k_rows),
+                               4 << 20: (64, 1, 64)}
+
+
+def test_the_tma_store_epilogue_is_a_case_of_one_tile_per_cta_with_a_store_per_panel():
+    case = attention("bf16", 4096, 128, stages=3, overlap=True, epilogue="tmastore")
+    assert case.case_id.endswith(".overlap.tmastore") and FAMILY.parse(case.case_id) == case
+    assert FAMILY.template_params(case)["epilogue_tma"] == "true"
+    expected = {k.mnemonic: k.count for _, k in FAMILY.sass_expectation(case).kernels}
+    assert expected["UTMASTG.3D"] == 2  # a store per 64-column panel of head dim 128
+    plain = {k.mnemonic for _, k in FAMILY.sass_expectation(replace(case, epilogue="regs")).kernels}
+    assert "UTMASTG.3D" not in plain
+    with pytest.raises(IllegalShapeError, match="a CTA of one tile"):
+        attention("bf16", 4096, 128, stages=3, overlap=True, persistent=True, epilogue="tmastore")
 
 
 def test_the_template_takes_the_scale_exactly_and_the_wgmma_forms():

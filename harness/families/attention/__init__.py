@@ -43,6 +43,9 @@ def _suites() -> dict[str, Suite]:
         "attention-overlap": Suite("the attention suite's bf16 cases with each warpgroup's softmax overlapped with "
                                    "its P V of the block before (FA3's intra-warpgroup overlap), 3 stages at head "
                                    "dims 64 and 128; cuDNN beside each", _cases.overlapped),
+        "attention-tmastore": Suite("FA3's schedule at head dims 64 and 128, 4k-16k, causal and not, with turns and "
+                                    "without, its epilogue through Q's buffer and a TMA store beside the same "
+                                    "writing O from registers; cuDNN beside each", _cases.tma_stored),
         "attention-fa3": Suite("FA3's whole schedule (the softmax overlapped inside each warpgroup, the two taking "
                                "turns at the tensor cores) at head dims 64 and 128, 4k..16k, with the overlapped and "
                                "the serial cases beside it; cuDNN beside each", _cases.overlapped_turns),
@@ -102,7 +105,8 @@ class AttentionFamily(Family):
         (ptx/pipeline.cuh's consume_kblocks_lookahead): S five times (the first block's, the second's, the loop's two,
         the odd one after it), P V seven (the loop's two, the odd one, the last block's two parities' and their closing
         ones), the softmax six; a causal kernel walks a one-block tile in series besides (once more each). And the
-        overlap itself: the exponentials of the loop's two blocks at least issued while a P V is in flight."""
+        overlap itself: the exponentials of the loop's two blocks at least issued while a P V is in flight. The TMA
+        store's epilogue (`.tmastore`): one UTMASTG.3D per panel."""
         bf = ".BF16" if case.dtype == "bf16" else ""
         qk = f"HGMMA.64x{case.bn}x16.F32{bf}"
         pv = f"HGMMA.64x{case.head_dim}x16.F32{bf}"
@@ -121,7 +125,11 @@ class AttentionFamily(Family):
         loads = ((("probe_attention", KernelExpectation(load, panels, exclude=(multicast,))),
                   ("probe_attention", KernelExpectation(multicast, 2 * panels))) if case.cluster > 1
                  else (("probe_attention", KernelExpectation(load, 3 * panels)),))
-        kernels = gemms + (("probe_attention", KernelExpectation("MUFU.EX2", per_block * copies_softmax)),) + loads
+        # the TMA store's epilogue: one store per panel (a warpgroup's box; one thread issues them)
+        stores = ((("probe_attention", KernelExpectation("UTMASTG.3D", panels)),) if case.epilogue == "tmastore"
+                  else ())
+        kernels = (gemms + (("probe_attention", KernelExpectation("MUFU.EX2", per_block * copies_softmax)),) + loads
+                   + stores)
         in_flight = (("probe_attention", InFlight("MUFU.EX2", ".tnspB", 2 * per_block)),) if case.overlap else ()
         return SassExpectation(kernels, executes=f"{case.head_dim // 16} x {qk} and {case.bn // 16} x {pv} per block "
                                f"of {case.bn} keys; {per_block} MUFU.EX2 per thread",

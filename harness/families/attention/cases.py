@@ -106,7 +106,8 @@ class AttentionCase(_AttentionProblem, PipelineCase):
                 + f".tile{self.bm}x{self.bn}.s{self.stages}.wg{self.consumers}"
                 + (".setmaxnreg" if self.rebalance else "") + (".persistent" if self.persistent else "")
                 + (f".cluster{self.cluster}" if self.cluster > 1 else "") + (".turns" if self.turns else "")
-                + (".overlap" if self.overlap else "") + (".paired" if self.paired else ""))
+                + (".overlap" if self.overlap else "") + (".paired" if self.paired else "")
+                + (".tmastore" if self.epilogue == "tmastore" else ""))
 
     @property
     def tiles(self) -> int:
@@ -163,7 +164,7 @@ _ANCHOR_ID = re.compile(r"^cudnn\.sdpa\.(?P<dtype>\w+?)\.(?P<batch>\d+)x(?P<seq>
 _ID = re.compile(r"^attention\.(?P<dtype>\w+?)\.(?P<batch>\d+)x(?P<seq>\d+)x(?P<heads>\d+)x(?P<dim>\d+)"
                  r"(?P<causal>\.causal)?\.tile(?P<bm>\d+)x(?P<bn>\d+)\.s(?P<stages>\d+)\.wg(?P<wg>\d+)"
                  r"(?P<rebalance>\.setmaxnreg)?(?P<persistent>\.persistent)?(?:\.cluster(?P<cluster>\d+))?"
-                 r"(?P<turns>\.turns)?(?P<overlap>\.overlap)?(?P<paired>\.paired)?$")
+                 r"(?P<turns>\.turns)?(?P<overlap>\.overlap)?(?P<paired>\.paired)?(?P<tmastore>\.tmastore)?$")
 
 
 def parse(case_id: str) -> AttentionCase | CudnnCase:
@@ -185,7 +186,8 @@ def parse(case_id: str) -> AttentionCase | CudnnCase:
                          bk=int(g["bn"]), stages=int(g["stages"]), consumers=int(g["wg"]),
                          rebalance=bool(g["rebalance"]), persistent=bool(g["persistent"]),
                          cluster=int(g["cluster"] or 1), turns=bool(g["turns"]),
-                         overlap=bool(g["overlap"]), paired=bool(g["paired"]))
+                         overlap=bool(g["overlap"]), paired=bool(g["paired"]),
+                         epilogue="tmastore" if g["tmastore"] else "regs")
     if g["cluster"] is not None and case.cluster == 1:
         raise SpecError(f"attention case id {case_id!r}: no cluster is written as none (no .cluster1)")
     check(case)
@@ -209,8 +211,10 @@ def check(case: AttentionCase | CudnnCase) -> None:
         return
     if why := case.check_skeleton():
         refuse(why)
-    if case.schedule != "cooperative" or case.epilogue != "regs":
-        refuse("attention runs cooperative consumers, its epilogue from registers")
+    if case.schedule != "cooperative":
+        refuse("attention runs cooperative consumers")
+    if case.epilogue == "tmastore" and case.persistent:
+        refuse("the TMA store's epilogue stages O in Q's buffer: a CTA of one tile (no .persistent)")
     if case.persistent and (not case.overlap or case.cluster > 1):
         refuse("a persistent CTA (Q's buffer on barriers of its own, reused tile after tile) walks the overlapped "
                "schedule (.overlap) without a cluster")
@@ -345,13 +349,21 @@ def persistent() -> list[AttentionCase | CudnnCase]:
     return with_anchors(mine + [replace(case, persistent=True) for case in mine])
 
 
+def tma_stored() -> list[AttentionCase | CudnnCase]:
+    """The overlapped cases at head dims 64 and 128, 4k-16k, causal and not, with turns and without, O written from
+    registers and beside each the same with O staged in Q's buffer and stored by TMA; cuDNN on each problem."""
+    mine = [case for case in _overlapped() if case.overlap and case.seq >= 4096]
+    mine += [replace(case, turns=True) for case in mine]
+    return with_anchors(mine + [replace(case, epilogue="tmastore") for case in mine])
+
+
 def quick() -> list[AttentionCase | CudnnCase]:
     return with_anchors([attention("bf16", 4096, 128), attention("bf16", 4096, 128, causal=True)])
 
 
 def cases() -> list[AttentionCase | CudnnCase]:
     seen, out = set(), []
-    for case in everyday() + turns() + overlapped() + overlapped_turns() + persistent() + quick():
+    for case in everyday() + turns() + overlapped() + overlapped_turns() + persistent() + tma_stored() + quick():
         if case.case_id not in seen:
             seen.add(case.case_id)
             out.append(case)

@@ -39,6 +39,7 @@ def problem(case, q: int, k: int, v: int, o: int) -> np.ndarray:
     value["v_map"] = _map(case, v, rows, case.bn // case.cluster)
     value["o_ptr"], value["m"], value["n"], value["k"] = o, case.rows, case.bn, case.seq
     value["seq"], value["heads"] = case.seq, case.heads
+    value["o_map"] = _map(case, o, rows, 64)  # a consumer warpgroup's 64 rows a box (the TMA store's epilogue)
     return value
 
 

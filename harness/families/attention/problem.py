@@ -30,12 +30,13 @@ from harness.families.pipeline import COUNTER_WORDS, TENSOR_FLOPS_PER_CYCLE, Ker
 
 # The kernel's by-value argument, twice (the check problem, the measured one): maps over Q, K and V as
 # [batch x seq, heads, D] (3-D: D innermost, boxes of 64 columns x 1 head x rows), O's address, the skeleton's walk
-# (m = batch x heads x seq query rows, n = one key block: one column of tiles, k = seq keys) and the shape.
+# (m = batch x heads x seq query rows, n = one key block: one column of tiles, k = seq keys), the shape, and a map
+# over O as Q's with boxes of 64 rows (a consumer warpgroup's; the TMA store's epilogue, `.tmastore`).
 PROBLEM = KernelStruct("Problem", (("q_map", "map"), ("k_map", "map"), ("v_map", "map"), ("o_ptr", "u64"),
                                    ("m", "i32"), ("n", "i32"), ("k", "i32"), ("seq", "i32"), ("heads", "i32"),
-                                   ("pad", "i32")),
+                                   ("pad", "i32"), ("o_map", "map")),
                        comment="One attention problem: maps over Q, K, V, O's address, the skeleton's walk and the "
-                               "shape (harness/families/attention/problem.py PROBLEM).")
+                               "shape, a map over O (harness/families/attention/problem.py PROBLEM).")
 SAMPLED_ROWS = 256  # query rows of each head the measured problem's check computes: its first and last 64, 128 between
 LOG2E = 1.4426950408889634
 EX2_RELATIVE = 2.0 ** -22  # ex2.approx.ftz.f32: 2 ulp (PTX ISA 9.7.4)
