@@ -166,3 +166,45 @@ def test_describe_names_the_layout_and_the_descriptor():
     assert "Swizzle<3,4,3> o (64,(64,1)):(128,(2,8192))" in text and "SBO 1024 B" in text
     assert str(Swizzled(SWIZZLE_MODES[128], Layout((64, (64, 1)), (128, (2, 8192))))) in text
     assert "phase 0 (lanes 0-7): 1 wavefront" in text
+
+
+def test_the_map_of_bank_groups_is_the_ptx_swizzles_and_can_show_a_conflict():
+    """Outside expectations: the 128-byte swizzle XORs a row's 16-byte chunk index with the row mod 8 (PTX ISA,
+    "Shared memory matrix layout", swizzling modes); without a swizzle, rows of a core matrix are 16 bytes apart, so
+    row r sits in bank group r. Under every mode an 8-row column is conflict-free; the 128-byte tile under no swizzle
+    function puts a column in one group, 8 bank cycles a matrix."""
+    from harness.families.layouts.figures import bank_groups, column_wavefronts
+
+    r, j = np.meshgrid(np.arange(8), np.arange(8), indexing="ij")
+    assert (bank_groups(parse("layouts.tma.sw128.b16")) == (j ^ r)).all()
+    assert (bank_groups(parse("layouts.tma.sw128.b8")) == (j ^ r)).all()
+    assert (bank_groups(parse("layouts.tma.none.b16")) == np.arange(8)[:, None]).all()
+    assert all(column_wavefronts(case) == 1 for case in cases())
+    assert column_wavefronts(parse("layouts.tma.sw128.b16"), swizzle=0) == 8
+
+
+def _readback_rows(valid=(True,) * 8, step=39.0):
+    import pandas as pd
+
+    return pd.DataFrame([{"run_id": 7, "gpu_name": "NVIDIA H100 80GB HBM3", "case_id": case.base_id, "valid": ok,
+                          "error": None if ok else "readback: 12 words differ", "value": step + 0.1 * i,
+                          "sm_clock_mhz": 1980.0} for i, (case, ok) in enumerate(zip(cases(), valid))])
+
+
+def test_the_report_says_which_cases_read_back_and_names_a_failed_one(tmp_path):
+    from types import SimpleNamespace
+
+    from harness.families.layouts import figures as layouts_figures
+
+    rows = _readback_rows()
+    store = SimpleNamespace(query=lambda sql: rows)
+    (head, text, path), (_, _, table) = FAMILY.figures(SimpleNamespace(store=store, run_id=7, gpu="NVIDIA H100 80GB HBM3",
+                                                                       directory=tmp_path))
+    assert path.exists() and "swizzle" in head
+    assert text[0].startswith("NVIDIA H100 80GB HBM3 (run 7): 8 of 8 cases read back exactly")
+    assert "39.0-39.7 cycles" in text[0]
+    assert list(table["read back"]) == ["exact"] * 8
+    failed = _readback_rows(valid=(True, False) + (True,) * 6)
+    line = layouts_figures.summary("H200", 9, failed)
+    assert "7 of 8 cases" in line and f"failed: {cases()[1].base_id}" in line
+    assert (layouts_figures.run_table(failed)["read back"] != "exact").sum() == 1

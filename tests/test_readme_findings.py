@@ -789,3 +789,26 @@ def test_the_persistent_attention_walk_docs_come_from_run_166(db):
     mine = next(v for k, v in causal.items() if ".persistent." in k)
     twin = next(v for k, v in causal.items() if ".persistent." not in k)
     assert f"causal at 16k it falls to {mine:.2f} against {twin:.2f}" in text
+
+
+def test_the_layouts_readback_docs_come_from_runs_159_and_163(db, tmp_path):
+    """docs/banks.md's runs of record of the TMA readback: the cases read back exactly on each GPU and the ldmatrix
+    chain's step over both, from the layouts family's report rows; and the site's finding holds both GPUs."""
+    from types import SimpleNamespace
+
+    from harness.db.frames import latest
+    from harness.db.store import Store
+    from harness.families.layouts import FAMILY as LAYOUTS
+    from harness.families.layouts.figures import _rows
+
+    text = " ".join((ROOT / "docs" / "banks.md").read_text().split())
+    store = Store.open(db)
+    h100, h200 = _rows(store, 159), _rows(store, 163)
+    assert set(h100.gpu_name) == {"NVIDIA H100 80GB HBM3"} and set(h200.gpu_name) == {"NVIDIA H200"}
+    assert (f"{int(h100.valid.sum())} of {len(h100)} cases read back exactly on the H100 and "
+            f"{int(h200.valid.sum())} of {len(h200)} on the H200") in text
+    steps = pd.concat([h100, h200]).value
+    assert f"chain's step is {steps.min():.1f}-{steps.max():.1f} cycles on both GPUs" in text
+    (head, lines, path), = LAYOUTS.findings(SimpleNamespace(store=store, latest=latest(store), directory=tmp_path))
+    assert path.exists() and lines[0].startswith("NVIDIA H100 80GB HBM3 (run 159): 8 of 8")
+    assert lines[1].startswith("NVIDIA H200 (run 163): 8 of 8")

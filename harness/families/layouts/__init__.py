@@ -5,7 +5,8 @@ the addresses the library computes, and a wgmma whose descriptor (ptx/warpgroup.
 same swizzle, multiplying the tile by a permutation so that D shows what it read. Timed: warp 0's chain of
 ldmatrix.x4 through the landed tile (latency_cycles).
 
-Ids: layouts.tma.<none|sw32|sw64|sw128>.<b16|b8>. Probe template: ptx/layouts.cu.in; the map: gpu.py.
+Ids: layouts.tma.<none|sw32|sw64|sw128>.<b16|b8>. Probe template: ptx/layouts.cu.in; the map: gpu.py; the report
+section and the site's finding: figures.py.
 """
 
 from __future__ import annotations
@@ -156,6 +157,17 @@ class LayoutsFamily(Family):
         from harness.families.layouts.gpu import attach
 
         return attach(case, probe, device)
+
+    def figures(self, context) -> list:
+        from harness.families.layouts.figures import figures
+
+        return figures(context)
+
+    def findings(self, context) -> list:
+        """Where a TMA load puts a swizzled tile, and whether ldmatrix and wgmma read it back (the newest runs)."""
+        from harness.families.layouts.figures import findings
+
+        return findings(context)
 
 
 FAMILY = LayoutsFamily()
