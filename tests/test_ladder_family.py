@@ -328,3 +328,31 @@ def test_the_library_rung_runs_on_the_simulated_gpu_into_a_database_with_no_buil
     assert list(stored.metric) == ["throughput_tflops"] and stored.build_id.isna().all()
     assert json.loads(stored.params.iloc[0]) == {"k": 1024, "m": 1024, "n": 1024, "step": "cublas"}
     assert (stored.instruction.iloc[0], stored.dtype_a.iloc[0]) == ("cublasGemmEx", "f32")
+
+
+def test_the_ladders_pipeline_is_the_sustained_one_on_normal_inputs_not_a_protocol_variant(tmp_path):
+    """gemm-protocol's cases run the same kernel on zero or integer inputs, or as a burst after idle (run 152: 751
+    TFLOPS on zeros against 655 on normal inputs): the ladder sets its steps beside the normal, sustained pipeline,
+    in the report and in the site's finding."""
+    from types import SimpleNamespace
+
+    from harness.analysis import paper_verdicts, run_rows
+    from harness.analysis.report import ReportContext
+    from harness.db.frames import latest
+
+    pipe = "gemm.f16.1024x1024x1024.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore"
+    store, _ = _store(tmp_path / "r.db", [_result(pipe, 400.0), _result(pipe + ".inputs-zero", 500.0),
+                                          _result(pipe + ".burst", 520.0), _result(pipe + ".inputs-int.burst", 530.0),
+                                          _result("cublas.f16.1024x1024x1024", 410.0),
+                                          _result("cublas.f16.1024x1024x1024.inputs-zero", 480.0)])
+    _, ladder = _store(None, [_result("ladder.naive.f32.1024x1024x1024", 1.0, 0.02, 0.05),
+                              _result("ladder.reg-tiled.f32.1024x1024x1024", 20.0, 0.4, 0.8)], store)
+    measured = run_rows.measured(store, ladder)
+    ctx = ReportContext(store, ladder, "NVIDIA H100 80GB HBM3", tmp_path, measured,
+                        paper_verdicts.against_paper(store, ladder))
+    rows = FAMILY.figures(ctx)[1][2].set_index("step")
+    assert rows.loc["best wgmma pipeline", "TFLOPS"] == 400.0 and rows.loc["cuBLAS f16", "TFLOPS"] == 410.0
+    (head, text, path), = FAMILY.findings(SimpleNamespace(store=store, latest=latest(store), directory=tmp_path))
+    assert path.exists() and head.endswith("(NVIDIA H100 80GB HBM3)")
+    assert f"(run {ladder}), 1024^3, TFLOPS: naive 1, reg-tiled 20, best wgmma pipeline 400, cuBLAS f16 410" in text[0]
+    assert "the reg-tiled step makes 0.80 of cuBLAS SGEMM" in text[0]

@@ -812,3 +812,12 @@ def test_the_layouts_readback_docs_come_from_runs_159_and_163(db, tmp_path):
     (head, lines, path), = LAYOUTS.findings(SimpleNamespace(store=store, latest=latest(store), directory=tmp_path))
     assert path.exists() and lines[0].startswith("NVIDIA H100 80GB HBM3 (run 159): 8 of 8")
     assert lines[1].startswith("NVIDIA H200 (run 163): 8 of 8")
+
+
+def test_the_ladders_protocol_variant_figures_come_from_run_152(db):
+    """docs/ladder.md: the zero-input variant's TFLOPS against the normal one's, run 152 (gemm-protocol, H100)."""
+    text = " ".join((ROOT / "docs" / "ladder.md").read_text().split())
+    rates = harness.results(db, run_id=152, metric="throughput_tflops").set_index("case_id").value
+    pipe = "gemm.f16.4096x4096x4096.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore"
+    assert (f"run 152's zero-input case made {rates[pipe + '.inputs-zero']:.0f} TFLOPS against {rates[pipe]:.0f} on "
+            "normal inputs") in text

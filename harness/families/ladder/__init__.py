@@ -169,6 +169,12 @@ class LadderFamily(Family):
 
         return figures(context)
 
+    def findings(self, context) -> list:
+        """The GEMM ladder of each GPU model's newest runs, from the naive kernel to the best wgmma pipeline."""
+        from harness.families.ladder.figures import findings
+
+        return findings(context)
+
     @staticmethod
     def paper_case(figure) -> tuple[str, str] | str | None:
         """The seed GEMM chapter's steps (harness/db/data/references/article_gemm_chapter_a100.csv: an A100 at

@@ -6,6 +6,7 @@ with a verdict."""
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -18,6 +19,9 @@ RANGE = re.compile(r"^stated as the range ([0-9.]+)-([0-9.]+) ")
 # A fraction of peak read off a ranking that prints round numbers ("~", ranges): agreement within 15 % of its ends
 FRACTION_SLACK = 0.15
 SOURCES = ("seed-gemm-chapter", "hgemm-worklog-h100")
+# The gemm family's protocol variants (suite gemm-protocol: integer or zero inputs, a burst after idle) run the same
+# kernels on other inputs or clocks: the ladder's pipeline is the sustained one on normal inputs, as its own steps.
+VARIANT = re.compile(r"\.inputs-[a-z]+|\.burst$")
 
 
 def _ours(frame: pd.DataFrame) -> pd.DataFrame:
@@ -41,7 +45,7 @@ def _pipeline(ctx, gpu: str, size: int) -> tuple[float, str | None, float, int |
 
     def pick(rates: pd.DataFrame) -> tuple[float, str | None, float]:
         rates = rates[rates.metric == "throughput_tflops"]
-        pipes = rates[rates.case_id.str.startswith("gemm" + shape + ".")]
+        pipes = rates[rates.case_id.str.startswith("gemm" + shape + ".") & ~rates.case_id.str.contains(VARIANT)]
         best = pipes.loc[pipes.value.idxmax()] if len(pipes) else None
         library = rates[rates.case_id == "cublas" + shape]
         return (float(best.value) if best is not None else np.nan, best.case_id if best is not None else None,
@@ -55,7 +59,7 @@ def _pipeline(ctx, gpu: str, size: int) -> tuple[float, str | None, float, int |
                                WHERE family = 'gemm' AND gpu_name = '{quoted}' AND valid AND NOT flagged
                                AND metric = 'throughput_tflops' AND value IS NOT NULL
                                AND (case_id LIKE 'gemm{shape}.%' OR case_id = 'cublas{shape}')""")
-    rows = rows[rows.case_id.str.startswith("gemm" + shape + ".")]
+    rows = rows[rows.case_id.str.startswith("gemm" + shape + ".") & ~rows.case_id.str.contains(VARIANT)]
     if rows.empty:
         return (*found, None)
     run = int(rows.run_id.max())
@@ -64,20 +68,19 @@ def _pipeline(ctx, gpu: str, size: int) -> tuple[float, str | None, float, int |
     return (*pick(every), run)
 
 
-def figures(ctx) -> list:
-    frame = ctx.measured[ctx.measured.family == "ladder"]
-    if frame.empty:
-        return []
+def _climb(ctx, frame: pd.DataFrame, gpu: str, label: str, name: str, here: str = "this run"):
+    """The ladder at the largest square size `frame` holds (every step, its bound, the best pipeline and cuBLAS f16
+    beside it): (ours, size, text, figure path, table); None where no square size was measured."""
     ours = _ours(frame)
     square = ours[ours.square]
     if square.empty:
-        return []
+        return None
     size = int(square["size"].max())
     at = square[square["size"] == size].set_index("step")
     at = at.loc[[s for s in ORDER if s in at.index]]
     clock = float(np.nanmedian(at.clock_mhz)) if at.clock_mhz.notna().any() else np.nan
     sms = int(at.sm_count.iloc[0])
-    params = Params(ctx.gpu, sms, clock)
+    params = Params(gpu, sms, clock)
     found = {step: bound(row.case, params) for step, row in at.iterrows()}
     table = pd.DataFrame({
         "step": at.index, "TFLOPS": at.tflops.to_numpy(),
@@ -88,16 +91,16 @@ def figures(ctx) -> list:
         "library_fraction": at.library_fraction.to_numpy(), "SM MHz": at.clock_mhz.to_numpy(),
         "runs": [STEPS[s].what if s in STEPS else at.loc[s].case.anchor.description for s in at.index]})
     table["of the bound"] = table.TFLOPS / table["model bound TFLOPS"]
-    best, best_id, cublas16, other = _pipeline(ctx, str(frame.gpu_name.iloc[0]), size)
-    where = "this run" if other is None else f"run {other} (the newest of this GPU to measure it)"
+    best, best_id, cublas16, other = _pipeline(ctx, gpu, size)
+    where = here if other is None else f"run {other} (the newest of this GPU to measure it)"
     if best == best:
         table = pd.concat([table, pd.DataFrame([{"step": "best wgmma pipeline", "TFLOPS": best,
                                                   "runs": f"the gemm family's fastest at {size}^3 in {where}: {best_id}"}])])
     if cublas16 == cublas16:
         table = pd.concat([table, pd.DataFrame([{"step": "cuBLAS f16", "TFLOPS": cublas16,
                                                   "runs": f"the gemm family's library case (cublasGemmEx, f16 in), {where}"}])])
-    path = ctx.directory / "ladder.png"
-    _figure(path, table, f"{ctx.gpu}, run {ctx.run_id}: the GEMM ladder at {size}^3, from the naive kernel to wgmma")
+    path = ctx.directory / name
+    _figure(path, table, f"{gpu}, {label}: the GEMM ladder at {size}^3, from the naive kernel to wgmma")
     text = [f"Each step of the ladder at {size}^3 (f32 on the CUDA cores, then f16 in and f32 accumulate on the tensor "
             f"cores), timed in rounds alternating with cuBLAS on the same inputs (library_fraction), beside the model's "
             f"bound per step (harness/families/ladder/model.py: the least of the unit's issue rate, the L1/shared "
@@ -105,6 +108,17 @@ def figures(ctx) -> list:
             + ("" if best == best else " No wgmma pipeline of the gemm family was measured at this size on this GPU.")
             + ("" if other is None else f" The pipeline and cuBLAS f16 are run {other}'s (the ladder's run measured "
                                         f"none at {size}^3).")]
+    return ours, size, text, path, table
+
+
+def figures(ctx) -> list:
+    frame = ctx.measured[ctx.measured.family == "ladder"]
+    if frame.empty:
+        return []
+    climbed = _climb(ctx, frame, ctx.gpu, f"run {ctx.run_id}", "ladder.png")
+    if climbed is None:
+        return []
+    ours, size, text, path, table = climbed
     sections = [("The GEMM ladder below the tensor-core pipeline", text, path),
                 ("The GEMM ladder in numbers", [], table.round(3).dropna(axis=1, how="all"))]
     published = _published(ctx, ours)
@@ -118,6 +132,39 @@ def figures(ctx) -> list:
             "SM."], published))
     return sections
 
+
+
+def summary(gpu: str, runs: list[int], size: int, table: pd.DataFrame) -> str:
+    """One line: the ladder's TFLOPS from the naive step to the best pipeline, and the best CUDA-core step against
+    cuBLAS SGEMM."""
+    rates = table.set_index("step").TFLOPS.dropna()
+    climb = ", ".join(f"{step} {rates[step]:.3g}" for step in rates.index)
+    line = f"{gpu} (run{'s' * (len(runs) > 1)} {', '.join(map(str, runs))}), {size}^3, TFLOPS: {climb}"
+    fractions = table.set_index("step").library_fraction.dropna()
+    f32 = [s for s in ("reg-tiled", "smem-tiled", "naive") if s in fractions.index]
+    if f32:
+        line += f"; the {f32[0]} step makes {fractions[f32[0]]:.2f} of cuBLAS SGEMM"
+    return line + "."
+
+
+def findings(ctx) -> list:
+    """Per GPU model, the ladder of its newest measurements: the steps' TFLOPS from the naive kernel to the best
+    wgmma pipeline, each beside its model bound and cuBLAS (the report's figure)."""
+    from harness.analysis.pages import slug
+
+    newest = ctx.latest[ctx.latest.family == "ladder"]
+    sections = []
+    for gpu, part in sorted(newest.groupby("gpu_name")):
+        mine = SimpleNamespace(store=ctx.store, directory=ctx.directory,
+                               measured=ctx.latest[ctx.latest.gpu_name == gpu])
+        climbed = _climb(mine, part, gpu, "newest runs", f"ladder_{slug(gpu)}.png", "the newest measurements")
+        if climbed is None:
+            continue
+        _, size, text, path, table = climbed
+        at = {int(r) for r, c in zip(part.run_id, part.case_id) if parse(c).m == size}
+        sections.append((f"The GEMM ladder from a naive kernel to wgmma ({gpu})",
+                         [summary(gpu, sorted(at), size, table)] + text, path))
+    return sections
 
 def _published(ctx, ours: pd.DataFrame) -> pd.DataFrame:
     wanted = ", ".join(f"'{s}'" for s in SOURCES)
