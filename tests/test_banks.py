@@ -132,3 +132,25 @@ def test_the_measured_section_of_docs_banks_comes_from_runs_146_and_147():
             assert f"{by[1]:.2f} B/cycle/SM with one warp, {by[2]:.2f} with two, {by[4]:.1f} from four on" in text
     assert f"within {100 * worst:.2f} % of the bank model's" in text
     assert f"(median {100 * max(medians):.2f} %)" in text
+
+
+def test_the_sites_finding_sets_each_case_against_the_model_and_the_chapters_check(tmp_path):
+    """Numbers chosen here: one case at half its prediction shows in the range; the chapter's case (Swizzle<3,4,3> on
+    f16 element offsets) is set beside the 128-byte swizzle on bytes, each at its measured rate."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from harness.families.banks import FAMILY
+    from harness.families.banks.model import predicted
+
+    chapter, on_bytes, linear = ("banks.ldmatrix.x1.sw128.f16elem", "banks.ldmatrix.x1.sw128",
+                                 "banks.ld.b32.linear")
+    rows = [(chapter, 64.0), (on_bytes, predicted(parse(on_bytes))), (linear, predicted(parse(linear)) / 2)]
+    latest = pd.DataFrame([{"family": "banks", "metric": "sm_throughput", "gpu_name": "GPU X", "run_id": 3,
+                            "case_id": c, "value": v} for c, v in rows])
+    (head, lines, path), = FAMILY.findings(SimpleNamespace(latest=latest, directory=tmp_path))
+    assert path.exists() and "bank model" in head
+    low = 64.0 / predicted(parse(chapter))
+    assert lines[0].startswith(f"GPU X (run 3): 3 cases, measured over predicted {min(low, 0.5):.4f}-1.0000")
+    assert f"({chapter}) reads 64.0 B/cycle/SM" in lines[1] and f"({on_bytes}) reads 128.0" in lines[1]

@@ -232,5 +232,11 @@ class BanksFamily(Family):
 
         return figures(context)
 
+    def findings(self, context) -> list:
+        """Does shared memory keep to the 32-bank model (each GPU model's newest measurements)?"""
+        from harness.families.banks.figures import findings
+
+        return findings(context)
+
 
 FAMILY = BanksFamily()
