@@ -432,3 +432,28 @@ def test_the_protocol_suite_runs_on_the_simulated_gpu_into_the_report_and_compar
 
     top = MAX_SM_CLOCK_MHZ["H100 SXM5"]  # the figure's GPU's highest clock (both have 132 SMs)
     assert library.comparable == pytest.approx(library.value * top / library.clock_mhz)
+
+
+def test_the_sites_finding_judges_each_published_figure_per_gpu_from_its_newest_protocol_run(tmp_path):
+    """The site: per GPU model, the newest run holding a burst; each worklog figure's verdict as the report's, and
+    the figure drawn. A GPU without a burst gets no line."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from harness.families.gemm.findings import protocol_findings
+
+    refs = _refs()
+    h100 = _run().assign(gpu_name="NVIDIA H100 80GB HBM3", run_id=7)
+    other = _run()
+    other = other[~other.case_id.str.endswith(".burst")].assign(gpu_name="NVIDIA H200", run_id=8)
+    latest = pd.concat([h100, other])
+    store = SimpleNamespace(query=lambda sql: refs if "reference_figures" in sql else pd.DataFrame({"m": [1980.0]}))
+    (head, text, path), = protocol_findings(SimpleNamespace(store=store, latest=latest, directory=tmp_path))
+    assert path.exists() and "protocol" in head
+    judged = [line for line in text if line.startswith("NVIDIA H100 80GB HBM3 (run 7): the worklog's")]
+    assert len(judged) == 3 and not any("H200" in line for line in text)
+    step11 = next(f for f in protocol.published(refs) if f.value == _printed("hgemm worklog step 11"))
+    verdict, why = protocol.verdict(step11, protocol.table(h100), 1980.0, 0.03)
+    assert f"{step11.value:.0f} TFLOPS: {verdict} ({why})." in " ".join(judged)
+    assert protocol_findings(SimpleNamespace(store=store, latest=other, directory=tmp_path)) == []

@@ -73,6 +73,53 @@ def _library_sentence(best: pd.DataFrame) -> str:
 
 
 def findings(ctx) -> list:
+    """The site's GEMM findings: stages and the library (below), then the worklog's figures by their protocol."""
+    return _stages_findings(ctx) + protocol_findings(ctx)
+
+
+def protocol_findings(ctx) -> list:
+    """Per GPU model, its newest run of the gemm-protocol suite (a case with a burst): the worklog's figures (its
+    H100 SXM, 4096^3) beside ours and cuBLAS by protocol and inputs, each figure's verdict in MHz and watts."""
+    from types import SimpleNamespace
+
+    from sqlalchemy.exc import SQLAlchemyError
+
+    import harness.families.gemm.protocol as protocol
+    from harness.families.gemm.worklog import max_clock
+    from harness.paper import DEFAULT_TOLERANCE
+
+    latest = ctx.latest[ctx.latest.family == "gemm"]
+    bursts = latest[latest.case_id.str.endswith(".burst")]
+    if bursts.empty:
+        return []
+    try:
+        refs = ctx.store.query(f"""SELECT source, case_id, m, metric, value, notes FROM reference_figures
+                                   WHERE source = '{protocol.SOURCE}'""")
+    except SQLAlchemyError:
+        return []
+    figures = protocol.published(refs)
+    panels, text = {}, []
+    for gpu, part in sorted(bursts.groupby("gpu_name")):
+        run_id = int(part.run_id.max())
+        found = protocol.table(latest[latest.run_id == run_id])
+        if found.empty:
+            continue
+        panels[gpu] = (found, figures)
+        top = max_clock(SimpleNamespace(store=ctx.store, run_id=run_id))
+        for figure in figures:
+            verdict, why = protocol.verdict(figure, found, top, DEFAULT_TOLERANCE)
+            text.append(f"{gpu} (run {run_id}): the worklog's {figure.label}, {figure.value:.0f} TFLOPS: "
+                        f"{verdict or 'not judged'} ({why}).")
+    if not panels:
+        return []
+    path = protocol.figure(ctx.directory / "gemm_protocol.png", panels)
+    return [("Do the worklog's GEMM figures hold, by their protocol?", text + [
+        "The seed worklog times one batch of 8 launches after 5 s idle on normal(0, 1) inputs; the project, sustained "
+        "rounds at the power cap. Suite gemm-protocol runs the best f16 pipeline and cuBLAS both ways on normal, "
+        "integer and zero inputs (docs/gemm.md)."], path)]
+
+
+def _stages_findings(ctx) -> list:
     """The results site's question for GEMM (harness/analysis/site.py), and a report's first bullets: how
     many stages each tile needs on each GPU and why; what the TMA store and multicast buy; where cuBLAS
     still wins. From the newest measurements of every GPU model (or one run's)."""

@@ -171,3 +171,34 @@ def sections(measured: pd.DataFrame, refs: pd.DataFrame, max_clock_mhz: float | 
             "FLOP per cycle per SM gives the published X TFLOPS."]
     return [("From instructions to a GEMM: the worklog's figures by their protocol", text, shown.round(3)),
             ("From instructions to a GEMM: the worklog's figures, verdicts", [], judged)]
+
+
+def figure(path, panels: dict[str, tuple[pd.DataFrame, list[Published]]]):
+    """One panel a GPU: TFLOPS of ours and cuBLAS by protocol and inputs (bars from zero), the worklog's figures as
+    lines across (ours' steps dashed, its cuBLAS dotted)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(7 * len(panels), 4.8), squeeze=False)
+    for ax, (gpu, (found, figures)) in zip(axes[0], panels.items()):
+        keys = [(p, i) for p in PROTOCOLS for i in INPUT_KINDS
+                if ((found.protocol == p) & (found.inputs == i)).any()]
+        x = np.arange(len(keys))
+        for offset, (contender, colour) in zip((-0.2, 0.2), (("ours", "tab:blue"), ("cuBLAS", "tab:gray"))):
+            mine = {(r.protocol, r.inputs): r.tflops for r in found[found.contender == contender].itertuples()}
+            ax.bar(x + offset, [mine.get(k, np.nan) for k in keys], 0.4, color=colour, label=contender)
+        for published_ in figures:
+            ax.axhline(published_.value, color="tab:blue" if published_.contender == "ours" else "tab:gray",
+                       ls="--" if published_.contender == "ours" else ":", lw=1,
+                       label=f"the worklog's {published_.label.split(' (')[0]}: {published_.value:.0f}")
+        ax.set_xticks(x, labels=[f"{p}\n{i}" for p, i in keys], fontsize=8)
+        ax.set_ylim(0, None)
+        ax.set_ylabel("TFLOPS (f16 in, f32 accumulate, 4096^3)")
+        ax.set_title(f"{gpu}: the worklog's protocol (a burst after idle) and ours (sustained)", fontsize=9)
+        ax.legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
