@@ -162,3 +162,43 @@ def test_the_store_ping_pong_is_not_called_a_latency():
         declared = {m for spec in FAMILY.plan(case) for m, _ in spec.declares(FAMILY.work(case))}
         assert {"pingpong_hop_cycles", "roundtrip_cycles"} <= declared and "latency_cycles" not in declared
     assert "not the store's latency" in metrics.info("pingpong_hop_cycles").description
+
+
+def test_the_ring_against_the_papers_per_cycle_takes_their_highest_clock(tmp_path):
+    """Numbers chosen here: ours 4000 GB/s on 100 SMs at 2000 MHz is 20 B/cycle/SM; the papers' 3420 GB/s on the
+    H800 PCIe's 114 SMs is at least 3420e3 / (114 x 1755) B a cycle an SM (at its highest clock), so ours is at most
+    their ratio. Rows of another GPU's figures, or not a ring, are left out; the site's finding draws the rest."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from harness.analysis import figure_gpus
+    from harness.families.dsmem.figures import ring_findings, ring_rows
+
+    ring = "ld.shared::cluster.u32.cluster2.chase.ring"
+    against = pd.DataFrame([
+        {"case_id": ring, "metric": "bandwidth_gbps", "paper": 3420.0, "paper_gpu": "H800 PCIe", "value": 4000.0,
+         "clock_mhz": 2000.0, "launch": "{}", "comparable": 4560.0, "paper_table": "Fig. X", "paper_ratio": 4560 / 3420,
+         "verdict": "DISAGREES"},
+        {"case_id": ring, "metric": "bandwidth_gbps", "paper": 3000.0, "paper_gpu": "H100 SXM5", "value": 4000.0,
+         "clock_mhz": 2000.0, "launch": "{}", "comparable": 4000.0, "paper_table": "elsewhere", "paper_ratio": 1.33,
+         "verdict": "DISAGREES"},
+        {"case_id": "ld.shared::cluster.u32.cluster2", "metric": "latency_cycles", "paper": 181.0,
+         "paper_gpu": "H800 PCIe", "value": 184.0, "clock_mhz": 2000.0, "launch": "{}", "comparable": 184.0,
+         "paper_table": "Sec. 7.1", "paper_ratio": 184 / 181, "verdict": "agrees"}])
+    (row,) = ring_rows(against, 100.0, "GPU X", 5).to_dict("records")
+    theirs = 3420e3 / (114 * 1755)
+    assert row["ours B/cycle/SM"] == pytest.approx(20.0) and row["theirs B/cycle/SM (at least)"] == pytest.approx(theirs)
+    assert row["per cycle (at most)"] == pytest.approx(20.0 / theirs) and row["cluster"] == 2
+    latest = pd.DataFrame([{"family": "dsmem", "case_id": ring, "metric": "bandwidth_gbps", "gpu_name": "GPU X",
+                            "run_id": 5, "sm_count": 100}])
+    ctx = SimpleNamespace(store=None, latest=latest, directory=tmp_path, against=lambda run: against)
+    (head, lines, path), (_, _, table) = ring_findings(ctx)
+    assert path.exists() and len(table) == 1
+    assert lines[0].startswith("GPU X (run 5), cluster 2: 4560 GB/s on 114 SMs against 3420 (Fig. X): 1.333 x in wall "
+                               f"time at 2000 MHz; per cycle per SM at most {20.0 / theirs:.3f} x (DISAGREES)")
+    assert ring_findings(SimpleNamespace(latest=latest, directory=tmp_path)) == []  # no verdicts given: nothing said
+    note = figure_gpus.wall_note(SimpleNamespace(value=4000.0, sm_count=100, clock_mhz=2000.0, clock_source="in-kernel",
+                                                 comparable=4560.0, paper_sms=114, paper=3420.0, paper_top_mhz=1755.0))
+    assert note.endswith(f"ours 20.00 B, the figure's at least {theirs:.2f} (at its GPU's highest clock, 1755 MHz): "
+                         f"ours at most {20.0 / theirs:.3f} x")

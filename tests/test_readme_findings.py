@@ -821,3 +821,30 @@ def test_the_ladders_protocol_variant_figures_come_from_run_152(db):
     pipe = "gemm.f16.4096x4096x4096.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore"
     assert (f"run 152's zero-input case made {rates[pipe + '.inputs-zero']:.0f} TFLOPS against {rates[pipe]:.0f} on "
             "normal inputs") in text
+
+
+def test_the_dsmem_ring_against_the_papers_comes_from_runs_88_and_85(db):
+    """docs/data-movement.md: the ring copy in wall time and per cycle per SM (the papers' at the H800 PCIe's highest
+    clock), runs 88 (H100) and 85 (H200), from the rows `bench compare` judges."""
+    from harness.analysis.paper_verdicts import against_paper
+    from harness.db.store import Store
+    from harness.families.dsmem.figures import ring_rows
+
+    text = " ".join((ROOT / "docs" / "data-movement.md").read_text().split())
+    store = Store.open(db)
+
+    def span(values) -> str:
+        low, high = f"{min(values):.2f}", f"{max(values):.2f}"
+        return low if low == high else f"{low}-{high}"
+
+    found = {}
+    for run in (88, 85):
+        sms = float(harness.results(db, run_id=run).sm_count.iloc[0])
+        rows = ring_rows(against_paper(store, run), sms, "", run)
+        assert set(rows.verdict) == {"DISAGREES"} and set(rows["SM MHz (ours, in-kernel)"].round()) == {1980.0}
+        found[run] = {c: (span(g["wall-time ratio"]), span(g["per cycle (at most)"])) for c, g in rows.groupby("cluster")}
+    assert (f"H100: {found[88][2][0]} x at cluster 2, {found[88][4][0]} x at 4, ours at 1980 MHz; run 85, H200: "
+            f"{found[85][2][0]} x and {found[85][4][0]} x at 1980 MHz; all DISAGREES") in text
+    assert found[88][4][1] == found[85][4][1]
+    assert (f"ours is at most {found[88][2][1]} x of it at cluster 2 on the H100 ({found[85][2][1]} x on the H200) and "
+            f"{found[88][4][1]} x at 4") in text

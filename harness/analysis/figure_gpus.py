@@ -59,7 +59,19 @@ def range_note(notes) -> str:
     return f"the figure is a range, {bounds[0]:g}-{bounds[1]:g}: compared with its nearer end" if bounds else ""
 
 
+def per_cycle(gbps: float, sms: float, mhz: float) -> float:
+    """Bytes per cycle per SM of a bandwidth in GB/s over `sms` SMs at `mhz`."""
+    return gbps * 1e3 / (sms * mhz)
+
+
 def wall_note(row) -> str:
-    """Beside a wall-time verdict: what was scaled, and the SM clock ours ran at (theirs is not printed)."""
-    return (f"wall time: ours {row.value:.4g} GB/s on {row.sm_count:.0f} SMs at {row.clock_mhz:.0f} MHz "
+    """Beside a wall-time verdict: what was scaled, and the SM clock ours ran at (theirs is not printed); then both
+    per cycle per SM, the figure's at its GPU's highest clock, so at least that (it ran at that clock or below)."""
+    note = (f"wall time: ours {row.value:.4g} GB/s on {row.sm_count:.0f} SMs at {row.clock_mhz:.0f} MHz "
             f"({row.clock_source} SM clock), {row.comparable:.4g} GB/s on the figure's {row.paper_sms:.0f}")
+    top = getattr(row, "paper_top_mhz", np.nan)
+    if top == top and row.paper == row.paper and row.clock_mhz == row.clock_mhz:
+        ours, theirs = per_cycle(row.value, row.sm_count, row.clock_mhz), per_cycle(row.paper, row.paper_sms, top)
+        note += (f"; per cycle per SM: ours {ours:.2f} B, the figure's at least {theirs:.2f} (at its GPU's highest "
+                 f"clock, {top:.0f} MHz): ours at most {ours / theirs:.3f} x")
+    return note

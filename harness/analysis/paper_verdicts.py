@@ -142,6 +142,7 @@ def _in_paper_terms(store: Store, run_id: int, frame: pd.DataFrame) -> tuple[pd.
     frame["clock_mhz"], frame["clock_source"] = _clocks(store, run_id, frame)
     per_cycle = frame.value * 1e6 / (frame.sm_count * frame.clock_mhz)  # work per cycle per SM (TFLOPS -> 1e12)
     frame["paper_sms"], top = figure_gpus.terms(frame.paper_gpu)  # the figure's GPU: its SMs, its highest clock
+    frame["paper_top_mhz"] = top
     clock = frame.paper_clock_mhz.fillna(pd.Series(top, index=frame.index))
     wall = figure_gpus.wall_time(frame)
     latency = frame.metric.map(lambda m: m in registry.METRICS and registry.METRICS[m].unit == "cycles"

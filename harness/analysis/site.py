@@ -14,7 +14,9 @@ import html
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
@@ -34,11 +36,13 @@ from harness.verdicts import AGAINST_PAPER, DISAGREES
 @dataclass(frozen=True)
 class SiteContext:
     """What a family's findings(context) may read: the newest valid measurement of every GPU model,
-    case, metric and launch (harness.latest's frame), and where to write figures."""
+    case, metric and launch (harness.latest's frame), where to write figures, and `against(run_id)`: a run's
+    rows against the published figures (bench compare's frame, paper_verdicts.against_paper; None where not given)."""
 
     store: Store
     latest: pd.DataFrame
     directory: Path
+    against: Callable[[int], pd.DataFrame] | None = None
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,7 @@ def build(store: Store, out: Path, reports: Path | None = None, progress=None) -
     with tempfile.TemporaryDirectory() as scratch:
         figures = Path(scratch)
         newest = latest(store)
-        context = SiteContext(store, newest, figures)
+        context = SiteContext(store, newest, figures, lru_cache(maxsize=None)(lambda run: against_paper(store, run)))
         sections = []
         for family in FAMILIES.values():
             next_step()

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from harness.families.dsmem.cases import parse
+from harness.paper import PAPER_CLOCK_MHZ, PAPER_GPU, PAPER_SMS
 from harness.verdicts import AGREES
 
 
@@ -154,7 +155,86 @@ def findings(ctx) -> list:
 
     maps = load(ctx.store, ctx.latest)
     if not maps:
-        return []
+        return ring_findings(ctx)
     path = _map_figure(maps, ctx.directory, "dsmem_sm_map.png")
     return [("Which SMs are far from which, through distributed shared memory?",
-             [line for gpu, pairs in maps.items() for line in describe(gpu, pairs)] + [MAP_METHOD], path)]
+             [line for gpu, pairs in maps.items() for line in describe(gpu, pairs)] + [MAP_METHOD], path)] \
+        + ring_findings(ctx)
+
+
+SCALED, PAPERS, CLOCK = f"ours on {PAPER_SMS} SMs", "papers' GB/s", "SM MHz (ours, in-kernel)"
+RING_METHOD = ("The papers' ring copy (2402.13499 Sec. IV-E / Fig. 8, 2501.12084 Sec. 7.2 / Fig. 11: every CTA of a "
+               "cluster reads its neighbour's shared memory, every SM busy) is a wall-clock bandwidth of their H800 PCIe "
+               "(114 SMs), its clock not printed. bench compare holds it in wall time: ours (the launch it compares: "
+               "threads x chains, each cluster size's) scaled to their 114 SMs, with the SM clock measured in our "
+               "kernels beside it. Per cycle per SM, theirs is at least its figure over 114 SMs at the H800 PCIe's "
+               "highest clock, 1755 MHz (it ran there or lower), so ours is at most the ratio shown.")
+
+
+def ring_rows(against: pd.DataFrame, sms: float, gpu: str, run_id: int) -> pd.DataFrame:
+    """The ring chases' rows of a run against the papers' figures: wall time and per cycle per SM."""
+    rows = against[against.case_id.str.contains(r"\.chase\.ring$") & against.paper.notna()
+                   & (against.metric == "bandwidth_gbps") & (against.paper_gpu == PAPER_GPU)]
+    out = []
+    for r in rows.itertuples():
+        ours = r.value * 1e3 / (sms * r.clock_mhz)
+        theirs = r.paper * 1e3 / (PAPER_SMS * PAPER_CLOCK_MHZ)
+        out.append({"gpu": gpu, "run": run_id, "cluster": parse(r.case_id).cluster, "launch": r.launch,
+                    "ours GB/s": r.value, CLOCK: r.clock_mhz, SCALED: r.comparable, PAPERS: r.paper,
+                    "where": r.paper_table,
+                    "wall-time ratio": r.paper_ratio, "ours B/cycle/SM": ours,
+                    "theirs B/cycle/SM (at least)": theirs, "per cycle (at most)": ours / theirs,
+                    "verdict": r.verdict})
+    return pd.DataFrame(out)
+
+
+def _ring_figure(path, table: pd.DataFrame):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    clusters = sorted(set(table.cluster))
+    gpus = sorted(set(table.gpu))
+    fig, ax = plt.subplots(figsize=(8, 4.8))
+    width = 0.8 / (len(gpus) + 1)
+    x = np.arange(len(clusters))
+    for i, gpu in enumerate(gpus):
+        mine = table[table.gpu == gpu].groupby("cluster")[SCALED].first()
+        ax.bar(x + i * width, [mine.get(c, np.nan) for c in clusters], width, label=f"{gpu}, scaled to {PAPER_SMS} SMs")
+    papers = table.groupby(["cluster", "where"])[PAPERS].first()
+    ax.bar(x + len(gpus) * width, [papers[c].max() for c in clusters], width, color="tab:gray",
+           label="the papers' figure (the larger of the two)")
+    ax.set_xticks(x + width * len(gpus) / 2, labels=[f"cluster {c}" for c in clusters])
+    ax.set_ylabel("ring copy, GB/s (wall time)")
+    ax.set_title("DSMEM ring copy against the papers' H800 PCIe (clock not printed)", fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def ring_findings(ctx) -> list:
+    """Per GPU model, its newest run of ring chases against the papers' figures (ctx.against: bench compare's rows)."""
+    against_of = getattr(ctx, "against", None)
+    if against_of is None:
+        return []
+    latest = ctx.latest
+    rings = latest[(latest.family == "dsmem") & latest.case_id.str.contains(r"\.chase\.ring$")
+                   & (latest.metric == "bandwidth_gbps")]
+    tables = []
+    for gpu, part in sorted(rings.groupby("gpu_name")):
+        run_id = int(part.run_id.max())
+        found = ring_rows(against_of(run_id), float(part.sm_count.iloc[0]), gpu, run_id)
+        if len(found):
+            tables.append(found)
+    if not tables:
+        return []
+    table = pd.concat(tables, ignore_index=True)
+    lines = [f"{r['gpu']} (run {r['run']}), cluster {r['cluster']}: {r[SCALED]:.0f} GB/s on {PAPER_SMS} SMs against "
+             f"{r[PAPERS]:.0f} ({r['where']}): {r['wall-time ratio']:.3f} x in wall time at {r[CLOCK]:.0f} MHz; per "
+             f"cycle per SM at most {r['per cycle (at most)']:.3f} x ({r['verdict']})." for r in table.to_dict("records")]
+    path = _ring_figure(ctx.directory / "dsmem_ring.png", table)
+    return [("Does the DSMEM ring copy reach the papers' bandwidth?", lines + [RING_METHOD], path),
+            ("DSMEM ring copy against the papers, in numbers", [], table.round(3))]

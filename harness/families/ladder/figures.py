@@ -150,14 +150,13 @@ def summary(gpu: str, runs: list[int], size: int, table: pd.DataFrame) -> str:
 def findings(ctx) -> list:
     """Per GPU model, the ladder of its newest measurements: the steps' TFLOPS from the naive kernel to the best
     wgmma pipeline, each beside its model bound and cuBLAS (the report's figure)."""
-    from harness.analysis.pages import slug
-
     newest = ctx.latest[ctx.latest.family == "ladder"]
     sections = []
     for gpu, part in sorted(newest.groupby("gpu_name")):
         mine = SimpleNamespace(store=ctx.store, directory=ctx.directory,
                                measured=ctx.latest[ctx.latest.gpu_name == gpu])
-        climbed = _climb(mine, part, gpu, "newest runs", f"ladder_{slug(gpu)}.png", "the newest measurements")
+        name = f"ladder_{re.sub('[^a-z0-9]+', '-', gpu.lower()).strip('-')}.png"
+        climbed = _climb(mine, part, gpu, "newest runs", name, "the newest measurements")
         if climbed is None:
             continue
         _, size, text, path, table = climbed
