@@ -241,3 +241,27 @@ def test_the_measured_paragraph_in_docs_comes_from_run_140():
     found = two_sides(sms, matrix)
     total = int(np.isfinite(matrix).sum())
     assert f"explains {total - len(found.conflicts)} of the {total} pairs; {len(found.conflicts)} conflict" in text
+
+
+def test_table_4s_centres_are_set_beside_ours_in_words_and_in_a_figure(tmp_path):
+    """The report's and the site's Table 4 section: the planted clusters' centres beside Table 4's four (from the
+    shipped references), the far-over-near ratio of each, and the histogram drawn (not a bar chart)."""
+
+    from harness.db.store import Store
+    from harness.families.memory.figures import _clusters_figure, table4_figures, table4_sentence
+    from harness.families.memory.pairs import pair_map
+    from harness.published import shipped
+
+    table4 = table4_figures(Store.open(str(tmp_path / "r.db"), create=True, references=shipped()))
+    assert table4 == {"near hit": 258.0, "far hit": 414.1, "near miss": 555.5, "far miss": 743.7}
+    rng = np.random.default_rng(3)
+    per_key = {(s, o): np.array([300.0 if (s < 4) == (o < 4) else 480.0]) + rng.normal(0, 2, 3)
+               for s, o in itertools.product(range(8), range(8)) if s != o}
+    per_key.update({(s, -1): np.array([600.0, 800.0]) for s in range(8)})
+    found = pair_map(per_key)
+    line = table4_sentence("G", found.clusters(), table4)
+    assert line.startswith("G: near hit 300 (258), far hit 480 (414), near miss 600 (556), far miss 800 (744) cycles")
+    assert line.endswith(f"far over near hit 1.60 x ({414.1 / 258:.2f} x).")
+    assert table4_sentence("G", found.clusters(), {}).endswith("far over near hit 1.60 x.")
+    path = _clusters_figure({"G": found}, table4, tmp_path, "t4.png")
+    assert path.exists()

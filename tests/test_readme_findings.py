@@ -848,3 +848,25 @@ def test_the_dsmem_ring_against_the_papers_comes_from_runs_88_and_85(db):
     assert found[88][4][1] == found[85][4][1]
     assert (f"ours is at most {found[88][2][1]} x of it at cluster 2 on the H100 ({found[85][2][1]} x on the H200) and "
             f"{found[88][4][1]} x at 4") in text
+
+
+def test_table_4s_means_in_the_docs_come_from_run_140(db, tmp_path):
+    """docs/data-movement.md: run 140's four cluster centres as means (the report's Table 4 figure), beside the far
+    miss's median that bench compare uses."""
+    from types import SimpleNamespace
+
+    from harness.analysis import run_rows
+    from harness.db.store import Store
+    from harness.families.memory.pairs import load
+
+    text = " ".join((ROOT / "docs" / "data-movement.md").read_text().split())
+    store = Store.open(db)
+    (found,) = load(store, run_rows.measured(store, 140)).values()
+    centre = found.clusters().set_index("cluster")
+    mean, median = centre.centre, centre["median"]
+    assert (f"run 140's far miss is {mean['far miss']:.0f} cycles as a mean against {median['far miss']:.0f} as a "
+            f"median") in text
+    assert (f"its near hit, far hit and near miss {mean['near hit']:.0f}, {mean['far hit']:.0f} and "
+            f"{mean['near miss']:.0f}; the far hit over the near hit is {mean['far hit'] / mean['near hit']:.2f} x as "
+            "means") in text
+    assert f"far miss {median['far miss']:.0f}, a line the SM brought itself" in text  # the medians' paragraph

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 
 from harness.verdicts import AGREES
@@ -128,10 +129,85 @@ def pair_sections(ctx, frame) -> list:
     lines = [line for gpu, pm in found.items() for line in describe(gpu, pm, near.get(gpu), groups.get(gpu))]
     path = _pairs_figure(found, ctx.directory, "memory_l2_pairs.png")
     table = pd.concat([pm.clusters().assign(gpu=gpu) for gpu, pm in found.items()]).round(2)
+    table4 = table4_figures(ctx.store)
+    spread = _clusters_figure(found, table4, ctx.directory, "memory_l2_table4.png")
     return [("The L2's near and far hits, by pair of SMs", lines + [PAIRS_METHOD], path),
+            ("The L2's near and far hits against 2501.12084 Table 4", [
+                line for gpu, pm in found.items() for line in [table4_sentence(gpu, pm.clusters(), table4)]] + [
+                TABLE4_METHOD], spread),
             ("The L2's near and far hits: 2501.12084 Table 4's clusters", [
                 "Our samples split as Table 4 splits its single loads (1-D k-means: hits in two, misses in two); "
                 "centre: the cluster's mean, as the paper's; bench compare holds each beside the paper's."], table)]
+
+
+TABLE4 = ("near hit", "far hit", "near miss", "far miss")  # clusters.cluster's names, in Table 4's order
+TABLE4_METHOD = ("Every first access to a line another SM brought into the L2 (hits) and every SM's own first loads "
+                 "(misses), as counted: each pool split in two by 1-D k-means, as 2501.12084 Table 4 splits its "
+                 "single loads on the H800 PCIe; solid lines our clusters' centres (means), dashed Table 4's. Cycles "
+                 "of the SM clock on both sides: the paper reads clock() around each access.")
+
+
+def table4_figures(store) -> dict[str, float]:
+    """2501.12084 Table 4's four H800 PCIe centres (cycles) as the references map them, by cluster name."""
+    from harness.paper import PAPER_GPU
+
+    try:
+        refs = store.query(f"""SELECT value, launch FROM reference_values WHERE case_id = 'ld.global.cg.u32.pairs.l2'
+                               AND metric = 'latency_cycles' AND gpu_name = '{PAPER_GPU}'""")
+    except Exception:  # a store without the references view: the figure shows ours alone
+        return {}
+    out = {}
+    for ref in refs.itertuples():
+        launch = json.loads(ref.launch) if isinstance(ref.launch, str) else (ref.launch or {})
+        if launch.get("pool") in ("hits", "misses") and launch.get("cluster") in (0, 1):
+            side = ("near", "far")[launch["cluster"]]
+            out[f"{side} {'hit' if launch['pool'] == 'hits' else 'miss'}"] = float(ref.value)
+    return out
+
+
+def table4_sentence(gpu: str, clusters: pd.DataFrame, table4: dict[str, float]) -> str:
+    """Our four centres beside Table 4's, and the far-over-near ratio of the hits on each side."""
+    ours = clusters.set_index("cluster").centre
+    parts = [f"{name} {ours[name]:.0f}" + (f" ({table4[name]:.0f})" if name in table4 else "")
+             for name in TABLE4 if name in ours.index]
+    line = f"{gpu}: " + ", ".join(parts) + " cycles (Table 4's H800 PCIe in brackets)"
+    if {"near hit", "far hit"} <= set(ours.index):
+        line += f"; far over near hit {ours['far hit'] / ours['near hit']:.2f} x"
+        if {"near hit", "far hit"} <= set(table4):
+            line += f" ({table4['far hit'] / table4['near hit']:.2f} x)"
+    return line + "."
+
+
+def _clusters_figure(found: dict, table4: dict[str, float], directory, name: str):
+    """One panel a GPU: the hits' and misses' cycles (step histograms), our centres (solid) and Table 4's (dashed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(found), figsize=(6.5 * len(found), 4.5), squeeze=False)
+    for ax, (gpu, pm) in zip(axes[0], found.items()):
+        values = np.concatenate([pm.hits, pm.misses])
+        bins = np.linspace(np.percentile(values, 0.5), np.percentile(values, 99.5), 120)
+        for pool, colour in ((pm.hits, "tab:blue"), (pm.misses, "tab:orange")):
+            ax.hist(pool, bins=bins, histtype="step", color=colour,
+                    label="first access to another SM's line" if pool is pm.hits else "own first load (a miss)")
+        centres = pm.clusters().set_index("cluster").centre
+        for cluster in TABLE4:
+            colour = "tab:blue" if cluster.endswith("hit") else "tab:orange"
+            if cluster in centres.index:
+                ax.axvline(centres[cluster], color=colour, lw=1.2)
+            if cluster in table4:
+                ax.axvline(table4[cluster], color=colour, lw=1.2, ls="--")
+        ax.set_xlabel("cycles (solid: our centres; dashed: 2501.12084 Table 4, H800 PCIe)")
+        ax.set_ylabel("accesses")
+        ax.set_title(f"{gpu}: single L2 accesses, hits and misses", fontsize=10)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = directory / name
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
 
 
 PARTITIONS_METHOD = ("Three partitions of the SMs, each from its own map of the same run (SM ids are numbered per "
@@ -182,8 +258,10 @@ def findings(ctx) -> list:
     from harness.families.memory.maps import describe, load
 
     maps = load(ctx.store, ctx.latest)
-    pairs = [("Which SMs find the L2 lines that other SMs brought in far?", *section[1:])
-             for section in pair_sections(ctx, ctx.latest)[:1]]
+    found = pair_sections(ctx, ctx.latest)
+    pairs = [("Which SMs find the L2 lines that other SMs brought in far?", *section[1:]) for section in found[:1]]
+    pairs += [("How far is a far hit? The L2's single accesses against 2501.12084 Table 4", *section[1:])
+              for section in found[1:2]]
     if not maps:
         return pairs
     path = _map_figure(maps, ctx.directory, "memory_l2_map.png")
