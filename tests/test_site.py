@@ -79,3 +79,40 @@ def test_the_page_renders_in_chromium(site, tmp_path):
     subprocess.run([browser, *CHROMIUM_FLAGS, *profile, "--window-size=1400,3000", "--hide-scrollbars",
                     f"--screenshot={shot}", url], capture_output=True, timeout=120, check=True)
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000  # not a blank page
+
+
+SEEDS_KEEP = (137, 143, 146, 147, 159, 163, 152, 157, 140, 142, 88, 85, 114, 91)  # issue 45's runs of record
+SEEDS_QUESTIONS = ("The GEMM ladder from a naive kernel to wgmma (NVIDIA H100 80GB HBM3)",
+                   "The GEMM ladder from a naive kernel to wgmma (NVIDIA H200)",
+                   "Does shared memory keep to the 32-bank model?",
+                   "Where does a TMA load put a swizzled tile, and do ldmatrix and wgmma read it back?",
+                   "How far is a far hit? The L2&#x27;s single accesses against 2501.12084 Table 4",
+                   "Do the worklog&#x27;s GEMM figures hold, by their protocol?",
+                   "Does the DSMEM ring copy reach the papers&#x27; bandwidth?",
+                   "Against the figures published for each GPU&#x27;s own model")
+
+
+def test_the_site_answers_each_section_of_the_seed_documents_issue(tmp_path):
+    """Issue 45: the site has a finding for each section's runs of record on both GPUs (the ladder, the bank model,
+    the TMA readback, Table 4's near/far hits, the worklog by its protocol, the DSMEM ring against the papers) and
+    the figures stated for the H100 itself (the architecture chapter's among them) with their verdicts."""
+    import html
+
+    if not SHIPPED.exists():
+        pytest.skip("no shipped results.db in this checkout")
+    db = tmp_path / "seeds.db"
+    shutil.copy(SHIPPED, db)
+    with sqlite3.connect(db) as con:
+        keep = ",".join(map(str, SEEDS_KEEP))
+        con.execute(f"DELETE FROM sample_arrays WHERE measurement_id IN "
+                    f"(SELECT id FROM measurement_rows WHERE run_id NOT IN ({keep}))")
+        con.execute(f"DELETE FROM measurement_rows WHERE run_id NOT IN ({keep})")
+        con.execute(f"DELETE FROM runs WHERE id NOT IN ({keep})")
+    result = CliRunner().invoke(cli, ["site", "--db", str(db), "--out", str(tmp_path / "site")])
+    assert result.exit_code == 0, result.output
+    page = (tmp_path / "site" / "index.html").read_text()
+    for question in SEEDS_QUESTIONS:
+        assert f">{question}</h2>" in page, question
+    text = html.unescape(page)
+    assert "NVIDIA H200 (run 163): 8 of 8 cases read back exactly" in text
+    assert "simt.ex2.approx.ftz.f32" in text.split("Against the figures published for each GPU's own model</h2>")[1]

@@ -102,11 +102,13 @@ def _paper_and_siblings(store: Store, runs: pd.DataFrame) -> list:
     beside each other and the paper on every cycle figure the paper prints."""
     complete = runs[runs.status == "complete"].assign(model=lambda f: f.gpu.map(_model))
     newest = complete.sort_values("run").groupby(["model", "suite"], as_index=False).last()
-    rows, beside = [], []
+    rows, beside, own = [], [], []
     for run in newest.itertuples(index=False):
         against = against_paper(store, int(run.run))
         if against.empty:
             continue
+        own.append(against[against.paper.notna() & (against.paper_gpu != PAPER_GPU)]
+                   .assign(gpu=run.model, suite=run.suite, run=int(run.run)))
         counts = against.verdict.value_counts()
         rows.append({"gpu": run.model, "suite": run.suite, "run": int(run.run),
                      **{v: int(counts.get(v, 0)) for v in AGAINST_PAPER}})
@@ -134,10 +136,33 @@ def _paper_and_siblings(store: Store, runs: pd.DataFrame) -> list:
             "Every cycle figure the paper prints, beside the newest measurement of each GPU model: cycles do not "
             "depend on the clock, so GPUs of one architecture should agree, and they do where the rows match."],
             side.round(2)))
+    if own and sum(len(o) for o in own):
+        sections.append(_own_model(pd.concat(own, ignore_index=True)))
     fleet = _fleet(store)
     if fleet is not None:
         sections.append(fleet)
     return sections
+
+
+OWN_MODEL_COLUMNS = {"gpu": "gpu", "run": "run", "suite": "suite", "case_id": "case_id", "metric": "metric",
+                     "value": "ours (measured)", "comparable": "ours, in its terms", "paper": "published", "paper_unit": "unit", "paper_gpu": "its GPU",
+                     "paper_table": "where", "verdict": "verdict", "note": "why"}
+
+
+def _own_model(frame: pd.DataFrame):
+    """The figures published for a run's own GPU model (the seed documents': the architecture chapter's, the
+    worklog's, the CuTe chapter's bank check), each GPU model's newest run of each suite: every row and its verdict."""
+    lines = []
+    for gpu, part in frame.groupby("gpu"):
+        counts = part.verdict.value_counts()
+        lines.append(f"{gpu}: {len(part)} figures compared, " + ", ".join(f"{n} {v}" for v, n in counts.items()) + ".")
+    table = frame[list(OWN_MODEL_COLUMNS)].rename(columns=OWN_MODEL_COLUMNS).round(3)
+    return ("Against the figures published for each GPU's own model", lines + [
+        "Figures stated for the GPU model a run measured (the seed documents: the architecture chapter's H100 SXM "
+        "figures, the HGEMM worklog's, the CuTe chapter's bank check), against each GPU model's newest complete run "
+        "of each suite, as `bench compare` judges them: cycles directly, a rate per cycle per SM at the clock printed "
+        "beside it or its GPU's highest, a bandwidth in wall time with our clock beside it; 'why' is the row's note."],
+        table)
 
 
 def _fleet(store: Store):

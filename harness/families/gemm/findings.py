@@ -165,7 +165,7 @@ def _stages_findings(ctx) -> list:
         figure_stages_needed(path, per_gpu)
     else:  # no stage sweep (a quick run): the library figure answers
         best = pd.concat([best_by_problem(pipeline_rows(p)[lambda f: f.library_fraction.notna()])
-                          .assign(dtype=lambda f, g=gpu: g + " " + f.dtype) for gpu, p in wide.groupby("gpu_name")])
+                          .assign(series=lambda f, g=gpu: g + " " + f.series) for gpu, p in wide.groupby("gpu_name")])
         if best.empty:
             return [("How many stages does a GEMM tile need, and where does cuBLAS still win?", text, None)]
         figure_sizes(path, best, "GEMM pipelines: the best against cuBLAS (newest measurements)")
