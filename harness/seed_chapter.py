@@ -53,7 +53,9 @@ REASONS = {
                             "per SM over 4 schedulers is 16 each"),
     "register_allocation_unit": ("a launch limit, not timed; and it does not hold as its code uses it: registers "
                                  "are allocated 256 per warp (8 per thread), not per thread"),
-    "register_banks": "no case of ours provokes register-bank conflicts (Sec. 7.1's read ports: see its row)",
+    "register_banks": ("PTX names virtual registers and ptxas assigns the physical ones, and with them their banks: "
+                       "no probe written in PTX can put an instruction's operands in one bank on purpose (Sec. 7.1's "
+                       "read ports: see its row)"),
     "shared_memory_banks": ("the bank structure: 32 x 4 bytes a cycle is the 128 B/cycle/SM mapped from the same "
                             "section; the bank-conflict suite measures the 32-bank model itself, "
                             "whose cases each predict a rate, not a bank count"),

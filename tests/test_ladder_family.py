@@ -356,3 +356,24 @@ def test_the_ladders_pipeline_is_the_sustained_one_on_normal_inputs_not_a_protoc
     assert path.exists() and head.endswith("(NVIDIA H100 80GB HBM3)")
     assert f"(run {ladder}), 1024^3, TFLOPS: naive 1, reg-tiled 20, best wgmma pipeline 400, cuBLAS f16 410" in text[0]
     assert "the reg-tiled step makes 0.80 of cuBLAS SGEMM" in text[0]
+
+
+def test_the_chapters_cublas_f16_maps_to_the_gemm_familys_library_case_of_its_size(tmp_path):
+    """The chapter's cuBLAS f16 on its A100 (250 TFLOPS at 1024^3) is a figure a case measures: the gemm family's
+    library case at 1024^3 (no longer unmapped); the ladder's section sets the newest such row of the GPU beside it,
+    for context (another GPU)."""
+    from harness.analysis import paper_verdicts, run_rows
+    from harness.analysis.report import ReportContext
+    from harness.published import mapped, unmapped
+
+    (figure,) = [r for r in mapped() if r.source == "seed-gemm-chapter" and r.case_id.startswith("cublas.")]
+    assert (figure.case_id, figure.metric, figure.value) == ("cublas.f16.1024x1024x1024", "throughput_tflops", 250.0)
+    assert not [r for r in unmapped() if r.source == "seed-gemm-chapter" and r.value == 250.0]
+    store, _ = _store(tmp_path / "r.db", [_result("cublas.f16.1024x1024x1024", 300.0)])
+    _, ladder = _store(None, [_result("ladder.naive.f32.1024x1024x1024", 1.0, 0.02, 0.05)], store)
+    measured = run_rows.measured(store, ladder)
+    ctx = ReportContext(store, ladder, "NVIDIA H100 80GB HBM3", tmp_path, measured,
+                        paper_verdicts.against_paper(store, ladder))
+    published = FAMILY.figures(ctx)[-1][2].set_index(["case_id", "metric"])
+    row = published.loc[("cublas.f16.1024x1024x1024", "throughput_tflops")]
+    assert row.ours == 300.0 and row.verdict == "for context: ours / theirs = 1.20" and row["their GPU"] == "A100"

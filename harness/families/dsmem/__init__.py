@@ -359,8 +359,9 @@ class DsmemFamily(Family):
         """Our counterpart of the authors' DSM latency logs (HPMLL/NVIDIA-Hopper-Benchmark); a string says
         why one has none; None: not ours. The seed architecture chapter's count of TPCs: why it is no figure."""
         if row["paper"] == seed_chapter.SOURCE:
-            return ("a count of units: the dsmem maps (suite maps) pair SMs by distance, a finding in the report, "
-                    "not a metric") if row["metric"] == "tpc_count" else None
+            return ("a count of units: the DSMEM map (suite maps-dsmem) looks for TPCs as pairs of SMs each other's "
+                    "nearest by a few cycles and says whether latency shows them (its report and the site's finding), "
+                    "a finding, not a metric to compare") if row["metric"] == "tpc_count" else None
         table, metric = row["table_or_figure"], row["metric"]
         if table.startswith(("Sec. III-D ", "Sec. IV-E ", "Sec. 7.1 ", "Sec. 7.2 ", "Sec. 7.3 ")) and (
                 "DSM" in row["instruction"] or "global store" in row["instruction"]):

@@ -38,9 +38,9 @@ SASS = {
 # The seed GEMM chapter's names for our steps (its section 9.9.2 compares the two tensor-core APIs), and its figures
 # that no case here measures, with why
 PAPER_STEPS = {"mma.sync": "mma-ldmatrix"}
+# The chapter's cuBLAS f16 (gemmEx, f16 in): the gemm family's library case of the same size (its id, not an import)
+LIBRARY_F16 = "cublas.f16.{m}x{n}x{k}"
 PAPER_UNEXPRESSED = {
-    "cublas-f16": "cuBLAS f16 is the gemm family's library case; here it is each tensor-core step's anchor "
-                  "(library_fraction)",
     "cutlass-f16": "CUTLASS is not run by this project",
     "fp32 ceiling": "a ceiling stated for the A100's CUDA cores, not one kernel's figure: the model bounds each f32 "
                     "step (bench model --gpu)",
@@ -190,6 +190,8 @@ class LadderFamily(Family):
         if not figure.instruction.startswith("gemm chapter "):
             return None
         step = PAPER_STEPS.get(step, step)
+        if step == "cublas-f16" and figure.metric == "throughput_tflops":
+            return LIBRARY_F16.format(m=figure.m, n=figure.n, k=figure.k), figure.metric
         if step in PAPER_UNEXPRESSED:
             return PAPER_UNEXPRESSED[step]
         if step not in _cases.ORDER or figure.metric not in ("throughput_tflops", "peak_fraction"):
