@@ -741,6 +741,21 @@ def test_the_attention_tma_store_docs_come_from_runs_167_and_168(db):
     assert f"head dim 128 not causal is at {best[0]}, {best[1]} and {best[2]} of cuDNN at 4k, 8k and 16k" in text
     worst_4k = min(float(x) for x in best[0].split(" / "))
     assert f"4k still misses by {100 * (1 - worst_4k):.0f} %" in text
+    # a tile's fixed cost: 32 blocks at 4k against 32 at 16k's pace, and its wait for the first block
+    fixed, wait, share_4k, share_16k = [], [], [], []
+    for run in (167, 168):
+        rows = _attention_blocks(db, run)
+        for schedule in (".overlap.tmastore", ".turns.overlap.tmastore"):
+            k4 = f"attention.bf16.4x4096x16x128.tile128x128.s3.wg2.setmaxnreg{schedule}"
+            k16 = k4.replace("4x4096", "1x16384")
+            fixed.append(32 * (rows[k4][1] - rows[k16][1]))
+            wait.append(32 * (rows[k4][2] - rows[k16][2]))
+            share_4k.append(100 * fixed[-1] / (32 * rows[k16][1]))
+            share_16k.append(100 * fixed[-1] / (128 * rows[k16][1]))
+    assert f"32 blocks at 4k cost {min(fixed):.0f}-{max(fixed):.0f} cycles more than 32 at 16k's pace" in text
+    assert f"of which {min(wait):.0f}-{max(wait):.0f} are the wait for the first block's Q, K and V" in text
+    assert f"that is {min(share_4k):.1f}-{max(share_4k):.1f} % of a tile at 4k and {min(share_16k):.1f}-" \
+           f"{max(share_16k):.1f} % at 16k" in text
 
 
 def test_the_attention_overlaps_negatives_come_from_runs_158_164_and_165(db):
