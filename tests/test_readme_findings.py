@@ -753,6 +753,9 @@ def test_the_attention_tma_store_docs_come_from_runs_167_and_168(db):
             share_4k.append(100 * fixed[-1] / (32 * rows[k16][1]))
             share_16k.append(100 * fixed[-1] / (128 * rows[k16][1]))
     assert f"32 blocks at 4k cost {min(fixed):.0f}-{max(fixed):.0f} cycles more than 32 at 16k's pace" in text
+    before, after = _attention_blocks(db, 167), _attention_blocks(db, 169)
+    moved = max(abs(after[k][0] - before[k][0]) for k in after if k.endswith(".tmastore"))
+    assert f"moves no case by more than {moved:.3f} of cuDNN against run 167" in text
     assert f"of which {min(wait):.0f}-{max(wait):.0f} are the wait for the first block's Q, K and V" in text
     assert f"that is {min(share_4k):.1f}-{max(share_4k):.1f} % of a tile at 4k and {min(share_16k):.1f}-" \
            f"{max(share_16k):.1f} % at 16k" in text
