@@ -844,6 +844,15 @@ def test_the_attention_models_misses_on_todays_kernels(db):
     total = sum(v[0] for v in misses.values())
     inside = sum(v[5] for v in misses.values())
     assert f"{inside} of {total} predictions within 10 %" in text
+    from harness.families.attention.model import AttentionModel
+
+    model, frames = AttentionModel(), _block_frames(db, {run for pair in TODAYS_PAIRS for run in pair})
+    for fit_run, score_run in TODAYS_PAIRS:  # "most causal cases run slower than predicted, most non-causal faster"
+        fitted = model.fit(frames[fit_run], "fitted", f"run {fit_run}")
+        residuals = model.transfer(fitted, frames[score_run], "scored", f"run {score_run}").residuals
+        causal = residuals.case_id.str.contains(".causal.", regex=False)
+        assert (residuals[causal].relative > 0).mean() > 0.5 and (residuals[~causal].relative < 0).mean() > 0.5
+    assert "in every pair above most causal cases run slower than predicted and most non-causal ones faster" in text
     before = _additive_form_misses(db, 161, 162)
     medians, worst = [m for m, _ in before.values()], [w for _, w in before.values()]
     assert f"median misses of {min(medians):.1f}-{max(medians):.1f} % per schedule and worst " \
