@@ -122,7 +122,10 @@ PRIOR = dict(latency_cycles=745.0, latency_per_kib=0.0, memory_queue_cycles=340.
              # w = 198 and P = 195: a prior that held a serial-only fit's w + P apart in that ratio.)
              drain_cycles=0.0, promotion_cycles=230.0,
              # E_0: the fit to run 108 (H100; E_0 + C bytes / E per epilogue over its 64x128 to 256x128 tiles), rounded
-             epilogue_fixed_cycles=50.0)
+             epilogue_fixed_cycles=50.0,
+             # R_s: the fit to run 134 (H100, gemm-skinny: split-K 2 and 4 on 64x128 and 128x128 tiles), rounded; runs
+             # 135, 136 and 141 fit 33, 23 and 36 bytes a cycle (the feed's R, 62, was twice what the counters show)
+             splitk_bytes_per_cycle=30.0)
 HBM_OF_DATASHEET = 0.92  # a GPU never measured: its datasheet bandwidth x the H100's measured read roofline / pin rate
 PRIOR_LAUNCH_CYCLES = 4000.0
 RHO_MAX = 0.95  # a miss waits at most 19 L_q: past it the memory's own bound (HBM) holds
