@@ -197,6 +197,7 @@ def miss_cycles(case: GemmCase, p: Params, period: float, clock_mhz: float) -> f
     return f * p.memory_queue_cycles * rho / (1.0 - rho)
 
 
+@lru_cache(maxsize=65536)
 def miss_fraction(case: GemmCase, sm_count: int, l2_bytes: float = 0.0) -> float:
     """The share of the bytes a wave's CTAs read from the L2 per k-block that the wave reads first: the A
     rows and B columns its tiles span (each k-block's slice is new, fetched from memory by the first CTA
@@ -239,8 +240,8 @@ def _sides(panels: np.ndarray, group: np.ndarray) -> float:
     the lines its own SMs read (NVIDIA's A100 whitepaper: a partition caches for the SMs connected to it), so a
     panel read from both sides is read from memory twice. A panel read by CTAs of k groups (SIDE_GROUP CTAs share
     a side, each group on either side alike): 2 - 2^(1 - k) sides expected."""
-    pairs = np.unique(np.stack([panels, group]), axis=1)
-    k = np.unique(pairs[0], return_counts=True)[1]
+    pairs = np.unique(panels.astype(np.int64) * (int(group.max()) + 1) + group)  # (panel, group) once each
+    k = np.unique(pairs // (int(group.max()) + 1), return_counts=True)[1]  # groups per panel
     return float(np.sum(2.0 - 2.0 ** (1.0 - k)))
 
 
