@@ -106,7 +106,7 @@ def test_split_k_rate_fitted_from_the_counters_mean_and_the_tile_waits_for_its_l
 
 
 def test_the_promotion_fits_docs_gemm_quotes():
-    """docs/gemm.md: the drain w fits to about 0 and the additions P to the quoted cycles on runs 111, 124 and 126."""
+    """docs/gemm.md: the drain w and the additions P fit to the quoted cycles on runs 111, 124 and 126."""
     from pathlib import Path
 
     import harness
@@ -120,10 +120,11 @@ def test_the_promotion_fits_docs_gemm_quotes():
     for run in (111, 124, 126):
         frame = harness.results(str(root / "results.db"), run_id=run, family="gemm")
         fits[run] = GemmModel().fit(frame, frame.gpu_name.iloc[0], f"run {run}").params
-    assert all(p.drain_cycles < 20 for p in fits.values())
-    p111, p124, p126 = (round(fits[r].promotion_cycles) for r in (111, 124, 126))
-    assert (f"P fits to {p111} cycles on run 111 (serial and overlapped) and {p124} and {p126} on runs 124 and 126"
-            in doc)
+    w = [round(fits[r].drain_cycles) for r in (111, 124, 126)]
+    additions = [round(fits[r].promotion_cycles) for r in (111, 124, 126)]
+    assert (f"w fits to {w[0]}, {w[1]} and {w[2]} cycles and P to {additions[0]}, {additions[1]} and {additions[2]} on "
+            "runs 111, 124 and 126") in doc
+    assert all(100 < v < 300 for v in w + additions)  # run 111's floors: 700-725 overlapped, 902-910 serial
 
 
 def test_a_panel_read_from_both_sides_of_the_l2_is_fetched_twice():

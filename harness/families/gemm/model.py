@@ -32,9 +32,10 @@ kernel ran at (measured in it) or, for a plan, the clock the GPU held under a la
                                                    overlaps; k CTAs sharing an SM (a one-CTA-per-tile grid of
                                                    small tiles) put k x (S - 1) copies in the queue
     fp8, promoted: the consumer waits for a k-block's wgmma before it adds them into f32
-      serial     t_kblock = MVA(S; Z - I, (s, t_tc + w + P))   it holds the slot through the wgmma, their drain w
-                                                   and the additions P; the tensor cores idle meanwhile
-      overlapped t_kblock = MVA(S; Z - I, (s, t_tc + w))       the additions under the next k-block's wgmma
+      serial     t_kblock = max(c, s, (Z - I + s + c) / S), c = t_tc + w + P: it holds the slot through the
+                                                   wgmma, their drain w and the additions P (a service the same every
+                                                   k-block: the circuit of S slots, not an exponential queue)
+      overlapped the same with c = t_tc + w        the additions under the next k-block's wgmma
       pipelined  t_kblock = max(t_tc + (w + P) / G, MVA(S - 1; Z, s)) a k-block in flight through the next slot's
                                                    wait (the plain walk), the tensor cores idle once a group
                                                    of G while its last k-block drains and is added
@@ -116,11 +117,10 @@ class Params:
 # once the misses counted each L2 side's fetch (_sides: 341 cycles, 620 before).
 PRIOR = dict(latency_cycles=745.0, latency_per_kib=0.0, memory_queue_cycles=340.0, feed_bytes_per_cycle=62.3,
              wgmma_queue=3.2, consumer_overhead_1=0.0, consumer_overhead_2=42.0, epilogue_regs=6.6, epilogue_tma=45.0,
-             # the fit to run 111 (H100, fp8 128x128 serial and overlapped on rings of 1-7), rounded: the drain w fits
-             # to 0 (the overlapped walk's loss is its closed queue's, the consumer in series), P to 231. (Read off the
-             # deepest rings alone, 905 cycles serial and 710 overlapped against the tensor cores' 512, they were
-             # w = 198 and P = 195: a prior that held a serial-only fit's w + P apart in that ratio.)
-             drain_cycles=0.0, promotion_cycles=230.0,
+             # the fit to run 111 (H100, fp8 128x128 serial and overlapped on rings of 1-7), rounded, the prior its own
+             # start (a fixed point of the fit): w 171 and P 212. (With the promoted circuit as an exponential queue w
+             # fitted to 0 and P to 231: its gradual approach to the bottleneck took up the drain.)
+             drain_cycles=171.0, promotion_cycles=212.0,
              # E_0: the fit to run 108 (H100; E_0 + C bytes / E per epilogue over its 64x128 to 256x128 tiles), rounded
              epilogue_fixed_cycles=50.0,
              # R_s: the fit to run 134 (H100, gemm-skinny: split-K 2 and 4 on 64x128 and 128x128 tiles), rounded; runs
@@ -339,9 +339,13 @@ def _promoted_kblock(case: GemmCase, p: Params, t_tc: float, z: float, s: float,
     circulate through the copy's round trip (less the issue stall, which the consumer's service holds), the
     feed and the consumer in series. Bound: "promotion" where the consumer's service sets the period, the feed
     or the latency where the copies do. A staggered promotion costs what a serial one does (runs 149-150: the
-    tensor cores do not run one warpgroup's k-block while the other adds)."""
+    tensor cores do not run one warpgroup's k-block while the other adds). The consumer's service is the same every
+    k-block (its wgmma, their drain, its additions), so the circuit does not approach its bottleneck gradually as an
+    exponential queue's (mean_value) does: the period is the longest service or the circuit over the S slots,
+    whichever is longer (run 111: 700-725 cycles overlapped and 902-910 serial from S = 4 on, 746-780 and 990-1031
+    at S = 3)."""
     service = t_tc + p.drain_cycles + (p.promotion_cycles if case.promotion in ("serial", "staggered") else 0.0)
-    period = mean_value(case.stages * blocks, z, (s, service)) * blocks
+    period = max(service, s, (z + s + service) / case.stages) * blocks
     if service * blocks >= 0.9 * period:
         return period, "promotion"
     return period, ("L2 feed" if s >= service else "latency")
