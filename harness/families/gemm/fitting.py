@@ -175,7 +175,7 @@ def _fit_epilogue(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) ->
     C bytes / E, least squares on the relative error (E_0 shared: the barriers and the fence are the same code).
     Where the run's tiles store one size of C only, the rates are not told from the fixed part: E stays the start's
     (the prior's) and E_0 is the median of the counters beyond it (run 136's 64x64 tiles alone had put the TMA store's
-    E at 17 bytes a cycle, and a 128x128 tile's epilogue at 1942 cycles, against 690-940 measured in run 139)."""
+    E at 17 bytes a cycle, and a 128x128 tile's epilogue at 1942 cycles, against 793-944 measured in run 139)."""
     points = []  # (C bytes, tmastore?, cycles)
     for cid, row in table.iterrows():
         cycles = row.get("epilogue_cycles_per_tile", np.nan)

@@ -14,7 +14,8 @@ kernel ran at (measured in it) or, for a plan, the clock the GPU held under a la
                                                    per k-block, B halved by a cluster's multicast), plus W and I:
     W        = f L_q rho / (1 - rho)               the memory's queue: f, the share of a wave's k-block reads
                                                    that no earlier CTA of the wave read (the A rows and B columns
-                                                   its tiles span, in the kernel's tile order), waits on the
+                                                   its tiles span, in the kernel's tile order, each once for
+                                                   every side of the L2 that reads it), waits on the
                                                    memory at load rho = the bandwidth those misses take at this
                                                    period / hbm_gbps (the period where both agree: a fixed point)
     I        = max(0, n - d) t_tc / n               the consumer gives slot j back only after issuing k-block
