@@ -891,3 +891,28 @@ def test_the_persistent_attention_walk_docs_come_from_run_166(db):
     mine = next(v for k, v in causal.items() if ".persistent." in k)
     twin = next(v for k, v in causal.items() if ".persistent." not in k)
     assert f"causal at 16k it falls to {mine:.2f} against {twin:.2f}" in text
+
+
+def test_the_planners_out_of_sample_table_comes_from_the_runs_of_record(db):
+    """docs/gemm.md's table of scripts/planner_out_of_sample.py over the runs of record: for each kind of pair (the
+    nearest other run, every other run of the GPU model, every run of the other), the pooled misses of every pipeline
+    case (and without split-K in four runs, whose time no counter records) and the top-1 regret of every shape."""
+    import importlib.util
+
+    from harness.db.store import Store
+
+    spec = importlib.util.spec_from_file_location("planner_out_of_sample", ROOT / "scripts" / "planner_out_of_sample.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    with Store.open(db, read_only=True) as store:
+        cases, shapes, _, _ = script.evaluate(store, only=script.RECORD)
+    text = " ".join((ROOT / "docs" / "gemm.md").read_text().split())
+    for kind, label in (("nearest", "nearest other run"), ("same", "every other run, same GPU"),
+                        ("other", "every run of the other GPU")):
+        c, g = cases[cases.kind == kind], shapes[shapes.kind == kind]
+        a, b = c.miss.abs(), c[~c.case_id.str.contains("splitk4")].miss.abs()
+        row = (f"| {label} | {c[['fit', 'run']].drop_duplicates().shape[0]} | {len(c)} | {100 * a.median():.1f} % | "
+               f"{100 * a.max():.1f} % | {100 * b.median():.1f} % / {100 * b.max():.1f} % | "
+               f"{100 * (a <= 0.10).mean():.0f} % | {100 * g.regret.median():.1f} % / {100 * g.regret.mean():.1f} % / "
+               f"{100 * g.regret.max():.1f} % | {100 * (g.regret <= 0.02).mean():.0f} % of {len(g)} |")
+        assert row in text, row
