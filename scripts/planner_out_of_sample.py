@@ -82,6 +82,58 @@ def score(fit_report, rows: pd.DataFrame, gpu: str, fit_run: int) -> tuple[list[
     return cases, regrets
 
 
+def evaluate(store, kinds=("nearest", "same", "other"), only=None, fits=None, scored=None):
+    """(every (pair, case) row, every (pair, shape) top-1 regret, a line per pair, the number of fits) over the runs
+    with pipeline cases (`only`: those of them; `fits`: the runs the `same` and `other` pairs fit; `scored`: the runs
+    scored)."""
+    from harness.analysis.models import fit_runs_for
+    from harness.families.gemm.planner import GemmModel
+
+    runs = pipeline_runs(store)
+    if only:
+        runs = {r: g for r, g in runs.items() if r in only}
+    rows = {r: gemm_rows(store, r) for r in runs}
+    npipe = {r: int(f[f.case_id.str.startswith("gemm.")].case_id.nunique()) for r, f in rows.items()}
+    fitted_runs: dict[int, object] = {}
+
+    def fitted(run: int):
+        if run not in fitted_runs:
+            fitted_runs[run] = GemmModel().fit(rows[run], runs[run], f"fitted to run {run}")
+        return fitted_runs[run]
+
+    pairs = []  # (kind, fit run, scored run)
+    for s in sorted(runs) if not scored else scored:
+        if "nearest" in kinds:
+            # score_run's choice (the first of its three tries whose fit predicts), among the runs considered
+            for other in [r for r in fit_runs_for(store, s, "gemm") if r in runs][:3]:
+                if fitted(other) is not None:
+                    pairs.append(("nearest", other, s))
+                    break
+        for f in sorted(runs) if not fits else fits:
+            if f == s or f not in runs or npipe[f] < MIN_FIT:
+                continue
+            kind = "same" if runs[f] == runs[s] else "other"
+            if kind in kinds:
+                pairs.append((kind, f, s))
+    per_case, per_shape, lines = [], [], []
+    for kind, f, s in pairs:
+        report = fitted(f)
+        if report is None:
+            continue
+        cases, regrets = score(report, rows[s], runs[s], f)
+        if not cases:
+            continue
+        misses = np.abs([c["miss"] for c in cases])
+        regret = [g["regret"] for g in regrets]
+        lines.append(f"{kind:8s} fit {f:4d} -> run {s:4d} ({runs[s][:11]:11s}) {len(cases):3d} cases: median "
+                     f"{100 * np.median(misses):5.1f} %, worst {100 * misses.max():5.1f} %"
+                     + (f"; {len(regret)} shapes, top-1 regret median {100 * np.median(regret):4.1f} %, worst "
+                        f"{100 * max(regret):4.1f} %" if regret else ""))
+        per_case += [{"kind": kind, "fit": f, "run": s, "gpu": runs[s], **c} for c in cases]
+        per_shape += [{"kind": kind, "fit": f, "run": s, **g} for g in regrets]
+    return pd.DataFrame(per_case), pd.DataFrame(per_shape), lines, len(fitted_runs)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--db", default="results.db")
@@ -97,59 +149,17 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     kinds = set(args.pairs.split(","))
 
-    from harness.analysis.models import fit_runs_for
     from harness.db.store import Store
-    from harness.families.gemm.planner import GemmModel
 
     started = time.time()
     with Store.open(args.db, read_only=True) as store:
-        runs = pipeline_runs(store)
+        only = None
         if args.only:
             only = RECORD if args.only == "record" else tuple(int(r) for r in args.only.split(","))
-            runs = {r: g for r, g in runs.items() if r in only}
-        rows = {r: gemm_rows(store, r) for r in runs}
-        npipe = {r: int(f[f.case_id.str.startswith("gemm.")].case_id.nunique()) for r, f in rows.items()}
-        fits: dict[int, object] = {}
-
-        def fitted(run: int):
-            if run not in fits:
-                fits[run] = GemmModel().fit(rows[run], runs[run], f"fitted to run {run}")
-            return fits[run]
-
-        scored_runs = sorted(runs) if not args.runs else [int(r) for r in args.runs.split(",")]
-        pairs = []  # (kind, fit run, scored run)
-        for s in scored_runs:
-            if "nearest" in kinds:
-                # score_run's choice (the first of its three tries whose fit predicts), among --only's runs
-                for other in [r for r in fit_runs_for(store, s, "gemm") if r in runs][:3]:
-                    if fitted(other) is not None:
-                        pairs.append(("nearest", other, s))
-                        break
-            for f in sorted(runs) if not args.fits else [int(r) for r in args.fits.split(",")]:
-                if f == s or f not in runs or npipe[f] < MIN_FIT:
-                    continue
-                kind = "same" if runs[f] == runs[s] else "other"
-                if kind in kinds:
-                    pairs.append((kind, f, s))
-        per_case, per_shape, lines = [], [], []
-        for kind, f, s in pairs:
-            report = fitted(f)
-            if report is None:
-                continue
-            cases, regrets = score(report, rows[s], runs[s], f)
-            if not cases:
-                continue
-            misses = np.abs([c["miss"] for c in cases])
-            regret = [g["regret"] for g in regrets]
-            lines.append(f"{kind:8s} fit {f:4d} -> run {s:4d} ({runs[s][:11]:11s}) {len(cases):3d} cases: median "
-                         f"{100 * np.median(misses):5.1f} %, worst {100 * misses.max():5.1f} %"
-                         + (f"; {len(regret)} shapes, top-1 regret median {100 * np.median(regret):4.1f} %, worst "
-                            f"{100 * max(regret):4.1f} %" if regret else ""))
-            per_case += [{"kind": kind, "fit": f, "run": s, "gpu": runs[s], **c} for c in cases]
-            per_shape += [{"kind": kind, "fit": f, "run": s, **g} for g in regrets]
+        cases, shapes, lines, fitted = evaluate(
+            store, kinds, only=only, fits=None if not args.fits else [int(r) for r in args.fits.split(",")],
+            scored=None if not args.runs else [int(r) for r in args.runs.split(",")])
     print("\n".join(lines))
-    cases = pd.DataFrame(per_case)
-    shapes = pd.DataFrame(per_shape)
     print("\npooled (every case of every pair of the kind):")
     for kind in ("nearest", "same", "other"):
         c = cases[cases.kind == kind] if len(cases) else cases
@@ -180,7 +190,7 @@ def main(argv=None) -> int:
         cases.to_csv(args.cases, index=False)
     if args.shapes:
         shapes.to_csv(args.shapes, index=False)
-    print(f"\n{len(fits)} fits, {len(pairs)} pairs, {time.time() - started:.0f} s", file=sys.stderr)
+    print(f"\n{fitted} fits, {len(lines)} pairs, {time.time() - started:.0f} s", file=sys.stderr)
     return 0
 
 

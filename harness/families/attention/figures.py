@@ -58,7 +58,8 @@ NOTE = ("Ours: ptx/attention.cu.in (docs/attention.md); cuDNN: its fused attenti
         "range over the median). 'cuDNN alone': its own case (cudnn.sdpa.*) in the same run, the call alone timed by "
         "the same method. 'cycles a block': the first consumer warpgroup's mainloop cycles per block of keys "
         "(in-kernel counters); the bounds are a block's cycles at the tensor cores' dense peak (4 x BM x BN x D FLOP at "
-        "4096 a cycle) and at MUFU's 16 exponentials a cycle (BM x BN). The two consumer warpgroups each run their "
+        "4096 a cycle) and at MUFU's rate beside wgmma (2 x (BN / 2 + 2) ex2 a scheduler at 10.75 cycles each: the "
+        "model's X, docs/attention.md, 'The model'). The two consumer warpgroups each run their "
         "block serially (S, softmax, P V): one's softmax can only hide under the other's wgmma.")
 
 

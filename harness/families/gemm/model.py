@@ -14,7 +14,8 @@ kernel ran at (measured in it) or, for a plan, the clock the GPU held under a la
                                                    per k-block, B halved by a cluster's multicast), plus W and I:
     W        = f L_q rho / (1 - rho)               the memory's queue: f, the share of a wave's k-block reads
                                                    that no earlier CTA of the wave read (the A rows and B columns
-                                                   its tiles span, in the kernel's tile order), waits on the
+                                                   its tiles span, in the kernel's tile order, each once for
+                                                   every side of the L2 that reads it), waits on the
                                                    memory at load rho = the bandwidth those misses take at this
                                                    period / hbm_gbps (the period where both agree: a fixed point)
     I        = max(0, n - d) t_tc / n               the consumer gives slot j back only after issuing k-block
@@ -32,9 +33,10 @@ kernel ran at (measured in it) or, for a plan, the clock the GPU held under a la
                                                    overlaps; k CTAs sharing an SM (a one-CTA-per-tile grid of
                                                    small tiles) put k x (S - 1) copies in the queue
     fp8, promoted: the consumer waits for a k-block's wgmma before it adds them into f32
-      serial     t_kblock = MVA(S; Z - I, (s, t_tc + w + P))   it holds the slot through the wgmma, their drain w
-                                                   and the additions P; the tensor cores idle meanwhile
-      overlapped t_kblock = MVA(S; Z - I, (s, t_tc + w))       the additions under the next k-block's wgmma
+      serial     t_kblock = max(c, s, (Z - I + s + c) / S), c = t_tc + w + P: it holds the slot through the
+                                                   wgmma, their drain w and the additions P (a service the same every
+                                                   k-block: the circuit of S slots, not an exponential queue)
+      overlapped the same with c = t_tc + w        the additions under the next k-block's wgmma
       pipelined  t_kblock = max(t_tc + (w + P) / G, MVA(S - 1; Z, s)) a k-block in flight through the next slot's
                                                    wait (the plain walk), the tensor cores idle once a group
                                                    of G while its last k-block drains and is added
@@ -112,16 +114,19 @@ class Params:
                      if f.name not in ("gpu", "sm_count", "flops_per_cycle", "clock_mhz", "source", "l2_bytes"))
 
 
-# A GPU never measured: the fit to the H100 SXM's run of record 65, rounded (docs/gemm.md).
-PRIOR = dict(latency_cycles=745.0, latency_per_kib=0.0, memory_queue_cycles=620.0, feed_bytes_per_cycle=62.3,
+# A GPU never measured: the fit to the H100 SXM's run of record 65, rounded (docs/gemm.md); L_q refitted to run 65
+# once the misses counted each L2 side's fetch (_sides: 341 cycles, 620 before).
+PRIOR = dict(latency_cycles=745.0, latency_per_kib=0.0, memory_queue_cycles=340.0, feed_bytes_per_cycle=62.3,
              wgmma_queue=3.2, consumer_overhead_1=0.0, consumer_overhead_2=42.0, epilogue_regs=6.6, epilogue_tma=45.0,
-             # the fit to run 111 (H100, fp8 128x128 serial and overlapped on rings of 1-7), rounded: the drain w fits
-             # to 0 (the overlapped walk's loss is its closed queue's, the consumer in series), P to 231. (Read off the
-             # deepest rings alone, 905 cycles serial and 710 overlapped against the tensor cores' 512, they were
-             # w = 198 and P = 195: a prior that held a serial-only fit's w + P apart in that ratio.)
-             drain_cycles=0.0, promotion_cycles=230.0,
+             # the fit to run 111 (H100, fp8 128x128 serial and overlapped on rings of 1-7), rounded, the prior its own
+             # start (a fixed point of the fit): w 171 and P 212. (With the promoted circuit as an exponential queue w
+             # fitted to 0 and P to 231: its gradual approach to the bottleneck took up the drain.)
+             drain_cycles=171.0, promotion_cycles=212.0,
              # E_0: the fit to run 108 (H100; E_0 + C bytes / E per epilogue over its 64x128 to 256x128 tiles), rounded
-             epilogue_fixed_cycles=50.0)
+             epilogue_fixed_cycles=50.0,
+             # R_s: the fit to run 134 (H100, gemm-skinny: split-K 2 and 4 on 64x128 and 128x128 tiles), rounded; runs
+             # 135, 136 and 141 fit 33, 23 and 36 bytes a cycle (the feed's R, 62, was twice what the counters show)
+             splitk_bytes_per_cycle=30.0)
 HBM_OF_DATASHEET = 0.92  # a GPU never measured: its datasheet bandwidth x the H100's measured read roofline / pin rate
 PRIOR_LAUNCH_CYCLES = 4000.0
 RHO_MAX = 0.95  # a miss waits at most 19 L_q: past it the memory's own bound (HBM) holds
@@ -193,20 +198,23 @@ def miss_cycles(case: GemmCase, p: Params, period: float, clock_mhz: float) -> f
     return f * p.memory_queue_cycles * rho / (1.0 - rho)
 
 
+@lru_cache(maxsize=65536)
 def miss_fraction(case: GemmCase, sm_count: int, l2_bytes: float = 0.0) -> float:
     """The share of the bytes a wave's CTAs read from the L2 per k-block that the wave reads first: the A
     rows and B columns its tiles span (each k-block's slice is new, fetched from memory by the first CTA
     that asks and shared by the rest while the wave is in flight). A wave is the work items in flight at
     once, taken in the kernel's order (ptx/gemm.cu.in tile_of, which orders a one-CTA-per-tile grid's clusters
-    too: the block scheduler starts them in that order). None where the problem stays in the L2 (l2_resident)."""
+    too: the block scheduler starts them in that order), each counted once for every side of the L2 that reads
+    it (_sides). None where the problem stays in the L2 (l2_resident)."""
     if l2_resident(case, l2_bytes):
         return 0.0
-    return _miss_fraction(case.walk_m, case.walk_n, case.bm, case.bn, case.cluster, case.order,
-                          max(1, sms_used(case, sm_count) // case.cluster * blocks_per_sm(case) // case.splits))
+    in_flight = max(1, sms_used(case, sm_count) // case.cluster * blocks_per_sm(case) // case.splits)
+    return _miss_fraction(case.walk_m, case.walk_n, case.bm, case.bn, case.cluster, case.order, in_flight, case.splits)
 
 
 @lru_cache(maxsize=4096)
-def _miss_fraction(m: int, n: int, bm: int, bn: int, cluster: int, order: str, in_flight: int) -> float:
+def _miss_fraction(m: int, n: int, bm: int, bn: int, cluster: int, order: str, in_flight: int,
+                   splits: int = 1) -> float:
     tiles_n, pairs_m = n // bn, m // bm // cluster
     items = np.arange(pairs_m * tiles_n)
     if order == "row":
@@ -221,9 +229,27 @@ def _miss_fraction(m: int, n: int, bm: int, bn: int, cluster: int, order: str, i
     fresh = []
     for start in range(0, len(items), in_flight):
         wave = slice(start, start + in_flight)
-        fresh.append((len(np.unique(pm[wave])) * cluster * bm + len(np.unique(tn[wave])) * bn)
+        # the side group of each item's first CTA: a tile's split-K runs and a cluster's CTAs are consecutive CTAs
+        group = np.arange(len(items[wave])) * splits * cluster // SIDE_GROUP
+        fresh.append((_sides(pm[wave], group) * cluster * bm + _sides(tn[wave], group) * bn)
                      / (read * len(items[wave])))
     return float(np.mean(fresh))
+
+
+def _sides(panels: np.ndarray, group: np.ndarray) -> float:
+    """The L2 sides a wave's panels are fetched into, summed over the panels: each side of the L2 keeps a copy of
+    the lines its own SMs read (NVIDIA's A100 whitepaper: a partition caches for the SMs connected to it), so a
+    panel read from both sides is read from memory twice. A panel read by CTAs of k groups (SIDE_GROUP CTAs share
+    a side, each group on either side alike): 2 - 2^(1 - k) sides expected."""
+    pairs = np.unique(panels.astype(np.int64) * (int(group.max()) + 1) + group)  # (panel, group) once each
+    k = np.unique(pairs // (int(group.max()) + 1), return_counts=True)[1]  # groups per panel
+    return float(np.sum(2.0 - 2.0 ** (1.0 - k)))
+
+
+# CTAs taken to share an L2 side: a persistent grid's consecutive CTAs, in runs as long as the runs of SM ids
+# near one partition (runs 94 and 95: runs of 6 and of 2 SMs alternate, 4 on average; which SM a CTA lands on is
+# not recorded, so a run of CTAs is on either side alike)
+SIDE_GROUP = 4
 
 
 def mean_value(customers: int, delay: float, services: tuple[float, ...]) -> float:
@@ -314,9 +340,13 @@ def _promoted_kblock(case: GemmCase, p: Params, t_tc: float, z: float, s: float,
     circulate through the copy's round trip (less the issue stall, which the consumer's service holds), the
     feed and the consumer in series. Bound: "promotion" where the consumer's service sets the period, the feed
     or the latency where the copies do. A staggered promotion costs what a serial one does (runs 149-150: the
-    tensor cores do not run one warpgroup's k-block while the other adds)."""
+    tensor cores do not run one warpgroup's k-block while the other adds). The consumer's service is the same every
+    k-block (its wgmma, their drain, its additions), so the circuit does not approach its bottleneck gradually as an
+    exponential queue's (mean_value) does: the period is the longest service or the circuit over the S slots,
+    whichever is longer (run 111: 700-725 cycles overlapped and 902-910 serial from S = 4 on, 746-780 and 990-1031
+    at S = 3)."""
     service = t_tc + p.drain_cycles + (p.promotion_cycles if case.promotion in ("serial", "staggered") else 0.0)
-    period = mean_value(case.stages * blocks, z, (s, service)) * blocks
+    period = max(service, s, (z + s + service) / case.stages) * blocks
     if service * blocks >= 0.9 * period:
         return period, "promotion"
     return period, ("L2 feed" if s >= service else "latency")
