@@ -381,6 +381,38 @@ def test_an_interrupted_report_leaves_nothing(tmp_path, monkeypatch):
     assert list((tmp_path / "reports").iterdir()) == []
 
 
+def test_a_full_disk_is_no_fault_of_out_and_leaves_no_partial_page(tmp_path, monkeypatch):
+    """Issue 46, item 18: a full disk under `bench report`/`bench site` was "Invalid value for '--out'" (exit 2, the
+    option's fault), and the site left its half-written temporary page in the folder."""
+    import errno
+    import harness.analysis.report as report
+
+    db = make_db(tmp_path / "r.db")
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(report, "html_page", full)
+    line = one_error_line(bench("report", "--out", tmp_path / "reports", "--db", db), 1, "No space left on device")
+    assert "Invalid value" not in line and list((tmp_path / "reports").iterdir()) == []
+    monkeypatch.undo()
+    written = Path.write_text
+
+    def half(self, text, *args, **kwargs):  # the page's temporary file fills the disk half way
+        if self.name.startswith(".index."):
+            written(self, text[: len(text) // 2])
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return written(self, text, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", half)
+    site = tmp_path / "site"
+    line = one_error_line(bench("site", "--out", site, "--db", db), 1, "No space left on device")
+    assert "Invalid value" not in line and list(site.iterdir()) == []
+    monkeypatch.undo()
+    (tmp_path / "file").write_text("")  # a file where --out's folder should be: that is the option's fault
+    one_error_line(bench("site", "--out", tmp_path / "file" / "site", "--db", db), 2, "Invalid value for --out")
+
+
 def test_a_report_of_a_run_without_measurements_is_one_line(tmp_path):
     db = tmp_path / "r.db"
     with Store.open(db, create=True) as store:

@@ -90,8 +90,12 @@ def build(store: Store, out: Path, reports: Path | None = None, progress=None) -
                          _runs_table(runs, out, reports)))
         page = out / "index.html"
         temp = out / f".index.{os.getpid()}.html"
-        temp.write_text(_page(store, runs, sections))
-        os.replace(temp, page)
+        try:  # a full disk or an interruption leaves no partial file behind
+            temp.write_text(_page(store, runs, sections))
+            os.replace(temp, page)
+        except BaseException:
+            temp.unlink(missing_ok=True)
+            raise
     if progress is not None:
         progress("done", len(steps), len(steps))
     return Site(page, [heading for heading, _, _ in sections])

@@ -5,7 +5,21 @@ from __future__ import annotations
 
 import click
 
-from harness.cli.app import RUN_ID, DB_HELP, cli, open_store
+from harness.cli.app import RUN_ID, DB_HELP, cli, fail, open_store
+
+# What a different --out can mend (no permission, a read-only file system, a file in a folder's place, a name too
+# long); any other failure (a full disk, an I/O error) is no fault of the option: one line, exit 1, not exit 2.
+_OPTION_FAULTS = {"EACCES", "EPERM", "EROFS", "ENOTDIR", "EISDIR", "EEXIST", "ENAMETOOLONG", "ELOOP"}
+
+
+def _cannot_write(what: str, out, exc: OSError):
+    """A failure to write the report or the site under `out`, in one line with the status its cause deserves."""
+    import errno
+
+    message = f"cannot write the {what} under {out}: {exc.strerror or exc}"
+    if errno.errorcode.get(exc.errno) in _OPTION_FAULTS:
+        raise click.BadParameter(message, param_hint="--out") from None
+    fail(message, 1)
 
 
 @cli.command()
@@ -32,8 +46,7 @@ def report(run_id, out, include_flagged, db):
     try:
         result = build(store, run_id, Path(out), include_flagged)
     except OSError as exc:
-        raise click.BadParameter(f"cannot write the report under {out}: {exc.strerror or exc}",
-                                 param_hint="--out") from None
+        _cannot_write("report", out, exc)
     click.echo(f"wrote {result.markdown}, {result.html} and {len(result.figures)} figures")
 
 
@@ -81,6 +94,5 @@ def site(out, reports, db):
         try:
             result = build(store, Path(out), Path(reports) if reports else None, on_progress)
         except OSError as exc:
-            raise click.BadParameter(f"cannot write the site under {out}: {exc.strerror or exc}",
-                                     param_hint="--out") from None
+            _cannot_write("site", out, exc)
     click.echo(f"wrote {result.page} ({len(result.sections)} sections) in {time.monotonic() - started:.1f} s")
