@@ -100,9 +100,19 @@ def to_json(frame: pd.DataFrame) -> str:
     return json.dumps(records, indent=1, default=str, allow_nan=False)
 
 
+_TAG = re.compile(r"<(?=[A-Za-z/!?])")  # what a Markdown renderer would take for the start of an HTML tag
+
+
+def markdown_text(text: str) -> str:
+    """Text from the database as Markdown shows it, not runs it: control characters written out (visible) and a
+    tag's `<` as `&lt;` (a stored `<script>` reads as text; `< 3` and `<=` stay as they are)."""
+    return _TAG.sub("&lt;", visible(text))
+
+
 def _markdown_cell(text: str) -> str:
-    """A cell of a Markdown table: `|` escaped, a line break as <br> (a newline would end the row)."""
-    return re.sub(r"\r\n|\r|\n", "<br>", text.replace("|", "\\|"))
+    """A cell of a Markdown table: `|` escaped, a tag's `<` too, a line break as <br> (a newline would end the
+    row)."""
+    return re.sub(r"\r\n|\r|\n", "<br>", _TAG.sub("&lt;", text).replace("|", "\\|"))
 
 
 def markdown(frame: pd.DataFrame) -> str:

@@ -229,6 +229,33 @@ def test_escape_sequences_in_the_database_never_reach_the_terminal_raw(tmp_path)
         assert b"x" in shown and b"y" in shown
 
 
+def test_a_gpu_name_with_escape_sequences_is_shown_not_run(tmp_path, capsys):
+    """Issue 46, item 18: a stored GPU name with terminal escapes (ESC, the 8-bit CSI) and a <script> tag was printed
+    raw in the headings of `compare` (and its note on two GPU models), in the heading of a model's fits, in the
+    planner's prose (`say`), and report.md kept it raw (the HTML escaped it)."""
+    import pandas as pd
+
+    from harness.cli.app import say
+    from harness.cli.modelling import _model_summary
+
+    name = "H100\x1b[2J\x9b31m<script>alert(1)</script>"
+    db = make_db(tmp_path / "r.db")
+    with closing(sqlite3.connect(db)) as con, con:
+        con.execute("UPDATE devices SET name = ?", (name,))
+    shown = [bench("compare", "--db", db).output, bench("compare", "--db", db, "--against", "1").output]
+    say(f"planner of {name}")
+    _model_summary("mma", pd.DataFrame({"gpu": [name, name], "F_tc": [1024.0, 1000.0]}), pd.DataFrame(), False,
+                   "in sample", "in sample")
+    shown.append(capsys.readouterr().out)
+    for text in shown:
+        assert "\x1b" not in text and "\x9b" not in text and "H100\\x1b[2J\\x9b31m" in text, text
+    report = bench("report", "--db", db, "--out", tmp_path / "reports")
+    assert report.exit_code == 0, report.output
+    markdown = next((tmp_path / "reports").glob("*/report.md")).read_text()
+    assert "\x1b" not in markdown and "\x9b" not in markdown and "<script>" not in markdown
+    assert markdown.startswith("# H100\\x1b[2J\\x9b31m&lt;script>alert(1)&lt;/script>: run 1"), markdown[:200]
+
+
 # -- 18: bench model, bench list, did you mean, the unknown command's hint, harness.results(5) --------------
 
 def test_model_of_a_run_no_model_covers_fails(tmp_path):

@@ -16,17 +16,18 @@ def _footer(url: str) -> str:
 
 
 def markdown_page(sections, facts, run_id, url) -> str:
-    lines = [f"# {facts['gpu']}: run {run_id} against the paper and the model", "", "Contents:", ""]
-    lines += [f"{i}. [{heading}](#{_anchor(heading)})" for i, (heading, _, _) in enumerate(sections, 1)] + [""]
+    text = output.markdown_text  # what the database holds (a GPU's name, an error) is shown, never run
+    lines = [f"# {text(str(facts['gpu']))}: run {run_id} against the paper and the model", "", "Contents:", ""]
+    lines += [f"{i}. [{text(heading)}](#{_anchor(heading)})" for i, (heading, _, _) in enumerate(sections, 1)] + [""]
     for heading, paragraphs, body in sections:
-        lines += [f"## {heading}", ""]
+        lines += [f"## {text(heading)}", ""]
         if heading == "Summary":
-            lines += [f"- {text}" for text in paragraphs] + [""]
+            lines += [f"- {text(t)}" for t in paragraphs] + [""]
         else:
-            for text in paragraphs:
-                lines += [text, ""]
+            for t in paragraphs:
+                lines += [text(t), ""]
         if isinstance(body, Path):
-            lines += [f"![{heading}]({body.name})", ""]
+            lines += [f"![{text(heading)}]({body.name})", ""]
         elif body is not None:
             lines += [output.markdown(body), ""]
     lines.append(_footer(url))

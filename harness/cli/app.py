@@ -76,7 +76,7 @@ def say(text: str, err: bool = False) -> None:
     """A line of prose, wrapped to the terminal (continuation lines indented)."""
     import textwrap
 
-    click.echo(textwrap.fill(text, width=output.terminal_width(), subsequent_indent="  ",
+    click.echo(textwrap.fill(output.visible(text), width=output.terminal_width(), subsequent_indent="  ",
                              break_on_hyphens=False), err=err)
 
 

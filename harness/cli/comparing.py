@@ -69,14 +69,15 @@ def compare(run_id, against, metric, disagreements, every_row, gate_energy, incl
     if result.no_model:
         click.echo("note: no model prediction for this run (its GPU has no row in gpu_specs.csv, or its "
                    "families have no model): the model columns are empty", err=True)
-    other = f"run {result.against} ({run_label(store, result.against)})" if isinstance(result.against, int) else \
+    other = f"run {result.against} ({output.visible(run_label(store, result.against))})" if isinstance(result.against, int) else \
         (_figures_of(result.frame) if against == "paper" else "the model")
     boards = _gpu_models(store, result.run_id, result.against) if isinstance(result.against, int) else None
     if boards:
-        click.echo(f"note: run {result.run_id} is of an {boards[0]} and run {result.against} of an {boards[1]}: a "
+        click.echo(f"note: run {result.run_id} is of an {output.visible(boards[0])} and run {result.against} of an "
+                   f"{output.visible(boards[1])}: a "
                    "difference is the boards', not a regression" + ("" if gate_models else
                    "; slower rows are reported, not failed (--gate-models fails on them)"), err=True)
-    side = f"run {result.run_id} ({run_label(store, result.run_id)})"
+    side = f"run {result.run_id} ({output.visible(run_label(store, result.run_id))})"
     if fmt != "table":
         print_frame(result.frame, fmt, wide)
         counts = ", ".join(f"{n} {verdict}" for verdict, n in result.counts().items()) or "no rows"

@@ -128,7 +128,7 @@ def _model_summary(family: str, parameters: pd.DataFrame, residuals: pd.DataFram
                 and not pd.api.types.is_numeric_dtype(parameters[c])]
     shared = ", ".join(str(parameters[c].iloc[0]) for c in constant
                        if parameters[c].iloc[0] is not None and parameters[c].iloc[0] == parameters[c].iloc[0])
-    click.echo(f"{family}" + (f" ({shared})" if shared else "") + ":")
+    click.echo(output.visible(f"{family}" + (f" ({shared})" if shared else "") + ":"))
     say(basis)
     table = parameters.drop(columns=constant)
     numbers = [c for c in table.columns if pd.api.types.is_numeric_dtype(table[c])]
@@ -236,7 +236,7 @@ def advice_command(family, advisor) -> click.Command:
             if fmt != "table":
                 raise click.UsageError(f"`{advisor.name}` prints lines, not a table: --format table only")
             for line in advice:
-                click.echo(line)
+                click.echo(output.visible(line))
             return
         prose = fmt in ("table", "markdown")  # csv and json: the table alone on stdout, the prose on stderr
         for line in advice.lead:
