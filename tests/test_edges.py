@@ -199,6 +199,29 @@ def test_sql_markdown_keeps_a_row_on_one_line(tmp_path):
     assert out.splitlines() == ["| a | b |", "|---|---|", "| x<br>y\\|z | 2 |"]
 
 
+def on_a_terminal(args: list[str]) -> bytes:
+    """What `bench ARGS` writes to a terminal (a pseudo-terminal as its stdout)."""
+    import os
+    import pty
+
+    controller, terminal = pty.openpty()
+    process = subprocess.run([sys.executable, "-m", "harness", *args], stdout=terminal, stderr=subprocess.PIPE,
+                             env={**os.environ, "NO_COLOR": "1"}, timeout=60)
+    os.close(terminal)
+    shown = b""
+    while True:
+        try:
+            piece = os.read(controller, 4096)
+        except OSError:
+            break
+        if not piece:
+            break
+        shown += piece
+    os.close(controller)
+    assert process.returncode == 0, process.stderr
+    return shown
+
+
 def test_escape_sequences_in_the_database_never_reach_the_terminal_raw(tmp_path):
     import os
     import pty
@@ -249,6 +272,8 @@ def test_a_gpu_name_with_escape_sequences_is_shown_not_run(tmp_path, capsys):
     shown.append(capsys.readouterr().out)
     for text in shown:
         assert "\x1b" not in text and "\x9b" not in text and "H100\\x1b[2J\\x9b31m" in text, text
+    shown = on_a_terminal(["runs", "--db", str(db), "--format", "csv"])  # written out, as `bench sql`'s csv is
+    assert b"\x1b" not in shown and "\x9b".encode() not in shown and b"H100\\x1b[2J" in shown, shown
     report = bench("report", "--db", db, "--out", tmp_path / "reports")
     assert report.exit_code == 0, report.output
     markdown = next((tmp_path / "reports").glob("*/report.md")).read_text()

@@ -63,6 +63,8 @@ def print_frame(frame, fmt: str, wide: bool = False, first=(), cut: int = output
     """Print `frame` (a table fitted to the terminal, coloured on a colour terminal; `keep`: columns
     never left out, `below`: a column printed under each row, output.text_table); a note on stderr
     names the columns left out to fit."""
+    if fmt == "csv" and sys.stdout.isatty():  # a file gets every value whole; a terminal never a control character
+        frame = frame.map(lambda v: output.visible(v) if isinstance(v, str) else v)
     table = output.render(frame, fmt, first, wide, color=sys.stdout.isatty() and "NO_COLOR" not in os.environ, cut=cut,
                           keep=keep, below=below)
     click.echo(table.text, color=True)
