@@ -367,6 +367,36 @@ def test_a_report_never_writes_through_a_link(tmp_path):
     assert list(folder_link.iterdir()) == [] and (out / name).is_dir() and not (out / name).is_symlink()
 
 
+def test_a_report_keeps_what_someone_else_put_in_its_folder(tmp_path):
+    """Issue 46, item 17: writing a run's report again replaced its folder whole, deleting the notes, folders and
+    figures a user had put beside the report. Now they move into the new folder; a file of theirs that the new
+    report would overwrite is refused, and nothing changes."""
+    db = make_db(tmp_path / "r.db")
+    out = tmp_path / "reports"
+    assert bench("report", "--out", out, "--db", db).exit_code == 0
+    folder = next(out.iterdir())
+    figures = sorted(p.name for p in folder.glob("*.png"))
+    assert figures, list(folder.iterdir())
+    (folder / "notes.txt").write_text("mine")
+    (folder / "mine").mkdir()
+    (folder / "mine" / "plot.png").write_bytes(b"mine")
+    (folder / "extra.png").write_bytes(b"mine too")
+    (out / "beside.txt").write_text("beside")
+    again = bench("report", "--out", out, "--db", db)
+    assert again.exit_code == 0, again.output
+    assert (folder / "notes.txt").read_text() == "mine" and (folder / "mine" / "plot.png").read_bytes() == b"mine"
+    assert (folder / "extra.png").read_bytes() == b"mine too" and (out / "beside.txt").read_text() == "beside"
+    assert (folder / "report.md").read_text().startswith("# ") and sorted(p.name for p in out.iterdir()) == \
+        ["beside.txt", folder.name]
+    markdown = folder / "report.md"  # a figure the earlier report does not show is not one bench wrote there
+    markdown.write_text("".join(line for line in markdown.read_text().splitlines(keepends=True)
+                                if f"]({figures[0]})" not in line))
+    before = {p.name: digest(p) for p in folder.iterdir() if p.is_file()}
+    one_error_line(bench("report", "--out", out, "--db", db), 4, f"{figures[0]} is not a file bench wrote")
+    assert {p.name: digest(p) for p in folder.iterdir() if p.is_file()} == before
+    assert sorted(p.name for p in out.iterdir()) == ["beside.txt", folder.name]
+
+
 def test_an_interrupted_report_leaves_nothing(tmp_path, monkeypatch):
     import harness.analysis.report as report
 

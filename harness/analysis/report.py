@@ -10,6 +10,7 @@ the Markdown and the HTML."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -104,18 +105,37 @@ def _write(store: Store, run_id: int, facts: dict, directory: Path, include_flag
 def _publish(staging: Path, final: Path) -> None:
     """Move the finished report folder to `final`, replacing an earlier report there. A link at
     `final` is replaced itself (its target is left alone); anything else that is not a folder of
-    ours is refused."""
+    ours is refused. Of an earlier report's folder only what bench wrote is replaced (issue 46, item 17): the
+    files someone else put there move into the new folder, and one the new report would overwrite is refused
+    before anything changes."""
     if final.is_symlink():
         final.unlink()
     elif final.exists():
         if not final.is_dir():
             raise StoreError(f"cannot write the report: {final} exists and is not a folder")
+        theirs = sorted(set(p.name for p in final.iterdir()) - _written_by_bench(final, staging))
+        clash = [name for name in theirs if (staging / name).exists() or (staging / name).is_symlink()]
+        if clash:
+            raise StoreError(f"cannot write the report: {final / clash[0]} is not a file bench wrote, and the new "
+                             "report has one of that name: move it, or pass another --out")
         old = Path(tempfile.mkdtemp(prefix=f".{final.name}.old.", dir=final.parent))
         os.replace(final, old / final.name)
         os.replace(staging, final)
+        for name in theirs:
+            os.replace(old / final.name / name, final / name)
         shutil.rmtree(old, ignore_errors=True)
         return
     os.replace(staging, final)
+
+
+def _written_by_bench(folder: Path, staging: Path) -> set[str]:
+    """The names bench wrote in an earlier report's folder: its two pages and the figures its Markdown shows; where
+    that Markdown is gone or is someone's link (never read through), the names the new report writes."""
+    markdown = folder / "report.md"
+    if markdown.is_symlink() or not markdown.is_file():
+        return {"report.md", "report.html", *(p.name for p in staging.iterdir())}
+    figures = re.findall(r"^!\[[^\n]*\]\(([^/()\n]+)\)$", markdown.read_text(errors="replace"), flags=re.MULTILINE)
+    return {"report.md", "report.html", *figures}
 
 
 def _sections(store: Store, run_id: int, facts: dict, against: pd.DataFrame, family_sections: list,
