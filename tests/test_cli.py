@@ -401,6 +401,26 @@ def test_a_comparison_with_nothing_published_says_what_to_ask(tmp_path):
         result.output
 
 
+@pytest.mark.parametrize("run", [170, 171])
+def test_what_to_ask_names_another_run_that_has_figures(run):
+    """Issue 46, item 2: the newest runs of record (170, 171: `bench gemm` at 1024^3) have no published figure, and
+    the note named run 171 as "the newest run with some" (an A100's figure of the same case, which no H100 or H200
+    run is compared with): the run itself, or another with none. The run it names now gives a verdict."""
+    import re
+
+    shipped = Path(__file__).resolve().parents[1] / "results.db"
+    if not shipped.exists():
+        pytest.skip("no results.db beside the tests")
+    result = bench("compare", "--run", str(run), "--db", str(shipped))
+    found = re.search(r"the newest run with some is run (\d+)", " ".join(result.output.split()))
+    assert "no case of run" in result.output and found, result.output
+    named = int(found.group(1))
+    assert named != run
+    counts = bench("compare", "--run", str(named), "--db", str(shipped), "--format", "csv", "--exit-zero")
+    assert re.search(r"\d+ (agrees|DISAGREES|explained|clock not printed|paper clock doubtful)", counts.output), \
+        counts.output[-500:]
+
+
 def test_plan_answers_first_states_ties_and_gives_its_table_as_csv():
     """Issue 44, item 5: the answer's first line, tied predictions sharing a rank (no hand tie-break), --top, and
     --format csv with the configuration as columns on stdout alone (the prose on stderr)."""

@@ -117,13 +117,29 @@ def _nothing_published(result) -> bool:
 
 
 def _what_to_ask(store, run_id: int) -> str:
-    """What to compare instead: the newest run with a published counterpart, the model, another run."""
-    newest = store.query("SELECT MAX(run_id) AS run FROM results WHERE case_id IN "
-                         "(SELECT case_id FROM reference_figures WHERE case_id IS NOT NULL)").run.iloc[0]
-    where = (f"the newest run with some is run {int(newest)}: `bench compare --run {int(newest)}`; "
-             if newest == newest and newest is not None else "")
+    """What to compare instead: the newest other run with a published counterpart, the model, another run."""
+    newest = _newest_with_figures(store, run_id)
+    where = f"the newest run with some is run {newest}: `bench compare --run {newest}`; " if newest else ""
     return (f"note: no case of run {run_id} has a published figure; {where}or ask run {run_id} against the model "
             f"(`bench compare --run {run_id} --against model`) or another run (`--against RUN`)")
+
+
+def _newest_with_figures(store, run_id: int, tries: int = 3) -> int | None:
+    """The newest run but `run_id` that a comparison with the paper gives a verdict on: a measurement with a figure
+    of the paper's GPU or of the run's own GPU model (figure_gpus), confirmed by comparing (at most `tries` runs)."""
+    from harness import verdicts
+    from harness.analysis import figure_gpus
+    from harness.analysis.paper_verdicts import against_paper
+
+    pairs = store.query("SELECT DISTINCT r.run_id, r.gpu_name, v.gpu_name AS figure_gpu FROM results r "
+                        "JOIN reference_values v ON v.case_id = r.case_id AND v.metric = r.metric "
+                        f"WHERE r.run_id <> {int(run_id)} ORDER BY r.run_id DESC")
+    candidates = list(dict.fromkeys(int(p.run_id) for p in pairs.itertuples()
+                                    if p.figure_gpu in figure_gpus.reference_gpus(p.gpu_name)))
+    for run in candidates[:tries]:
+        if (against_paper(store, run).verdict != verdicts.NO_PAPER_FIGURE).any():
+            return run
+    return None
 
 
 def _gpu_models(store, run_id: int, other: int) -> tuple[str, str] | None:
