@@ -179,3 +179,23 @@ def test_the_loader_model_finds_the_bank_limit_and_each_one_warp_rate():
                                            "H100", "test")
     assert report.b_bank == pytest.approx(100.0) and report.one_warp == pytest.approx(truth)
     assert report.residuals.residual.abs().max() < 1e-9
+
+
+def test_a_fit_flipped_to_fit_80_columns_keeps_a_text_parameter_as_a_row(capsys, monkeypatch):
+    """Issue 46, item 6: `bench model --run 51` at 80 columns folded mma's latency ("10.22 + 3.437/cycle", a text
+    parameter) into the heading beside the GPU's name, and dropped its row; an empty parameter read "None" there."""
+    import pandas as pd
+
+    from harness import output
+    from harness.cli.modelling import _model_summary
+
+    monkeypatch.setattr(output, "terminal_width", lambda: 80)
+    fit = pd.DataFrame({"gpu": ["NVIDIA H100 80GB HBM3"], "types": ["f16/f32"], "F_tc": [1024.0],
+                        "latency": ["10.22 + 3.437/cycle"], "floor_wide": [None], "rms_interval": [5.00327e-05],
+                        "a_parameter_with_a_long_name_to_make_it_wide": [1.0], "another_long_one_too": [2.0]})
+    _model_summary("mma", fit, pd.DataFrame(), False, "in sample", "in sample")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2].split() == ["parameter", "NVIDIA", "H100", "80GB", "HBM3", "f16/f32"], lines
+    rows = {line.split()[0]: line.split()[1:] for line in lines[4:]}
+    assert rows["latency"] == ["10.22", "+", "3.437/cycle"] and rows["F_tc"] == ["1024"], rows
+    assert rows["floor_wide"] == [] and "None" not in "\n".join(lines)

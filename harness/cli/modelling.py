@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 
 import click
 import pandas as pd
@@ -136,12 +137,15 @@ def _model_summary(family: str, parameters: pd.DataFrame, residuals: pd.DataFram
     whole = output.text_table(table, wide=True) if len(table) else None  # every column at its full width
     too_wide = whole is not None and not wide and max(map(len, whole.text.splitlines())) > output.terminal_width()
     if too_wide and 1 <= len(table) <= 6 and numbers:  # one row a parameter, one column a fit
-        labels = [" ".join(str(v) for v in row) or f"fit {i + 1}"
-                  for i, row in enumerate(table[text].itertuples(index=False))] if text else \
+        # the text columns ahead of the first number name a fit (gpu, types); a text value after it (mma's latency,
+        # "10.22 + 3.437/cycle") is a parameter, a row like the others, never part of the heading (issue 46, item 6)
+        names = list(itertools.takewhile(lambda c: c in text, table.columns))
+        rows = [c for c in table.columns if c not in names]
+        labels = [" ".join(str(v) for v in row if v is not None and v == v) or f"fit {i + 1}"
+                  for i, row in enumerate(table[names].itertuples(index=False))] if names else \
             [f"fit {i + 1}" for i in range(len(table))]
-        flipped = pd.DataFrame({"parameter": numbers,
-                                **{label: [output.readable(float(table[c].iloc[i]), 6)
-                                           if table[c].iloc[i] == table[c].iloc[i] else "" for c in numbers]
+        flipped = pd.DataFrame({"parameter": rows,
+                                **{label: [_parameter_value(table[c].iloc[i]) for c in rows]
                                    for i, label in enumerate(output.unique_columns(labels))}})
         print_frame(flipped, "table", wide, keep=list(flipped.columns))
     elif len(table):
@@ -150,6 +154,15 @@ def _model_summary(family: str, parameters: pd.DataFrame, residuals: pd.DataFram
         _misses(residuals, label)
     elif len(residuals):
         say(f"{len(residuals)} measurements beside the fit: --residuals lists them")
+
+
+def _parameter_value(value) -> str:
+    """A fitted parameter as the flipped table shows it: a number readable, a text as it is, nothing as blank."""
+    if value is None or value != value:
+        return ""
+    if isinstance(value, str):
+        return value
+    return output.readable(float(value), 6)
 
 
 def _misses(residuals: pd.DataFrame, label: str) -> None:
