@@ -7,9 +7,10 @@ import click
 
 from harness.cli.app import RUN_ID, DB_HELP, cli, fail, open_store
 
-# What a different --out can mend (no permission, a read-only file system, a file in a folder's place, a name too
-# long); any other failure (a full disk, an I/O error) is no fault of the option: one line, exit 1, not exit 2.
-_OPTION_FAULTS = {"EACCES", "EPERM", "EROFS", "ENOTDIR", "EISDIR", "EEXIST", "ENAMETOOLONG", "ELOOP"}
+# What a different --out can mend (no permission, a read-only file system, a place that cannot be made, a file in a
+# folder's place, a name too long); any other failure (a full disk, an I/O error) is no fault of the option: one
+# line, exit 1, not exit 2.
+_OPTION_FAULTS = {"EACCES", "EPERM", "EROFS", "ENOENT", "ENOTDIR", "EISDIR", "EEXIST", "ENAMETOOLONG", "ELOOP"}
 
 
 def _cannot_write(what: str, out, exc: OSError):
