@@ -195,6 +195,43 @@ def test_compare_names_both_sides_counts_the_verdicts_and_gates_on_a_regression(
     assert apart.output.startswith(f"error: runs {other} and 1 have no case, metric and launch in common")
 
 
+def test_run_against_run_shows_the_change_in_percent_and_sorts_by_its_size(tmp_path):
+    """Issue 46, item 1: beside the ratio, the change in percent (in the basis compared), and `--sort change` puts
+    the largest change first, whichever its sign (asv's --sort ratio); the default keeps the case order."""
+    import csv
+    import io
+
+    path = tmp_path / "r.db"
+    store = Store.open(str(path), create=True, references=shipped())
+    prov = Provenance("bench run --suite wgmma-quick", "host", "abc123", False, "0.1.0", "3.12", "14.2", "13.0")
+    scale = {64: 1.10, 128: 0.50, 256: 1.40}  # run 2's issue interval: +10 %, -50 %, +40 % by N (SS)
+    for run in (1, 2):
+        run_id = store.start_run(fake_device(), prov, "wgmma-quick", None)
+        for case in suite_cases("wgmma-quick"):
+            result = synthetic_result(case, None, np.random.default_rng(case.n), fake_device())
+            if run == 2 and case.operands == "SS" and case.n in scale:
+                for metric in result.metrics:
+                    if metric.name == "issue_interval_cycles":
+                        metric.samples = metric.samples * scale[case.n]
+            store.record_case(run_id, result)
+        store.finish_run(run_id, "complete")
+    store.close()
+
+    def rows(*extra):
+        result = CliRunner().invoke(cli, ["compare", "--run", "2", "--against", "1", "--db", str(path), "--format",
+                                          "csv", "--disagreements", *extra])
+        return [r for r in csv.DictReader(io.StringIO(result.stdout)) if r["metric"] == "issue_interval_cycles"]
+
+    by_size = rows("--sort", "change")
+    assert [round(float(r["change_pct"])) for r in by_size] == [-50, 40, 10], by_size  # a half is a double's size
+    assert all(abs(float(r["change_pct"]) - 100 * (float(r["ratio"]) - 1)) < 0.06 for r in by_size)
+    assert [round(float(r["change_pct"])) for r in rows()] == [10, -50, 40]  # by case: N = 64, 128, 256
+    table = CliRunner().invoke(cli, ["compare", "--run", "2", "--against", "1", "--db", str(path)],
+                               env={"COLUMNS": "160"})  # a terminal wide enough shows it beside the ratio
+    assert "change_pct" in table.stdout.splitlines()[next(i for i, line in enumerate(table.stdout.splitlines())
+                                                          if line.startswith("case_id"))]
+
+
 def test_two_gpu_models_are_compared_but_a_slower_row_is_the_boards(tmp_path):
     """Run against run across GPU models (issue 46, item 1): a note says the boards differ, the slower rows are
     reported and exit 0; --gate-models makes them fail as a regression on one model does."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from harness.analysis.run_rows import default_run
@@ -21,10 +22,12 @@ from harness.analysis.run_verdicts import against_run
 from harness.db.store import Store
 from harness.errors import SpecError, StoreError
 from harness.paper import DEFAULT_TOLERANCE
-from harness.verdicts import DIFFERING, FAILING, FAILING_ENERGY
+from harness.verdicts import DIFFERING, FAILING, FAILING_ENERGY, NO_PAPER_FIGURE
 
 
 RUN_ID_MAX = 2**63 - 1  # the largest run id (SQLite's integer)
+SORTS = ("case", "change")  # a comparison's order: by case and metric, or the largest relative change first
+RATIO_OF = {"paper": "paper_ratio", "model": "model_ratio"}  # the ratio a row's change is read from (a run: compared)
 
 
 class BadArgument(SpecError):
@@ -105,11 +108,12 @@ class Comparison:
 
 def comparison(store: Store, run_id: int | None = None, against: str | int = "paper", metric: str | None = None,
                disagreements: bool = False, include_flagged: bool = False,
-               tolerance: float = DEFAULT_TOLERANCE, gate_energy: bool = False) -> Comparison:
+               tolerance: float = DEFAULT_TOLERANCE, gate_energy: bool = False, sort: str = "case") -> Comparison:
     """compare(), then the rows of one `metric` (BadArgument if the comparison has none of it) and, with
     `disagreements`, only the rows that differ beyond the noise with no reason given
     (harness/verdicts.py DIFFERING). `gate_energy`: a power or energy difference (more energy) fails the
-    comparison too. Two runs that share no case, metric and launch are a StoreError."""
+    comparison too. Two runs that share no case, metric and launch are a StoreError. `sort` "change": the rows
+    with the largest relative change first (|log ratio|, asv's --sort ratio; rows without a ratio last)."""
     against = parse_against(against)
     run_id = default_run(store) if run_id is None else run_id
     for run in (run_id,) + ((against,) if isinstance(against, int) else ()):
@@ -132,4 +136,28 @@ def comparison(store: Store, run_id: int | None = None, against: str | int = "pa
     energy_differences = int(frame[column].isin(FAILING_ENERGY).sum())
     if disagreements:
         frame = frame[frame[column].isin(DIFFERING)]
+    if sort not in SORTS:
+        raise BadArgument("sort", f"unknown order {sort!r}: expected one of {', '.join(SORTS)}")
+    if sort == "change":
+        ratio = frame[RATIO_OF.get(against, "compared")].astype(float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            size = np.abs(np.log(ratio.where(ratio > 0)))
+        frame = frame.assign(_size=size).sort_values("_size", ascending=False, kind="stable",
+                                                     na_position="last").drop(columns="_size")
     return Comparison(run_id, against, frame.reset_index(drop=True), failing, no_model, energy_differences)
+
+
+def newest_run_with_figures(store, run_id: int, tries: int = 3) -> int | None:
+    """The newest run but `run_id` that a comparison with the paper gives a verdict on: a measurement with a figure
+    of the paper's GPU or of the run's own GPU model (figure_gpus), confirmed by comparing (at most `tries` runs)."""
+    from harness.analysis import figure_gpus
+
+    pairs = store.query("SELECT DISTINCT r.run_id, r.gpu_name, v.gpu_name AS figure_gpu FROM results r "
+                        "JOIN reference_values v ON v.case_id = r.case_id AND v.metric = r.metric "
+                        f"WHERE r.run_id <> {int(run_id)} ORDER BY r.run_id DESC")
+    candidates = list(dict.fromkeys(int(p.run_id) for p in pairs.itertuples()
+                                    if p.figure_gpu in figure_gpus.reference_gpus(p.gpu_name)))
+    for run in candidates[:tries]:
+        if (against_paper(store, run).verdict != NO_PAPER_FIGURE).any():
+            return run
+    return None

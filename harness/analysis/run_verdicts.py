@@ -42,6 +42,7 @@ def against_run(store: Store, run_id: int, other: int, include_flagged: bool = F
     noise = np.maximum.reduce([frame.spread.fillna(0).to_numpy(), frame.other_spread.fillna(0).to_numpy(),
                                np.asarray(floor, dtype=float), np.full(len(frame), float(tolerance))])
     frame["compared"] = compared
+    frame["change_pct"] = np.round((compared - 1) * 100, 1)  # beside the ratio, in the basis compared (issue 46)
     frame["noise"] = noise
     better = np.where(frame.metric.map(registry.lower_is_better).astype(bool), compared < 1, compared > 1)
     # the 1e-9 keeps an exact one-cycle step (quantum == difference) on the "same" side of the line
@@ -52,7 +53,7 @@ def against_run(store: Store, run_id: int, other: int, include_flagged: bool = F
     order = frame.case_id.map(natural_key)
     frame = frame.assign(_order=order).sort_values(["_order", "metric", "launch"], kind="stable").drop(columns="_order")
     return frame[["case_id", "metric", "launch", "unit", "value", "spread", "other", "other_spread",
-                  "ratio", "compared", "noise", "verdict"]].reset_index(drop=True)
+                  "ratio", "change_pct", "compared", "noise", "verdict"]].reset_index(drop=True)
 
 
 def natural_key(text: str) -> tuple:

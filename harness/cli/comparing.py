@@ -30,18 +30,21 @@ from harness.cli.app import (
               help="against a run of another GPU model, a slower row fails too (default: reported, exit 0)")
 @click.option("--tolerance", default=DEFAULT_TOLERANCE, show_default=True, type=Finite(0, 10),
               help="relative difference allowed on top of the measurement's spread")
+@click.option("--sort", type=click.Choice(("case", "change")), default="case", show_default=True,
+              help="case: by case and metric; change: the largest relative change first (the ratio's distance from 1)")
 @click.option("--db", default=None, help=DB_HELP)
 @table_options
 def compare(run_id, against, metric, disagreements, every_row, gate_energy, include_flagged, exit_zero, gate_models,
-            tolerance, db, fmt, wide):
+            tolerance, sort, db, fmt, wide):
     """Compare a run with the paper, the model, or another run: one row per case and metric.
 
     Cycle metrics compare directly; TFLOPS compare per cycle per SM (ours by the SM clock measured in
     the kernel, the paper's by the clock it printed, else the clock its figure implies), and the
     note names the reason of every verdict but "agrees". Run against run says "same" when the
     difference is within the noise of either; power and energy say "more energy" or "less energy"
-    (power is not speed). --disagreements keeps the rows that differ beyond the noise and have no
-    reason given (DISAGREES, slower, faster, more or less energy).
+    (power is not speed), with change_pct, the change in percent, beside the ratio. --disagreements keeps the
+    rows that differ beyond the noise and have no reason given (DISAGREES, slower, faster, more or less energy);
+    --sort change puts the largest change first.
 
     \b
     A table leads with the summary (both sides, the count of each verdict), then the rows that
@@ -63,7 +66,8 @@ def compare(run_id, against, metric, disagreements, every_row, gate_energy, incl
     try:
         parse_against(against)  # before the database is opened
         store = open_store(db)
-        result = comparison(store, run_id, against, metric, disagreements, include_flagged, tolerance, gate_energy)
+        result = comparison(store, run_id, against, metric, disagreements, include_flagged, tolerance, gate_energy,
+                            sort)
     except BadArgument as exc:
         raise click.BadParameter(str(exc), param_hint=f"--{exc.parameter}") from None
     if result.no_model:
@@ -118,28 +122,12 @@ def _nothing_published(result) -> bool:
 
 def _what_to_ask(store, run_id: int) -> str:
     """What to compare instead: the newest other run with a published counterpart, the model, another run."""
-    newest = _newest_with_figures(store, run_id)
+    from harness.analysis.compare import newest_run_with_figures
+
+    newest = newest_run_with_figures(store, run_id)
     where = f"the newest run with some is run {newest}: `bench compare --run {newest}`; " if newest else ""
     return (f"note: no case of run {run_id} has a published figure; {where}or ask run {run_id} against the model "
             f"(`bench compare --run {run_id} --against model`) or another run (`--against RUN`)")
-
-
-def _newest_with_figures(store, run_id: int, tries: int = 3) -> int | None:
-    """The newest run but `run_id` that a comparison with the paper gives a verdict on: a measurement with a figure
-    of the paper's GPU or of the run's own GPU model (figure_gpus), confirmed by comparing (at most `tries` runs)."""
-    from harness import verdicts
-    from harness.analysis import figure_gpus
-    from harness.analysis.paper_verdicts import against_paper
-
-    pairs = store.query("SELECT DISTINCT r.run_id, r.gpu_name, v.gpu_name AS figure_gpu FROM results r "
-                        "JOIN reference_values v ON v.case_id = r.case_id AND v.metric = r.metric "
-                        f"WHERE r.run_id <> {int(run_id)} ORDER BY r.run_id DESC")
-    candidates = list(dict.fromkeys(int(p.run_id) for p in pairs.itertuples()
-                                    if p.figure_gpu in figure_gpus.reference_gpus(p.gpu_name)))
-    for run in candidates[:tries]:
-        if (against_paper(store, run).verdict != verdicts.NO_PAPER_FIGURE).any():
-            return run
-    return None
 
 
 def _gpu_models(store, run_id: int, other: int) -> tuple[str, str] | None:
