@@ -143,6 +143,9 @@ BAD_INPUTS = [
     (["model", "--run", "7"], 4, "no run 7"),
     (["model", "--in-sample"], 2, "--in-sample needs --run and no --fit-run"),
     (["model", "--clock", "nan"], 2, "nan is not in the range 100..5000"),
+    (["model", "--clock", "NaN"], 2, "NaN is not in the range 100..5000"),  # issue 46, item 15: each spelling
+    (["model", "--clock", " nan"], 2, "nan is not in the range 100..5000"),
+    (["model", "--clock", "-inf"], 2, "-inf is not in the range 100..5000"),
     (["model", "--clock", " NaN"], 2, "NaN is not in the range 100..5000"),
     (["model", "--clock", "inf"], 2, "inf is not in the range 100..5000"),
     (["advise", "swapab", "--m", "0", "--n", "64", "--k", "16"], 2, "--m.*0 is not in the range 1<=x<=65536"),
