@@ -194,7 +194,10 @@ def test_a_wal_file_whose_shm_cannot_be_made_is_read(tmp_path):
     (tmp_path / "r.db-shm").mkdir()
     (tmp_path / "r.db-wal").mkdir()
     before = digest(db)
-    for args in (["runs", "--db", str(db)], ["sql", "SELECT COUNT(*) AS n FROM runs", "--db", str(db)]):
+    out = tmp_path / "elsewhere"
+    for args in (["runs", "--db", str(db)], ["sql", "SELECT COUNT(*) AS n FROM runs", "--db", str(db)],
+                 ["compare", "--db", str(db)], ["report", "--db", str(db), "--out", str(out / "reports")]):
         result = CliRunner().invoke(cli, args)
         assert result.exit_code == 0 and "not a hopper-bench database" not in result.output, result.output
-    assert digest(db) == before and sorted(p.name for p in tmp_path.iterdir()) == ["r.db", "r.db-shm", "r.db-wal"]
+    assert digest(db) == before and sorted(p.name for p in tmp_path.iterdir()) == \
+        ["elsewhere", "r.db", "r.db-shm", "r.db-wal"]
