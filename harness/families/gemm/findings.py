@@ -119,24 +119,29 @@ def protocol_findings(ctx) -> list:
         "integer and zero inputs (docs/gemm.md)."], path)]
 
 
+LIBRARY_QUESTION = "Where does cuBLAS still win? The best GEMM pipeline against the library by size"
+STAGES_QUESTION = "How many stages does a GEMM tile need?"
+
+
 def _stages_findings(ctx) -> list:
-    """The results site's question for GEMM (harness/analysis/site.py), and a report's first bullets: how
-    many stages each tile needs on each GPU and why; what the TMA store and multicast buy; where cuBLAS
-    still wins. From the newest measurements of every GPU model (or one run's)."""
+    """The results site's question for GEMM (harness/analysis/site.py), and a report's first bullets. First (issue
+    46, item 4) one figure and one table: ours against the library by size and dtype on each GPU, naming the
+    configuration shown; then how many stages each tile needs on each GPU and why, and what the TMA store and
+    multicast buy. From the newest measurements of every GPU model (or one run's)."""
     latest = ctx.latest[ctx.latest.family == "gemm"]
     if latest.empty:
         return []
     wide = case_frame(latest, ("gpu_name", "case_id"))
     if wide.empty:
         return []
-    text, per_gpu, rows = [], {}, []
+    text, per_gpu, rows, library, bests = [], {}, [], [], []
     profile = worklog_profile(ctx.store)
     for gpu, part in wide.groupby("gpu_name"):
         pipes = pipeline_rows(part)
-        # the headline first (issue 46, item 4): ours against the library, by problem
         best = best_by_problem(pipes[pipes.library_fraction.notna()])
         if len(best):
-            text.append(f"{gpu}: {_library_sentence(best)}")
+            library.append(f"{gpu}: {_library_sentence(best)}")
+            bests.append(best.assign(gpu=gpu, series=gpu + " " + best.series))
         main = main_problem(pipes)
         sweeps = [(label, g) for label, g in stage_sweeps(pipes) if g.problem.iloc[0] == main]
         if sweeps:
@@ -149,25 +154,45 @@ def _stages_findings(ctx) -> list:
                              "best stages": int(found["best"].stages), "best TFLOPS": found["best"].throughput_tflops,
                              "cycles per k-block there": found["needed"].cycles_per_kblock,
                              "tensor cores alone": ideal_kblock(found["needed"].case)})
-        bought = (_pair_sentence("The TMA-store epilogue", pairs_differing(pipes, "epilogue", "regs", "tmastore"))
-                  + _pair_sentence("Multicast (a cluster of 2 sharing B)", pairs_differing(pipes, "cluster", 1, 2)))
-        if bought:
-            text.append(f"{gpu}: " + " ".join(bought))
+        for bought in (_pair_sentence("The TMA-store epilogue", pairs_differing(pipes, "epilogue", "regs", "tmastore")),
+                       _pair_sentence("Multicast (a cluster of 2 sharing B)", pairs_differing(pipes, "cluster", 1, 2))):
+            if bought:  # a paragraph each (one of both ran past 2000 characters)
+                text.append(f"{gpu}: " + " ".join(bought))
         text += [f"{gpu}: {line}" for line in worklog_observations(pipes, profile)]
-    if not text:
-        return []
-    text.append("Stages: the smallest count within 2 % of the tile's best TFLOPS, its why from the in-kernel "
-                "counters (cycles per k-block against the tensor cores' 2 BM BN 64 / 4096, the consumers' waits on "
-                "full slots, the producer's on empty ones); pairs: cases that differ in that alone; library_fraction: "
-                "ours over cuBLAS in alternating rounds.")
-    path = ctx.directory / "gemm_stages_needed.png"
-    if per_gpu:
+    if not per_gpu:  # no stage sweep (a quick run): the library's figure answers, with what the pairs say
+        sections = _library_sections(ctx, library + text, bests)
+        return sections or ([(STAGES_QUESTION, text, None)] if text else [])
+    sections = _library_sections(ctx, library, bests)
+    if text:
+        text.append("Stages: the smallest count within 2 % of the tile's best TFLOPS, its why from the in-kernel "
+                    "counters (cycles per k-block against the tensor cores' 2 BM BN 64 / 4096, the consumers' waits "
+                    "on full slots, the producer's on empty ones); pairs: cases that differ in that alone.")
+        path = ctx.directory / "gemm_stages_needed.png"
         figure_stages_needed(path, per_gpu)
-    else:  # no stage sweep (a quick run): the library figure answers
-        best = pd.concat([best_by_problem(pipeline_rows(p)[lambda f: f.library_fraction.notna()])
-                          .assign(series=lambda f, g=gpu: g + " " + f.series) for gpu, p in wide.groupby("gpu_name")])
-        if best.empty:
-            return [("How many stages does a GEMM tile need, and where does cuBLAS still win?", text, None)]
-        figure_sizes(path, best, "GEMM pipelines: the best against cuBLAS (newest measurements)")
-    return [("How many stages does a GEMM tile need, and where does cuBLAS still win?", text, path),
-            ("GEMM: stages each tile needs, in numbers", [], pd.DataFrame(rows).round(2))]
+        sections += [(STAGES_QUESTION, text, path),
+                     ("GEMM: stages each tile needs, in numbers", [], pd.DataFrame(rows).round(2))]
+    return sections
+
+
+def _library_sections(ctx, library: list[str], bests: list[pd.DataFrame]) -> list:
+    """Ours against the library: one figure (the best pipeline's ratio by problem and dtype, a bar per GPU) and one
+    table naming each bar's configuration, with the rounds' spread, the per-cycle peak fraction and the clock."""
+    if not bests:
+        return []
+    best = pd.concat(bests, ignore_index=True)
+    path = ctx.directory / "gemm_library_fraction.png"
+    figure_sizes(path, best, "GEMM pipelines: the best against cuBLAS (newest measurements)")
+    table = best.sort_values(["gpu", "dtype", "flops", "m"])[
+        ["gpu", "shape_label", "dtype", "case", "case_id", "throughput_tflops", "library_fraction", "library_spread",
+         "peak_fraction", "clock_mhz"]]
+    table = table.assign(case=[config_label(c) for c in table.case]).rename(columns={
+        "shape_label": "problem", "case": "configuration", "throughput_tflops": "TFLOPS",
+        "library_fraction": "of cuBLAS", "library_spread": "spread of the ratio",
+        "peak_fraction": "of the peak per cycle", "clock_mhz": "SM MHz"})
+    note = ("Each bar is the pipeline case of the highest library_fraction at that problem (the table names it): our "
+            "rate over the library's on the same inputs, round by round (cuBLAS: cublasGemmEx for f16 and bf16, "
+            "cuBLASLt for e4m3); below 1.0 the library wins. The spread is the rounds' interquartile range over the "
+            "median; of the peak per cycle, the tensor cores' dense peak at the clock measured in the kernel.")
+    return [(LIBRARY_QUESTION, [*library, note], path),
+            ("GEMM: ours against cuBLAS, in numbers", [],
+             table.round(3).dropna(axis=1, how="all").reset_index(drop=True).rename_axis(columns=None))]
