@@ -109,3 +109,33 @@ def test_the_layout_doc_names_every_package_module_and_template():
     if f"schema 1..{newest}" not in text:
         missing.append(f"schema 1..{newest}")
     assert not missing, missing
+
+
+def test_the_suite_counts_the_docs_state_are_the_suites(tmp_path):
+    """Issue 46, item 10: docs/suites.md's case counts were typed by hand and drifted (`wgmma-all` "1092 cases" for
+    2356, `gemm-full` 129 for 189, `gemm-fp8` 37 for 97). Every count it gives a suite by name is the suite's:
+    "Suite `x` (N cases", "`x` (N)", "`x` (K kernels ...; N cases)", "N kernel cases" (the cases with a probe: the
+    library's anchors apart) and "`x` N" in a suite's parenthesis."""
+    import re
+
+    from harness.anchors import has_probe
+    from harness.suites import SUITES, suite_cases
+
+    text = " ".join((ROOT / "docs" / "suites.md").read_text().split())
+    stated = []  # (suite, count, what is counted)
+    for m in re.finditer(r"`([\w-]+)` \((\d+) (cases|kernel cases)\b", text):
+        stated.append((m.group(1), int(m.group(2)), m.group(3)))
+    stated += [(m.group(1), int(m.group(3)), "cases")
+               for m in re.finditer(r"`([\w-]+)` \((\d+) kernels[^)]*?; (\d+) cases", text)]
+    stated += [(m.group(1), int(m.group(2)), "cases") for m in re.finditer(r"`([\w-]+)` \((\d+)\)", text)]
+    for m in re.finditer(r"Suite `[\w-]+` \(([^)]*)\)", text):
+        stated += [(n.group(1), int(n.group(2)), "cases") for n in re.finditer(r"`([\w-]+)` (\d+)\b", m.group(1))]
+    stated = [s for s in stated if s[0] in SUITES]
+    assert len(stated) >= 30, stated
+    wrong = []
+    for suite, count, what in stated:
+        cases = suite_cases(suite)
+        actual = len(cases) if what == "cases" else sum(1 for c in cases if has_probe(c))
+        if actual != count:
+            wrong.append(f"{suite}: {count} {what} stated, {actual} in the suite")
+    assert not wrong, wrong
