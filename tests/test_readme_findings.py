@@ -997,3 +997,41 @@ def test_table_4s_means_in_the_docs_come_from_run_140(db, tmp_path):
             f"{mean['near miss']:.0f}; the far hit over the near hit is {mean['far hit'] / mean['near hit']:.2f} x as "
             "means") in text
     assert f"far miss {median['far miss']:.0f}, a line the SM brought itself" in text  # the medians' paragraph
+
+
+def test_the_data_movement_results_table_comes_from_its_runs(db):
+    """Issue 46, item 6: docs/data-movement.md's results table (section 3) was typed from runs 43/47 (H100) and
+    45/48 (H200) with no test reading it back. Its chase, stream and 1-D TMA rows are computed here: the chains'
+    latencies, each stream's best over its warp counts, and the 512 B box's raw latency from L2 and from HBM."""
+    import json
+
+    text = (ROOT / "docs" / "data-movement.md").read_text()
+    table = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:4]]
+             for line in text.split("## 3. Results", 1)[1].splitlines() if line.startswith("| ")}
+
+    def value(run, case, metric, **launch):
+        rows = harness.results(db, run_id=run, metric=metric)
+        rows = rows[(rows.case_id == case) & rows.valid]
+        held = [k if isinstance(k, dict) else json.loads(k or "{}") for k in rows.launch]
+        rows = rows[[all(h.get(key) == v for key, v in launch.items()) for h in held]]
+        assert len(rows) == 1, (run, case, metric, launch, len(rows))
+        return float(rows.value.iloc[0])
+
+    def best(run, case):
+        rows = harness.results(db, run_id=run, metric="sm_throughput")
+        return float(rows[(rows.case_id == case) & rows.valid].value.max())
+
+    box = "cp.async.bulk.tensor.1d.shared::cluster.global.tile.b16.box256"
+    for column, (memory, tma) in enumerate(((43, 47), (45, 48))):
+        chase = [value(memory, "ld.shared.u32.pchase", "latency_cycles", timed="chain"),
+                 value(memory, "ld.global.u64.pchase.l1", "latency_cycles", timed="chain"),
+                 value(memory, "ld.global.ca.u32.pchase.l1", "latency_cycles", timed="chain")]
+        far = [value(memory, f"ld.global.cg.u32.pchase.{level}", "latency_cycles", timed="chain")
+               for level in ("l2", "hbm")]
+        assert table["shared / L1 (pointers) / L1 (`.ca` index) / L2 / HBM chase"][column] == \
+            " / ".join([f"{v:.1f}" for v in chase] + [f"{v:.0f}" for v in far])
+        streams = [best(memory, case) for case in ("ld.shared.v4.u32.stream", "ld.global.ca.v4.u32.stream.l1",
+                                                   "ld.global.cg.v4.u32.stream.l2")]
+        assert table["shared / L1 / L2 stream, B/cycle/SM"][column] == " / ".join(f"{v:.1f}" for v in streams)
+        raw = [value(tma, box, "latency_raw_cycles", source=source) for source in ("L2", "HBM")]
+        assert table["1-D 512 B copy + wait (raw) from L2 / HBM"][column] == " / ".join(f"{v:.0f}" for v in raw)
