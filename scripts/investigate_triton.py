@@ -106,7 +106,11 @@ class TritonMatmul:
         if (a, b, c) not in self.views:
             self.views[a, b, c] = (as_torch(a, (m, k), self.dtype), as_torch(b, (n, k), self.dtype),
                                    as_torch(c, (m, n), self.dtype))
-        with torch.cuda.stream(torch.cuda.ExternalStream(cupy.cuda.get_current_stream().ptr)):
+        stream = cupy.cuda.get_current_stream().ptr
+        if stream == torch.cuda.default_stream().cuda_stream:  # both the legacy default stream (0)
+            self.kernel[self.grid](*self.views[a, b, c], m, n, k, **self.args)
+            return
+        with torch.cuda.stream(torch.cuda.ExternalStream(stream)):  # a graph's capture stream
             self.kernel[self.grid](*self.views[a, b, c], m, n, k, **self.args)
 
     def __str__(self):
@@ -115,6 +119,7 @@ class TritonMatmul:
 
 
 def seconds(call, launches: int = 30) -> float:
+    """The median of `launches` launches, each between two events on CuPy's stream (the one the call launches on)."""
     start, stop = cupy.cuda.Event(), cupy.cuda.Event()
     times = []
     for _ in range(launches):
@@ -191,7 +196,8 @@ def main() -> None:
     if TMA and hasattr(triton, "set_allocator"):
         triton.set_allocator(scratch)
     print(f"{torch.cuda.get_device_name()}; Triton {triton.__version__}, torch {torch.__version__}; "
-          f"{'TMA descriptors' if TMA else 'pointer loads'}", flush=True)
+          f"{'TMA descriptors' if TMA else 'pointer loads'}; streams: CuPy's {cupy.cuda.get_current_stream().ptr}, "
+          f"torch's {torch.cuda.current_stream().cuda_stream}", flush=True)
     sizes = [int(x) for x in sys.argv[1:]] or [4096, 8192]
     original = gemm_gpu._call
     for dtype in ("f16", "bf16"):
