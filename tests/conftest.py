@@ -11,6 +11,12 @@ from pathlib import Path
 
 import pytest
 
+# One BLAS thread (before NumPy loads; subprocesses inherit it): where the tests run, the background compile
+# (pytest_collection_finish) keeps the other core busy, and OpenBLAS's second thread only spins beside it (the
+# GEMM family's checks of every case: 30 CPU-s with two threads, 19 with one, in the same wall time). A value
+# set outside is kept.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 from helpers import postgres_binaries
 
 
