@@ -11,6 +11,12 @@ from pathlib import Path
 
 import pytest
 
+# One BLAS thread (before NumPy loads; subprocesses inherit it): where the tests run, the background compile
+# (pytest_collection_finish) keeps the other core busy, and OpenBLAS's second thread only spins beside it (the
+# GEMM family's checks of every case: 30 CPU-s with two threads, 19 with one, in the same wall time). A value
+# set outside is kept.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 from helpers import postgres_binaries
 
 
@@ -32,14 +38,25 @@ def sm90_gpu_reason() -> str | None:
     return None
 
 
+RESULTS_DB = pytest.StashKey[subprocess.Popen]()
+
+
 def pytest_sessionstart(session):
     """A clone holds the runs of record as runs/run-NNNN.db.xz only: build ./results.db from them once
     (about 30 s, scripts/runs_of_record.py), so that the tests reading the shipped runs run. Not for
-    `-m gpu` (a device run reads none of them)."""
+    `-m gpu` (a device run reads none of them). It builds in a process of its own while pytest collects and
+    the background compile starts (pytest_collection_finish); the first test waits for it (one core each)."""
     root = Path(__file__).resolve().parent.parent
     if (root / "results.db").exists() or not (root / "runs").is_dir() or session.config.getoption("markexpr") == "gpu":
         return
-    subprocess.run([sys.executable, str(root / "scripts" / "runs_of_record.py"), "build"], cwd=root, check=False)
+    session.config.stash[RESULTS_DB] = subprocess.Popen([sys.executable, str(root / "scripts" / "runs_of_record.py"),
+                                                         "build"], cwd=root)
+
+
+def _results_db_built(config) -> None:
+    """Wait for the build of ./results.db that pytest_sessionstart began, if any."""
+    if (process := config.stash.get(RESULTS_DB, None)) is not None:
+        process.wait()
 
 
 def pytest_collection_modifyitems(config, items):
@@ -59,6 +76,13 @@ def pytest_collection_finish(session):
     """Where the conformance sweep runs: compile and disassemble every probe into the session's compile
     cache in a background process (tests/prebuild_probes.py, niced), while the other tests run; on 2
     cores a serial test run leaves about one idle. The sweep's fixture waits for it."""
+    try:
+        _start_prebuild(session)
+    finally:
+        _results_db_built(session.config)  # before the first test: the tests of the shipped runs read it
+
+
+def _start_prebuild(session) -> None:
     if session.config.option.collectonly or not any("builds" in getattr(item, "fixturenames", ())
                                                     for item in session.items):
         return
@@ -73,6 +97,7 @@ def pytest_collection_finish(session):
 
 
 def pytest_sessionfinish(session):
+    _results_db_built(session.config)  # where collection failed, pytest_collection_finish never waited for it
     if (prebuild := session.config.stash.get(PREBUILD, None)) is not None:
         import shutil
 

@@ -18,17 +18,15 @@ from harness.families.gemm.cases import LibraryCase
 from harness.families.gemm.ids import parse
 from harness.families.gemm.worklog import worklog_verdict
 from harness.families.gemm.model import (
-    PRIOR,
-    Params,
     feed_cycles,
     issue_stall,
     kblock_cycles,
     mean_value,
-    miss_cycles,
-    miss_fraction,
     predict_case,
     wgmma_per_kblock,
 )
+from harness.families.gemm.params import PRIOR, Params
+from harness.families.gemm.traffic import miss_cycles, miss_fraction
 from harness.families.gemm.problem import check_problem, to_bits
 from harness.families.pipeline import GROUP
 from harness.verdicts import AGREES, CLOCK_NOT_PRINTED, DISAGREES
@@ -246,7 +244,8 @@ def test_the_prior_with_each_gpus_memory_waits_as_measured(gpu, gbps, clock, row
 def test_a_persistent_grid_on_fewer_sms_has_its_own_id_grid_and_prediction():
     from harness.families.gemm.configs import BEST, pipeline
     from harness.families.gemm.suite_cases import full
-    from harness.families.gemm.model import PRIOR, Params, predict_case
+    from harness.families.gemm.model import predict_case
+    from harness.families.gemm.params import PRIOR, Params
     from harness.families.gemm.problem import grid
 
     case = FAMILY.parse("gemm.f16.8192x8192x8192.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore.sms128")
@@ -275,7 +274,8 @@ def test_fp8_cases_take_a_k_block_of_128_the_qgmma_and_cublaslt_as_their_library
     cuBLASLt's fp8 matmul (cublasGemmEx takes no fp8), without or with fast accumulation."""
     from harness.families.gemm.configs import FP8_SERIAL, pipeline
     from harness.families.gemm.suite_cases import fp8, full
-    from harness.families.gemm.model import PRIOR, Params, predict_case, tensor_cycles, wgmma_per_kblock
+    from harness.families.gemm.model import predict_case, tensor_cycles, wgmma_per_kblock
+    from harness.families.gemm.params import PRIOR, Params
 
     case = FAMILY.parse("gemm.e4m3.4096x4096x4096.tile128x128x128.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore")
     assert case == pipeline("e4m3", (4096, 4096, 4096), **FP8_SERIAL) and case in full() and set(fp8()) <= set(full())

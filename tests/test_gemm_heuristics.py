@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from harness.cli import cli
 from harness.families.gemm import configs
 from harness.families.gemm import heuristics as H
+from harness.families.gemm import regret as R
 from harness.families.gemm.ids import parse
 from harness.registry import FAMILIES
 from helpers import one_error_line
@@ -60,16 +61,16 @@ def test_a_configuration_that_cannot_be_mapped_says_why(config, dtype, shape, wh
 
 def test_regret_is_the_best_measured_picks_loss_against_the_problems_best():
     measured = {"a": 600.0, "b": 540.0, "c": 480.0, "z": 500.0}  # TFLOPS of every pipeline case the run holds
-    r = H.regret(["b", None, "c", "x", "a", "z"], measured)  # the sixth pick is past the top five
+    r = R.regret(["b", None, "c", "x", "a", "z"], measured)  # the sixth pick is past the top five
     assert r.top1 == pytest.approx(0.1) and r.topk == pytest.approx(0.0)
     assert (r.measured, r.unmeasured, r.unmappable) == (3, 1, 1)
-    r = H.regret([None, "c", "y"], measured)  # top-1 unmappable: no top-1 regret; top-5 from what is measured
+    r = R.regret([None, "c", "y"], measured)  # top-1 unmappable: no top-1 regret; top-5 from what is measured
     assert r.top1 is None and r.topk == pytest.approx(0.2) and (r.measured, r.unmeasured, r.unmappable) == (1, 1, 1)
-    r = H.regret(["x", "y"], measured)
+    r = R.regret(["x", "y"], measured)
     assert r.top1 is None and r.topk is None and r.measured == 0
-    assert H.regret(["c", "b"], measured, top=1).topk == pytest.approx(0.2)
+    assert R.regret(["c", "b"], measured, top=1).topk == pytest.approx(0.2)
     with pytest.raises(Exception, match="no pipeline case"):
-        H.regret(["a"], {})
+        R.regret(["a"], {})
 
 
 def test_the_suite_is_both_predictors_top_five_with_cublas_under_forty_cases():

@@ -14,16 +14,9 @@ import pytest
 from harness.families.gemm import configs
 from harness.families.gemm.ids import parse
 from harness.families.gemm.fitting import _fit_epilogue, _fit_splitk, _fit_whole, _identifies_kblock
-from harness.families.gemm.model import (
-    OUT_ELEM,
-    PRIOR,
-    Params,
-    epilogue_cycles,
-    hbm_cycles,
-    l2_resident,
-    miss_fraction,
-    predict_case,
-)
+from harness.families.gemm.model import epilogue_cycles, predict_case
+from harness.families.gemm.params import OUT_ELEM, PRIOR, Params
+from harness.families.gemm.traffic import hbm_cycles, l2_resident, miss_fraction
 
 
 def _params(**changes) -> Params:
@@ -131,7 +124,7 @@ def test_a_panel_read_from_both_sides_of_the_l2_is_fetched_twice():
     """M = 128, N = K = 8192 in 64x128 tiles, one wave of 128 CTAs: each B panel is read by two CTAs. In grouped order
     they are neighbours (one side group of SIDE_GROUP CTAs: one fetch); in row order they are 64 CTAs apart (two groups,
     each on either side alike: 1.5 fetches expected); a cluster of 2 multicasts the panel (one fetch)."""
-    from harness.families.gemm.model import SIDE_GROUP
+    from harness.families.gemm.traffic import SIDE_GROUP
 
     assert SIDE_GROUP == 4
     grouped, row = _case(128, 8192, 8192, tile=(64, 128), wg=1), _case(128, 8192, 8192, tile=(64, 128), wg=1, order="row")

@@ -1035,3 +1035,40 @@ def test_the_data_movement_results_table_comes_from_its_runs(db):
         assert table["shared / L1 / L2 stream, B/cycle/SM"][column] == " / ".join(f"{v:.1f}" for v in streams)
         raw = [value(tma, box, "latency_raw_cycles", source=source) for source in ("L2", "HBM")]
         assert table["1-D 512 B copy + wait (raw) from L2 / HBM"][column] == " / ".join(f"{v:.0f}" for v in raw)
+
+
+def triton_rows() -> list[tuple[str, str, str, float, float, float, float, float, float]]:
+    """reports/investigation/gemm-triton-<gpu>.txt (scripts/investigate_triton.py): per GPU and problem, Triton's
+    chosen configuration with its TFLOPS, then ours / cuBLAS and ours / Triton (median, p10, p90)."""
+    import re
+
+    rows = []
+    for gpu in ("h100", "h200"):
+        text = (ROOT / "reports" / "investigation" / f"gemm-triton-{gpu}.txt").read_text()
+        for block in re.split(r"^(?=(?:f16|bf16) \d+\^3$)", text, flags=re.M)[1:]:
+            problem = block.splitlines()[0]
+            best = re.search(r"the best: triton TMA (\S+) s(\d) w(\d)", block)
+            tflops = re.search(rf"triton TMA {best[1]} s{best[2]} w{best[3]} grid \d+: (\d+) TFLOPS", block)[1]
+            ratios = [tuple(float(x) for x in m) for m in
+                      re.findall(r"median ([\d.]+), p10 ([\d.]+), p90 ([\d.]+)", block)]
+            assert len(ratios) == 2, block  # against cuBLAS, then against Triton
+            rows.append((gpu.upper(), problem, f"{best[1]}, {best[2]} stages, {best[3]} warps ({tflops} TFLOPS)",
+                         *ratios[0], *ratios[1]))
+    return rows
+
+
+def test_the_triton_comparison_in_the_gemm_docs_is_the_investigations():
+    """docs/gemm.md, 'Against Triton': its table and ranges from the two investigation outputs."""
+    rows = triton_rows()
+    assert len(rows) == 8
+    text = (ROOT / "docs" / "gemm.md").read_text()
+    for gpu, problem, best, c50, c10, c90, t50, t10, t90 in rows:
+        line = (f"| {gpu} | {problem} | {best} | {c50:.3f} ({c10:.3f}-{c90:.3f}) | "
+                f"{t50:.3f} ({t10:.3f}-{t90:.3f}) |")
+        assert line in text, line
+    flat = " ".join(text.split())
+    triton = [r[6] for r in rows]
+    assert f"Against this Triton kernel the pipeline is at {min(triton):.2f}-{max(triton):.2f}" in flat
+    at_4096 = [r[3] for r in rows if "4096" in r[1]]
+    assert f"Against cuBLAS the 4096^3 miss stays** ({min(at_4096):.2f}-{max(at_4096):.2f})" in flat
+    assert all(r[6] > 1 for r in rows if "4096" in r[1])  # ahead at 4096^3 on both GPUs

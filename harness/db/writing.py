@@ -101,36 +101,50 @@ class Writing:
         self.write(lambda session: self._add_case(session, run_id, result))
 
     def _add_case(self, session: Session, run_id: int, result: CaseResult) -> None:
+        """The case's measurement rows in one insert (a map case has thousands: one per launch), their strings
+        and sample arrays in one each; ids in the order of result.metrics, as row by row would give them."""
         case_pk = self._case_pk(session, result.case)
         build_id = self._build_id(session, result) if result.build else None
         texts = Texts(session)
+        launches = [launch_key(metric.launch) for metric in result.metrics]
+        strings = [dict(metric=metric.name, unit=metric.unit, launch=launch, status=result.status,
+                        input_distribution=metric.input_distribution or result.input_distribution,
+                        notes=metric.notes, stop_reason=metric.stop_reason,
+                        throttle_reasons=",".join(metric.gpu_state.reasons) if _sampled(metric) else None)
+                   for metric, launch in zip(result.metrics, launches)]
+        texts.resolve(value for columns in strings for value in columns.values())
+        rows = [self._measurement(run_id, case_pk, build_id, result, metric, texts.ids(**columns))
+                for metric, columns in zip(result.metrics, strings)]
+        if not rows:
+            return
+        table = Measurement.__table__
+        ids = session.execute(insert(table).returning(table.c.id, sort_by_parameter_order=True), rows).scalars().all()
         explicit: dict[str, list[tuple[int, np.ndarray]]] = {}  # launch key -> arrays stored as numbers
-        for metric in result.metrics:
-            launch = launch_key(metric.launch)
-            row = Measurement(run_id=run_id, case_pk=case_pk, build_id=build_id,
-                              sm_clock_mhz=metric.sm_clock_mhz, valid=result.valid, error=result.error,
-                              validation_max_error=result.validation_max_error, created_at=_now(), n_samples=0,
-                              telemetry_samples=0, **texts.ids(
-                                  metric=metric.name, unit=metric.unit, launch=launch, status=result.status,
-                                  input_distribution=metric.input_distribution or result.input_distribution,
-                                  notes=metric.notes, stop_reason=metric.stop_reason))
-            if result.valid and metric.samples is not None and len(metric.samples):
-                s = summarize(metric.samples)
-                row.value, row.mean, row.minimum, row.maximum = s.median, s.mean, s.minimum, s.maximum
-                row.stdev, row.spread, row.n_samples = s.stdev, s.spread, s.n
-            if metric.gpu_state is not None:
-                state = metric.gpu_state
-                row.telemetry_samples = state.samples
-                row.nvml_sm_clock_mhz, row.nvml_mem_clock_mhz = state.sm_clock_mhz, state.mem_clock_mhz
-                row.power_w, row.temperature_c = state.power_w, state.temperature_c
-                row.throttle_reasons_id = texts.id(",".join(state.reasons) if state.samples else None)
-                row.throttled, row.power_capped = state.throttled, state.power_capped
-                row.other_processes = state.other_processes
-            session.add(row)
-            session.flush()
-            if row.n_samples:
-                session.add(_sample_array(row.id, np.asarray(metric.samples, dtype=float),
-                                          explicit.setdefault(launch, [])))
+        session.add_all([_sample_array(id_, np.asarray(metric.samples, dtype=float), explicit.setdefault(launch, []))
+                         for id_, row, metric, launch in zip(ids, rows, result.metrics, launches) if row["n_samples"]])
+        session.flush()
+
+    @staticmethod
+    def _measurement(run_id: int, case_pk: int, build_id: int | None, result: CaseResult, metric,
+                     text_ids: dict[str, int | None]) -> dict:
+        """One metric's row of measurement_rows, every column named (one insert takes them all)."""
+        row = dict(run_id=run_id, case_pk=case_pk, build_id=build_id, sm_clock_mhz=metric.sm_clock_mhz,
+                   valid=result.valid, error=result.error, validation_max_error=result.validation_max_error,
+                   created_at=_now(), n_samples=0, telemetry_samples=0, value=None, mean=None, minimum=None,
+                   maximum=None, stdev=None, spread=None, nvml_sm_clock_mhz=None, nvml_mem_clock_mhz=None,
+                   power_w=None, temperature_c=None, throttled=None, power_capped=None, other_processes=None,
+                   **text_ids)
+        if result.valid and metric.samples is not None and len(metric.samples):
+            s = summarize(metric.samples)
+            row.update(value=s.median, mean=s.mean, minimum=s.minimum, maximum=s.maximum, stdev=s.stdev,
+                       spread=s.spread, n_samples=s.n)
+        if metric.gpu_state is not None:
+            state = metric.gpu_state
+            row.update(telemetry_samples=state.samples, nvml_sm_clock_mhz=state.sm_clock_mhz,
+                       nvml_mem_clock_mhz=state.mem_clock_mhz, power_w=state.power_w,
+                       temperature_c=state.temperature_c, throttled=state.throttled, power_capped=state.power_capped,
+                       other_processes=state.other_processes)
+        return row
 
     @staticmethod
     def _case_pk(session: Session, case) -> int:
@@ -162,6 +176,11 @@ class Writing:
         """refuse_mixing for a run of the GPU `uuid`, asked before the run does any work."""
         with Session(self.engine) as session:
             refuse_mixing(session, [uuid], self.url)
+
+
+def _sampled(metric) -> bool:
+    """Whether telemetry sampled the GPU while `metric` was measured (its throttle reasons are then stored)."""
+    return metric.gpu_state is not None and bool(metric.gpu_state.samples)
 
 
 def refuse_mixing(session: Session, uuids: list[str], where: str) -> None:
@@ -200,6 +219,24 @@ class Texts:
         table = TextRow.__table__
         ids = self.session.execute(insert(table).returning(table.c.id, sort_by_parameter_order=True), rows).scalars()
         self.known.update(zip(missing, ids))
+
+    def resolve(self, strings) -> None:
+        """Make every one of `strings` known: those stored looked up by digest in one query (per 10,000), the
+        rest added in one insert, in the order of their first appearance (as one id() after another adds them)."""
+        wanted = [s for s in dict.fromkeys(strings) if s is not None and s not in self.known]
+        for start in range(0, len(wanted), 10_000):  # within every database's limit of bound parameters
+            chunk = {TextRow.digest_of(text): text for text in wanted[start:start + 10_000]}
+            for id_, digest, text in self.session.execute(select(TextRow.id, TextRow.digest, TextRow.text).where(
+                    TextRow.digest.in_(list(chunk)))):
+                if text != chunk[digest]:
+                    raise StoreError(f"two strings share the digest {digest}: {text!r} and {chunk[digest]!r}")
+                self.known[text] = id_
+        missing = [s for s in wanted if s not in self.known]
+        if missing:
+            table = TextRow.__table__
+            rows = [{"digest": TextRow.digest_of(text), "text": text} for text in missing]
+            ids = self.session.execute(insert(table).returning(table.c.id, sort_by_parameter_order=True), rows)
+            self.known.update(zip(missing, ids.scalars()))
 
     def id(self, text: str | None) -> int | None:
         if text is None:

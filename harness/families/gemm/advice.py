@@ -23,7 +23,7 @@ def _plan(values: dict, fit, gpu: str | None) -> Advice:
     import pandas as pd
 
     if values.get("against", "none") == "nvmh":
-        from harness.families.gemm.heuristics import against
+        from harness.families.gemm.regret import against
 
         return against(values, fit, gpu)
     model = GemmModel()

@@ -29,7 +29,8 @@ from harness.stats import residual_frame
 
 from harness.families.gemm.cases import GemmCase
 from harness.families.gemm.ids import parse
-from harness.families.gemm.model import OUT_ELEM, Params, epilogue_cycles, kblock_cycles, predict_case
+from harness.families.gemm.model import epilogue_cycles, kblock_cycles, predict_case
+from harness.families.gemm.params import OUT_ELEM, Params
 
 KBLOCK_PARAMS = ("latency_cycles", "latency_per_kib", "memory_queue_cycles", "feed_bytes_per_cycle", "wgmma_queue", "consumer_overhead_1",
                  "consumer_overhead_2")

@@ -63,73 +63,15 @@ queue (W) adds more to the k-blocks than anything else costs, or the memory's ow
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from functools import lru_cache
+from dataclasses import dataclass
 from math import ceil
 
-import numpy as np
-
 from harness.families.gemm.cases import CARRIED, GemmCase
+from harness.families.gemm.params import KIB, OUT_ELEM, Params
 from harness.families.gemm.problem import sms_used  # a persistent grid's SMs; a GPU of fewer refuses it
-from harness.families.pipeline import GROUP
+from harness.families.gemm.traffic import blocks_per_sm, hbm_cycles, miss_cycles, miss_fraction
 from harness.queueing import exact_mva
 
-OUT_ELEM = 2  # bytes of a C element (f16 or bf16, for fp8 inputs too); A and B: GemmCase.in_bytes
-KIB = 1024.0
-
-
-@dataclass(frozen=True)
-class Params:
-    gpu: str
-    sm_count: int
-    flops_per_cycle: float  # F: dense f16/bf16 FLOP per cycle per SM (fp8: F x GemmCase.mma_rate)
-    latency_cycles: float  # L0
-    latency_per_kib: float  # a
-    memory_queue_cycles: float  # L_q: an L2 miss waits L_q rho / (1 - rho) in the memory's queue at load rho
-    feed_bytes_per_cycle: float  # R: bytes per cycle the L2 lands in an SM's shared memory, every SM loading
-    wgmma_queue: float  # d: wgmma a consumer issues ahead of the tensor pipe without stalling
-    consumer_overhead_1: float  # c_1
-    consumer_overhead_2: float  # c_2
-    epilogue_regs: float  # E, bytes per cycle: stores from registers
-    epilogue_tma: float  # E, bytes per cycle: through shared memory and a TMA store
-    hbm_gbps: float  # what the GPU's memory delivers to a GEMM (A, B read and C written once), 1e9 B/s
-    launch_cycles: float  # a launch's fixed cost: its start, the first loads' fill, the last tile's drain
-    clock_mhz: float | None = None  # the SM clock under a large GEMM (measured), for TFLOPS
-    source: str = "prior"
-    # fp8's promotion (ptx/gemm.cu.in PROMOTE): what waiting for a k-block's wgmma to finish costs beyond their
-    # share of the tensor cores (w, the pipe's drain), and a k-block's additions into f32 left in the open (P)
-    drain_cycles: float = 0.0
-    promotion_cycles: float = 0.0
-    # a work item's epilogue beyond its bytes: the consumers' named barriers, the shared-memory fence and the wait
-    # for the previous tile's store to have read its buffer (E_0, cycles; fitted with E to the epilogue counters)
-    epilogue_fixed_cycles: float = 0.0
-    # split-K: the rate at which a run's f32 sums go out to the L2 and come back in (R_s, bytes per cycle; 0: the
-    # feed's R, the L2's rate into an SM, where the fit run has no split-K case)
-    splitk_bytes_per_cycle: float = 0.0
-    l2_bytes: float = 50 * 1024 * 1024  # the L2's capacity (GH100: 50 MiB, the H100's and the H200's), not fitted
-
-    @classmethod
-    def fitted_names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls)
-                     if f.name not in ("gpu", "sm_count", "flops_per_cycle", "clock_mhz", "source", "l2_bytes"))
-
-
-# A GPU never measured: the fit to the H100 SXM's run of record 65, rounded (docs/gemm.md); L_q refitted to run 65
-# once the misses counted each L2 side's fetch (_sides: 341 cycles, 620 before).
-PRIOR = dict(latency_cycles=745.0, latency_per_kib=0.0, memory_queue_cycles=340.0, feed_bytes_per_cycle=62.3,
-             wgmma_queue=3.2, consumer_overhead_1=0.0, consumer_overhead_2=42.0, epilogue_regs=6.6, epilogue_tma=45.0,
-             # the fit to run 111 (H100, fp8 128x128 serial and overlapped on rings of 1-7), rounded, the prior its own
-             # start (a fixed point of the fit): w 171 and P 212. (With the promoted circuit as an exponential queue w
-             # fitted to 0 and P to 231: its gradual approach to the bottleneck took up the drain.)
-             drain_cycles=171.0, promotion_cycles=212.0,
-             # E_0: the fit to run 108 (H100; E_0 + C bytes / E per epilogue over its 64x128 to 256x128 tiles), rounded
-             epilogue_fixed_cycles=50.0,
-             # R_s: the fit to run 134 (H100, gemm-skinny: split-K 2 and 4 on 64x128 and 128x128 tiles), rounded; runs
-             # 135, 136 and 141 fit 33, 23 and 36 bytes a cycle (the feed's R, 62, was twice what the counters show)
-             splitk_bytes_per_cycle=30.0)
-HBM_OF_DATASHEET = 0.92  # a GPU never measured: its datasheet bandwidth x the H100's measured read roofline / pin rate
-PRIOR_LAUNCH_CYCLES = 4000.0
-RHO_MAX = 0.95  # a miss waits at most 19 L_q: past it the memory's own bound (HBM) holds
 BOUNDS = ("tensor cores", "promotion", "latency", "L2 feed", "epilogue", "waves", "HBM")
 
 
@@ -184,95 +126,12 @@ def round_trip(case: GemmCase, p: Params, stages: int | None = None, miss: float
     return p.latency_cycles + p.latency_per_kib * kblock_kib(case) + miss + stall + feed_cycles(case, p)
 
 
-def miss_cycles(case: GemmCase, p: Params, period: float, clock_mhz: float) -> float:
-    """What a k-block's round trip waits for the memory's queue: f L_q rho / (1 - rho), the share f of its
-    bytes that miss the L2 (miss_fraction) waiting in an M/M/1-like queue whose unloaded cost is L_q
-    (memory_queue_cycles, fitted), rho the bandwidth the wave's misses take at this k-block period (every
-    CTA in flight reads f of its k-block from memory each period) over hbm_gbps. Only the wait: the
-    unloaded miss latency is inside the fitted round trip L0."""
-    f = miss_fraction(case, p.sm_count, p.l2_bytes)
-    read = (case.bm + case.bn / case.cluster) * case.bk * case.in_bytes  # bytes a CTA reads from the L2 per k-block
-    in_flight = min(case.items * case.cluster, sms_used(case, p.sm_count) * blocks_per_sm(case))  # CTAs
-    rho = f * read * in_flight / period / (p.hbm_gbps * 1e9 / (clock_mhz * 1e6))
-    rho = min(rho, RHO_MAX)
-    return f * p.memory_queue_cycles * rho / (1.0 - rho)
-
-
-@lru_cache(maxsize=65536)
-def miss_fraction(case: GemmCase, sm_count: int, l2_bytes: float = 0.0) -> float:
-    """The share of the bytes a wave's CTAs read from the L2 per k-block that the wave reads first: the A
-    rows and B columns its tiles span (each k-block's slice is new, fetched from memory by the first CTA
-    that asks and shared by the rest while the wave is in flight). A wave is the work items in flight at
-    once, taken in the kernel's order (ptx/gemm.cu.in tile_of, which orders a one-CTA-per-tile grid's clusters
-    too: the block scheduler starts them in that order), each counted once for every side of the L2 that reads
-    it (_sides). None where the problem stays in the L2 (l2_resident)."""
-    if l2_resident(case, l2_bytes):
-        return 0.0
-    in_flight = max(1, sms_used(case, sm_count) // case.cluster * blocks_per_sm(case) // case.splits)
-    return _miss_fraction(case.walk_m, case.walk_n, case.bm, case.bn, case.cluster, case.order, in_flight, case.splits)
-
-
-@lru_cache(maxsize=4096)
-def _miss_fraction(m: int, n: int, bm: int, bn: int, cluster: int, order: str, in_flight: int,
-                   splits: int = 1) -> float:
-    tiles_n, pairs_m = n // bn, m // bm // cluster
-    items = np.arange(pairs_m * tiles_n)
-    if order == "row":
-        pm, tn = items // tiles_n, items % tiles_n
-    else:
-        per_group = GROUP * tiles_n
-        first = items // per_group * GROUP
-        rows = np.minimum(pairs_m - first, GROUP)
-        r = items % per_group
-        pm, tn = first + r % rows, r // rows
-    read = (cluster * bm + bn)  # rows of 128 bytes a work item's CTAs read from the L2 per k-block
-    fresh = []
-    for start in range(0, len(items), in_flight):
-        wave = slice(start, start + in_flight)
-        # the side group of each item's first CTA: a tile's split-K runs and a cluster's CTAs are consecutive CTAs
-        group = np.arange(len(items[wave])) * splits * cluster // SIDE_GROUP
-        fresh.append((_sides(pm[wave], group) * cluster * bm + _sides(tn[wave], group) * bn)
-                     / (read * len(items[wave])))
-    return float(np.mean(fresh))
-
-
-def _sides(panels: np.ndarray, group: np.ndarray) -> float:
-    """The L2 sides a wave's panels are fetched into, summed over the panels: each side of the L2 keeps a copy of
-    the lines its own SMs read (NVIDIA's A100 whitepaper: a partition caches for the SMs connected to it), so a
-    panel read from both sides is read from memory twice. A panel read by CTAs of k groups (SIDE_GROUP CTAs share
-    a side, each group on either side alike): 2 - 2^(1 - k) sides expected."""
-    pairs = np.unique(panels.astype(np.int64) * (int(group.max()) + 1) + group)  # (panel, group) once each
-    k = np.unique(pairs // (int(group.max()) + 1), return_counts=True)[1]  # groups per panel
-    return float(np.sum(2.0 - 2.0 ** (1.0 - k)))
-
-
-# CTAs taken to share an L2 side: a persistent grid's consecutive CTAs, in runs as long as the runs of SM ids
-# near one partition (runs 94 and 95: runs of 6 and of 2 SMs alternate, 4 on average; which SM a CTA lands on is
-# not recorded, so a run of CTAs is on either side alike)
-SIDE_GROUP = 4
-
-
 def mean_value(customers: int, delay: float, services: tuple[float, ...]) -> float:
     """Cycles between completions of a closed queueing network: `customers` circulate through a pure delay
     and single-server queues of these service times (exact mean-value analysis, harness/queueing.py). One
     customer: delay plus the services; many: the longest service (the bottleneck); between: Little's law
     with the queues' waits."""
     return 1.0 / exact_mva(services, delay, customers)
-
-
-REGISTERS = 65536  # per SM
-SMEM_PER_SM = 228 * 1024
-
-
-def blocks_per_sm(case: GemmCase) -> int:
-    """CTAs of a one-CTA-per-tile grid that share an SM (a persistent grid has one per SM): by shared
-    memory and by registers (two consumer warpgroups take 168 per thread, the launch bound of 384 threads;
-    one takes its accumulators and about 64 more, as ptxas allocates them)."""
-    if case.persistent:
-        return 1
-    threads = 128 * (1 + case.consumers)
-    registers = 168 if case.consumers == 2 else min(255, case.accumulators + 64)
-    return max(1, min(SMEM_PER_SM // case.smem_bytes(), REGISTERS // (registers * threads), 2048 // threads))
 
 
 def kblock_cycles(case: GemmCase, p: Params, clock_mhz: float | None = None) -> tuple[float, str]:
@@ -373,26 +232,6 @@ def splitk_cycles(case: GemmCase, p: Params, mean: bool = False) -> float:
     sums = case.bm * case.bn * 4
     reads = 1.0 if mean else float(case.splits)
     return (1.0 + reads) * sums / rate + p.latency_cycles * (1.0 + (1.0 / case.splits if mean else 1.0))
-
-
-def problem_bytes(case: GemmCase) -> float:
-    """A and B read and C written once."""
-    return (case.m * case.k + case.n * case.k) * case.in_bytes + case.m * case.n * OUT_ELEM
-
-
-def l2_resident(case: GemmCase, l2_bytes: float) -> bool:
-    """Whether the problem's A, B and C fit in the L2 together: the runs time back-to-back launches on the same
-    buffers, so a launch finds them where the previous one left them (run 136: 4096 x 4096 weights read at up to
-    3.95 TB/s, above HBM's rate) and neither the memory's queue nor its bound applies."""
-    return 0 < problem_bytes(case) <= l2_bytes
-
-
-def hbm_cycles(case: GemmCase, p: Params, clock_mhz: float) -> float:
-    """Cycles the memory needs to read A and B and write C once at hbm_gbps, at this SM clock (none where the
-    problem stays in the L2)."""
-    if l2_resident(case, p.l2_bytes):
-        return 0.0
-    return problem_bytes(case) / (p.hbm_gbps * 1e9 / (clock_mhz * 1e6))
 
 
 def predict_case(case: GemmCase, p: Params, clock_mhz: float | None = None) -> Prediction:

@@ -10,13 +10,8 @@ from harness.families.base import FamilyModel
 from harness.families.gemm.cases import GemmCase
 from harness.families.gemm.configs import LADDER, pipeline
 from harness.families.gemm.fitting import fit, transfer
-from harness.families.gemm.model import (
-    HBM_OF_DATASHEET,
-    PRIOR,
-    PRIOR_LAUNCH_CYCLES,
-    Params,
-    predict_case,
-)
+from harness.families.gemm.model import predict_case
+from harness.families.gemm.params import HBM_OF_DATASHEET, PRIOR, PRIOR_LAUNCH_CYCLES, Params
 
 
 class GemmModel(FamilyModel):
