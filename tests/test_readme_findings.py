@@ -1072,3 +1072,5 @@ def test_the_triton_comparison_in_the_gemm_docs_is_the_investigations():
     at_4096 = [r[3] for r in rows if "4096" in r[1]]
     assert f"Against cuBLAS the 4096^3 miss stays** ({min(at_4096):.2f}-{max(at_4096):.2f})" in flat
     assert all(r[6] > 1 for r in rows if "4096" in r[1])  # ahead at 4096^3 on both GPUs
+    readme = " ".join(README.split())
+    assert f"{min(triton):.2f}-{max(triton):.2f} x a persistent Triton kernel" in readme
