@@ -1074,3 +1074,37 @@ def test_the_triton_comparison_in_the_gemm_docs_is_the_investigations():
     assert all(r[6] > 1 for r in rows if "4096" in r[1])  # ahead at 4096^3 on both GPUs
     readme = " ".join(README.split())
     assert f"{min(triton):.2f}-{max(triton):.2f} x a persistent Triton kernel" in readme
+
+
+def counter_rows() -> list[tuple[str, int, int, int, int, list[float], list[float]]]:
+    """reports/investigation/gemm-counters-h100.txt (scripts/investigate_gemm_counters.py): per case, the SASS clock
+    reads and instructions as built and uncounted, and the library fractions of each (two measurements each)."""
+    import re
+
+    text = (ROOT / "reports" / "investigation" / "gemm-counters-h100.txt").read_text()
+    rows = []
+    for block in re.split(r"^(?=gemm\.)", text, flags=re.M)[1:]:
+        head = re.match(r"(\S+): \d+ clock reads taken out of the source; SASS clock reads (\d+) -> (\d+), "
+                        r"instructions (\d+) -> (\d+)", block)
+        built = [float(x) for x in re.findall(r"as built: .* of the library ([\d.]+)", block)]
+        bare = [float(x) for x in re.findall(r"uncounted: .* of the library ([\d.]+)", block)]
+        rows.append((head[1], int(head[2]), int(head[3]), int(head[4]), int(head[5]), built, bare))
+    return rows
+
+
+def test_the_counters_cost_in_the_gemm_docs_is_the_investigations():
+    """docs/gemm.md, 'What the counters cost': its table and the gains, from the investigation's output."""
+    rows = counter_rows()
+    assert len(rows) == 4 and all(len(r[5]) == len(r[6]) == 2 for r in rows)
+    text = (ROOT / "docs" / "gemm.md").read_text()
+    flat = " ".join(text.split())
+    for case_id, c0, c1, n0, n1, built, bare in rows:
+        line = (f"| `{case_id}` | {c0} -> {c1} | {n0} -> {n1} | {built[0]:.3f}, {built[1]:.3f} | "
+                f"{bare[0]:.3f}, {bare[1]:.3f} |")
+        assert line in text, line
+    fp8 = [b - a for r in rows if ".e4m3." in r[0] for a, b in zip(r[5], r[6])]
+    f16 = [b - a for r in rows if ".f16." in r[0] for a, b in zip(r[5], r[6])]
+    assert min(fp8) > 0 and f"fp8 gains {min(fp8):.2f}-{max(fp8):.2f} of cuBLASLt" in flat
+    assert f"f16 {min(f16):.3f}-{max(f16):.3f}" in flat
+    best = max(b for r in rows if ".e4m3.4096x" in r[0] for b in r[6])
+    assert f"{best:.3f} of cuBLASLt at 4096^3" in flat
