@@ -199,6 +199,24 @@ def test_sql_markdown_keeps_a_row_on_one_line(tmp_path):
     assert out.splitlines() == ["| a | b |", "|---|---|", "| x<br>y\\|z | 2 |"]
 
 
+def read_terminal(controller: int, terminal: int) -> bytes:
+    """Everything a finished process wrote to the pseudo-terminal (controller, terminal); both ends closed."""
+    import os
+
+    os.close(terminal)
+    shown = b""
+    while True:
+        try:
+            piece = os.read(controller, 65536)
+        except OSError:
+            break
+        if not piece:
+            break
+        shown += piece
+    os.close(controller)
+    return shown
+
+
 def on_a_terminal(args: list[str]) -> bytes:
     """What `bench ARGS` writes to a terminal (a pseudo-terminal as its stdout)."""
     import os
@@ -207,17 +225,7 @@ def on_a_terminal(args: list[str]) -> bytes:
     controller, terminal = pty.openpty()
     process = subprocess.run([sys.executable, "-m", "harness", *args], stdout=terminal, stderr=subprocess.PIPE,
                              env={**os.environ, "NO_COLOR": "1"}, timeout=60)
-    os.close(terminal)
-    shown = b""
-    while True:
-        try:
-            piece = os.read(controller, 4096)
-        except OSError:
-            break
-        if not piece:
-            break
-        shown += piece
-    os.close(controller)
+    shown = read_terminal(controller, terminal)
     assert process.returncode == 0, process.stderr
     return shown
 
@@ -373,17 +381,7 @@ def test_bench_site_shows_progress_on_a_terminal_and_says_how_long_it_took(tmp_p
     done = subprocess.run([sys.executable, "-m", "harness", "site", "--db", str(db), "--out", str(tmp_path / "site")],
                           stdout=subprocess.PIPE, stderr=terminal, text=True, timeout=120, cwd=tmp_path,
                           env={**os.environ, "COLUMNS": "100"})
-    os.close(terminal)
-    shown = b""
-    while True:
-        try:
-            piece = os.read(controller, 65536)
-        except OSError:
-            break
-        if not piece:
-            break
-        shown += piece
-    os.close(controller)
+    shown = read_terminal(controller, terminal)
     assert done.returncode == 0
     assert b"site: " in shown, shown  # the bar, naming its step (rich erases it when done)
     assert re.fullmatch(r"wrote \S+index.html \(\d+ sections\) in \d+\.\d s\n", done.stdout), done.stdout
