@@ -26,8 +26,11 @@
 //                                                    its last row; ping-pong needs false)
 //   K::load(P, ring, state, base, tile, kb, rank)    the producer thread: k-block kb's copies into its slot (kb
 //                                                    counts from K's start: tile.kb0 + the run's own k-block)
-//   K::Consumer(P, base, c, t)                       a consumer warpgroup's state (its accumulators), with
-//       mainloop(ring, state, tile, kblocks, full_wait), epilogue(tile) and finish() (after its last tile)
+//   K::Consumer<Waits>(P, base, c, t)                a consumer warpgroup's state (its accumulators), with
+//       mainloop(ring, state, tile, kblocks, full_wait), epilogue(tile) and finish() (after its last tile);
+//       Waits is the WaitClock its walk waits through (full_wait), counting or not as the kernel was built
+// A template's kernel entry instantiates pipeline_kernel<K, COUNT_WAITS> twice: the timed kernel without the wait
+// counters (false) and the `_counted` one with them (true), launched apart for its counters (docs/architecture.md).
 // where `base` is the dynamic shared memory, aligned to 1024 bytes (the ring's slots, then what K adds); the
 // problem P has m, n, k (the walk) and K a BK (its k-blocks).
 
@@ -90,21 +93,40 @@ struct Ring {
   }
 };
 
+// What a role spent waiting on the ring. A walk calls its `full_wait(wait)` around each wait: WaitClock<true>
+// reads the clock before and after it and adds the cycles (the counting build, launched for its counters),
+// WaitClock<false> only waits (the build that is timed). The two reads a k-block, each an asm volatile with a memory
+// clobber, fix the order of the code around them: they cost fp8's short k-block 3-5 % of cuBLASLt (docs/gemm.md,
+// "What the counters cost"), so the timed kernel does not carry them.
+template <bool COUNTED>
+struct WaitClock {
+  static constexpr bool counted = COUNTED;
+  long long cycles = 0;
+  template <class Wait>
+  __device__ __forceinline__ void operator()(Wait wait) {
+    if constexpr (COUNTED) {
+      const long long w0 = clock_cycles();
+      wait();
+      cycles += clock_cycles() - w0;
+    } else {
+      wait();
+    }
+  }
+};
+
 // A consumer's walk over one tile's k-blocks: wait for each slot, `issue` its (asynchronous) work, `retire`
 // until at most LAG k-blocks are in flight, and release a slot once nothing in flight reads it; `drain` retires
 // the rest. Cycles spent waiting for slots are added to full_wait.
-template <int LAG, int STAGES, int CLUSTER, class Issue, class Retire, class Drain>
+template <int LAG, int STAGES, int CLUSTER, class Issue, class Retire, class Drain, class Waits>
 __device__ __forceinline__ void consume_kblocks(const Ring<STAGES, CLUSTER>& ring, PipelineState<STAGES>& st,
-                                                int kblocks, int t, long long& full_wait, Issue issue, Retire retire,
+                                                int kblocks, int t, Waits& full_wait, Issue issue, Retire retire,
                                                 Drain drain) {
   static_assert(LAG == 0 || LAG == 1, "a consumer keeps at most one k-block in flight past its release");
   int released = -1;
 #pragma unroll 1
   for (int kb = 0; kb < kblocks; ++kb, st.advance()) {
     const int s = st.index();
-    const long long w0 = clock_cycles();
-    ring.consumer_wait(st);
-    full_wait += clock_cycles() - w0;
+    full_wait([&] { ring.consumer_wait(st); });
     issue(s, kb);
     retire(kb);
     if (LAG == 0) released = s;
@@ -124,21 +146,19 @@ __device__ __forceinline__ void consume_kblocks(const Ring<STAGES, CLUSTER>& rin
 // k-block is waited for in its own step, so nothing in flight crosses the loop's back edge). Each slot is released
 // once its k-block's wgmma are done; `drain(last_parity)` finishes the tile's last k-block's work. (Member
 // templates, not generic lambdas: NVRTC 13.0 takes a generic lambda's call operator for a host function.)
-template <int P, int STAGES, int CLUSTER, class Consumer>
+template <int P, int STAGES, int CLUSTER, class Consumer, class Waits>
 __device__ __forceinline__ void consume_kblock_of_pair(const Ring<STAGES, CLUSTER>& ring, PipelineState<STAGES>& st,
-                                                       int kb, int t, long long& full_wait, Consumer& consumer) {
+                                                       int kb, int t, Waits& full_wait, Consumer& consumer) {
   const int s = st.index();
-  const long long w0 = clock_cycles();
-  ring.consumer_wait(st);
-  full_wait += clock_cycles() - w0;
+  full_wait([&] { ring.consumer_wait(st); });
   consumer.template issue<P>(s, kb);
   consumer.template retire<P>(kb);
   ring.consumer_release(s, t);
   st.advance();
 }
-template <int STAGES, int CLUSTER, class Consumer>
+template <int STAGES, int CLUSTER, class Consumer, class Waits>
 __device__ __forceinline__ void consume_kblock_pairs(const Ring<STAGES, CLUSTER>& ring, PipelineState<STAGES>& st,
-                                                     int kblocks, int t, long long& full_wait, Consumer& consumer) {
+                                                     int kblocks, int t, Waits& full_wait, Consumer& consumer) {
   int kb = 0;
 #pragma unroll 1
   for (; kb + 1 < kblocks; kb += 2) {
@@ -157,15 +177,13 @@ __device__ __forceinline__ void consume_kblock_pairs(const Ring<STAGES, CLUSTER>
 // edge: with a k-block in flight on the way back and none on the way in, ptxas cannot tell which group a
 // wait_group 1 leaves and serializes every wgmma (C7514). The tensor cores drain once a group, not once a
 // k-block. The k-blocks left over (kblocks % G) are walked one at a time, each finished before the next.
-template <int I, int G, int STAGES, int CLUSTER, class Consumer>
+template <int I, int G, int STAGES, int CLUSTER, class Consumer, class Waits>
 __device__ __forceinline__ void consume_group_step(const Ring<STAGES, CLUSTER>& ring, PipelineState<STAGES>& st,
-                                                   int kb, int t, long long& full_wait, Consumer& consumer,
+                                                   int kb, int t, Waits& full_wait, Consumer& consumer,
                                                    int previous) {
   if constexpr (I < G) {
     const int s = st.index();
-    const long long w0 = clock_cycles();
-    ring.consumer_wait(st);
-    full_wait += clock_cycles() - w0;
+    full_wait([&] { ring.consumer_wait(st); });
     consumer.template issue<I % 2>(s, kb + I);
     consumer.template promote_after<I % 2>();
     ring.consumer_release(previous, t);
@@ -176,17 +194,15 @@ __device__ __forceinline__ void consume_group_step(const Ring<STAGES, CLUSTER>& 
     ring.consumer_release(previous, t);
   }
 }
-template <int G, int STAGES, int CLUSTER, class Consumer>
+template <int G, int STAGES, int CLUSTER, class Consumer, class Waits>
 __device__ __forceinline__ void consume_kblock_groups(const Ring<STAGES, CLUSTER>& ring, PipelineState<STAGES>& st,
-                                                      int kblocks, int t, long long& full_wait, Consumer& consumer) {
+                                                      int kblocks, int t, Waits& full_wait, Consumer& consumer) {
   static_assert(G >= 2, "a group overlaps at least two k-blocks");
   int kb = 0;
 #pragma unroll 1
   for (; kb + G <= kblocks; kb += G) {
     const int s = st.index();
-    const long long w0 = clock_cycles();
-    ring.consumer_wait(st);
-    full_wait += clock_cycles() - w0;
+    full_wait([&] { ring.consumer_wait(st); });
     consumer.template issue<0>(s, kb);
     st.advance();
     consume_group_step<1, G>(ring, st, kb, t, full_wait, consumer, s);
@@ -194,9 +210,7 @@ __device__ __forceinline__ void consume_kblock_groups(const Ring<STAGES, CLUSTER
 #pragma unroll 1
   for (; kb < kblocks; ++kb) {
     const int s = st.index();
-    const long long w0 = clock_cycles();
-    ring.consumer_wait(st);
-    full_wait += clock_cycles() - w0;
+    full_wait([&] { ring.consumer_wait(st); });
     consumer.template issue<0>(s, kb);
     consumer.template finish<0>();
     ring.consumer_release(s, t);
@@ -211,13 +225,11 @@ __device__ __forceinline__ void consume_kblock_groups(const Ring<STAGES, CLUSTER
 // way in). The tensor cores drain once a tile, after its last k-block. An even count's last k-block goes alone, into
 // set 0, after the loop. `under_first_kblock()` runs once the tile's first k-block is issued, before anything waits
 // for it.
-template <int STAGES, int CLUSTER, class Consumer>
+template <int STAGES, int CLUSTER, class Consumer, class Waits>
 __device__ __forceinline__ void consume_kblocks_carried(const Ring<STAGES, CLUSTER>& ring, PipelineState<STAGES>& st,
-                                                        int kblocks, int t, long long& full_wait, Consumer& consumer) {
+                                                        int kblocks, int t, Waits& full_wait, Consumer& consumer) {
   int s = st.index();
-  long long w0 = clock_cycles();
-  ring.consumer_wait(st);
-  full_wait += clock_cycles() - w0;
+  full_wait([&] { ring.consumer_wait(st); });
   consumer.template issue<1>(s, 0);
   consumer.under_first_kblock();  // what the consumer does while the tile's first k-block runs (gemm: a tile's store)
   int previous = s;
@@ -226,18 +238,14 @@ __device__ __forceinline__ void consume_kblocks_carried(const Ring<STAGES, CLUST
 #pragma unroll 1
   for (; kb + 1 < kblocks; kb += 2) {
     s = st.index();
-    w0 = clock_cycles();
-    ring.consumer_wait(st);
-    full_wait += clock_cycles() - w0;
+    full_wait([&] { ring.consumer_wait(st); });
     consumer.template issue<0>(s, kb);
     consumer.template promote_after<0>();
     ring.consumer_release(previous, t);
     previous = s;
     st.advance();
     s = st.index();
-    w0 = clock_cycles();
-    ring.consumer_wait(st);
-    full_wait += clock_cycles() - w0;
+    full_wait([&] { ring.consumer_wait(st); });
     consumer.template issue<1>(s, kb + 1);
     consumer.template promote_after<1>();
     ring.consumer_release(previous, t);
@@ -246,9 +254,7 @@ __device__ __forceinline__ void consume_kblocks_carried(const Ring<STAGES, CLUST
   }
   if (kb < kblocks) {
     s = st.index();
-    w0 = clock_cycles();
-    ring.consumer_wait(st);
-    full_wait += clock_cycles() - w0;
+    full_wait([&] { ring.consumer_wait(st); });
     consumer.template issue<0>(s, kb);
     consumer.template promote_after<0>();
     ring.consumer_release(previous, t);
@@ -276,16 +282,14 @@ __device__ __forceinline__ void consume_kblocks_carried(const Ring<STAGES, CLUST
 // the one in flight at the loop's head, on the way in and on the way back (ptxas sees one state there; a second
 // group carried across the back edge instead serializes every wgmma, C7514), and the loop takes two k-blocks a
 // step (P a compile-time constant). A tile walks two k-blocks at least (the kernel walks a shorter one otherwise).
-template <int P, int STAGES, int CLUSTER, class Consumer>
+template <int P, int STAGES, int CLUSTER, class Consumer, class Waits>
 __device__ __forceinline__ void consume_lookahead_step(const Ring<STAGES, CLUSTER>& ring, PipelineState<STAGES>& st,
-                                                       int kb, int t, long long& full_wait, Consumer& consumer,
+                                                       int kb, int t, Waits& full_wait, Consumer& consumer,
                                                        PipelineState<STAGES>& previous,
                                                        PipelineState<STAGES>& current) {
   consumer.template follow<P>(previous, kb);  // k-block kb - 1's second group, k-block kb's work
   ring.consumer_release(current.index(), t);
-  const long long w0 = clock_cycles();
-  ring.consumer_wait(st);
-  full_wait += clock_cycles() - w0;
+  full_wait([&] { ring.consumer_wait(st); });
   consumer.lead(st);  // k-block kb + 1's first group
   wgmma_wait_group<1>();
   consumer.retired(previous);
@@ -305,20 +309,16 @@ __device__ __forceinline__ void consume_lookahead_last(const Ring<STAGES, CLUSTE
   consumer.retired(previous);
   consumer.template close<P>(current);
 }
-template <int STAGES, int CLUSTER, class Consumer>
+template <int STAGES, int CLUSTER, class Consumer, class Waits>
 __device__ __forceinline__ void consume_kblocks_lookahead(const Ring<STAGES, CLUSTER>& ring, PipelineState<STAGES>& st,
-                                                          int kblocks, int t, long long& full_wait, Consumer& consumer) {
+                                                          int kblocks, int t, Waits& full_wait, Consumer& consumer) {
   PipelineState<STAGES> previous = st;
-  long long w0 = clock_cycles();
-  ring.consumer_wait(st);
-  full_wait += clock_cycles() - w0;
+  full_wait([&] { ring.consumer_wait(st); });
   consumer.open(previous);
   ring.consumer_release(previous.index(), t);  // k-block 0's work is done
   st.advance();
   PipelineState<STAGES> current = st;
-  w0 = clock_cycles();
-  ring.consumer_wait(st);
-  full_wait += clock_cycles() - w0;
+  full_wait([&] { ring.consumer_wait(st); });
   consumer.lead(current);
   consumer.between();
   st.advance();
@@ -381,7 +381,7 @@ struct TileScheduler {
 // EMPTY_WAIT, EPILOGUE, MAINLOOP, TILES, KBLOCKS, PIPELINE_COUNTERS): harness/families/pipeline.py declares them
 // once and the template renders them (its counters parameter) before it includes this header.
 
-template <class K>
+template <class K, bool COUNT_WAITS>
 __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, long long* timing) {
   extern __shared__ unsigned char dynamic_smem[];
   const u32 base = (smem_addr(dynamic_smem) + 1023u) & ~1023u;  // the 128-byte swizzle repeats every 1024 bytes
@@ -420,9 +420,13 @@ __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, lo
         const int tile_kblocks = K::VARIABLE_KBLOCKS ? K::tile_kblocks(P, tile, kblocks) : kblocks;
 #pragma unroll 1
         for (int kb = 0; kb < tile_kblocks; ++kb, st.advance()) {
-          const long long w0 = clock_cycles();
-          ring.producer_acquire(st);
-          if (counted) empty_wait += clock_cycles() - w0;
+          if constexpr (COUNT_WAITS) {
+            const long long w0 = clock_cycles();
+            ring.producer_acquire(st);
+            if (counted) empty_wait += clock_cycles() - w0;
+          } else {
+            ring.producer_acquire(st);
+          }
           K::load(P, ring, st, base, tile, tile.kb0 + kb, rank);
         }
       }
@@ -432,8 +436,9 @@ __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, lo
   } else {  // ---- a consumer ----
     if (K::REBALANCE) setmaxnreg_inc<K::CONSUMER_REGS>();
     const int c = wg - 1;
-    typename K::Consumer consumer(P, base, c, t);
-    long long full_wait = 0, epilogue = 0, mainloop = 0, walked = 0;
+    typename K::template Consumer<WaitClock<COUNT_WAITS>> consumer(P, base, c, t);
+    WaitClock<COUNT_WAITS> full_wait;
+    long long epilogue = 0, mainloop = 0, walked = 0;
     int tiles = 0;
     PipelineState<K::STAGES> st;
     constexpr bool PINGPONG = K::SCHEDULE == SCHEDULE_PINGPONG;
@@ -461,7 +466,7 @@ __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, lo
     consumer.finish();
     if (c == 0 && t == 0) {
       long long* out = timing + gridDim.x * TIMING_RECORD_WORDS + blockIdx.x * K::COUNTERS;
-      out[FULL_WAIT] = full_wait;
+      out[FULL_WAIT] = full_wait.cycles;
       out[EPILOGUE] = epilogue;
       out[MAINLOOP] = mainloop;
       out[TILES] = tiles;

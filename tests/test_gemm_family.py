@@ -493,7 +493,7 @@ def test_a_pipelined_promotion_is_a_group_of_kblocks_in_straight_line_code_that_
         assert case.case_id.endswith(".pipelined" if group == C.PIPELINE_GROUP else f".pipelined-g{group}")
         assert FAMILY.parse(case.case_id) == case
         expectation = FAMILY.sass_expectation(case)
-        (qgmma,) = [k for _, k in expectation.kernels if k.mnemonic.startswith("QGMMA")]
+        (qgmma,) = [k for name, k in expectation.kernels if name == "probe_gemm" and k.mnemonic.startswith("QGMMA")]
         assert qgmma.count == 4 * (group + 1)
         assert {"C7514", "C7517", "C7518"} <= set(expectation.invalidating_notes)
         assert case.accumulators == 3 * 64  # two k-block sets and the tile's

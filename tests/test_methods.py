@@ -338,3 +338,38 @@ def test_a_whole_kernel_with_energy_meters_the_kernel_alone_after_its_rounds(mon
     probe2 = Rounds({"gemm": 1500.0 * 1000, "library": 1500.0 * 1200}, fixed=0.0)
     names = {m.name for m in methods.run(without, methods.Context(probe2, 4, policy, Metered(), work, 4096.0))}
     assert "power_mean_w" not in names and rounds > sum(1 for k, *_ in probe2.launches if k == "gemm")
+
+
+class Counting(Rounds):
+    """Rounds whose kernels write a pipeline's counters after the records (words per block: full wait, mainloop,
+    tiles): `gemm` as the timed build does (no wait counted: 0), `gemm_counted` as the counting one (700 cycles)."""
+
+    WORDS = 3
+
+    def run(self, kernel, grid, block, iters, timing_words, repeat=1, graph=False):
+        launch = super().run(kernel, grid, block, iters, grid * RECORD_WORDS, repeat, graph)
+        counters = np.tile([700 if kernel.endswith("_counted") else 0, 5000, 2], grid).astype(np.int64)
+        assert timing_words == grid * (RECORD_WORDS + self.WORDS)
+        return Launch(launch.out, np.concatenate([launch.timing, counters]), launch.elapsed_ms, launch.host_seconds)
+
+
+def test_a_whole_kernel_reads_its_wait_counters_from_the_counting_build_launched_apart(monkeypatch):
+    """The rounds time the kernel as built for timing (it reads no clock around its waits); the counters only the
+    counting build writes come from one launch of it after each round, the others from the timed kernel's rounds."""
+    monkeypatch.setattr(methods.whole_kernel, "WHOLE_KERNEL_WARMUP_S", 0.0)
+    probe = Counting({"gemm": 1500.0 * 1000, "gemm_counted": 1500.0 * 1100, "library": 1500.0 * 1200}, fixed=0.0)
+    counters = (methods.Counter("full_wait_cycles_per_tile", "cycles", 0, 2, counted=True),
+                methods.Counter("cycles_per_tile", "cycles", 1, 2))
+    spec = methods.WholeKernel("gemm", 4, 128, anchor="library", counters=counters, words=Counting.WORDS,
+                               counted_kernel="gemm_counted")
+    metrics = methods.run(spec, context(probe, work=Work(2e12, "FLOP")))
+    by = {m.name: m for m in metrics}
+    assert by["full_wait_cycles_per_tile"].samples.tolist() == [350.0] * 12  # 700 / 2 tiles, the counting build's
+    assert by["cycles_per_tile"].samples.tolist() == [2500.0] * 12  # the timed kernel's own
+    assert "gemm_counted" in by["full_wait_cycles_per_tile"].notes
+    assert np.median(by["throughput_tflops"].samples) == pytest.approx(2000.0)  # 1.0 ms a launch: not 1.1
+    assert by["library_fraction"].samples == pytest.approx(np.full(12, 1.2))
+    counted = [iters for kernel, _, _, iters in probe.launches if kernel == "gemm_counted"]
+    assert len(counted) == 12  # once a round, on the measured problem
+    with pytest.raises(ValueError):  # a counted counter with no counting build to read it from
+        methods.WholeKernel("gemm", 4, 128, counters=counters, words=Counting.WORDS)

@@ -143,3 +143,24 @@ def test_the_pingpong_kernel_compiles_without_spills_to_its_expectation(cache_di
     cooperative = compile_probe(render(parse(PINGPONG.replace(".pingpong", "")), GEMM))
     assert "BAR.ARV" not in "\n".join(disassemble(cooperative.cubin_path)["probe_gemm"])
     assert np.isfinite(build.registers("probe_gemm"))
+
+
+@pytest.mark.parametrize("case_id", [
+    "gemm.e4m3.4096x4096x4096.tile128x128x128.s5.wg2.setmaxnreg.cluster1.persistent-row.tmastore.pipelined",
+    PINGPONG,
+])
+def test_the_timed_build_reads_no_clock_around_its_waits_and_the_counting_build_does(cache_dir, case_id):
+    """One module, two kernels of the same code: probe_gemm (timed) reads the clock at the kernel's ends and around
+    each tile's mainloop and epilogue only; probe_gemm_counted reads it around every wait as well (two reads around
+    each of the walk's waits on a full slot, and the producer's around its wait on an empty one), and issues the same
+    tensor-core work."""
+    from harness.build.render import render
+    from harness.families.pipeline import TIMED_CLOCK_READS, counted_kernel
+
+    case = parse(case_id)
+    sass = disassemble(compile_probe(render(case, GEMM)).cubin_path)
+    reads = {k: sum(1 for ins in code if ins.startswith("CS2R") and "SR_CLOCK" in ins) for k, code in sass.items()}
+    timed, counted = reads["probe_gemm"], reads[counted_kernel("probe_gemm")]
+    assert timed == TIMED_CLOCK_READS and counted >= timed + 3, reads
+    mma = lambda code: sorted(ins.split(" ", 1)[0] for ins in code if "GMMA." in ins.split(" ", 1)[0])
+    assert mma(sass["probe_gemm"]) == mma(sass[counted_kernel("probe_gemm")])

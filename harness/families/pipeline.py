@@ -137,16 +137,48 @@ COUNTER_WORDS = len(PIPELINE_COUNTERS)  # words per CTA after its timing record
 TENSOR_FLOPS_PER_CYCLE = 4096
 
 
-def counter_metrics():
+def counter_metrics(apart: bool = True):
     """The metrics every pipeline's counters give (methods.Counter: a metric, its unit, the counter summed and the
-    one it is divided by): cycles per k-block, and the waits and the epilogue per tile."""
+    one it is divided by): cycles per k-block, and the waits and the epilogue per tile. `apart`: the waits are
+    counted by the kernel's counting build, launched apart from the timed one (both_builds); else the timed kernel
+    counts them itself (a template that builds the counting kernel only)."""
     from harness.measure.methods import Counter
 
     full, empty, epilogue, mainloop, tiles, kblocks = (counter_index(name) for name in PIPELINE_COUNTERS)
     return (Counter("cycles_per_kblock", "cycles", mainloop, kblocks),
-            Counter("full_wait_cycles_per_tile", "cycles", full, tiles),
-            Counter("empty_wait_cycles_per_tile", "cycles", empty, tiles),
+            Counter("full_wait_cycles_per_tile", "cycles", full, tiles, counted=apart),
+            Counter("empty_wait_cycles_per_tile", "cycles", empty, tiles, counted=apart),
             Counter("epilogue_cycles_per_tile", "cycles", epilogue, tiles))
+
+
+# -- the two builds of a pipeline kernel ----------------------------------------------------------------------
+# A template's kernel is built twice in one module (ptx/pipeline.cuh WaitClock): the timed kernel reads the clock at
+# its start and end and around each tile's mainloop and epilogue only (TIMED_CLOCK_READS sites in its SASS), the
+# counting one (`<kernel>_counted`) around every wait on the ring as well, for the wait counters (counter_metrics'
+# `counted` ones), which WholeKernel reads from a launch of it after each round. The GEMM builds both; attention
+# builds the counting kernel only and times it (without the reads ptxas spills its overlapped kernel, C7512).
+TIMED_CLOCK_READS = 5
+
+
+def counted_kernel(kernel: str) -> str:
+    return kernel + "_counted"
+
+
+def both_builds(expectation, kernel: str):
+    """A pipeline kernel's SassExpectation (of `kernel`, the timed build) for its counting build too (every count,
+    spill and in-flight rule of `kernel` repeated for `<kernel>_counted`), and the timed build's own rule: its clock
+    read at TIMED_CLOCK_READS sites, none around the waits."""
+    import dataclasses
+
+    from harness.families.base import KernelExpectation
+
+    counted = counted_kernel(kernel)
+    twice = lambda rules: tuple(rules) + tuple((counted, rule) for name, rule in rules if name == kernel)
+    return dataclasses.replace(
+        expectation, kernels=twice(expectation.kernels) + ((kernel, KernelExpectation("CS2R", TIMED_CLOCK_READS,
+                                                                                        contains="SR_CLOCK")),),
+        spill_kernels=expectation.spill_kernels + ((counted,) if kernel in expectation.spill_kernels else ()),
+        in_flight=twice(expectation.in_flight))
 
 
 # -- kernel argument structs ------------------------------------------------------------------------------

@@ -168,3 +168,30 @@ def test_a_persistent_grid_of_more_clusters_than_run_at_once_is_refused(device):
         with pytest.raises(HarnessError, match=f"runs {fit} at once.*sms{fit * 4}"):
             loaded(case)
     loaded(pipeline("f16", (4096, 4096, 4096), **dict(BEST, cluster=4, grid_sms=fit * 4)))
+
+
+@pytest.mark.parametrize("case_id", [
+    "gemm.e4m3.2048x2048x2048.tile128x128x128.s5.wg2.setmaxnreg.cluster1.persistent-row.tmastore.pipelined",
+    "gemm.f16.2048x2048x2048.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore"])
+def test_the_timed_pipeline_counts_no_wait_and_its_counting_build_does(case_id, device):
+    """The plan's timed kernel and its counting build, each launched on the measured problem as the rounds launch them:
+    the timed one writes zero full- and empty-wait cycles in every CTA (it reads no clock around its waits), the
+    counting one the waits it saw; both count the same tiles and k-blocks. Both validate (the family's checks)."""
+    from harness.families.pipeline import counter_index
+    from harness.measure.timing import RECORD_WORDS
+
+    case = parse_case_id(case_id)
+    probe, inputs = loaded(case)
+    assert validate(case, probe, inputs).ok
+    (spec,) = FAMILIES[case.family].plan(case, device)
+    assert spec.counted_kernel and spec.counted_kernel != spec.kernel
+    words = spec.grid * (RECORD_WORDS + spec.words)
+    tables = {}
+    for kernel in (spec.kernel, spec.counted_kernel):
+        launch = probe.run(kernel, spec.grid, spec.threads, spec.iters, words)
+        tables[kernel] = launch.timing[spec.grid * RECORD_WORDS:].reshape(spec.grid, spec.words)
+    timed, counted = tables[spec.kernel], tables[spec.counted_kernel]
+    full, empty, tiles = (counter_index(n) for n in ("full_wait", "empty_wait", "tiles"))
+    assert (timed[:, full] == 0).all() and (timed[:, empty] == 0).all()
+    assert (counted[:, full] > 0).any() and (counted[:, empty] > 0).any()
+    assert (timed[:, tiles] == counted[:, tiles]).all() and timed[:, tiles].sum() > 0

@@ -41,7 +41,7 @@ SAMPLED_ROWS = 256  # query rows of each head the measured problem's check compu
 LOG2E = 1.4426950408889634
 EX2_RELATIVE = 2.0 ** -22  # ex2.approx.ftz.f32: 2 ulp (PTX ISA 9.7.4)
 F32_UNIT = 2.0 ** -24
-COUNTERS = counter_metrics()
+COUNTERS = counter_metrics(apart=False)  # the template builds the counting kernel only (ptx/attention.cu.in)
 ANCHOR_KEY_BLOCK = 16  # cuDNN's key block as the bound takes it (module docstring)
 MUFU_PER_CYCLE = 16  # ex2 results per cycle per SM: the CUDA C++ Programming Guide's, CC 9.0 (the simt family measures 16.0)
 

@@ -34,6 +34,7 @@ import harness.families.gemm.sass as _sass
 import harness.families.gemm.suites as _suites
 import harness.families.gemm.template as _template
 from harness.families.gemm.cases import GemmCase, LibraryCase
+from harness.families.pipeline import counted_kernel
 from harness.families.gemm.problem import COUNTER_WORDS, COUNTERS, TENSOR_FLOPS_PER_CYCLE, grid, threads
 from harness.measure.methods import WholeKernel
 
@@ -103,7 +104,8 @@ class GemmFamily(Family):
         sm_count = device.sm_count if device is not None else 132
         anchor = _configs.library(case.dtype, (case.m, case.n, case.k), scaling=case.scaling).anchor
         return [WholeKernel("probe_gemm", grid(case, sm_count), threads(case),
-                            anchor=KERNEL if anchor.available() else None, counters=COUNTERS, energy=True,
+                            anchor=KERNEL if anchor.available() else None, counters=COUNTERS,
+                            counted_kernel=counted_kernel("probe_gemm"), energy=True,
                             words=COUNTER_WORDS, launch={"problem": "measured"},
                             notes=f"{case.tiles} tiles of {case.bm}x{case.bn}, "
                                   + (f"{case.splits} runs of {case.kblocks} k-blocks each (split-K)" if case.splits > 1

@@ -9,6 +9,7 @@ import harness.families.gemm.cases as _cases
 from harness.anchors import KERNEL
 from harness.families.base import Check, Inputs
 from harness.families.gemm.cases import GemmCase, LibraryCase
+from harness.families.pipeline import counted_kernel
 from harness.families.gemm.problem import (CHECK_SCALES, CHECK_VALUES, COUNTER_WORDS, FP8_SUM_BITS, MEASURED_INPUTS,
                                            MEASURED_INTEGERS, POISON, VERIFY_ATOL, VERIFY_RTOL, block_scaled_product,
                                            check_grid, check_problem, scale_offsets, threads, to_bits)
@@ -72,7 +73,9 @@ def checks(case: GemmCase | LibraryCase, inputs: Inputs) -> list[Check]:
         return [Check(KERNEL, 1, 0, 1, words, 0.0, f"{label} ({case.anchor.library})")]
     grid = check_grid(case)
     label += f" ({grid} blocks, {k // case.bk} k-blocks through {case.stages} stages)"
-    checks = [Check("probe_gemm", threads(case), 0, grid * (5 + COUNTER_WORDS), words, 0.0, label, grid=grid)]
+    checks = [Check(kernel, threads(case), 0, grid * (5 + COUNTER_WORDS), words, 0.0,
+                    label + (" (the build that counts its waits)" if kernel != "probe_gemm" else ""), grid=grid)
+              for kernel in ("probe_gemm", counted_kernel("probe_gemm"))]
     expected = np.full(output_words(case), POISON, dtype=np.float64)
     expected[0] = 0
     checks.append(Check("probe_verify", 1, 1, 1, expected, 0.0,

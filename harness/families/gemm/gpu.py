@@ -17,6 +17,7 @@ from harness.anchors import KERNEL
 from harness.dtypes import bf16_bits
 from harness.errors import HarnessError
 from harness.families.base import Attachment
+from harness.families.pipeline import counted_kernel
 
 from harness.families.gemm.problem import PROBLEM, split_counters, split_workspace_bytes, walk_m, walk_n
 
@@ -285,5 +286,5 @@ def attach(case, probe, device) -> Attachment:
         out[0:1] = cupy.count_nonzero(bad).astype(cupy.uint32)
 
     host["probe_verify"] = verify
-    return Attachment(extra_args=(check, measured), dynamic_smem={"probe_gemm": case.smem_bytes()},
+    return Attachment(extra_args=(check, measured), dynamic_smem={name: case.smem_bytes() for name in ("probe_gemm", counted_kernel("probe_gemm"))},
                       resources=tuple(resources), host_kernels=host)

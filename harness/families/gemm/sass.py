@@ -1,10 +1,12 @@
 """What a GEMM pipeline's SASS must show on sm_90a (ptxas 13): the k-block's HGMMA (QGMMA for fp8) as often as its
-walk copies it, the TMA loads (and multicast, stores), the arrivals a schedule adds; no spills."""
+walk copies it, the TMA loads (and multicast, stores), the arrivals a schedule adds; no spills; in both builds of the kernel (the timed
+one and the one that counts its waits, families/pipeline.py both_builds)."""
 
 from __future__ import annotations
 
 from harness.families.base import KernelExpectation, SassExpectation
 from harness.families.gemm.cases import GemmCase
+from harness.families.pipeline import both_builds
 
 
 def expectation(case: GemmCase) -> SassExpectation:
@@ -34,6 +36,6 @@ def expectation(case: GemmCase) -> SassExpectation:
         kernels.append(("probe_gemm", KernelExpectation("BAR.ARV", 1)))
     if case.splits > 1:  # split-K: a run's arrival at its tile's counter (acq_rel, the GPU's scope)
         kernels.append(("probe_gemm", KernelExpectation("ATOMG.E.ADD.S32.STRONG.GPU", 1)))
-    return SassExpectation(tuple(kernels), executes=f"{per_kblock} x {mnemonic} per k-block",
-                           invalidating_notes=("C7510", "C7511", "C7514", "C7515", "C7517", "C7518"),
-                           spill_kernels=("probe_gemm",))
+    return both_builds(SassExpectation(tuple(kernels), executes=f"{per_kblock} x {mnemonic} per k-block",
+                                       invalidating_notes=("C7510", "C7511", "C7514", "C7515", "C7517", "C7518"),
+                                       spill_kernels=("probe_gemm",)), "probe_gemm")

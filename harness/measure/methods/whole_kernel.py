@@ -26,12 +26,14 @@ SIMULATED_BURST_CLOCK_MHZ, SIMULATED_BURST_POWER_W = 1980.0, 450.0
 class Counter:
     """A per-block int64 the kernel writes after its timing records (word `index` of `words` per block):
     stored as `metric`, the median over blocks of counter / counter `per` (None: over the block's cycles
-    from its record)."""
+    from its record). `counted`: only the counting build writes it (WholeKernel.counted_kernel), so it is read from
+    that kernel's launch after each round, not from the timed kernel's."""
 
     metric: str
     unit: str
     index: int
     per: int | None = None
+    counted: bool = False
 
 
 WHOLE_KERNEL_ROUNDS = 12  # alternating rounds of the kernel and its anchor (each a block of launches)
@@ -50,7 +52,9 @@ class WholeKernel(MethodSpec):
     Work. With an `anchor` (another kernel of the probe, e.g. a library call on the same inputs), rounds
     alternate kernel, anchor, kernel, ... and each pair gives `anchor_metric`, the kernel's rate over the
     anchor's: both see the same clock and power state, which a long run of one then the other does not.
-    The block's counters (`counters`, `words` per block after the records) become metrics too."""
+    The block's counters (`counters`, `words` per block after the records) become metrics too; those only a
+    counting build of the kernel writes (Counter.counted: a pipeline's waits, whose clock reads would slow the timed
+    kernel) come from one launch of `counted_kernel` after each round, outside the rounds' timing."""
 
     kernel: str
     grid: int
@@ -60,6 +64,7 @@ class WholeKernel(MethodSpec):
     anchor_metric: str = "library_fraction"
     counters: tuple[Counter, ...] = ()
     words: int = 0  # counter words per block
+    counted_kernel: str | None = None  # the build that writes the Counter.counted counters (launched apart)
     launch: dict = field(default_factory=dict)
     notes: str = ""
     # The kernel writes a timing record per block (ptx/common.cuh): the SM clock it ran at, and the peak
@@ -78,6 +83,8 @@ class WholeKernel(MethodSpec):
     def __post_init__(self):
         if self.idle_s and (self.anchor or self.energy or self.counters):
             raise ValueError("a burst (idle_s) times the kernel alone: no anchor, energy window or counters")
+        if any(c.counted for c in self.counters) and not self.counted_kernel:
+            raise ValueError("a counted counter needs the counting build (counted_kernel) to read it from")
 
     def declares(self, work: Work) -> list[tuple[str, str]]:
         if self.idle_s:
@@ -148,7 +155,7 @@ def _measure(spec: WholeKernel, ctx: Context) -> list[Metric]:
     rates: dict[str, list[float]] = {name: [] for name in contenders}
     host_bound: dict[str, int] = {name: 0 for name in contenders}
     dispatch: dict[str, list[bool]] = {name: [] for name in contenders}  # per round: host-bound
-    clocks, counters = [], []
+    clocks, counters, counted = [], [], []
     window = ctx.sampler.window()
     with window:
         for _ in range(WHOLE_KERNEL_ROUNDS):
@@ -162,6 +169,10 @@ def _measure(spec: WholeKernel, ctx: Context) -> list[Metric]:
                     records = Records.from_words(launch.timing[:spec.grid * RECORD_WORDS])
                     clocks.append(records.sm_clock_mhz())
                     counters.append((records, launch.timing[spec.grid * RECORD_WORDS:].reshape(spec.grid, spec.words)))
+            if spec.counted_kernel:  # one launch of the counting build, untimed by the rounds
+                launch = ctx.probe.run(spec.counted_kernel, spec.grid, spec.threads, spec.iters, words)
+                records = Records.from_words(launch.timing[:spec.grid * RECORD_WORDS])
+                counted.append((records, launch.timing[spec.grid * RECORD_WORDS:].reshape(spec.grid, spec.words)))
     ours = np.asarray(rates[spec.kernel])
     clock = float(np.median(clocks)) if clocks else None
     reason = f"fixed: {WHOLE_KERNEL_ROUNDS} rounds" + (", alternating with the anchor" if spec.anchor else "")
@@ -197,12 +208,14 @@ def _measure(spec: WholeKernel, ctx: Context) -> list[Metric]:
                                         per_round[spec.kernel], common)
     for counter in spec.counters:
         values = []
-        for records, table in counters:
+        for records, table in (counted if counter.counted else counters):
             denominator = (records.cycles if counter.per is None else table[:, counter.per]).astype(np.float64)
             used = denominator > 0
             values.append(float(np.median(table[used, counter.index] / denominator[used])) if used.any() else np.nan)
+        source = (f"of a launch of {spec.counted_kernel} (the build that counts its waits) after each round"
+                  if counter.counted else "of each round's last launch")
         metrics.append(Metric(counter.metric, counter.unit, np.asarray(values),
-                              notes="the median over blocks of each round's last launch", **common))
+                              notes=f"the median over blocks {source}", **common))
     return metrics
 
 
