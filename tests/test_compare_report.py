@@ -257,3 +257,45 @@ def test_two_gpu_models_are_compared_but_a_slower_row_is_the_boards(tmp_path):
     assert "run 2 is of an NVIDIA H200 and run 1 of an NVIDIA H100 80GB HBM3" in across.stderr
     assert re.search(r"^\s+1 slower \(another GPU model", across.stdout, re.M)
     assert run("compare", "--run", "2", "--against", "1", "--gate-models").exit_code == 3
+
+
+def test_across_gpu_models_a_library_call_compares_per_second_and_says_so(tmp_path):
+    """Issue 46, item 1: across GPU models a kernel of ours compares per cycle (each side over the clock measured in
+    it), but a library call (cuBLAS: an anchor) measures no clock of its own, so its row compares per second, is
+    named so (`basis`), and the note says how many rows do. Ours: 1300 and 1500 MHz, the TFLOPS in proportion, so
+    per cycle the same; cuBLAS: 640 against 700 TFLOPS with no clock, compared as 640 / 700."""
+    import csv
+    import dataclasses
+    import io
+
+    from harness.build.sass import SassCheck
+    from harness.families.gemm.configs import BEST, library, pipeline
+    from harness.measure.measurement import CaseResult, Metric
+
+    def result(case, tflops, clock):
+        metric = Metric("throughput_tflops", "TFLOPS", tflops * (1 + 1e-4 * np.linspace(-1, 1, 5)),
+                        {"problem": "measured"}, sm_clock_mhz=clock)
+        return CaseResult(case, None, SassCheck(True, "ok"), True, None, 0.0, "normal(0,1)", [metric])
+
+    ours, theirs = pipeline("f16", (8192, 8192, 8192), **BEST), library("f16", (8192, 8192, 8192))
+    path = tmp_path / "r.db"
+    store = Store.open(str(path), create=True, references=shipped())
+    prov = Provenance("bench run --suite gemm", "host", "abc123", False, "0.1.0", "3.12", "14.2", "13.0")
+    boards = (fake_device(), dataclasses.replace(fake_device(uuid="GPU-test-1"), name="NVIDIA H200"))
+    for device, clock, cublas in zip(boards, (1300.0, 1500.0), (640.0, 700.0)):
+        run_id = store.start_run(device, prov, "gemm", None)
+        store.record_case(run_id, result(ours, 600.0 * clock / 1300.0, clock))
+        store.record_case(run_id, result(theirs, cublas, None))  # a library call: no clock
+        store.finish_run(run_id, "complete")
+    store.close()
+    found = CliRunner().invoke(cli, ["compare", "--run", "1", "--against", "2", "--db", str(path), "--format", "csv"])
+    assert found.exit_code == 0, found.output
+    rows = {r["case_id"]: r for r in csv.DictReader(io.StringIO(found.stdout))}
+    assert rows[ours.case_id]["basis"] == "per cycle" and rows[ours.case_id]["verdict"] == "same"
+    assert float(rows[ours.case_id]["compared"]) == pytest.approx(1.0, abs=1e-3)
+    assert rows[theirs.case_id]["basis"] == "per second"
+    assert float(rows[theirs.case_id]["compared"]) == pytest.approx(640 / 700, abs=1e-3)
+    assert rows[theirs.case_id]["verdict"] == "slower"  # reported, not failed: another GPU model
+    assert "note: 1 row compares per second, not per cycle: library calls" in found.stderr
+    same_model = CliRunner().invoke(cli, ["compare", "--run", "1", "--against", "1", "--db", str(path)])
+    assert "per second, not per cycle" not in same_model.stderr  # the note is for boards that differ

@@ -88,7 +88,7 @@ def test_findings_name_the_stages_the_data_implies_and_where_cublas_wins(gemm_ru
     assert list(sizes.problem) == ["2048x2048x2048", "8192x8192x8192"]
     assert list(sizes.configuration) == ["128x256 s3 wg2 setmaxnreg cl2 pers-grouped tmastore"] * 2  # named, both
     assert sizes["of cuBLAS"].tolist() == pytest.approx([0.9, 1.005])
-    assert {"spread of the ratio", "SM MHz", "TFLOPS"} <= set(sizes.columns)
+    assert {"p10 of the ratio", "p90 of the ratio", "SM MHz", "TFLOPS"} <= set(sizes.columns)
     assert path.exists() and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     needed = dict(zip(table.tile, table["stages needed"]))
     assert needed == {"128x128": 5, "128x256": 3}  # not the best (7, 4): the fewest within 2 % of it
@@ -209,6 +209,33 @@ def test_the_size_table_sets_each_pipeline_beside_cublas_per_watt(tmp_path):
         {"f16 8192x8192x8192": (660 / 700) / 1.0, "f16 2048x2048x2048": 1.0 / (630 / 700)}, abs=1e-3)
 
 
+def test_the_library_table_shows_the_rounds_p10_and_p90(tmp_path):
+    """Issue 46, item 4: beside library_fraction (the rounds' median), the 10th and 90th percentiles of the ratio over
+    the rounds, read from the per-round ratios stored as the measurement's samples: in the site's table and the
+    report's. Five rounds at 0.96, 0.98, 1, 1.02, 1.04 x the median: p10 lies 0.4 of the way from the first to the
+    second (0.968 x), p90 as far below the last (1.032 x)."""
+    small = (2048, 2048, 2048)
+    rows = [_result(pipeline("f16", BIG, **BEST), 651, 1.005, spread=0.04),
+            _result(pipeline("f16", small, **BEST), 540, 0.9, spread=0.02),
+            _result(library("f16", BIG), 640), _result(library("f16", small), 600)]
+    store, run_id = _store(tmp_path / "rounds.db", rows)
+    expected = {"f16 8192x8192x8192": (1.005 * 0.968, 1.005 * 1.032), "f16 2048x2048x2048": (0.9 * 0.984, 0.9 * 1.016)}
+    sizes = dict((h, b) for h, _, b in _findings(store, run_id, tmp_path))["GEMM: ours against cuBLAS, in numbers"]
+    found = {f"{d} {p}": (lo, hi) for d, p, lo, hi in zip(sizes.dtype, sizes.problem, sizes["p10 of the ratio"],
+                                                        sizes["p90 of the ratio"])}
+    assert sorted(found) == sorted(expected)
+    for key, bounds in expected.items():
+        assert found[key] == pytest.approx(bounds, abs=5e-4)  # the table is rounded to 3 places
+    ctx = ReportContext(store, run_id, "NVIDIA H100 80GB HBM3", tmp_path, run_rows.measured(store, run_id),
+                        paper_verdicts.against_paper(store, run_id))
+    table = dict((h, b) for h, _, b in FAMILY.figures(ctx))["From instructions to a GEMM: against cuBLAS, in numbers"]
+    found = {p: (lo, hi) for p, lo, hi in zip(table.problem, table["p10 of the ratio"], table["p90 of the ratio"])}
+    assert sorted(found) == sorted(expected)
+    for key, bounds in expected.items():
+        assert found[key] == pytest.approx(bounds, abs=5e-4)
+    assert "spread of the ratio" not in table  # the interquartile range is no longer what it shows
+
+
 def test_the_gemm_sections_lead_with_ours_against_the_library(gemm_run, tmp_path):
     """Issue 46, item 4: the first GEMM sections answer where the library still wins (a figure, then a table that
     names each configuration, with the ratio's spread, the per-cycle peak fraction and the clock); the ladder and the
@@ -221,5 +248,5 @@ def test_the_gemm_sections_lead_with_ours_against_the_library(gemm_run, tmp_path
     assert headings[:2] == ["From instructions to a GEMM: against cuBLAS by size",
                             "From instructions to a GEMM: against cuBLAS, in numbers"], headings
     table = dict((heading, body) for heading, _, body in FAMILY.figures(ctx))[headings[1]]
-    assert {"case_id", "library_fraction", "spread of the ratio", "SM MHz"} <= set(table.columns)
+    assert {"case_id", "library_fraction", "p10 of the ratio", "p90 of the ratio", "SM MHz"} <= set(table.columns)
     assert table.case_id.str.startswith("gemm.").all()

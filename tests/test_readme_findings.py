@@ -1108,3 +1108,21 @@ def test_the_counters_cost_in_the_gemm_docs_is_the_investigations():
     assert f"f16 {min(f16):.3f}-{max(f16):.3f}" in flat
     best = max(b for r in rows if ".e4m3.4096x" in r[0] for b in r[6])
     assert f"{best:.3f} of cuBLASLt at 4096^3" in flat
+
+
+def test_docs_commands_says_why_a_library_row_compares_per_second(db):
+    """docs/commands.md (issue 46, item 1): NVML's sampled SM clock against the clock measured in the kernel, on the
+    GEMM rows of the runs of record that have both: the count, the median and the 90th percentile it quotes."""
+    from harness.db.store import Store
+
+    text = " ".join((ROOT / "docs" / "commands.md").read_text().split())
+    rows = Store.open(db).query("""SELECT sm_clock_mhz, nvml_sm_clock_mhz FROM results WHERE family = 'gemm'
+                                   AND metric = 'throughput_tflops' AND valid AND sm_clock_mhz IS NOT NULL
+                                   AND nvml_sm_clock_mhz IS NOT NULL""")
+    above = rows.nvml_sm_clock_mhz / rows.sm_clock_mhz - 1
+    median, p90 = np.percentile(above, [50, 90])
+    assert (f"the GEMM rows of the runs of record ({len(rows)} with both) it reads {100 * median:.1f} % above the "
+            f"in-kernel clock at the median and {100 * p90:.0f} % at the 90th percentile") in text
+    from harness.analysis.noise import CLOCK_DRIFT
+
+    assert p90 > CLOCK_DRIFT and f"past the {100 * CLOCK_DRIFT:.0f} % a per-cycle comparison allows" in text

@@ -91,8 +91,8 @@ def test_the_run_stores_a_case_while_the_worker_measures_the_next(tmp_path, fake
     with Worker(0) as worker:
         worker.start()
         sent = worker.submit
-        monkeypatch.setattr(worker, "submit", lambda case, build: (events.append(("send", case.case_id)),
-                                                                   sent(case, build))[1])
+        monkeypatch.setattr(worker, "submit", lambda case, build, planned=None: (
+            events.append(("send", case.case_id)), sent(case, build, planned))[1])
         execute(run_plan, str(tmp_path / "r.db"), worker)
     assert [i for kind, i in events if kind == "store"] == [i for kind, i in events if kind == "send"] == ids
     for i in range(len(ids) - 1):
@@ -121,9 +121,9 @@ def test_a_probe_that_fails_to_compile_fails_the_run_and_keeps_the_cases_before_
 
     run_plan = plan("wgmma-quick", None)
     broken = run_plan.cases[2].case_id
-    real = run_module.probe_source
-    monkeypatch.setattr(run_module, "probe_source", lambda case: ProbeSource(
-        case.case_id, 'extern "C" __global__ void k() { undeclared(); }') if case.case_id == broken else real(case))
+    real = run_module.render  # the run renders each case from the family it looked up once
+    monkeypatch.setattr(run_module, "render", lambda case, family: ProbeSource(
+        case.case_id, 'extern "C" __global__ void k() { undeclared(); }') if case.case_id == broken else real(case, family))
     db = str(tmp_path / "r.db")
     with Worker(0) as worker, pytest.raises(CompileError, match="undeclared"):
         worker.start()
@@ -144,9 +144,9 @@ def test_a_first_probe_that_does_not_compile_leaves_no_run(tmp_path, fake_backen
 
     run_plan = plan("wgmma-quick", None)
     first = run_plan.cases[0].case_id
-    real = run_module.probe_source
-    monkeypatch.setattr(run_module, "probe_source", lambda case: ProbeSource(
-        case.case_id, 'extern "C" __global__ void k() { undeclared(); }') if case.case_id == first else real(case))
+    real = run_module.render  # the run renders each case from the family it looked up once
+    monkeypatch.setattr(run_module, "render", lambda case, family: ProbeSource(
+        case.case_id, 'extern "C" __global__ void k() { undeclared(); }') if case.case_id == first else real(case, family))
     db = str(tmp_path / "r.db")
     with Worker(0) as worker, pytest.raises(CompileError, match="undeclared"):
         worker.start()

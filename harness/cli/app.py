@@ -46,7 +46,7 @@ EXIT_DIFFERENCES = 3  # bench compare: a row fails the comparison (harness/analy
 COMPARE_COLUMNS = {  # what a terminal table of `bench compare` shows first, by what it compares with
     "paper": ("case_id", "metric", "value", "paper", "unit", "paper_ratio", "verdict", "launch", "note"),
     "model": ("case_id", "metric", "value", "model", "model_ratio", "model_verdict", "launch"),
-    "run": ("case_id", "metric", "value", "other", "ratio", "change_pct", "verdict", "launch"),
+    "run": ("case_id", "metric", "value", "other", "ratio", "change_pct", "verdict", "basis", "launch"),
 }
 
 

@@ -81,6 +81,12 @@ def compare(run_id, against, metric, disagreements, every_row, gate_energy, incl
                    f"{output.visible(boards[1])}: a "
                    "difference is the boards', not a regression" + ("" if gate_models else
                    "; slower rows are reported, not failed (--gate-models fails on them)"), err=True)
+        per_second = int((result.frame.basis == "per second").sum()) if "basis" in result.frame else 0
+        if per_second:  # a library call's rate: no clock of its own to compare it per cycle (run_verdicts.PER_SECOND)
+            click.echo(f"note: {per_second} {'row compares' if per_second == 1 else 'rows compare'} per second, not "
+                       f"per cycle: library calls (cuBLAS, cuBLASLt, "
+                       "cuDNN) measure no clock of their own, so their difference includes the boards' clocks "
+                       "(column basis)", err=True)
     side = f"run {result.run_id} ({output.visible(run_label(store, result.run_id))})"
     if fmt != "table":
         print_frame(result.frame, fmt, wide)

@@ -1,5 +1,5 @@
 """`bench NAME` for each family's Measurer (harness/families/base.py): cases a family chooses for the GPU at hand,
-measured in one run as `bench run` measures a suite (measuring.conduct), then read back. The commands are made
+measured in one run as `bench run` measures a suite (orchestration/conduct.py), then read back. The commands are made
 when first asked for (other commands never import the families for them) and are top-level commands through the
 advise group's shortcuts; `bench gemm` is the gemm family's."""
 
@@ -28,12 +28,13 @@ def measurer_command(family, measurer) -> click.Command:
     --format and --wide."""
 
     def run_measurer(fit_run_id, gpu, db, jobs, seed, watchdog, fmt, wide, **values):
-        from harness.cli.measuring import _open_target, conduct
+        from harness.cli.measuring import conduct_shown, open_target
         from harness.errors import SpecError, StoreError
+        from harness.orchestration.conduct import Request
         from harness.orchestration.run import plan_cases
 
         state = measurer.prepare(values)
-        store = _open_target(db, must_exist=False)
+        store = open_target(db)  # read for --fit-run before the run; None: a new file, made once the GPU is found
         click.get_current_context().call_on_close(lambda: store is not None and store.close())
         fit = None
         if fit_run_id is not None:
@@ -48,7 +49,8 @@ def measurer_command(family, measurer) -> click.Command:
         def on_device(device):
             return plan_cases(*measurer.plan(state, device, fit))
 
-        outcome, _ = conduct(None, store, db, gpu, seed, watchdog, jobs, on_device=on_device)
+        request = Request(choose=on_device, gpu=gpu, seed=seed, watchdog_s=watchdog, jobs=jobs)
+        outcome = conduct_shown(request, db if store is None else store).outcome
         advice = measurer.report(state, outcome.results, fit)
         prose = fmt in ("table", "markdown")  # csv and json: the table alone on stdout, the prose on stderr
         table = advice.table

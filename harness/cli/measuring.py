@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import signal
 import sys
-import time
 
 import click
 import pandas as pd
 
-from harness.orchestration.runner import RunSettings
 from harness.orchestration.worker import DEFAULT_WATCHDOG_S
 from harness.cli.app import (
     Finite, RUN_ID, GPU_INDEX, DB_HELP, print_frame, cli, fail, shipped_references,
@@ -77,7 +74,7 @@ def run(suite, filter_, resume, gpu, gpus, db, jobs, force, seed, watchdog, prog
       bench run --resume 7
       bench run --resume 7 --force      # a run killed with -9: still marked running
     """
-    from harness.orchestration.run import plan, plan_resume
+    from harness.orchestration.conduct import Request
 
     if force and resume is None:
         raise click.UsageError("--force goes with --resume RUN_ID (a run still marked running whose process is gone)")
@@ -87,141 +84,123 @@ def run(suite, filter_, resume, gpu, gpus, db, jobs, force, seed, watchdog, prog
                                    "with `bench run --resume ID`, which finds its GPU by UUID)")
         if suite is None:
             raise click.UsageError("missing option --suite; suites: see `bench list`")
-        plan(suite, filter_)  # a bad suite or filter fails here, once, not in every child
         return _run_node(gpus, suite, filter_, db, jobs, seed, watchdog)
     if resume is not None:
         if suite or filter_:
             raise click.UsageError("--resume takes the suite and filter from the run: drop --suite/--filter")
     elif suite is None:
         raise click.UsageError("missing option --suite (or --resume RUN_ID); suites: see `bench list`")
-    else:
-        run_plan = plan(suite, filter_)
-    # The one store of the run: opened (upgraded first if it is older) before any GPU work, so that a bad
-    # --db fails here; a new file is made only once the GPU is found. Closed when the command ends.
-    store = _open_target(db, must_exist=resume is not None)
-    click.get_current_context().call_on_close(lambda: store is not None and store.close())
-    if resume is not None:
-        run_plan = plan_resume(store, resume, force)
-        if gpu is None:
-            from harness.orchestration.node import index_of
-
-            gpu = index_of(store.run_info(resume).device_uuid)
-    conduct(run_plan, store, db, gpu, seed, watchdog, jobs, progress_mode)
+    request = Request(suite=suite, filter=filter_, resume=resume, force=force, gpu=gpu, seed=seed,
+                      watchdog_s=watchdog, jobs=jobs, argv=sys.argv)
+    conduct_shown(request, db, progress_mode)
 
 
-def conduct(run_plan, store, db, gpu, seed, watchdog, jobs, progress_mode="bars", on_device=None):
-    """A run as `bench run` conducts it: the worker on GPU `gpu` (default 0), the cases compiled meanwhile, each
-    measured and stored in `store` (an open target, the caller's to close; or None: `db`, made once the GPU is
-    found), progress, then the summary. `on_device(device)`, if given, makes the plan once the GPU is known (a
-    family's Measurer: its choice of cases for that GPU), before the database is touched; `run_plan` is then None. Returns (outcome, device)."""
-    from harness.orchestration.run import compiled, open_run_store
-    from harness.orchestration.worker import Worker
+def conduct_shown(request, db, progress_mode: str = "bars"):
+    """harness.orchestration.conduct.conduct, its progress drawn (bars, or for `--gpus` a line per case that the
+    parent reads) and its summary printed: the run's line, then the first few cases that failed. Returns what
+    conduct returned."""
+    from harness.orchestration.conduct import conduct
 
-    context = click.get_current_context()  # `store`, if given, is the caller's to close
-    worker = Worker(0 if gpu is None else gpu, RunSettings(seed=seed), watchdog_s=watchdog)
-    builds = compiled(run_plan.cases, jobs) if run_plan is not None else None  # compiling while the worker opens the GPU
-    if builds is not None:
-        context.call_on_close(builds.close)
-    # Both signals interrupt the run (even where SIGINT was inherited as ignored, as in background jobs).
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, signal.default_int_handler)
-    with worker:
-        device = worker.start()
-        if on_device is not None:
-            run_plan = on_device(device)
-            builds = compiled(run_plan.cases, jobs)
-            context.call_on_close(builds.close)
-        # made now if new; a database of the other kind (simulated or real) refused: the only line
-        if store is None:
-            store = open_run_store(db, device)
-            context.call_on_close(store.close)
-        else:
-            store = open_run_store(store, device)
-        resume = run_plan.resume
-        what = f"resuming run {resume}: {len(run_plan.cases)} of {run_plan.size}" if resume else f"{len(run_plan.cases)}"
-        if progress_mode == "lines":
-            click.echo(f"device {device.index} {device.uuid} {device.name}")
-        click.echo(f"GPU {device.index}: {device.name}, {device.sm_count} SMs, driver {device.driver_version}; "
-                   f"{what} cases")
-        started = time.monotonic()
-        if progress_mode == "lines":  # for `--gpus`: the parent draws one line per GPU from these
-            from harness.orchestration.run import execute
-
-            done = []
-
-            def on_case(result):
-                done.append(result)
-                if not result.valid:
-                    failed.append(result)
-                click.echo(f"progress {len(done)} {len(run_plan.cases)} {result.case.case_id} {result.status}")
-
-            failed = []
-            outcome = execute(run_plan, store, worker, argv=sys.argv, on_case=on_case, builds=builds)
-        else:
-            outcome, failed = _run_with_bars(run_plan, store, worker, builds)
+    listener = _Lines() if progress_mode == "lines" else _Bars()
+    done = conduct(request, db, listener)
+    failed = done.failed
     faults = sum(r.status == "fault" for r in failed)
-    click.echo(f"run {outcome.run_id}: {len(outcome.results)} cases measured, {len(failed) - faults} invalid, "
-               f"{faults} faults, {time.monotonic() - started:.0f} s; stored in {store.url}")
+    click.echo(f"run {done.outcome.run_id}: {len(done.outcome.results)} cases measured, {len(failed) - faults} "
+               f"invalid, {faults} faults, {done.seconds:.0f} s; stored in {done.store_url}")
     shown = 5  # the database holds every error; the console shows the first few
     for result in failed[:shown]:
         click.echo(f"  {result.status}: {result.case.case_id}: {result.error[:300]}", err=True)
     if len(failed) > shown:
         click.echo(f"  ... and {len(failed) - shown} more: bench sql \"SELECT DISTINCT case_id, status, error "
-                   f"FROM results WHERE run_id={outcome.run_id} AND NOT valid\"", err=True)
-    return outcome, device
+                   f"FROM results WHERE run_id={done.outcome.run_id} AND NOT valid\"", err=True)
+    return done
 
 
-def _open_target(db, must_exist: bool):
-    """Store.open_target, telling the user (one line on stderr) when an older file was upgraded; None
-    for a new file (unless `must_exist`: then the error that there is none)."""
-    from harness.db.store import Store
+def open_target(db):
+    """The database at `db` opened for a run (upgraded first if older: a note on stderr), or None where there is
+    none yet (the run makes it once the GPU is found)."""
+    from harness.orchestration.conduct import open_target as opened
 
-    store = Store.open_target(db)
-    if store is None:
-        return Store.open(db) if must_exist else None  # a missing file: StoreError naming it
-    migration = store.migration
-    if migration:
+    return opened(db, False, _Shown())
+
+
+class _Shown:
+    """What every display says: an upgraded database (stderr), the GPU and the count of cases (a Listener of
+    harness/orchestration/conduct.py, which this module does not import until a run starts)."""
+
+    def upgraded(self, migration) -> None:
         backup = f"; the old file is kept as {migration.backup}" if migration.backup else ""
         click.echo(f"note: upgraded the database from schema {migration.from_version} to "
                    f"{migration.to_version}{backup}", err=True)
-    return store
+
+    def started(self, device, run_plan) -> None:
+        self.total = len(run_plan.cases)
+        resume = run_plan.resume
+        what = f"resuming run {resume}: {self.total} of {run_plan.size}" if resume else f"{self.total}"
+        click.echo(f"GPU {device.index}: {device.name}, {device.sm_count} SMs, driver {device.driver_version}; "
+                   f"{what} cases")
+
+    def compiled(self, build) -> None:
+        pass
+
+    def measured(self, result) -> None:
+        pass
+
+    def finished(self) -> None:
+        pass
 
 
-def _run_with_bars(run_plan, store, worker, builds):
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+class _Lines(_Shown):
+    """For `--gpus`: the parent draws one line per GPU from these (harness/orchestration/node.py)."""
 
-    from harness.orchestration.run import execute
+    def started(self, device, run_plan) -> None:
+        click.echo(f"device {device.index} {device.uuid} {device.name}")
+        super().started(device, run_plan)
+        self.done = 0
 
-    columns = (TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn(), TextColumn("{task.fields[detail]}"))
-    failed = []
-    with Progress(*columns, transient=False) as progress:
-        compiling = progress.add_task("compile", total=len(run_plan.cases), detail="")
-        measuring = progress.add_task("measure", total=len(run_plan.cases), detail="")
+    def measured(self, result) -> None:
+        self.done += 1
+        click.echo(f"progress {self.done} {self.total} {result.case.case_id} {result.status}")
 
-        def on_compiled(build):  # None: an anchor (a library call) has nothing to compile
-            progress.update(compiling, advance=1,
-                            detail="library call" if build is None else "cached" if build.cached else build.name)
 
-        def on_case(result):
-            if not result.valid:
-                failed.append(result)
-            first = next((m for m in result.metrics if m.value is not None), None)
-            shown = f"{first.name} {first.value:.4g} {first.unit}" if first and result.valid else result.status.upper()
-            progress.update(measuring, advance=1, detail=f"{result.case.case_id} {shown}")
+class _Bars(_Shown):
+    """A bar for the compiler and one for the measurement, each with the case at hand."""
 
-        outcome = execute(run_plan, store, worker, argv=sys.argv, on_compiled=on_compiled, on_case=on_case,
-                          builds=builds)
-    return outcome, failed
+    progress = None
+
+    def started(self, device, run_plan) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        super().started(device, run_plan)
+        columns = (TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), TextColumn("{task.fields[detail]}"))
+        self.progress = Progress(*columns, transient=False)
+        self.progress.start()
+        self.compiling = self.progress.add_task("compile", total=self.total, detail="")
+        self.measuring = self.progress.add_task("measure", total=self.total, detail="")
+
+    def compiled(self, build) -> None:  # None: an anchor (a library call) has nothing to compile
+        self.progress.update(self.compiling, advance=1,
+                             detail="library call" if build is None else "cached" if build.cached else build.name)
+
+    def measured(self, result) -> None:
+        first = next((m for m in result.metrics if m.value is not None), None)
+        shown = f"{first.name} {first.value:.4g} {first.unit}" if first and result.valid else result.status.upper()
+        self.progress.update(self.measuring, advance=1, detail=f"{result.case.case_id} {shown}")
+
+    def finished(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
 
 
 def _run_node(gpus, suite, filter_, db, jobs, seed, watchdog):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from harness.orchestration.node import gpu_indices, run_node
-
     from harness.db.store import Store
+    from harness.orchestration.node import gpu_indices, run_node
+    from harness.orchestration.run import plan
 
+    plan(suite, filter_)  # a bad suite or filter fails here, once, not in every child
     indices = gpu_indices(gpus)
     Store.open(db, create=True, references=shipped_references()).close()  # created (or upgraded) once, before any GPU work
     args = ["--suite", suite, "--seed", str(seed), "--watchdog", str(watchdog)]

@@ -24,7 +24,8 @@ from harness.measure.device import SIMULATED_UUID_PREFIX, DeviceInfo
 from harness.registry import family_of
 from harness.measure import methods
 from harness.measure.measurement import CaseResult, Metric
-from harness.orchestration.runner import RunSettings
+from harness.families.base import Family
+from harness.orchestration.runner import CasePlan, RunSettings
 from harness.build.sass import SassCheck
 from harness.spec import Case
 from harness.measure.telemetry import GpuState
@@ -49,7 +50,7 @@ class FakeBackend:
         self.device = simulated_device(gpu_index)
         return self.device
 
-    def measure(self, case: Case, build: Build | None) -> CaseResult:
+    def measure(self, case: Case, build: Build | None, planned: CasePlan | None = None) -> CaseResult:
         time.sleep(self.delay)
         if case.fault == "trap":
             raise SimulatedLaunchFailure("CUDA_ERROR_LAUNCH_FAILED: unspecified launch failure (simulated trap)")
@@ -59,7 +60,7 @@ class FakeBackend:
             while True:
                 time.sleep(3600)
         rng = np.random.default_rng([self.settings.seed, *case.case_id.encode()])
-        return synthetic_result(case, build, rng, self.device)
+        return synthetic_result(case, build, rng, self.device, planned)
 
 
 def simulated_device(index: int = 0) -> DeviceInfo:
@@ -69,10 +70,10 @@ def simulated_device(index: int = 0) -> DeviceInfo:
                       driver_version="simulated", cuda_driver_version="13.0")
 
 
-def synthetic_interval(case: Case) -> float:
+def synthetic_interval(case: Case, family: Family | None = None) -> float:
     """A plausible issue interval: the family's model with datasheet parameters where it has one,
     else the work at the family's peak rate (or 1024 units per cycle), and at least 4 cycles."""
-    family = family_of(case)
+    family = family or family_of(case)
     model = family.model
     predicted = model.predict(case, "issue_interval_cycles", model.prior(PRIOR_GPU)) if model else None
     return predicted or max(family.work(case).amount / (family.peak(case) or 1024.0), 4.0)
@@ -84,16 +85,17 @@ def _noisy(value, rng: np.random.Generator) -> np.ndarray:
 
 
 def synthetic_result(case: Case, build: Build | None, rng: np.random.Generator,
-                     device: DeviceInfo | None = None) -> CaseResult:
+                     device: DeviceInfo | None = None, planned: CasePlan | None = None) -> CaseResult:
     """Every metric the family's plan declares, with synthetic values (never a measurement): each spec's method
-    answers it (Method.simulate), this adds the noise."""
+    answers it (Method.simulate), this adds the noise. `planned`: the case's plan, where the run asked for it."""
     device = device or simulated_device()
     family = family_of(case)
+    specs = planned.specs if planned is not None else family.plan(case, device)
     simulation = methods.Simulation(family.work(case), family.peak(case), device.sm_count, SIMULATED_CLOCK_MHZ,
-                                    SIMULATED_POWER_W, synthetic_interval(case))
+                                    SIMULATED_POWER_W, synthetic_interval(case, family))
     state = GpuState(5, SIMULATED_CLOCK_MHZ, 2619.0, SIMULATED_POWER_W, 50.0, (), 0)
     metrics = [Metric(name, unit, _noisy(value, rng), dict(launch), sm_clock_mhz=SIMULATED_CLOCK_MHZ,
                       stop_reason="simulated", gpu_state=state, notes="simulated: not a measurement")
-               for spec in family.plan(case, device)
+               for spec in specs
                for name, unit, value, launch in methods.simulate(spec, simulation)]
     return CaseResult(case, build, SassCheck(True, "simulated"), True, None, 0.0, "simulated", metrics)

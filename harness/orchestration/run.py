@@ -25,15 +25,18 @@ from harness import provenance
 from harness.anchors import has_probe
 from harness.build import sass
 from harness.build.compile import Build, compile_each
+from harness.build.render import render
 from harness.measure.device import DeviceInfo
 from harness.errors import CompileError, DeviceError, RunInterrupted, SpecError
 from harness.registry import family_of
 from harness.measure.measurement import CaseResult
 from harness.published import shipped as published_figures
-from harness.registry import parse_case_id, probe_source
+from harness.families.base import Family
+from harness.registry import parse_case_id
 from harness.spec import Case
 from harness.db.store import Store
 from harness.suites import SUITES, select, suite_cases
+from harness.orchestration.runner import CasePlan, case_plan
 from harness.orchestration.worker import Worker
 
 RESUMABLE = ("interrupted", "failed")
@@ -53,6 +56,13 @@ class RunPlan:
     # checks both again (Store.resume_run), so a second `bench run --resume` of the run is refused, not stored twice
     resume_from: tuple[str, ...] | None = None
     resumes: int | None = None
+    # each case's family, in the order of `cases`: looked up once, where the case was checked (plan_cases), and
+    # handed to every later stage (compile, the plan of measurement, the worker); a plan made by hand gets them here
+    families: tuple[Family, ...] = ()
+
+    def __post_init__(self):
+        if len(self.families) != len(self.cases):
+            object.__setattr__(self, "families", tuple(family_of(case) for case in self.cases))
 
     @property
     def size(self) -> int:
@@ -64,11 +74,14 @@ def plan(suite: str, filter_: str | None) -> RunPlan:
 
 
 def plan_cases(label: str, cases: list[Case], filter_: str | None = None) -> RunPlan:
-    """A run of these cases, each checked. Without `filter_` (a list no suite makes: `bench gemm`'s) the run is
-    stored as `label` with their ids as its filter, which is how `bench run --resume` finds them again."""
-    for case in cases:
-        family_of(case).check(case)
-    return RunPlan(label, filter_ if label in SUITES else ",".join(c.case_id for c in cases), cases)
+    """A run of these cases, each checked (its family looked up once, and kept). Without `filter_` (a list no suite
+    makes: `bench gemm`'s) the run is stored as `label` with their ids as its filter, which is how `bench run
+    --resume` finds them again."""
+    families = tuple(family_of(case) for case in cases)
+    for case, family in zip(cases, families):
+        family.check(case)
+    return RunPlan(label, filter_ if label in SUITES else ",".join(c.case_id for c in cases), cases,
+                   families=families)
 
 
 def plan_resume(store: Store, run_id: int, force: bool = False) -> RunPlan:
@@ -82,12 +95,13 @@ def plan_resume(store: Store, run_id: int, force: bool = False) -> RunPlan:
     statuses = RESUMABLE + (("running",) if force else ())
     if info.status not in statuses:
         raise SpecError(f"run {run_id} is {info.status}: only {' or '.join(RESUMABLE)} runs can be resumed")
-    cases = plan(info.suite, info.filter).cases if info.suite in SUITES or not info.filter else \
-        plan_cases(info.suite, [parse_case_id(i) for i in (info.filter or "").split(",") if i]).cases
+    whole = plan(info.suite, info.filter) if info.suite in SUITES or not info.filter else \
+        plan_cases(info.suite, [parse_case_id(i) for i in (info.filter or "").split(",") if i])
     done = store.measured_case_ids(run_id)
-    return RunPlan(info.suite, info.filter, [c for c in cases if c.case_id not in done], resume=run_id,
-                   total=len(cases), git_commit=info.git_commit, device_uuid=info.device_uuid,
-                   resume_from=statuses, resumes=info.resumes)
+    missing = [(c, f) for c, f in zip(whole.cases, whole.families) if c.case_id not in done]
+    return RunPlan(info.suite, info.filter, [c for c, _ in missing], resume=run_id, total=len(whole.cases),
+                   git_commit=info.git_commit, device_uuid=info.device_uuid, resume_from=statuses,
+                   resumes=info.resumes, families=tuple(f for _, f in missing))
 
 
 @dataclass
@@ -97,17 +111,19 @@ class RunOutcome:
     results: list[CaseResult]
 
 
-def compiled(cases: list[Case], jobs: int | None = None) -> Iterator[tuple[Case, Build | None]]:
+def compiled(cases: list[Case], jobs: int | None = None,
+             families: tuple[Family, ...] | None = None) -> Iterator[tuple[Case, Build | None]]:
     """Each case with its build, in the plan's order, as soon as it is compiled and disassembled (an anchor, a
     library call, with None: it has no template, harness/anchors). The
     work starts at the call and runs ahead of the caller (bench run starts it before the GPU worker
     and measures while it goes on): the compiler's processes (default: half the CPUs), and a thread
     that disassembles their builds (cached for the SASS checks) in batches that double in size up to
     DISASSEMBLY_BATCH, so that the first case waits for one build and nvdisasm starts a few times,
-    not once a case. Closing the iterator stops both."""
+    not once a case. Closing the iterator stops both. `families`: each case's (RunPlan.families), else looked up."""
     jobs = jobs or max(1, (os.cpu_count() or 2) // 2)  # the other half: the measuring worker and this process
-    probes = [c for c in cases if has_probe(c)]
-    return _Ahead(_disassembled(cases, compile_each([probe_source(c) for c in probes], jobs)))
+    families = families if families is not None else tuple(family_of(c) for c in cases)
+    sources = [render(c, f) for c, f in zip(cases, families) if has_probe(c)]  # an anchor has no source
+    return _Ahead(_disassembled(cases, compile_each(sources, jobs)))
 
 
 def _disassembled(cases: list[Case], builds: Iterator[Build]) -> Iterator[tuple[Case, Build | None]]:
@@ -225,9 +241,9 @@ def execute(run_plan: RunPlan, db: str | os.PathLike | Store | None, worker: Wor
     prov = provenance.collect(argv)
     check_resumable(run_plan, device, prov.git_commit)
     if isinstance(db, Store):
-        return _execute(run_plan, db, worker, prov, builds or compiled(run_plan.cases, jobs), on_compiled, on_case)
+        return _execute(run_plan, db, worker, prov, builds or compiled(run_plan.cases, jobs, run_plan.families), on_compiled, on_case)
     with open_run_store(db, device) as store:
-        return _execute(run_plan, store, worker, prov, builds or compiled(run_plan.cases, jobs), on_compiled, on_case)
+        return _execute(run_plan, store, worker, prov, builds or compiled(run_plan.cases, jobs, run_plan.families), on_compiled, on_case)
 
 
 def _execute(run_plan: RunPlan, store: Store, worker: Worker, prov, builds, on_compiled, on_case) -> RunOutcome:
@@ -252,11 +268,18 @@ def _execute(run_plan: RunPlan, store: Store, worker: Worker, prov, builds, on_c
             except Exception:  # noqa: BLE001  (the run's own error is the one to raise)
                 pass
 
-    def take() -> tuple[Case, Build] | None:
+    families = iter(run_plan.families)
+
+    def take() -> tuple[Case, Build | None, CasePlan] | None:
+        """The next case compiled, with its plan of measurement: asked of its family once, here, for the worker
+        (which measures it) and for a fault result (which declares its metrics) alike."""
         ahead = next(builds, None)
-        if ahead is not None and on_compiled:
+        if ahead is None:
+            return None
+        if on_compiled:
             on_compiled(ahead[1])
-        return ahead
+        case, build = ahead
+        return case, build, case_plan(case, next(families), device)
 
     try:
         # the first case compiled before the run exists: a first probe that does not compile leaves no run

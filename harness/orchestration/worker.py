@@ -24,7 +24,7 @@ from harness.build.compile import Build
 from harness.measure.device import DeviceInfo
 from harness.errors import DeviceError, SpecError
 from harness.measure.measurement import CaseResult, unmeasured
-from harness.orchestration.runner import RunSettings, declared_metrics
+from harness.orchestration.runner import CasePlan, RunSettings, declared_metrics
 from harness.spec import Case
 
 BACKENDS = {"cuda": "harness.orchestration.worker:CudaBackend", "fake": "harness.orchestration.fakegpu:FakeBackend"}
@@ -59,10 +59,10 @@ class CudaBackend:
                         if reader else telemetry.NullSampler())
         return self.device
 
-    def measure(self, case: Case, build: Build) -> CaseResult:
+    def measure(self, case: Case, build: Build, planned: CasePlan | None = None) -> CaseResult:
         from harness.orchestration.runner import measure_case
 
-        return measure_case(case, build, self.device, self.settings, self.sampler)
+        return measure_case(case, build, self.device, self.settings, self.sampler, planned)
 
 
 def _pids(reader) -> set[int]:
@@ -73,7 +73,7 @@ def _pids(reader) -> set[int]:
 
 
 def _serve(conn, backend_ref: str, gpu_index: int, settings: RunSettings) -> None:
-    """The worker's main loop: ("ready", DeviceInfo), then one reply per (case, build) received."""
+    """The worker's main loop: ("ready", DeviceInfo), then one reply per (case, build, plan) received."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the run decides
     module, _, name = backend_ref.partition(":")
     backend = getattr(importlib.import_module(module), name)(settings)
@@ -89,9 +89,9 @@ def _serve(conn, backend_ref: str, gpu_index: int, settings: RunSettings) -> Non
             return
         if request is None:
             return
-        case, build = request
+        case, build, planned = request
         try:
-            result = backend.measure(case, build)
+            result = backend.measure(case, build, planned)
         except Exception as exc:  # a CUDA error: this process's context may be unusable, so end it
             conn.send(("fault", f"{type(exc).__name__}: {_one_line(exc)}"))
             conn.close()
@@ -133,7 +133,7 @@ class Worker:
         self._context = multiprocessing.get_context("spawn")
         self._process = None
         self._conn = None
-        self._pending: tuple[Case, Build | None, float] | None = None  # submitted, not yet collected
+        self._pending: tuple[Case, Build | None, CasePlan | None, float] | None = None  # submitted, not collected
 
     def start(self) -> DeviceInfo:
         """Start the worker; DeviceError if it cannot open the GPU (or opens a different one)."""
@@ -162,46 +162,48 @@ class Worker:
         self.device = payload
         return payload
 
-    def measure(self, case: Case, build: Build | None) -> CaseResult:
+    def measure(self, case: Case, build: Build | None, planned: CasePlan | None = None) -> CaseResult:
         """The case's result, or a fault result if the worker failed it (the worker is then replaced)."""
-        self.submit(case, build)
+        self.submit(case, build, planned)
         return self.collect()
 
-    def submit(self, case: Case, build: Build | None) -> None:
+    def submit(self, case: Case, build: Build | None, planned: CasePlan | None = None) -> None:
         """Send a case to the worker, which starts measuring it; `collect` returns its result. One case
-        at a time: the caller may do its own work (store the previous case) while this one runs."""
+        at a time: the caller may do its own work (store the previous case) while this one runs. `planned`: the
+        case's plan on this GPU (runner.case_plan), asked once by the caller; None: the worker asks for it."""
         if self._pending is not None:
             raise RuntimeError("the worker's previous case has not been collected")
         if self._process is None or not self._process.is_alive():
             self.start()
-        self._pending = (case, build, time.monotonic())
-        self._conn.send((case, build))
+        self._pending = (case, build, planned, time.monotonic())
+        self._conn.send((case, build, planned))
 
     def collect(self) -> CaseResult:
         """The submitted case's result, or a fault result (the worker is then replaced); the watchdog
         counts from the submission."""
-        case, build, started = self._pending
+        case, build, planned, started = self._pending
         self._pending = None
         # a result that came while the caller was busy is taken at once, even past the watchdog's time
         if not self._conn.poll(max(self.watchdog_s - (time.monotonic() - started), 0.0)) and not self._conn.poll(0):
             self._kill()
-            return self._fault(case, build, f"hang: no result within the {self.watchdog_s:g} s watchdog; "
+            return self._fault(case, build, planned, f"hang: no result within the {self.watchdog_s:g} s watchdog; "
                                             "worker killed")
         try:
             kind, payload = self._conn.recv()
         except EOFError:
             code = self._reap()
-            return self._fault(case, build, f"crash: the worker died ({_exit_reason(code)}) after "
+            return self._fault(case, build, planned, f"crash: the worker died ({_exit_reason(code)}) after "
                                             f"{time.monotonic() - started:.1f} s")
         if kind == "fault":
             self._reap()
-            return self._fault(case, build, f"CUDA error: {payload}")
+            return self._fault(case, build, planned, f"CUDA error: {payload}")
         return payload
 
-    def _fault(self, case: Case, build: Build | None, reason: str) -> CaseResult:
+    def _fault(self, case: Case, build: Build | None, planned: CasePlan | None, reason: str) -> CaseResult:
         self.stats.faults += 1
+        declared = list(planned.declared) if planned is not None else declared_metrics(case, self.device)
         return unmeasured(case, f"{reason}; the next case gets a fresh worker and CUDA context",
-                          build, fault=True, metrics=declared_metrics(case, self.device))
+                          build, fault=True, metrics=declared)
 
     def _reap(self, timeout: float = 30.0) -> int | None:
         self._process.join(timeout)

@@ -195,3 +195,24 @@ def test_the_timed_pipeline_counts_no_wait_and_its_counting_build_does(case_id, 
     assert (timed[:, full] == 0).all() and (timed[:, empty] == 0).all()
     assert (counted[:, full] > 0).any() and (counted[:, empty] > 0).any()
     assert (timed[:, tiles] == counted[:, tiles]).all() and timed[:, tiles].sum() > 0
+
+@pytest.mark.parametrize("case_id", ["wgmma.mma_async.m64n128k16.f32.f16.f16.SS", "cublas.f16.2048x2048x2048"])
+def test_measure_case_looks_the_family_up_once_and_measures_the_plan_it_is_given(case_id, device, monkeypatch):
+    """Issue 46, item 8: the worker's side of a run. Given the case's plan (bench run asks for it once, in the run's
+    process), measure_case does not ask the family again, looks it up once, and measures exactly that plan."""
+    from harness import registry
+    from harness.orchestration.runner import case_plan
+
+    case = parse_case_id(case_id)
+    family = registry.family_of(case)
+    planned = case_plan(case, family, device)
+    build = build_of(case)
+    lookups, plans = [], []
+    get = registry.get
+    monkeypatch.setattr(registry, "get", lambda name: lookups.append(name) or get(name))
+    real_plan = family.plan
+    monkeypatch.setattr(family, "plan", lambda *a, **k: plans.append(a) or real_plan(*a, **k))
+    result = measure_case(case, build, device, planned=planned)
+    assert result.valid, result.error
+    assert lookups == [case.family] and plans == []
+    assert {(m.name, m.unit) for m in result.metrics} == set(planned.declared)

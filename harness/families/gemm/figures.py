@@ -22,8 +22,9 @@ import pandas as pd
 from sqlalchemy.exc import SQLAlchemyError
 
 from harness.families.gemm.configs import LADDER, pipeline
-from harness.families.gemm.frame import (CONFIG, best_by_problem, case_frame, config_label, main_problem,
-                                         pipeline_rows, planner_params, predict_tflops, stage_sweeps, stages_needed)
+from harness.families.gemm.frame import (CONFIG, ROUND_COLUMNS, best_by_problem, case_frame, config_label,
+                                         library_rounds, main_problem, pipeline_rows, planner_params, predict_tflops,
+                                         stage_sweeps, stages_needed)
 from harness.families.gemm.plots import figure_ladder, figure_sizes, figure_stages, figure_time
 from harness.families.gemm.problem import TENSOR_FLOPS_PER_CYCLE
 from harness.families.gemm.worklog import WORKLOG_SIZE_SENTENCE, max_clock, worklog_figures, worklog_verdict
@@ -56,10 +57,10 @@ def _against_library(ctx, pipes: pd.DataFrame, library: pd.DataFrame, gpu: str, 
         theirs = library.set_index("problem")
         best = best.assign(cublas_w=best.problem.map(theirs.power_mean_w),
                            cublas_per_w=best.problem.map(theirs.energy_efficiency))
-        table = best[["problem", "case_id", "throughput_tflops", "library_fraction", "library_spread", "peak_fraction",
-                      "clock_mhz", "power_mean_w",
+        table = best[["problem", "case_id", "throughput_tflops", "library_fraction", "library_p10", "library_p90",
+                      "peak_fraction", "clock_mhz", "power_mean_w",
                       "energy_efficiency", "cublas_w", "cublas_per_w"]].rename(
-            columns={"throughput_tflops": "TFLOPS", "library_spread": "spread of the ratio",
+            columns={"throughput_tflops": "TFLOPS", **ROUND_COLUMNS,
                      "peak_fraction": "of the peak per cycle", "clock_mhz": "SM MHz", "power_mean_w": "W (solo 2 s)",
                      "energy_efficiency": "TFLOPS/W (solo 2 s)", "cublas_w": "cuBLAS W (solo 2 s)",
                      "cublas_per_w": "cuBLAS TFLOPS/W (solo 2 s)"})
@@ -69,7 +70,7 @@ def _against_library(ctx, pipes: pd.DataFrame, library: pd.DataFrame, gpu: str, 
             "For each problem of the run, the pipeline case with the highest library_fraction: its rate over "
             "the library's on the same inputs, round by round (\"cuBLAS\" here: cublasGemmEx, default algorithm, "
             "for f16 and bf16; cuBLASLt's fp8 matmul without fast accumulation for e4m3). Below 1.0 the library "
-            "wins; its spread is the rounds' interquartile range over the median, 'of the peak per cycle' the "
+            "wins; p10 and p90 are the 10th and 90th percentiles of the ratio over the rounds, 'of the peak per cycle' the "
             "tensor cores' dense peak at the clock measured in the kernel. TFLOPS and SM MHz are the alternating "
             "rounds'; the columns marked solo 2 s come from a window of "
             "their own: each side's launches alone, back to back, for 2 s after the rounds, its mean board power "
@@ -83,7 +84,7 @@ def figures(ctx) -> list:
     """[(heading, paragraphs, Path | DataFrame | None)] for the report (harness/analysis/report.py): ours against
     the library (the lead), the worklog's ladder, TFLOPS against stages, where the time goes."""
     by_protocol = _by_protocol(ctx)
-    wide = case_frame(ctx.measured)
+    wide = case_frame(ctx.measured, rounds=library_rounds(ctx.store, ctx.measured))
     if wide.empty:
         return by_protocol
     pipes = pipeline_rows(wide).copy()

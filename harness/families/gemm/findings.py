@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from harness.families.gemm.frame import (best_by_problem, case_frame, config_label, ideal_kblock, main_problem,
+from harness.families.gemm.frame import (ROUND_COLUMNS, best_by_problem, case_frame, config_label, ideal_kblock,
+                                         library_rounds, main_problem,
                                          pairs_differing, pipeline_rows, stage_sweeps, stages_needed)
 from harness.families.gemm.plots import figure_sizes, figure_stages_needed
 from harness.families.gemm.worklog import worklog_observations, worklog_profile
@@ -131,7 +132,7 @@ def _stages_findings(ctx) -> list:
     latest = ctx.latest[ctx.latest.family == "gemm"]
     if latest.empty:
         return []
-    wide = case_frame(latest, ("gpu_name", "case_id"))
+    wide = case_frame(latest, ("gpu_name", "case_id"), library_rounds(ctx.store, latest))
     if wide.empty:
         return []
     text, per_gpu, rows, library, bests = [], {}, [], [], []
@@ -183,16 +184,16 @@ def _library_sections(ctx, library: list[str], bests: list[pd.DataFrame]) -> lis
     path = ctx.directory / "gemm_library_fraction.png"
     figure_sizes(path, best, "GEMM pipelines: the best against cuBLAS (newest measurements)")
     table = best.sort_values(["gpu", "dtype", "flops", "m"])[
-        ["gpu", "shape_label", "dtype", "case", "case_id", "throughput_tflops", "library_fraction", "library_spread",
-         "peak_fraction", "clock_mhz"]]
+        ["gpu", "shape_label", "dtype", "case", "case_id", "throughput_tflops", "library_fraction", "library_p10",
+         "library_p90", "peak_fraction", "clock_mhz"]]
     table = table.assign(case=[config_label(c) for c in table.case]).rename(columns={
         "shape_label": "problem", "case": "configuration", "throughput_tflops": "TFLOPS",
-        "library_fraction": "of cuBLAS", "library_spread": "spread of the ratio",
+        "library_fraction": "of cuBLAS", **ROUND_COLUMNS,
         "peak_fraction": "of the peak per cycle", "clock_mhz": "SM MHz"})
     note = ("Each bar is the pipeline case of the highest library_fraction at that problem (the table names it): our "
             "rate over the library's on the same inputs, round by round (cuBLAS: cublasGemmEx for f16 and bf16, "
-            "cuBLASLt for e4m3); below 1.0 the library wins. The spread is the rounds' interquartile range over the "
-            "median; of the peak per cycle, the tensor cores' dense peak at the clock measured in the kernel.")
+            "cuBLASLt for e4m3); below 1.0 the library wins. p10 and p90: the 10th and 90th percentiles of the ratio "
+            "over the rounds; of the peak per cycle, the tensor cores' dense peak at the clock measured in the kernel.")
     return [(LIBRARY_QUESTION, [*library, note], path),
             ("GEMM: ours against cuBLAS, in numbers", [],
              table.round(3).dropna(axis=1, how="all").reset_index(drop=True).rename_axis(columns=None))]
