@@ -50,15 +50,26 @@ def test_compile_errors_carry_the_log(cache_dir):
 def test_batched_disassembly_reads_as_nvdisasm_reads_each_file(cache_dir):
     """disassemble_many cuts the kernels out of their ELF files and disassembles them as one raw binary:
     every instruction must read as nvdisasm prints it from the file itself, but for branch targets
-    (addresses instead of labels); a cubin with a CALL keeps its routine names (m8n8k4's emulation)."""
+    (addresses instead of labels); a cubin with a CALL keeps its routine names (m8n8k4's emulation).
+    A kernel of the same bytes in two cubins (the empty latency kernel of an f16 and a bf16 wgmma) is
+    disassembled once, and reads in each as in its own file."""
     import re
 
     from harness.build import sass
 
     cases = [CASE, parse_case_id("wgmma.mma_async.sp.m64n256k64.s32.u8.s8.RS"),
-             parse_case_id("mma.sync.m8n8k4.row.col.f32.f16.f16.f32")]
+             parse_case_id("mma.sync.m8n8k4.row.col.f32.f16.f16.f32"),
+             parse_case_id("wgmma.mma_async.m64n64k16.f32.bf16.bf16.SS")]
     cubins = [compile_probe(probe_source(c)).cubin_path for c in cases]
-    batched = sass.disassemble_many(cubins)
+    kernels = [sass._elf_kernels(c.read_bytes()) for c in cubins]
+    shared = kernels[0]["probe_latency_empty"][0]
+    assert kernels[3]["probe_latency_empty"][0] == shared and kernels[3]["probe_chain"][0] != kernels[0]["probe_chain"][0]
+    raw, disassemble_raw = [], sass._disassemble_raw
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sass, "_disassemble_raw", lambda code: raw.append(code) or disassemble_raw(code))
+        batched = sass.disassemble_many(cubins)
+    assert sum(code.count(shared) for code in raw) == 1
+    assert sum(map(len, raw)) == len(b"".join({code for k in kernels for code, _ in k.values()}))
     target = re.compile(r"`\(\.L_x_\d+\)|0x[0-9a-f]+$")
     for cubin in cubins:
         alone = sass._disassemble_elf(cubin)

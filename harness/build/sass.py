@@ -109,9 +109,12 @@ def disassemble_many(cubins: Iterable[Path], batch_bytes: int = 8 << 20,
     nvdisasm spends about 0.4 s starting on each file, far more than the disassembly of a probe; so the
     kernels' instruction bytes are cut out of their ELF files, concatenated, and disassembled as one raw
     SM90a binary (a batch of at most `batch_bytes`, and as many batches as there are jobs), then split
-    again by address. Raw mode prints branch and call targets as addresses: a CALL's target is named
-    from the cubin's symbol table as nvdisasm names it (a cubin with a target the table lacks is
-    disassembled again from its ELF), so that the routines of emulated instructions stay readable.
+    again by address. Kernels of the same bytes are disassembled once (the cubins of sources that differ
+    in comments only; a kernel that does not depend on what its case varies, such as wgmma's
+    probe_latency_empty across instructions: a third of the bytes of the conformance sweep). Raw mode
+    prints branch and call targets as addresses: each kernel's CALL names its target from its own
+    cubin's symbol table as nvdisasm names it (a cubin with a target the table lacks is disassembled
+    again from its ELF), so that the routines of emulated instructions stay readable.
     """
     cubins = [Path(c) for c in cubins]
     out = {c: json.loads(_cached(c).read_text()) for c in cubins if _cached(c).is_file()}
@@ -119,33 +122,35 @@ def disassemble_many(cubins: Iterable[Path], batch_bytes: int = 8 << 20,
     jobs = max(1, jobs or os.cpu_count() or 1)
     sections = [(cubin, kernel, code, routines) for cubin in todo
                 for kernel, (code, routines) in _elf_kernels(cubin.read_bytes()).items()]
-    total = sum(len(code) for _, _, code, _ in sections)
+    codes = list(dict.fromkeys(code for _, _, code, _ in sections))  # each distinct kernel once
+    total = sum(len(code) for code in codes)
     limit = max(INSTRUCTION_BYTES, min(batch_bytes, -(-total // jobs)))
     batches, pieces, size = [], [], 0
-    for cubin, kernel, code, routines in sections:  # a cubin's kernels stay in one batch
-        if pieces and size >= limit and pieces[-1][0] != cubin:
+    for code in codes:
+        if pieces and size >= limit:
             batches.append(pieces)
             pieces, size = [], 0
-        pieces.append((cubin, kernel, size, code, routines))
+        pieces.append((size, code))
         size += len(code)
     if pieces:
         batches.append(pieces)
     unnamed = set()  # cubins with a CALL whose target is no routine of the symbol table
     with ThreadPoolExecutor(jobs) as pool:  # threads wait on nvdisasm processes: the work runs in those
-        raws = pool.map(lambda batch: _disassemble_raw(b"".join(piece[3] for piece in batch)), batches)
-        for batch, by_address in zip(batches, raws):
-            for cubin, kernel, start, code, routines in batch:
-                instructions = []
-                for a in range(start, start + len(code), INSTRUCTION_BYTES):
-                    if a not in by_address:
-                        continue
-                    instruction = by_address[a]
-                    if call := _CALL_TARGET.match(instruction):  # named as nvdisasm names it in the ELF
-                        name = routines.get(int(call[2], 16) - start)
-                        instruction = f"{call[1]} `({name})" if name else instruction
-                        unnamed.update([] if name else [cubin])
-                    instructions.append(instruction)
-                out.setdefault(cubin, {})[kernel] = instructions
+        raws = pool.map(lambda batch: _disassemble_raw(b"".join(code for _, code in batch)), batches)
+        read = {code: (start, by_address) for batch, by_address in zip(batches, raws) for start, code in batch}
+        for cubin, kernel, code, routines in sections:
+            start, by_address = read[code]
+            instructions = []
+            for a in range(start, start + len(code), INSTRUCTION_BYTES):
+                if a not in by_address:
+                    continue
+                instruction = by_address[a]
+                if call := _CALL_TARGET.match(instruction):  # named as nvdisasm names it in the ELF
+                    name = routines.get(int(call[2], 16) - start)
+                    instruction = f"{call[1]} `({name})" if name else instruction
+                    unnamed.update([] if name else [cubin])
+                instructions.append(instruction)
+            out.setdefault(cubin, {})[kernel] = instructions
         unnamed = sorted(unnamed)
         out.update(zip(unnamed, pool.map(_disassemble_elf, unnamed)))
     for cubin in todo:  # under a temporary name, then renamed: a reader never finds half a file
