@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import signal
 import sys
-import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -20,7 +18,8 @@ from harness.build.compile import Build
 from harness.db.store import Store
 from harness.measure.device import DeviceInfo
 from harness.measure.measurement import CaseResult
-from harness.orchestration.run import RunOutcome, RunPlan, compiled, execute, open_run_store, plan, plan_resume
+from harness.orchestration.run import (RunOutcome, RunPlan, compiled, execute, open_run_store, plan, plan_resume,
+                                       signals_handled_by)
 from harness.orchestration.runner import RunSettings
 from harness.orchestration.worker import DEFAULT_WATCHDOG_S, Worker
 
@@ -138,16 +137,7 @@ def open_target(db, must_exist: bool, listener: Listener) -> Store | None:
     return store
 
 
-@contextmanager
 def _interrupting():
     """SIGINT and SIGTERM both interrupt the run (even where SIGINT was inherited as ignored, as in background
-    jobs); the handlers before are restored after. Only the main thread can set them."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {sig: signal.signal(sig, signal.default_int_handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    jobs); the handlers before are restored after."""
+    return signals_handled_by(signal.default_int_handler)

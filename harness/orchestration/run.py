@@ -198,17 +198,23 @@ def check_resumable(run_plan: RunPlan, device: DeviceInfo, commit: str | None) -
 
 
 @contextmanager
-def _signals_held():
-    """Let cleanup finish: a second Ctrl-C must not leave the run marked running."""
+def signals_handled_by(handler):
+    """SIGINT and SIGTERM handled by `handler` inside the block, the handlers before restored after. Only the main
+    thread can set them (elsewhere the block runs as it is)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+        for s, before in previous.items():
+            signal.signal(s, before)
+
+
+def _signals_held():
+    """Let cleanup finish: a second Ctrl-C must not leave the run marked running."""
+    return signals_handled_by(signal.SIG_IGN)
 
 
 def open_run_store(db: str | os.PathLike | Store | None, device: DeviceInfo) -> Store:
