@@ -140,7 +140,7 @@ TENSOR_FLOPS_PER_CYCLE = 4096
 def counter_metrics(apart: bool = True):
     """The metrics every pipeline's counters give (methods.Counter: a metric, its unit, the counter summed and the
     one it is divided by): cycles per k-block, and the waits and the epilogue per tile. `apart`: the waits are
-    counted by the kernel's counting build, launched apart from the timed one (both_builds); else the timed kernel
+    counted by the kernel's counting build, launched apart from the timed one (gemm/sass.py both_builds); else the timed kernel
     counts them itself (a template that builds the counting kernel only)."""
     from harness.measure.methods import Counter
 
@@ -162,23 +162,6 @@ TIMED_CLOCK_READS = 5
 
 def counted_kernel(kernel: str) -> str:
     return kernel + "_counted"
-
-
-def both_builds(expectation, kernel: str):
-    """A pipeline kernel's SassExpectation (of `kernel`, the timed build) for its counting build too (every count,
-    spill and in-flight rule of `kernel` repeated for `<kernel>_counted`), and the timed build's own rule: its clock
-    read at TIMED_CLOCK_READS sites, none around the waits."""
-    import dataclasses
-
-    from harness.families.base import KernelExpectation
-
-    counted = counted_kernel(kernel)
-    twice = lambda rules: tuple(rules) + tuple((counted, rule) for name, rule in rules if name == kernel)
-    return dataclasses.replace(
-        expectation, kernels=twice(expectation.kernels) + ((kernel, KernelExpectation("CS2R", TIMED_CLOCK_READS,
-                                                                                        contains="SR_CLOCK")),),
-        spill_kernels=expectation.spill_kernels + ((counted,) if kernel in expectation.spill_kernels else ()),
-        in_flight=twice(expectation.in_flight))
 
 
 # -- kernel argument structs ------------------------------------------------------------------------------

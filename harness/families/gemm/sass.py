@@ -1,12 +1,12 @@
 """What a GEMM pipeline's SASS must show on sm_90a (ptxas 13): the k-block's HGMMA (QGMMA for fp8) as often as its
 walk copies it, the TMA loads (and multicast, stores), the arrivals a schedule adds; no spills; in both builds of the kernel (the timed
-one and the one that counts its waits, families/pipeline.py both_builds)."""
+one and the one that counts its waits, both_builds below)."""
 
 from __future__ import annotations
 
 from harness.families.base import KernelExpectation, SassExpectation
 from harness.families.gemm.cases import GemmCase
-from harness.families.pipeline import both_builds
+from harness.families.pipeline import TIMED_CLOCK_READS, counted_kernel
 
 
 def expectation(case: GemmCase) -> SassExpectation:
@@ -39,3 +39,18 @@ def expectation(case: GemmCase) -> SassExpectation:
     return both_builds(SassExpectation(tuple(kernels), executes=f"{per_kblock} x {mnemonic} per k-block",
                                        invalidating_notes=("C7510", "C7511", "C7514", "C7515", "C7517", "C7518"),
                                        spill_kernels=("probe_gemm",)), "probe_gemm")
+
+
+def both_builds(expectation: SassExpectation, kernel: str) -> SassExpectation:
+    """A pipeline kernel's SassExpectation (of `kernel`, the timed build) for its counting build too (every count,
+    spill and in-flight rule of `kernel` repeated for `<kernel>_counted`), and the timed build's own rule: its clock
+    read at TIMED_CLOCK_READS sites, none around the waits."""
+    import dataclasses
+
+    counted = counted_kernel(kernel)
+    twice = lambda rules: tuple(rules) + tuple((counted, rule) for name, rule in rules if name == kernel)
+    return dataclasses.replace(
+        expectation, kernels=twice(expectation.kernels) + ((kernel, KernelExpectation("CS2R", TIMED_CLOCK_READS,
+                                                                                        contains="SR_CLOCK")),),
+        spill_kernels=expectation.spill_kernels + ((counted,) if kernel in expectation.spill_kernels else ()),
+        in_flight=twice(expectation.in_flight))
