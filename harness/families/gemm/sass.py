@@ -1,6 +1,6 @@
 """What a GEMM pipeline's SASS must show on sm_90a (ptxas 13): the k-block's HGMMA (QGMMA for fp8) as often as its
-walk copies it, the TMA loads (and multicast, stores), the arrivals a schedule adds; no spills; in both builds of the kernel (the timed
-one and the one that counts its waits, both_builds below)."""
+walk copies it, the TMA loads (and multicast, stores), the arrivals a schedule adds; no spills; in both builds of the
+kernel (the timed one and the one that counts its waits, both_builds below)."""
 
 from __future__ import annotations
 
