@@ -95,8 +95,8 @@ def test_paper_issue_interval_reproduces(n, expected, device):
                                      "mma.sync.m16n8k16.row.col.f32.f16.f16.f32",
                                      "mma.sync.m16n8k32.row.col.f32.e4m3.e4m3.f32",
                                      pytest.param("simt.overlap.fma.rn.f32.m64n64k16.tma", marks=pytest.mark.xfail(
-                                         reason="the device's NVRTC 13.0 injects warpgroup.arrive (C7519) into every "
-                                                "simt .tma case with a wgmma since run 138 (CHANGELOG); CI's passes it",
+                                         reason="the GPU nodes' NVRTC 13.0 injects warpgroup.arrive (C7519) into every "
+                                                "simt overlap case with a wgmma; CI's 13.5 passes it (CHANGELOG)",
                                          strict=False)),
                                      "simt.overlap.none.alone.tma"])
 def test_measure_case_produces_every_declared_metric(case_id, device):
