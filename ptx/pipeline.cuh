@@ -409,7 +409,7 @@ __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, lo
   if (wg == 0) {  // ---- the producer ----
     if (K::REBALANCE) setmaxnreg_dec<K::PRODUCER_REGS>();
     if (t == 0) {
-      long long empty_wait = 0;
+      WaitClock<COUNT_WAITS> empty_wait;
       PipelineState<K::STAGES> st;
       // Ping-pong: the wait counted over the first consumer warpgroup's tiles only (every other one), as the
       // consumer's counters are, so that a counter per tile divides like by like
@@ -420,17 +420,12 @@ __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, lo
         const int tile_kblocks = K::VARIABLE_KBLOCKS ? K::tile_kblocks(P, tile, kblocks) : kblocks;
 #pragma unroll 1
         for (int kb = 0; kb < tile_kblocks; ++kb, st.advance()) {
-          if constexpr (COUNT_WAITS) {
-            const long long w0 = clock_cycles();
-            ring.producer_acquire(st);
-            if (counted) empty_wait += clock_cycles() - w0;
-          } else {
-            ring.producer_acquire(st);
-          }
+          if (COUNT_WAITS && counted) empty_wait([&] { ring.producer_acquire(st); });
+          else ring.producer_acquire(st);
           K::load(P, ring, st, base, tile, tile.kb0 + kb, rank);
         }
       }
-      timing[gridDim.x * TIMING_RECORD_WORDS + blockIdx.x * K::COUNTERS + EMPTY_WAIT] = empty_wait;
+      timing[gridDim.x * TIMING_RECORD_WORDS + blockIdx.x * K::COUNTERS + EMPTY_WAIT] = empty_wait.cycles;
     }
     __syncwarp();
   } else {  // ---- a consumer ----

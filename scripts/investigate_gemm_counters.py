@@ -20,21 +20,16 @@ from harness.build.sass import disassemble
 from harness.families.gemm.configs import BEST, BEST_FP8, pipeline
 from harness.families.pipeline import counted_kernel
 from harness.measure.device import open_device
-from harness.orchestration.runner import RunSettings, measure_case
+from harness.orchestration.runner import CasePlan, RunSettings, case_plan, measure_case
 from harness.registry import FAMILIES, probe_source
 
 KERNEL = "probe_gemm"
 
 
-def timing(kernel: str):
-    """The family's plan with `kernel` timed in its rounds (the counters as the plan reads them)."""
-    family = FAMILIES["gemm"]
-    plan = type(family).plan
-
-    def patched(self, case, device=None):
-        return [dataclasses.replace(spec, kernel=kernel) for spec in plan(self, case, device)]
-
-    return patched
+def timing(case, device, kernel: str) -> CasePlan:
+    """The family's plan of the case with `kernel` timed in its rounds (the counters read as the plan reads them)."""
+    plan = case_plan(case, FAMILIES["gemm"], device)
+    return dataclasses.replace(plan, specs=tuple(dataclasses.replace(spec, kernel=kernel) for spec in plan.specs))
 
 
 def fraction(result) -> str:
@@ -52,8 +47,6 @@ def main() -> None:
     cases = ([pipeline("e4m3", (s, s, s), **BEST_FP8) for s in (4096, 8192)]
              + [pipeline("e4m3", (4096,) * 3, **dict(BEST_FP8, stages=5, cluster=1, order="row"))]
              + [pipeline("f16", (4096,) * 3, **BEST)])
-    family = type(FAMILIES["gemm"])
-    original = family.plan
     for case in cases:
         build = compile_probe(probe_source(case))
         sass = disassemble(build.cubin_path)
@@ -61,14 +54,10 @@ def main() -> None:
                   for k in (counted_kernel(KERNEL), KERNEL)}
         print(f"{case.case_id}: SASS clock reads {clocks[counted_kernel(KERNEL)]} (counted) -> {clocks[KERNEL]} (timed), "
               f"instructions {len(sass[counted_kernel(KERNEL)])} -> {len(sass[KERNEL])}", flush=True)
-        try:
-            for _ in range(2):  # twice each, alternating: the power cap's clock drifts over the minutes
-                for name, kernel in (("counted", counted_kernel(KERNEL)), ("timed", KERNEL)):
-                    family.plan = timing(kernel)
-                    result = measure_case(case, build, device, RunSettings())
-                    print(f"  {name}: " + (fraction(result) if result.valid else f"INVALID {result.error}"), flush=True)
-        finally:
-            family.plan = original
+        for _ in range(2):  # twice each, alternating: the power cap's clock drifts over the minutes
+            for name, kernel in (("counted", counted_kernel(KERNEL)), ("timed", KERNEL)):
+                result = measure_case(case, build, device, RunSettings(), planned=timing(case, device, kernel))
+                print(f"  {name}: " + (fraction(result) if result.valid else f"INVALID {result.error}"), flush=True)
 
 
 if __name__ == "__main__":

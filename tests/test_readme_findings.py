@@ -1149,9 +1149,8 @@ def test_the_timed_build_in_the_gemm_docs_is_the_investigations_and_the_runs(db)
     assert (f"{value(173, fp8(4096)):.3f} / {value(175, fp8(4096)):.3f} of cuBLASLt at 4096^3 and "
             f"{value(173, fp8(8192)):.3f} / {value(175, fp8(8192)):.3f} at 8192^3 (the same case in run 151: "
             f"{value(151, fp8(4096)):.3f} and {value(151, fp8(8192)):.3f})") in flat
-    assert (f"0.977 / 0.987 at 4096^3, 0.992 / 1.003 at 8192^3" in flat
-            and f"{value(172, f16c(4096)):.3f} / {value(176, f16c(4096)):.3f} at 4096^3, "
-                f"{value(172, f16c(8192)):.3f} / {value(176, f16c(8192)):.3f} at 8192^3" in flat)
+    assert (f"{value(172, f16c(4096)):.3f} / {value(176, f16c(4096)):.3f} at 4096^3, "
+            f"{value(172, f16c(8192)):.3f} / {value(176, f16c(8192)):.3f} at 8192^3") in flat
 
 
 def test_docs_commands_says_why_a_library_row_compares_per_second(db):

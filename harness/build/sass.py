@@ -110,8 +110,8 @@ def disassemble_many(cubins: Iterable[Path], batch_bytes: int = 8 << 20,
     kernels' instruction bytes are cut out of their ELF files, concatenated, and disassembled as one raw
     SM90a binary (a batch of at most `batch_bytes`, and as many batches as there are jobs), then split
     again by address. Kernels of the same bytes are disassembled once (the cubins of sources that differ
-    in comments only; a kernel that does not depend on what its case varies, such as wgmma's
-    probe_latency_empty across instructions: a third of the bytes of the conformance sweep). Raw mode
+    in comments only; a kernel that does not depend on what its case varies, such as an empty loop timed
+    beside every instruction of a family: a third of the bytes of the conformance sweep). Raw mode
     prints branch and call targets as addresses: each kernel's CALL names its target from its own
     cubin's symbol table as nvdisasm names it (a cubin with a target the table lacks is disassembled
     again from its ELF), so that the routines of emulated instructions stay readable.
