@@ -18,7 +18,9 @@
 // The kernel type K supplies (pipeline_kernel() below):
 //   constants   STAGES, CONSUMERS, CLUSTER, SCHEDULE, REBALANCE, PRODUCER_REGS, CONSUMER_REGS, BM, BN, PERSISTENT,
 //               ORDER, GROUP, COUNTERS, SPLITS (split-K: 1 for none; a run of P.k / BK / SPLITS k-blocks per
-//               work item, tile.split and tile.kb0 say which; the kernel's epilogue adds the runs)
+//               work item, tile.split and tile.kb0 say which; the kernel's epilogue adds the runs), STREAMK (0 for
+//               none; else the tiles past the last whole wave split along K over the CTAs, TileScheduler below: a
+//               work item walks tile.kblocks from tile.kb0, and the kernel's epilogue adds a tile's tile.runs)
 //   K::prologue(P)                                  thread 0, before the barriers' first use (prefetch maps)
 //   VARIABLE_KBLOCKS, K::tile_kblocks(P, tile, kblocks)
 //                                                    false: every tile walks kblocks = P.k / BK / SPLITS; true: a
@@ -340,25 +342,97 @@ struct Tile {
   int row, col;       // first row and column of C
   int split = 0;      // split-K: which run of the tile's k-blocks (0 without)
   int kb0 = 0;        // ... and its first k-block
+  int kblocks = 0;    // stream-K: the run's k-blocks (0: the kernel's kblocks)
+  int runs = 1;       // ... the tile's runs (1: the tile whole, no fix-up)
+  int unit = 0;       // ... the workspace slot of the tile's first run (its runs' slots follow it)
 };
 
 // Work items are a cluster's tiles (CLUSTER vertically adjacent tiles, one per CTA); a persistent grid's cluster
 // takes every (clusters)-th item from its own, else each cluster has one. Split-K (SPLITS > 1, no cluster): a tile's
 // k-blocks are SPLITS runs of `run` k-blocks, each run a work item; a tile's runs are consecutive items, so that
 // they run at once and its last run to finish (the kernel's epilogue adds them) waits on none.
-template <int BM, int BN, int CLUSTER, bool PERSISTENT, int ORDER, int GROUP, int SPLITS = 1>
+// Stream-K (STREAMK > 0, persistent, no cluster): the tiles fill whole waves of the grid's CTAs, each CTA taking
+// every (grid)-th tile, and the `tail` tiles past the last whole wave are split along K: their T = tail x kblocks
+// k-blocks, in tile order, are cut into `parts` ranges, CTA i walking [i T / parts, (i + 1) T / parts), a work item
+// for each tile its range touches (at most two: a range is at most a tile long). parts is the grid, or fewer where
+// a tile would be cut in more than STREAMK runs or a range would be empty. Each run writes its f32 sums to the
+// workspace and the tile's last run to finish adds them (the kernel's epilogue, as split-K's): no CTA waits for one.
+// Items: the whole tiles 0 .. whole - 1, then 2 per range (its first and second tile).
+template <int BM, int BN, int CLUSTER, bool PERSISTENT, int ORDER, int GROUP, int SPLITS = 1, int STREAMK = 0>
 struct TileScheduler {
   int tiles_n, pairs_m, items, first, step;
+  int whole = 0, parts = 0;  // stream-K: the tiles walked whole, the ranges of the others' k-blocks
   static_assert(SPLITS == 1 || CLUSTER == 1, "split-K runs with no cluster");
+  static_assert(STREAMK == 0 || (PERSISTENT && CLUSTER == 1 && SPLITS == 1), "stream-K: persistent, no cluster");
 
-  __device__ __forceinline__ TileScheduler(int m, int n)
+  // kblocks: a tile's (stream-K's arguments below take it too: a scheduler keeps no more registers than it needs)
+  __device__ __forceinline__ TileScheduler(int m, int n, int kblocks = 0)
       : tiles_n(n / BN), pairs_m(m / BM / CLUSTER), items(pairs_m * tiles_n * SPLITS), first(blockIdx.x / CLUSTER),
-        step(PERSISTENT ? gridDim.x / CLUSTER : items) {}
+        step(PERSISTENT ? gridDim.x / CLUSTER : items) {
+    if constexpr (STREAMK > 0) {
+      const int tail = items % step;
+      whole = items - tail;
+      parts = min(step, min(tail * kblocks, tail * STREAMK));
+      items = whole + 2 * parts;
+    }
+  }
 
-  // Work item q -> this CTA's tile (and its run of `run` k-blocks).
+  // The CTA's first work item, and the one after q (items: none left).
+  __device__ __forceinline__ int begin() const {
+    if constexpr (STREAMK > 0) return first < whole ? first : (first < parts ? whole + 2 * first : items);
+    else return first;
+  }
+  __device__ __forceinline__ int next(int q, int kblocks) const {
+    if constexpr (STREAMK > 0) {
+      if (q < whole) return q + step < whole ? q + step : (first < parts ? whole + 2 * first : items);
+      const bool second = range_start(first, kblocks) / kblocks != (range_start(first + 1, kblocks) - 1) / kblocks;
+      return (q - whole) % 2 == 0 && second ? q + 1 : items;  // the range's second tile, if it has one
+    } else {
+      return q + step;
+    }
+  }
+  // k-blocks of the split tiles, the first of range i, and the range holding split k-block g (the last i whose
+  // range starts at or before it)
+  __device__ __forceinline__ int total(int kblocks) const { return (pairs_m * tiles_n - whole) * kblocks; }
+  __device__ __forceinline__ int range_start(int i, int kblocks) const {
+    return static_cast<int>(static_cast<long long>(i) * total(kblocks) / parts);
+  }
+  __device__ __forceinline__ int range_of(int g, int kblocks) const {
+    return static_cast<int>((static_cast<long long>(g + 1) * parts - 1) / total(kblocks));
+  }
+  // Runs a split tile may have (its workspace slots): ranges are at least total / parts long.
+  __device__ __forceinline__ int streamk_stride(int kblocks) const {
+    return (kblocks - 1) / (total(kblocks) / parts) + 2;
+  }
+
+  // Work item q -> this CTA's tile (and its run of k-blocks: split-K's of `run`; stream-K's, of a tile's `run`).
   __device__ __forceinline__ Tile tile(int q, u32 rank, int run = 0) const {
-    const int split = q % SPLITS;
-    q /= SPLITS;
+    if constexpr (STREAMK > 0) {
+      if (q < whole) return place(q, rank);
+      const int kblocks = run, i = (q - whole) / 2;
+      int b = range_start(i, kblocks);
+      const int e = range_start(i + 1, kblocks);
+      if ((q - whole) % 2) b = (b / kblocks + 1) * kblocks;  // the range's second tile
+      const int split = b / kblocks;                          // of the split tiles
+      const int opener = range_of(split * kblocks, kblocks);
+      Tile t = place(whole + split, rank);
+      t.kb0 = b - split * kblocks;
+      t.kblocks = min(e, (split + 1) * kblocks) - b;
+      t.runs = range_of((split + 1) * kblocks - 1, kblocks) - opener + 1;
+      t.split = i - opener;
+      t.unit = split * streamk_stride(kblocks);
+      return t;
+    } else {
+      const int split = q % SPLITS;
+      Tile t = place(q / SPLITS, rank);
+      t.split = split;
+      t.kb0 = split * run;
+      return t;
+    }
+  }
+
+  // The q-th tile (cluster of tiles) in ORDER -> this CTA's.
+  __device__ __forceinline__ Tile place(int q, u32 rank) const {
     int pm, tn;
     if (ORDER == ORDER_ROW) {
       pm = q / tiles_n;
@@ -371,7 +445,7 @@ struct TileScheduler {
       pm = first_row + r % rows;
       tn = r / rows;
     }
-    return Tile{(pm * CLUSTER + static_cast<int>(rank)) * BM, tn * BN, split, split * run};
+    return Tile{(pm * CLUSTER + static_cast<int>(rank)) * BM, tn * BN};
   }
 };
 
@@ -380,6 +454,14 @@ struct TileScheduler {
 // The counters every pipeline keeps, per CTA after its timing record, are the enum PipelineCounter (FULL_WAIT,
 // EMPTY_WAIT, EPILOGUE, MAINLOOP, TILES, KBLOCKS, PIPELINE_COUNTERS): harness/families/pipeline.py declares them
 // once and the template renders them (its counters parameter) before it includes this header.
+
+// The k-blocks work item `tile` walks: a stream-K run's, the kernel's own choice (VARIABLE_KBLOCKS), or kblocks.
+template <class K>
+__device__ __forceinline__ int item_kblocks(const typename K::Problem& P, Tile tile, int kblocks) {
+  if constexpr (K::STREAMK > 0) return tile.kblocks ? tile.kblocks : kblocks;
+  else if constexpr (K::VARIABLE_KBLOCKS) return K::tile_kblocks(P, tile, kblocks);
+  else return kblocks;
+}
 
 template <class K, bool COUNT_WAITS>
 __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, long long* timing) {
@@ -393,8 +475,13 @@ __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, lo
   const int wg = threadIdx.x / WARPGROUP_THREADS;
   const int t = threadIdx.x % WARPGROUP_THREADS;
   const u32 rank = K::CLUSTER > 1 ? cluster_ctarank() : 0u;
-  const TileScheduler<K::BM, K::BN, K::CLUSTER, K::PERSISTENT, K::ORDER, K::GROUP, K::SPLITS> sched(P.m, P.n);
   const int kblocks = P.k / K::BK / K::SPLITS;  // a tile's (split-K: a run's)
+  const TileScheduler<K::BM, K::BN, K::CLUSTER, K::PERSISTENT, K::ORDER, K::GROUP, K::SPLITS, K::STREAMK> sched(
+      P.m, P.n, kblocks);
+  constexpr bool WALKS_VARY = K::VARIABLE_KBLOCKS || K::STREAMK > 0;  // work items of other k-blocks than kblocks
+  // The tiles' mainloop and epilogue clocked: by the timed build, and by the counting one unless K reads them from the
+  // timed one (WAITS_APART: its counting build is launched for the wait counters alone)
+  constexpr bool CLOCK_TILES = !COUNT_WAITS || !K::WAITS_APART;
 
   if (threadIdx.x == 0) {
     // Cooperative: every consumer warpgroup reads every slot; ping-pong: only the one whose tile it holds.
@@ -414,10 +501,10 @@ __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, lo
       // Ping-pong: the wait counted over the first consumer warpgroup's tiles only (every other one), as the
       // consumer's counters are, so that a counter per tile divides like by like
       int j = 0;
-      for (int q = sched.first; q < sched.items; q += sched.step, ++j) {
+      for (int q = sched.begin(); q < sched.items; q = sched.next(q, kblocks), ++j) {
         const Tile tile = sched.tile(q, rank, kblocks);
         const bool counted = K::SCHEDULE != SCHEDULE_PINGPONG || (j & 1) == 0;
-        const int tile_kblocks = K::VARIABLE_KBLOCKS ? K::tile_kblocks(P, tile, kblocks) : kblocks;
+        const int tile_kblocks = item_kblocks<K>(P, tile, kblocks);
 #pragma unroll 1
         for (int kb = 0; kb < tile_kblocks; ++kb, st.advance()) {
           if (COUNT_WAITS && counted) empty_wait([&] { ring.producer_acquire(st); });
@@ -433,30 +520,31 @@ __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, lo
     const int c = wg - 1;
     typename K::template Consumer<WaitClock<COUNT_WAITS>> consumer(P, base, c, t);
     WaitClock<COUNT_WAITS> full_wait;
-    long long epilogue = 0, mainloop = 0, walked = 0;
-    int tiles = 0;
+    long long epilogue = 0, mainloop = 0;
+    int tiles = 0, walked = 0;  // walked: k-blocks, where a work item's vary
     PipelineState<K::STAGES> st;
     constexpr bool PINGPONG = K::SCHEDULE == SCHEDULE_PINGPONG;
     // Ping-pong: this warpgroup's tiles are every other one of the CTA's, and their k-blocks every other run of
     // kblocks slots: it starts past the first tile's if it is the second, and skips the other's after each.
     if (PINGPONG) st.advance(c * kblocks);
-    const int first = PINGPONG ? sched.first + c * sched.step : sched.first;
-    const int step = PINGPONG ? 2 * sched.step : sched.step;
-    for (int q = first; q < sched.items; q += step, ++tiles) {
+    static_assert(!PINGPONG || K::STREAMK == 0, "ping-pong walks whole tiles");
+    const int first = PINGPONG ? sched.first + c * sched.step : sched.begin();
+    for (int q = first; q < sched.items; q = PINGPONG ? q + 2 * sched.step : sched.next(q, kblocks), ++tiles) {
       const Tile tile = sched.tile(q, rank, kblocks);
       // Ping-pong: wait for this warpgroup's turn (the other's mainloop issued), except on the first tile of all.
       if (PINGPONG && q != sched.first) named_barrier_sync(BARRIER_TURN + c, 2 * WARPGROUP_THREADS);
-      const int tile_kblocks = K::VARIABLE_KBLOCKS ? K::tile_kblocks(P, tile, kblocks) : kblocks;
-      if (K::VARIABLE_KBLOCKS) walked += tile_kblocks;
-      const long long m0 = clock_cycles();
+      const int tile_kblocks = item_kblocks<K>(P, tile, kblocks);
+      if (WALKS_VARY) walked += tile_kblocks;
+      const long long m0 = CLOCK_TILES ? clock_cycles() : 0;
       consumer.mainloop(ring, st, tile, tile_kblocks, full_wait);
-      const long long e0 = clock_cycles();
+      const long long e0 = CLOCK_TILES ? clock_cycles() : 0;
       mainloop += e0 - m0;
       // ... and hand the turn to the other, if it has a tile after this one.
       if (PINGPONG && q + sched.step < sched.items) named_barrier_arrive(BARRIER_TURN + (c ^ 1), 2 * WARPGROUP_THREADS);
       if (PINGPONG) st.advance(kblocks);
-      consumer.epilogue(tile);
-      epilogue += clock_cycles() - e0;
+      // (stream-K: the tile again, rather than its fields kept in registers through the mainloop)
+      consumer.epilogue(K::STREAMK > 0 ? sched.tile(q, rank, kblocks) : tile);
+      if (CLOCK_TILES) epilogue += clock_cycles() - e0;
     }
     consumer.finish();
     if (c == 0 && t == 0) {
@@ -465,7 +553,7 @@ __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, lo
       out[EPILOGUE] = epilogue;
       out[MAINLOOP] = mainloop;
       out[TILES] = tiles;
-      out[KBLOCKS] = K::VARIABLE_KBLOCKS ? walked : static_cast<long long>(tiles) * kblocks;
+      out[KBLOCKS] = WALKS_VARY ? walked : static_cast<long long>(tiles) * kblocks;
       write_timing_record(timing, blockIdx.x, clk0, clock_cycles(), ns0, globaltimer_ns());
     }
   }

@@ -684,6 +684,50 @@ def test_split_k_sass_counts_one_arrival_per_run():
     assert "ATOMG" not in str(FAMILY.sass_expectation(FAMILY.parse(SPLIT)))
 
 
+# -- stream-K (the last partial wave's tiles split along K) ----------------------------------------------------------
+
+STREAMK = "gemm.e4m3.8192x8192x8192.tile128x128x128.s5.wg2.setmaxnreg.cluster1.persistent-grouped.tmastore"
+
+
+@pytest.mark.parametrize("case_id, why", [
+    (STREAMK + ".streamk3.pipelined", "expected one of 2, 4, 8"),
+    (STREAMK.replace("cluster1", "cluster2") + ".streamk2.pipelined", "no cluster"),
+    (STREAMK.replace("persistent", "grid") + ".streamk2.pipelined", "persistent grid"),
+    ("gemm.f16.4096x4096x4096.tile128x256x64.s3.wg2.setmaxnreg.cluster1.persistent-grouped.tmastore.streamk2",
+     "stream-K beside 128 f32 accumulators"),  # the fix-up's limit, split-K's
+    (STREAMK + ".streamk2.deferred", "deferred epilogue"),
+    (STREAMK.replace("8192x8192x8192", "4096x4096x4096") + ".streamk2.pipelined.blockscale", "stream-K with block"),
+])
+def test_stream_k_refuses_what_the_kernel_cannot_do(case_id, why):
+    with pytest.raises(SpecError, match=why):
+        FAMILY.parse(case_id)
+
+
+def test_a_stream_k_case_round_trips_and_is_checked_on_a_split_wave():
+    """The id reads back; the check launch (5 CTAs) leaves a partial wave whose tiles are cut in 2 or 3 runs, so the
+    check problem's C, bit for bit, covers the fix-up; the measured problem's workspace holds a slot for each run a
+    split tile may have: 8192^3 fp8 in 128x128 tiles is 4096 tiles, 4 past the H100's 31 whole waves of 132."""
+    from harness.families.gemm.problem import check_grid, split_counters, split_workspace_bytes, stream_k
+
+    case = FAMILY.parse(STREAMK + ".streamk4.pipelined")
+    assert case.case_id == STREAMK + ".streamk4.pipelined" and case.streamk == 4
+    assert "streamk" not in FAMILY.parse(STREAMK + ".pipelined").params() and case.params()["streamk"] == 4
+    m, n, k = check_problem(case)
+    check = stream_k(case, m, n, k, check_grid(case))
+    assert check_grid(case) == 5 and check.parts == 5 and 0 < check.whole < check.tiles
+    assert {runs for cta in range(5) for *_, runs, _ in check.items(cta)} >= {2}
+    measured = stream_k(case, case.m, case.n, case.k, 132)
+    assert (measured.tiles, measured.whole, measured.parts) == (4096, 4092, 16)  # 4 tiles in 4 runs of 16 k-blocks
+    assert split_workspace_bytes(case, case.m, case.n, case.k, 132) == 4 * measured.stride * 128 * 128 * 4
+    assert split_counters(case, case.m, case.n, case.k, 132) == 4 * measured.stride * 2
+    assert split_workspace_bytes(replace(case, streamk=0), case.m, case.n, case.k, 132) == 0
+
+
+def test_stream_k_sass_counts_one_arrival_per_run():
+    expectation = FAMILY.sass_expectation(FAMILY.parse(STREAMK + ".streamk2.pipelined"))
+    assert ("probe_gemm", "ATOMG.E.ADD.S32.STRONG.GPU", 1) in [(k, e.mnemonic, e.count) for k, e in expectation.kernels]
+
+
 def test_the_planner_sees_split_k_fill_the_idle_sms():
     """M = 64 at N = K = 8192 with 64x128 tiles: 64 tiles on 132 SMs. Two runs each make 128 work items, still one
     wave, each item half the k-blocks; twice the CTAs read at once (the memory's queue can only grow), and the tile is

@@ -164,3 +164,51 @@ def test_the_timed_build_reads_no_clock_around_its_waits_and_the_counting_build_
     assert timed == TIMED_CLOCK_READS and counted >= timed + 3, reads
     mma = lambda code: sorted(ins.split(" ", 1)[0] for ins in code if "GMMA." in ins.split(" ", 1)[0])
     assert mma(sass["probe_gemm"]) == mma(sass[counted_kernel("probe_gemm")])
+
+
+# -- stream-K: the walk (harness/families/pipeline.py StreamK, the scheduler's arithmetic on the host) --------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from harness.families.pipeline import StreamK  # noqa: E402
+
+
+def _walk(split: StreamK) -> dict[tuple[int, int], tuple[int, int, int]]:
+    """Every (tile, k-block) the grid walks -> (CTA, the run's slot, the tile's runs); a k-block walked twice fails."""
+    walked = {}
+    for cta in range(split.grid):
+        for tile, kb0, kblocks, runs, slot in split.items(cta):
+            assert kblocks >= 1 and 0 <= kb0 and kb0 + kblocks <= split.kblocks
+            for kb in range(kb0, kb0 + kblocks):
+                assert (tile, kb) not in walked, (tile, kb)
+                walked[(tile, kb)] = (cta, slot, runs)
+    return walked
+
+
+@settings(max_examples=300, deadline=None)
+@given(tiles=st.integers(1, 600), kblocks=st.integers(1, 130), grid=st.integers(1, 140), runs=st.sampled_from((2, 4, 8)))
+def test_stream_k_walks_every_k_block_of_every_tile_once(tiles, kblocks, grid, runs):
+    """Whatever the shape: each k-block of each tile is walked by exactly one CTA; a split tile's runs agree on their
+    count, take distinct slots below the workspace's stride, and are at most about `runs` (a range is at least a
+    1 / runs of a tile, so a tile touches at most runs + 1 of them); the whole tiles are whole waves."""
+    split = StreamK(tiles, kblocks, grid, runs)
+    walked = _walk(split)
+    assert len(walked) == tiles * kblocks
+    assert split.whole % grid == 0 and tiles - split.whole < grid
+    for tile in range(split.whole, tiles):
+        seen = {walked[(tile, kb)] for kb in range(kblocks)}
+        counts = {r for _, _, r in seen}
+        slots = {(cta, slot) for cta, slot, _ in seen}
+        assert len(counts) == 1 and len(slots) == counts.pop() == len({s for _, s in slots})
+        assert all(0 <= s < split.stride for _, s in slots) and len(slots) <= runs + 1
+
+
+def test_stream_k_levels_the_last_wave():
+    """f16 4096^3 in 128x128 tiles on an H100 (1024 tiles of 64 k-blocks, 132 SMs): 7 whole waves and 100 tiles left;
+    whole, the slowest SM walks 8 tiles (512 k-blocks), split it walks 7 and 48 or 49 k-blocks of the rest."""
+    split = StreamK(1024, 64, 132, 4)
+    walked = [sum(item[2] for item in split.items(cta)) for cta in range(132)]
+    assert split.whole == 924 and split.parts == 132 and (min(walked), max(walked)) == (7 * 64 + 48, 7 * 64 + 49)
+    assert StreamK(1024, 64, 132, 4).workspace_slots() == 100 * split.stride
+    assert StreamK(924, 64, 132, 4).parts == 0  # tiles that fill whole waves: no split, no workspace
+    assert StreamK(924, 64, 132, 4).workspace_slots() == 0

@@ -26,6 +26,7 @@ EPILOGUES = ("regs", "tmastore")
 GROUP = 8  # rows of work items a grouped order walks at a time
 MAX_STAGES = 7
 SPLITS = (1, 2, 3, 4, 6, 8, 16)  # split-K: runs of k-blocks per tile
+STREAMK = (0, 2, 4, 8)  # stream-K: the most runs a tile of the last wave is split in (0: none)
 MAX_SMS = 1024  # a persistent grid's SMs, at most (a GPU with fewer refuses the case when it runs)
 WARPGROUP_THREADS = 128
 PRODUCER_REGS, CONSUMER_REGS = 40, 232  # setmaxnreg: 128 x 40 + 256 x 232 = 64512 of 65536 registers
@@ -62,11 +63,15 @@ class PipelineCase(Case):
     # f32 sums to a workspace and the tile's last run to finish adds them, in run order, and writes C
     # (ptx/pipeline.cuh TileScheduler, the kernel's epilogue)
     splits: int = 1
+    # stream-K: the tiles past the grid's last whole wave split along K over its CTAs, a tile in at most about
+    # `streamk` runs (0: none); their sums added as split-K's (ptx/pipeline.cuh TileScheduler)
+    streamk: int = 0
 
     def params(self) -> dict[str, object]:
         values = super().params()
-        if self.splits == 1:  # the default: the params of the cases stored before split-K was a dimension
-            del values["splits"]
+        for name in ("splits", "streamk"):  # the defaults: the params of the cases stored before either was a dimension
+            if values[name] == (1 if name == "splits" else 0):
+                del values[name]
         return values
 
     @property
@@ -107,6 +112,11 @@ class PipelineCase(Case):
             return f"splitk{self.splits}: expected one of {', '.join(map(str, SPLITS))}"
         if self.splits > 1 and (self.pingpong or self.cluster > 1):
             return "split-K runs the cooperative schedule with no cluster (a run of k-blocks is a work item alone)"
+        if self.streamk not in STREAMK:
+            return f"streamk{self.streamk}: expected one of {', '.join(map(str, STREAMK[1:]))}"
+        if self.streamk and (self.pingpong or self.cluster > 1 or not self.persistent or self.splits > 1):
+            return ("stream-K splits the last wave's tiles over a persistent grid: the cooperative schedule, no cluster, "
+                    "no split-K")
         return None
 
 
@@ -116,10 +126,60 @@ def skeleton_params(case: PipelineCase) -> dict[str, object]:
         "stages": case.stages, "consumers": case.consumers, "schedule": f"SCHEDULE_{case.schedule.upper()}",
         "rebalance": str(case.rebalance).lower(), "producer_regs": PRODUCER_REGS, "consumer_regs": CONSUMER_REGS,
         "cluster": case.cluster, "persistent": str(case.persistent).lower(), "order": ORDERS.index(case.order),
-        "group": GROUP, "splits": case.splits, "epilogue_tma": str(case.epilogue == "tmastore").lower(),
+        "group": GROUP, "splits": case.splits, "streamk": case.streamk, "epilogue_tma": str(case.epilogue == "tmastore").lower(),
         "cluster_attr": f"__cluster_dims__({case.cluster}, 1, 1)" if case.cluster > 1 else "",
         "counters": render_counters(),
     }
+
+
+@dataclass(frozen=True)
+class StreamK:
+    """ptx/pipeline.cuh TileScheduler's stream-K walk, the same integer arithmetic on the host: `tiles` tiles of
+    `kblocks` k-blocks on a persistent grid of `grid` CTAs, the last partial wave's tiles cut in at most about `runs`
+    runs. The host sizes the workspace from it; tests/test_pipeline_layer.py walks it."""
+
+    tiles: int
+    kblocks: int
+    grid: int
+    runs: int
+
+    @property
+    def whole(self) -> int:  # tiles walked whole: the grid's whole waves
+        return self.tiles - self.tiles % self.grid
+
+    @property
+    def total(self) -> int:  # k-blocks of the split tiles
+        return (self.tiles - self.whole) * self.kblocks
+
+    @property
+    def parts(self) -> int:  # ranges of them, one a CTA
+        return min(self.grid, self.total, (self.tiles - self.whole) * self.runs)
+
+    @property
+    def stride(self) -> int:
+        """Workspace slots a split tile has: the most ranges it can touch (each at least total // parts long)."""
+        return (self.kblocks - 1) // (self.total // self.parts) + 2 if self.parts else 0
+
+    def range_of(self, g: int) -> int:
+        return ((g + 1) * self.parts - 1) // self.total
+
+    def items(self, cta: int) -> list[tuple[int, int, int, int, int]]:
+        """CTA `cta`'s work items in order: (tile, first k-block, k-blocks, the tile's runs, the run's slot)."""
+        out = [(q, 0, self.kblocks, 1, 0) for q in range(cta, self.whole, self.grid)]
+        if cta < self.parts:
+            b, e = cta * self.total // self.parts, (cta + 1) * self.total // self.parts
+            while b < e:
+                split = b // self.kblocks
+                end = min(e, (split + 1) * self.kblocks)
+                opener = self.range_of(split * self.kblocks)
+                runs = self.range_of((split + 1) * self.kblocks - 1) - opener + 1
+                out.append((self.whole + split, b - split * self.kblocks, end - b, runs, cta - opener))
+                b = end
+        return out
+
+    def workspace_slots(self) -> int:
+        """Slots of the workspace (each a tile's f32 sums) and of the counters (each one a consumer warpgroup)."""
+        return (self.tiles - self.whole) * self.stride
 
 
 def render_counters() -> str:

@@ -94,10 +94,7 @@ def test_paper_issue_interval_reproduces(n, expected, device):
 @pytest.mark.parametrize("case_id", ["wgmma.mma_async.m64n128k16.f32.bf16.bf16.RS",
                                      "mma.sync.m16n8k16.row.col.f32.f16.f16.f32",
                                      "mma.sync.m16n8k32.row.col.f32.e4m3.e4m3.f32",
-                                     pytest.param("simt.overlap.fma.rn.f32.m64n64k16.tma", marks=pytest.mark.xfail(
-                                         reason="the GPU nodes' NVRTC 13.0 injects warpgroup.arrive (C7519) into every "
-                                                "simt overlap case with a wgmma; CI's 13.5 passes it (CHANGELOG)",
-                                         strict=False)),
+                                     "simt.overlap.fma.rn.f32.m64n64k16.tma",
                                      "simt.overlap.none.alone.tma"])
 def test_measure_case_produces_every_declared_metric(case_id, device):
     from harness.orchestration.runner import declared_metrics

@@ -4,6 +4,7 @@ the same problem (LibraryCase, an anchor: harness/anchors; cuBLAS for f16 and bf
     gemm.f16.8192x8192x8192.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore
     gemm.f16.8192x8192x8192.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore.sms128
     gemm.f16.8192x8192x8192.tile128x128x64.s4.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore.pingpong
+    gemm.e4m3.8192x8192x8192.tile128x128x128.s5.wg2.setmaxnreg.cluster1.persistent-grouped.tmastore.streamk4.pipelined
     cublas.f16.8192x8192x8192
     cublaslt.e4m3.8192x8192x8192.fastaccum.blockscale
     gemm.f16.4096x4096x4096.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore.inputs-zero.burst
@@ -16,6 +17,10 @@ clock through power, not the kernel (docs/gemm.md, "Published figures by their p
 The schedule (ptx/pipeline.cuh): cooperative (the default, no suffix: both consumer warpgroups on every tile, each
 on its half of the rows) or `.pingpong` (they take the CTA's tiles in turn, each a whole tile, so one's epilogue
 runs under the other's mainloop).
+
+Wave quantization: `.splitkS` cuts every tile's k-blocks in S runs; `.streamkR` (stream-K, persistent, no cluster)
+walks the tiles that fill the grid's waves whole and cuts only the last partial wave's tiles along K, over the CTAs,
+a tile in at most about R runs (ptx/pipeline.cuh TileScheduler). Both add a tile's runs in the epilogue of its last.
 
 A persistent grid runs one CTA per SM on every SM, or on `grid_sms` of them (`.sms128`: the seed worklog's
 finding that its grouped tile order ran faster on 128 SMs than on all 132).
@@ -149,6 +154,7 @@ class GemmCase(_GemmProblem, PipelineCase):
                 + (f".sms{self.grid_sms}" if self.grid_sms else "")
                 + ("" if self.schedule == "cooperative" else f".{self.schedule}")
                 + (f".splitk{self.splits}" if self.splits > 1 else "")
+                + (f".streamk{self.streamk}" if self.streamk else "")
                 + ("" if self.promotion == "serial" else f".{self.promotion}")
                 + (f"-g{self.group}" if self.promotion == "pipelined" and self.group != PIPELINE_GROUP else "")
                 + self._scaling_suffix + self._measured_suffix)
@@ -189,8 +195,9 @@ class GemmCase(_GemmProblem, PipelineCase):
 
     @property
     def items(self) -> int:
-        """Work items: a cluster's tiles, or (split-K) a run of one tile's k-blocks."""
-        return self.tiles // self.cluster * self.splits
+        """Work items: a cluster's tiles, or (split-K) a run of one tile's k-blocks; stream-K: the most its tiles
+        may be cut in (a tile's runs, each on a CTA of its own)."""
+        return self.tiles // self.cluster * max(self.splits, self.streamk)
 
     @property
     def accumulator_set(self) -> int:

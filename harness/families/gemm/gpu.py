@@ -47,13 +47,14 @@ def problem(case, a: int, b: int, c: int, m: int, n: int, k: int, scales: tuple[
     return value
 
 
-def split_buffers(cupy, case, m: int, n: int) -> tuple:
-    """A split-K problem's workspace (f32, uninitialised: each run writes its part before it is read) and counters
-    (int32, zero: ptx/gemm.cu.in reduce_runs leaves them zero after every launch); none without split-K."""
-    if case.splits == 1:
+def split_buffers(cupy, case, m: int, n: int, k: int, blocks: int) -> tuple:
+    """A split-K or stream-K problem's workspace (f32, uninitialised: each run writes its part before it is read)
+    and counters (int32, zero: ptx/gemm.cu.in reduce_runs leaves them zero after every launch), for a launch of
+    `blocks` CTAs; none without either (or a stream-K problem whose tiles fill whole waves)."""
+    if case.splits == 1 and not split_counters(case, m, n, k, blocks):
         return None, None
-    workspace = cupy.empty(split_workspace_bytes(case, m, n) // 4, dtype=cupy.float32)
-    counters = cupy.zeros(split_counters(case, m, n), dtype=cupy.int32)
+    workspace = cupy.empty(split_workspace_bytes(case, m, n, k, blocks) // 4, dtype=cupy.float32)
+    counters = cupy.zeros(split_counters(case, m, n, k, blocks), dtype=cupy.int32)
     return workspace, counters
 
 
@@ -214,7 +215,7 @@ def attach(case, probe, device) -> Attachment:
 
     from harness.families.gemm.cases import FP8_LIBRARY
     from harness.families.gemm.configs import library as library_case
-    from harness.families.gemm.problem import check_problem, fp8_bound, grid, measured_bound, threads
+    from harness.families.gemm.problem import check_grid, check_problem, fp8_bound, grid, measured_bound, threads
 
     from harness.families.gemm.problem import scale_offsets
 
@@ -233,7 +234,8 @@ def attach(case, probe, device) -> Attachment:
     # cuBLAS's inputs: A and B themselves, or (fp8, which cublasGemmEx does not take) their values as f16
     a_ref, b_ref = (a1, b1) if case.dtype == case.out_dtype else (as_f16(cupy, a1), as_f16(cupy, b1))
     resources += [a_ref, b_ref]
-    split0, split1 = split_buffers(cupy, case, m0, n0), split_buffers(cupy, case, m, n)
+    blocks, block = grid(case, device.sm_count), threads(case)
+    split0, split1 = split_buffers(cupy, case, m0, n0, k0, check_grid(case)), split_buffers(cupy, case, m, n, k, blocks)
     resources += [*split0, *split1]
     pointers = lambda buffers: tuple(0 if x is None else x.data.ptr for x in buffers)
     check = problem(case, a0, b0, c0, m0, n0, k0, scales0, pointers(split0))
@@ -251,7 +253,6 @@ def attach(case, probe, device) -> Attachment:
 
         host[KERNEL] = anchor
 
-    blocks, block = grid(case, device.sm_count), threads(case)
     if case.persistent and case.cluster > 1:  # a persistent grid's clusters must all run at once
         from harness.measure.launch import max_active_clusters
 

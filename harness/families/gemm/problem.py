@@ -12,14 +12,15 @@ from harness.dtypes import encode
 from harness.errors import SpecError
 from harness.families.gemm.cases import GemmCase, LibraryCase
 from harness.families.pipeline import (CONSUMER_REGS, COUNTER_WORDS, GROUP, PIPELINE_COUNTERS,  # noqa: F401
-                                       PRODUCER_REGS, TENSOR_FLOPS_PER_CYCLE, KernelStruct, counter_index,
+                                       PRODUCER_REGS, TENSOR_FLOPS_PER_CYCLE, KernelStruct, StreamK, counter_index,
                                        counter_metrics)
 
 # ptx/gemm.cu.in's by-value argument, twice (the check problem, the measured one): maps over A (K x M, box BK x BM),
 # B (K x N, box BK x BN / cluster) and C (N x M, box 64 x rows of one consumer warpgroup, 128-byte swizzle), C's
 # address (the register epilogue) and the shape.
 # A block-scaled fp8 problem adds its scales' addresses (cases.GemmCase.block_scaled; 0 otherwise, never read), a
-# split-K one its workspace (f32, split_workspace_bytes) and its counters (int32, zero; split_counters) (0 otherwise).
+# split-K or stream-K one its workspace (f32, split_workspace_bytes) and its counters (int32, zero; split_counters)
+# (0 otherwise).
 # M and N are the walk's, rounded up to whole tiles (walk_m, walk_n); the maps hold the matrices' own.
 PROBLEM = KernelStruct("Problem", (("a", "map"), ("b", "map"), ("c", "map"), ("c_ptr", "u64"), ("m", "i32"),
                                    ("n", "i32"), ("k", "i32"), ("pad", "i32"), ("scale_a", "u64"), ("scale_b", "u64"),
@@ -86,9 +87,15 @@ def check_problem(case: GemmCase | LibraryCase) -> tuple[int, int, int]:
     return m, n, runs * case.splits * case.bk
 
 
+CHECK_STREAMK_CTAS = 5  # a stream-K check launch's: its 4 or 18 tiles leave a partial wave, cut in 2 or 3 runs a tile
+
+
 def check_grid(case: GemmCase) -> int:
-    """Blocks of the check launch: two clusters walking every work item (persistent), or one per item."""
+    """Blocks of the check launch: two clusters walking every work item (persistent; stream-K: five CTAs, so that
+    its tiles leave a partial wave to split), or one per item."""
     m, n, k = check_problem(case)
+    if case.streamk:
+        return CHECK_STREAMK_CTAS
     return 2 * case.cluster if case.persistent else replace(case, m=m, n=n, k=k).items * case.cluster
 
 
@@ -110,13 +117,24 @@ def walk_n(case: GemmCase, n: int) -> int:
     return -(-n // case.bn) * case.bn
 
 
-def split_workspace_bytes(case: GemmCase, m: int, n: int) -> int:
-    """A split-K problem's workspace: every run's f32 sums of every tile (ptx/gemm.cu.in reduce_runs); else 0."""
+def stream_k(case: GemmCase, m: int, n: int, k: int, blocks: int) -> StreamK:
+    """The stream-K walk of a problem on a grid of `blocks` CTAs (ptx/pipeline.cuh TileScheduler)."""
+    return StreamK(walk_m(case, m) // case.bm * (walk_n(case, n) // case.bn), k // case.bk, blocks, case.streamk)
+
+
+def split_workspace_bytes(case: GemmCase, m: int, n: int, k: int, blocks: int) -> int:
+    """A split-K problem's workspace: every run's f32 sums of every tile (ptx/gemm.cu.in reduce_runs); stream-K's:
+    a slot of a tile's sums for each run a split tile may have; else 0."""
+    if case.streamk:
+        return stream_k(case, m, n, k, blocks).workspace_slots() * case.bm * case.bn * 4
     return walk_m(case, m) * walk_n(case, n) * case.splits * 4 if case.splits > 1 else 0
 
 
-def split_counters(case: GemmCase, m: int, n: int) -> int:
-    """A split-K problem's counters: one int32 per tile and consumer warpgroup; else 0."""
+def split_counters(case: GemmCase, m: int, n: int, k: int, blocks: int) -> int:
+    """A split-K problem's counters: one int32 per tile and consumer warpgroup; stream-K's: per slot and consumer
+    warpgroup; else 0."""
+    if case.streamk:
+        return stream_k(case, m, n, k, blocks).workspace_slots() * case.consumers
     return walk_m(case, m) // case.bm * (walk_n(case, n) // case.bn) * case.consumers if case.splits > 1 else 0
 
 

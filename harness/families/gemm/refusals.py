@@ -76,9 +76,9 @@ def _check_pipeline(case: GemmCase, refuse) -> None:
     if case.promotion == "staggered" and (case.consumers != 2 or case.pingpong):
         refuse("a staggered promotion orders two cooperative consumer warpgroups' k-blocks on the tensor cores: wg2, "
                "not ping-pong")
-    if case.promotion == "deferred" and (case.splits > 1 or case.pingpong):
-        refuse("a deferred epilogue holds a tile's f32 sums until the next tile's first k-block: not with split-K (its "
-               "runs' fix-up) or ping-pong (whose epilogues already run under the other warpgroup's mainloop)")
+    if case.promotion == "deferred" and (case.splits > 1 or case.streamk or case.pingpong):
+        refuse("a deferred epilogue holds a tile's f32 sums until the next tile's first k-block: not with split-K or "
+               "stream-K (their runs' fix-up) or ping-pong (whose epilogues already run under the other warpgroup's mainloop)")
     if case.group not in PIPELINE_GROUPS or (case.group != PIPELINE_GROUP and case.promotion != "pipelined"):
         refuse(f"a group of {case.group} k-blocks: a pipelined promotion's groups are of "
                f"{', '.join(map(str, PIPELINE_GROUPS))}")
@@ -105,8 +105,9 @@ def _check_pipeline(case: GemmCase, refuse) -> None:
             refuse(f"M = {case.m} is not a whole number of {case.bm * case.cluster}-row tiles (cluster pairs along M): "
                    "a partial last tile takes the TMA-store epilogue (it clips the rows past M), no cluster, no block "
                    "scales, and M a multiple of 16")
-    if case.splits > 1 and case.block_scaled:
-        refuse("split-K with block scales: the scales are loaded by the run's own k-block")
-    if case.splits > 1 and case.accumulator_set > SPLIT_ACCUMULATORS:
-        refuse(f"split-K beside {case.accumulator_set} f32 accumulators a thread: the fix-up's loads spill (ptxas, 32 "
+    split = "split-K" if case.splits > 1 else "stream-K"
+    if (case.splits > 1 or case.streamk) and case.block_scaled:
+        refuse(f"{split} with block scales: the scales are loaded by the run's own k-block")
+    if (case.splits > 1 or case.streamk) and case.accumulator_set > SPLIT_ACCUMULATORS:
+        refuse(f"{split} beside {case.accumulator_set} f32 accumulators a thread: the fix-up's loads spill (ptxas, 32 "
                f"bytes, run 139); at most {SPLIT_ACCUMULATORS}")

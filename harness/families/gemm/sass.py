@@ -34,7 +34,7 @@ def expectation(case: GemmCase) -> SassExpectation:
         kernels.append(("probe_gemm", KernelExpectation("UTMASTG.2D", stores * case.bn // 64)))
     if case.promotion == "staggered":  # a warpgroup's arrival after it issued a k-block (the other's turn)
         kernels.append(("probe_gemm", KernelExpectation("BAR.ARV", 1)))
-    if case.splits > 1:  # split-K: a run's arrival at its tile's counter (acq_rel, the GPU's scope)
+    if case.splits > 1 or case.streamk:  # split- or stream-K: a run's arrival at its tile's counter (acq_rel, GPU scope)
         kernels.append(("probe_gemm", KernelExpectation("ATOMG.E.ADD.S32.STRONG.GPU", 1)))
     return both_builds(SassExpectation(tuple(kernels), executes=f"{per_kblock} x {mnemonic} per k-block",
                                        invalidating_notes=("C7510", "C7511", "C7514", "C7515", "C7517", "C7518"),

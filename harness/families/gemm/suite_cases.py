@@ -217,6 +217,37 @@ def skinny(ms=SKINNY_DECODE, nk: int = 8192, dtype: str = "f16") -> list[GemmCas
     return _unique(cases)
 
 
+# Stream-K (`.streamkR`): the tiles that fill the grid's whole waves walked whole, the last partial wave's split along
+# K over every CTA. Where waves are lost: fp8 8192^3 in 128x128 tiles is 4096 tiles on 132 SMs (31.03 waves), f16
+# 4096^3 in 128x128 tiles 1024 (7.76); a skinny problem fills less than one wave. R (the most runs a split tile is cut
+# in): 2 and 4. Stream-K's fix-up takes split-K's limit (a consumer's accumulators at most SPLIT_ACCUMULATORS): not
+# 128x256.
+STREAMK_RUNS = (2, 4)
+FP8_STREAMK = dict(BEST_FP8, stages=5, cluster=1)  # runs 149-151's best cluster-1 case, stream-K's unsplit peer
+F16_STREAMK = dict(BEST, bn=128, stages=4, cluster=1)
+
+
+def streamk() -> list[GemmCase | LibraryCase]:
+    """`gemm-streamk`: fp8's pipelined 128x128 at 4096^3 and 8192^3 and f16's 128x128 at 4096^3, each without and with
+    stream-K (R = 2, 4), beside the library (f16: the best 128x256 too); the skinny configurations at M = 128 and 256
+    (N = K = 8192) with stream-K beside split-K 2 and 4."""
+    cases = []
+    for dtype, shape, config in (("e4m3", (4096,) * 3, FP8_STREAMK), ("e4m3", (8192,) * 3, FP8_STREAMK),
+                                 ("f16", (4096,) * 3, F16_STREAMK)):
+        cases += [pipeline(dtype, shape, **dict(config, streamk=runs)) for runs in (0,) + STREAMK_RUNS]
+        cases.append(library(dtype, shape))
+    cases.append(pipeline("f16", (4096,) * 3, **BEST))
+    for m in (128, 256):
+        shape = (m, 8192, 8192)
+        for config in SKINNY_CONFIGS:
+            cases += [pipeline("f16", shape, **dict(config, splits=splits)) for splits in (1, 2, 4)]
+            cases += [pipeline("f16", shape, **dict(config, streamk=runs)) for runs in STREAMK_RUNS]
+        cases.append(library("f16", shape))
+    for case in cases:
+        check(case)
+    return _unique(cases)
+
+
 def protocol() -> list[GemmCase | LibraryCase]:
     """`gemm-protocol`: the best f16 configuration (the worklog's step 10 in ours) and cuBLAS at the worklog's size,
     each measured problem's inputs (random, integers, zeros) under each protocol (sustained rounds, a burst after
@@ -235,4 +266,4 @@ def quick() -> list[GemmCase]:
 def cases() -> list[GemmCase]:
     """Every suite's cases but gemm-heuristics' (the family adds those: heuristics.py ranks with the planner, which
     stands above this module)."""
-    return _unique(full() + quick() + multicast() + skinny() + protocol())
+    return _unique(full() + quick() + multicast() + skinny() + streamk() + protocol())

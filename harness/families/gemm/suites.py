@@ -27,6 +27,9 @@ def suites() -> dict[str, Suite]:
                                 "and on 128, with the library", _lists.multicast),
         "gemm-skinny": Suite("skinny and decode GEMMs (M = 16..256 at N = K = 8192, f16): 64- and 128-row tiles "
                              "with and without split-K, a partial last tile where M < 64, and cuBLAS", _lists.skinny),
+        "gemm-streamk": Suite("stream-K (the last partial wave's tiles split along K over every SM) against whole tiles "
+                              "and split-K: fp8 128x128 at 4096^3 and 8192^3, f16 128x128 at 4096^3, skinny f16 at "
+                              "M = 128 and 256 (N = K = 8192), with the library", _lists.streamk),
         "gemm-protocol": Suite("the worklog's published figures by their protocol: the best f16 configuration and "
                                "cuBLAS at 4096^3, random, integer and zero inputs, each in sustained rounds and in a "
                                "burst of 8 launches after 5 s idle (docs/gemm.md)", _lists.protocol),
