@@ -394,12 +394,10 @@ struct TileScheduler {
   // k-blocks of the split tiles, the first of range i, and the range holding split k-block g (the last i whose
   // range starts at or before it)
   __device__ __forceinline__ int total(int kblocks) const { return (pairs_m * tiles_n - whole) * kblocks; }
-  __device__ __forceinline__ int range_start(int i, int kblocks) const {
-    return static_cast<int>(static_cast<long long>(i) * total(kblocks) / parts);
-  }
-  __device__ __forceinline__ int range_of(int g, int kblocks) const {
-    return static_cast<int>((static_cast<long long>(g + 1) * parts - 1) / total(kblocks));
-  }
+  // (32-bit: grid x total < 2^31, harness/families/gemm/refusals.py; a 64-bit division is a call, whose result
+  // ptxas no longer knows to be warp-uniform: the walk's descriptors then go through vector registers, R2UR)
+  __device__ __forceinline__ int range_start(int i, int kblocks) const { return i * total(kblocks) / parts; }
+  __device__ __forceinline__ int range_of(int g, int kblocks) const { return ((g + 1) * parts - 1) / total(kblocks); }
   // Runs a split tile may have (its workspace slots): ranges are at least total / parts long.
   __device__ __forceinline__ int streamk_stride(int kblocks) const {
     return (kblocks - 1) / (total(kblocks) / parts) + 2;
@@ -492,6 +490,13 @@ __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, lo
   if (K::CLUSTER > 1) cluster_sync(); else __syncthreads();
   const long long clk0 = clock_cycles();
   const u64 ns0 = globaltimer_ns();
+  // Stream-K: the record's start stored now by the thread that stores the rest, and read back at the end (kept in
+  // registers through the walk, these two spill: 8 bytes)
+  volatile long long* record = timing + blockIdx.x * TIMING_RECORD_WORDS;
+  if (K::STREAMK > 0 && threadIdx.x == WARPGROUP_THREADS) {
+    record[0] = clk0;
+    record[2] = static_cast<long long>(ns0);
+  }
 
   if (wg == 0) {  // ---- the producer ----
     if (K::REBALANCE) setmaxnreg_dec<K::PRODUCER_REGS>();
@@ -533,7 +538,10 @@ __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, lo
       const Tile tile = sched.tile(q, rank, kblocks);
       // Ping-pong: wait for this warpgroup's turn (the other's mainloop issued), except on the first tile of all.
       if (PINGPONG && q != sched.first) named_barrier_sync(BARRIER_TURN + c, 2 * WARPGROUP_THREADS);
-      const int tile_kblocks = item_kblocks<K>(P, tile, kblocks);
+      // (stream-K: through a shuffle from lane 0, which ptxas knows to be the same in every lane, as the trip count of
+      // a walk of wgmma must be; computed with divisions it would not know it, and guards the walk for divergence)
+      const int tile_kblocks = K::STREAMK > 0 ? __shfl_sync(0xffffffffu, item_kblocks<K>(P, tile, kblocks), 0)
+                                              : item_kblocks<K>(P, tile, kblocks);
       if (WALKS_VARY) walked += tile_kblocks;
       const long long m0 = CLOCK_TILES ? clock_cycles() : 0;
       consumer.mainloop(ring, st, tile, tile_kblocks, full_wait);
@@ -554,7 +562,10 @@ __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, lo
       out[MAINLOOP] = mainloop;
       out[TILES] = tiles;
       out[KBLOCKS] = WALKS_VARY ? walked : static_cast<long long>(tiles) * kblocks;
-      write_timing_record(timing, blockIdx.x, clk0, clock_cycles(), ns0, globaltimer_ns());
+      const long long clk1 = clock_cycles();
+      const u64 ns1 = globaltimer_ns();
+      if (K::STREAMK > 0) write_timing_record(timing, blockIdx.x, record[0], clk1, static_cast<u64>(record[2]), ns1);
+      else write_timing_record(timing, blockIdx.x, clk0, clk1, ns0, ns1);
     }
   }
   if (K::CLUSTER > 1) cluster_sync();  // no CTA leaves while a peer may still arrive on its barriers

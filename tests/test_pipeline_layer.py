@@ -6,6 +6,7 @@ Expectations come from outside the code under test: the descriptor's fields from
 offsetof, illegal arguments from the compiler's refusal."""
 
 import re
+import subprocess
 
 import numpy as np
 import pytest
@@ -68,20 +69,27 @@ def test_each_warpgroup_wrapper_is_its_instruction(cache_dir):
         assert mnemonic in text, (mnemonic, text)
 
 
-def test_a_kernel_struct_is_laid_out_as_the_compiler_lays_it(cache_dir):
+def _nvcc(body: str, tmp_path) -> subprocess.CompletedProcess:
+    """nvcc (CUDA 13, sm_90a) on `body` after <cstddef>: NVRTC 13.0 has no offsetof, nvcc's front end does (a kernel
+    argument's layout is the host's and the device's alike: the CUDA ABI)."""
+    source = tmp_path / "layout.cu"
+    source.write_text("#include <cstddef>\n" + body + '\nextern "C" __global__ void k() {}\n')
+    return subprocess.run(["nvcc", "-arch=sm_90a", "-std=c++17", "-c", "-o", str(tmp_path / "layout.o"), str(source)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_a_kernel_struct_is_laid_out_as_the_compiler_lays_it(tmp_path):
     """The NumPy view of the GEMM's Problem (and of an odd struct) has the compiler's offsets and size."""
     odd = KernelStruct("Odd", (("n", "i32"), ("map", "map"), ("p", "u64"), ("k", "i32")))
     for struct in (PROBLEM, odd):
-        body = struct.render() + "\n" + struct.check_layout_source().replace(
-            "offsetof", "__builtin_offsetof") + '\nextern "C" __global__ void k() {}\n'
-        assert _compile(body, f"struct-{struct.name}").cubin_path.is_file()
+        done = _nvcc(struct.render() + "\n" + struct.check_layout_source(), tmp_path)
+        assert done.returncode == 0, done.stderr
         dtype = struct.dtype()
         assert dtype.itemsize == struct.itemsize and dtype.itemsize % 64 == 0
         assert {name: dtype.fields[name][1] for name in dtype.names} == struct.offsets()
     assert PROBLEM.itemsize == 448  # 3 maps of 128 bytes, an address, four ints, to a multiple of 64
-    broken = PROBLEM.check_layout_source().replace("== 384", "== 388").replace("offsetof", "__builtin_offsetof")
-    with pytest.raises(CompileError, match="c_ptr"):
-        _compile(PROBLEM.render() + "\n" + broken + '\nextern "C" __global__ void k() {}\n', "struct-broken")
+    broken = _nvcc(PROBLEM.render() + "\n" + PROBLEM.check_layout_source().replace("== 384", "== 388"), tmp_path)
+    assert broken.returncode != 0 and "Problem.c_ptr: offset" in broken.stderr
 
 
 def test_the_counters_render_in_their_declared_order():
@@ -151,9 +159,10 @@ def test_the_pingpong_kernel_compiles_without_spills_to_its_expectation(cache_di
 ])
 def test_the_timed_build_reads_no_clock_around_its_waits_and_the_counting_build_does(cache_dir, case_id):
     """One module, two kernels of the same code: probe_gemm (timed) reads the clock at the kernel's ends and around
-    each tile's mainloop and epilogue only; probe_gemm_counted reads it around every wait as well (two reads around
-    each of the walk's waits on a full slot, and the producer's around its wait on an empty one), and issues the same
-    tensor-core work."""
+    each tile's mainloop and epilogue only; probe_gemm_counted at the kernel's ends and around every wait (two reads
+    around each of the walk's waits on a full slot, and the producer's around its wait on an empty one), not around
+    the tiles (the GEMM reads those counters from the timed build: WAITS_APART), and issues the same tensor-core
+    work."""
     from harness.build.render import render
     from harness.families.pipeline import TIMED_CLOCK_READS, counted_kernel
 
@@ -161,7 +170,7 @@ def test_the_timed_build_reads_no_clock_around_its_waits_and_the_counting_build_
     sass = disassemble(compile_probe(render(case, GEMM)).cubin_path)
     reads = {k: sum(1 for ins in code if ins.startswith("CS2R") and "SR_CLOCK" in ins) for k, code in sass.items()}
     timed, counted = reads["probe_gemm"], reads[counted_kernel("probe_gemm")]
-    assert timed == TIMED_CLOCK_READS and counted >= timed + 3, reads
+    assert timed == TIMED_CLOCK_READS and counted >= 2 + 4 and counted % 2 == 0, reads
     mma = lambda code: sorted(ins.split(" ", 1)[0] for ins in code if "GMMA." in ins.split(" ", 1)[0])
     assert mma(sass["probe_gemm"]) == mma(sass[counted_kernel("probe_gemm")])
 
