@@ -473,9 +473,9 @@ __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, lo
   const int wg = threadIdx.x / WARPGROUP_THREADS;
   const int t = threadIdx.x % WARPGROUP_THREADS;
   const u32 rank = K::CLUSTER > 1 ? cluster_ctarank() : 0u;
-  const int kblocks = P.k / K::BK / K::SPLITS;  // a tile's (split-K: a run's)
   const TileScheduler<K::BM, K::BN, K::CLUSTER, K::PERSISTENT, K::ORDER, K::GROUP, K::SPLITS, K::STREAMK> sched(
-      P.m, P.n, kblocks);
+      P.m, P.n, P.k / K::BK);
+  const int kblocks = P.k / K::BK / K::SPLITS;  // a tile's (split-K: a run's)
   constexpr bool WALKS_VARY = K::VARIABLE_KBLOCKS || K::STREAMK > 0;  // work items of other k-blocks than kblocks
   // The tiles' mainloop and epilogue clocked: by the timed build, and by the counting one unless K reads them from the
   // timed one (WAITS_APART: its counting build is launched for the wait counters alone)
@@ -492,8 +492,8 @@ __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, lo
   const u64 ns0 = globaltimer_ns();
   // Stream-K: the record's start stored now by the thread that stores the rest, and read back at the end (kept in
   // registers through the walk, these two spill: 8 bytes)
-  volatile long long* record = timing + blockIdx.x * TIMING_RECORD_WORDS;
   if (K::STREAMK > 0 && threadIdx.x == WARPGROUP_THREADS) {
+    volatile long long* record = timing + blockIdx.x * TIMING_RECORD_WORDS;
     record[0] = clk0;
     record[2] = static_cast<long long>(ns0);
   }
@@ -525,8 +525,8 @@ __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, lo
     const int c = wg - 1;
     typename K::template Consumer<WaitClock<COUNT_WAITS>> consumer(P, base, c, t);
     WaitClock<COUNT_WAITS> full_wait;
-    long long epilogue = 0, mainloop = 0;
-    int tiles = 0, walked = 0;  // walked: k-blocks, where a work item's vary
+    long long epilogue = 0, mainloop = 0, walked = 0;
+    int tiles = 0;
     PipelineState<K::STAGES> st;
     constexpr bool PINGPONG = K::SCHEDULE == SCHEDULE_PINGPONG;
     // Ping-pong: this warpgroup's tiles are every other one of the CTA's, and their k-blocks every other run of
@@ -562,10 +562,14 @@ __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, lo
       out[MAINLOOP] = mainloop;
       out[TILES] = tiles;
       out[KBLOCKS] = WALKS_VARY ? walked : static_cast<long long>(tiles) * kblocks;
-      const long long clk1 = clock_cycles();
-      const u64 ns1 = globaltimer_ns();
-      if (K::STREAMK > 0) write_timing_record(timing, blockIdx.x, record[0], clk1, static_cast<u64>(record[2]), ns1);
-      else write_timing_record(timing, blockIdx.x, clk0, clk1, ns0, ns1);
+      if constexpr (K::STREAMK > 0) {
+        volatile long long* record = timing + blockIdx.x * TIMING_RECORD_WORDS;
+        const long long clk1 = clock_cycles();
+        const u64 ns1 = globaltimer_ns();
+        write_timing_record(timing, blockIdx.x, record[0], clk1, static_cast<u64>(record[2]), ns1);
+      } else {
+        write_timing_record(timing, blockIdx.x, clk0, clock_cycles(), ns0, globaltimer_ns());
+      }
     }
   }
   if (K::CLUSTER > 1) cluster_sync();  // no CTA leaves while a peer may still arrive on its barriers

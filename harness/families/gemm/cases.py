@@ -200,6 +200,11 @@ class GemmCase(_GemmProblem, PipelineCase):
         return self.tiles // self.cluster * max(self.splits, self.streamk)
 
     @property
+    def fixes_up(self) -> bool:
+        """Whether tiles are cut along K in runs whose f32 sums the tile's last run adds (split-K, stream-K)."""
+        return self.splits > 1 or self.streamk > 0
+
+    @property
     def accumulator_set(self) -> int:
         """f32 accumulators per consumer thread that one k-block's wgmma write."""
         return (self.wg_rows // 64) * self.bn // 2

@@ -181,7 +181,7 @@ def _fit_epilogue(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) ->
     for cid, row in table.iterrows():
         cycles = row.get("epilogue_cycles_per_tile", np.nan)
         case = cases[cid]
-        if case.splits == 1 and cycles and not np.isnan(cycles):
+        if not case.fixes_up and cycles and not np.isnan(cycles):
             points.append((case.bm * case.bn * OUT_ELEM, case.epilogue == "tmastore", float(cycles)))
     if not points:
         return p
@@ -228,7 +228,7 @@ def _fit_whole(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) -> Pa
     twice their k-blocks and epilogues), which the launch cost took up (14.8 k cycles fitted to run 136, 8-9 k to the
     plain runs)."""
     rows = [(cases[c], float(r.clock_mhz), float(r.throughput_tflops), int(r.sm_count)) for c, r in table.iterrows()
-            if cases[c].splits == 1]
+            if not cases[c].fixes_up]
     if not rows:
         return p
 
