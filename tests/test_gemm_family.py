@@ -376,18 +376,20 @@ def _tensor_core_fp8(a: np.ndarray, b: np.ndarray, bits: int, step: int = 32, kb
     return out.astype(np.float16).astype(np.float64)
 
 
+@pytest.mark.parametrize("b_dtype", ["e4m3", "e5m2"])
 @pytest.mark.parametrize("m, n, k", [(64, 48, 1024), (16, 16, 16384)])
-def test_the_fp8_bound_holds_for_the_arithmetic_and_fails_a_dropped_kblock_or_a_wrong_scale(m, n, k):
+def test_the_fp8_bound_holds_for_the_arithmetic_and_fails_a_dropped_kblock_or_a_wrong_scale(m, n, k, b_dtype):
     """problem.fp8_bound against a GEMM done as the bound describes it (13 fraction bits a step, truncated), the
     reference exact (f64), as gpu.verify takes it: every element within; a dropped k-block or A scaled by 2 leaves
-    most elements beyond it, at K = 1024 and at 16384 (where the bound is widest)."""
+    most elements beyond it, at K = 1024 and at 16384 (where the bound is widest); B in e4m3 or e5m2 (its 2-bit
+    significand's products are as exact)."""
     from harness.dtypes import round_to
     from harness.families.gemm.problem import FP8_SUM_BITS, fp8_bound
 
     rng = np.random.default_rng(7)
     a = round_to("e4m3", rng.standard_normal((m, k)))
-    b = round_to("e4m3", rng.standard_normal((n, k)))
-    exact = a @ b.T  # products of 4-bit significands, sums far inside f64's 53 bits: exact
+    b = round_to(b_dtype, rng.standard_normal((n, k)))
+    exact = a @ b.T  # products of 4-bit (and 3-bit) significands, sums far inside f64's 53 bits: exact
     abs_sum = np.abs(a) @ np.abs(b).T
     bound = fp8_bound(np, exact, abs_sum, k, 128 // 32, 128)
     ours = _tensor_core_fp8(a, b, FP8_SUM_BITS)
@@ -877,3 +879,31 @@ def test_carried_and_deferred_refuse_what_they_cannot_do_and_are_priced_as_the_p
     # drained once a tile, but run 151 measured its k-block no shorter than the pipelined one's: priced alike
     assert carried == pipelined
     assert carried.t_kblock >= tensor_cycles(case, params) + params.drain_cycles / case.group
+
+
+# -- fp8 with B in e5m2 ---------------------------------------------------------------------------------------------
+
+PAIR = "gemm.e4m3-e5m2.4096x4096x4096.tile128x128x128.s5.wg2.setmaxnreg.cluster1.persistent-grouped.tmastore.pipelined"
+
+
+def test_an_e5m2_b_case_names_both_types_in_its_instruction_sass_inputs_and_columns():
+    """The pair `e4m3-e5m2`: A e4m3, B e5m2 in the wgmma (PTX's .f32.e4m3.e5m2), in the SASS expected (QGMMA's
+    E4M3.E5M2), in the check problem's B (e5m2 codes of its integers), in the stored columns and in the library case
+    beside it (cuBLASLt's e4m3 x e5m2)."""
+    from harness.dtypes import fp8_values
+    from harness.families.gemm.checks import inputs
+    from harness.families.gemm.template import template_params
+
+    case = FAMILY.parse(PAIR)
+    assert (case.a_dtype, case.b_dtype, case.in_bytes, case.wgmma_k) == ("e4m3", "e5m2", 1, 32)
+    assert template_params(case)["instruction"].endswith("m64n128k32.f32.e4m3.e5m2")
+    assert "QGMMA.64x128x32.F32.E4M3.E5M2" in [e.mnemonic for _, e in FAMILY.sass_expectation(case).kernels]
+    checked = inputs(case, np.random.default_rng(1))
+    m, n, k = check_problem(case)
+    b_codes = checked.buffer[m * k:m * k + n * k]
+    assert np.array_equal(fp8_values("e5m2")[b_codes].reshape(n, k), checked.values["B"])
+    assert (case.columns()["dtype_a"], case.columns()["dtype_b"]) == ("e4m3", "e5m2")
+    library = FAMILY.parse("cublaslt.e4m3-e5m2.4096x4096x4096")
+    assert library.case_id == "cublaslt.e4m3-e5m2.4096x4096x4096" and library.b_dtype == "e5m2"
+    with pytest.raises(SpecError, match="e5m2"):
+        FAMILY.parse(PAIR + ".blockscale")

@@ -39,14 +39,17 @@ from typing import ClassVar
 from harness.anchors import Anchor, AnchorCase
 from harness.families.pipeline import SMEM_SLACK, PipelineCase
 
-DTYPES = ("f16", "bf16", "e4m3")
-IN_BYTES = {"f16": 2, "bf16": 2, "e4m3": 1}  # bytes of an A or B element
-OUT_DTYPE = {"f16": "f16", "bf16": "bf16", "e4m3": "f16"}  # C's type: the input's, f16 for fp8 inputs
-WGMMA_K = {"f16": 16, "bf16": 16, "e4m3": 32}  # the wgmma's K: 32 bytes of each row either way
-MMA_RATE = {"f16": 1, "bf16": 1, "e4m3": 2}  # dense tensor-core FLOP per cycle over f16's (PTX ISA; measured)
+# The input types: A's and B's alike, or a pair `A-B` (e4m3 A with e5m2 B: the gradient's format in fp8 training
+# recipes, e5m2's wider range for the tensor that needs it)
+DTYPES = ("f16", "bf16", "e4m3", "e4m3-e5m2")
+IN_BYTES = {"f16": 2, "bf16": 2, "e4m3": 1, "e4m3-e5m2": 1}  # bytes of an A or B element
+OUT_DTYPE = {"f16": "f16", "bf16": "bf16", "e4m3": "f16", "e4m3-e5m2": "f16"}  # C's type: f16 for fp8 inputs
+WGMMA_K = {"f16": 16, "bf16": 16, "e4m3": 32, "e4m3-e5m2": 32}  # the wgmma's K: 32 bytes of each row either way
+MMA_RATE = {"f16": 1, "bf16": 1, "e4m3": 2, "e4m3-e5m2": 2}  # dense FLOP per cycle over f16's (PTX ISA; measured)
 BK = 64  # one 128-byte swizzle span of 2-byte elements (128 of fp8: bk_for)
 LIBRARY_DTYPES = ("f16", "bf16")  # cublasGemmEx through CuPy (harness/anchors/cublas.py)
-FP8_LIBRARY = ("e4m3",)  # cublasLtMatmul through nvmath-python's bindings (harness/anchors/cublaslt.py, extra `fp8`)
+# cublasLtMatmul through nvmath-python's bindings (harness/anchors/cublaslt.py, extra `fp8`)
+FP8_LIBRARY = ("e4m3", "e4m3-e5m2")
 # 128x192: fp8's widest tile with its promotion (96 + 96 f32 a thread): 40 KiB of A and B a k-block for 6.3 MFLOP,
 # where 128x128 lands 32 KiB for 4.2 (the feed alone turns 128x128's k-block in 538 cycles against the tensor
 # cores' 512; reports/investigation/gemm-feed-h100.txt); N past a whole number of its tiles is a partial last tile
@@ -97,6 +100,15 @@ class _GemmProblem:
     @property
     def in_bytes(self) -> int:
         return IN_BYTES[self.dtype]
+
+    @property
+    def a_dtype(self) -> str:
+        return self.dtype.split("-")[0]
+
+    @property
+    def b_dtype(self) -> str:
+        """B's type: A's, or the pair's second (`e4m3-e5m2`)."""
+        return self.dtype.split("-")[-1]
 
     @property
     def out_dtype(self) -> str:
@@ -225,7 +237,7 @@ class GemmCase(_GemmProblem, PipelineCase):
 
     def columns(self) -> dict[str, object]:
         return {"instruction": "wgmma.mma_async + cp.async.bulk.tensor", "m": self.m, "n": self.n, "k": self.k,
-                "dtype_a": self.dtype, "dtype_b": self.dtype, "dtype_acc": "f32", "operands": "SS"}
+                "dtype_a": self.a_dtype, "dtype_b": self.b_dtype, "dtype_acc": "f32", "operands": "SS"}
 
     def params(self) -> dict[str, object]:
         values = super().params()
@@ -267,8 +279,8 @@ class LibraryCase(_GemmProblem, AnchorCase):
         return cublaslt.anchor(self.fast_accum, self.block_scaled) if self.dtype in FP8_LIBRARY else cublas.GEMM_EX
 
     def columns(self) -> dict[str, object]:
-        return {"instruction": self.anchor.call, "m": self.m, "n": self.n, "k": self.k, "dtype_a": self.dtype,
-                "dtype_b": self.dtype, "dtype_acc": "f32", "operands": None}
+        return {"instruction": self.anchor.call, "m": self.m, "n": self.n, "k": self.k, "dtype_a": self.a_dtype,
+                "dtype_b": self.b_dtype, "dtype_acc": "f32", "operands": None}
 
     def params(self) -> dict[str, object]:
         """As stored since the library was a GemmCase flag (`library`: true; fp8's `fast_accum`; a block scaling)."""

@@ -27,13 +27,13 @@ def _measured_check(case: GemmCase) -> str:
 
 
 def inputs(case: GemmCase, rng: np.random.Generator) -> Inputs:
-    """The check problem's A (M x K) and B (N x K): small integers, exact in f16, bf16 and e4m3; the
-    measured problem's normal(0, 1) inputs are drawn on the GPU (gpu.py; e4m3: rounded to it there)."""
+    """The check problem's A (M x K) and B (N x K): small integers, exact in f16, bf16, e4m3 and e5m2; the
+    measured problem's normal(0, 1) inputs are drawn on the GPU (gpu.py; fp8: rounded to it there)."""
     m, n, k = check_problem(case)
     low, high = CHECK_VALUES
     a = rng.integers(low, high + 1, (m, k)).astype(np.float64)
     b = rng.integers(low, high + 1, (n, k)).astype(np.float64)
-    buffer = np.concatenate([to_bits(a, case.dtype).ravel(), to_bits(b, case.dtype).ravel()]).view(np.uint8)
+    buffer = np.concatenate([to_bits(a, case.a_dtype).ravel(), to_bits(b, case.b_dtype).ravel()]).view(np.uint8)
     values = {"A": a, "B": b}
     distribution = f"check: integers {low}..{high}; measured: {MEASURED_INPUTS[case.inputs]} {case.dtype}" + (
         "" if case.inputs == "zero" else ", seeded, drawn on the GPU")

@@ -38,8 +38,8 @@ def problem(case, a: int, b: int, c: int, m: int, n: int, k: int, scales: tuple[
     """The kernel's Problem argument for A, B, C at these addresses (row-major, K-major A and B), a block-scaled
     case's scales and a split-K case's workspace and counters. The maps hold M rows and N columns; the walk, whole tiles."""
     value = np.zeros(1, dtype=PROBLEM.dtype())
-    value["a"] = _encode(case, case.dtype, a, m, k, case.bm, case.bk, True)
-    value["b"] = _encode(case, case.dtype, b, n, k, case.bn // case.cluster, case.bk, True)
+    value["a"] = _encode(case, case.a_dtype, a, m, k, case.bm, case.bk, True)
+    value["b"] = _encode(case, case.b_dtype, b, n, k, case.bn // case.cluster, case.bk, True)
     value["c"] = _encode(case, case.out_dtype, c, m, n, case.wg_rows, 64, False)
     value["c_ptr"], value["m"], value["n"], value["k"] = c, walk_m(case, m), walk_n(case, n), k
     value["scale_a"], value["scale_b"] = scales
@@ -69,10 +69,10 @@ def block_scales(cupy, m: int, n: int, k: int, seed: int):
 
 
 def normal(cupy, rows: int, cols: int, dtype: str, seed: int):
-    """normal(0, 1) values as the bit patterns of `dtype`, drawn on the GPU (e4m3: the nearest value)."""
+    """normal(0, 1) values as the bit patterns of `dtype`, drawn on the GPU (fp8: the nearest value)."""
     x = cupy.random.RandomState(seed).standard_normal((rows, cols), dtype=cupy.float32)
-    if dtype == "e4m3":  # the nearest e4m3 value, a tie to the lower one: the inputs' distribution, not a
-        values, codes = _e4m3_table(cupy)  # conversion under test (cuBLAS gets the same values)
+    if dtype in ("e4m3", "e5m2"):  # the nearest fp8 value, a tie to the lower one: the inputs' distribution, not a
+        values, codes = _fp8_table(cupy, dtype)  # conversion under test (cuBLAS gets the same values)
         above = cupy.clip(cupy.searchsorted(values, x), 1, len(values) - 1)
         nearer = cupy.where(x - values[above - 1] <= values[above] - x, above - 1, above)
         return codes[nearer]
@@ -105,21 +105,22 @@ def exact_product(cupy, a_bits, b_bits, dtype: str):
     return product
 
 
-def _e4m3_table(cupy):
-    """e4m3's finite values in ascending order (one zero) and their codes, on the GPU."""
+def _fp8_table(cupy, dtype: str):
+    """An fp8 type's finite values in ascending order (one zero) and their codes, on the GPU."""
     from harness.dtypes import fp8_values
 
-    table = fp8_values("e4m3")
+    table = fp8_values(dtype)
     codes = np.array([c for c, v in enumerate(table) if np.isfinite(v) and not (v == 0 and c)])
     order = np.argsort(table[codes])
     return cupy.asarray(table[codes][order], dtype=cupy.float32), cupy.asarray(codes[order], dtype=cupy.uint8)
 
 
-def as_f16(cupy, codes):
-    """e4m3 codes as the f16 bit patterns of the same values (every e4m3 value is an f16 value)."""
+def as_f16(cupy, codes, dtype: str = "e4m3"):
+    """fp8 codes as the f16 bit patterns of the same values (every e4m3 and e5m2 value is an f16 value; the
+    measured inputs hold no NaN or infinity)."""
     from harness.dtypes import fp8_values
 
-    table = np.nan_to_num(fp8_values("e4m3")).astype(np.float16).view(np.uint16)
+    table = np.nan_to_num(fp8_values(dtype)).astype(np.float16).view(np.uint16)
     return cupy.asarray(table)[codes]
 
 
@@ -161,8 +162,8 @@ def _measured(cupy, case):
     """The measured problem's A, B and (block-scaled) scales, drawn on the GPU from the family's seeds and the case's
     input kind: a pipeline case and the library case of its problem and inputs get the same values."""
     m, n, k = case.m, case.n, case.k
-    a1 = measured_values(cupy, m, k, case.dtype, SEED, case.inputs)
-    b1 = measured_values(cupy, n, k, case.dtype, SEED + 1, case.inputs)
+    a1 = measured_values(cupy, m, k, case.a_dtype, SEED, case.inputs)
+    b1 = measured_values(cupy, n, k, case.b_dtype, SEED + 1, case.inputs)
     scales = block_scales(cupy, m, n, k, SEED + 2) if case.block_scaled else (None, None)
     return a1, b1, scales
 
@@ -176,7 +177,7 @@ def _call(case, m: int, n: int, k: int, a: int, b: int, c: int, scales: tuple[in
     if case.dtype in FP8_LIBRARY:
         from harness.anchors.cublaslt import CublasLtMatmul
 
-        plan = CublasLtMatmul(case.dtype, case.dtype, case.out_dtype, m, n, k, fast_accum,
+        plan = CublasLtMatmul(case.a_dtype, case.b_dtype, case.out_dtype, m, n, k, fast_accum,
                               block_scales=scales if case.block_scaled else None)
         return plan, lambda: plan(a, b, c)
     from harness.anchors.cublas import Library
@@ -232,7 +233,8 @@ def attach(case, probe, device) -> Attachment:
     reference = cupy.zeros((m, n), dtype=cupy.uint16)
     resources = [a1, b1, c1, reference, scale_a1, scale_b1]
     # cuBLAS's inputs: A and B themselves, or (fp8, which cublasGemmEx does not take) their values as f16
-    a_ref, b_ref = (a1, b1) if case.dtype == case.out_dtype else (as_f16(cupy, a1), as_f16(cupy, b1))
+    a_ref, b_ref = (a1, b1) if case.dtype == case.out_dtype else (as_f16(cupy, a1, case.a_dtype),
+                                                                  as_f16(cupy, b1, case.b_dtype))
     resources += [a_ref, b_ref]
     blocks, block = grid(case, device.sm_count), threads(case)
     split0, split1 = split_buffers(cupy, case, m0, n0, k0, check_grid(case)), split_buffers(cupy, case, m, n, k, blocks)

@@ -36,6 +36,8 @@ def check(case: GemmCase | LibraryCase) -> None:
             refuse("block scaling is fp8's (DeepSeek-V3's 1x128 and 128x128 f32 scales)")
         if case.n % SCALE_BLOCK or case.k % SCALE_BLOCK:
             refuse(f"block scaling takes N and K in multiples of its {SCALE_BLOCK}-wide blocks")
+        if case.a_dtype != case.b_dtype:
+            refuse("block scaling with e5m2 B: not built (e4m3 A and B only)")
     if isinstance(case, LibraryCase):
         _check_library(case, refuse)
     else:
@@ -78,7 +80,8 @@ def _check_pipeline(case: GemmCase, refuse) -> None:
                "not ping-pong")
     if case.promotion == "deferred" and (case.splits > 1 or case.streamk or case.pingpong):
         refuse("a deferred epilogue holds a tile's f32 sums until the next tile's first k-block: not with split-K or "
-               "stream-K (their runs' fix-up) or ping-pong (whose epilogues already run under the other warpgroup's mainloop)")
+               "stream-K (their runs' fix-up) or ping-pong (whose epilogues already run under the other warpgroup's "
+               "mainloop)")
     if case.group not in PIPELINE_GROUPS or (case.group != PIPELINE_GROUP and case.promotion != "pipelined"):
         refuse(f"a group of {case.group} k-blocks: a pipelined promotion's groups are of "
                f"{', '.join(map(str, PIPELINE_GROUPS))}")

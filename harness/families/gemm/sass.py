@@ -12,8 +12,8 @@ from harness.families.pipeline import TIMED_CLOCK_READS, counted_kernel
 def expectation(case: GemmCase) -> SassExpectation:
     """The mainloop's k-block: BK / K x (rows per consumer / 64) HGMMA (QGMMA for fp8), once in the kernel
     (its loop is not unrolled); the TMA loads; no spills."""
-    if case.dtype == "e4m3":
-        mnemonic = f"QGMMA.64x{case.bn}x32.F32.E4M3.E4M3"
+    if case.in_bytes == 1:
+        mnemonic = f"QGMMA.64x{case.bn}x32.F32.{case.a_dtype.upper()}.{case.b_dtype.upper()}"
     else:
         mnemonic = f"HGMMA.64x{case.bn}x16.F32" + (".BF16" if case.dtype == "bf16" else "")
     per_kblock = (case.bk // case.wgmma_k) * (case.wg_rows // 64)
@@ -34,7 +34,7 @@ def expectation(case: GemmCase) -> SassExpectation:
         kernels.append(("probe_gemm", KernelExpectation("UTMASTG.2D", stores * case.bn // 64)))
     if case.promotion == "staggered":  # a warpgroup's arrival after it issued a k-block (the other's turn)
         kernels.append(("probe_gemm", KernelExpectation("BAR.ARV", 1)))
-    if case.splits > 1 or case.streamk:  # split- or stream-K: a run's arrival at its tile's counter (acq_rel, GPU scope)
+    if case.fixes_up:  # split- or stream-K: a run's arrival at its tile's counter (acq_rel, the GPU's scope)
         kernels.append(("probe_gemm", KernelExpectation("ATOMG.E.ADD.S32.STRONG.GPU", 1)))
     return both_builds(SassExpectation(tuple(kernels), executes=f"{per_kblock} x {mnemonic} per k-block",
                                        invalidating_notes=("C7510", "C7511", "C7514", "C7515", "C7517", "C7518"),

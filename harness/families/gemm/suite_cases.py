@@ -113,6 +113,10 @@ def fp8() -> list[GemmCase]:
         for group in PIPELINE_GROUPS:
             for stages in (4, 6):
                 cases.append(pipeline("e4m3", (s, s, s), **dict(BEST_FP8, stages=stages, group=group)))
+    # B in e5m2 (A e4m3): the best plain case (5 stages, no cluster) and cuBLASLt on the same pair
+    for s in (4096, 8192):
+        cases += [pipeline("e4m3-e5m2", (s, s, s), **dict(BEST_FP8, stages=5, cluster=1)),
+                  library("e4m3-e5m2", (s, s, s))]
     return _unique(cases + carried() + block_scaled())
 
 
