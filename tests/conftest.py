@@ -42,6 +42,21 @@ RESULTS_DB = pytest.StashKey[subprocess.Popen]()
 
 
 def pytest_sessionstart(session):
+    _take_sigint_back()
+    _build_results_db(session)
+
+
+def _take_sigint_back() -> None:
+    """A shell without job control starts a background command with SIGINT ignored, and every process it starts
+    inherits that: `bench` then installs no Ctrl-C handler and the tests that interrupt one with SIGINT see no
+    interruption (seen: a report built to its end, then an internal error). The tests take SIGINT back."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _build_results_db(session) -> None:
     """A clone holds the runs of record as runs/run-NNNN.db.xz only: build ./results.db from them once
     (about 30 s, scripts/runs_of_record.py), so that the tests reading the shipped runs run. Not for
     `-m gpu` (a device run reads none of them). It builds in a process of its own while pytest collects and
