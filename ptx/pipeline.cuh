@@ -394,8 +394,8 @@ struct TileScheduler {
   // k-blocks of the split tiles, the first of range i, and the range holding split k-block g (the last i whose
   // range starts at or before it)
   __device__ __forceinline__ int total(int kblocks) const { return (pairs_m * tiles_n - whole) * kblocks; }
-  // (32-bit: grid x total < 2^31, harness/families/gemm/refusals.py; a 64-bit division is a call, whose result
-  // ptxas no longer knows to be warp-uniform: the walk's descriptors then go through vector registers, R2UR)
+  // (32-bit: grid x total < 2^31, harness/families/gemm/refusals.py refuses beyond. A 64-bit division is a call,
+  // whose result ptxas no longer knows to be warp-uniform: the walk's descriptors then go through vector registers)
   __device__ __forceinline__ int range_start(int i, int kblocks) const { return i * total(kblocks) / parts; }
   __device__ __forceinline__ int range_of(int g, int kblocks) const { return ((g + 1) * parts - 1) / total(kblocks); }
   // Runs a split tile may have (its workspace slots): ranges are at least total / parts long.

@@ -720,6 +720,7 @@ def test_a_stream_k_case_round_trips_and_is_checked_on_a_split_wave():
     assert {runs for cta in range(5) for *_, runs, _ in check.items(cta)} >= {2}
     measured = stream_k(case, case.m, case.n, case.k, 132)
     assert (measured.tiles, measured.whole, measured.parts) == (4096, 4092, 16)  # 4 tiles in 4 runs of 16 k-blocks
+    assert measured.stride == 5  # a tile of 64 k-blocks touches at most 63 // 16 + 2 ranges of 16
     assert split_workspace_bytes(case, case.m, case.n, case.k, 132) == 4 * measured.stride * 128 * 128 * 4
     assert split_counters(case, case.m, case.n, case.k, 132) == 4 * measured.stride * 2
     assert split_workspace_bytes(replace(case, streamk=0), case.m, case.n, case.k, 132) == 0

@@ -6,7 +6,10 @@ Expectations come from outside the code under test: the descriptor's fields from
 offsetof, illegal arguments from the compiler's refusal."""
 
 import re
+import shutil
 import subprocess
+
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -78,6 +81,7 @@ def _nvcc(body: str, tmp_path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc (the CUDA toolkit) on this machine")
 def test_a_kernel_struct_is_laid_out_as_the_compiler_lays_it(tmp_path):
     """The NumPy view of the GEMM's Problem (and of an odd struct) has the compiler's offsets and size."""
     odd = KernelStruct("Odd", (("n", "i32"), ("map", "map"), ("p", "u64"), ("k", "i32")))
@@ -210,6 +214,69 @@ def test_stream_k_walks_every_k_block_of_every_tile_once(tiles, kblocks, grid, r
         slots = {(cta, slot) for cta, slot, _ in seen}
         assert len(counts) == 1 and len(slots) == counts.pop() == len({s for _, s in slots})
         assert all(0 <= s < split.stride for _, s in slots) and len(slots) <= runs + 1
+
+
+SCHEDULER_ON_THE_HOST = r"""
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#define __device__
+#define __forceinline__ inline
+typedef unsigned int u32;
+struct Dim { int x; };
+static Dim blockIdx, gridDim;
+using std::min;
+constexpr int ORDER_ROW = 0, ORDER_GROUPED = 1;
+%s
+template <int R>
+void walk(int tiles_m, int tiles_n, int kblocks, int grid) {
+  gridDim.x = grid;
+  for (int cta = 0; cta < grid; ++cta) {
+    blockIdx.x = cta;
+    const TileScheduler<64, 64, 1, true, ORDER_ROW, 8, 1, R> sched(tiles_m * 64, tiles_n * 64, kblocks);
+    for (int q = sched.begin(); q < sched.items; q = sched.next(q, kblocks)) {
+      const Tile t = sched.tile(q, 0, kblocks);
+      std::printf("%%d %%d %%d %%d %%d %%d %%d %%d\n", cta, t.row / 64, t.col / 64, t.kb0, t.kblocks ? t.kblocks : kblocks,
+                  t.runs, t.split, t.unit);
+    }
+  }
+}
+int main(int argc, char** argv) {
+  for (int i = 1; i + 4 < argc; i += 5) {
+    const int m = std::atoi(argv[i]), n = std::atoi(argv[i + 1]), k = std::atoi(argv[i + 2]), g = std::atoi(argv[i + 3]);
+    std::printf("case %%d\n", i / 5);
+    switch (std::atoi(argv[i + 4])) { case 2: walk<2>(m, n, k, g); break; case 4: walk<4>(m, n, k, g); break;
+                                      default: walk<8>(m, n, k, g); }
+  }
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no host C++ compiler")
+def test_the_device_scheduler_walks_as_the_host_mirror(tmp_path):
+    """ptx/pipeline.cuh's TileScheduler itself (its text between the tile walk's and the skeleton's headings, with
+    blockIdx and gridDim as plain variables), compiled for the host and walked for every CTA, gives each CTA the work
+    items StreamK (the host's copy that sizes the workspace) gives it: tile, first k-block, k-blocks, the tile's runs,
+    the run's slot and the workspace unit (slot base), for shapes with and without whole waves, fewer tiles than
+    CTAs, one k-block a tile and ranges cut by the runs' cap."""
+    header = (Path(__file__).resolve().parents[1] / "ptx" / "pipeline.cuh").read_text()
+    walk = header[header.index("// -- the tile walk"):header.index("// -- the skeleton")]
+    source = tmp_path / "scheduler.cc"
+    source.write_text(SCHEDULER_ON_THE_HOST % walk)
+    binary = tmp_path / "scheduler"
+    subprocess.run(["g++", "-std=c++17", "-O1", "-o", str(binary), str(source)], check=True, timeout=120)
+    shapes = [(32, 32, 64, 132, 4), (8, 16, 64, 132, 2), (1, 32, 128, 132, 8), (3, 6, 13, 5, 2), (2, 2, 1, 5, 4),
+              (4, 33, 32, 132, 4), (11, 12, 7, 132, 8), (1, 1, 3, 132, 2), (7, 19, 128, 64, 4)]
+    out = subprocess.run([str(binary), *(str(v) for shape in shapes for v in shape)], capture_output=True, text=True,
+                         check=True, timeout=60).stdout.split("case ")[1:]
+    for (tiles_m, tiles_n, kblocks, grid, runs), text in zip(shapes, out):
+        split = StreamK(tiles_m * tiles_n, kblocks, grid, runs)
+        host = [(cta, tile // tiles_n, tile % tiles_n, kb0, n, r, slot, (tile - split.whole) * split.stride if r > 1 else 0)
+                for cta in range(grid) for tile, kb0, n, r, slot in split.items(cta)]
+        device = [tuple(int(v) for v in line.split()) for line in text.splitlines()[1:]]
+        whole = [(c, i, j, k0, n) for c, i, j, k0, n, r, *_ in device if r == 1]
+        assert [d if d[5] > 1 else d[:5] for d in device] == [h if h[5] > 1 else h[:5] for h in host], (tiles_m, tiles_n)
+        assert len(whole) >= split.whole
 
 
 def test_stream_k_levels_the_last_wave():

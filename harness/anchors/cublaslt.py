@@ -36,10 +36,11 @@ OUTPUT_TYPES = {"f16": CUDA_R_16F, "bf16": CUDA_R_16BF}
 
 
 
-def anchor(fast_accumulation: bool = False, block_scaled: bool = False) -> Anchor:
-    """The fp8 GEMM anchor, as a measurement names it (e4m3 x e4m3 -> f16, per-tensor scales of 1 or block scales)."""
+def anchor(fast_accumulation: bool = False, block_scaled: bool = False, b_dtype: str = "e4m3") -> Anchor:
+    """The fp8 GEMM anchor, as a measurement names it (e4m3 x e4m3 or e5m2 -> f16, per-tensor scales of 1 or block
+    scales)."""
     return Anchor("cuBLASLt", "cublasLtMatmul",
-                  "cuBLASLt fp8 (cublasLtMatmul through nvmath-python; TN, e4m3 x e4m3 -> f16, f32 compute, "
+                  f"cuBLASLt fp8 (cublasLtMatmul through nvmath-python; TN, e4m3 x {b_dtype} -> f16, f32 compute, "
                   + ("block scales A 1x128 and B 128x128 (VEC128_32F, BLK128x128_32F), " if block_scaled
                      else "scales 1, ")
                   + ("fast accumulation on: the tensor cores' sum for the whole of K)" if fast_accumulation

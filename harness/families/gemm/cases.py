@@ -207,9 +207,9 @@ class GemmCase(_GemmProblem, PipelineCase):
 
     @property
     def items(self) -> int:
-        """Work items: a cluster's tiles, or (split-K) a run of one tile's k-blocks; stream-K: the most its tiles
-        may be cut in (a tile's runs, each on a CTA of its own)."""
-        return self.tiles // self.cluster * max(self.splits, self.streamk)
+        """Work items: a cluster's tiles, or (split-K) a run of one tile's k-blocks (stream-K's: its tiles; what the
+        planner prices, as whole tiles)."""
+        return self.tiles // self.cluster * self.splits
 
     @property
     def fixes_up(self) -> bool:
@@ -276,7 +276,9 @@ class LibraryCase(_GemmProblem, AnchorCase):
     def anchor(self) -> Anchor:
         from harness.anchors import cublas, cublaslt
 
-        return cublaslt.anchor(self.fast_accum, self.block_scaled) if self.dtype in FP8_LIBRARY else cublas.GEMM_EX
+        if self.dtype in FP8_LIBRARY:
+            return cublaslt.anchor(self.fast_accum, self.block_scaled, self.b_dtype)
+        return cublas.GEMM_EX
 
     def columns(self) -> dict[str, object]:
         return {"instruction": self.anchor.call, "m": self.m, "n": self.n, "k": self.k, "dtype_a": self.a_dtype,

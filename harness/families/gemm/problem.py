@@ -102,7 +102,7 @@ def check_grid(case: GemmCase) -> int:
 def grid(case: GemmCase, sm_count: int) -> int:
     """Blocks of the measured launch: a persistent grid's one CTA per SM used (sms_used), at most one per
     work item; else one per item (a cluster's tiles, or split-K's run of one tile's k-blocks)."""
-    items = case.items
+    items = case.items * max(1, case.streamk)  # stream-K: a tile's runs may each be on a CTA of its own
     return min(sms_used(case, sm_count) // case.cluster, items) * case.cluster if case.persistent else items * case.cluster
 
 

@@ -7,7 +7,7 @@ from harness.errors import SpecError
 from harness.families.gemm.cases import (DTYPES, FP8_LIBRARY, FP8_TILES, INPUT_DTYPES, INPUT_KINDS, LIBRARY_DTYPES,
                                          LIVE_ACCUMULATOR_LIMIT, MAX_DIM, PIPELINE_GROUP, PIPELINE_GROUPS, PROMOTIONS,
                                          PROTOCOLS, SCALE_BLOCK, SCALINGS, TILES, GemmCase, LibraryCase, bk_for)
-from harness.families.pipeline import ACC_REGISTER_LIMIT, SMEM_LIMIT
+from harness.families.pipeline import ACC_REGISTER_LIMIT, MAX_SMS, SMEM_LIMIT
 
 SPLIT_ACCUMULATORS = 64  # f32 accumulators a consumer thread holds beside split-K's fix-up without spilling
 
@@ -108,6 +108,9 @@ def _check_pipeline(case: GemmCase, refuse) -> None:
             refuse(f"M = {case.m} is not a whole number of {case.bm * case.cluster}-row tiles (cluster pairs along M): "
                    "a partial last tile takes the TMA-store epilogue (it clips the rows past M), no cluster, no block "
                    "scales, and M a multiple of 16")
+    if case.streamk and (case.k // case.bk) * MAX_SMS ** 2 >= 2 ** 31:  # ptx/pipeline.cuh's 32-bit range arithmetic
+        refuse(f"stream-K over {case.k // case.bk} k-blocks a tile: at most {2 ** 31 // MAX_SMS ** 2 - 1} (the ranges' "
+               "arithmetic is 32-bit: grid x grid x k-blocks < 2^31)")
     split = "split-K" if case.splits > 1 else "stream-K"
     if (case.splits > 1 or case.streamk) and case.block_scaled:
         refuse(f"{split} with block scales: the scales are loaded by the run's own k-block")
