@@ -908,3 +908,19 @@ def test_an_e5m2_b_case_names_both_types_in_its_instruction_sass_inputs_and_colu
     assert library.case_id == "cublaslt.e4m3-e5m2.4096x4096x4096" and library.b_dtype == "e5m2"
     with pytest.raises(SpecError, match="e5m2"):
         FAMILY.parse(PAIR + ".blockscale")
+
+
+def test_the_planner_prices_stream_k_by_its_split_wave_and_fix_up():
+    """Stream-K's price: tiles that fill whole waves cost what whole tiles cost (nothing is split: 264 tiles of 128x128
+    on 132 SMs); at fp8 4096^3 (1024 tiles, 100 past 7 waves) the split wave's fix-ups cost more than the eighth wave
+    they replace, as run 180 measured (0.846 of cuBLASLt against 0.935 for whole tiles, H100), and at 8192^3 (4 tiles
+    past 31 waves) it costs less than the partial wave it replaces."""
+    fp8 = dict(configs.BEST_FP8, stages=5, cluster=1)
+    whole = configs.pipeline("e4m3", (12 * 128, 22 * 128, 1024), **fp8)  # 264 tiles: two whole waves
+    assert whole.tiles % 132 == 0
+    plain, split = (predict_case(replace(whole, streamk=r), _params()) for r in (0, 2))
+    assert split.flops_per_cycle_sm == pytest.approx(plain.flops_per_cycle_sm)
+    for size, wins in ((4096, False), (8192, True)):
+        case = configs.pipeline("e4m3", (size,) * 3, **fp8)
+        plain, split = (predict_case(replace(case, streamk=r), _params()) for r in (0, 2))
+        assert (split.flops_per_cycle_sm > plain.flops_per_cycle_sm) == wins, size

@@ -50,6 +50,9 @@ kernel ran at (measured in it) or, for a plan, the clock the GPU held under a la
                a tile; split-K, a run of S of its k-blocks, whose epilogue adds its f32 sums' way out and in),
                HBM = (A + B + C bytes) / the memory's bandwidth (each read or written once: the L2 keeps what
                tiles share); FLOP/cycle/SM = 2 M N K / (T x SMs)
+    stream-K   waves x T_tile over the whole waves, then a CTA's range of the split tiles' k-blocks (the longest,
+               ceil(total / parts)) x t_kblock and, for each tile it touches (two where its range crosses one), a
+               run's epilogue with the fix-up (split-K's, at the tile's runs; the mean over them)
 
 The bound a configuration hits is the term that sets t_kblock ("tensor cores"; "promotion" where an fp8
 consumer's wait for its wgmma and its additions do; "latency" where the round trip dominates the queue's
@@ -63,10 +66,11 @@ queue (W) adds more to the k-blocks than anything else costs, or the memory's ow
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import ceil
 
 from harness.families.gemm.cases import CARRIED, GemmCase
+from harness.families.pipeline import StreamK
 from harness.families.gemm.params import KIB, OUT_ELEM, Params
 from harness.families.gemm.problem import sms_used  # a persistent grid's SMs; a GPU of fewer refuses it
 from harness.families.gemm.traffic import blocks_per_sm, hbm_cycles, miss_cycles, miss_fraction
@@ -234,6 +238,23 @@ def splitk_cycles(case: GemmCase, p: Params, mean: bool = False) -> float:
     return (1.0 + reads) * sums / rate + p.latency_cycles * (1.0 + (1.0 / case.splits if mean else 1.0))
 
 
+def streamk_cycles(case: GemmCase, p: Params, sms: int, t_kblock: float, tile: float) -> tuple[int, float]:
+    """Stream-K (ptx/pipeline.cuh TileScheduler): the waves counted (the whole ones, and the split one if any) and the
+    cycles of the slowest CTA: its whole tiles, then its range of the split tiles' k-blocks and, for each tile the range
+    touches, a run's epilogue with its fix-up (split-K's at the tile's runs, the mean over them: the runs a tile has
+    share its last run's reads)."""
+    grid = min(sms, case.tiles * case.streamk)
+    split = StreamK(case.tiles, case.kblocks, grid, case.streamk)
+    whole = split.whole // grid
+    if not split.parts:
+        return whole, whole * tile
+    span = ceil(split.total / split.parts)  # the longest range's k-blocks
+    runs = max(2, ceil(split.parts / (split.tiles - split.whole)))  # a split tile's runs, about
+    touched = 1 + (span > 1 or runs > 1)  # tiles a range touches: two where it crosses a boundary
+    run = epilogue_cycles(replace(case, streamk=0, splits=runs), p, mean=True)
+    return whole + 1, whole * tile + span * t_kblock + touched * run
+
+
 def predict_case(case: GemmCase, p: Params, clock_mhz: float | None = None) -> Prediction:
     """At `clock_mhz` (the clock the case ran at; else the fit's large-GEMM clock): only the memory's
     bound depends on it, every other term is in cycles."""
@@ -245,6 +266,8 @@ def predict_case(case: GemmCase, p: Params, clock_mhz: float | None = None) -> P
     sms = sms_used(case, p.sm_count)
     waves = ceil(case.items * case.cluster / (sms * blocks_per_sm(case)))
     compute = waves * tile
+    if case.streamk:
+        waves, compute = streamk_cycles(case, p, sms, t_kblock, tile)
     memory = hbm_cycles(case, p, clock)
     total = max(compute, memory) + p.launch_cycles
     rate = case.flops / (total * p.sm_count)
@@ -254,7 +277,8 @@ def predict_case(case: GemmCase, p: Params, clock_mhz: float | None = None) -> P
     unqueued, bound = _kblock(case, p, 0.0) if p.memory_queue_cycles > 0 else (t_kblock, bound)
     queued = case.kblocks * waves * (t_kblock - unqueued)
     costs = {bound: case.kblocks * waves * (unqueued - tensor_cycles(case, p)) if bound != "tensor cores" else 0.0,
-             "epilogue": waves * epilogue, "waves": (waves * sms - case.items * case.cluster) / sms * tile}
+             "epilogue": waves * epilogue,
+             "waves": 0.0 if case.streamk else (waves * sms - case.items * case.cluster) / sms * tile}
     if max(costs["epilogue"], costs["waves"]) > max(costs[bound], 0.02 * total):
         bound = max(("epilogue", "waves"), key=costs.get)
     if memory > compute or queued > max(max(costs.values()), 0.02 * total):
