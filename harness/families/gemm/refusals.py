@@ -78,7 +78,7 @@ def _check_pipeline(case: GemmCase, refuse) -> None:
     if case.promotion == "staggered" and (case.consumers != 2 or case.pingpong):
         refuse("a staggered promotion orders two cooperative consumer warpgroups' k-blocks on the tensor cores: wg2, "
                "not ping-pong")
-    if case.promotion == "deferred" and (case.splits > 1 or case.streamk or case.pingpong):
+    if case.promotion == "deferred" and (case.fixes_up or case.pingpong):
         refuse("a deferred epilogue holds a tile's f32 sums until the next tile's first k-block: not with split-K or "
                "stream-K (their runs' fix-up) or ping-pong (whose epilogues already run under the other warpgroup's "
                "mainloop)")
@@ -112,8 +112,8 @@ def _check_pipeline(case: GemmCase, refuse) -> None:
         refuse(f"stream-K over {case.k // case.bk} k-blocks a tile: at most {2 ** 31 // MAX_SMS ** 2 - 1} (the ranges' "
                "arithmetic is 32-bit: grid x grid x k-blocks < 2^31)")
     split = "split-K" if case.splits > 1 else "stream-K"
-    if (case.splits > 1 or case.streamk) and case.block_scaled:
+    if case.fixes_up and case.block_scaled:
         refuse(f"{split} with block scales: the scales are loaded by the run's own k-block")
-    if (case.splits > 1 or case.streamk) and case.accumulator_set > SPLIT_ACCUMULATORS:
+    if case.fixes_up and case.accumulator_set > SPLIT_ACCUMULATORS:
         refuse(f"{split} beside {case.accumulator_set} f32 accumulators a thread: the fix-up's loads spill (ptxas, 32 "
                f"bytes, run 139); at most {SPLIT_ACCUMULATORS}")
