@@ -360,6 +360,15 @@ __device__ __forceinline__ void cp_async_wait_group() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
+// One lane of the (converged) warp, the same every call: the lane that issues a warp's copy. Unlike a test of
+// threadIdx.x, ptxas knows the lane it picks is alone and issues the copy from uniform registers: a latency
+// kernel's issue window held moves of the map's address into them under `if (lane 0)` (docs/data-movement.md).
+__device__ __forceinline__ bool elect_one_sync() {
+  u32 elected;
+  asm volatile("{ .reg .pred p; elect.sync _|p, 0xffffffff; selp.u32 %0, 1, 0, p; }" : "=r"(elected));
+  return elected != 0;
+}
+
 // -- clusters --------------------------------------------------------------------------------------
 
 __device__ __forceinline__ u32 cluster_ctarank() {

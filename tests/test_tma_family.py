@@ -268,10 +268,13 @@ def test_nothing_but_the_copys_own_issue_sits_between_the_issue_clock_and_the_co
     arithmetic across a clock read: before the tile's number, coordinates and addresses were settled ahead of
     the clocks, ptxas placed a fresh tile's 64-bit modulo, the coordinates' digits and the stage's address
     between them (the whole sequence less the time from the issue read 44 cycles on the HBM kernels, 17 on
-    contiguous boxes from the L2, 5 on tiles, for the same arrive). In the window now: moving operands to uniform registers,
-    predicates, a handful of instructions; no wide multiply (a 12 KiB bulk tile's address), no 64-bit shift, no
-    reading of the CTA's id (S2R/S2UR SR_CgaCtaId: a .shared::cluster operand converted where the copy uses it, which
-    NVRTC 13.0 put in the cold multicast and im2col windows), no load."""
+    contiguous boxes from the L2, 5 on tiles, for the same arrive). In the window now: the lane's election, predicates,
+    at most a few moves of a fresh tile's operands to uniform registers (16 instructions at most, 5 typically: the copy
+    issued under `if (lane 0)` held the map address's moves too, 12-20, which the elected lane does not); no wide
+    multiply (a 12 KiB bulk tile's address), no 64-bit shift, no reading of the CTA's id in the cluster (SR_CgaCtaId:
+    a .shared::cluster operand converted where the copy uses it, which NVRTC 13.0 put in the cold multicast and im2col
+    windows), no load. The one special register allowed is the block's index (S2UR SR_CTAID.X: whether this block
+    records its times, rematerialized there by ptxas; nothing the copy waits for)."""
     import re
     import subprocess
 
@@ -294,6 +297,6 @@ def test_nothing_but_the_copys_own_issue_sits_between_the_issue_clock_and_the_co
         copy = next(i for i, line in enumerate(lines) if re.search(r"\b(UTMALDG|UBLKCP)", line))
         issue = max(i for i, line in enumerate(lines[:copy]) if "SR_CLOCKLO" in line)
         window = lines[issue + 1:copy]
-        assert len(window) <= 24, (kernel, window)
-        assert not [line for line in window if re.search(r"\b(IMAD\.WIDE|IMAD\.HI|U?SHF\.R\.U64|S2R|S2UR|LDG|LDS)\b", line)], \
-            (kernel, window)
+        assert len(window) <= 16, (kernel, window)
+        assert not [line for line in window if re.search(r"\b(IMAD\.WIDE|IMAD\.HI|U?SHF\.R\.U64|LDG|LDS)\b", line)
+                    or (re.search(r"\bS2U?R\b", line) and "SR_CTAID.X" not in line)], (kernel, window)
