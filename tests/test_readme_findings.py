@@ -1170,3 +1170,35 @@ def test_docs_commands_says_why_a_library_row_compares_per_second(db):
     from harness.analysis.noise import CLOCK_DRIFT
 
     assert p90 > CLOCK_DRIFT and f"past the {100 * CLOCK_DRIFT:.0f} % a per-cycle comparison allows" in text
+
+
+def test_the_issue_windows_saving_in_the_data_movement_docs_comes_from_the_runs(db):
+    """docs/data-movement.md, "Register moves between the issue clock and the copy": the medians of run 96 - run 190
+    (H100) and run 98 - run 192 (H200) over the loads both hold, by source, and the multicast boxes' rise in the
+    first fix (runs 186 / 188 against 96 / 98)."""
+    import json
+    import statistics
+
+    text = " ".join((ROOT / "docs" / "data-movement.md").read_text().split())
+
+    def loads(run):
+        rows = harness.results(db, run_id=run, family="tma", metric="latency_cycles")
+        rows = rows[rows.valid & rows.case_id.str.contains("shared::cluster.global")]
+        return {(case, (launch if isinstance(launch, dict) else json.loads(launch))["source"]): value
+                for case, launch, value in zip(rows.case_id, rows.launch, rows.value)}
+
+    saved = {}
+    for new, old in ((190, 96), (192, 98)):
+        after, before = loads(new), loads(old)
+        for source in ("L2", "HBM", "prefetched"):
+            saved[new, source] = statistics.median(before[k] - after[k] for k in after if k in before and k[1] == source)
+        assert sum(k in before and k[1] == "L2" for k in after) == 74
+        assert sum(k in before and k[1] == "prefetched" for k in after) == 69
+    assert f"from the L2 {saved[190, 'L2']:.0f} cycles less on both GPUs" in text and saved[192, "L2"] == saved[190, "L2"]
+    assert f"from HBM {saved[190, 'HBM']:.0f} (H100) and {saved[192, 'HBM']:.0f} (H200) less" in text
+    assert f"prefetched {saved[190, 'prefetched']:.0f} and {saved[192, 'prefetched']:.0f} less" in text
+    rises = []
+    for first, old in ((186, 96), (188, 98)):
+        after, before = loads(first), loads(old)
+        rises += [after[k] - before[k] for k in after if k[1] == "L2" and "box64x64.sw128.pitch8192.multicast" in k[0]]
+    assert len(rises) == 6 and f"read {min(rises):.0f}-{max(rises):.0f} cycles more than before" in text
