@@ -496,3 +496,31 @@ def test_bare_bench_lists_the_commands():
 
 def test_a_huge_number_in_a_case_id_is_one_line():
     one_error_line(bench("show", "wgmma.mma_async.m64n" + "9" * 5000 + "k16.f32.f16.f16.SS"), 2, "case id")
+
+
+def test_a_killed_reports_folder_goes_with_the_next_report_and_nothing_else_does(tmp_path):
+    """A `bench report` killed while writing (SIGKILL: no handler runs) left its hidden staging folder in the
+    output folder for good. The next report of that run removes such a folder when its mark names this host and a
+    process that is gone; a folder without the mark, or whose writer still runs, stays."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    from harness.analysis.report import STAGING_MARK
+
+    db = make_db(tmp_path / "r.db")
+    out = tmp_path / "reports"
+    assert bench("report", "--out", out, "--db", db).exit_code == 0
+    name = next(out.iterdir()).name
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    killed, running, unmarked = out / f".{name}.dead1", out / f".{name}.live1", out / f".{name}.old.x1"
+    for folder, pid in ((killed, int(gone.stdout)), (running, os.getpid()), (unmarked, None)):
+        folder.mkdir()
+        (folder / "report.md").write_text("half")
+        if pid is not None:
+            (folder / STAGING_MARK).write_text(f"{socket.gethostname()} {pid}\n")
+    again = bench("report", "--out", out, "--db", db)
+    assert again.exit_code == 0, again.output
+    assert not killed.exists() and running.is_dir() and (unmarked / "report.md").read_text() == "half"
+    assert not (out / name / STAGING_MARK).exists()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,15 +72,45 @@ def build(store: Store, run_id: int | None = None, root: Path = Path("reports"),
     final = root / f"{slug(facts['gpu'] or 'unknown-gpu')}-{date}-run{run_id}"
     # Everything is written into a new folder of our own, then moved into place whole: no write
     # follows a link someone left in the output folder, and an interrupted report leaves nothing.
+    # A killed one (SIGKILL, a lost node) cannot clean up: the next report of the run does (_sweep_stale).
+    _sweep_stale(root, final.name)
     staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=root))
     try:
+        (staging / STAGING_MARK).write_text(f"{socket.gethostname()} {os.getpid()}\n")
         markdown, page, figures = _write(store, run_id, facts, staging, include_flagged)
+        (staging / STAGING_MARK).unlink()
         os.chmod(staging, 0o755)
         _publish(staging, final)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return Report(final, final / markdown.name, final / page.name, [final / f.name for f in figures])
+
+
+STAGING_MARK = ".bench-staging"  # in a report's folder while it is written: the host and process writing it
+
+
+def _sweep_stale(root: Path, name: str) -> None:
+    """Remove the folders a killed `bench report` of this report left in `root` while writing it: each holds
+    STAGING_MARK naming this host and a process that is gone. Nothing else is touched: not a folder without the
+    mark (a replaced report's, mid-move, or anyone's), not one of another host or of a process still running."""
+    for folder in root.glob(f".{name}.*"):
+        mark = folder / STAGING_MARK
+        if folder.is_symlink() or not folder.is_dir() or mark.is_symlink() or not mark.is_file():
+            continue
+        host, _, pid = mark.read_text(errors="replace").strip().partition(" ")
+        if host == socket.gethostname() and pid.isdigit() and not _running(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
 
 
 def _write(store: Store, run_id: int, facts: dict, directory: Path, include_flagged: bool):
