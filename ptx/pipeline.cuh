@@ -500,10 +500,7 @@ __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, lo
 
   if (wg == 0) {  // ---- the producer ----
     if (K::REBALANCE) setmaxnreg_dec<K::PRODUCER_REGS>();
-    // The producer is warp 0 as a whole: every lane waits for the empty slot, and the lane elect.sync picks arms the
-    // full barrier and issues the copies (from uniform registers). A lone lane 0 waited in a diverged warp, whose
-    // every failed try_wait yields to the parked lanes (a ~150-cycle round: docs/data-movement.md).
-    if (t < 32) {
+    if (t == 0) {
       WaitClock<COUNT_WAITS> empty_wait;
       PipelineState<K::STAGES> st;
       // Ping-pong: the wait counted over the first consumer warpgroup's tiles only (every other one), as the
@@ -517,11 +514,10 @@ __device__ __forceinline__ void pipeline_kernel(const typename K::Problem& P, lo
         for (int kb = 0; kb < tile_kblocks; ++kb, st.advance()) {
           if (COUNT_WAITS && counted) empty_wait([&] { ring.producer_acquire(st); });
           else ring.producer_acquire(st);
-          if (elect_one_sync()) K::load(P, ring, st, base, tile, tile.kb0 + kb, rank);
-          __syncwarp();
+          K::load(P, ring, st, base, tile, tile.kb0 + kb, rank);
         }
       }
-      if (t == 0) timing[gridDim.x * TIMING_RECORD_WORDS + blockIdx.x * K::COUNTERS + EMPTY_WAIT] = empty_wait.cycles;
+      timing[gridDim.x * TIMING_RECORD_WORDS + blockIdx.x * K::COUNTERS + EMPTY_WAIT] = empty_wait.cycles;
     }
     __syncwarp();
   } else {  // ---- a consumer ----
