@@ -1202,3 +1202,33 @@ def test_the_issue_windows_saving_in_the_data_movement_docs_comes_from_the_runs(
         after, before = loads(first), loads(old)
         rises += [after[k] - before[k] for k in after if k[1] == "L2" and "box64x64.sw128.pitch8192.multicast" in k[0]]
     assert len(rises) == 6 and f"read {min(rises):.0f}-{max(rises):.0f} cycles more than before" in text
+
+
+def test_the_whole_warp_producers_figures_in_the_gemm_docs_come_from_runs_194_and_195(db):
+    """docs/gemm.md, "A whole-warp producer": each library fraction and k-block of runs 194/195 as the docs print it,
+    the earlier runs' range beside it, and the waits' changes against run 184."""
+    text = " ".join((ROOT / "docs" / "gemm.md").read_text().split())
+    config = "tile128x128x128.s5.wg2.setmaxnreg.cluster1.persistent-grouped.tmastore.pipelined"
+    f16 = "tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore"
+
+    def value(run, case, metric):
+        rows = harness.results(db, run_id=run, metric=metric)
+        rows = rows[(rows.case_id == case) & rows.valid]
+        assert len(rows) == 1, (run, case, metric)
+        return float(rows.value.iloc[0])
+
+    fp8 = {n: value(195, f"gemm.e4m3.{n}x{n}x{n}.{config}", "library_fraction") for n in (4096, 8192)}
+    pair = {n: value(195, f"gemm.e4m3-e5m2.{n}x{n}x{n}.{config}", "library_fraction") for n in (4096, 8192)}
+    before = {n: sorted(value(r, f"gemm.e4m3.{n}x{n}x{n}.{config}", "library_fraction") for r in (180, 184))
+              for n in (4096, 8192)}
+    assert (f"8192^3 {fp8[4096]:.3f} and {fp8[8192]:.3f} of cuBLASLt (runs 180 and 184: {before[4096][0]:.3f}-"
+            f"{before[4096][1]:.3f} and {before[8192][0]:.3f}-{before[8192][1]:.3f}), e4m3 x e5m2 {pair[4096]:.3f} and "
+            f"{pair[8192]:.3f}") in text
+    kblock = [value(195, f"gemm.e4m3.{n}x{n}x{n}.{config}", "cycles_per_kblock") for n in (4096, 8192)]
+    assert f"({kblock[0]:.0f} and {kblock[1]:.0f} cycles)" in text
+    change = {m: [value(195, f"gemm.e4m3.{n}x{n}x{n}.{config}", m) / value(184, f"gemm.e4m3.{n}x{n}x{n}.{config}", m)
+                  for n in (4096, 8192)] for m in ("full_wait_cycles_per_tile", "empty_wait_cycles_per_tile")}
+    assert sorted(round(100 * (1 - r)) for r in change["full_wait_cycles_per_tile"]) == [2, 3]  # 2-3 % shorter
+    assert all(round(r - 1, 2) == 0.13 for r in change["empty_wait_cycles_per_tile"])  # 13 % longer
+    ours = [value(194, f"gemm.f16.{n}x{n}x{n}.{f16}", "library_fraction") for n in (4096, 8192)]
+    assert f"0.981 of cuBLAS at 4096^3 and 1.002 at 8192^3" in text and [round(v, 3) for v in ours] == [0.981, 1.002]
