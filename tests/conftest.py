@@ -125,7 +125,8 @@ def pytest_sessionfinish(session):
 
 @pytest.fixture
 def cache_dir(tmp_path, monkeypatch):
-    """A private compile cache, empty (for the tests of the cache and of compiling itself)."""
+    """A private compile cache, empty (for the tests of the cache and of compiling itself; every other test
+    compiles into the session's, _compile_cache_by_default)."""
     monkeypatch.setenv("HOPPER_BENCH_CACHE", str(tmp_path / "cache"))
     return tmp_path / "cache"
 
@@ -150,6 +151,17 @@ def prebuilt(pytestconfig, compile_cache):
     folder, process = prebuild
     process.wait()
     return (folder / "prebuild.log").read_text()
+
+
+@pytest.fixture(autouse=True)
+def _compile_cache_by_default(request, monkeypatch):
+    """Every CPU test compiles into the session's compile_cache unless it asks for another (cache_dir, or a
+    HOPPER_BENCH_CACHE of its own): not into ~/.cache/hopper-bench, empty on a clean CI machine, where each
+    such test compiled its probes again, whatever the sweep or another test had built. A build is keyed by
+    its source, options and NVRTC version, so sharing the cache changes no build. GPU tests keep the
+    environment's cache."""
+    if "gpu" not in request.keywords:
+        monkeypatch.setenv("HOPPER_BENCH_CACHE", str(request.getfixturevalue("compile_cache")))
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ def _every_wrapper_once() -> tuple[list[str], str]:
     return names, _with_common(body)
 
 
-def test_every_wrapper_assembles_to_its_instruction(cache_dir):
+def test_every_wrapper_assembles_to_its_instruction(shared_cache):
     names, text = _every_wrapper_once()
     assert len(names) == len(set(names)) > 50
     build = compile_probe(ProbeSource("async-layer", text))

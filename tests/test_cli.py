@@ -28,7 +28,7 @@ def test_list_suites_and_cases():
     assert len(loaders) == 12 and {c.split(".")[0] for c in loaders} == {"ldmatrix", "stmatrix"}
 
 
-def test_show_prints_source_descriptors_and_log(cache_dir):
+def test_show_prints_source_descriptors_and_log(shared_cache):
     result = bench("show", "wgmma.mma_async.m64n64k16.f32.bf16.bf16.SS", "--sass")
     assert result.exit_code == 0, result.output
     assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16" in result.output

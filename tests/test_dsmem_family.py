@@ -95,7 +95,7 @@ def test_dsmem_store_check_is_what_the_stores_leave_in_rank_0(case_id):
     np.testing.assert_array_equal(check.expected, rings[0].ravel().astype(np.float64))
 
 
-def test_each_operation_compiles_the_kernels_it_launches(cache_dir):
+def test_each_operation_compiles_the_kernels_it_launches(shared_cache):
     """The template's sections test the rendered operation number (the preprocessor cannot see a
     constexpr): a build holds the kernels its plan and checks name, the local chase its chain too."""
     from harness.build.compile import compile_probe

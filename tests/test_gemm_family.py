@@ -828,7 +828,7 @@ def _loops(instructions: list[str]) -> list[list[str]]:
     return bodies
 
 
-def test_a_carried_promotion_never_drains_the_tensor_cores_inside_its_kblock_loop(cache_dir):
+def test_a_carried_promotion_never_drains_the_tensor_cores_inside_its_kblock_loop(shared_cache):
     """The hypothesis of `.carried` (pipeline.cuh consume_kblocks_carried): the pipelined walk's drain once a group of 4
     (a wait for every wgmma, `WARPGROUP.DEPBAR.LE gsb0, 0x0`, inside its loop) is gone: its innermost loop holds two
     k-blocks (8 QGMMA) and waits only down to one group in flight, and ptxas kept it whole (no spill, no C7514:
@@ -844,7 +844,7 @@ def test_a_carried_promotion_never_drains_the_tensor_cores_inside_its_kblock_loo
     assert pipelined and all("WARPGROUP.DEPBAR.LE gsb0, 0x0" in body for body in pipelined)
 
 
-def test_a_deferred_epilogue_stores_a_tile_while_the_next_tiles_first_kblock_runs(cache_dir):
+def test_a_deferred_epilogue_stores_a_tile_while_the_next_tiles_first_kblock_runs(shared_cache):
     """`.deferred`: between the first k-block's last QGMMA and the first wait for wgmma after it, the kernel stores the
     tile before (its shared-memory stores and TMA stores), so the tensor cores run while it does; the carried case
     stores only after a wait for every wgmma (the tile's drain)."""

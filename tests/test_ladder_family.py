@@ -173,7 +173,7 @@ def test_the_report_sets_each_step_beside_its_bound_the_best_pipeline_and_the_ch
     assert judged["ladder.wmma.f16.1024x1024x1024", "peak_fraction"] == "not measured in this run"
 
 
-def test_each_step_compiles_to_the_units_it_names_and_not_the_others(tmp_path, monkeypatch):
+def test_each_step_compiles_to_the_units_it_names_and_not_the_others(shared_cache):
     """sm_90a through NVRTC, disassembled: FFMA in the f32 steps, HMMA and LDSM in the tensor-core steps, no spill;
     the f32 steps' expectation does not hold for a tensor-core kernel (the check can fail)."""
     from dataclasses import replace
@@ -182,7 +182,6 @@ def test_each_step_compiles_to_the_units_it_names_and_not_the_others(tmp_path, m
     from harness.build.sass import check
     from harness.registry import probe_source
 
-    monkeypatch.setenv("HOPPER_BENCH_CACHE", str(tmp_path))
     builds = {}
     for step in ORDER[:-1]:
         case = parse(f"ladder.{step}.{'f16' if step in ('wmma', 'mma-ldmatrix') else 'f32'}.1024x1024x1024")

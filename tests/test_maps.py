@@ -306,7 +306,7 @@ def test_the_tma_maps_clock_reads_hold_the_copy_and_the_wait_alone():
 
 # -- end to end, simulated ----------------------------------------------------------------------------------
 
-def test_the_maps_suite_runs_on_the_simulated_gpu_into_a_report_and_a_site(tmp_path, monkeypatch, cache_dir):
+def test_the_maps_suite_runs_on_the_simulated_gpu_into_a_report_and_a_site(tmp_path, monkeypatch, shared_cache):
     from harness.analysis import report, site
     from harness.db.store import Store
     from harness.orchestration.run import RunPlan, execute
