@@ -1,0 +1,138 @@
+"""Memory cases: what each measures, its canonical id, and what is legal.
+
+Ids spell the PTX load, then what is timed and where the data lives:
+
+    ld.shared.u32.pchase              an index chase through shared memory: each step adds the loaded word
+                                      index to the ring's base (address arithmetic between the loads), as the
+                                      papers' chases do: the figure compared with theirs
+    ld.shared.u32.ptrchase            a pointer chase through shared memory: the loaded word is the next
+                                      address, nothing between two loads: the load's own latency
+    ld.global.ca.u32.pchase.l1        ... through global memory cached in L1 (a 16 KiB ring)
+    ld.global.u64.pchase.l1           ... the same ring as 64-bit pointers through a plain ld.global: no
+                                      address arithmetic between loads (the u32 chases add an index)
+    ld.global.cg.u32.pchase.l2        ... cached in L2 only (an 8 MiB ring, resident in the L2)
+    ld.global.cg.u32.pchase.hbm       ... over 256 MiB, each launch on chunks no launch touched before
+    ld.shared.v4.u32.stream           every thread of every SM loading 16-byte words: bytes per cycle per SM
+    ld.global.ca.v4.u32.stream.l1     ... from a 16 KiB region each SM keeps in its L1
+    ld.global.cg.v4.u32.stream.l2     ... from a 16 MiB region spread over the L2
+    ld.global.cg.u32.map.l2           the L2 by SM: one block per SM walks MAP_LINES lines spread over 8 MiB
+                                      (in the L2), timing each load alone: a map of the L2's latency from
+                                      every SM to every line, whose lines fall into the near and far partition
+                                      (maps.py; the `maps` suite)
+    ld.global.cg.u32.pairs.l2         the L2's near and far hits and misses by pair of SMs: one block per SM brings
+                                      lines of a fresh slab into the L2 (each load timed: a miss), then, after
+                                      every block has (a flag in global memory), times its first access to lines
+                                      16 other SMs brought in, and its own line again (pairs.py; the `maps` suite)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import ClassVar
+
+from harness.errors import IllegalShapeError, SpecError
+from harness.spec import Case
+
+LEVELS = {"shared": ("shared", None), "l1": ("global.ca", "l1"), "l2": ("global.cg", "l2"), "hbm": ("global.cg", "hbm")}
+CHUNK_WORDS = 16  # 64-byte chunks
+RING_BYTES = {"shared": 4 << 10, "l1": 16 << 10, "l2": 8 << 20, "hbm": 256 << 20}
+STREAM_BYTES = {"shared": 32 << 10, "l1": 16 << 10, "l2": 16 << 20}
+
+_ID = re.compile(r"^ld\.(?P<space>shared|global\.ca|global\.cg|global)\.(?P<width>u32|u64|v4\.u32)\.(?P<kind>pchase|ptrchase|stream|map|pairs)"
+                 r"(?:\.(?P<level>l1|l2|hbm))?$")
+
+
+@dataclass(frozen=True)
+class MemoryCase(Case):
+    family: ClassVar[str] = "memory"
+    kind: str  # "pchase" (an index chase), "ptrchase" (shared memory: a chase of addresses), "stream" or "map"
+    level: str  # shared, l1, l2, hbm
+    weak: bool = False  # a plain ld.global.u64 of 64-bit pointers (the L1 chase), not ld.global.ca of an index
+
+    @property
+    def space(self) -> str:
+        return "global" if self.weak else LEVELS[self.level][0]
+
+    @property
+    def instruction(self) -> str:
+        return f"ld.{self.space}." + ("v4.u32" if self.kind == "stream" else "u64" if self.weak else "u32")
+
+    @property
+    def base_id(self) -> str:
+        return f"{self.instruction}.{self.kind}" + ("" if self.level == "shared" else f".{self.level}")
+
+    @property
+    def region_bytes(self) -> int:
+        return (STREAM_BYTES if self.kind == "stream" else RING_BYTES)[self.level]
+
+    def columns(self) -> dict[str, object]:
+        return dict(instruction=self.instruction, layout=self.level)
+
+
+def _latency_case(level: str, plain: bool = False) -> str:
+    """The chase at a level; `plain`: L1 through a plain ld.global of 64-bit pointers, as the authors'
+    random-stride chases load."""
+    if level == "l1" and plain:
+        return "ld.global.u64.pchase.l1"
+    return str(MemoryCase("pchase", level))
+
+
+def _chapter_chase(level: str) -> str:
+    """The chase the seed chapter's latency of a level compares with: shared memory's chase of addresses, the
+    authors' plain chase of 64-bit pointers in L1, the index chase beyond."""
+    return str(MemoryCase("ptrchase", "shared")) if level == "shared" else _latency_case(level, plain=True)
+
+
+def _stream_case(level: str) -> str:
+    return str(MemoryCase("stream", level))
+
+
+def parse(case_id: str) -> MemoryCase:
+    match = _ID.match(case_id)
+    if not match:
+        raise SpecError(f"cannot parse case id {case_id!r}: expected e.g. 'ld.global.cg.u32.pchase.l2' or "
+                        "'ld.shared.v4.u32.stream' (see `bench list --suite memory`)")
+    level = match["level"] or ("shared" if match["space"] == "shared" else "")
+    weak = match["space"] == "global"
+    case = MemoryCase(match["kind"], level, weak)
+    levels_fit = (level == "l1" and match["kind"] == "pchase") if weak else LEVELS.get(level, ("",))[0] == match["space"]
+    if not levels_fit or case.case_id != case_id:
+        raise IllegalShapeError(f"{case_id!r}: a chase loads u32 words (the plain L1 chase ld.global.u64 pointers), a "
+                                "stream v4.u32; shared memory names no level, ld.global.ca reads l1, ld.global.cg l2 "
+                                "or hbm")
+    check(case)
+    return case
+
+
+def check(case: MemoryCase) -> None:
+    if case.kind not in ("pchase", "ptrchase", "stream", "map", "pairs") or case.level not in LEVELS:
+        raise SpecError(f"{case}: unknown kind {case.kind!r} or level {case.level!r}")
+    if case.kind == "ptrchase" and (case.level != "shared" or case.weak):
+        raise IllegalShapeError(f"{case}: the chase of addresses is shared memory's (global memory's is ld.global.u64)")
+    if case.kind == "map" and (case.level != "l2" or case.weak):
+        raise IllegalShapeError(f"{case}: the map is the L2's (ld.global.cg.u32.map.l2)")
+    if case.kind == "pairs" and (case.level != "l2" or case.weak):
+        raise IllegalShapeError(f"{case}: the pairs are the L2's (ld.global.cg.u32.pairs.l2)")
+    if case.kind == "stream" and case.level == "hbm":
+        raise IllegalShapeError(f"{case}: the HBM stream is the tma suite's read baseline (ld.global.v4.u32)")
+
+
+def cases() -> list[MemoryCase]:
+    return ([MemoryCase("pchase", level) for level in ("shared", "l1", "l2", "hbm")] + [MemoryCase("pchase", "l1", True)]
+            + [MemoryCase("ptrchase", "shared")]
+            + [MemoryCase("stream", level) for level in ("shared", "l1", "l2")])
+
+
+
+def map_cases() -> list[MemoryCase]:
+    return [MemoryCase("map", "l2")]
+
+
+def pair_cases() -> list[MemoryCase]:
+    return [MemoryCase("pairs", "l2")]
+
+
+def all_cases() -> list[MemoryCase]:
+    """The family's cases: the `memory` suite's and the map's (the `maps` suite's)."""
+    return cases() + map_cases() + pair_cases()
