@@ -30,68 +30,46 @@ ld.shared::cluster / st.shared::cluster:
 These cases were the tma family's until schema 11 (harness/migrations/versions/0011_dsmem_family.py):
 their ids, parameters and kernels are unchanged. The `tma` suite is composed of tma-copies and this
 family's `dsmem` suite (harness/suites.py COMPOSED).
+
+Beside this wiring: the kernels' launch shapes, the chains' partners and the template's parameters,
+kernels.py; the SASS expected, sass.py; the ring and the checks, checks.py; what is measured, plan.py; the
+suites, suites.py. The published figures' mapping (paper_row, paper_statistic, explain) stays here: the
+references' digest hashes it with the family package's functions it calls.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 import harness.families.dsmem.cases as _cases
+import harness.families.dsmem.checks as _checks
+import harness.families.dsmem.kernels as _kernels
+import harness.families.dsmem.plan as _plan
+import harness.families.dsmem.sass as _sass
+import harness.families.dsmem.suites as _suites
 from harness import seed_chapter
-from harness.families.base import (Attachment, Check, Family, Inputs, KernelExpectation, Reason, SassExpectation, Suite,
-                                   Work, known_cause)
+from harness.families.base import Attachment, Family, Reason, Work, known_cause
 from harness.families.dsmem.cases import PORTABLE_CLUSTER, DsmemCase
-from harness.measure.methods import MAP_ROW_HEAD, Bandwidth, BandwidthPoint, BracketedLatency, ChainSlope, SmMap
-from harness.measure.timing import RECORD_WORDS
-
-ROUNDTRIP_REPS = 260  # round trips per launch (ptx/dsmem.cu.in roundtrip), the first 4 dropped
-ROUNDTRIP_UNPADDED = 1 << 16  # ptx/dsmem.cu.in: a bit of `iters` that runs the round trips without their pad
-OP_CODES = {"dsmem": 0, "dsmem-store": 1, "dsmem-chase": 2, "dsmem-map": 3}  # ptx/dsmem.cu.in: the kernels each compiles
-# dsmem-chase: the target CTA of rank r per pattern (ptx/dsmem.cu.in dsmem_chase), as C and as NumPy sees it
-CHASE_TARGETS = {"ring": "(cluster_ctarank() + 1) % CLUSTER", "pair": "cluster_ctarank() ^ 1u", "broadcast": "0u",
-                 "local": "cluster_ctarank()"}
-CHASE_THREADS = (256, 512, 1024)  # the papers' blocks are 1024 threads
-CHASE_ILP = (1, 2, 4)  # independent chains per thread
-CHASE_CHECK_THREADS = 64
-CHASE_STRIDE = 256  # words each step moves on, times the target's rank + 1 (ptx/dsmem.cu.in dsmem_chase)
-COPY_THREADS = 32  # the chain and ping-pong kernels: one warp, thread 0 works
-UNROLL = 4  # 16-byte accesses per thread per iteration (streams); chain steps per loop body
-RING_WORDS = 8192  # 32 KB per CTA (THREADS x UNROLL 16-byte words: no two loads of a thread alike)
-DSMEM_THREADS = 512  # block size of the streams
-CHAIN_CLUSTERS = 16  # clusters of a chain launch, each on its own SMs: samples over placements
-POISON = 0xFFFFFFFF  # what LoadedProbe fills `out` with: words a kernel did not write
-MAP_STEPS = 128  # dependent loads per pair in the map: the two clock reads and the loop's entry are < 0.5 %
-MAP_LAUNCHES = 16  # launches of the map: samples of each pair of SMs its clusters landed on
-# Dynamic shared memory (unused) of a map CTA beside its 32 KiB ring: two would need more than an SM's 228 KiB
-MAP_SHARED_BYTES = 96 << 10
-
-
-def chain_partners(case) -> tuple[int, int]:
-    """The ranks whose rings rank 0 chases through, in turn (first, last): every other CTA of the cluster
-    for the loads, as the authors' OneToAll log; the last alone for .spread; its own for the local chase."""
-    if case.op == "dsmem-chase":
-        return 0, 0
-    return (case.cluster - 1, case.cluster - 1) if case.spread else (1, case.cluster - 1)
-
-
-def chain_units(case) -> int:
-    """Timing records of a chain launch: one per cluster and partner."""
-    first, last = chain_partners(case)
-    return CHAIN_CLUSTERS * (last - first + 1)
-
-
-def chase_target(pattern: str, rank: int, cluster: int) -> int:
-    return {"ring": (rank + 1) % cluster, "pair": rank ^ 1, "broadcast": 0, "local": rank}[pattern]
-
-
-def _suites() -> dict[str, Suite]:
-    return {
-        "dsmem": Suite("distributed shared memory: loads and stores to another CTA (the next, or spread over the "
-                       "cluster) in clusters of 2/4/8/16, and the papers' chase patterns (ring, pair, broadcast, "
-                       "local) over block sizes and chains per thread", _cases.cases, part_of=("tma",)),
-        "maps-dsmem": Suite("the SM-to-SM map: every CTA of clusters of 2/4/8/16 chases every other, by %smid",
-                            _cases.map_cases, part_of=("maps", "maps-sides")),
-    }
+from harness.families.dsmem.checks import POISON  # noqa: F401 (the family's names, as before the split)
+from harness.families.dsmem.kernels import (  # noqa: F401
+    CHAIN_CLUSTERS,
+    CHASE_CHECK_THREADS,
+    CHASE_ILP,
+    CHASE_STRIDE,
+    CHASE_TARGETS,
+    CHASE_THREADS,
+    COPY_THREADS,
+    DSMEM_THREADS,
+    MAP_LAUNCHES,
+    MAP_SHARED_BYTES,
+    MAP_STEPS,
+    OP_CODES,
+    RING_WORDS,
+    ROUNDTRIP_REPS,
+    ROUNDTRIP_UNPADDED,
+    UNROLL,
+    chain_partners,
+    chain_units,
+    chase_target,
+)
 
 
 # Why a DSMEM figure of ours differs from the papers' (arXiv 2501.12084 and the authors' logs): causes that
@@ -137,157 +115,19 @@ class DsmemFamily(Family):
     cases = staticmethod(_cases.all_cases)
     parse = staticmethod(_cases.parse)
     check = staticmethod(_cases.check)
-    suites = staticmethod(_suites)
+    suites = staticmethod(_suites.suites)
 
-    # -- the probe ---------------------------------------------------------------------------------
+    # -- the probe (kernels.py), what its SASS must show (sass.py) -------------------------------------
 
-    def template_params(self, case: DsmemCase) -> dict[str, object]:
-        self.check(case)
-        local = case.op == "dsmem-chase" and case.pattern == "local"
-        return {
-            "op": OP_CODES[case.op],
-            "cluster": case.cluster,
-            # a non-portable size is given at launch time (Attachment.runtime_cluster), not in the source
-            "cluster_attr": f"__cluster_dims__({case.cluster}, 1, 1)" if case.cluster <= PORTABLE_CLUSTER else "",
-            "threads": DSMEM_THREADS,
-            "unroll": UNROLL,
-            "ring_words": RING_WORDS,
-            "spread": "true" if case.spread else "false",
-            "local_chain": 1 if local else 0,
-            "chain_first": f"{chain_partners(case)[0]}u",
-            "chain_last": f"{chain_partners(case)[1]}u",
-            "chase_target": CHASE_TARGETS.get(case.pattern, CHASE_TARGETS["ring"]),
-            "chase_stride": CHASE_STRIDE,
-            "chase_check_threads": CHASE_CHECK_THREADS,
-            "map_row": MAP_ROW_HEAD + 2 * (case.cluster - 1),
-            "roundtrip_unpadded": f"1 << {ROUNDTRIP_UNPADDED.bit_length() - 1}",
-            "chase_kernels": "\n".join(f"KERNEL probe_dsmem_chase_i{i}(ARGS) {{\n  planted_fault<PLANTED_FAULT>(iters, out);\n"
-                                       f"  dsmem_chase<{i}>(in, out, timing, iters);\n}}"
-                                       for i in CHASE_ILP) if case.op == "dsmem-chase" else "",
-        }
+    template_params = staticmethod(_kernels.template_params)
+    sass_expectation = staticmethod(_sass.expectation)
 
-    def sass_expectation(self, case: DsmemCase) -> SassExpectation:
-        """The chain's UNROLL loads per loop body and the stream's UNROLL 16-byte ones; the ping-pong's
-        one store and the store stream's UNROLL; each chase kernel's `ilp` loads."""
-        if case.op == "dsmem-map":  # the peer's %smid and the chain's UNROLL loads, nothing else remote
-            return SassExpectation((("probe_dsmem_map", KernelExpectation("LD.E", 1 + UNROLL, exclude=("LD.E.",))),),
-                                   executes="LD.E", spill_kernels=("probe_dsmem_map",))
-        if case.op == "dsmem-chase":
-            return SassExpectation(tuple((f"probe_dsmem_chase_i{i}", KernelExpectation("LD.E", i, exclude=("LD.E.",)))
-                                         for i in CHASE_ILP), executes="LD.E")
-        if case.op == "dsmem-store":
-            return SassExpectation((("probe_dsmem_pingpong", KernelExpectation("ST.E.STRONG.GPU", 1)),
-                                    ("probe_dsmem_roundtrip", KernelExpectation("ST.E.STRONG.GPU", 2)),
-                                    ("probe_dsmem_store_stream", KernelExpectation("ST.E.128", UNROLL))),
-                                   executes="ST.E.128")
-        return SassExpectation((("probe_dsmem_chain", KernelExpectation("LD.E", UNROLL)),
-                                ("probe_dsmem_stream", KernelExpectation("LD.E.128", UNROLL))), executes="LD.E")
+    # -- correctness (checks.py) -------------------------------------------------------------------
 
-    # -- correctness -------------------------------------------------------------------------------
-
-    def inputs(self, case: DsmemCase, rng: np.random.Generator) -> Inputs:
-        """A random cyclic ring of word indices (stores overwrite it: what it held before does not matter)."""
-        order = rng.permutation(RING_WORDS)
-        ring = np.empty(RING_WORDS, dtype=np.uint32)
-        ring[order] = np.roll(order, -1)
-        return Inputs(ring.view(np.uint8), {"ring": ring}, "a random cycle through the ring's words")
-
-    def output_words(self, case: DsmemCase) -> int:
-        if case.op == "dsmem-map":
-            return case.cluster
-        if case.op == "dsmem-store":
-            return RING_WORDS
-        if case.op == "dsmem-chase":
-            return 2 * CHASE_CHECK_THREADS
-        return DSMEM_THREADS
-
-    def decode(self, case: DsmemCase, words: np.ndarray) -> np.ndarray:
-        return np.asarray(words[:self.output_words(case)], dtype=np.uint32).astype(np.float64)
-
-    def _expected(self, case: DsmemCase, *parts: np.ndarray) -> np.ndarray:
-        """The output: `parts` (uint32 words) from word 0 on, every other word still poison."""
-        out = np.full(self.output_words(case), POISON, dtype=np.float64)
-        data = np.concatenate([np.asarray(p, dtype=np.uint32) for p in parts]) if parts else np.zeros(0)
-        out[:data.size] = data
-        return out
-
-    def checks(self, case: DsmemCase, inputs: Inputs) -> list[Check]:
-        if case.op == "dsmem-store":
-            return self._store_checks(case)
-        if case.op == "dsmem-chase":
-            return self._chase_checks(case, inputs.values["ring"])
-        if case.op == "dsmem-map":
-            return self._map_checks(case, inputs.values["ring"])
-        return self._load_checks(case, inputs.values["ring"])
-
-    def _load_checks(self, case: DsmemCase, ring: np.ndarray) -> list[Check]:
-        steps, word = 16 * UNROLL, 0
-        for _ in range(steps):
-            word = int(ring[word])
-        quads = ring.reshape(-1, 4).astype(np.uint64).sum(axis=1)
-        x = np.arange(DSMEM_THREADS)
-        iters = 3
-        sums = sum(quads[(x + u * DSMEM_THREADS + i) % quads.size] for u in range(UNROLL) for i in range(iters))
-        sums = sums % (1 << 32)
-        first, last = chain_partners(case)
-        return [Check("probe_dsmem_chain", COPY_THREADS, steps, RECORD_WORDS * (last - first + 1),
-                      self._expected(case, [word]), 0.0,
-                      f"{steps} steps through the ring of each of ranks {first}-{last}, the same word", grid=case.cluster),
-                Check("probe_dsmem_stream", DSMEM_THREADS, iters, 5 * case.cluster,
-                      self._expected(case, sums.astype(np.uint32)), 0.0,
-                      f"each thread's sum over the next CTA's ring, {iters} iterations", grid=case.cluster)]
-
-    def _map_checks(self, case: DsmemCase, ring: np.ndarray) -> list[Check]:
-        """One cluster: every CTA's chases through every other CTA end on the same word, the ring walked from 0."""
-        steps, word = 5 * UNROLL, 0
-        for _ in range(steps):
-            word = int(ring[word])
-        return [Check("probe_dsmem_map", COPY_THREADS, steps, (MAP_ROW_HEAD + 2 * (case.cluster - 1)) * case.cluster,
-                      self._expected(case, [word] * case.cluster), 0.0,
-                      f"each CTA's {steps} steps through each other CTA's ring, the same word", grid=case.cluster)]
-
-    def _chase_checks(self, case: DsmemCase, ring: np.ndarray, iters: int = 5) -> list[Check]:
-        """Blocks 0 and 1 (ranks 0 and 1) of one cluster: chain j of thread x starts at x + j * threads and
-        steps by CHASE_STRIDE x (target + 1) words, its target's stride; every kernel (each number of
-        chains) is checked. The local pattern's pointer chase checks like the load cases' chain."""
-        checks = []
-        for ilp in CHASE_ILP:
-            sums = []
-            for rank in (0, 1):
-                step = CHASE_STRIDE * (chase_target(case.pattern, rank, case.cluster) + 1)
-                starts = np.arange(CHASE_CHECK_THREADS)[:, None] + np.arange(ilp)[None, :] * CHASE_CHECK_THREADS
-                sums.append(((starts + iters * step) % RING_WORDS).sum(axis=1) % (1 << 32))
-            checks.append(Check(f"probe_dsmem_chase_i{ilp}", CHASE_CHECK_THREADS, iters, 5 * case.cluster,
-                                self._expected(case, np.concatenate(sums).astype(np.uint32)), 0.0,
-                                f"ranks 0 and 1: each thread's {ilp} chains, {iters} steps through its target "
-                                f"CTA ({case.pattern})", grid=case.cluster))
-        if case.pattern == "local":
-            steps, word = 16 * UNROLL, 0
-            for _ in range(steps):
-                word = int(ring[word])
-            checks.insert(0, Check("probe_dsmem_chain", COPY_THREADS, steps, RECORD_WORDS, self._expected(case, [word]), 0.0,
-                                   f"{steps} steps through rank 0's own ring", grid=case.cluster))
-        return checks
-
-    def _store_checks(self, case: DsmemCase, iters: int = 3) -> list[Check]:
-        """The ping-pong's last flag; CTA 0's ring after the stores: slot a = x + u THREADS holds the word
-        of the last iteration from thread x's store u, of the rank whose hop lands on rank 0 (the last
-        rank; with .spread, the rank that warp x // 32 hops from)."""
-        hops = 16 * UNROLL  # ChainSlope's short chain: an even number of hops, so the flag ends at rank 0
-        slots, last = RING_WORDS // 4, iters - 1
-        x, u = np.arange(slots) % DSMEM_THREADS, np.arange(slots) // DSMEM_THREADS
-        hop = 1 + (x // 32) % (case.cluster - 1) if case.spread else np.ones_like(x)
-        rank = (-hop) % case.cluster
-        ring = np.stack([np.full(slots, last), rank, x, u], axis=1).ravel()
-        partner = case.cluster - 1 if case.spread else 1
-        return [Check("probe_dsmem_pingpong", COPY_THREADS, hops, 5, self._expected(case, [hops]), 0.0,
-                      f"{hops} hops between rank 0 and rank {partner}, the flag back at rank 0", grid=case.cluster),
-                Check("probe_dsmem_roundtrip", COPY_THREADS, ROUNDTRIP_REPS, ROUNDTRIP_REPS * COPY_THREADS,
-                      self._expected(case, [ROUNDTRIP_REPS, ROUNDTRIP_REPS]), 0.0,
-                      f"{ROUNDTRIP_REPS} round trips between rank 0 and rank {partner}: both flags at the last",
-                      grid=case.cluster),
-                Check("probe_dsmem_store_stream", DSMEM_THREADS, iters, 5 * case.cluster, self._expected(case, ring),
-                      0.0, f"rank 0's ring after {iters} iterations of stores into it", grid=case.cluster)]
+    inputs = staticmethod(_checks.inputs)
+    output_words = staticmethod(_kernels.output_words)
+    decode = staticmethod(_checks.decode)
+    checks = staticmethod(_checks.checks)
 
     # -- on the GPU ----------------------------------------------------------------------------------
 
@@ -305,54 +145,7 @@ class DsmemFamily(Family):
     def peak(self, case: DsmemCase) -> float | None:
         return None
 
-    def plan(self, case: DsmemCase, device=None) -> list:
-        c = case.cluster
-        if case.op == "dsmem-map":
-            return [SmMap("latency_cycles", "probe_dsmem_map", COPY_THREADS, c - 1, MAP_STEPS, MAP_LAUNCHES,
-                          {"map": "dsmem", "cluster": c}, grid_multiple=c, steps=MAP_STEPS, by_target=True,
-                          target_key="peer",
-                          notes=f"clusters of {c}, one CTA per SM: every CTA's thread 0 chases each other CTA of its "
-                                f"cluster in turn ({MAP_STEPS} dependent ld.shared::cluster; at any time every CTA is "
-                                "chased by one other), cycles per load; sm: the chasing CTA's %smid, peer: the "
-                                "chased one's")]
-        if case.op == "dsmem-chase":
-            points = tuple(BandwidthPoint(f"probe_dsmem_chase_i{i}", 1, t, t * i * 4,
-                                          {"cluster": c, "threads": t, "ilp": i}) for t in CHASE_THREADS for i in CHASE_ILP)
-            plan = [Bandwidth(points, grid_multiple=c, notes=f"every thread chases {case.pattern}: dependent 4-byte "
-                              "ld.shared::cluster loads, `ilp` chains per thread, one block per SM")]
-            if case.pattern == "local":
-                plan.insert(0, ChainSlope("latency_cycles", "probe_dsmem_chain", COPY_THREADS, unroll=UNROLL,
-                                          launch={"cluster": c}, grid=c * CHAIN_CLUSTERS, units=CHAIN_CLUSTERS,
-                                          every_unit=True,
-                                          notes="a pointer chase by rank 0 through its own shared memory, by "
-                                                "ld.shared::cluster through mapa"))
-            return plan
-        if case.op == "dsmem-store":
-            partner = f"rank {c - 1}" if case.spread else "rank 1"
-            points = tuple(BandwidthPoint("probe_dsmem_store_stream", b, DSMEM_THREADS, DSMEM_THREADS * UNROLL * 16,
-                                          {"blocks_per_sm": b, "cluster": c}) for b in (1, 2))
-            # pingpong_hop_cycles, not a latency: a hop holds a detection and the next store (docs/data-movement.md)
-            return [ChainSlope("pingpong_hop_cycles", "probe_dsmem_pingpong", COPY_THREADS, unroll=UNROLL,
-                               launch={"cluster": c}, grid=c,
-                               notes=f"a flag passed between rank 0 and {partner}: each hop a st.relaxed.cluster into "
-                                     "the other CTA's shared memory, seen by its spin on ld.relaxed"),
-                    BracketedLatency("probe_dsmem_roundtrip", "probe_dsmem_roundtrip_empty", COPY_THREADS,
-                                     "the two clock reads", launch={"cluster": c}, reps=ROUNDTRIP_REPS, grid=c,
-                                     net_metric="roundtrip_cycles"),
-                    Bandwidth(points, grid_multiple=c, notes="every thread stores into "
-                              + ("another CTA's shared memory, warp by warp" if case.spread else "the next CTA's shared memory"))]
-        points = tuple(BandwidthPoint("probe_dsmem_stream", b, DSMEM_THREADS, DSMEM_THREADS * UNROLL * 16,
-                                      {"blocks_per_sm": b, "cluster": c}) for b in (1, 2))
-        first, last = chain_partners(case)
-        chased = f"rank {last}" if first == last else f"each of ranks {first}-{last} in turn"
-        partners = last - first + 1  # in the launch where more than one, as the samples per launch grow with it
-        return [ChainSlope("latency_cycles", "probe_dsmem_chain", COPY_THREADS, unroll=UNROLL,
-                           launch={"cluster": c} | ({"partners": partners} if partners > 1 else {}),
-                           notes=f"a pointer chase by rank 0 through the shared memory of {chased}, in each of "
-                                 f"{CHAIN_CLUSTERS} clusters at once (each its own SMs): one sample per cluster"
-                                 + ("" if first == last else " and partner"),
-                           grid=c * CHAIN_CLUSTERS, units=chain_units(case), every_unit=True),
-                Bandwidth(points, grid_multiple=c, notes="every thread reads the next CTA's shared memory")]
+    plan = staticmethod(_plan.plan)
 
     @staticmethod
     def paper_row(row: dict) -> dict | str | None:
