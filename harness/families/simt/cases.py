@@ -15,8 +15,10 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar
 
+import harness.families.simt.overlap as _overlap
 from harness.errors import IllegalShapeError, SpecError
 from harness.families.simt.ops import OPS
+from harness.families.simt.overlap import OverlapCase
 from harness.spec import Case
 
 PREFIX = "simt."
@@ -60,3 +62,24 @@ def check(case: SimtCase) -> None:
             raise IllegalShapeError(f"{case}: the simt family times {opcode} as {', '.join(same)}")
         raise IllegalShapeError(f"{case}: the simt family has no {opcode!r}; it times "
                                 f"{', '.join(sorted({name.split('.')[0] for name in OPS}))}")
+
+
+def _unit(case: SimtCase) -> str:
+    """Which unit runs the instruction: mufu, fma (f32 and packed halves), shuffle, convert, alu."""
+    first = case.op.sass[0][0]
+    return {"MUFU": "mufu", "FFMA": "fma", "FMUL": "fma", "FADD": "fma", "HFMA2": "fma", "SHFL": "shuffle",
+            "F2FP": "convert"}.get(first.split(".")[0], "alu")
+
+
+# The family's cases, ids and checks: the chains' (SimtCase, above) and the overlap's (overlap.py).
+
+def _all_cases() -> list:
+    return [*cases(), *_overlap.cases(), *_overlap.tma_cases()]
+
+
+def _parse(case_id: str):
+    return _overlap.parse(case_id) or parse(case_id)
+
+
+def _check(case) -> None:
+    (_overlap.check if isinstance(case, OverlapCase) else check)(case)
