@@ -9,7 +9,7 @@ import numpy as np
 from harness import dtypes
 from harness.families.base import Check, Inputs
 import harness.families.simt.overlap as _overlap
-from harness.families.simt import ops as _ops
+import harness.families.simt.ops as _ops
 from harness.families.simt.cases import SimtCase
 from harness.families.simt.kernels import CHAINS, MAX_ILP
 from harness.families.simt.overlap import OverlapCase

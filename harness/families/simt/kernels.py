@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import harness.families.simt.overlap as _overlap
 from harness.families.chains import ILPS, Chains
-from harness.families.simt import ops as _ops
+import harness.families.simt.ops as _ops
 from harness.families.simt.cases import _check
 from harness.families.simt.overlap import OverlapCase
 

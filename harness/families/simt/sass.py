@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from harness.families.base import KernelExpectation, SassExpectation
 import harness.families.simt.overlap as _overlap
-from harness.families.simt import ops as _ops
+import harness.families.simt.ops as _ops
 from harness.families.simt.cases import SimtCase
 from harness.families.simt.kernels import CHAINS, MAX_ILP
 from harness.families.simt.overlap import OverlapCase
