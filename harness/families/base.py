@@ -26,6 +26,9 @@ stages call them without asking first. A family's public members are this contra
                                           paper_case(figure) (None), paper_row(row) (None),
                                           explain(case_id, metric, value, paper, launch) (None), roofline_cases (()),
                                           paper_statistic(case_id, metric, launch) (None)
+
+The values the members return live beside this module and are named from here too: probes (Inputs, Check,
+SassExpectation, ...), references (PaperFigure, Reason), commands (Advisor, Measurer, Advice), models (FamilyModel).
 """
 
 from __future__ import annotations
@@ -36,204 +39,13 @@ from typing import Callable
 
 import numpy as np
 
+from harness.families.commands import Advice, AdviceOption, Advisor, Measurer  # noqa: F401  (named from here)
+from harness.families.models import FamilyModel, residual_frame  # noqa: F401  (named from here)
+from harness.families.probes import Check, InFlight, Inputs, KernelExpectation, SassExpectation  # noqa: F401
+from harness.families.references import PaperFigure, Reason, known_cause  # noqa: F401  (named from here)
 from harness.measure.launch import NOTHING_ATTACHED, Attachment  # noqa: F401  (a family names them from here)
 from harness.measure.measurement import Work  # noqa: F401  (a family names it from here, with the rest)
 from harness.spec import Case
-
-
-@dataclass(frozen=True)
-class Inputs:
-    """What a probe reads (`buffer`, copied to the GPU) and what its reference needs (`values`)."""
-
-    buffer: np.ndarray  # uint8
-    values: dict[str, np.ndarray]  # the operands as exact float64/int64 arrays (A, B, a tile, ...)
-    distribution: str  # how the values were drawn, stored with every measurement
-
-
-@dataclass(frozen=True)
-class Check:
-    """One validation launch: kernel `kernel`, one block of `threads` threads, `iters`, a timing buffer
-    of `timing_words`; its decoded output must equal `expected` within `tolerance` (absolute)."""
-
-    kernel: str
-    threads: int
-    iters: int
-    timing_words: int
-    expected: np.ndarray
-    tolerance: np.ndarray | float
-    label: str
-    grid: int = 1  # blocks (a cluster kernel's cluster size)
-
-
-@dataclass(frozen=True)
-class KernelExpectation:
-    """What one kernel's SASS must hold: `count` x an instruction starting with `mnemonic`, and none of
-    `forbidden` (prefixes) between the first and the last of them."""
-
-    mnemonic: str
-    count: int
-    forbidden: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()  # instruction prefixes that share the mnemonic but do not count
-    contains: str = ""  # text a counted instruction must also hold (e.g. a call's target routine)
-    also: tuple[str, ...] = ()  # other opcodes that count as this instruction (HFMA2.MMA: an HFMA2 on another pipe)
-
-
-@dataclass(frozen=True)
-class InFlight:
-    """What one kernel's SASS must issue under a wgmma: at least `count` instructions starting with `mnemonic` between
-    the closing instruction (`gsb0`) of a wgmma group that holds `group` (e.g. '.tnspB') and the WARPGROUP.DEPBAR that
-    retires it, in the kernel's instruction order (an overlap that ptxas may undo by moving a wait)."""
-
-    mnemonic: str
-    group: str
-    count: int
-
-
-@dataclass(frozen=True)
-class SassExpectation:
-    kernels: tuple[tuple[str, KernelExpectation], ...]  # (kernel, what it must hold); a kernel may recur
-    executes: str  # what really runs per PTX instruction, e.g. "HMMA.16816.F32" or "F2FP + 2x HMMA.16816.F32"
-    emulated: bool = False  # no native instruction: the rate is not a tensor-core rate
-    invalidating_notes: tuple[str, ...] = ()  # ptxas note codes (e.g. C7510) that invalidate the case
-    spill_kernels: tuple[str, ...] = ()  # kernels that must not spill
-    in_flight: tuple[tuple[str, InFlight], ...] = ()  # (kernel, what it must issue under a wgmma)
-
-
-@dataclass(frozen=True)
-class PaperFigure:
-    """A published figure as the papers describe it (harness/published.py reads them), for a
-    family's optional `paper_case(figure) -> (case_id, metric) | None` to name our counterpart."""
-
-    instruction: str  # as the paper writes it: "wgmma.mma_async", "mma", "mma.sp", ...
-    m: int
-    n: int
-    k: int
-    dtype_a: str  # PTX names (f16, e4m3, s8, ...)
-    dtype_acc: str
-    operands: str | None  # SS or RS (wgmma)
-    sparse: bool
-    metric: str  # the source's: "latency_cycles" or "throughput" as the papers mean them, or one of ours
-
-
-@dataclass(frozen=True)
-class Reason:
-    """Why a measurement differs from its published figure (Family.explain), shown where the row is.
-    `accounts`: the cause accounts for the difference (the verdict is "explained"); False: a known
-    cause that does not close the gap by itself (the row stays DISAGREES, with this as its reason)."""
-
-    text: str
-    accounts: bool = True
-
-
-def known_cause(causes: dict[tuple[str, str], str], case_id: str, metric: str) -> Reason | None:
-    """The cause in `causes` ({(case-id prefix, metric): text}) of the longest prefix that starts
-    `case_id`, for `metric`: a Reason that does not close the gap by itself (accounts=False)."""
-    found = [(len(prefix), text) for (prefix, m), text in causes.items() if m == metric and case_id.startswith(prefix)]
-    return Reason(max(found)[1], accounts=False) if found else None
-
-
-@dataclass(frozen=True)
-class AdviceOption:
-    """One option of an advisor's command, `--name`: an integer in [low, high], or one of `choices`."""
-
-    name: str
-    help: str
-    low: int = 1
-    high: int = 1 << 20
-    choices: tuple[str, ...] = ()
-    default: object = None  # None: the option is required
-
-
-@dataclass(frozen=True)
-class Advice:
-    """What an advisor may return instead of lines: the answer first (`lead`, a few lines of prose), then a
-    table (`--format table|csv|json|markdown`: csv and json print the table alone, the prose going to stderr),
-    and `notes` after it. `keep`: columns a fitted table never leaves out."""
-
-    lead: tuple[str, ...]
-    table: object  # a pandas DataFrame
-    notes: tuple[str, ...] = ()
-    keep: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Advisor:
-    """`bench advise NAME`: instruction-choice advice from a family's model. The command adds --gpu (the
-    datasheet's parameters), --run (the parameters fitted to a run) and --db to `options`, and prints
-    what `advise(values, fit, gpu)` returns (lines, or an Advice: its answer, a table, notes): `values` by
-    option name, `fit` the family model's fit report for --run (else None), `gpu` --gpu's name (else None).
-    A `shortcut` advisor is also `bench NAME` (one no command of the CLI's own is called)."""
-
-    name: str
-    help: str  # the command's help: a summary line, then examples
-    options: tuple[AdviceOption, ...]
-    advise: Callable[[dict, object, "str | None"], "list[str] | Advice"] = field(repr=False)
-    shortcut: bool = False  # also a top-level command, `bench NAME`
-
-
-@dataclass(frozen=True)
-class Measurer:
-    """`bench NAME`: cases a family chooses for the GPU at hand, measured in one run and read back. The command adds
-    --fit-run, --gpu, --db, --jobs, --seed, --watchdog, --format and --wide to `options` (click options of its
-    own), then: `prepare(values)` checks them before anything is opened (SpecError: one line); once the GPU is
-    known, `plan(state, device, fit)` gives the run's label and cases (`fit`: the family model's fit to --fit-run,
-    else None); the run is conducted as `bench run` conducts a suite; `report(state, results, fit)` gives an
-    Advice (the answer, a table, notes)."""
-
-    name: str
-    help: str  # the command's help: a summary line, then examples
-    options: tuple = ()  # click.Option objects
-    prepare: Callable[[dict], object] = field(default=None, repr=False)
-    plan: Callable[[object, object, object], "tuple[str, list]"] = field(default=None, repr=False)
-    report: Callable[[object, list, object], Advice] = field(default=None, repr=False)
-
-
-def residual_frame(rows: list[dict]):
-    """A fit report's rows (each with `measured` and `fitted`) as a frame with their residual and relative miss: what
-    a model's `residuals` returns where its report keeps rows."""
-    import pandas as pd
-
-    frame = pd.DataFrame(rows)
-    if not frame.empty:
-        frame["residual"] = frame.measured - frame.fitted
-        frame["relative"] = frame.measured / frame.fitted - 1
-    return frame
-
-
-class FamilyModel(ABC):
-    """A family's model (`Family.model`): fitted to a run's measurements, it predicts them (`bench model
-    --run`, `bench compare`). `fit` is required; the optional members return None where a model has no such
-    thing (no datasheet prior, no prediction of a metric, no transfer, no datasheet table)."""
-
-    def prior(self, gpu: str):
-        """The model's parameters for a GPU from its datasheet (a GPU's name as NVML or gpu_specs.csv spells it),
-        before any run is fitted: what `predict` takes. Callers: compare's `model_predictions` (each row's
-        prediction beside its measurement) and the simulated GPU (`synthetic_interval`, with "H100 SXM5"). None
-        (the default): no prior, or none for this GPU."""
-        return None
-
-    def predict(self, case, metric: str, params) -> float | None:
-        """What the model predicts for `case`'s `metric` (in the metric's own unit, a headline value) with
-        `params` (a prior's, or a fit's; None: there are none, and a model may fall back on its own). None (the
-        default): no prediction for this case or metric (compare shows NaN; the simulated GPU then takes the
-        work at the family's peak rate)."""
-        return None
-
-    @abstractmethod
-    def fit(self, frame, gpu: str, source: str):
-        """The model fitted to a run's rows of this family (None where they hold nothing it fits): a report
-        whose `residuals` frame `bench model` prints."""
-
-    def transfer(self, fitted, frame, gpu: str, source: str):
-        """This run's rows predicted with the parameters of `fitted` (the report of a fit to another run):
-        `bench model --run B` (out of sample, analysis/models.py::score_run) and `--fit-run A`. A residual row
-        whose parameters the report fits to this run itself says so (`in_sample`: True); `bench model` labels
-        it in sample. None: the model carries no parameters to another run."""
-        return None
-
-    def datasheet_table(self, gpu: str, clock_mhz: float | None = None):
-        """(a line, a table): the model's prediction from a GPU's datasheet (`bench model --gpu`), or None."""
-        return None
 
 
 class Family(ABC):
