@@ -5,7 +5,7 @@ files (harness/db/data/references/), never typed in; case ids are spelled out.""
 import pytest
 
 from harness import published as references
-from harness.families.tma.cases import authors_cases
+from harness.families.tma.suite_cases import authors_cases
 from harness.registry import FAMILIES
 from harness.suites import suite_cases
 

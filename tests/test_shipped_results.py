@@ -9,7 +9,8 @@ import pytest
 
 from harness.db.distributions import run_samples
 from harness.db.store import Store
-from harness.families.tma.cases import GEMM_PITCH, parse
+from harness.families.tma.cases import GEMM_PITCH
+from harness.families.tma.ids import parse
 from harness.stats import coarse_grid
 
 DB = Path(__file__).resolve().parent.parent / "results.db"

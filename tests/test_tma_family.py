@@ -5,7 +5,7 @@ import pytest
 
 from harness.errors import IllegalShapeError
 from harness.families import tma
-from harness.families.tma import cases, kernels as tma_kernels, layout, model
+from harness.families.tma import cases, ids, kernels as tma_kernels, layout, model, suite_cases
 
 SW128 = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x64.sw128"
 
@@ -55,7 +55,7 @@ def test_a_gemm_tile_is_rows_a_pitch_apart_in_a_matrix_many_boxes_wide():
     """`.pitch8192`: a 2-D b16 matrix 8192 bytes a row (K = 4096), cut into 64 x rows boxes: 64 boxes side by
     side, tile t's corner at column 64 (t % 64), row rows (t // 64); a box's rows are 8192 bytes apart, as a
     GEMM's A tile of BK = 64 is in a row-major M x K matrix."""
-    case = cases.parse("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x4.sw128.pitch8192")
+    case = ids.parse("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x4.sw128.pitch8192")
     assert case.pitch == 8192 and case.row_boxes == 64 and str(case).endswith(".sw128.pitch8192")
     geom = layout.geometry(case, 64 * 1000)
     assert geom.dims[0] == 4096 and geom.strides == (2, 8192)
@@ -66,14 +66,14 @@ def test_a_gemm_tile_is_rows_a_pitch_apart_in_a_matrix_many_boxes_wide():
     assert np.array_equal(rows - rows[:, :1], np.tile(np.arange(128), (4, 1)))
     assert tma_kernels.check_tile(case) == model.check_tile(2, 64) == 1 + 5 * 64
     assert tma.FAMILY.template_params(case)["tiles"].startswith("64, ")
-    contiguous = cases.parse("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x4.sw128")
+    contiguous = ids.parse("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x4.sw128")
     assert contiguous.row_boxes == 1 and layout.geometry(contiguous, 1000).strides == (2, 128)
 
 
 def test_a_rank_3_pitch_is_the_authors_1024_cubed_fp32_tensor():
     """`.pitch4096x4194304`: rows 4 KiB and planes 4 MiB apart (their tma_bw_3d log's tensor); 8 x 8 x 4 boxes:
     128 along a row, 128 along a plane, tile t's corner by those digits, then 4 planes a step."""
-    case = cases.parse("cp.async.bulk.tensor.3d.shared::cluster.global.tile.b32.box8x8x4.pitch4096x4194304")
+    case = ids.parse("cp.async.bulk.tensor.3d.shared::cluster.global.tile.b32.box8x8x4.pitch4096x4194304")
     assert (case.pitch, case.plane, case.row_boxes, case.plane_boxes) == (4096, 4 << 20, 128, 128)
     assert str(case).endswith(".box8x8x4.pitch4096x4194304")
     geom = layout.geometry(case, 128 * 128 * 10)
@@ -85,14 +85,14 @@ def test_a_rank_3_pitch_is_the_authors_1024_cubed_fp32_tensor():
     assert tma_kernels.check_tile(case) == 1 + 128 + 128 * 128  # 1 along the planes: inside a source of two slabs
     assert tma.FAMILY.template_params(case)["tiles"].startswith("128, 128, ")
     assert (1, 3) in layout.stream_points(case)  # their 342 blocks on 114 SMs
-    big = cases.parse("cp.async.bulk.tensor.3d.shared::cluster.global.tile.b32.box4x4x256.pitch4096x4194304")
+    big = ids.parse("cp.async.bulk.tensor.3d.shared::cluster.global.tile.b32.box4x4x256.pitch4096x4194304")
     assert layout.source_tiles(big, 2 << 30) == 2 * 256 * 256 and tma_kernels.check_tile(big) < 256 * 256 + 256 + 2
 
 
 def test_the_authors_96_wide_box_reads_their_map_whose_rows_it_does_not_tile():
     """96 x 32 FP32 boxes of a matrix 32768 elements a row: the map's row is all 32768, the boxes start at
     96 i for i < 341, the source holds whole rows (slabs of 32 rows, 4 MiB)."""
-    case = cases.parse("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b32.box96x32.pitch131072")
+    case = ids.parse("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b32.box96x32.pitch131072")
     assert case.row_boxes == 341 and case.row_elems == 32768
     geom = layout.geometry(case, 341 * 100)
     assert geom.dims == (32768, 3200) and geom.strides == (4, 131072) and geom.slab_bytes == 4 << 20
@@ -100,19 +100,19 @@ def test_the_authors_96_wide_box_reads_their_map_whose_rows_it_does_not_tile():
     tiles = layout.source_tiles(case, 3 << 30)
     assert tiles == 768 * 341 and layout.source_bytes(case, tiles) == 3 << 30
     with pytest.raises(IllegalShapeError, match="2-D loads only"):
-        cases.parse("cp.async.bulk.tensor.2d.global.shared::cta.tile.b32.box96x32.pitch131072")
+        ids.parse("cp.async.bulk.tensor.2d.global.shared::cta.tile.b32.box96x32.pitch131072")
 
 
 def test_the_suite_measures_gemm_tiles_and_keeps_the_contiguous_boxes_as_a_variant():
     """Issue 34 item 10: every 2-D tile copy of the suite is a GEMM's tile (pitch 8192) but the contiguous
     box sizes, which the suite keeps beside the same boxes as tiles. (The tma-authors suite's 2-D boxes are the
     authors' FP32 matrix, 32768 elements a row: pitch 131072.)"""
-    suite = cases.cases()
-    assert {c.pitch for c in cases.authors_cases() if c.rank == 2} == {cases.AUTHORS_2D_PITCH}
+    suite = suite_cases.cases()
+    assert {c.pitch for c in suite_cases.authors_cases() if c.rank == 2} == {suite_cases.AUTHORS_2D_PITCH}
     two_d = [c for c in suite if c.tensor and c.rank == 2 and not c.im2col]
     contiguous = {(c.op, c.box) for c in two_d if not c.pitch}
     assert all(c.pitch == cases.GEMM_PITCH for c in two_d if c.pitch)
-    assert contiguous == {("load", (64, rows)) for rows in cases.BOX_ROWS}
+    assert contiguous == {("load", (64, rows)) for rows in suite_cases.BOX_ROWS}
     assert {(c.op, c.box) for c in two_d if c.pitch and c.cluster == 1 and c.swizzle == 128 and c.elem == 2
             and not c.gmap and c.promotion == cases.DEFAULT_PROMOTION and c.op == "load"} >= contiguous
     assert all(c.pitch for c in two_d if c.op != "load" or c.cluster > 1 or c.gmap or c.elem != 2)
@@ -147,7 +147,7 @@ def test_stored_is_the_inverse_of_landed():
 ])
 def test_illegal_boxes_are_one_line_errors(case_id, message):
     with pytest.raises(IllegalShapeError, match=message):
-        cases.parse(case_id)
+        ids.parse(case_id)
 
 
 def test_the_sweep_fits_in_shared_memory():
@@ -157,12 +157,12 @@ def test_the_sweep_fits_in_shared_memory():
             assert points, case
             for stages, blocks in points:
                 assert blocks * (layout.dynamic_smem(case, stages) + 2048) <= layout.SMEM_PER_SM
-    big = cases.parse("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x256.sw128")
+    big = ids.parse("cp.async.bulk.tensor.2d.shared::cluster.global.tile.b16.box64x256.sw128")
     assert max(k for k, _ in layout.stream_points(big)) == 4  # 32 KB boxes: at most 4 in flight
 
 
 def test_multicast_checks_expect_every_cta_to_hold_every_box():
-    case = cases.parse(SW128 + ".multicast4")
+    case = ids.parse(SW128 + ".multicast4")
     inputs = tma.FAMILY.inputs(case, np.random.default_rng(0))
     check = tma.FAMILY.checks(case, inputs)[0]
     per_cta = case.box_bytes * 4 // 4  # words: 4 boxes of 8 KB
@@ -210,11 +210,11 @@ def test_im2col_column_is_the_convolutions_im2col_row_set(rank, pixels):
 
 def test_an_illegal_im2col_load_is_one_line():
     with pytest.raises(IllegalShapeError, match="rank 3, 4 or 5"):
-        cases.parse("cp.async.bulk.tensor.2d.shared::cluster.global.im2col.b16.ch64.px128.sw128")
+        ids.parse("cp.async.bulk.tensor.2d.shared::cluster.global.im2col.b16.ch64.px128.sw128")
     with pytest.raises(IllegalShapeError, match="pixels per column are 1 to 1024"):
-        cases.parse("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.b16.ch64.px2048.sw128")
+        ids.parse("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.b16.ch64.px2048.sw128")
     with pytest.raises(IllegalShapeError, match="inner extent is at most 64 bytes"):
-        cases.parse("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.b16.ch64.px128.sw64")
+        ids.parse("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.b16.ch64.px128.sw64")
 
 
 def test_the_l2_promotion_is_part_of_the_id_when_not_the_default():

@@ -1,6 +1,7 @@
 """TMA (sm_90a): the Family object.
 
-Cases and ids: cases.py. What lands where (the source, boxes, swizzles): model.py. Probe template:
+Cases: cases.py (ids.py reads an id back, refusals.py refuses, suite_cases.py lists them). What lands where
+(the source, boxes, swizzles): model.py. Probe template:
 ptx/tma.cu.in. Each copy case validates the bytes that landed (every CTA of a multicast, global
 memory for stores) for every kernel it times, then measures:
 
@@ -31,13 +32,15 @@ from __future__ import annotations
 
 from harness import seed_chapter
 from harness.families.base import Attachment, Family, Reason, Work, known_cause
-import harness.families.tma.cases as _cases
 import harness.families.tma.checks as _checks
+import harness.families.tma.ids as _ids
 import harness.families.tma.kernels as _kernels
 import harness.families.tma.maps as _maps
 import harness.families.tma.model as model
 import harness.families.tma.plan as _plan
+import harness.families.tma.refusals as _refusals
 import harness.families.tma.sass as _sass
+import harness.families.tma.suite_cases as _suite_cases
 import harness.families.tma.suites as _suites
 from harness.families.tma.cases import FIXED_IDS, TmaCase, _load
 from harness.families.tma.layout import stream_points
@@ -86,9 +89,9 @@ class TmaFamily(Family):
 
         return TmaModel()
 
-    cases = staticmethod(_cases.all_cases)
-    parse = staticmethod(_cases.parse)
-    check = staticmethod(_cases.check)
+    cases = staticmethod(_suite_cases.all_cases)
+    parse = staticmethod(_ids.parse)
+    check = staticmethod(_refusals.check)
     suites = staticmethod(_suites.suites)
 
     # -- the probe (kernels.py), what its SASS must show (sass.py) -------------------------------------
@@ -139,7 +142,7 @@ class TmaFamily(Family):
             return dict(case_id=str(_load(1, 2, (256,), 0)), metric="latency_raw_cycles", gpu=gpu,
                         launch={"source": source}, wall_clock_mhz=wall_clock(row["notes"]))
         if "NewFeatures/TMA/Throughput" in table:
-            case = _cases.authors_case(table.split("/")[-2], row["shape"])
+            case = _suite_cases.authors_case(table.split("/")[-2], row["shape"])
             if isinstance(case, str):
                 return case
             blocks = int(row["shape"].split()[0])

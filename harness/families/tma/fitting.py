@@ -33,7 +33,8 @@ import numpy as np
 import pandas as pd
 
 from harness.families.base import FamilyModel
-from harness.families.tma.cases import FIXED_IDS, parse
+from harness.families.tma.cases import FIXED_IDS
+from harness.families.tma.ids import parse
 from harness.queueing import symmetric_mva
 from harness.stats import residual_frame
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import harness.families.tma.maps as _maps
 import harness.families.tma.model as model
-from harness.families.tma.cases import COPY_OPS, PORTABLE_CLUSTER, TmaCase, check
+from harness.families.tma.cases import COPY_OPS, PORTABLE_CLUSTER, TmaCase
+from harness.families.tma.refusals import check
 from harness.families.tma.layout import stage_bytes, stream_stages
 
 OP_CODES = {"load": 0, "store": 1, "bulk": 2, "read": 3, "cp.async": 4, "ld+st": 5, "mbarrier": 6,

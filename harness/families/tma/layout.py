@@ -7,7 +7,8 @@ from __future__ import annotations
 from math import gcd, prod
 
 import harness.families.tma.model as model
-from harness.families.tma.cases import TmaCase, authors_geometry
+from harness.families.tma.cases import TmaCase
+from harness.families.tma.suite_cases import authors_geometry
 
 STAGES = (1, 2, 4, 8, 16)  # copies in flight per block: the stream kernels probe_stream_k<STAGES>
 BLOCKS_PER_SM = (1, 2, 4)

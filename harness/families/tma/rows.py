@@ -7,7 +7,8 @@ import json
 
 import pandas as pd
 
-from harness.families.tma.cases import DEFAULT_PROMOTION, GEMM_PITCH, parse
+from harness.families.tma.cases import DEFAULT_PROMOTION, GEMM_PITCH
+from harness.families.tma.ids import parse
 
 
 ROOFLINE_CASES = ("ld.global.v4.u32", "cp.async.cg.shared.global.16", "ld.global.v4.u32.then.st.shared.v4.u32")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import harness.families.tma.cases as _cases
+import harness.families.tma.suite_cases as _cases
 from harness.families.base import Suite
 
 
