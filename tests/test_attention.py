@@ -11,7 +11,8 @@ import pytest
 
 from harness.dtypes import round_to
 from harness.errors import IllegalShapeError, SpecError
-from harness.families.attention.cases import AttentionCase, attention, check_case
+from harness.families.attention.cases import AttentionCase, check_case
+from harness.families.attention.suite_cases import attention
 from harness.families.attention.problem import LOG2E, check_reference, scale_log2
 from harness.build.sass import issued_in_flight
 from harness.families.base import InFlight

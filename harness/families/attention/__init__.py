@@ -22,6 +22,9 @@ from __future__ import annotations
 import numpy as np
 
 import harness.families.attention.cases as _cases
+import harness.families.attention.ids as _ids
+import harness.families.attention.refusals as _refusals
+import harness.families.attention.suite_cases as _suite_cases
 from harness.anchors import KERNEL, VERIFY
 from harness.dtypes import decode, encode
 from harness.families.attention.cases import AttentionCase, CudnnCase, check_case
@@ -37,22 +40,23 @@ def _suites() -> dict[str, Suite]:
     return {
         "attention": Suite("attention forward in the FA3 paper's setting (16k tokens, 2048 wide): bf16 at head dims "
                            "64, 128, 256, sequences 1k..16k, causal and not, and f16 at 128; cuDNN beside each",
-                           _cases.everyday),
+                           _suite_cases.everyday),
         "attention-turns": Suite("the attention suite's bf16 cases with the two consumer warpgroups taking turns at the "
-                                 "tensor cores (FA3's ping-pong), cuDNN beside each", _cases.turns),
+                                 "tensor cores (FA3's ping-pong), cuDNN beside each", _suite_cases.turns),
         "attention-overlap": Suite("the attention suite's bf16 cases with each warpgroup's softmax overlapped with "
                                    "its P V of the block before (FA3's intra-warpgroup overlap), 3 stages at head "
-                                   "dims 64 and 128; cuDNN beside each", _cases.overlapped),
+                                   "dims 64 and 128; cuDNN beside each", _suite_cases.overlapped),
         "attention-tmastore": Suite("FA3's schedule at head dims 64 and 128, 4k-16k, causal and not, with turns and "
                                     "without, its epilogue through Q's buffer and a TMA store beside the same "
-                                    "writing O from registers; cuDNN beside each", _cases.tma_stored),
+                                    "writing O from registers; cuDNN beside each", _suite_cases.tma_stored),
         "attention-fa3": Suite("FA3's whole schedule (the softmax overlapped inside each warpgroup, the two taking "
                                "turns at the tensor cores) at head dims 64 and 128, 4k..16k, with the overlapped and "
-                               "the serial cases beside it; cuDNN beside each", _cases.overlapped_turns),
+                               "the serial cases beside it; cuDNN beside each", _suite_cases.overlapped_turns),
         "attention-persistent": Suite("FA3's whole schedule at head dims 64 and 128, 4k..16k, causal and not, on a "
-                                      "persistent grid beside one CTA per tile; cuDNN beside each", _cases.persistent),
+                                      "persistent grid beside one CTA per tile; cuDNN beside each",
+                                      _suite_cases.persistent),
         "attention-quick": Suite("attention forward, bf16, head dim 128, sequence 4k, causal and not",
-                                 _cases.quick),
+                                 _suite_cases.quick),
     }
 
 
@@ -63,9 +67,9 @@ class AttentionFamily(Family):
     example_id = "attention.bf16.4x4096x16x128.tile128x128.s2.wg2.setmaxnreg"
     template = "attention.cu.in"
 
-    cases = staticmethod(_cases.cases)
-    parse = staticmethod(_cases.parse)
-    check = staticmethod(_cases.check)
+    cases = staticmethod(_suite_cases.cases)
+    parse = staticmethod(_ids.parse)
+    check = staticmethod(_refusals.check)
     suites = staticmethod(_suites)
 
     @property

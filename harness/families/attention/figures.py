@@ -8,7 +8,8 @@ import pandas as pd
 
 from harness.anchors import has_probe
 from harness.errors import HarnessError
-from harness.families.attention.cases import cudnn, parse
+from harness.families.attention.cases import cudnn
+from harness.families.attention.ids import parse
 from harness.families.attention.model import terms
 
 

@@ -35,7 +35,8 @@ import pandas as pd
 
 from harness.anchors import has_probe
 from harness.errors import IllegalShapeError, SpecError
-from harness.families.attention.cases import AttentionCase, parse
+from harness.families.attention.cases import AttentionCase
+from harness.families.attention.ids import parse
 from harness.families.attention.problem import TENSOR_FLOPS_PER_CYCLE
 from harness.families.base import FamilyModel, residual_frame
 
