@@ -11,9 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.layouts import (SWIZZLE_MODES, Layout, Swizzle, Swizzled, coalesce, complement, composition,
-                             crd2idx, idx2crd, in_bytes, ldmatrix_positions, logical_divide, make_layout, row_major,
-                             wavefronts, zipped_divide)
+from harness.layouts import (Layout, coalesce, complement, composition, crd2idx, idx2crd, logical_divide, make_layout,
+                             row_major, zipped_divide)
+from harness.smembanks import ldmatrix_positions, wavefronts
+from harness.swizzles import SWIZZLE_MODES, Swizzle, Swizzled, in_bytes
 
 
 # -- 01_layout.md -------------------------------------------------------------------------------------

@@ -16,8 +16,9 @@ from harness.errors import SpecError
 from harness.families.layouts import FAMILY, UNROLL, tile
 from harness.families.layouts.cases import cases, parse
 from harness.families.tma import model as tma_model
-from harness.layouts import Layout, Swizzled, SWIZZLE_MODES
+from harness.layouts import Layout
 from harness.measure.validate import compare
+from harness.swizzles import SWIZZLE_MODES, Swizzled
 from helpers import planted_source
 
 CASES = cases()

@@ -1,6 +1,6 @@
 """Shared-memory bank conflicts: one warp access (ld/st.shared of 16, 32, 64 or 128 bits a lane, or
 ldmatrix/stmatrix m8n8 x1/x2/x4) at addresses a layout of the layout library gives (patterns.py), timed
-at every SM with 1-32 warps; the bank model (harness/layouts.py: phases of 128 bytes, a phase as many
+at every SM with 1-32 warps; the bank model (harness/smembanks.py: phases of 128 bytes, a phase as many
 bank cycles as the most distinct words one bank holds) predicts its shared-memory bytes per cycle per SM.
 
 Ids: banks.<ld|st>.b<16|32|64|128>.<layout> and banks.<ldmatrix|stmatrix>.x<1|2|4>[.trans].<layout>.
@@ -15,8 +15,8 @@ import harness.families.banks.chapter as chapter
 import harness.families.banks.patterns as patterns
 from harness.families.banks.cases import BankCase, cases, check, parse
 from harness.families.base import Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
-from harness.layouts import BANKS, conflict_free_wavefronts, draw_bank_map, ldmatrix_positions
 from harness.measure.methods import OccupancySweep, SweepPoint
+from harness.smembanks import BANKS, conflict_free_wavefronts, draw_bank_map, ldmatrix_positions
 
 UNROLL = 8
 REGION = 4096  # bytes between copies of the image: every layout fits one, and it is a multiple of 1024

@@ -11,7 +11,7 @@ import numpy as np
 
 from harness.errors import IllegalShapeError, SpecError
 import harness.families.banks.patterns as patterns
-from harness.layouts import wavefronts
+from harness.smembanks import wavefronts
 from harness.spec import Case
 
 WIDTHS = (16, 32, 64, 128)  # bits a lane of ld/st.shared

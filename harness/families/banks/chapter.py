@@ -9,7 +9,8 @@ figures in B/cycle/SM: "conflict-free" for one ldmatrix.x1 of the rows the chapt
 
 from __future__ import annotations
 
-from harness.layouts import (Layout, Swizzle, crd2idx, in_bytes, make_layout, row_major, zipped_divide)
+from harness.layouts import Layout, crd2idx, make_layout, row_major, zipped_divide
+from harness.swizzles import Swizzle, in_bytes
 
 SOURCE = "seed-cute-layouts"
 FILE = "seed_cute_layouts.csv"

@@ -1,7 +1,7 @@
 """The bank model as the banks family's `model` (harness/families/base.py: prior, predict, fit), for `bench
 model` and `bench compare`.
 
-A warp access takes W wavefronts (harness/layouts.py `wavefronts`: per phase of 128 bytes, the most distinct
+A warp access takes W wavefronts (harness/smembanks.py `wavefronts`: per phase of 128 bytes, the most distinct
 4-byte words one bank holds), and the banks serve B = 32 x 4 bytes a wavefront, one wavefront a cycle per SM
 (the CUDA C++ Programming Guide, "Shared Memory": 32 banks, each 32 bits wide a clock). So with enough warps
 
@@ -20,7 +20,7 @@ import pandas as pd
 
 from harness.families.banks.cases import parse
 from harness.families.base import FamilyModel, residual_frame
-from harness.layouts import WAVEFRONT_BYTES
+from harness.smembanks import WAVEFRONT_BYTES
 
 
 def predicted(case, bytes_per_wavefront: float = WAVEFRONT_BYTES) -> float:

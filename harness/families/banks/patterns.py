@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.layouts import (SWIZZLE_MODES, WAVEFRONT_BYTES, Layout, Swizzle, Swizzled, in_bytes, phases)
+from harness.layouts import Layout
+from harness.smembanks import WAVEFRONT_BYTES, phases
+from harness.swizzles import SWIZZLE_MODES, Swizzle, Swizzled, in_bytes
 
 SPANS = (32, 64, 128)
 WAYS = (2, 4, 8, 16, 32)

@@ -16,9 +16,9 @@ import numpy as np
 import harness.families.layouts.tile as tile
 from harness.families.base import Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
 from harness.families.layouts.cases import LayoutCase, cases, check, parse
-from harness.layouts import draw_bank_map
 from harness.measure.methods import ChainSlope
 from harness.measure.timing import RECORD_WORDS
+from harness.smembanks import draw_bank_map
 
 UNROLL = 16  # chained ldmatrix per loop body: a multiple of every case's instruction count
 THREADS = 128  # one warpgroup: wgmma's; warp 0 also runs the ldmatrix reads and the chain

@@ -24,7 +24,9 @@ import numpy as np
 
 from harness.dtypes import decode
 from harness.families.layouts.cases import LayoutCase
-from harness.layouts import SWIZZLE_MODES, Layout, Swizzled, ldmatrix_positions
+from harness.layouts import Layout
+from harness.smembanks import ldmatrix_positions
+from harness.swizzles import SWIZZLE_MODES, Swizzled
 
 ROWS = 64  # the tile's rows: wgmma's M
 MATRIX_ROWS, MATRIX_ROW_BYTES = 8, 16  # an ldmatrix m8n8 matrix: 8 rows of 16 bytes

@@ -8,7 +8,7 @@ between shared memory and registers: lane 8i + r supplies the address of row r o
 "ldmatrix" and "stmatrix"):
     without .trans   row l // 4, columns 2 (l % 4) and 2 (l % 4) + 1
     with .trans      column l // 4, rows 2 (l % 4) and 2 (l % 4) + 1
-`positions` (harness/layouts.py's `ldmatrix_positions`) is that map, the NumPy model every validation uses. Probe template:
+`positions` (harness/smembanks.py's `ldmatrix_positions`) is that map, the NumPy model every validation uses. Probe template:
 ptx/loaders.cu.in. Metrics: latency_cycles (one warp: a pointer chase through ldmatrix, or a
 stmatrix -> ld.shared round trip) and sm_throughput in shared-memory bytes per cycle per SM.
 """
@@ -25,8 +25,8 @@ import numpy as np
 from harness.errors import IllegalShapeError, SpecError
 from harness.families.base import Check, Family, Inputs, KernelExpectation, SassExpectation, Suite, Work
 from harness.families.loaders.model import B_BANK as PEAK_BYTES_PER_CYCLE
-from harness.layouts import ldmatrix_positions as positions  # ldmatrix's lane map, shared with the banks family
 from harness.measure.methods import ChainSlope, OccupancySweep, SweepPoint
+from harness.smembanks import ldmatrix_positions as positions  # ldmatrix's lane map, shared with the banks family
 from harness.spec import Case
 
 OPS = ("ldmatrix", "stmatrix")
