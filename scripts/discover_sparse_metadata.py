@@ -20,7 +20,8 @@ from harness import dtypes
 from harness.build.compile import compile_probe
 from harness.registry import probe_source
 from harness import sparsity
-from harness.families.mma import FAMILY, chains, fragments
+from harness.families.mma import FAMILY, fragments
+from harness.families.mma.probe import chains
 from harness.families.mma.cases import BITS
 from harness.measure.launch import LoadedProbe
 from harness.registry import parse_case_id

@@ -7,7 +7,9 @@ import pytest
 from harness.errors import IllegalShapeError
 from harness.families.mma import FAMILY as mma
 from harness import sparsity
-from harness.families.mma import fragments, reference, sass, shapes, tolerance
+from harness.families.mma import fragments, sass
+from harness.families.mma.checks import reference, tolerance
+from harness.families.mma.probe import shapes
 from harness.registry import parse_case_id
 
 # (lane, element index in the lane's order) -> (row, col), read off the PTX ISA figures
