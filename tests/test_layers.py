@@ -12,7 +12,7 @@ PACKAGE = ROOT / "harness"
 # Bottom first. A module matches the first pattern that names it (fnmatch on the dotted name).
 LAYERS = [
     ("vocabulary", ["harness.version", "harness.errors", "harness.dtypes", "harness.sparsity", "harness.stats", "harness.queueing", "harness.l2lines", "harness.smgroups", "harness.layouts",
-                    "harness.swizzles", "harness.smembanks",
+                    "harness.swizzles", "harness.smembanks", "harness.cells", "harness.texttable",
                     "harness.output", "harness.environment", "harness.spec", "harness.datasheets", "harness.paper",
                     "harness.seed_chapter", "harness.metrics", "harness.verdicts", "harness.plotting"]),
     ("build", ["harness.build", "harness.build.*"]),

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import cli
-from harness.output import text_table, wrap
+from harness.texttable import text_table, wrap
 
 SHIPPED = Path(__file__).resolve().parent.parent / "results.db"
 CASE = "wgmma.mma_async.sp.m64n256k64.s32.u8.s8.RS"
