@@ -9,7 +9,7 @@ import numpy as np
 
 from harness.build.compile import Build
 from harness.build.sass import SassCheck
-from harness.measure.telemetry import GpuState
+from harness.measure.gpustate import GpuState
 from harness.spec import Case
 from harness.stats import summarize
 

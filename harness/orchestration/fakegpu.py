@@ -28,7 +28,7 @@ from harness.families.base import Family
 from harness.orchestration.runner import CasePlan, RunSettings
 from harness.build.sass import SassCheck
 from harness.spec import Case
-from harness.measure.telemetry import GpuState
+from harness.measure.gpustate import GpuState
 
 SIMULATED_CLOCK_MHZ = 1755.0
 SIMULATED_POWER_W = 350.0

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from harness.measure.gpustate import burst_state
 from harness.measure.measurement import Metric, Work
 import harness.measure.methods.energy as energy
 from harness.measure.methods.base import Context, Method, MethodSpec, Row, Simulation, declare, throughput_unit
-from harness.measure.telemetry import burst_state
 from harness.measure.timing import RECORD_WORDS, Records
 
 # The simulated GPU's answer: the kernel's work at this fraction of the peak rate, its anchor's at that one
