@@ -115,14 +115,14 @@ def test_a_probe_that_fails_to_compile_fails_the_run_and_keeps_the_cases_before_
                                                                                    monkeypatch):
     """The compiler works ahead of the measurement, so its error arrives mid-run: the run is marked
     failed with NVRTC's message and keeps what was measured before the broken probe."""
-    import harness.orchestration.run as run_module
+    import harness.orchestration.compiling as compiling
     from harness.build.render import ProbeSource
     from harness.errors import CompileError
 
     run_plan = plan("wgmma-quick", None)
     broken = run_plan.cases[2].case_id
-    real = run_module.render  # the run renders each case from the family it looked up once
-    monkeypatch.setattr(run_module, "render", lambda case, family: ProbeSource(
+    real = compiling.render  # the run renders each case from the family it looked up once
+    monkeypatch.setattr(compiling, "render", lambda case, family: ProbeSource(
         case.case_id, 'extern "C" __global__ void k() { undeclared(); }') if case.case_id == broken else real(case, family))
     db = str(tmp_path / "r.db")
     with Worker(0) as worker, pytest.raises(CompileError, match="undeclared"):
@@ -138,14 +138,14 @@ def test_a_probe_that_fails_to_compile_fails_the_run_and_keeps_the_cases_before_
 def test_a_first_probe_that_does_not_compile_leaves_no_run(tmp_path, fake_backend, monkeypatch):
     """The first case is compiled before the run row is written: nothing is stored for a plan whose
     first probe fails."""
-    import harness.orchestration.run as run_module
+    import harness.orchestration.compiling as compiling
     from harness.build.render import ProbeSource
     from harness.errors import CompileError
 
     run_plan = plan("wgmma-quick", None)
     first = run_plan.cases[0].case_id
-    real = run_module.render  # the run renders each case from the family it looked up once
-    monkeypatch.setattr(run_module, "render", lambda case, family: ProbeSource(
+    real = compiling.render  # the run renders each case from the family it looked up once
+    monkeypatch.setattr(compiling, "render", lambda case, family: ProbeSource(
         case.case_id, 'extern "C" __global__ void k() { undeclared(); }') if case.case_id == first else real(case, family))
     db = str(tmp_path / "r.db")
     with Worker(0) as worker, pytest.raises(CompileError, match="undeclared"):
@@ -159,7 +159,7 @@ def test_the_thread_ahead_stops_when_closed_and_passes_errors_on():
     import threading
     import time
 
-    from harness.orchestration.run import _Ahead
+    from harness.orchestration.compiling import _Ahead
 
     taken = []
 
