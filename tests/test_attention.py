@@ -326,6 +326,55 @@ def test_the_report_sets_cudnns_own_case_beside_its_kernels_and_lists_no_row_for
     assert out.at[other, "cuDNN alone TFLOPS"] is None or np.isnan(out.at[other, "cuDNN alone TFLOPS"])
 
 
+def test_the_report_shows_cudnns_ratio_as_the_rounds_p10_and_p90(tmp_path):
+    """Issue 46: beside 'of cuDNN' (the rounds' median), the attention tables (the run's report and the site's
+    findings) show the 10th and 90th percentiles of the ratio over the rounds, read from the per-round ratios stored
+    as the measurement's samples, as the GEMM tables do; not the interquartile range over the median."""
+    from types import SimpleNamespace
+
+    from helpers import fake_device
+
+    from harness.analysis import run_rows
+    from harness.analysis.report import ReportContext
+    from harness.build.sass import SassCheck
+    from harness.db.frames import results
+    from harness.db.store import Store
+    from harness.measure.measurement import CaseResult, Metric
+    from harness.provenance import Provenance
+    from harness.published import shipped
+
+    # uneven rounds: their p10/p90 are not the median +- half the IQR
+    rounds = {"attention.bf16.4x4096x16x128.tile128x128.s2.wg2.setmaxnreg": [0.81, 0.84, 0.85, 0.86, 0.95, 0.70, 0.88],
+              "attention.bf16.4x8192x16x128.tile128x128.s2.wg2.setmaxnreg": [0.90, 0.91, 0.99, 0.92, 0.60]}
+    store = Store.open(str(tmp_path / "attention.db"), create=True, references=shipped())
+    run_id = store.start_run(fake_device(), Provenance("bench run --suite attention", "testhost", "abc123", False,
+                                                       "0.1.0", "3.12", "14.2", "13.0"), "attention", None)
+    for case_id, ratios in rounds.items():
+        metrics = [Metric("throughput_tflops", "TFLOPS", 500.0 * np.ones(len(ratios)), {"problem": "measured"}),
+                   Metric("library_fraction", "ratio", np.array(ratios), {"problem": "measured"})]
+        store.record_case(run_id, CaseResult(parse_case_id(case_id), None, SassCheck(True, "ok"), True, None, 0.0,
+                                             "normal(0,1)", metrics))
+    store.finish_run(run_id, "complete")
+    expected = {c: (np.percentile(r, 10), np.percentile(r, 90)) for c, r in rounds.items()}
+    assert all(abs(lo - (np.median(r) - (np.percentile(r, 75) - np.percentile(r, 25)) / 2)) > 0.005
+               for (lo, _), r in zip(expected.values(), rounds.values()))  # the two spreads differ here
+    ctx = ReportContext(store, run_id, "NVIDIA H100 80GB HBM3", tmp_path, run_rows.measured(store, run_id),
+                        None)
+    (heading, note, table), = FAMILY.figures(ctx)
+    sections = FAMILY.findings(SimpleNamespace(store=store, latest=results(store, run_id=run_id, valid=True),
+                                               directory=tmp_path))
+    (_, said, rows), = sections
+    for text, shown in ((note, table), (said, rows.assign(case_id=table.case_id))):  # the findings' rows: the table's
+        assert "spread of the ratio" not in shown and "interquartile" not in " ".join(text)
+        assert "10th and 90th percentiles of the ratio over the rounds" in " ".join(text)
+        found = {c: (lo, hi) for c, lo, hi in zip(table.case_id, shown["p10 of the ratio"], shown["p90 of the ratio"])}
+        assert sorted(found) == sorted(expected)
+        for case_id, bounds in expected.items():
+            assert found[case_id] == pytest.approx(bounds, abs=5e-4)  # the table is rounded to 3 places
+            assert shown.set_index(table.case_id).at[case_id, "of cuDNN"] == pytest.approx(np.median(rounds[case_id]),
+                                                                                          abs=5e-4)
+
+
 def test_cudnns_cases_run_on_the_simulated_gpu_into_a_database_with_no_build(tmp_path, monkeypatch):
     """The simulated GPU answers cuDNN's cases as the worker answers any case (the metrics the plan declares), and
     the run stores them with no build row, under their own ids, as the attention family's."""

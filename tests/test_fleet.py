@@ -74,3 +74,59 @@ def test_the_report_names_the_outliers_among_its_gpus_siblings(tmp_path):
     section = text.split("## Fleet: this GPU's siblings", 1)[1].split("\n## ", 1)[0]
     assert "4 GPUs of this model (NVIDIA H100 80GB HBM3)" in section and "2 do:" in section
     assert "| NVIDIA H100 80GB HBM3 03-fleet | 4 | 5 |" in section
+
+
+def test_fleet_says_what_it_compares_a_library_call_per_second(tmp_path):
+    """Issue 46: a library call (cuBLAS here) has no clock measured in a kernel of ours, so fleet compares its rate per
+    second, kernels' per cycle; the output says which: a header line, the `basis` and `compared_unit` columns, and
+    the basis in an outlier's line. GPU 3's cuBLAS runs 8 % slower (a lower clock would do that): per second, it
+    stands apart."""
+    from harness.build.sass import SassCheck
+    from harness.measure.measurement import CaseResult, Metric
+    from harness.registry import parse_case_id
+
+    db = tmp_path / "fleet.db"
+    store = Store.open(str(db), create=True, references=shipped())
+    prov = Provenance("bench run --suite gemm", "node", "abc123", False, "0.1.0", "3.12", "14.2", "13.0")
+    library = "cublas.f16.2048x2048x2048"
+    for gpu in range(4):
+        run = store.start_run(fake_device(f"GPU-0000000{gpu}-fleet"), prov, "gemm", None)
+        store.record_case(run, fake_result(CASES[0], 18.0))
+        rate = 600.0 * (0.92 if gpu == 3 else 1.0) * np.array([1.0, 1.0005, 0.9995, 1.0])
+        store.record_case(run, CaseResult(parse_case_id(library), None, SassCheck(True, "ok"), True, None, 0.0,
+                                          "normal(0,1)", [Metric("throughput_tflops", "TFLOPS", rate,
+                                                                 {"problem": "measured"})]))  # no sm_clock_mhz
+        store.finish_run(run, "complete")
+    store.engine.dispose()
+
+    result = CliRunner().invoke(cli, ["fleet", "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    unwrapped = result.output.replace("\n  ", " ")  # prose wraps to the terminal, continued indented
+    notes = [line for line in unwrapped.splitlines() if line.startswith("compared:")]
+    assert len(notes) == 1, result.output  # one header line says what the rows compare
+    note = notes[0]
+    assert "4 time-based rows per cycle" in note and "TFLOPS/MHz" in note, note  # one wgmma TFLOPS row per GPU
+    assert "4 rows of library calls per second" in note and "cuBLAS" in note and "(column basis)" in note, note
+    assert "4 rows as measured" in note and "SM clock in MHz" in note, note  # issue intervals, in cycles
+    outlier = next(line for line in unwrapped.splitlines() if line.startswith("outlier:"))
+    assert outlier.startswith("outlier: NVIDIA H100 80GB HBM3 03-fleet: 1 of") and library in outlier, outlier
+    assert "throughput_tflops (-8.0% per second against its siblings' median)" in outlier, outlier
+    side = [line for line in result.output.splitlines() if library in line]
+    assert len(side) == 1 and "per second" in side[0], result.output  # the side-by-side row names its basis
+
+    import io
+
+    import pandas as pd
+
+    every = CliRunner().invoke(cli, ["fleet", "--db", str(db), "--all", "--format", "csv"])
+    rows = pd.read_csv(io.StringIO(every.output))
+    assert list(rows.columns[7:10]) == ["compared", "basis", "compared_unit"] and rows.columns[-1] == "outlier"
+    by = {(c, m): set(zip(g.basis, g.compared_unit)) for (c, m), g in rows.groupby(["case_id", "metric"])}
+    assert by[(library, "throughput_tflops")] == {("per second", "TFLOPS")}
+    assert by[(CASES[0], "throughput_tflops")] == {("per cycle", "TFLOPS/MHz")}
+    assert by[(CASES[0], "issue_interval_cycles")] == {("cycles", "cycles")}
+    assert by[("(every time-based measurement)", "sm_clock_mhz")] == {("clock", "MHz")}
+    kernel = rows[(rows.case_id == CASES[0]) & (rows.metric == "throughput_tflops")]
+    assert np.allclose(kernel.compared, kernel.value / 1755.0)  # per cycle: over the clock measured in the kernel
+    anchor = rows[rows.case_id == library]
+    assert np.allclose(anchor.compared, anchor.value)  # per second: the rate itself

@@ -4,7 +4,9 @@ Each GPU (by UUID) contributes its newest valid, unflagged measurement of each c
 launch. Cycle metrics compare as they are; time-based metrics are divided by the SM clock measured in
 the kernel first (work per cycle), so a GPU that is merely clocked lower is not called slow on them;
 the clock itself is a row of its own (the median SM clock of the GPU's time-based measurements),
-so a GPU whose clock sags is named for that.
+so a GPU whose clock sags is named for that. A library call's rows (an anchor: cuBLAS, cuBLASLt, cuDNN) have no
+clock measured in a kernel of ours, so they compare per second, the clocks included (run_verdicts.PER_SECOND says
+why NVML's clock is no stand-in). Each row's `basis` and `compared_unit` say what `compared` is.
 
 An outlier is a GPU whose value differs from the median of its siblings (the other GPUs of the same
 model, measured by the same harness commit: a change of the harness is no difference between GPUs)
@@ -22,11 +24,13 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis.noise import basis_of, noise_floor
+from harness.analysis.run_verdicts import PER_CYCLE, PER_SECOND
 from harness.db.store import Store, gpu_label
 from harness.errors import SpecError
 
 MIN_SIBLINGS = 2  # other GPUs of the same model needed to call one an outlier
 CLOCK_ROW = "sm_clock_mhz"  # the per-GPU clock row's metric name
+CLOCK = "clock"  # the clock row's basis: the clock itself, in MHz
 
 
 def _latest(store: Store) -> pd.DataFrame:
@@ -42,6 +46,21 @@ def _latest(store: Store) -> pd.DataFrame:
         return frame
     frame = frame.sort_values("run_id").groupby(["uuid", "case_id", "metric", "launch"], as_index=False).last()
     return frame
+
+
+def compared_note(rows: pd.DataFrame) -> str:
+    """One line on what `table`'s rows compare (its `basis` column): how many per cycle, how many per second (a
+    library call's) and how many as measured."""
+    counts = rows.basis.value_counts()
+    per_cycle, per_second = int(counts.get(PER_CYCLE, 0)), int(counts.get(PER_SECOND, 0))
+    other = len(rows) - per_cycle - per_second - int(counts.get(CLOCK, 0))
+    parts = [f"{per_cycle} time-based rows per cycle (over the SM clock measured in the kernel: e.g. TFLOPS/MHz)"
+             ] if per_cycle else []
+    parts += [f"{per_second} rows of library calls per second (cuBLAS, cuBLASLt, cuDNN measure no clock of their "
+              "own: the GPUs' clocks are in the difference)"] if per_second else []
+    parts += [f"{other} rows as measured (cycles, ratios, energy)"] if other else []
+    parts += ["each GPU's SM clock in MHz"] if counts.get(CLOCK, 0) else []
+    return "compared: " + "; ".join(parts) + " (column basis)"
 
 
 def table(store: Store, case_glob: str | None = None, metric: str | None = None,
@@ -62,9 +81,13 @@ def table(store: Store, case_glob: str | None = None, metric: str | None = None,
               .sm_clock_mhz.median().assign(case_id="(every time-based measurement)", metric=CLOCK_ROW,
                                             launch="{}", unit="MHz", spread=0.0))
     clocks["value"] = clocks.sm_clock_mhz
-    frame = frame.assign(compared=np.where(timed & frame.sm_clock_mhz.notna(), frame.value / frame.sm_clock_mhz,
-                                           frame.value), basis=basis)
-    clocks = clocks.assign(compared=clocks.value, basis="seconds")
+    clocked = timed & frame.sm_clock_mhz.notna()
+    frame = frame.assign(compared=np.where(clocked, frame.value / frame.sm_clock_mhz, frame.value), basis=basis,
+                         # what `compared` is: per cycle (over the in-kernel clock), per second (a library call's
+                         # rate: no clock of its own), else the metric's own basis (cycles, ratio, energy)
+                         compared_basis=np.where(clocked, PER_CYCLE, np.where(timed, PER_SECOND, basis)),
+                         compared_unit=np.where(clocked, frame.unit.fillna("").astype(str) + "/MHz", frame.unit))
+    clocks = clocks.assign(compared=clocks.value, basis="seconds", compared_basis=CLOCK, compared_unit="MHz")
     rows = pd.concat([frame, clocks], ignore_index=True)
     if case_glob:
         rows = rows[rows.case_id.map(lambda c: any(fnmatch.fnmatchcase(c, g.strip()) for g in case_glob.split(",")))
@@ -101,17 +124,17 @@ def table(store: Store, case_glob: str | None = None, metric: str | None = None,
     rows["noise"] = np.where(judged, np.maximum.reduce([widest, floor, np.full(len(rows), tolerance)]), np.nan)
     rows["outlier"] = rows.difference.abs() > rows.noise + 1e-9
     rows["gpu"] = [gpu_label(name, uuid) for name, uuid in zip(rows.gpu_name, rows.uuid)]
-    shown = rows[["gpu", "git_commit", "case_id", "metric", "launch", "unit", "value", "compared", "siblings",
-                  "median_of_siblings", "difference", "noise", "outlier"]]
+    shown = rows[["gpu", "git_commit", "case_id", "metric", "launch", "unit", "value", "compared", "compared_basis",
+                  "compared_unit", "siblings", "median_of_siblings", "difference", "noise", "outlier"]]
+    shown = shown.rename(columns={"compared_basis": "basis"})
+    columns = ["gpu", "rows_apart", "of_rows", "worst_case", "worst_metric", "worst_difference", "worst_basis"]
     flagged = rows[rows.outlier]
     if flagged.empty:
-        return shown, pd.DataFrame(columns=["gpu", "rows_apart", "of_rows", "worst_case", "worst_metric",
-                                            "worst_difference"])
+        return shown, pd.DataFrame(columns=columns)
     summary = []
     for gpu, group in flagged.groupby("gpu"):
         worst = group.loc[group.difference.abs().idxmax()]
         summary.append((gpu, len(group), int((rows.gpu == gpu).sum()), worst.case_id, worst.metric,
-                        round(float(worst.difference), 4)))
-    outliers = pd.DataFrame(summary, columns=["gpu", "rows_apart", "of_rows", "worst_case", "worst_metric",
-                                              "worst_difference"])
+                        round(float(worst.difference), 4), worst.compared_basis))
+    outliers = pd.DataFrame(summary, columns=columns)
     return shown, outliers.sort_values("rows_apart", ascending=False).reset_index(drop=True)

@@ -119,7 +119,8 @@ def fleet_section(store: Store, facts: dict) -> list:
     apart = outliers[outliers.gpu.str.startswith(model + " ")]
     text = [f"{gpus} GPUs of this model ({model}) in the database, each with its newest measurement of every "
             "case; a GPU stands apart where it differs from the median of the others by more than their noise "
-            "(cycle metrics as they are, time-based ones per cycle, the SM clock on its own; `bench fleet`). "
+            "(cycle metrics as they are, time-based ones per cycle, a library call's per second as it measures no "
+            "clock of its own, the SM clock on its own; `bench fleet`). "
             + ("None does." if apart.empty else f"{len(apart)} do{'es' if len(apart) == 1 else ''}:")]
     return [("Fleet: this GPU's siblings", text, apart if len(apart) else None)]
 

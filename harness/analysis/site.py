@@ -183,7 +183,7 @@ def _fleet(store: Store):
     text = ("No GPU stands apart from its siblings (same model, same harness commit) by more than the noise."
             if outliers.empty else
             "; ".join(f"{r.gpu} stands apart on {r.rows_apart} of {r.of_rows} rows, most on {r.worst_case} "
-                      f"{r.worst_metric} ({r.worst_difference:+.1%})" for r in outliers.itertuples(index=False)) + ".")
+                      f"{r.worst_metric} ({r.worst_difference:+.1%} {r.worst_basis})" for r in outliers.itertuples(index=False)) + ".")
     return ("Against their siblings", [
         text, "Every GPU's newest measurements against the median of the other GPUs of its model measured by the "
               f"same commit (`bench fleet`); a GPU needs at least two such siblings to be judged ({alone} of the "

@@ -9,7 +9,7 @@ import pandas as pd
 
 from harness.orchestration.worker import DEFAULT_WATCHDOG_S
 from harness.cli.app import (
-    Finite, RUN_ID, GPU_INDEX, DB_HELP, print_frame, cli, fail, shipped_references,
+    Finite, RUN_ID, GPU_INDEX, DB_HELP, print_frame, cli, fail,
 )
 
 
@@ -124,14 +124,19 @@ def open_target(db):
     return opened(db, False, _Shown())
 
 
+def _upgraded(migration) -> None:
+    """The note on stderr that an older database was upgraded (every `bench run`'s, one GPU or several)."""
+    backup = f"; the old file is kept as {migration.backup}" if migration.backup else ""
+    click.echo(f"note: upgraded the database from schema {migration.from_version} to "
+               f"{migration.to_version}{backup}", err=True)
+
+
 class _Shown:
     """What every display says: an upgraded database (stderr), the GPU and the count of cases (a Listener of
     harness/orchestration/conduct.py, which this module does not import until a run starts)."""
 
     def upgraded(self, migration) -> None:
-        backup = f"; the old file is kept as {migration.backup}" if migration.backup else ""
-        click.echo(f"note: upgraded the database from schema {migration.from_version} to "
-                   f"{migration.to_version}{backup}", err=True)
+        _upgraded(migration)
 
     def started(self, device, run_plan) -> None:
         self.total = len(run_plan.cases)
@@ -194,37 +199,49 @@ class _Bars(_Shown):
 
 
 def _run_node(gpus, suite, filter_, db, jobs, seed, watchdog):
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    """harness.orchestration.conduct.conduct_node (the one library call), a bar per GPU drawn, then each run's
+    summary lines and, where any failed, the error line; the exit status is the worst of the runs'."""
+    from harness.orchestration.conduct import Request, conduct_node
 
-    from harness.db.store import Store
-    from harness.orchestration.node import gpu_indices, run_node
-    from harness.orchestration.run import plan
-
-    plan(suite, filter_)  # a bad suite or filter fails here, once, not in every child
-    indices = gpu_indices(gpus)
-    Store.open(db, create=True, references=shipped_references()).close()  # created (or upgraded) once, before any GPU work
-    args = ["--suite", suite, "--seed", str(seed), "--watchdog", str(watchdog)]
-    args += (["--filter", filter_] if filter_ else []) + (["--db", db] if db else []) + \
-        (["--jobs", str(jobs)] if jobs else [])
-    click.echo(f"{len(indices)} GPUs ({', '.join(map(str, indices))}): one run each of suite {suite}")
-    columns = (TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-               TextColumn("{task.fields[detail]}"))
-    with Progress(*columns, transient=False) as progress:
-        tasks = {i: progress.add_task(f"GPU {i}", total=None, detail="starting") for i in indices}
-
-        def on_update(child):
-            progress.update(tasks[child.index], description=child.label, completed=child.done,
-                            total=child.total or None, detail=child.detail[:60])
-
-        children, worst = run_node(indices, args, on_update)
-    for child in children:
+    request = Request(suite=suite, filter=filter_, seed=seed, watchdog_s=watchdog, jobs=jobs, argv=sys.argv)
+    done = conduct_node(gpus, request, db, _NodeBars())
+    for child in done.children:
         for line in child.summary:
             if not line.startswith(("GPU ", "compile", "measure")):
                 click.echo(f"[{child.label}] {line}")
-    if worst:  # the last line says it, as every failing command's does
-        failed = [child.label for child in children if child.process.returncode]
-        fail(f"{len(failed)} of {len(children)} runs failed ({', '.join(failed)}): their errors are above", worst)
-    sys.exit(worst)
+    if done.worst:  # the last line says it, as every failing command's does
+        failed = [child.label for child in done.failed]
+        fail(f"{len(failed)} of {len(done.children)} runs failed ({', '.join(failed)}): their errors are above",
+             done.worst)
+    sys.exit(done.worst)
+
+
+class _NodeBars:
+    """For `--gpus`: the GPUs named, then a bar per GPU from its process's lines (a NodeListener of
+    harness/orchestration/conduct.py)."""
+
+    progress = None
+
+    def upgraded(self, migration) -> None:
+        _upgraded(migration)
+
+    def started(self, indices, suite) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        click.echo(f"{len(indices)} GPUs ({', '.join(map(str, indices))}): one run each of suite {suite}")
+        columns = (TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TextColumn("{task.fields[detail]}"))
+        self.progress = Progress(*columns, transient=False)
+        self.progress.start()
+        self.tasks = {i: self.progress.add_task(f"GPU {i}", total=None, detail="starting") for i in indices}
+
+    def updated(self, child) -> None:
+        self.progress.update(self.tasks[child.index], description=child.label, completed=child.done,
+                             total=child.total or None, detail=child.detail[:60])
+
+    def finished(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
 
 
 @cli.command()

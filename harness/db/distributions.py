@@ -91,3 +91,34 @@ def map_rows(store: Store, frame: pd.DataFrame, family: str | None, kind: str):
         return None
     rows = rows[keep]
     return rows, [l for l, k in zip(launches, keep) if k], store.samples_of(rows.measurement_id)
+
+
+# The rounds' spread a library-ratio table shows beside its median (issue 46): a whole-kernel measurement alternating
+# with its anchor (measure/methods/whole_kernel.py: a GEMM's or attention's library_fraction) keeps one sample per
+# round, the kernel's rate over the library's in it; a table shows their 10th and 90th percentiles, under these headers.
+ROUND_PERCENTILES = (10, 90)
+ROUND_HEADERS = ("p10 of the ratio", "p90 of the ratio")
+
+
+def library_rounds(store: Store, frame: pd.DataFrame) -> dict[int, np.ndarray]:
+    """The per-round ratios of `frame`'s library_fraction measurements ({measurement id: the rounds}): stored as the
+    measurement's samples, one a round (measure/methods/whole_kernel.py), in every run that has the metric."""
+    rows = frame[frame.metric == "library_fraction"] if "measurement_id" in frame else frame.iloc[:0]
+    return store.samples_of(rows.measurement_id) if len(rows) else {}
+
+
+def round_percentiles(fractions: pd.DataFrame, keys: list[str],
+                      rounds: dict[int, np.ndarray]) -> tuple[pd.Series, pd.Series]:
+    """Per key of `fractions` (library_fraction rows, with measurement_id), ROUND_PERCENTILES of every round of its
+    measurements (`rounds`: library_rounds'; a case measured twice, as a resumed run may: both measurements' rounds),
+    as two Series indexed by `keys`; a key with no rounds at hand is left out (NaN where looked up)."""
+    found = {}
+    if "measurement_id" in fractions:
+        for key, group in fractions.groupby(keys):
+            parts = [rounds[i] for i in group.measurement_id if i in rounds and len(rounds[i])]
+            if parts:
+                found[key] = np.percentile(np.concatenate(parts), ROUND_PERCENTILES)
+    index = pd.MultiIndex.from_tuples(found, names=keys) if len(keys) > 1 else pd.Index(
+        [k[0] if isinstance(k, tuple) else k for k in found], name=keys[0])
+    values = np.array(list(found.values())).reshape(-1, 2)
+    return pd.Series(values[:, 0], index=index, dtype=float), pd.Series(values[:, 1], index=index, dtype=float)

@@ -1,6 +1,8 @@
 """`bench run` as one call: the plan (a suite, a resumed run, or a family's choice once the GPU is known), the
 database, the worker on its GPU, the cases compiled meanwhile, each measured and stored (harness/orchestration/
 run.py), the run's outcome. What the caller shows on the way (a bar, a line per case) it hears through a Listener.
+`bench run --gpus` is one call too (conduct_node): the suite checked, the GPUs named, the database made or upgraded
+once, then one `bench run --gpu I` process per GPU (harness/orchestration/node.py); its caller hears a NodeListener.
 
 The order is the promise of run.py: nothing touches the database until the suite, filter and cases are checked (a
 resumed run's are read, not written); a new database file is made only once the GPU is found.
@@ -124,6 +126,66 @@ def conduct(request: Request, db=None, listener: Listener = Listener()) -> Condu
             builds.close()
         if owned and store is not None:
             store.close()
+
+
+class NodeListener:
+    """What a run on several GPUs tells its caller as it goes; each method does nothing here (the CLI's draws a
+    bar per GPU: harness/cli/measuring.py)."""
+
+    def upgraded(self, migration) -> None:
+        """The database was an older schema, upgraded before any GPU work (db/files.py Migration)."""
+
+    def started(self, indices: list[int], suite: str) -> None:
+        """The suite is checked, the GPUs known and the database ready; a process per GPU starts now."""
+
+    def updated(self, child) -> None:
+        """A GPU's process printed a line (harness/orchestration/node.py Child: its label, done, total, detail)."""
+
+    def finished(self) -> None:
+        """Every GPU's process ended (a caller's display closes here)."""
+
+
+@dataclass(frozen=True)
+class NodeConducted:
+    children: list  # harness/orchestration/node.py Child, one per GPU: its process, label and summary lines
+    worst: int  # the worst exit status of them (0: every run stored)
+
+    @property
+    def failed(self) -> list:
+        """The GPUs whose run failed (a non-zero exit status)."""
+        return [child for child in self.children if child.process.returncode]
+
+
+def conduct_node(gpus: str, request: Request, db=None, listener: NodeListener = NodeListener()) -> NodeConducted:
+    """Run `request` (a suite) on several GPUs of this node at once: `gpus` is 'all' or 'I,J,...' (CUDA indices).
+    The suite and filter are checked once, here, before any file (a bad one fails here, not in every process);
+    then the GPUs (SpecError for a bad spelling, DeviceError for a GPU that is not there); then the database is
+    made, or upgraded (`listener.upgraded`), once, before any GPU work; then one `bench run --gpu I` process per
+    GPU, all writing to `db`, each a whole run of its own (harness/orchestration/node.py). Ctrl-C and SIGTERM are
+    forwarded to each. A request that is not a suite (a resumed run, a family's choice) or names a GPU is a
+    ValueError."""
+    from harness.orchestration.node import gpu_indices, run_node
+    from harness.published import shipped
+
+    if request.suite is None or request.gpu is not None:
+        raise ValueError("a run on several GPUs is of a suite, on the GPUs it is given (resume each run alone)")
+    plan(request.suite, request.filter)
+    indices = gpu_indices(gpus)
+    store = Store.open(db, create=True, references=shipped())
+    try:
+        if store.migration:
+            listener.upgraded(store.migration)
+    finally:
+        store.close()
+    args = ["--suite", request.suite, "--seed", str(request.seed), "--watchdog", str(request.watchdog_s)]
+    args += (["--filter", request.filter] if request.filter else []) + (["--db", str(db)] if db else []) + \
+        (["--jobs", str(request.jobs)] if request.jobs else [])
+    listener.started(indices, request.suite)
+    try:
+        children, worst = run_node(indices, args, listener.updated)
+    finally:
+        listener.finished()
+    return NodeConducted(children, worst)
 
 
 def open_target(db, must_exist: bool, listener: Listener) -> Store | None:

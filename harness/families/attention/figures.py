@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from harness.anchors import has_probe
+from harness.db.distributions import ROUND_HEADERS, library_rounds, round_percentiles
 from harness.errors import HarnessError
 from harness.families.attention.cases import cudnn
 from harness.families.attention.ids import parse
@@ -26,11 +27,13 @@ def _round(value: float, digits: int | None = None):
     return None if value != value else round(value, digits)
 
 
-def table(frame: pd.DataFrame) -> pd.DataFrame:
+def table(frame: pd.DataFrame, rounds: dict | None = None) -> pd.DataFrame:
     """One row per kernel case of `frame` (the attention rows of one run or GPU): rates, cuDNN's in its rounds and
-    alone (its own case, cudnn.sdpa.*, where the frame holds it), and a block's cycles."""
+    alone (its own case, cudnn.sdpa.*, where the frame holds it), and a block's cycles. `rounds` (harness/db/
+    distributions.py library_rounds): the per-round ratios, whose 10th and 90th percentiles are shown beside their
+    median, as the GEMM tables show them (None where the rounds are not at hand)."""
     wide = frame.pivot_table(index="case_id", columns="metric", values="value", aggfunc="first")
-    spread = frame[frame.metric == "library_fraction"].set_index("case_id").spread
+    low, high = round_percentiles(frame[frame.metric == "library_fraction"], ["case_id"], rounds or {})
     rates = wide["throughput_tflops"] if "throughput_tflops" in wide else pd.Series(dtype=float)
     rows = []
     for case_id in wide.index:
@@ -46,7 +49,8 @@ def table(frame: pd.DataFrame) -> pd.DataFrame:
                      "causal": "yes" if case.causal else "no", "batch x heads": f"{case.batch} x {case.heads}",
                      "TFLOPS": _round(ours, 1), "cuDNN TFLOPS": _round(ours / fraction, 1),
                      "cuDNN alone TFLOPS": _round(alone, 1),
-                     "of cuDNN": _round(fraction, 3), "spread of the ratio": _round(spread.get(case_id, float("nan")), 3),
+                     "of cuDNN": _round(fraction, 3), ROUND_HEADERS[0]: _round(low.get(case_id, float("nan")), 3),
+                     ROUND_HEADERS[1]: _round(high.get(case_id, float("nan")), 3),
                      "cycles a block": _round(cycles), "tensor-core bound": round(tensor), "MUFU bound": round(mufu),
                      "tensor cores busy": _round(tensor / cycles, 3),
                      "case_id": case_id})
@@ -54,21 +58,22 @@ def table(frame: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values(["dtype", "head dim", "causal", "seq"]).reset_index(drop=True) if len(out) else out
 
 
-NOTE = ("Ours: ptx/attention.cu.in (docs/attention.md); cuDNN: its fused attention on the same inputs through the "
-        "cuDNN frontend, timed in the same rounds (the ratio taken round by round; its spread is the interquartile "
-        "range over the median). 'cuDNN alone': its own case (cudnn.sdpa.*) in the same run, the call alone timed by "
-        "the same method. 'cycles a block': the first consumer warpgroup's mainloop cycles per block of keys "
-        "(in-kernel counters); the bounds are a block's cycles at the tensor cores' dense peak (4 x BM x BN x D FLOP at "
-        "4096 a cycle) and at MUFU's rate beside wgmma (2 x (BN / 2 + 2) ex2 a scheduler at 10.75 cycles each: the "
-        "model's X, docs/attention.md, 'The model'). The two consumer warpgroups each run their "
-        "block serially (S, softmax, P V): one's softmax can only hide under the other's wgmma.")
+NOTE = ("Ours: ptx/attention.cu.in (docs/attention.md); cuDNN: its fused attention on the same inputs through the cuDNN"
+        " frontend, timed in the same rounds (the ratio taken round by round: 'of cuDNN' is the rounds' median, p10 and"
+        " p90 the 10th and 90th percentiles of the ratio over the rounds). 'cuDNN alone': its own case (cudnn.sdpa.*) "
+        "in the same run, the call alone timed by the same method. 'cycles a block': the first consumer warpgroup's "
+        "mainloop cycles per block of keys (in-kernel counters); the bounds are a block's cycles at the tensor cores' "
+        "dense peak (4 x BM x BN x D FLOP at 4096 a cycle) and at MUFU's rate beside wgmma (2 x (BN / 2 + 2) ex2 a "
+        "scheduler at 10.75 cycles each: the model's X, docs/attention.md, 'The model'). The two consumer warpgroups "
+        "each run their block serially (S, softmax, P V): one's softmax can only hide under the other's wgmma.")
 
 
 def figures(ctx) -> list:
     frame = ctx.measured[ctx.measured.family == "attention"]
     if frame.empty:
         return []
-    return [(f"Attention forward beside cuDNN ({ctx.gpu}, run {ctx.run_id})", [NOTE], table(frame))]
+    return [(f"Attention forward beside cuDNN ({ctx.gpu}, run {ctx.run_id})", [NOTE],
+             table(frame, library_rounds(ctx.store, frame)))]
 
 
 def findings(ctx) -> list:
@@ -76,9 +81,10 @@ def findings(ctx) -> list:
     not causal) against cuDNN, and the range over every case."""
     latest = ctx.latest
     frame = latest[latest.family == "attention"]
+    rounds = library_rounds(ctx.store, frame) if len(frame) else {}
     sections = []
     for gpu, part in frame.groupby("gpu_name"):
-        rows = table(part)
+        rows = table(part, rounds)
         if rows.empty or rows["of cuDNN"].isna().all():
             continue
         target = rows[(rows.dtype == "bf16") & (rows["head dim"] == 128) & (rows.causal == "no") & (rows.seq >= 4096)]

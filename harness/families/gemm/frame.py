@@ -9,6 +9,8 @@ from dataclasses import fields, replace
 import numpy as np
 import pandas as pd
 
+# the rounds' spread is shared with the attention table (harness/db/distributions.py); library_rounds is read from here
+from harness.db.distributions import ROUND_HEADERS, library_rounds, round_percentiles  # noqa: F401
 from harness.families.gemm.cases import GemmCase, LibraryCase
 from harness.families.gemm.ids import parse
 from harness.families.gemm.problem import TENSOR_FLOPS_PER_CYCLE
@@ -26,15 +28,7 @@ CONFIG = tuple(f.name for f in fields(GemmCase)  # a pipeline's configuration: w
                if f.name not in {g.name for g in fields(Case)} | {"dtype", "m", "n", "k", "scaling"})
 
 
-ROUND_PERCENTILES = (10, 90)  # the rounds' spread a table shows beside library_fraction (issue 46, item 4)
-ROUND_COLUMNS = {"library_p10": "p10 of the ratio", "library_p90": "p90 of the ratio"}  # their headers
-
-
-def library_rounds(store, frame: pd.DataFrame) -> dict[int, np.ndarray]:
-    """The per-round ratios of `frame`'s library_fraction measurements ({measurement id: the rounds}): stored as the
-    measurement's samples, one a round (measure/methods/whole_kernel.py), in every run that has the metric."""
-    rows = frame[frame.metric == "library_fraction"] if "measurement_id" in frame else frame.iloc[:0]
-    return store.samples_of(rows.measurement_id) if len(rows) else {}
+ROUND_COLUMNS = dict(zip(("library_p10", "library_p90"), ROUND_HEADERS))  # the rounds' spread, under its headers
 
 
 def case_frame(frame: pd.DataFrame, keys: tuple[str, ...] = ("case_id",),
@@ -58,7 +52,7 @@ def case_frame(frame: pd.DataFrame, keys: tuple[str, ...] = ("case_id",),
     wide["sms"] = timed.sm_count.max() if "sm_count" in frame else np.nan
     fractions = frame[frame.metric == "library_fraction"].groupby(keys)
     wide["library_spread"] = fractions.spread.median() if "spread" in frame else np.nan
-    low, high = _round_percentiles(frame[frame.metric == "library_fraction"], keys, rounds or {})
+    low, high = round_percentiles(frame[frame.metric == "library_fraction"], keys, rounds or {})
     wide["library_p10"], wide["library_p90"] = low, high
     wide["power_capped"] = (pd.to_numeric(timed.power_capped.mean(), errors="coerce").astype(float)
                             if "power_capped" in frame else np.nan)
@@ -80,21 +74,6 @@ def case_frame(frame: pd.DataFrame, keys: tuple[str, ...] = ("case_id",),
     wide["problem"] = [problem_name(cases[c]) for c in wide.case_id]
     wide["flops"] = [cases[c].flops for c in wide.case_id]
     return wide
-
-
-def _round_percentiles(fractions: pd.DataFrame, keys: list[str], rounds: dict[int, np.ndarray]):
-    """Per key, ROUND_PERCENTILES of every round of its library_fraction measurements (a case measured twice, as a
-    resumed run may: both measurements' rounds); NaN where none are at hand."""
-    found = {}
-    if "measurement_id" in fractions:
-        for key, group in fractions.groupby(keys):
-            parts = [rounds[i] for i in group.measurement_id if i in rounds and len(rounds[i])]
-            if parts:
-                found[key] = np.percentile(np.concatenate(parts), ROUND_PERCENTILES)
-    index = pd.MultiIndex.from_tuples(found, names=keys) if len(keys) > 1 else pd.Index(
-        [k[0] if isinstance(k, tuple) else k for k in found], name=keys[0])
-    values = np.array(list(found.values())).reshape(-1, 2)
-    return pd.Series(values[:, 0], index=index, dtype=float), pd.Series(values[:, 1], index=index, dtype=float)
 
 
 def pipeline_rows(wide: pd.DataFrame) -> pd.DataFrame:
