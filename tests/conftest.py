@@ -22,8 +22,11 @@ from helpers import postgres_binaries
 
 def pytest_addoption(parser):
     parser.addoption("--full-sweep", action="store_true", default=False,
-                     help="GPU tests: validate every case of every family (about 15 minutes on an H100), not the "
-                          "sample of tests/gpu/sample.py")
+                     help="every case of every family, not the sample of tests/gpu/sample.py: GPU tests validate "
+                          "each (about 15 minutes on an H100); the CPU sweep compiles each (tests/sweep.py)")
+    parser.addoption("--record-sweep", action="store_true", default=False,
+                     help="with --full-sweep: write each family whose every probe compiled and met its SASS "
+                          "expectation to tests/fixtures/sweep_record.json (tests/sweep.py)")
 
 
 @functools.cache
@@ -38,12 +41,24 @@ def sm90_gpu_reason() -> str | None:
     return None
 
 
-RESULTS_DB = pytest.StashKey[subprocess.Popen]()
+SHARED = "HOPPER_BENCH_TEST_SHARED"  # the session's folder: pytest-xdist's workers inherit it in the environment
+
+
+def _controller(config) -> bool:
+    """A plain run, or pytest-xdist's controller (-n), not one of its workers: it starts what the session's
+    processes share, the compile cache and the build of ./results.db."""
+    return not hasattr(config, "workerinput")
 
 
 def pytest_sessionstart(session):
     _take_sigint_back()
-    _build_results_db(session)
+    if _controller(session.config):  # before pytest-xdist starts its workers (its own sessionstart runs last)
+        import tempfile
+
+        folder = Path(tempfile.mkdtemp(prefix="hopper-bench-tests-"))
+        (folder / "cache").mkdir()
+        os.environ[SHARED] = str(folder)
+        _build_results_db(session.config, folder)
 
 
 def _take_sigint_back() -> None:
@@ -56,22 +71,33 @@ def _take_sigint_back() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def _build_results_db(session) -> None:
+RESULTS_DB = pytest.StashKey[subprocess.Popen]()
+
+
+def _build_results_db(config, folder: Path) -> None:
     """A clone holds the runs of record as runs/run-NNNN.db.xz only: build ./results.db from them once
     (about 30 s, scripts/runs_of_record.py), so that the tests reading the shipped runs run. Not for
-    `-m gpu` (a device run reads none of them). It builds in a process of its own while pytest collects and
-    the background compile starts (pytest_collection_finish); the first test waits for it (one core each)."""
+    `-m gpu` (a device run reads none of them). It builds in a process of its own while pytest collects;
+    each process's first test waits for `folder/results-db.done`, which marks its end (_results_db_built)."""
     root = Path(__file__).resolve().parent.parent
-    if (root / "results.db").exists() or not (root / "runs").is_dir() or session.config.getoption("markexpr") == "gpu":
+    done = folder / "results-db.done"
+    if (root / "results.db").exists() or not (root / "runs").is_dir() or config.getoption("markexpr") == "gpu":
+        done.touch()
         return
-    session.config.stash[RESULTS_DB] = subprocess.Popen([sys.executable, str(root / "scripts" / "runs_of_record.py"),
-                                                         "build"], cwd=root)
+    import threading
+
+    process = subprocess.Popen([sys.executable, str(root / "scripts" / "runs_of_record.py"), "build"], cwd=root)
+    config.stash[RESULTS_DB] = process
+    threading.Thread(target=lambda: (process.wait(), done.touch()), daemon=True).start()
 
 
-def _results_db_built(config) -> None:
-    """Wait for the build of ./results.db that pytest_sessionstart began, if any."""
-    if (process := config.stash.get(RESULTS_DB, None)) is not None:
-        process.wait()
+def _results_db_built() -> None:
+    """Wait for the build of ./results.db that the session's controller began, if any."""
+    import time
+
+    done = Path(os.environ[SHARED]) / "results-db.done"
+    while not done.exists():
+        time.sleep(0.2)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -79,48 +105,25 @@ def pytest_collection_modifyitems(config, items):
     if gpu_items and (reason := sm90_gpu_reason()):
         for item in gpu_items:
             item.add_marker(pytest.mark.skip(reason=f"needs an sm_90 GPU: {reason}"))
-    # The conformance sweep's compile runs in the background from the start (pytest_collection_finish): its
-    # tests go last, so that every other test runs while it compiles.
-    items.sort(key=lambda item: "builds" in getattr(item, "fixturenames", ()))
-
-
-PREBUILD = pytest.StashKey[tuple]()
+    if config.pluginmanager.hasplugin("xdist"):  # under -n (--dist loadgroup) one process runs the GPU tests in turn
+        for item in gpu_items:
+            item.add_marker(pytest.mark.xdist_group("gpu"))
+    # The conformance sweep's compiles (some 400 CPU-seconds, most in a few families) go first: under
+    # pytest-xdist the longest tests start early and the others fill in around them.
+    items.sort(key=lambda item: "compiles_and_meets" not in item.name)
 
 
 def pytest_collection_finish(session):
-    """Where the conformance sweep runs: compile and disassemble every probe into the session's compile
-    cache in a background process (tests/prebuild_probes.py, niced), while the other tests run; on 2
-    cores a serial test run leaves about one idle. The sweep's fixture waits for it."""
-    try:
-        _start_prebuild(session)
-    finally:
-        _results_db_built(session.config)  # before the first test: the tests of the shipped runs read it
-
-
-def _start_prebuild(session) -> None:
-    if session.config.option.collectonly or not any("builds" in getattr(item, "fixturenames", ())
-                                                    for item in session.items):
-        return
-    import tempfile
-
-    folder = Path(tempfile.mkdtemp(prefix="hopper-bench-compile-cache-"))
-    with open(folder / "prebuild.log", "w") as log:
-        process = subprocess.Popen([sys.executable, str(Path(__file__).parent / "prebuild_probes.py")],
-                                   env={**os.environ, "HOPPER_BENCH_CACHE": str(folder)}, stdout=log,
-                                   stderr=subprocess.STDOUT)
-    session.config.stash[PREBUILD] = (folder, process)
+    _results_db_built()  # before the first test: the tests of the shipped runs read it
 
 
 def pytest_sessionfinish(session):
-    _results_db_built(session.config)  # where collection failed, pytest_collection_finish never waited for it
-    if (prebuild := session.config.stash.get(PREBUILD, None)) is not None:
+    if _controller(session.config):
         import shutil
 
-        folder, process = prebuild
-        if process.poll() is None:
-            process.kill()
-        process.wait()
-        shutil.rmtree(folder, ignore_errors=True)
+        if (process := session.config.stash.get(RESULTS_DB, None)) is not None:
+            process.wait()  # where collection failed, no test waited for it
+        shutil.rmtree(os.environ.pop(SHARED), ignore_errors=True)
 
 
 @pytest.fixture
@@ -132,25 +135,11 @@ def cache_dir(tmp_path, monkeypatch):
 
 
 @pytest.fixture(scope="session")
-def compile_cache(tmp_path_factory, pytestconfig):
-    """One compile cache for the tests that only need builds: the conformance sweep fills it (in the
-    background, from the session's start: pytest_collection_finish) and the simulated runs find their
-    probes there (a build is keyed by the hash of its source, options and NVRTC version, so whoever made
-    it, it is the same build)."""
-    prebuild = pytestconfig.stash.get(PREBUILD, None)
-    return prebuild[0] if prebuild else tmp_path_factory.mktemp("compile-cache")
-
-
-@pytest.fixture(scope="session")
-def prebuilt(pytestconfig, compile_cache):
-    """The background compile of every probe, once it has ended: its output ("" if none ran). Whatever it
-    left undone, the sweep's own compile_many does, and fails on as it would have."""
-    prebuild = pytestconfig.stash.get(PREBUILD, None)
-    if prebuild is None:
-        return ""
-    folder, process = prebuild
-    process.wait()
-    return (folder / "prebuild.log").read_text()
+def compile_cache():
+    """One compile cache for the whole session, every process of it (pytest-xdist's workers too): the conformance
+    sweep fills it and the simulated runs find their probes there (a build is keyed by the hash of its source,
+    options and NVRTC version, so whoever made it, it is the same build; the cache writes each file whole)."""
+    return Path(os.environ[SHARED]) / "cache"
 
 
 @pytest.fixture(autouse=True)

@@ -3,8 +3,6 @@ every case id round-trips, renders, compiles for sm_90a through NVRTC, meets its
 anchor, a library call: has no source and launches only its call), has checks that a correct output passes
 and a poisoned one fails, and runs end to end on the simulated GPU into a temporary database."""
 
-import os
-
 import numpy as np
 import pytest
 
@@ -18,15 +16,18 @@ from harness.orchestration.runner import declared_metrics, sass_check
 from harness.measure.validate import compare
 from harness.registry import parse_case_id
 
+from gpu.sample import full_sweep
+from sweep import swept, write_record
+
 CASES = [case for family in FAMILIES.values() for case in family.cases()]
 PROBES = [case for case in CASES if has_probe(case)]  # the rest are anchors: library calls, no template
 
 
-def every_case(family: str, check) -> None:
-    """`check(case)` on every case of `family`, then one failure naming every case that failed and why.
-    One test per family and check, not one per case: some 9,000 items cost pytest minutes of overhead on a
-    2-core CI machine, and the message still names each failing case id (select one with -k FAMILY)."""
-    failures, cases = [], FAMILIES[family].cases()
+def every_case(family: str, check, cases: list | None = None) -> None:
+    """`check(case)` on every case of `family` (or on `cases`), then one failure naming every case that failed
+    and why. One test per family and check, not one per case: some 9,000 items cost pytest minutes of overhead
+    on a 2-core CI machine, and the message still names each failing case id (select one with -k FAMILY)."""
+    failures, cases = [], FAMILIES[family].cases() if cases is None else cases
     for case in cases:
         try:
             check(case)
@@ -53,23 +54,6 @@ def test_a_sweep_names_every_case_that_fails_and_checks_the_rest():
     assert seen == [str(c) for c in cases] and f"3 of {len(cases)} mma cases failed" in message
     assert all(f"{c}: AssertionError: planted" in message for c in bad) and f"{cases[1]}: KeyError" in message
     every_case("mma", lambda case: None)
-
-
-@pytest.fixture(scope="module")
-def builds(compile_cache, prebuilt):
-    """Every probe compiled and disassembled, into the session's shared cache (and the environment
-    as it was, after): taken from it where the background compile (tests/prebuild_probes.py) made them."""
-    before = os.environ.get("HOPPER_BENCH_CACHE")
-    os.environ["HOPPER_BENCH_CACHE"] = str(compile_cache)
-    try:
-        builds = compile_many([probe_source(c) for c in PROBES])
-        disassemble_many(b.cubin_path for b in builds.values())
-    finally:
-        if before is None:
-            os.environ.pop("HOPPER_BENCH_CACHE")
-        else:
-            os.environ["HOPPER_BENCH_CACHE"] = before
-    return builds
 
 
 def test_every_family_has_cases_suites_and_distinct_ids():
@@ -99,7 +83,10 @@ def test_rendered_sources_are_complete_and_distinct():
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_every_case_compiles_and_meets_its_sass_expectation(family, builds):
+def test_every_case_compiles_and_meets_its_sass_expectation(family, pytestconfig):
+    """Every anchor, and every probe this run compiles for sm_90a and disassembles (tests/sweep.py says which:
+    each other probe passed in the recorded full sweep with the same source, expectation and compiler; all of
+    them with --full-sweep). With --record-sweep, a family whose every probe passed is written to the record."""
     def compiles_and_meets_its_sass_expectation(case):
         if not has_probe(case):  # an anchor: nothing of ours to compile; its checks and plan launch its call
             with pytest.raises(SpecError, match="library call"):
@@ -114,7 +101,17 @@ def test_every_case_compiles_and_meets_its_sass_expectation(family, builds):
         assert check.ok, check.note
         assert check.executes
 
-    every_case(family, compiles_and_meets_its_sass_expectation)
+    cases = FAMILIES[family].cases()
+    compiled = swept(cases, full=full_sweep(pytestconfig))
+    builds = compile_many([probe_source(c) for c in compiled])  # into the session's cache (conftest.py)
+    disassemble_many(b.cubin_path for b in builds.values())
+    chosen = {case.case_id for case in compiled}
+    every_case(family, compiles_and_meets_its_sass_expectation,
+               [case for case in cases if not has_probe(case) or case.case_id in chosen])
+    if pytestconfig.getoption("--record-sweep"):
+        probes = [case for case in cases if has_probe(case)]
+        assert compiled == probes, "--record-sweep records a full sweep: add --full-sweep"
+        write_record(family, probes)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
