@@ -1,30 +1,41 @@
 """Which probes the CPU conformance sweep compiles and checks in SASS (tests/test_conformance.py).
 
-Compiling all 2,700-odd probes takes NVRTC some 1,400 CPU-seconds on CI's machine, twice the 10 minutes CI may
-take. So a CI run compiles
-- the GPU tests' sample (tests/gpu/sample.py: every form, type, operand mode, layout and variant at its smallest
-  and largest size, and every SASS expectation), and
-- every other probe whose build the record below does not vouch for: a source, SASS expectation, NVRTC release
-  or option that changed since the last full sweep passed.
-The record (tests/fixtures/sweep_record.json) holds, per case id, a hash of what decides its check: the source
-text, the SASS expectation, NVRTC's release and options. Only a full sweep that passes writes it:
+Compiling all 2,700-odd probes takes NVRTC some 1,400 CPU-seconds on CI's 2-core machine, more than the 10 minutes
+CI may take. A probe's check is decided by its source, its SASS expectation, the compiler (NVRTC's release and
+options) and the checker (harness/build/sass.py and nvdisasm): the record (tests/fixtures/sweep_record.json) holds,
+per case id, a hash of those, written only by a full sweep that passed:
 
-    python -m pytest -q tests/test_conformance.py -k compiles_and_meets --full-sweep --record-sweep
+    python -m pytest -n auto tests/test_conformance.py -k compiles_and_meets --full-sweep --record-sweep
 
-So every probe of the tree has passed its SASS check under the pinned compiler, in this run or in the recorded
-one, and a change to a template is compiled in CI until someone records it again. `--full-sweep` (or
-HOPPER_BENCH_FULL_SWEEP=1) compiles every probe, as CI did before."""
+A CI run then compiles and checks
+- every probe the record does not vouch for: a source, expectation, compiler or checker that changed since the
+  recorded sweep (a change to the checker or to NVRTC's release puts every probe back), and
+- a probe for every SASS expectation (an instruction at any size, in a kernel of a family: 203 probes), so that the
+  compiler and the checker in this environment are seen to work on each.
+So every probe of the tree has passed its SASS check as it stands, in this run or in the recorded one.
+`--full-sweep` (or HOPPER_BENCH_FULL_SWEEP=1) compiles every probe."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
+import subprocess
 from pathlib import Path
 
-from gpu.sample import sample
+from gpu.sample import expectations
 
 RECORD = Path(__file__).parent / "fixtures" / "sweep_record.json"
+
+
+@functools.cache
+def checker() -> str:
+    """The SASS checker's code and the disassembler's version, hashed."""
+    from harness.build import sass
+
+    version = subprocess.run([sass.find_nvdisasm(), "--version"], capture_output=True, text=True).stdout
+    return hashlib.sha256((Path(sass.__file__).read_text() + version).encode()).hexdigest()
 
 
 def record_key(case) -> str:
@@ -32,7 +43,7 @@ def record_key(case) -> str:
     from harness.build.compile import NVRTC_OPTIONS, nvrtc_version
     from harness.registry import family_of, probe_source
 
-    material = "\0".join((nvrtc_version(), *NVRTC_OPTIONS, probe_source(case).text,
+    material = "\0".join((nvrtc_version(), *NVRTC_OPTIONS, checker(), probe_source(case).text,
                           repr(family_of(case).sass_expectation(case))))
     return hashlib.sha256(material.encode()).hexdigest()[:20]
 
@@ -43,6 +54,17 @@ def recorded(path: Path = RECORD) -> dict[str, str]:
     return {case_id: key for cases in families.values() for case_id, key in cases.items()}
 
 
+def covering(probes: list) -> list:
+    """The first probe of `probes` to hold each SASS expectation (tests/gpu/sample.py expectations: an
+    instruction up to its size, in a kernel of a family)."""
+    seen, chosen = set(), []
+    for case in probes:
+        if new := expectations(case) - seen:
+            chosen.append(case)
+            seen |= new
+    return chosen
+
+
 def swept(cases: list, full: bool = False, record: dict[str, str] | None = None) -> list:
     """The probes (cases with a template, not anchors) that this run compiles, in `cases`' order."""
     from harness.anchors import has_probe
@@ -51,7 +73,7 @@ def swept(cases: list, full: bool = False, record: dict[str, str] | None = None)
     if full:
         return probes
     record = recorded() if record is None else record
-    chosen = {case.case_id for case in sample(probes)}
+    chosen = {case.case_id for case in covering(probes)}
     return [case for case in probes if case.case_id in chosen or record.get(case.case_id) != record_key(case)]
 
 

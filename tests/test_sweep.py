@@ -1,5 +1,6 @@
-"""The CPU sweep's choice of probes (tests/sweep.py): the sample always, every other probe unless the record of a
-passed full sweep vouches for its source, SASS expectation and compiler; the record written per family."""
+"""The CPU sweep's choice of probes (tests/sweep.py): a probe for every SASS expectation always, every other probe
+unless the record of a passed full sweep vouches for its source, SASS expectation, compiler and checker; the record
+written per family."""
 
 import json
 from dataclasses import replace
@@ -7,13 +8,13 @@ from dataclasses import replace
 import pytest
 
 import sweep
-from gpu.sample import sample
+from gpu.sample import expectations
 from harness.registry import FAMILIES
 
 
 @pytest.fixture
 def tma():
-    return FAMILIES["tma"].cases()  # 84 probes, of which the sample takes about half
+    return FAMILIES["tma"].cases()  # 84 probes, 19 of which hold its SASS expectations between them
 
 
 def test_with_no_record_every_probe_is_compiled(tma, tmp_path):
@@ -21,11 +22,14 @@ def test_with_no_record_every_probe_is_compiled(tma, tmp_path):
     assert sweep.recorded(tmp_path / "none.json") == {}
 
 
-def test_a_recorded_family_compiles_its_sample_alone(tma, tmp_path):
+def test_a_recorded_family_compiles_a_probe_for_each_expectation_alone(tma, tmp_path):
     path = tmp_path / "record.json"
     sweep.write_record("tma", tma, path)
     chosen = sweep.swept(tma, record=sweep.recorded(path))
-    assert chosen == sample(tma) and len(chosen) < len(tma)
+    assert chosen == sweep.covering(tma) and len(chosen) < len(tma) / 2
+    held = [expectations(case) for case in chosen]
+    assert set().union(*held) == set().union(*(expectations(case) for case in tma))
+    assert all(h - set().union(*held[:i]) for i, h in enumerate(held))  # each chosen adds one none before held
     assert sweep.swept(tma, full=True, record=sweep.recorded(path)) == tma
 
 
@@ -34,7 +38,7 @@ def test_a_changed_source_or_expectation_is_compiled_again(tma, tmp_path, monkey
 
     path = tmp_path / "record.json"
     sweep.write_record("tma", tma, path)
-    outside = [case for case in tma if case not in sample(tma)]
+    outside = [case for case in tma if case not in sweep.covering(tma)]
     changed, expected = outside[0], outside[-1]
     render, expect = registry.probe_source, FAMILIES["tma"].sass_expectation
 
@@ -48,16 +52,21 @@ def test_a_changed_source_or_expectation_is_compiled_again(tma, tmp_path, monkey
     monkeypatch.setattr(FAMILIES["tma"], "sass_expectation", 
                         lambda case: expect(case) if case != expected else replace(expect(case), kernels=()))
     chosen = sweep.swept(tma, record=sweep.recorded(path))
-    assert chosen == [case for case in tma if case in sample(tma) or case in (changed, expected)]
+    assert chosen == [case for case in tma if case in sweep.covering(tma) or case in (changed, expected)]
 
 
-def test_another_compiler_is_compiled_again(tma, tmp_path, monkeypatch):
+def test_another_compiler_or_checker_is_compiled_again(tma, tmp_path, monkeypatch):
     import harness.build.compile as compile_module
 
     path = tmp_path / "record.json"
     sweep.write_record("tma", tma, path)
-    monkeypatch.setattr(compile_module, "nvrtc_version", lambda: "99.9")
-    assert sweep.swept(tma, record=sweep.recorded(path)) == tma
+    with monkeypatch.context() as patch:
+        patch.setattr(compile_module, "nvrtc_version", lambda: "99.9")
+        assert sweep.swept(tma, record=sweep.recorded(path)) == tma
+    with monkeypatch.context() as patch:
+        patch.setattr(sweep, "checker", lambda: "another sass.py")
+        assert sweep.swept(tma, record=sweep.recorded(path)) == tma
+    assert sweep.swept(tma, record=sweep.recorded(path)) == sweep.covering(tma)
 
 
 def test_writing_a_family_keeps_the_others(tma, tmp_path):
