@@ -91,6 +91,27 @@ def _interrupted_run(db, env, at_least=2):
     return Store.open(str(db)).measured_case_ids(1)
 
 
+def _interrupted_in_process(db, at_least=2):
+    """What _interrupted_run leaves (run 1 of wgmma-quick, its first cases stored, marked interrupted), made in this
+    process: for a test of what resumes do with such a run, where no signal and no process is under test."""
+    from helpers import fake_device
+    from harness.provenance import Provenance
+    from harness.published import shipped
+
+    store = Store.open(str(db), create=True, references=shipped())
+    try:
+        prov = Provenance("bench run --suite wgmma-quick", "testhost", "abc123", False, "0.1.0", "3.12", "14.2", "13.0")
+        run_id = store.start_run(fake_device(), prov, "wgmma-quick", None)
+        rng = np.random.default_rng(0)
+        for case in suite_cases("wgmma-quick")[:at_least]:
+            store.record_case(run_id, synthetic_result(case, None, rng))
+        store.finish_run(run_id, "interrupted", f"interrupted after {at_least} of 12 cases")
+        assert run_id == 1 and store.run_info(1).status == "interrupted"
+        return store.measured_case_ids(1)
+    finally:
+        store.close()
+
+
 def test_two_resumes_of_one_run_at_once_one_measures_the_other_is_refused_in_one_line(tmp_path, shared_cache):
     """Issue 46, item 18: two concurrent `bench run --resume N` gave the loser a raw "UNIQUE constraint failed". The
     loser now says so in one line and exits non-zero; the run is measured once, each case stored once."""
@@ -115,17 +136,17 @@ def test_two_resumes_of_one_run_at_once_one_measures_the_other_is_refused_in_one
     assert len(per_case) == 12 and (per_case.n == per_case.case_id.map(metrics)).all() and len(kept) < 12
 
 
-def test_a_resume_planned_before_another_took_the_run_is_refused_and_changes_nothing(tmp_path, shared_cache):
+def test_a_resume_planned_before_another_took_the_run_is_refused_and_changes_nothing(tmp_path):
     """The race itself, without timing: both resumes read the run while it is interrupted; the first takes it;
     the second, taking it after, is refused (SpecError) and leaves the run as the first left it."""
     from harness.errors import SpecError
     from harness.orchestration.run import plan_resume
 
     db = tmp_path / "r.db"
-    env = {"HOPPER_BENCH_BACKEND": "fake", "HOPPER_BENCH_FAKE_DELAY": "0.3", "HOPPER_BENCH_CACHE": str(shared_cache)}
-    _interrupted_run(db, env)
+    assert len(_interrupted_in_process(db)) == 2
     store = Store.open(str(db))
     first, second = plan_resume(store, 1), plan_resume(store, 1)
+    assert len(first.cases) == len(second.cases) == 10  # both planned the rest, before either took the run
     store.resume_run(1, first.resume_from, first.resumes)
     before = store.query("SELECT status, resumes, finished_at, error FROM runs").values.tolist()
     with pytest.raises(SpecError, match="run 1 was resumed by another `bench run`"):

@@ -33,15 +33,27 @@ CLOCK_ROW = "sm_clock_mhz"  # the per-GPU clock row's metric name
 CLOCK = "clock"  # the clock row's basis: the clock itself, in MHz
 
 
-def _latest(store: Store) -> pd.DataFrame:
-    """Every GPU's newest valid, unflagged measurement per case, metric and launch."""
+def _devices_of_model(store: Store, model: str) -> list[int] | None:
+    """The devices whose rows decide the table's rows of GPUs labelled `model` ("<model> <uuid's end>", or a name
+    that starts with "<model> "): every device of each GPU name such a label has, since siblings are of one name.
+    None: every device (a nameless one among them, whose rows group as no name does)."""
+    devices = store.query("SELECT id, name, uuid FROM devices")
+    names = {name for name, uuid in zip(devices.name, devices.uuid) if gpu_label(name, uuid).startswith(model + " ")}
+    if any(not isinstance(name, str) or not name for name in names):
+        return None
+    return [int(i) for i, name in zip(devices.id, devices.name) if name in names]
+
+
+def _latest(store: Store, devices: list[int] | None = None) -> pd.DataFrame:
+    """Every GPU's newest valid, unflagged measurement per case, metric and launch (of `devices` alone: their ids)."""
+    only = f" AND d.id IN ({', '.join(str(int(i)) for i in devices) or 'NULL'})" if devices is not None else ""
     frame = store.query("""
         SELECT d.uuid, d.name AS gpu_name, r.id AS run_id, r.git_commit, c.case_id, m.metric, m.launch, m.unit, m.value,
                m.spread, m.sm_clock_mhz
         FROM measurements m JOIN runs r ON r.id = m.run_id JOIN devices d ON d.id = r.device_id
              JOIN cases c ON c.id = m.case_pk
         WHERE m.valid AND m.value IS NOT NULL
-              AND NOT (COALESCE(m.throttled, FALSE) OR COALESCE(m.other_processes, 0) > 0)""")
+              AND NOT (COALESCE(m.throttled, FALSE) OR COALESCE(m.other_processes, 0) > 0)""" + only)
     if frame.empty:
         return frame
     frame = frame.sort_values("run_id").groupby(["uuid", "case_id", "metric", "launch"], as_index=False).last()
@@ -64,10 +76,12 @@ def compared_note(rows: pd.DataFrame) -> str:
 
 
 def table(store: Store, case_glob: str | None = None, metric: str | None = None,
-          tolerance: float = 0.0) -> tuple[pd.DataFrame, pd.DataFrame]:
+          tolerance: float = 0.0, model: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(rows: one per GPU, case, metric and launch with the compared value and its verdict;
-    outliers: one per GPU that stands apart, with how often and where most)."""
-    frame = _latest(store)
+    outliers: one per GPU that stands apart, with how often and where most). With `model`, the rows and outliers of
+    the GPUs whose label starts with "<model> " (a report's GPU model), as the whole table has them, read from
+    their GPU names' devices alone."""
+    frame = _latest(store, _devices_of_model(store, model) if model is not None else None)
     if frame.empty:
         raise SpecError(f"no valid measurements in {store.url} (see `bench runs`)")
     if metric is not None:

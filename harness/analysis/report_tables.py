@@ -107,11 +107,11 @@ def fleet_section(store: Store, facts: dict) -> list:
     stand apart from their siblings (harness/analysis/fleet.py)."""
     from harness.analysis import fleet
 
+    model = facts.get("gpu") or ""
     try:
-        rows, outliers = fleet.table(store)
+        rows, outliers = fleet.table(store, model=model)  # the rows of this model's GPUs: all it shows
     except Exception:  # no valid measurement anywhere: nothing to say
         return []
-    model = facts.get("gpu") or ""
     mine = rows[rows.gpu.str.startswith(model + " ")]
     gpus = mine.gpu.nunique()
     if gpus < fleet.MIN_SIBLINGS + 1:

@@ -34,6 +34,7 @@ def _prepare(values: dict) -> dict:
 
 def _plan(state: dict, device, fit) -> tuple[str, list]:
     params, source = _params(device, fit)
+    _shapes.check_memory_before_planning(state["found"], device)
     planned = _shapes.plan(state["found"], state["named"], params, state["top"])
     _shapes.check_memory(planned.cases, device)
     state.update(planned=planned, source=source)

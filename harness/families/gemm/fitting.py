@@ -131,14 +131,34 @@ def fit(frame: pd.DataFrame, gpu: str, source: str, prior: Params | None) -> Fit
     # Block-scaled fp8 cases are scored, not fitted: the model has no term for their scales' loads and multiplies
     # (their misses say what those cost), and fitted they would bend the plain promotion's terms toward them
     fitted = table.loc[[c for c in table.index if not cases[c].block_scaled]]
-    p = _fit_epilogue(start, fitted, cases)
-    p = _fit_kblock(p, fitted, cases)
-    p = _fit_splitk(p, fitted, cases)
-    p = _fit_whole(p, fitted, cases)
+    p = _fitted_params(start, fitted, cases)
     large = [c for c in table.index if cases[c].flops / 2 >= LARGE]
     clock = float(table.loc[large or list(table.index), "clock_mhz"].median())
     p = replace(p, clock_mhz=round(clock, 1))
     return FitReport(gpu, p, _scored(table, cases, p))
+
+
+# The fits made in this process: a run's parameters take seconds of Nelder-Mead, and whoever fits one run again (the
+# CLI's `plan` per shape, the planner's evaluation over pairs of runs, a test session) gets the same parameters from
+# the same numbers. Keyed on every number the fit reads (the start's terms and the table's bytes, index and columns):
+# a hit is the same input (repr: -0.0 and nan are told apart), so the same output; the labels (the GPU's name, the
+# source) are the caller's.
+_FITS: dict[tuple, Params] = {}
+_FITS_KEPT = 64
+
+
+def _fitted_params(start: Params, fitted: pd.DataFrame, cases: dict[str, GemmCase]) -> Params:
+    key = (repr(replace(start, gpu="", source="")), tuple(fitted.index), tuple(fitted.columns),
+           fitted.to_numpy(dtype=float).tobytes())
+    if (found := _FITS.get(key)) is None:
+        found = _fit_epilogue(start, fitted, cases)
+        found = _fit_kblock(found, fitted, cases)
+        found = _fit_splitk(found, fitted, cases)
+        found = _fit_whole(found, fitted, cases)
+        if len(_FITS) >= _FITS_KEPT:
+            _FITS.pop(next(iter(_FITS)))
+        _FITS[key] = found
+    return replace(found, gpu=start.gpu, source=start.source)
 
 
 def transfer(fitted: FitReport, frame: pd.DataFrame, gpu: str, source: str, datasheet: Params | None) -> FitReport | None:

@@ -102,6 +102,25 @@ def check_memory(cases: list[_cases.GemmCase], device) -> None:
                             f"{device.name}")
 
 
+def check_memory_before_planning(shapes: dict[Shape, list[_cases.GemmCase]], device) -> None:
+    """check_memory's refusal where the planner's ranking cannot change it, before the ranking (a shape of 65536^2
+    took seconds to rank, to be refused): the shapes in the run's order, each of whose candidates and library fit
+    passed over, the first whose candidates all need the same bytes, more than the GPU's, refused as check_memory
+    refuses its first case (its top k lead the run's cases after the shapes before it). Any other shape ends the
+    look: which of its cases comes first is the ranking's."""
+    total = device.total_memory_bytes
+    if not total:
+        return
+    for shape, found in shapes.items():
+        library = _configs.library(shape.dtype, (shape.m, shape.n, shape.k))
+        needs = {memory_bytes(case) for case in found}
+        if max(needs | {memory_bytes(library)}) <= total:
+            continue
+        if len(needs) == 1 and needs.pop() > total:
+            check_memory(found[:1], device)
+        return
+
+
 @dataclass
 class Planned:
     """A run's cases with what the planner said of each pipeline case: (rank or None, prediction)."""
