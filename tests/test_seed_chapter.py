@@ -318,3 +318,14 @@ def test_an_h200_tma_run_meets_no_figure_of_the_chapters_hbm(both_policies, ship
     assert measured and not (h200.paper_gpu == SAME_SM).any()  # measured, and no verdict against the H100's HBM
     h100 = both_policies(190)  # its own GPU's figure, as before
     assert ((h100.case_id == hbm.case_id) & (h100.paper_gpu == SAME_SM)).any()
+
+
+def test_compare_names_whose_figures_an_h200_run_meets():
+    import pandas as pd
+
+    from harness.cli.comparing import _figures_of
+
+    frame = pd.DataFrame({"paper_gpu": ["H800 PCIe", SAME_SM, None]})
+    text = _figures_of(frame, "NVIDIA H200")
+    assert text.startswith("the paper (H800 PCIe) and the H100 SXM5's figures of the SM") and "left out" in text
+    assert _figures_of(frame, "NVIDIA H100 80GB HBM3") == "the paper (H800 PCIe) and the figures stated for the H100 SXM5"
