@@ -29,6 +29,7 @@ class GpuSpec:
     source: str
     notes: str
     memory_bandwidth_gbps: float | None = None  # the datasheet's DRAM bandwidth
+    sm_of: str | None = None  # the GPU (a row) whose SM this one's is, on another board (H200 SXM: H100 SXM5)
 
 
 @cache
@@ -39,8 +40,20 @@ def gpu_specs() -> dict[str, GpuSpec]:
         specs[row["gpu"]] = GpuSpec(row["gpu"], int(row["sm_count"]) if row["sm_count"] else None,
                                     int(row["tensor_cores_per_sm"]), number("tc_boost_clock_mhz"),
                                     number("peak_dense_fp16_tflops"), float(row["flops_per_tc_per_clk_fp16"]),
-                                    row["source"], row["notes"], number("memory_bandwidth_gbps"))
+                                    row["source"], row["notes"], number("memory_bandwidth_gbps"),
+                                    row.get("sm_of") or None)
     return specs
+
+
+def same_sm(gpu: str) -> tuple[str, ...]:
+    """The other gpu_specs.csv rows whose SM is `gpu`'s (a row name) on another board: one names the other in its
+    sm_of column, or both name the same GPU (the H200 SXM's SM is the H100 SXM5's, and the H100 SXM5's the H200
+    SXM's); () for a GPU with none or no row."""
+    specs = gpu_specs()
+    if gpu not in specs:
+        return ()
+    root = specs[gpu].sm_of or gpu
+    return tuple(name for name, spec in specs.items() if name != gpu and (spec.sm_of or name) == root)
 
 
 # Our GPU names (as CUDA reports them) -> rows of gpu_specs.csv

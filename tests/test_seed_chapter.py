@@ -43,10 +43,52 @@ def test_a_range_is_its_low_end_with_the_high_end_in_its_notes_and_compares_with
     assert list(nearer_end(ours, pd.Series([low] * 3), pd.Series([ref.notes] * 3))) == [low, (low + high) / 2, high]
 
 
-def test_a_run_meets_the_papers_figures_and_its_own_gpus():
-    assert reference_gpus("NVIDIA H100 80GB HBM3") == ("H800 PCIe", "H100 SXM5")
-    assert reference_gpus("NVIDIA H200") == ("H800 PCIe", "H200 SXM")
+def test_a_run_meets_the_papers_figures_its_own_gpus_and_those_of_a_gpu_with_its_sm():
+    assert reference_gpus("NVIDIA H100 80GB HBM3") == ("H800 PCIe", "H100 SXM5", "H200 SXM")
+    assert reference_gpus("NVIDIA H200") == ("H800 PCIe", "H200 SXM", "H100 SXM5")
     assert reference_gpus("no such GPU") == ("H800 PCIe",)
+    assert reference_gpus("NVIDIA H800 PCIe") == ("H800 PCIe",)
+
+
+def test_the_h200_shares_the_h100_sxm5s_sm_as_data_and_not_its_memory():
+    """gpu_specs.csv's sm_of says whose SM a GPU's is; the datasheet rows agree on the SM and differ on memory."""
+    from harness.analysis.figure_gpus import MAX_SM_CLOCK_MHZ, other_boards
+    from harness.datasheets import gpu_specs, same_sm
+
+    specs = gpu_specs()
+    h200, h100 = specs["H200 SXM"], specs["H100 SXM5"]
+    assert h200.sm_of == "H100 SXM5" and h100.sm_of is None
+    assert same_sm("H200 SXM") == ("H100 SXM5",) and same_sm("H100 SXM5") == ("H200 SXM",)
+    assert same_sm("H800 PCIe") == () and same_sm("no such GPU") == ()
+    assert (h200.sm_count, h200.tensor_cores_per_sm, h200.flops_per_tc_per_clk_fp16) == \
+        (h100.sm_count, h100.tensor_cores_per_sm, h100.flops_per_tc_per_clk_fp16)
+    assert MAX_SM_CLOCK_MHZ["H200 SXM"] == MAX_SM_CLOCK_MHZ["H100 SXM5"]
+    assert h200.memory_bandwidth_gbps > h100.memory_bandwidth_gbps
+    assert other_boards("NVIDIA H200") == ("H100 SXM5",) and other_boards("NVIDIA H800 PCIe") == ()
+
+
+def test_a_figure_of_the_sm_is_its_familys_word_and_never_wall_time():
+    """of_the_sm: the case stays inside the SM (Family.within_sm) and compares in cycles or per cycle per SM."""
+    from harness.analysis.figure_gpus import of_the_sm
+    from harness.registry import FAMILIES
+
+    inside = [("wgmma.mma_async.m64n256k16.f32.f16.f16.SS", "throughput_tflops", "TFLOPS"),
+              ("mma.sync.m16n8k16.row.col.f64.f64.f64.f64", "throughput_tflops", "TFLOPS"),
+              ("simt.fma.rn.f32", "sm_throughput", "result/cycle/SM"),
+              ("ld.shared.u32.ptrchase", "latency_cycles", "cycles"),
+              ("ld.global.u64.pchase.l1", "latency_cycles", "cycles"),
+              ("ld.shared.v4.u32.stream", "sm_throughput", "B/cycle/SM")]
+    beyond = [("ld.global.cg.u32.pchase.l2", "latency_cycles", "cycles"),
+              ("ld.global.cg.u32.pchase.hbm", "latency_cycles", "cycles"),
+              ("ld.global.cg.v4.u32.stream.l2", "sm_throughput", "B/cycle/SM"),
+              ("ld.global.v4.u32", "bandwidth_gbps", "GB/s"),  # the chapter's HBM bandwidth (tma's reader)
+              ("ld.shared.u32.ptrchase", "latency_cycles", "ns"),  # inside the SM, but compared as wall time
+              (FAMILIES["tma"].example_id, "latency_raw_cycles", "cycles"),
+              (FAMILIES["gemm"].example_id, "throughput_tflops", "TFLOPS"),
+              (FAMILIES["dsmem"].example_id, "latency_cycles", "cycles"),
+              ("no.such.case", "latency_cycles", "cycles")]
+    assert [of_the_sm(*row) for row in inside] == [True] * len(inside)
+    assert [of_the_sm(*row) for row in beyond] == [False] * len(beyond)
 
 
 def test_the_papers_ring_copy_maps_to_our_ring_chase_in_decimal_gbps():
@@ -176,3 +218,114 @@ def test_each_chapter_figure_is_mapped_by_the_family_that_owns_its_case():
     assert "wgmma" in {f.name for f in FAMILIES.values()
                        if f.paper_case(PaperFigure("wgmma.mma_async", 64, 256, 16, "f16", "f32", "SS", False,
                                                    "throughput"))}
+
+
+# -- a GPU with the H100 SXM5's SM: the H200 meets the chapter's figures of the SM, not its memory system's --------
+
+SAME_SM = "H100 SXM5"  # the chapter's GPU, whose SM the H200's is (gpu_specs.csv sm_of)
+
+
+@pytest.fixture(scope="module")
+def both_policies(shipped_copy):
+    """against_paper of a run now, and as before GPUs that share an SM met each other's figures (no sm_of)."""
+    from harness.analysis import figure_gpus
+    from harness.analysis.paper_verdicts import against_paper
+
+    cache = {}
+
+    def compare(run: int, same_sm: bool = True):
+        if (run, same_sm) not in cache:
+            if same_sm:
+                cache[run, same_sm] = against_paper(shipped_copy, run)
+            else:
+                with pytest.MonkeyPatch.context() as patch:
+                    patch.setattr(figure_gpus, "same_sm", lambda gpu: ())
+                    cache[run, same_sm] = against_paper(shipped_copy, run)
+        return cache[run, same_sm]
+    return compare
+
+
+COLUMNS = ["case_id", "metric", "launch", "paper_table", "paper", "comparable", "verdict", "note"]
+
+
+def _rows_of(frame, gpu):
+    return frame[frame.paper_gpu == gpu][COLUMNS].reset_index(drop=True)
+
+
+@pytest.mark.parametrize("run", [91, 52, 190])  # H100: memory, wgmma-all (the peaks), tma (the HBM reader)
+def test_an_h100_runs_rows_and_verdicts_are_unchanged(both_policies, run):
+    import pandas as pd
+
+    now, before = both_policies(run), both_policies(run, same_sm=False)
+    pd.testing.assert_frame_equal(now, before)
+    assert (now.paper_gpu == SAME_SM).any() or run == 190
+
+
+@pytest.mark.parametrize("run", [93, 54, 199])  # H200: memory, wgmma-all, tma
+def test_an_h200_runs_comparison_with_the_paper_is_unchanged(both_policies, run):
+    """The H800 PCIe's rows are the same; every measurement compared before still is."""
+    import pandas as pd
+
+    now, before = both_policies(run), both_policies(run, same_sm=False)
+    assert not (before.paper_gpu == SAME_SM).any()
+    pd.testing.assert_frame_equal(_rows_of(now, "H800 PCIe"), _rows_of(before, "H800 PCIe"))
+    assert set(zip(before.case_id, before.metric)) <= set(zip(now.case_id, now.metric))
+
+
+def test_an_h200_memory_run_meets_the_chapters_shared_memory_and_l1_not_its_l2_or_hbm(both_policies):
+    from harness.families.memory import BEYOND_SM
+    from harness.registry import parse_case_id
+
+    frame = both_policies(93)  # H200, suite memory
+    chapter = frame[frame.paper_gpu == SAME_SM]
+    levels = {parse_case_id(c).level for c in chapter.case_id}
+    assert levels == {"shared", "l1"} and not levels & set(BEYOND_SM)
+    assert (chapter.basis == "cycles").all() and chapter.verdict.isin(["agrees", "DISAGREES"]).all()
+    assert all(n.startswith("the H100 SXM5's figure; the H200 SXM has the same SM") for n in chapter.note)
+    # the shared-memory latency, a range 20-30 in §4.1: ours, in cycles as counted, against its nearer end
+    shared = _chapter(frame, "ld.shared.u32.ptrchase", "latency_cycles", "§4.1 memory hierarchy")
+    low, high = seed_chapter.figure_range(next(r for r in references.mapped() if r.source == CHAPTER
+                                               and r.case_id == shared.case_id and r.table == shared.paper_table).notes)
+    assert shared.comparable == shared.value and shared.paper == min(max(shared.value, low), high)
+    assert (shared.verdict == "agrees") == (low <= shared.value <= high)
+    # the L2 and HBM: the chapter's figures are the H100's board's, not met here; the H800's still are
+    for case in ("ld.global.cg.u32.pchase.l2", "ld.global.cg.u32.pchase.hbm", "ld.global.cg.v4.u32.stream.l2"):
+        rows = frame[frame.case_id == case]
+        assert len(rows) and not (rows.paper_gpu == SAME_SM).any() and (rows.paper_gpu == "H800 PCIe").any()
+
+
+def test_an_h200_meets_the_chapters_tensor_peaks_per_cycle_per_sm(both_policies, shipped_copy):
+    clock = float(next(r["value"] for r in _rows(seed_chapter.FILE) if r["metric"] == "boost_clock"))
+    sms = int(next(r["value"] for r in _rows(seed_chapter.FILE) if r["metric"] == "sm_count"))
+    frame = both_policies(54)  # H200, wgmma-all: the peaks' instructions
+    peaks = frame[(frame.paper_gpu == SAME_SM) & (frame.paper_table == "§1.2 spec box")
+                  & (frame.metric == "throughput_tflops")]
+    assert len(peaks) == 4 and (peaks.paper_clock_mhz == clock).all() and (peaks.basis == "per cycle per SM").all()
+    ours = shipped_copy.query("SELECT DISTINCT sm_count FROM results WHERE run_id = 54").sm_count.tolist()
+    for row in peaks.itertuples():
+        per_cycle = row.value * 1e6 / (ours[0] * row.clock_mhz)  # ours per cycle per SM, at the clock measured
+        assert row.comparable == pytest.approx(per_cycle * sms * clock / 1e6)
+        assert row.note.startswith("the H100 SXM5's figure; the H200 SXM has the same SM")
+        assert row.verdict == "agrees"
+
+
+def test_an_h200_tma_run_meets_no_figure_of_the_chapters_hbm(both_policies, shipped_copy):
+    """The chapter's 3.35 TB/s is the H100 SXM5's HBM3, in wall time: the H200's HBM3e is another board's."""
+    (hbm,) = [r for r in references.mapped() if r.source == CHAPTER and r.metric == "bandwidth_gbps"]
+    measured = shipped_copy.query(f"SELECT COUNT(*) AS n FROM results WHERE run_id = 199 AND case_id = '{hbm.case_id}' "
+                                  "AND metric = 'bandwidth_gbps'").n.iloc[0]
+    h200 = both_policies(199)
+    assert measured and not (h200.paper_gpu == SAME_SM).any()  # measured, and no verdict against the H100's HBM
+    h100 = both_policies(190)  # its own GPU's figure, as before
+    assert ((h100.case_id == hbm.case_id) & (h100.paper_gpu == SAME_SM)).any()
+
+
+def test_compare_names_whose_figures_an_h200_run_meets():
+    import pandas as pd
+
+    from harness.cli.comparing import _figures_of
+
+    frame = pd.DataFrame({"paper_gpu": ["H800 PCIe", SAME_SM, None]})
+    text = _figures_of(frame, "NVIDIA H200")
+    assert text.startswith("the paper (H800 PCIe) and the H100 SXM5's figures of the SM") and "left out" in text
+    assert _figures_of(frame, "NVIDIA H100 80GB HBM3") == "the paper (H800 PCIe) and the figures stated for the H100 SXM5"

@@ -149,7 +149,8 @@ def comparison(store: Store, run_id: int | None = None, against: str | int = "pa
 
 def newest_run_with_figures(store, run_id: int, tries: int = 3) -> int | None:
     """The newest run but `run_id` that a comparison with the paper gives a verdict on: a measurement with a figure
-    of the paper's GPU or of the run's own GPU model (figure_gpus), confirmed by comparing (at most `tries` runs)."""
+    of the paper's GPU, of the run's own GPU model or of one with its SM (figure_gpus), confirmed by comparing (at most
+    `tries` runs)."""
     from harness.analysis import figure_gpus
 
     pairs = store.query("SELECT DISTINCT r.run_id, r.gpu_name, v.gpu_name AS figure_gpu FROM results r "

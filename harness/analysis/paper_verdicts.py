@@ -107,6 +107,9 @@ def against_paper(store: Store, run_id: int, include_flagged: bool = False,
     frame = _paper_rows_with_statistics(store, run_id, include_flagged)
     frame, is_timed, wall = _in_paper_terms(store, run_id, frame)
     _judge(frame, is_timed, wall, tolerance)
+    gpu = store.run_info(run_id).gpu_name
+    frame["note"] = ["; ".join(part for part in (figure_gpus.same_sm_note(g, gpu, basis), note) if part)
+                     for g, basis, note in zip(frame.paper_gpu, frame.basis, frame.note)]  # a figure of another board
     frame["emulated"] = frame.emulated.fillna(False).astype(bool)
     frame = frame.sort_values(["family", "metric", "operands", "n", "case_id", "paper_table", "paper_inputs"],
                               kind="stable", na_position="first")
@@ -122,7 +125,9 @@ def _paper_rows_with_statistics(store: Store, run_id: int, include_flagged: bool
     """The run's rows beside the figures of the paper's GPU and its own (pairing.py), each with the statistic
     compared and its uncertainty (uncertainty.py)."""
     everything = with_derived(measured(store, run_id, include_flagged))
-    frame = paper_rows(everything, paper_figures(store, figure_gpus.reference_gpus(store.run_info(run_id).gpu_name))).copy()
+    gpu = store.run_info(run_id).gpu_name
+    figures = figure_gpus.across_boards(paper_figures(store, figure_gpus.reference_gpus(gpu)), gpu)
+    frame = paper_rows(everything, figures).copy()
     for column in ("roofline_gbps", "roofline_case", "pin_rate_gbps"):
         if column not in frame:
             frame[column] = np.nan

@@ -163,7 +163,9 @@ def _own_model(frame: pd.DataFrame):
     table = frame[list(OWN_MODEL_COLUMNS)].rename(columns=OWN_MODEL_COLUMNS).round(3)
     return ("Against the figures published for each GPU's own model", lines + [
         "Figures stated for the GPU model a run measured (the seed documents: the architecture chapter's H100 SXM "
-        "figures, the HGEMM worklog's, the CuTe chapter's bank check), against each GPU model's newest complete run "
+        "figures, the HGEMM worklog's, the CuTe chapter's bank check), and for a GPU model with the same SM on another "
+        "board its figures of the SM only (gpu_specs.csv sm_of: the H200 meets the H100 SXM5's tensor-core, CUDA-core, "
+        "shared-memory and L1 figures, not its L2's or HBM's), against each GPU model's newest complete run "
         "of each suite, as `bench compare` judges them: cycles directly, a rate per cycle per SM at the clock printed "
         "beside it or its GPU's highest, a bandwidth in wall time with our clock beside it; 'why' is the row's note."],
         table)

@@ -74,7 +74,7 @@ def compare(run_id, against, metric, disagreements, every_row, gate_energy, incl
         click.echo("note: no model prediction for this run (its GPU has no row in gpu_specs.csv, or its "
                    "families have no model): the model columns are empty", err=True)
     other = f"run {result.against} ({output.visible(run_label(store, result.against))})" if isinstance(result.against, int) else \
-        (_figures_of(result.frame) if against == "paper" else "the model")
+        (_figures_of(result.frame, store.run_info(result.run_id).gpu_name) if against == "paper" else "the model")
     boards = _gpu_models(store, result.run_id, result.against) if isinstance(result.against, int) else None
     if boards:
         click.echo(f"note: run {result.run_id} is of an {output.visible(boards[0])} and run {result.against} of an "
@@ -149,12 +149,21 @@ def _fails_beyond_speed(result) -> bool:
     return result.failing > int((result.frame[result.column] == verdicts.SLOWER).sum())
 
 
-def _figures_of(frame) -> str:
+def _figures_of(frame, run_gpu: str | None = None) -> str:
     """Whose published figures a comparison holds: the papers' (H800 PCIe) and, for a run of another GPU model,
-    the figures stated for that model (the seed documents' H100 SXM)."""
+    the figures stated for that model (the seed documents' H100 SXM); of a GPU with the same SM on another board
+    (figure_gpus.other_boards: an H200 run, the H100 SXM5's), those of the SM only."""
+    from harness.analysis.figure_gpus import other_boards
+
     gpus = sorted(set(frame["paper_gpu"].dropna())) if "paper_gpu" in frame else []
-    others = [g for g in gpus if g != PAPER_GPU]
-    return f"the paper ({PAPER_GPU})" + (f" and the figures stated for the {', '.join(others)}" if others else "")
+    boards = other_boards(run_gpu)
+    own = [g for g in gpus if g != PAPER_GPU and g not in boards]
+    text = f"the paper ({PAPER_GPU})" + (f" and the figures stated for the {', '.join(own)}" if own else "")
+    same = [g for g in gpus if g in boards]
+    if same:
+        text += (f" and the {', '.join(same)}'s figures of the SM, which this GPU shares (gpu_specs.csv sm_of; its "
+                 "memory system's, L2 and HBM, are another board's and left out)")
+    return text
 
 
 def _compare_table(result, sides: str, every: bool, wide: bool, gate_energy: bool, gate_speed: bool = True) -> None:

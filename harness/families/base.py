@@ -178,6 +178,13 @@ class Family(ABC):
         measured other units). None (the default): the median of every sample."""
         return None
 
+    def within_sm(self, case: Case) -> bool:
+        """Does the case's measurement stay inside one SM (its registers, shared memory, L1 and units), so that a GPU
+        with the same SM (gpu_specs.csv sm_of: the H200 SXM's is the H100 SXM5's) measures the same per cycle, and
+        meets the figures published for that GPU (harness/analysis/figure_gpus.py)? False (the default): it reaches
+        the memory beyond the SM (L2, HBM, another SM), which each board builds its own way."""
+        return False
+
     def explain(self, case_id: str, metric: str, value: float, paper: float, launch: dict) -> "Reason | None":
         """Why a measurement (`value`, in the run's own unit, of the launch `launch`) differs from its
         published figure (`paper`), where the family knows (a Reason); None (the default): no reason known."""
@@ -189,7 +196,7 @@ REQUIRED = ("name", "description", "id_prefixes", "example_id", "template", "cas
             "template_params", "sass_expectation", "inputs", "checks", "decode", "output_words", "plan", "work",
             "peak", "headline", "describe")
 HOOKS = ("model", "advisors", "measurers", "roofline_cases", "attach", "figures", "findings", "paper_case", "paper_row",
-         "paper_statistic", "explain")
+         "paper_statistic", "explain", "within_sm")
 
 
 def overrides(family: Family, hook: str) -> bool:

@@ -203,6 +203,11 @@ class BanksFamily(Family):
         return None  # the best of the warp sweep
 
     @staticmethod
+    def within_sm(case) -> bool:
+        """Bank conflicts are the SM's shared memory's: a GPU with the same SM has the same banks (figure_gpus)."""
+        return True
+
+    @staticmethod
     def paper_row(row: dict) -> dict | str | None:
         """The seed CuTe chapter's claims (chapter.py): a bank check's case and metric, or the layout library's verdict
         on a claim of layout algebra; None for every other source's figure."""

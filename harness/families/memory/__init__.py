@@ -177,6 +177,13 @@ class MemoryFamily(Family):
         return Attachment(dynamic_smem=smem)
 
     @staticmethod
+    def within_sm(case: MemoryCase) -> bool:
+        """Shared memory and L1 are the SM's; the L2 and HBM (BEYOND_SM) are the board's, which a GPU with the same
+        SM builds its own way (the H200 SXM's HBM3e against the H100 SXM5's HBM3; 60 MB of L2 against 50):
+        figure_gpus compares only the levels inside the SM across GPUs that share it."""
+        return case.level not in BEYOND_SM
+
+    @staticmethod
     def paper_row(row: dict) -> dict | str | None:
         """Our counterpart of a published memory-level figure (2402.13499 Tables IV-V, 2501.12084 Tables 3-5,
         the authors' random_latency logs), in our units; a string says why one has none; None: not ours."""

@@ -81,6 +81,11 @@ class MmaFamily(Family):
     plan = staticmethod(_plan.plan)
 
     @staticmethod
+    def within_sm(case) -> bool:
+        """An mma chain runs on registers alone: a GPU with the same SM does the same per cycle (figure_gpus)."""
+        return True
+
+    @staticmethod
     def paper_case(figure) -> tuple[str, str] | None:
         """A published mma.sync figure's case and metric: the papers' mma "latency" is one warp's
         dependent loop, our latency_cycles. They print mma.sp's compressed shape: its k is twice the

@@ -98,6 +98,12 @@ class SimtFamily(Family):
         return None
 
     @staticmethod
+    def within_sm(case) -> bool:
+        """CUDA cores, MUFU, shuffles and converts on registers: a GPU with the same SM does the same per cycle
+        (figure_gpus: the H200 SXM meets the H100 SXM5's FP32 and SFU figures)."""
+        return True
+
+    @staticmethod
     def paper_row(row: dict) -> dict | str | None:
         """The seed architecture chapter's CUDA-core figures (simt/chapter.py); no other source's rows are ours."""
         return _chapter.chapter_row(row) if row["paper"] == seed_chapter.SOURCE else None

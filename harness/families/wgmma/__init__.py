@@ -61,6 +61,12 @@ class WgmmaFamily(Family):
     plan = staticmethod(_plan.plan)
 
     @staticmethod
+    def within_sm(case) -> bool:
+        """A wgmma reads its operands from the SM's shared memory and registers: a GPU with the same SM does the same
+        per cycle (figure_gpus: the H200 SXM meets the H100 SXM5's tensor-core peaks)."""
+        return True
+
+    @staticmethod
     def paper_row(row: dict) -> str | None:
         """The seed architecture chapter's count of tensor cores: why it is no figure of ours (its peaks are)."""
         if row["paper"] == seed_chapter.SOURCE and row["metric"] == "tensor_cores_per_sm":
