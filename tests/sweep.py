@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 
 from gpu.sample import expectations
@@ -79,11 +80,17 @@ def swept(cases: list, full: bool = False, record: dict[str, str] | None = None)
 
 def write_record(family: str, cases: list, path: Path = RECORD) -> None:
     """Replace `family`'s part of the record with `cases` (every probe of the family, each checked and passed)."""
+    import fcntl
+
     from harness.build.compile import nvrtc_version
 
-    families = json.loads(path.read_text())["families"] if path.exists() else {}
-    families[family] = {case.case_id: record_key(case) for case in cases}
-    text = json.dumps({"nvrtc": nvrtc_version(), "families": dict(sorted(families.items()))}, indent=1)
-    temporary = path.with_suffix(".tmp")
-    temporary.write_text(text + "\n")
-    os.replace(temporary, path)
+    entries = {case.case_id: record_key(case) for case in cases}
+    tag = hashlib.sha256(bytes(path.resolve())).hexdigest()[:12]
+    with open(Path(tempfile.gettempdir()) / f"hopper-bench-sweep-record-{tag}.lock", "w") as lock:  # pytest-xdist's workers record their families at once: one at a time
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        families = json.loads(path.read_text())["families"] if path.exists() else {}
+        families[family] = entries
+        text = json.dumps({"nvrtc": nvrtc_version(), "families": dict(sorted(families.items()))}, indent=1)
+        temporary = path.with_suffix(".tmp")
+        temporary.write_text(text + "\n")
+        os.replace(temporary, path)

@@ -78,7 +78,7 @@ def test_writing_a_family_keeps_the_others(tma, tmp_path):
     stored = json.loads(path.read_text())
     assert sorted(stored["families"]) == ["loaders", "tma"] and len(stored["families"]["tma"]) == 3
     assert set(sweep.recorded(path)) == {c.case_id for c in tma[:3] + loaders}
-    assert not list(tmp_path.glob("*.tmp"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["record.json"]  # no temporary or lock file left
 
 
 def test_the_shipped_record_names_only_cases_of_the_tree():
