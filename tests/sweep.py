@@ -22,7 +22,6 @@ import hashlib
 import json
 import os
 import subprocess
-import tempfile
 from pathlib import Path
 
 from gpu.sample import expectations
@@ -85,12 +84,14 @@ def write_record(family: str, cases: list, path: Path = RECORD) -> None:
     from harness.build.compile import nvrtc_version
 
     entries = {case.case_id: record_key(case) for case in cases}
-    tag = hashlib.sha256(bytes(path.resolve())).hexdigest()[:12]
-    with open(Path(tempfile.gettempdir()) / f"hopper-bench-sweep-record-{tag}.lock", "w") as lock:  # pytest-xdist's workers record their families at once: one at a time
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    folder = os.open(path.parent, os.O_RDONLY)  # pytest-xdist's workers record their families at once: one at a time
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)  # (a lock on the record's folder: no lock file to leave behind)
         families = json.loads(path.read_text())["families"] if path.exists() else {}
         families[family] = entries
         text = json.dumps({"nvrtc": nvrtc_version(), "families": dict(sorted(families.items()))}, indent=1)
         temporary = path.with_suffix(".tmp")
         temporary.write_text(text + "\n")
         os.replace(temporary, path)
+    finally:
+        os.close(folder)  # closing the descriptor releases the lock
