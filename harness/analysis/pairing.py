@@ -24,7 +24,7 @@ OUR_INPUTS = {"zero": "zeros", "random": "uniform11"}  # the paper's inputs -> o
 
 def paper_figures(store: Store, gpus: tuple[str, ...] = (PAPER_GPU,)) -> pd.DataFrame:
     """Every figure of the paper's GPU and of the run's own (figure_gpus.reference_gpus), one row per (case,
-    metric, input condition, table, launch, value), with the clock the same table printed for the same case and
+    metric, input condition, table, launch), with the clock the same table printed for the same case and
     inputs (2501.12084 Table 13, the seed chapter's spec box), if any."""
     wanted = ", ".join(f"'{g}'" for g in gpus)
     refs = store.query(f"""SELECT case_id, metric, value, unit, condition, launch, source, source_table,
@@ -36,10 +36,7 @@ def paper_figures(store: Store, gpus: tuple[str, ...] = (PAPER_GPU,)) -> pd.Data
     clocks = refs[refs.metric == CLOCK_FIGURE].drop_duplicates(subset=keys).set_index(keys).value
     refs = refs[refs.metric != CLOCK_FIGURE]
     refs["paper_clock_mhz"] = [clocks.get(key, np.nan) for key in zip(*(refs[k] for k in keys))]
-    # one row per figure: two figures of one table for one case and metric (the seed chapter's Sec. 4.1 prints the
-    # shared memory's per-SM bandwidth and the 128 B/cycle/SM term of its arithmetic) are two rows, each judged
-    refs = refs.drop_duplicates(subset=["case_id", "metric", "condition", "source_table", "launch", "value"])
-    refs = refs.drop(columns="source")
+    refs = refs.drop_duplicates(subset=["case_id", "metric", "condition", "source_table", "launch"]).drop(columns="source")
     return refs.rename(columns={"value": "paper", "unit": "paper_unit", "condition": "paper_inputs",
                                 "source_table": "paper_table", "launch": "paper_launch"})
 
