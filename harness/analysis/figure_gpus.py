@@ -34,9 +34,7 @@ def reference_gpus(run_gpu: str | None) -> tuple[str, ...]:
     """The GPUs whose figures a run on `run_gpu` is compared with: the papers', its own model's, and those of the
     GPUs with the same SM (datasheets.same_sm; across_boards keeps their figures of the SM only)."""
     own = spec_name(run_gpu or "", gpu_specs())
-    if own in (None, PAPER_GPU):
-        return (PAPER_GPU,)
-    return (PAPER_GPU, own) + tuple(g for g in same_sm(own) if g != PAPER_GPU)
+    return (PAPER_GPU,) if own in (None, PAPER_GPU) else (PAPER_GPU, own) + other_boards(run_gpu)
 
 
 def other_boards(run_gpu: str | None) -> tuple[str, ...]:
