@@ -76,9 +76,10 @@ RESULTS_DB = pytest.StashKey[subprocess.Popen]()
 
 def _build_results_db(config, folder: Path) -> None:
     """A clone holds the runs of record as runs/run-NNNN.db.xz only: build ./results.db from them once
-    (about 30 s, scripts/runs_of_record.py), so that the tests reading the shipped runs run. Not for
+    (about 50 s on a 2-core machine, scripts/runs_of_record.py), so that the tests reading the shipped runs run. Not for
     `-m gpu` (a device run reads none of them). It builds in a process of its own while pytest collects;
-    each process's first test waits for `folder/results-db.done`, which marks its end (_results_db_built)."""
+    each process's first test past the compile sweep waits for `folder/results-db.done`, which marks its
+    end (_results_db_built)."""
     root = Path(__file__).resolve().parent.parent
     done = folder / "results-db.done"
     if (root / "results.db").exists() or not (root / "runs").is_dir() or config.getoption("markexpr") == "gpu":
@@ -91,8 +92,9 @@ def _build_results_db(config, folder: Path) -> None:
     threading.Thread(target=lambda: (process.wait(), done.touch()), daemon=True).start()
 
 
+@functools.cache
 def _results_db_built() -> None:
-    """Wait for the build of ./results.db that the session's controller began, if any."""
+    """Wait for the build of ./results.db that the session's controller began, if any (once a process)."""
     import time
 
     done = Path(os.environ[SHARED]) / "results-db.done"
@@ -113,8 +115,11 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: "compiles_and_meets" not in item.name)
 
 
-def pytest_collection_finish(session):
-    _results_db_built()  # before the first test: the tests of the shipped runs read it
+def pytest_runtest_setup(item):
+    # The tests of the shipped runs read ./results.db; the compile sweep's tests (first in the order) read
+    # nothing of it and run while it is built.
+    if "compiles_and_meets" not in item.name:
+        _results_db_built()
 
 
 def pytest_sessionfinish(session):

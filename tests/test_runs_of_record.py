@@ -107,3 +107,23 @@ def test_export_then_build_gives_every_run_back(tmp_path):
         con.commit()
     assert [line.split(" (")[0] for line in runs_of_record.check(source, folder)] == \
         ["run 2 of source.db differs from run-0002.db.xz"]
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_a_build_in_batches_keeps_every_runs_number_and_refuses_a_gap(tmp_path, monkeypatch, batch):
+    """The build merges its files a batch at a time (BATCH); each file must still become its own run, whether the
+    batch ends between two runs or holds both, and a file missing from runs/ stops the build with one line."""
+    source = make_db(tmp_path / "source.db")
+    from harness.db.merge import merge
+
+    for name in ("second.db", "third.db"):
+        merge([str(make_db(tmp_path / name, fresh=True))], str(source))
+    folder = tmp_path / "runs"
+    runs_of_record.export(source, folder)
+    monkeypatch.setattr(runs_of_record, "BATCH", batch)
+    assert runs_of_record.build(tmp_path / "built.db", folder) == 3
+    assert _contents(tmp_path / "built.db") == _contents(source)
+    (folder / "run-0002.db.xz").unlink()
+    with pytest.raises(SystemExit, match="run-0003.db.xz became run \\[2\\] of gapped.db, not 3"):
+        runs_of_record.build(tmp_path / "gapped.db", folder)
+    assert not (tmp_path / "gapped.db").exists()

@@ -146,8 +146,8 @@ def _how_to_make(path: Path) -> str:
     """What makes a missing database: the runs of record beside a clone's runs/ folder (issue 46, item 2), or a run."""
     runs = path.parent / "runs"
     if path.name == "results.db" and runs.is_dir() and any(runs.glob("run-*.db.xz")):
-        return ("(the runs of record are built from runs/: `python scripts/runs_of_record.py build`, one to two "
-                "minutes; your own runs: `bench run`, or pass --db)")
+        return ("(the runs of record are built from runs/: `python scripts/runs_of_record.py build`, about a "
+                "minute; your own runs: `bench run`, or pass --db)")
     return "(run `bench run` first, or pass --db)"
 
 

@@ -259,7 +259,9 @@ class SampleBlob(TypeDecorator):
     def process_bind_param(self, value, dialect):
         if value is None:
             return None
-        if isinstance(value, (bytes, str)):
+        if isinstance(value, (bytes, memoryview)) and dialect.name == "sqlite":
+            return bytes(value)  # already packed (a merge copies a SQLite source's arrays as stored)
+        if isinstance(value, (bytes, memoryview, str)):
             value = unpack_samples(value)
         return pack_samples(value) if dialect.name == "sqlite" else json_samples(value)
 

@@ -199,26 +199,8 @@ class Texts:
     """The ids of strings in `texts` within one write transaction: looked up by digest, added when
     new. (A cache per transaction: a retried transaction starts again from the database.)"""
 
-    def __init__(self, session: Session, preload: bool = False):
-        """`preload`: read every stored string now (one query; for a writer that adds many rows)."""
+    def __init__(self, session: Session):
         self.session, self.known = session, {}
-        if preload:
-            self.known = {text: id_ for id_, text in session.execute(select(TextRow.id, TextRow.text))}
-
-    def ensure(self, strings) -> None:
-        """Add the strings not yet stored, in one insert (after preload: every stored one is known)."""
-        missing = sorted({s for s in strings if s is not None and s not in self.known})
-        if not missing:
-            return
-        rows = [{"digest": TextRow.digest_of(text), "text": text} for text in missing]
-        for start in range(0, len(rows), 10_000):  # within every database's limit of bound parameters
-            clash = self.session.execute(select(TextRow.digest, TextRow.text).where(
-                TextRow.digest.in_([r["digest"] for r in rows[start:start + 10_000]]))).first()
-            if clash is not None:
-                raise StoreError(f"two strings share the digest {clash.digest}: {clash.text!r} and another")
-        table = TextRow.__table__
-        ids = self.session.execute(insert(table).returning(table.c.id, sort_by_parameter_order=True), rows).scalars()
-        self.known.update(zip(missing, ids))
 
     def resolve(self, strings) -> None:
         """Make every one of `strings` known: those stored looked up by digest in one query (per 10,000), the
