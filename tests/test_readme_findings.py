@@ -1236,3 +1236,40 @@ def test_the_whole_warp_producers_figures_in_the_gemm_docs_come_from_runs_194_an
     assert all(round(r - 1, 2) == 0.13 for r in change["empty_wait_cycles_per_tile"])  # 13 % longer
     ours = [value(194, f"gemm.f16.{n}x{n}x{n}.{f16}", "library_fraction") for n in (4096, 8192)]
     assert f"0.981 of cuBLAS at 4096^3 and 1.002 at 8192^3" in text and [round(v, 3) for v in ours] == [0.981, 1.002]
+
+
+def test_the_fp8_power_cap_table_comes_from_runs_184_and_185(db):
+    """docs/gemm.md, "fp8 at the power cap": each row's TFLOPS and NVML clock of the timed window, the power and energy
+    of the power window, the energy ratio and the library fraction (runs 184 H100, 185 H200); the per-cycle fractions
+    of the fp8 peak at 8192^3 by NVML's clock, and the in-kernel clock against NVML's."""
+    from harness.registry import FAMILIES
+
+    text = " ".join((ROOT / "docs" / "gemm.md").read_text().split())
+    gemm = FAMILIES["gemm"]
+    ours = "gemm.e4m3.{s}x{s}x{s}.tile128x128x128.s5.wg2.setmaxnreg.cluster1.persistent-grouped.tmastore.pipelined"
+    peak_of, gaps = {}, []
+    for run, gpu in ((184, "H100"), (185, "H200")):
+        frame = harness.results(db, run_id=run)
+        row = lambda case_id, metric: frame[(frame.case_id == case_id) & (frame.metric == metric)].iloc[0]
+        for s in (4096, 8192):
+            cells, energy = [], {}
+            for case_id in (ours.format(s=s), f"cublaslt.e4m3.{s}x{s}x{s}"):
+                timed, power, joules = (row(case_id, m) for m in ("throughput_tflops", "power_mean_w", "energy_pj_per_op"))
+                energy[case_id] = joules.value
+                cells.append(f"{timed.value:.0f}, {timed.nvml_sm_clock_mhz:.0f}, {power.value:.0f}, {joules.value:.3f}")
+                peak = gemm.peak(gemm.parse(ours.format(s=s)))
+                peak_of[(gpu, s, case_id[:4])] = timed.value * 1e12 / (timed.sm_count * peak * timed.nvml_sm_clock_mhz * 1e6)
+            mine, theirs = energy.values()
+            fraction = row(ours.format(s=s), "library_fraction").value
+            line = f"| {gpu}, {s}^3 (run {run}) | {cells[0]} | {cells[1]} | {theirs / mine:.3f} | {fraction:.3f} |"
+            assert line in text, line
+            gaps.append(100 * (round(theirs / mine, 3) - round(fraction, 3)))
+    assert f"tracks the library fraction within {min(gaps):.1f}-{max(gaps):.1f} points" in text
+    more = [100 * (peak_of[(gpu, 8192, "cubl")] / peak_of[(gpu, 8192, "gemm")] - 1) for gpu in ("H100", "H200")]
+    assert f"still does {min(more):.0f}-{max(more):.0f} % more work a cycle" in text
+    assert (f"cuBLASLt makes {peak_of[('H100', 8192, 'cubl')]:.2f} of the fp8 peak on the H100 at 8192^3 "
+            f"({peak_of[('H200', 8192, 'cubl')]:.2f} on the H200), ours {peak_of[('H100', 8192, 'gemm')]:.2f} "
+            f"({peak_of[('H200', 8192, 'gemm')]:.2f})") in text
+    timed = harness.results(db, run_id=184, metric="throughput_tflops")
+    timed = timed[timed.case_id == ours.format(s=8192)].iloc[0]
+    assert f"ours read {timed.sm_clock_mhz:.0f} MHz in-kernel where NVML said {timed.nvml_sm_clock_mhz:.0f}" in text
