@@ -6,7 +6,7 @@ one line as any other."""
 
 def _group():
     # each registers its commands
-    from harness.cli import comparing, database, measuring, modelling, publishing, reading  # noqa: F401
+    from harness.cli import comparing, database, fleet, measuring, modelling, publishing, reading  # noqa: F401
     from harness.cli.app import cli
 
     return cli

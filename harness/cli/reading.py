@@ -1,5 +1,5 @@
 """The commands that read the database as it is: `bench runs`, `sql`, `export` and `references` (comparing.py:
-compare and fleet; modelling.py: model and advise)."""
+compare; fleet.py: fleet; modelling.py: model and advise)."""
 
 from __future__ import annotations
 
