@@ -57,7 +57,7 @@ def sql(query, db, fmt, wide, write, max_rows, timeout):
         raise click.BadParameter("is empty: give one SQL statement", param_hint="QUERY")
     if "\x00" in query:
         raise click.BadParameter("contains a NUL character", param_hint="QUERY")
-    from harness.db.connections import only_comments
+    from harness.db.statements import only_comments
 
     if only_comments(query):
         raise click.BadParameter("holds only comments: give one SQL statement", param_hint="QUERY")

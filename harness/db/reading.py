@@ -14,8 +14,9 @@ from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from harness.db.connections import (READING_KEYWORDS, Rows, StatementTimeout, first_line, leading_keyword,
-                                    postgresql_rows, psycopg_errors, set_read_only, sqlite_rows)
+from harness.db.connections import (Rows, StatementTimeout, first_line, postgresql_rows, psycopg_errors, set_read_only,
+                                    sqlite_rows)
+from harness.db.statements import READING_KEYWORDS, leading_keyword
 from harness.db.tables import CaseRow, Device, Measurement, Run, SampleArray
 from harness.errors import StoreError
 
