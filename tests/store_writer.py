@@ -1,7 +1,10 @@
-"""One writer process of tests/test_concurrency.py: `python store_writer.py DB LABEL COUNT`
-stores COUNT measurements in a run of its own, one transaction each, like `bench run` does."""
+"""One writer process of tests/test_concurrency.py: `python store_writer.py DB LABEL COUNT [GATE]`
+stores COUNT measurements in a run of its own, one transaction each, like `bench run` does. With GATE (a
+folder), it first says it is ready (GATE/LABEL.ready, once its imports are done) and waits for GATE/go, so
+that every writer opens (or creates) the file and writes at the same moment, whatever each took to start."""
 
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -14,7 +17,11 @@ CASES = ("wgmma.mma_async.m64n8k16.f32.f16.f16.SS", "wgmma.mma_async.m64n64k16.f
          "wgmma.mma_async.m64n256k16.f32.bf16.bf16.SS")
 
 
-def main(db: str, label: str, count: int) -> None:
+def main(db: str, label: str, count: int, gate: str | None = None) -> None:
+    if gate is not None:
+        (Path(gate) / f"{label}.ready").touch()
+        while not (Path(gate) / "go").exists():
+            time.sleep(0.01)
     store = Store.open(db, create=True)
     prov = Provenance(f"writer {label}", "testhost", "abc123", False, "0.1.0", "3.12", None, "13.0")
     run_id = store.start_run(fake_device(uuid=f"GPU-{label}"), prov, "wgmma", None)
@@ -28,4 +35,4 @@ def main(db: str, label: str, count: int) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]), *sys.argv[4:5])

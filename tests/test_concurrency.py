@@ -7,15 +7,25 @@ from pathlib import Path
 
 from harness.db.store import Store
 
-WRITERS, PER_WRITER = 4, 1000
+# 250 measurements a writer (it was 1000): the writers wait at a gate until all four have started (their imports
+# take a second or more each, and 1000 writes were there to outlast that stagger), then create the file and write
+# at once, so that every one of their 250 transactions contends with the other three for the write lock and the
+# reader polls (every 0.05 s) through all of it.
+WRITERS, PER_WRITER = 4, 250
 SCRIPT = Path(__file__).resolve().parent / "store_writer.py"
 
 
 def test_four_writers_and_a_reader_lose_nothing(tmp_path):
     db = tmp_path / "shared.db"  # not created yet: the writers race to create it too
-    writers = [subprocess.Popen([sys.executable, str(SCRIPT), str(db), f"w{i}", str(PER_WRITER)],
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    writers = [subprocess.Popen([sys.executable, str(SCRIPT), str(db), f"w{i}", str(PER_WRITER), str(gate)],
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
                for i in range(WRITERS)]
+    while len(list(gate.glob("*.ready"))) < WRITERS:
+        assert all(w.poll() is None for w in writers), [w.communicate()[0] for w in writers if w.poll() is not None]
+        time.sleep(0.01)
+    (gate / "go").touch()
     counts, reader = [], None
     while any(w.poll() is None for w in writers):
         if db.exists():  # it appears whole (made under another name, then linked): readable at once

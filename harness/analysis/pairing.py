@@ -4,6 +4,7 @@ each is set against (the headline launch, the figure's own launch, or the same i
 
 from __future__ import annotations
 
+import functools
 import json
 
 import numpy as np
@@ -43,10 +44,15 @@ def paper_figures(store: Store, gpus: tuple[str, ...] = (PAPER_GPU,)) -> pd.Data
 
 def _launch_matches(launch: str, wanted: str) -> bool:
     """Does a stored launch (JSON) hold every key and value of the figure's launch (JSON)?"""
-    import json
+    held = _parsed(launch)
+    return all(held.get(key) == value for key, value in _parsed(wanted).items())
 
-    held = json.loads(launch) if launch else {}
-    return all(held.get(key) == value for key, value in json.loads(wanted).items())
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(launch: str) -> dict:
+    """A launch key (JSON) as a dict, parsed once (a few hundred distinct keys are matched thousands of times);
+    read only, never changed."""
+    return json.loads(launch) if launch else {}
 
 
 def _with_inputs(launch: str, inputs: str) -> str:
@@ -66,9 +72,11 @@ def paper_rows(everything: pd.DataFrame, refs: pd.DataFrame) -> pd.DataFrame:
                                                      paper_clock_mhz=np.nan, paper_gpu=None, paper_notes=None)]
     indexed = everything.set_index(["case_id", "metric", "launch"])
     heads = heads.set_index(["case_id", "metric"])
+    # the rows of each (case, metric), in their order: looked up once, not by a scan of every row per figure
+    positions = everything.groupby(["case_id", "metric"], sort=False).indices if len(everything) else {}
     for ref in refs.itertuples():
         if ref.paper_launch:
-            rows = everything[(everything.case_id == ref.case_id) & (everything.metric == ref.metric)]
+            rows = everything.iloc[positions.get((ref.case_id, ref.metric), [])]
             rows = rows[[_launch_matches(launch, ref.paper_launch) for launch in rows.launch]]
             if rows.empty:
                 continue
