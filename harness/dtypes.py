@@ -56,6 +56,18 @@ def _fp8_codes(dtype: str) -> tuple[np.ndarray, np.ndarray]:
     return table[codes][order], codes[order].astype(np.uint8)
 
 
+@cache
+def _fp8_codes_by_f16(dtype: str) -> np.ndarray:
+    """The fp8 code of each f16 bit pattern whose value `dtype` holds (either zero: +0's code, 0), -1 for every
+    other: every finite fp8 value is an f16 value, so encode looks codes up by the f16 bits of its values (a
+    table lookup, several times faster than a search of the sorted table)."""
+    ordered, codes = _fp8_codes(dtype)
+    table = np.full(1 << 16, -1, dtype=np.int16)
+    table[ordered.astype(np.float16).view(np.uint16)] = codes
+    table[np.float16(-0.0).view(np.uint16)] = table[0]
+    return table
+
+
 def _nearest_fp8(dtype: str, values: np.ndarray) -> np.ndarray:
     """The nearest finite `dtype` value to each of `values`; a tie goes to the value nearer zero (zero is +0),
     and a value that is not finite gives +0: what a search over every code in code order (the first nearest
@@ -113,12 +125,13 @@ def encode(dtype: str, values: np.ndarray) -> np.ndarray:
     if dtype == "f64":
         return values.view(np.uint64)
     if dtype in FP8:
-        ordered, codes = _fp8_codes(dtype)
-        at = np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
-        exact = ordered[at] == values
+        with np.errstate(over="ignore", invalid="ignore"):  # beyond f16 (inf) or NaN: no code, refused below
+            halves = values.astype(np.float16)
+        codes = _fp8_codes_by_f16(dtype)[halves.view(np.uint16)]
+        exact = (codes >= 0) & (halves == values)  # the value is that f16 value exactly, and the type holds it
         if not exact.all():  # the first value (in C order) that is none of the type's
             raise SpecError(f"{float(values[~exact].flat[0])} is not a {dtype} value")
-        return np.asarray(codes[at], dtype=np.uint8).reshape(values.shape)
+        return codes.astype(np.uint8).reshape(values.shape)
     if dtype in INTEGER_RANGE:
         bits = BITS[dtype]
         return (values.astype(np.int64) & ((1 << bits) - 1)).astype(np.uint8 if bits <= 8 else np.uint32)

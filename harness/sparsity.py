@@ -26,6 +26,8 @@ kernel that read them would fail validation.
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 
 PAIRS = ((0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3))  # the slot pairs of a chunk that may hold non-zeros
@@ -67,14 +69,11 @@ def compress(a: np.ndarray, keep: np.ndarray) -> np.ndarray:
     return a[keep].reshape(a.shape[0], -1)
 
 
-def metadata(dtype: str, pattern: np.ndarray, selector: int = SELECTOR) -> np.ndarray:
-    """(32,) uint32: each lane's metadata register."""
-    m, chunks, _ = pattern.shape
-    assert m == 16 and chunks % 4 == 0
-    nibbles = (pattern[..., 0] | (pattern[..., 1] << 2)).astype(np.uint64)  # (16, chunks)
-    per_lane = chunks // 4
-    byte_slots = dtype not in ("f16", "bf16", "tf32")
-    words = np.full(32, DECOY, dtype=np.uint64)
+@cache
+def _places(byte_slots: bool, per_lane: int, selector: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Which lanes hold metadata, and for each the (row, chunk, bit shift) of its eight nibbles (module docstring):
+    metadata's gather, the same for every call of one slot width, chunk count and selector."""
+    lanes, rows, chunks, shifts = [], [], [], []
     for lane in range(32):
         group, member = divmod(lane, 4)
         j = member - selector * per_lane
@@ -85,5 +84,20 @@ def metadata(dtype: str, pattern: np.ndarray, selector: int = SELECTOR) -> np.nd
             places = [(row, start + c, 4 * c) for c in range(8)]
         else:  # two rows, four chunks each
             places = [(group + 8 * half, 4 * j + c, 16 * half + 4 * c) for half in (0, 1) for c in range(4)]
-        words[lane] = sum(int(nibbles[row, chunk]) << shift for row, chunk, shift in places)
+        lanes.append(lane)
+        for column, part in zip((rows, chunks, shifts), zip(*places)):
+            column.append(part)
+    return (np.array(lanes, dtype=np.intp), np.array(rows, dtype=np.intp).reshape(-1, 8),
+            np.array(chunks, dtype=np.intp).reshape(-1, 8), np.array(shifts, dtype=np.uint64).reshape(-1, 8))
+
+
+def metadata(dtype: str, pattern: np.ndarray, selector: int = SELECTOR) -> np.ndarray:
+    """(32,) uint32: each lane's metadata register."""
+    m, chunks, _ = pattern.shape
+    assert m == 16 and chunks % 4 == 0
+    nibbles = (pattern[..., 0] | (pattern[..., 1] << 2)).astype(np.uint64)  # (16, chunks)
+    lanes, rows, columns, shifts = _places(dtype not in ("f16", "bf16", "tf32"), chunks // 4, selector)
+    words = np.full(32, DECOY, dtype=np.uint64)
+    if lanes.size:
+        words[lanes] = (nibbles[rows, columns] << shifts).sum(axis=1, dtype=np.uint64)
     return words.astype(np.uint32)

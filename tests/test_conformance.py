@@ -3,6 +3,8 @@ every case id round-trips, renders, compiles for sm_90a through NVRTC, meets its
 anchor, a library call: has no source and launches only its call), has checks that a correct output passes
 and a poisoned one fails, and runs end to end on the simulated GPU into a temporary database."""
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -114,16 +116,66 @@ def test_every_case_compiles_and_meets_its_sass_expectation(family, pytestconfig
         write_record(family, probes)
 
 
+def gemm_check_problem(case) -> tuple:
+    """Every field the GEMM family's inputs() and checks.check_words read: the check problem's shape, the types,
+    block scales, the input kind and the case's class (a library call's or a kernel's)."""
+    from harness.families.gemm.problem import check_problem
+
+    return (type(case).__name__, check_problem(case), case.dtype, case.a_dtype, case.b_dtype, case.out_dtype,
+            case.in_bytes, case.block_scaled, getattr(case, "inputs", None))
+
+
+def attention_check_problem(case) -> tuple:
+    """Every field the attention family's inputs() and problem.check_reference read: the check problem's shape,
+    the type, causality, the scale and the key block its bound takes."""
+    from harness.families.attention.cases import check_case
+    from harness.families.attention.problem import key_block
+
+    small = check_case(case)
+    return (type(case).__name__, small.batch, small.seq, small.heads, small.head_dim, case.dtype, case.causal,
+            case.scale, key_block(case))
+
+
+# The families whose cases share a few check problems (GEMM: 281 cases, 77 problems; attention: 204, 18), by what
+# determines a problem, and the function that computes its reference (module, name).
+SHARED = {"gemm": (gemm_check_problem, "harness.families.gemm.checks", "check_words"),
+          "attention": (attention_check_problem, "harness.families.attention", "check_reference")}
+
+
 @pytest.mark.parametrize("family", FAMILIES)
-def test_checks_pass_a_correct_output_and_fail_a_poisoned_one(family):
+def test_checks_pass_a_correct_output_and_fail_a_poisoned_one(family, monkeypatch):
     """The decoded poison (every word 0xFFFFFFFF, what the launcher writes first) never validates, and
-    each check expects the family's reference, scaled by the chain it runs: for every case."""
-    every_case(family, checks_pass_a_correct_output_and_fail_a_poisoned_one)
+    each check expects the family's reference, scaled by the chain it runs: for every case. Where cases share a
+    check problem (SHARED), its inputs and reference are made once, for the first case of it, and every case's
+    checks are built on them (the cases are taken a problem at a time: one problem's arrays held at once)."""
+    if family not in SHARED:
+        return every_case(family, checks_pass_a_correct_output_and_fail_a_poisoned_one)
+    key, module, name = SHARED[family]
+    module = importlib.import_module(module)
+    computed, held = getattr(module, name), {}
+
+    def reference(case, inputs):
+        if held.get("reference", (None,))[0] != (key(case), id(inputs)):
+            held["reference"] = ((key(case), id(inputs)), computed(case, inputs))
+        return held["reference"][1]
+
+    def shared_inputs(case):
+        if held.get("inputs", (None,))[0] != key(case):
+            held.pop("reference", None)
+            held["inputs"] = (key(case), FAMILIES[family].inputs(case, np.random.default_rng(0)))
+        return held["inputs"][1]
+
+    monkeypatch.setattr(module, name, reference)
+    problems = {}
+    for case in FAMILIES[family].cases():
+        problems.setdefault(key(case), []).append(case)
+    every_case(family, lambda case: checks_pass_a_correct_output_and_fail_a_poisoned_one(case, shared_inputs(case)),
+               [case for cases in problems.values() for case in cases])
 
 
-def checks_pass_a_correct_output_and_fail_a_poisoned_one(case):
+def checks_pass_a_correct_output_and_fail_a_poisoned_one(case, inputs=None):
     family = FAMILIES[case.family]
-    inputs = family.inputs(case, np.random.default_rng(0))
+    inputs = family.inputs(case, np.random.default_rng(0)) if inputs is None else inputs
     assert inputs.buffer.dtype == np.uint8 and inputs.buffer.size > 0 and inputs.distribution
     poison = family.decode(case, np.full(family.output_words(case), 0xFFFFFFFF, dtype=np.uint32))
     for check in family.checks(case, inputs):

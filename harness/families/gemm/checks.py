@@ -55,18 +55,24 @@ def output_words(case: GemmCase) -> int:
 def decode(case: GemmCase, words: np.ndarray) -> np.ndarray:
     return np.asarray(words[:output_words(case)], dtype=np.uint32).astype(np.float64)
 
-def checks(case: GemmCase | LibraryCase, inputs: Inputs) -> list[Check]:
-    """C of the check problem bit for bit (an exact f32 sum rounded once, as the kernel does); then the
-    measured problem against cuBLAS, where a k-block dropped or a tile misplaced moves an element by
-    several units (normal inputs: a k-block adds about 8 to it) and the tolerance is 0.05 + 1/128 of it.
-    The library: the check problem bit for bit, its call at iters 0."""
+def check_words(case: GemmCase | LibraryCase, inputs: Inputs) -> np.ndarray:
+    """C of the check problem as the kernel writes it: the exact product of the inputs' A and B (and block scales)
+    rounded once to the output type, two elements a 32-bit word, each word as a float64."""
     a, b = inputs.values["A"], inputs.values["B"]
     if case.block_scaled:  # integers times powers of two: exact in f64, and in the kernel's f32
         exact = block_scaled_product(np, a, b, inputs.values["scale_a"], inputs.values["scale_b"],
                                      _cases.SCALE_BLOCK)
     else:
         exact = a.astype(np.float32) @ b.astype(np.float32).T  # integers below 2^24: exact in f32
-    words = to_bits(exact, case.out_dtype).ravel().view(np.uint32).astype(np.float64)
+    return to_bits(exact, case.out_dtype).ravel().view(np.uint32).astype(np.float64)
+
+
+def checks(case: GemmCase | LibraryCase, inputs: Inputs) -> list[Check]:
+    """C of the check problem bit for bit (an exact f32 sum rounded once, as the kernel does); then the
+    measured problem against cuBLAS, where a k-block dropped or a tile misplaced moves an element by
+    several units (normal inputs: a k-block adds about 8 to it) and the tolerance is 0.05 + 1/128 of it.
+    The library: the check problem bit for bit, its call at iters 0."""
+    words = check_words(case, inputs)
     m, n, k = check_problem(case)
     label = f"C of a {m}x{n}x{k} problem, bit for bit"
     if isinstance(case, LibraryCase):
