@@ -34,6 +34,14 @@ def exact_mva(demands: Sequence[float], delay: float, population: int) -> float:
     if population < 1 or delay < 0 or any(d < 0 for d in demands):
         raise ValueError(f"MVA needs a population of at least 1 and non-negative demands (got {population}, "
                          f"{list(demands)}, delay {delay})")
+    if len(demands) == 1:  # the models' usual network (one queue), without the lists: the same operations
+        (demand,) = demands
+        queue, throughput = 0.0, 0.0
+        for n in range(1, population + 1):
+            residence = demand * (1 + queue)
+            throughput = n / (delay + (0.0 + residence))  # sum() of one float: 0.0 + it
+            queue = throughput * residence
+        return throughput
     queues = [0.0] * len(demands)
     throughput = 0.0
     for n in range(1, population + 1):

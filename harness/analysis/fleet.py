@@ -137,7 +137,9 @@ def table(store: Store, case_glob: str | None = None, metric: str | None = None,
     rows["difference"] = np.where(judged, difference, np.nan)
     rows["noise"] = np.where(judged, np.maximum.reduce([widest, floor, np.full(len(rows), tolerance)]), np.nan)
     rows["outlier"] = rows.difference.abs() > rows.noise + 1e-9
-    rows["gpu"] = [gpu_label(name, uuid) for name, uuid in zip(rows.gpu_name, rows.uuid)]
+    gpus = list(zip(rows.gpu_name.tolist(), rows.uuid.tolist()))
+    labels = {gpu: gpu_label(*gpu) for gpu in set(gpus)}  # a few GPUs label tens of thousands of rows
+    rows["gpu"] = [labels[gpu] for gpu in gpus]
     shown = rows[["gpu", "git_commit", "case_id", "metric", "launch", "unit", "value", "compared", "compared_basis",
                   "compared_unit", "siblings", "median_of_siblings", "difference", "noise", "outlier"]]
     shown = shown.rename(columns={"compared_basis": "basis"})

@@ -120,9 +120,10 @@ class Writing:
         table = Measurement.__table__
         ids = session.execute(insert(table).returning(table.c.id, sort_by_parameter_order=True), rows).scalars().all()
         explicit: dict[str, list[tuple[int, np.ndarray]]] = {}  # launch key -> arrays stored as numbers
-        session.add_all([_sample_array(id_, np.asarray(metric.samples, dtype=float), explicit.setdefault(launch, []))
-                         for id_, row, metric, launch in zip(ids, rows, result.metrics, launches) if row["n_samples"]])
-        session.flush()
+        arrays = [_sample_array(id_, np.asarray(metric.samples, dtype=float), explicit.setdefault(launch, []))
+                  for id_, row, metric, launch in zip(ids, rows, result.metrics, launches) if row["n_samples"]]
+        if arrays:  # one insert of every array (a map case's thousands), not an ORM object each
+            session.execute(insert(SampleArray.__table__), arrays)
 
     @staticmethod
     def _measurement(run_id: int, case_pk: int, build_id: int | None, result: CaseResult, metric,
@@ -240,13 +241,15 @@ class Texts:
         return {f"{name}_id": self.id(value) for name, value in columns.items()}
 
 
-def _sample_array(measurement_id: int, values: np.ndarray, explicit: list[tuple[int, np.ndarray]]) -> SampleArray:
-    """The samples as numbers, or as a rule over an array of the same case and launch stored as numbers
-    (a peak fraction is its throughput over the peak, exactly): `explicit` lists those, and grows."""
+def _sample_array(measurement_id: int, values: np.ndarray, explicit: list[tuple[int, np.ndarray]]) -> dict:
+    """The row of sample_arrays, every column named: the samples as numbers, or as a rule over an array of the
+    same case and launch stored as numbers (a peak fraction is its throughput over the peak, exactly): `explicit`
+    lists those, and grows."""
     for source_id, source in explicit:
         rule = SampleArray.derivation(source, values)
         if rule is not None:
-            return SampleArray(measurement_id=measurement_id, derived_from=source_id,
-                               subtract=rule[0], divide_by=rule[1])
+            return dict(measurement_id=measurement_id, samples=None, derived_from=source_id,
+                        subtract=rule[0], divide_by=rule[1])
     explicit.append((measurement_id, values))
-    return SampleArray(measurement_id=measurement_id, samples=SampleArray.encode(values))
+    return dict(measurement_id=measurement_id, samples=SampleArray.encode(values), derived_from=None,
+                subtract=None, divide_by=None)
