@@ -139,6 +139,23 @@ def test_shipped_latencies_beyond_the_sm_compare_in_ns_and_dsmem_by_its_fastest_
         assert _row(frame, "ld.global.u64.pchase.l1", "latency_cycles").basis == "cycles"  # within the SM
 
 
+def test_both_ends_of_table_3s_l2_range_are_judged(shipped_copy):
+    """2501.12084 Table 3 prints the H800's L2 latency as a range over its two partitions, 264.5~502 cycles: two
+    figures of one case, metric and table, each judged against our L2 chase (a figure repeated is one figure): ours
+    (143 ns on the H100) is 5 % under the near end and half the far one, 1.9 x the near, which no chase of ours
+    reproduces (the map's partitions are 29 cycles apart)."""
+    from harness.analysis.paper_verdicts import against_paper
+
+    for run in (43, 45):
+        frame = against_paper(shipped_copy, run)
+        rows = frame[(frame.case_id == "ld.global.cg.u32.pchase.l2") & frame.paper_table.str.startswith("Table 3")
+                     & frame.paper.notna()].sort_values("paper")
+        assert [round(v, 1) for v in rows.paper] == [150.7, 286.0] and set(rows.paper_unit) == {"ns"}
+        assert rows.verdict.tolist() == ["DISAGREES", "DISAGREES"]
+        near, far = rows.comparable / rows.paper
+        assert 0.9 < near < 1 and far < 0.55
+
+
 def test_shipped_roofline_is_the_best_plain_reader_beside_the_pin_rate(shipped_copy):
     from harness.analysis.paper_verdicts import against_paper
     from harness.analysis.run_rows import measured, read_roofline

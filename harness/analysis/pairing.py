@@ -1,6 +1,6 @@
 """Which measurement stands beside which published figure: the figures of the paper's GPU and of the run's own
-(one row per case, metric, inputs, table and launch, with the clock the table printed), and the measured row
-each is set against (the headline launch, the figure's own launch, or the same inputs as the paper's)."""
+(a row per figure of a case, metric, inputs, table and launch, with the clock the table printed), and the measured
+row each is set against (the headline launch, the figure's own launch, or the same inputs as the paper's)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from harness import metrics as registry
 from harness.analysis.run_rows import headline
 from harness.db.store import Store
 from harness.measure.measurement import launch_key
-from harness.paper import PAPER_GPU
+from harness.paper import DEFAULT_TOLERANCE, PAPER_GPU
 
 
 CLOCK_FIGURE = "sm_clock_mhz"  # a reference "metric": the clock a table printed beside a throughput
@@ -24,9 +24,9 @@ OUR_INPUTS = {"zero": "zeros", "random": "uniform11"}  # the paper's inputs -> o
 
 
 def paper_figures(store: Store, gpus: tuple[str, ...] = (PAPER_GPU,)) -> pd.DataFrame:
-    """Every figure of the paper's GPU and of the run's own (figure_gpus.reference_gpus), one row per (case,
-    metric, input condition, table, launch), with the clock the same table printed for the same case and
-    inputs (2501.12084 Table 13, the seed chapter's spec box), if any."""
+    """Every figure of the paper's GPU and of the run's own (figure_gpus.reference_gpus), a row per distinct figure
+    of a (case, metric, input condition, table, launch) (_distinct), with the clock the same table printed for the
+    same case and inputs (2501.12084 Table 13, the seed chapter's spec box), if any."""
     wanted = ", ".join(f"'{g}'" for g in gpus)
     refs = store.query(f"""SELECT case_id, metric, value, unit, condition, launch, source, source_table,
                                   gpu_name AS paper_gpu, notes AS paper_notes FROM reference_values
@@ -37,9 +37,25 @@ def paper_figures(store: Store, gpus: tuple[str, ...] = (PAPER_GPU,)) -> pd.Data
     clocks = refs[refs.metric == CLOCK_FIGURE].drop_duplicates(subset=keys).set_index(keys).value
     refs = refs[refs.metric != CLOCK_FIGURE]
     refs["paper_clock_mhz"] = [clocks.get(key, np.nan) for key in zip(*(refs[k] for k in keys))]
-    refs = refs.drop_duplicates(subset=["case_id", "metric", "condition", "source_table", "launch"]).drop(columns="source")
+    refs = _distinct(refs, ["case_id", "metric", "condition", "source_table", "launch"]).drop(columns="source")
     return refs.rename(columns={"value": "paper", "unit": "paper_unit", "condition": "paper_inputs",
                                 "source_table": "paper_table", "launch": "paper_launch"})
+
+
+def _distinct(refs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """One row per figure: of the rows that share `keys` (a case, metric, inputs, table and launch), the first, and
+    each later one whose value is apart from every row kept by more than the comparison's tolerance. A figure
+    repeated (2501.12084's v1 and v2, a log's runs of one point) is one figure; two figures of one table for one case
+    (Table 3's L2 latency printed as a range over the two L2 partitions, the worklog's steps 6b and 7 on the same
+    tile, the chapter's 3.3 TB/s per SM beside the 128 B/cycle of the same line) are each compared."""
+    kept = []
+    for _, group in refs.groupby(keys, sort=False, dropna=False):
+        values: list[float] = []
+        for index, value in zip(group.index, group.value):
+            if all(abs(value - v) > DEFAULT_TOLERANCE * max(abs(value), abs(v)) for v in values):
+                values.append(value)
+                kept.append(index)
+    return refs.loc[sorted(kept)]
 
 
 def _launch_matches(launch: str, wanted: str) -> bool:
