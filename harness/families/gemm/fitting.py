@@ -31,6 +31,7 @@ from harness.families.gemm.cases import GemmCase
 from harness.families.gemm.ids import parse
 from harness.families.gemm.model import epilogue_cycles, kblock_cycles, predict_case
 from harness.families.gemm.params import OUT_ELEM, Params
+from harness.families.gemm.simplex import nelder_mead
 
 KBLOCK_PARAMS = ("latency_cycles", "latency_per_kib", "memory_queue_cycles", "feed_bytes_per_cycle", "wgmma_queue", "consumer_overhead_1",
                  "consumer_overhead_2")
@@ -82,39 +83,6 @@ def pipeline_table(frame: pd.DataFrame) -> pd.DataFrame:
     table["clock_mhz"] = clocks
     table["sm_count"] = rows.groupby("case_id").sm_count.first()
     return table.dropna(subset=["throughput_tflops", "clock_mhz"])
-
-
-def nelder_mead(f, x0: np.ndarray, step: np.ndarray, iterations: int = 600, xtol: float = 1e-3,
-                ftol: float = 1e-6) -> np.ndarray:
-    """Minimise f from x0 (a simplex of x0 and x0 + step along each axis), for at most `iterations` steps: it
-    stops once the simplex has collapsed (every vertex within xtol of the best, relative to its size, and
-    their values within ftol of the best's, relative)."""
-    simplex = [x0] + [x0 + np.eye(len(x0))[i] * step[i] for i in range(len(x0))]
-    values = [f(x) for x in simplex]
-    for _ in range(iterations):
-        order = np.argsort(values)
-        simplex, values = [simplex[i] for i in order], [values[i] for i in order]
-        spread = max(np.max(np.abs(v - simplex[0]) / (np.abs(simplex[0]) + 1.0)) for v in simplex[1:])
-        if spread <= xtol and values[-1] - values[0] <= ftol * (abs(values[0]) + 1e-12):
-            break
-        centre = np.mean(simplex[:-1], axis=0)
-        reflected = centre + (centre - simplex[-1])
-        fr = f(reflected)
-        if fr < values[0]:
-            expanded = centre + 2 * (centre - simplex[-1])
-            fe = f(expanded)
-            simplex[-1], values[-1] = (expanded, fe) if fe < fr else (reflected, fr)
-        elif fr < values[-2]:
-            simplex[-1], values[-1] = reflected, fr
-        else:
-            contracted = centre + 0.5 * (simplex[-1] - centre)
-            fc = f(contracted)
-            if fc < values[-1]:
-                simplex[-1], values[-1] = contracted, fc
-            else:
-                simplex = [simplex[0]] + [simplex[0] + 0.5 * (s - simplex[0]) for s in simplex[1:]]
-                values = [values[0]] + [f(s) for s in simplex[1:]]
-    return simplex[int(np.argmin(values))]
 
 
 def fit(frame: pd.DataFrame, gpu: str, source: str, prior: Params | None) -> FitReport | None:
