@@ -1,7 +1,8 @@
 """The three partitions of the SMs compared within one run (issue 45, section 4): the L2 map's near/far halves, the
 far-hit sides of the L2 pairs, the DSMEM map's GPC groups. The agreement measures against published values; then
 runs built in a temporary database from synthetic map rows (a chip of 8 GPCs whose halves, sides and GPCs are
-planted), through the report: partitions that agree, ones that do not, and a run that lacks a map."""
+planted), into the report's sections on them (one test through the whole report): partitions that agree, ones that
+do not, and a run that lacks a map."""
 
 from __future__ import annotations
 
@@ -141,6 +142,18 @@ def _report(store, run_id, tmp_path) -> str:
     return next(root.glob("*/report.md")).read_text()
 
 
+def _sections(store, run_id, tmp_path) -> str:
+    """The report's partition sections of one run, as text (their titles and lines; the report prints the same:
+    test_partitions_that_agree_are_called_the_same... reads them through the whole report)."""
+    from types import SimpleNamespace
+
+    from harness.families.memory.figures import partition_sections
+
+    ctx = SimpleNamespace(store=store, directory=tmp_path)
+    frame = store.query(f"SELECT * FROM results WHERE run_id = {run_id}")
+    return "\n".join(f"{title}\n" + "\n".join(lines) for title, lines, _ in partition_sections(ctx, frame))
+
+
 def _store(tmp_path):
     from harness.db.store import Store
     from harness.published import shipped
@@ -177,7 +190,7 @@ def test_partitions_that_differ_are_called_different_and_the_straddling_gpc_name
     """Halves GPCs 0-3 against 4-7; sides SMs 0-59 against 60-131, a cut through GPC 3 (SMs 50-67)."""
     store = _store(tmp_path)
     run_id = _run(store, "maps-sides", lambda sm: int(gpc(sm) >= 4), lambda sm: int(sm >= 60))
-    text = _report(store, run_id, tmp_path)
+    text = _sections(store, run_id, tmp_path)
     assert "the L2 map's near/far split of the SMs is not the far-hit sides: 8 of the 132 SMs would have to change " \
            "side" in text
     # GPC 3's group is its 16 SMs that clusters of 16 hold (50-65): 10 on side 0, 6 on side 1
@@ -199,7 +212,7 @@ def test_sides_across_the_halves_agree_no_better_than_chance(tmp_path):
     halves_sides = found[(HALVES, SIDES)]
     assert abs(halves_sides.adjusted) < 0.05 and halves_sides.rand == pytest.approx(halves_sides.chance, abs=0.02)
     assert all(f.refines(1) for (a, b), f in found.items() if b != SIDES)  # GPC groups inside halves and sides
-    text = _report(store, run_id, tmp_path)
+    text = _sections(store, run_id, tmp_path)
     moved = min(sum(gpc(s) % 2 != int(gpc(s) >= 4) for s in range(SM_COUNT)),
                 sum(gpc(s) % 2 == int(gpc(s) >= 4) for s in range(SM_COUNT)))
     assert f"is not the far-hit sides: {moved} of the 132 SMs would have to change side" in text
@@ -212,11 +225,11 @@ def test_maps_of_two_runs_are_never_compared(tmp_path):
     low = lambda sm: int(gpc(sm) >= 4)
     first = _run(store, "maps-l2pairs", low, low)
     second = _run(store, "maps-dsmem", low, low, seed=1)
-    text = _report(store, first, tmp_path)
+    text = _sections(store, first, tmp_path)
     assert f"Not compared. Run {first} lacks the L2 map's near/far split of the SMs (each SM's near partition); the " \
            "DSMEM map's GPC groups (SMs that shared a cluster, transitively) (a map not run" in text
     assert "The partitions of the SMs compared" not in text
-    assert "The partitions of the SMs compared" not in _report(store, second, tmp_path)
+    assert "The partitions of the SMs compared" not in _sections(store, second, tmp_path)
 
 
 def test_a_run_with_two_of_the_maps_compares_those_two_and_names_the_third(tmp_path):
@@ -229,7 +242,7 @@ def test_a_run_with_two_of_the_maps_compares_those_two_and_names_the_third(tmp_p
 
     assert suite_cases("maps-dsmem")  # the same run: both suites' cases stored under one run id
     frame_run = _run_into(store, run_id, "maps-dsmem", low, low)
-    text = _report(store, frame_run, tmp_path)
+    text = _sections(store, frame_run, tmp_path)
     assert f"The partitions of the SMs compared (NVIDIA H100 80GB HBM3, run {run_id})" in text
     assert "the halves are unions of GPC groups: each of the 10 groups lies wholly on one half" in text
     assert f"Run {run_id} lacks the far-hit sides" in text and "far-hit sides x" not in text
