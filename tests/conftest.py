@@ -110,13 +110,6 @@ SLOW_FIRST = {"test_sm_partitions": 65, "test_slurm": 55, "test_readme_findings"
               "test_attention": 15, "test_worker": 12, "test_model_out_of_sample": 12, "test_gemm_figures": 12}
 
 
-def pytest_xdist_auto_num_workers(config):
-    """`-n auto`: one worker more than the cores this process may use. Some tests spend much of their time waiting
-    (a simulated GPU's delays before a signal, a real Slurm's scheduling, writers backing off a lock), and with a
-    worker per core a waiting test leaves its core idle; the extra worker fills that time."""
-    return len(os.sched_getaffinity(0)) + 1
-
-
 def pytest_collection_modifyitems(config, items):
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if gpu_items and (reason := sm90_gpu_reason()):
