@@ -10,7 +10,8 @@ from harness.errors import SpecError
 from harness.families.gemm.cases import (CARRIED, INPUT_KINDS, LIBRARY_DTYPES, PIPELINE_GROUPS, PROTOCOLS, GemmCase,
                                          LibraryCase)
 from harness.families.gemm.configs import (BEST, BEST_FP8, FP8_SERIAL, LADDER, MULTICAST_SMS, OVERLAP_FP8,
-                                           STAGGERED_FP8, WIDE_FP8, WORKLOG_SHAPE, library, pipeline, split_options)
+                                           STAGGERED_FP8, WIDE144_FP8, WIDE_FP8, WORKLOG_SHAPE, library, pipeline,
+                                           split_options)
 from harness.families.gemm.refusals import check
 from harness.families.pipeline import MAX_STAGES, SMEM_LIMIT
 
@@ -113,6 +114,10 @@ def fp8() -> list[GemmCase]:
         for group in PIPELINE_GROUPS:
             for stages in (4, 6):
                 cases.append(pipeline("e4m3", (s, s, s), **dict(BEST_FP8, stages=stages, group=group)))
+    # 128x144 pipelined (cuBLASLt's tile at 8192^3), clusters of 1 and 2: at 4096^3 its 928 tiles are 7.03 waves
+    # on 132 SMs (128x128: 1024, 7.76), so it should lose there and gain at 8192^3 (27.6 waves) and 16384^3
+    for s in FP8_SIZES[1:]:
+        cases += [pipeline("e4m3", (s, s, s), **dict(WIDE144_FP8, cluster=cluster)) for cluster in (1, 2)]
     # B in e5m2 (A e4m3): the best plain case (5 stages, no cluster) and cuBLASLt on the same pair
     for s in (4096, 8192):
         cases += [pipeline("e4m3-e5m2", (s, s, s), **dict(BEST_FP8, stages=5, cluster=1)),
