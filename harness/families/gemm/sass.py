@@ -28,10 +28,10 @@ def expectation(case: GemmCase) -> SassExpectation:
     if case.cluster > 1:
         kernels.append(("probe_gemm", KernelExpectation(multicast, 1)))
     if case.epilogue == "tmastore":
-        # a 64-column box each; a deferred epilogue's store is in two places (under the next tile's first k-block,
+        # a box of c_box_cols columns each; a deferred epilogue's store is in two places (under the next tile's first k-block,
         # and the CTA's last tile after its walk)
         stores = 2 if case.promotion == "deferred" else 1
-        kernels.append(("probe_gemm", KernelExpectation("UTMASTG.2D", stores * case.bn // 64)))
+        kernels.append(("probe_gemm", KernelExpectation("UTMASTG.2D", stores * case.bn // case.c_box_cols)))
     if case.promotion == "staggered":  # a warpgroup's arrival after it issued a k-block (the other's turn)
         kernels.append(("probe_gemm", KernelExpectation("BAR.ARV", 1)))
     if case.fixes_up:  # split- or stream-K: a run's arrival at its tile's counter (acq_rel, the GPU's scope)
