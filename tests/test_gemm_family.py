@@ -647,7 +647,6 @@ def test_a_partial_last_column_of_tiles_walks_whole_tiles_and_is_checked_on_one_
 
 
 @pytest.mark.parametrize("case_id, why", [
-    (WIDE.replace("tmastore", "regs"), "TMA-store epilogue"),
     (WIDE + ".pipelined", "288 f32 accumulators"),  # three sets of 96
     ("gemm.e4m3.8192x8192x8192.tile128x192x128.s5.wg2.setmaxnreg.cluster1.persistent-grouped.tmastore",
      "shared memory"),  # 5 x 40 KiB of ring beside C's 48 KiB
@@ -658,6 +657,38 @@ def test_a_partial_last_column_of_tiles_walks_whole_tiles_and_is_checked_on_one_
 def test_a_wide_fp8_tile_refuses_what_the_kernel_cannot_do(case_id, why):
     with pytest.raises(SpecError, match=why):
         FAMILY.parse(case_id)
+
+
+WIDE144 = "gemm.e4m3.8192x8192x8192.tile128x144x128.s5.wg2.setmaxnreg.cluster1.persistent-grouped.tmastore.pipelined"
+
+
+def test_a_144_column_fp8_tile_keeps_three_sets_and_stores_c_in_16_column_boxes(shared_cache):
+    """cuBLASLt's 8192^3 fp8 tile, pipelined: three sets of 144 / 2 = 72 f32 (216 a thread) beside the addresses without
+    a spill; 8192 columns are 56 tiles of 144 and 128, so the walk takes 57; C's TMA store writes 144 / 16 = 9 boxes a
+    warpgroup (a 64-column box would write into the next tile's columns); 5 stages of 34 KiB beside C's 36 KiB, not 6."""
+    case = FAMILY.parse(WIDE144)
+    assert case.accumulators == 216 and case.walk_n == 57 * 144 and case.c_box_cols == 16
+    sass = _kernel_sass(WIDE144)  # (no spill: _kernel_sass)
+    square = _kernel_sass(WIDE144.replace("128x144x128", "128x128x128"))  # the same walk at 128 columns
+    assert sum(x.startswith("QGMMA.64x144x32.F32.E4M3.E4M3") for x in sass) == \
+        sum(x.startswith("QGMMA.64x128x32.F32.E4M3.E4M3") for x in square) > 0
+    assert sum(x.startswith("UTMASTG.2D") for x in sass) == 9
+    with pytest.raises(SpecError, match="shared memory"):
+        FAMILY.parse(WIDE144.replace(".s5.", ".s6."))
+    with pytest.raises(SpecError, match="is fp8's"):
+        FAMILY.parse("gemm.f16.8192x8192x8192.tile128x144x64.s4.wg2.setmaxnreg.cluster1.persistent-grouped.tmastore")
+
+
+def test_a_partial_last_tile_from_registers_strides_rows_by_cs_columns_and_stores_none_past_them():
+    """The register epilogue of a partial last column of tiles: C's rows are N apart (the problem's c_cols), not the
+    walk's N rounded up to whole tiles, and no column at or past N is stored; a case of whole tiles keeps P.n."""
+    from harness.registry import probe_source
+
+    partial = probe_source(FAMILY.parse(WIDE144.replace(".s5.", ".s6.").replace("tmastore", "regs"))).text
+    whole = probe_source(FAMILY.parse(WIDE144.replace("8192x8192x8192", "8192x8064x8192").replace("tmastore",
+                                                                                                  "regs"))).text
+    assert "constexpr bool PARTIAL_N = true;" in partial and "constexpr bool PARTIAL_N = false;" in whole
+    assert "col < P.c_cols" in partial and "PARTIAL_N ? P.c_cols : P.n" in partial
 
 
 def test_a_staggered_promotion_is_two_cooperative_warpgroups_taking_turns():

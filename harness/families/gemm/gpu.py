@@ -43,6 +43,7 @@ def problem(case, a: int, b: int, c: int, m: int, n: int, k: int, scales: tuple[
     value["b"] = _encode(case, case.b_dtype, b, n, k, case.bn // case.cluster, case.bk, True)
     value["c"] = _encode(case, case.out_dtype, c, m, n, case.wg_rows, case.c_box_cols, False)
     value["c_ptr"], value["m"], value["n"], value["k"] = c, walk_m(case, m), walk_n(case, n), k
+    value["c_cols"] = n  # the register epilogue's row pitch and last column (ptx/gemm.cu.in PARTIAL_N)
     value["scale_a"], value["scale_b"] = scales
     value["workspace"], value["counters"] = split
     return value

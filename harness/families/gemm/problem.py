@@ -23,9 +23,10 @@ from harness.families.pipeline import (CONSUMER_REGS, COUNTER_WORDS, GROUP, PIPE
 # (0 otherwise).
 # M and N are the walk's, rounded up to whole tiles (walk_m, walk_n); the maps hold the matrices' own.
 PROBLEM = KernelStruct("Problem", (("a", "map"), ("b", "map"), ("c", "map"), ("c_ptr", "u64"), ("m", "i32"),
-                                   ("n", "i32"), ("k", "i32"), ("pad", "i32"), ("scale_a", "u64"), ("scale_b", "u64"),
+                                   ("n", "i32"), ("k", "i32"), ("c_cols", "i32"), ("scale_a", "u64"), ("scale_b", "u64"),
                                    ("workspace", "u64"), ("counters", "u64")),
-                       comment="One GEMM: maps over A, B and C, C's address (the register epilogue), its shape, "
+                       comment="One GEMM: maps over A, B and C, C's address (the register epilogue), the walk's shape "
+                               "(N in whole tiles), C's columns, "
                                "a block-scaled\nfp8 problem's scales, and a split-K problem's workspace and "
                                "counters (harness/families/gemm/problem.py PROBLEM).")
 POISON = 0xFFFFFFFF

@@ -97,9 +97,9 @@ def _check_pipeline(case: GemmCase, refuse) -> None:
     if case.k % (case.bk * case.splits):
         refuse(f"K = {case.k} is not a whole number of "
                + (f"{case.splits} runs of {case.bk}-deep k-blocks" if case.splits > 1 else f"{case.bk}-deep k-blocks"))
-    if case.n % case.bn and (case.epilogue != "tmastore" or case.block_scaled or case.n % 16):
-        refuse(f"N = {case.n} is not a whole number of {case.bn}-column tiles: a partial last tile takes the TMA-store "
-               "epilogue (it clips the columns past N), no block scales, and N a multiple of 16")
+    if case.n % case.bn and (case.block_scaled or case.n % 16):
+        refuse(f"N = {case.n} is not a whole number of {case.bn}-column tiles: a partial last tile takes no block "
+               "scales, and N a multiple of 16")
     if case.block_scaled and case.bn % SCALE_BLOCK and SCALE_BLOCK % case.bn:
         refuse(f"block scales with {case.bn}-column tiles: a tile holds whole {SCALE_BLOCK}-column blocks of B's "
                "scales, or lies in one")

@@ -115,9 +115,13 @@ def fp8() -> list[GemmCase]:
             for stages in (4, 6):
                 cases.append(pipeline("e4m3", (s, s, s), **dict(BEST_FP8, stages=stages, group=group)))
     # 128x144 pipelined (cuBLASLt's tile at 8192^3), clusters of 1 and 2: at 4096^3 its 928 tiles are 7.03 waves
-    # on 132 SMs (128x128: 1024, 7.76), so it should lose there and gain at 8192^3 (27.6 waves) and 16384^3
+    # on 132 SMs (128x128: 1024, 7.76), so it should lose there and gain at 8192^3 (27.6 waves) and 16384^3; and
+    # with the epilogue from registers, whose 36 KiB of shared memory make a sixth stage (cuBLASLt's ring)
     for s in FP8_SIZES[1:]:
         cases += [pipeline("e4m3", (s, s, s), **dict(WIDE144_FP8, cluster=cluster)) for cluster in (1, 2)]
+    for s in FP8_SIZES[2:]:
+        cases += [pipeline("e4m3", (s, s, s), **dict(WIDE144_FP8, stages=6, epilogue="regs", cluster=cluster))
+                  for cluster in (1, 2)]
     # B in e5m2 (A e4m3): the best plain case (5 stages, no cluster) and cuBLASLt on the same pair
     for s in (4096, 8192):
         cases += [pipeline("e4m3-e5m2", (s, s, s), **dict(BEST_FP8, stages=5, cluster=1)),
