@@ -18,13 +18,15 @@ from dataclasses import replace
 from harness.anchors import has_probe
 from harness.build.render import render
 from harness.errors import SpecError
-from harness.families import attention, banks, dsmem, gemm, ladder, layouts, loaders, memory, mma, simt, tma, wgmma
+from harness.families import (attention, banks, dsmem, gemm, hostlink, ladder, layouts, loaders, memory, mma, simt, tma,
+                              wgmma)
 from harness.families.base import Family
 from harness.spec import MAX_CASE_ID, Case, split_fault
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (wgmma.FAMILY, mma.FAMILY, loaders.FAMILY, memory.FAMILY, tma.FAMILY,
                                                  dsmem.FAMILY, gemm.FAMILY, simt.FAMILY, attention.FAMILY,
-                                                 ladder.FAMILY, banks.FAMILY, layouts.FAMILY)}
+                                                 ladder.FAMILY, banks.FAMILY, layouts.FAMILY,
+                                                 hostlink.FAMILY)}
 
 
 def overlapping_prefixes(families) -> list[tuple[str, str, str, str]]:

@@ -46,7 +46,6 @@ REASONS = {
     "texture_units_per_sm": "no case of ours uses the texture path",
     "bandwidth_nvlink": "a link between GPUs: every case runs on one GPU", "bandwidth_nvswitch":
         "a link between GPUs: every case runs on one GPU",
-    "bandwidth_pcie": "the host link: no case times transfers between host and GPU",
     "warp_schedulers_per_sm": ("a count of units: the dispatch rate it implies (4 warp instructions a cycle) is "
                                "mapped from Sec. 7.1"),
     "warps_per_scheduler": ("resident warps are a launch limit, not timed; and it does not hold: Sec. 2.4's 64 warps "

@@ -58,7 +58,8 @@ class Family(ABC):
     id_prefixes: tuple[str, ...]  # the case-id prefixes this family owns; no other family's may start
     #                               with one of them, or be the start of one (harness/registry.py)
     example_id: str  # one id of this family, for error messages
-    template: str  # the probe template's file name under ptx/
+    template: str | None  # the probe template's file name under ptx/; None: a family of anchors alone (every case
+    #                       an AnchorCase, a host call: harness/anchors), whose template_params is never asked
 
     # -- required: cases and suites ----------------------------------------------------------------
     @abstractmethod

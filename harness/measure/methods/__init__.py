@@ -12,6 +12,7 @@ how it measures, how the simulated GPU answers it; `run` and `simulate` dispatch
     Bandwidth          bandwidth.py     blocks per SM moving known bytes: whole-GPU bytes per second
     WholeKernel        whole_kernel.py  one launch is the job, in rounds alternating with an anchor
     SmMap              sm_map.py        every block times targets and says its SM: a map of the chip
+    HostCall           host_call.py     a host-issued operation (a copy, a library call) in blocks between events
     (energy.py: the energy metrics OccupancySweep and WholeKernel share)
 
 Every kernel has the argument shape of ptx/common.cuh and writes one timing record per unit.
@@ -49,4 +50,5 @@ from harness.measure.methods.whole_kernel import (  # noqa: F401
     Counter,
     WholeKernel,
 )
+from harness.measure.methods.host_call import HOST_CALL_ROUND_MS, HostCall  # noqa: F401
 from harness.measure.methods.sm_map import MAP_ROW_HEAD, SmMap, map_launches, map_samples  # noqa: F401
