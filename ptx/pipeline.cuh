@@ -347,8 +347,6 @@ struct Tile {
   int unit = 0;       // ... the workspace slot of the tile's first run (its runs' slots follow it)
 };
 
-// -- the tile walk ------------------------------------------------------------------------------------------
-
 struct GridCell {
   int row, col;
 };
