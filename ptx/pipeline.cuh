@@ -40,7 +40,7 @@
 #include "warpgroup.cuh"
 
 constexpr int SCHEDULE_COOPERATIVE = 0, SCHEDULE_PINGPONG = 1;
-constexpr int ORDER_ROW = 0, ORDER_GROUPED = 1;
+constexpr int ORDER_ROW = 0, ORDER_GROUPED = 1, ORDER_HILBERT = 2;
 // Named barriers of a pipeline (0 is __syncthreads()'s): the consumers' own (one each), then the ping-pong turns.
 constexpr int BARRIER_CONSUMER = 1;    // + c: consumer warpgroup c alone (its epilogue)
 constexpr int BARRIER_TURN = 9;        // + c: consumer warpgroup c may start its mainloop (ping-pong)
@@ -347,6 +347,51 @@ struct Tile {
   int unit = 0;       // ... the workspace slot of the tile's first run (its runs' slots follow it)
 };
 
+struct GridCell {
+  int row, col;
+};
+
+// Cell q of a generalized Hilbert curve over a rows x cols grid of any sizes (ORDER_HILBERT; the host's
+// harness/families/pipeline.py hilbert_cell is the same arithmetic, and says how the grid is cut). From (0, 0)
+// along the longer side (columns on a tie) to its far corner; a rectangle is a line (a side of 1), two halves along
+// a long major side (longer than 1.5 x the minor), or a U of three parts; the index goes down the parts to its cell
+// in a loop (about 2 log2(side) levels). Unit steps between grid neighbours, but one diagonal where the shorter side
+// is even (above 2) and the longer odd.
+__host__ __device__ constexpr GridCell hilbert_cell(int rows, int cols, int q) {
+  int x = 0, y = 0;  // the part's corner (row, col)
+  const bool wide = cols >= rows;
+  int ax = wide ? 0 : 1, ay = wide ? 1 : 0, bx = ay, by = ax;  // unit vectors of its major and minor sides
+  int w = wide ? cols : rows, h = wide ? rows : cols;           // ... and their lengths
+  while (h > 1 && w > 1) {
+    if (2 * w > 3 * h) {  // two halves along the major side
+      const int w2 = w / 2 + ((w / 2) % 2 && w > 2 ? 1 : 0);
+      if (q < w2 * h) {
+        w = w2;
+      } else {
+        q -= w2 * h;
+        x += ax * w2, y += ay * w2, w -= w2;
+      }
+    } else {  // out along the minor side, across, and back
+      const int h2 = h / 2 + ((h / 2) % 2 && h > 2 ? 1 : 0), w2 = w / 2;
+      if (q < h2 * w2) {
+        const int tx = ax, ty = ay;
+        ax = bx, ay = by, bx = tx, by = ty, w = h2, h = w2;
+      } else if (q < h2 * w2 + w * (h - h2)) {
+        q -= h2 * w2;
+        x += bx * h2, y += by * h2, h -= h2;
+      } else {
+        q -= h2 * w2 + w * (h - h2);
+        x += ax * (w - 1) + bx * (h2 - 1), y += ay * (w - 1) + by * (h2 - 1);
+        const int tx = ax, ty = ay;
+        ax = -bx, ay = -by, bx = -tx, by = -ty;
+        const int nw = h2, nh = w - w2;
+        w = nw, h = nh;
+      }
+    }
+  }
+  return h == 1 ? GridCell{x + ax * q, y + ay * q} : GridCell{x + bx * q, y + by * q};
+}
+
 // Work items are a cluster's tiles (CLUSTER vertically adjacent tiles, one per CTA); a persistent grid's cluster
 // takes every (clusters)-th item from its own, else each cluster has one. Split-K (SPLITS > 1, no cluster): a tile's
 // k-blocks are SPLITS runs of `run` k-blocks, each run a work item; a tile's runs are consecutive items, so that
@@ -435,6 +480,10 @@ struct TileScheduler {
     if (ORDER == ORDER_ROW) {
       pm = q / tiles_n;
       tn = q % tiles_n;
+    } else if (ORDER == ORDER_HILBERT) {  // along a Hilbert curve over the pairs_m x tiles_n grid
+      const GridCell cell = hilbert_cell(pairs_m, tiles_n, q);
+      pm = cell.row;
+      tn = cell.col;
     } else {  // GROUP rows of pairs at a time, column by column within the group
       const int per_group = GROUP * tiles_n;
       const int first_row = (q / per_group) * GROUP;

@@ -955,3 +955,58 @@ def test_the_planner_prices_stream_k_by_its_split_wave_and_fix_up():
         case = configs.pipeline("e4m3", (size,) * 3, **fp8)
         plain, split = (predict_case(replace(case, streamk=r), _params()) for r in (0, 2))
         assert (split.flops_per_cycle_sm > plain.flops_per_cycle_sm) == wins, size
+
+
+# -- the Hilbert tile order (the worklog's step 11) ------------------------------------------------------------------
+
+HILBERT = "gemm.f16.4096x4096x4096.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-hilbert.tmastore"
+
+
+def test_the_worklogs_step_11_is_step_10_walked_along_a_hilbert_curve():
+    case = FAMILY.parse(HILBERT)
+    assert case.order == "hilbert" and replace(case, order="grouped") == configs.pipeline("f16", (4096,) * 3,
+                                                                                        **configs.BEST)
+    figure = PaperFigure("hgemm worklog step 11", 4096, 4096, 4096, "f16", "f32", None, False, "throughput_tflops")
+    assert FAMILY.paper_case(figure) == (HILBERT, "throughput_tflops") and "11" not in configs.WORKLOG_UNEXPRESSED
+    assert "4096^3" in FAMILY.paper_case(replace(figure, m=8192, n=8192, k=8192))  # compared at its size only
+    # the suites that hold the ladder measure it: at 8192^3 (gemm) and at the worklog's 4096^3 (gemm-full)
+    suites = FAMILY.suites()
+    assert HILBERT in {c.case_id for c in suites["gemm-full"].make()}
+    assert HILBERT.replace("4096x4096x4096", "8192x8192x8192") in {c.case_id for c in suites["gemm"].make()}
+
+
+def test_a_hilbert_case_is_checked_on_a_grid_of_work_items_with_an_odd_side():
+    case = FAMILY.parse(HILBERT)
+    m, n, k = check_problem(case)
+    assert (m // (case.bm * case.cluster), n // case.bn) == (4, 5) and k // case.bk == 2 * case.stages + 3
+    # the order only permutes the tiles: split-K's runs, stream-K's ranges, ping-pong's turns and a grid of one CTA
+    # per tile walk them as they walk the other orders', so every such case is built
+    for suffix in (".splitk2", ".streamk2"):
+        assert FAMILY.parse(f"{SPLIT_HILBERT}{suffix}").order == "hilbert"
+    assert FAMILY.parse(HILBERT.replace("persistent-", "grid-")).order == "hilbert"
+    assert FAMILY.parse(PINGPONG_HILBERT).pingpong
+
+
+SPLIT_HILBERT = "gemm.f16.4096x4096x4096.tile128x128x64.s4.wg2.setmaxnreg.cluster1.persistent-hilbert.tmastore"
+PINGPONG_HILBERT = "gemm.f16.4096x4096x4096.tile128x128x64.s4.wg2.setmaxnreg.cluster2.persistent-hilbert.tmastore.pingpong"
+
+
+def test_an_order_the_kernel_has_not_is_refused_in_one_line():
+    with pytest.raises(SpecError, match="order 'zorder'.*hilbert") as refused:
+        FAMILY.parse(HILBERT.replace("hilbert", "zorder"))
+    assert "\n" not in str(refused.value)
+
+
+def test_a_hilbert_case_renders_compiles_and_meets_its_sass_expectation(shared_cache):
+    """Rendered with ORDER_HILBERT, compiled for sm_90a with no spill, and its SASS the family's expectation (the
+    conformance sweep checks every case so; this one alone, by name)."""
+    from harness.build.compile import compile_probe
+    from harness.orchestration.runner import sass_check
+    from harness.registry import probe_source
+
+    case = FAMILY.parse(HILBERT)
+    source = probe_source(case)
+    assert "constexpr int ORDER = 2;" in source.text and FAMILY.template_params(case)["order"] == 2
+    build = compile_probe(source)
+    check = sass_check(case, build)
+    assert build.spill_bytes() == 0 and check.ok, check.note

@@ -220,13 +220,14 @@ SCHEDULER_ON_THE_HOST = r"""
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#define __host__
 #define __device__
 #define __forceinline__ inline
 typedef unsigned int u32;
 struct Dim { int x; };
 static Dim blockIdx, gridDim;
 using std::min;
-constexpr int ORDER_ROW = 0, ORDER_GROUPED = 1;
+constexpr int ORDER_ROW = 0, ORDER_GROUPED = 1, ORDER_HILBERT = 2;
 %s
 template <int R>
 void walk(int tiles_m, int tiles_n, int kblocks, int grid) {
@@ -288,3 +289,155 @@ def test_stream_k_levels_the_last_wave():
     assert StreamK(1024, 64, 132, 4).workspace_slots() == 100 * split.stride
     assert StreamK(924, 64, 132, 4).parts == 0  # tiles that fill whole waves: no split, no workspace
     assert StreamK(924, 64, 132, 4).workspace_slots() == 0
+
+
+# -- the Hilbert tile order -------------------------------------------------------------------------------------
+
+def _classic_hilbert(n: int, d: int) -> tuple[int, int]:
+    """Cell d of Hilbert's curve on an n x n grid (n a power of two), from its definition: each level's quadrant is
+    picked by two bits of d, the first and last quadrants' curves reflected so that they join their neighbours
+    (the rotation form of the curve, as Hilbert's figure draws it). (x, y): start at (0, 0), end at (n - 1, 0)."""
+    x = y = 0
+    s, t = 1, d
+    while s < n:
+        rx = 1 & (t // 2)
+        ry = 1 & (t ^ rx)
+        if ry == 0:
+            if rx == 1:
+                x, y = s - 1 - x, s - 1 - y
+            x, y = y, x
+        x, y = x + s * rx, y + s * ry
+        t //= 4
+        s *= 2
+    return x, y
+
+
+# Hilbert's curve of order 2 on a 4 x 4 grid of (row, col), from the top-left corner to the top-right: the U through
+# the quadrants top-left, bottom-left, bottom-right, top-right, each quadrant's own U turned to join them
+HILBERT_4X4 = [(0, 0), (0, 1), (1, 1), (1, 0), (2, 0), (3, 0), (3, 1), (2, 1),
+               (2, 2), (3, 2), (3, 3), (2, 3), (1, 3), (1, 2), (0, 2), (0, 3)]
+
+
+def test_the_hilbert_order_of_a_power_of_two_square_is_hilberts_curve():
+    from harness.families.pipeline import hilbert_cell
+
+    assert [hilbert_cell(4, 4, q) for q in range(16)] == HILBERT_4X4
+    for n in (2, 8, 16, 32):  # (row, col) = (y, x) of the curve's definition
+        assert [hilbert_cell(n, n, q) for q in range(n * n)] == [_classic_hilbert(n, d)[::-1] for d in range(n * n)]
+    # the worklog's 8 x 8 example: from the top-left corner to the top-right
+    assert hilbert_cell(8, 8, 0) == (0, 0) and hilbert_cell(8, 8, 63) == (0, 7)
+
+
+def test_the_hilbert_order_visits_every_tile_once_stepping_to_a_neighbour():
+    """On any grid (rectangular, sides not powers of two): a permutation of the cells from the corner (0, 0), each
+    step to a grid neighbour (Manhattan distance 1), except on a grid whose shorter side is even and above 2 and
+    whose longer side odd: there exactly one step is diagonal (Chebyshev distance 1, Manhattan 2), the bound the
+    generalized curve guarantees (every grid up to 20 x 20 and a few larger ones, the worklog's 32 x 16 among them)."""
+    from harness.families.pipeline import tile_walk
+
+    grids = [(r, c) for r in range(1, 21) for c in range(1, 21)] + [(32, 16), (16, 16), (17, 64), (64, 17), (9, 33)]
+    for rows, cols in grids:
+        pm, tn = tile_walk("hilbert", rows, cols)
+        assert sorted(zip(pm.tolist(), tn.tolist())) == [(r, c) for r in range(rows) for c in range(cols)], (rows, cols)
+        assert (pm[0], tn[0]) == (0, 0)
+        dr, dc = np.abs(np.diff(pm)), np.abs(np.diff(tn))
+        assert (np.maximum(dr, dc) == 1).all(), (rows, cols)
+        diagonal = min(rows, cols) % 2 == 0 and min(rows, cols) > 2 and max(rows, cols) % 2 == 1
+        assert int(((dr + dc) == 2).sum()) == int(diagonal), (rows, cols)
+
+
+PLACE_ON_THE_HOST = r"""
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#define __host__
+#define __device__
+#define __forceinline__ inline
+typedef unsigned int u32;
+struct Dim { int x; };
+static Dim blockIdx, gridDim;
+using std::min;
+constexpr int ORDER_ROW = 0, ORDER_GROUPED = 1, ORDER_HILBERT = 2;
+%s
+template <int ORDER>
+void walk(int pairs_m, int tiles_n) {
+  gridDim.x = 2;
+  blockIdx.x = 0;
+  const TileScheduler<64, 32, 2, true, ORDER, 8> sched(pairs_m * 128, tiles_n * 32);
+  for (int q = 0; q < sched.items; ++q) {
+    const Tile a = sched.place(q, 0), b = sched.place(q, 1);
+    std::printf("%%d %%d %%d %%d\n", a.row, a.col, b.row, b.col);
+  }
+}
+int main(int argc, char** argv) {
+  for (int i = 1; i + 2 < argc; i += 3) {
+    const int order = std::atoi(argv[i]), m = std::atoi(argv[i + 1]), n = std::atoi(argv[i + 2]);
+    std::printf("case\n");
+    if (order == 0) walk<ORDER_ROW>(m, n); else if (order == 1) walk<ORDER_GROUPED>(m, n); else walk<ORDER_HILBERT>(m, n);
+  }
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no host C++ compiler")
+def test_the_device_scheduler_places_the_tiles_in_the_hosts_order(tmp_path):
+    """ptx/pipeline.cuh's TileScheduler.place, compiled for the host (as the stream-K walk above is), puts the q-th work
+    item of a cluster of 2 (64 x 32 tiles) where tile_walk says, in every order, on grids of pairs square, long and odd:
+    the pair's first CTA on the pair's row, its second on the row below."""
+    from harness.families.pipeline import ORDERS, tile_walk
+
+    header = (Path(__file__).resolve().parents[1] / "ptx" / "pipeline.cuh").read_text()
+    walk = header[header.index("// -- the tile walk"):header.index("// -- the skeleton")]
+    source = tmp_path / "place.cc"
+    source.write_text(PLACE_ON_THE_HOST % walk)
+    binary = tmp_path / "place"
+    subprocess.run(["g++", "-std=c++17", "-O1", "-o", str(binary), str(source)], check=True, timeout=120)
+    shapes = [(order, m, n) for order in range(len(ORDERS)) for m, n in ((16, 16), (4, 5), (9, 2), (3, 11))]
+    out = subprocess.run([str(binary), *(str(v) for shape in shapes for v in shape)], capture_output=True, text=True,
+                         check=True, timeout=60).stdout.split("case\n")[1:]
+    assert len(out) == len(shapes)
+    for (order, pairs_m, tiles_n), text in zip(shapes, out):
+        pm, tn = tile_walk(ORDERS[order], pairs_m, tiles_n)
+        host = [(2 * r * 64, c * 32, (2 * r + 1) * 64, c * 32) for r, c in zip(pm.tolist(), tn.tolist())]
+        assert [tuple(map(int, line.split())) for line in text.splitlines()] == host, (ORDERS[order], pairs_m, tiles_n)
+
+
+def test_the_host_walks_the_tiles_as_the_kernel_places_them(cache_dir):
+    """ptx/pipeline.cuh hilbert_cell (constexpr, evaluated by the compiler) gives the host's cells on square, long,
+    odd and line grids: a static_assert per grid, so a cell moved on either side fails the build."""
+    from harness.families.pipeline import hilbert_cell
+
+    grids = [(4, 4), (8, 8), (16, 16), (32, 16), (16, 32), (4, 5), (5, 3), (6, 9), (9, 6), (1, 7), (7, 1), (3, 2)]
+
+    def source(grids, poke=None):
+        lines = [render_counters(), '#include "pipeline.cuh"',
+                 "template <int N> __host__ __device__ constexpr int first_wrong(int rows, int cols, const int (&want)[N]) {",
+                 "  for (int q = 0; q < N; ++q) {",
+                 "    const GridCell c = hilbert_cell(rows, cols, q);",
+                 "    if (c.row * cols + c.col != want[q]) return q;",
+                 "  }",
+                 "  return -1;",
+                 "}"]
+        for i, (rows, cols) in enumerate(grids):
+            cells = [r * cols + c for r, c in (hilbert_cell(rows, cols, q) for q in range(rows * cols))]
+            if poke == i:
+                cells[1], cells[2] = cells[2], cells[1]
+            lines.append(f"constexpr int want_{i}[] = {{{', '.join(map(str, cells))}}};")
+            lines.append(f'static_assert(first_wrong({rows}, {cols}, want_{i}) == -1, "hilbert {rows}x{cols}");')
+        return "\n".join(lines) + '\nextern "C" __global__ void k() {}\n'
+
+    assert _compile(source(grids), "hilbert-cells").cubin_path.is_file()
+    with pytest.raises(CompileError, match="hilbert 4x5"):  # and a wrong expectation does fail
+        _compile(source(grids, poke=5), "hilbert-cells-wrong")
+
+
+def test_a_grouped_and_a_row_walk_are_the_kernels_too():
+    from harness.families.pipeline import GROUP, tile_walk
+
+    pm, tn = tile_walk("row", 3, 4)
+    assert list(zip(pm.tolist(), tn.tolist()))[:5] == [(0, 0), (0, 1), (0, 2), (0, 3), (1, 0)]
+    pm, tn = tile_walk("grouped", GROUP + 1, 2)  # GROUP rows column by column, then the last row alone
+    assert list(zip(pm.tolist(), tn.tolist()))[:GROUP + 1] == [(r, 0) for r in range(GROUP)] + [(0, 1)]
+    assert list(zip(pm.tolist(), tn.tolist()))[-2:] == [(GROUP, 0), (GROUP, 1)]
+    with pytest.raises(ValueError, match="hilbert"):
+        tile_walk("zorder", 2, 2)

@@ -21,7 +21,7 @@ from harness.spec import Case
 
 SCHEDULES = ("cooperative", "pingpong")
 CLUSTERS = (1, 2, 4)  # CTAs of a cluster along M sharing B by multicast (each loads 1/cluster of it)  # ptx/pipeline.cuh SCHEDULE_COOPERATIVE, SCHEDULE_PINGPONG
-ORDERS = ("row", "grouped")  # ptx/pipeline.cuh ORDER_ROW, ORDER_GROUPED
+ORDERS = ("row", "grouped", "hilbert")  # ptx/pipeline.cuh ORDER_ROW, ORDER_GROUPED, ORDER_HILBERT
 EPILOGUES = ("regs", "tmastore")
 GROUP = 8  # rows of work items a grouped order walks at a time
 MAX_STAGES = 7
@@ -180,6 +180,66 @@ class StreamK:
     def workspace_slots(self) -> int:
         """Slots of the workspace (each a tile's f32 sums) and of the counters (each one a consumer warpgroup)."""
         return (self.tiles - self.whole) * self.stride
+
+
+def hilbert_cell(rows: int, cols: int, q: int) -> tuple[int, int]:
+    """Cell q (row, col) of a generalized Hilbert curve over a rows x cols grid of any sizes: ptx/pipeline.cuh
+    hilbert_cell, the same integer arithmetic (tests/test_pipeline_layer.py has the compiler check the two agree).
+
+    A rectangle is walked from its corner (0, 0) along its major side (the longer; columns on a tie) to the far
+    corner of that side: one of length 1 in a line; a long one (major > 1.5 x minor) as two halves along the major
+    side, each walked the same way; else as three, a U: the first `h2` lines of the minor side walked with the axes
+    swapped (out along the minor side), the rest of the minor side across the whole major side, and back along the
+    minor side over the far part of the major side. Halves are rounded so that the parts' lengths are even where
+    they can be; the curve then steps between grid neighbours, except once (one diagonal step) on a grid whose
+    shorter side is even and above 2 and whose longer side is odd. Powers of two give Hilbert's curve. The index is
+    taken down the parts to its cell: a loop of at most about 2 log2(max side) levels, no recursion."""
+    x, y = 0, 0
+    # (row, col) unit vectors of the major and the minor side, and their lengths
+    (ax, ay, bx, by), w, h = ((0, 1, 1, 0), cols, rows) if cols >= rows else ((1, 0, 0, 1), rows, cols)
+    while True:
+        if h == 1:
+            return x + ax * q, y + ay * q
+        if w == 1:
+            return x + bx * q, y + by * q
+        if 2 * w > 3 * h:  # two halves along the major side
+            w2 = w // 2
+            w2 += 1 if w2 % 2 and w > 2 else 0
+            if q < w2 * h:
+                w = w2
+            else:
+                q -= w2 * h
+                x, y, w = x + ax * w2, y + ay * w2, w - w2
+        else:  # out along the minor side, across, and back
+            h2, w2 = h // 2, w // 2
+            h2 += 1 if h2 % 2 and h > 2 else 0
+            if q < h2 * w2:
+                ax, ay, bx, by, w, h = bx, by, ax, ay, h2, w2
+            elif q < h2 * w2 + w * (h - h2):
+                q -= h2 * w2
+                x, y, h = x + bx * h2, y + by * h2, h - h2
+            else:
+                q -= h2 * w2 + w * (h - h2)
+                x, y = x + ax * (w - 1) + bx * (h2 - 1), y + ay * (w - 1) + by * (h2 - 1)
+                ax, ay, bx, by, w, h = -bx, -by, -ax, -ay, h2, w - w2
+
+
+def tile_walk(order: str, rows: int, cols: int) -> tuple[np.ndarray, np.ndarray]:
+    """ptx/pipeline.cuh TileScheduler.place on the host: the row and column of the q-th work item (a cluster's
+    tiles) of a rows x cols grid of them in `order`, for every q."""
+    items = np.arange(rows * cols)
+    if order == "row":
+        return items // cols, items % cols
+    if order == "grouped":  # GROUP rows at a time, column by column within the group
+        per_group = GROUP * cols
+        first = items // per_group * GROUP
+        height = np.minimum(rows - first, GROUP)
+        r = items % per_group
+        return first + r % height, r // height
+    if order == "hilbert":
+        cells = np.array([hilbert_cell(rows, cols, int(q)) for q in items], dtype=np.int64).reshape(-1, 2)
+        return cells[:, 0], cells[:, 1]
+    raise ValueError(f"order {order!r}: expected one of {', '.join(ORDERS)}")
 
 
 def render_counters() -> str:

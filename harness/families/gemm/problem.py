@@ -68,20 +68,24 @@ def measured_bound(xp, inputs: str, out_dtype: str, reference):
     return VERIFY_ATOL + VERIFY_RTOL * xp.abs(reference)
 
 
+HILBERT_CHECK_GRID = (4, 5)  # work items (rows of cluster pairs, columns of tiles) of a Hilbert case's check problem
+
+
 def check_problem(case: GemmCase | LibraryCase) -> tuple[int, int, int]:
-    """M, N, K of the check problem: more work items than a grouped order's group, two tile columns, and
-    2 x stages + 3 k-blocks (the ring wraps, each slot's phase flips several times). The library's: 256 x 256 x 576
+    """M, N, K of the check problem: more work items than a grouped order's group, two tile columns (a Hilbert
+    order's: HILBERT_CHECK_GRID), and 2 x stages + 3 k-blocks (the ring wraps, each slot's phase flips several times). The library's: 256 x 256 x 576
     (block-scaled: 8 k-blocks of 128, a row of B's scales 16-byte aligned, as cuBLASLt reads them)."""
     if isinstance(case, LibraryCase):
         return (256, 256, 8 * _cases.SCALE_BLOCK) if case.block_scaled else (256, 256, 9 * _cases.BK)
-    pairs = GROUP + 1 if case.order == "grouped" else 2
+    # (a Hilbert walk: a 4 x 5 grid of work items, an odd side, so its curve has the one diagonal step in it)
+    pairs, columns = HILBERT_CHECK_GRID if case.order == "hilbert" else (GROUP + 1 if case.order == "grouped" else 2, 2)
     m = pairs * case.bm * case.cluster
     if case.m % (case.bm * case.cluster):  # a partial last tile: the check problem's has as many rows
         m -= case.bm * case.cluster - case.m % (case.bm * case.cluster)
     # k-blocks a run: a tile's 2 x stages + 3 split in runs (a run of fewer k-blocks than the ring's slots wraps it only
     # across work items: a persistent CTA's, not a one-CTA-per-item grid's; its measured problem, checked against
     # cuBLAS, wraps it in every run)
-    n = 2 * case.bn
+    n = columns * case.bn
     if case.n % case.bn:  # ... and a partial last column of tiles as many columns
         n -= case.bn - case.n % case.bn
     runs = -(-(2 * case.stages + 3) // case.splits)

@@ -32,7 +32,8 @@ SOURCE = "hgemm-worklog-h100"  # the worklog's figures (harness/db/data/referenc
 LIKE_FOR_LIKE = ("burst", "random")  # its protocol and its inputs (its code draws A and B from normal(0, 1))
 DEFAULT = ("sustained", "random")  # ours, as `bench compare` maps its figures
 # The worklog's steps compared with our best configuration: its own (10), and 11, which is 10 with a Hilbert-curve
-# tile order (+1 % by its account; ours has no such order: configs.WORKLOG_UNEXPRESSED)
+# tile order (+1 % by its account; ours, configs.LADDER["11"], is measured by the gemm and gemm-full suites in
+# sustained rounds: this suite times step 10's configuration by both protocols)
 AGAINST_BEST = {"10": "step 10 (its configuration)", "11": "step 11 (step 10 with a Hilbert-curve tile order)"}
 
 
@@ -107,7 +108,7 @@ def needed_mhz(figure: float, flop_per_cycle_sm: float, sms: float) -> float:
 def published(refs: pd.DataFrame) -> list[Published]:
     """The worklog's figures at its size that this analysis explains, from reference_figures rows (source, case_id,
     m, metric, value, notes): its cuBLAS (mapped to our library case), and the steps of AGAINST_BEST (by the "step N:"
-    their notes begin with; 11 has no case of ours)."""
+    their notes begin with; 11 set beside step 10's configuration, as this suite measures no other)."""
     bases = contenders()
     found = []
     for ref in refs.itertuples():

@@ -10,7 +10,7 @@ import numpy as np
 from harness.families.gemm.cases import GemmCase
 from harness.families.gemm.params import OUT_ELEM, Params
 from harness.families.gemm.problem import sms_used
-from harness.families.pipeline import GROUP
+from harness.families.pipeline import tile_walk
 
 RHO_MAX = 0.95  # a miss waits at most 19 L_q: past it the memory's own bound (HBM) holds
 
@@ -63,14 +63,7 @@ def _miss_fraction(m: int, n: int, bm: int, bn: int, cluster: int, order: str, i
                    splits: int = 1) -> float:
     tiles_n, pairs_m = n // bn, m // bm // cluster
     items = np.arange(pairs_m * tiles_n)
-    if order == "row":
-        pm, tn = items // tiles_n, items % tiles_n
-    else:
-        per_group = GROUP * tiles_n
-        first = items // per_group * GROUP
-        rows = np.minimum(pairs_m - first, GROUP)
-        r = items % per_group
-        pm, tn = first + r % rows, r // rows
+    pm, tn = tile_walk(order, pairs_m, tiles_n)
     read = (cluster * bm + bn)  # rows of 128 bytes a work item's CTAs read from the L2 per k-block
     fresh = []
     for start in range(0, len(items), in_flight):
