@@ -179,6 +179,8 @@ __device__ __forceinline__ void consume_kblock_pairs(const Ring<STAGES, CLUSTER>
 // edge: with a k-block in flight on the way back and none on the way in, ptxas cannot tell which group a
 // wait_group 1 leaves and serializes every wgmma (C7514). The tensor cores drain once a group, not once a
 // k-block. The k-blocks left over (kblocks % G) are walked one at a time, each finished before the next.
+// LEAD > 0 and `lead`: a first group of LEAD k-blocks, so that this consumer's groups end LEAD k-blocks after those of
+// a consumer without one (two warpgroups' drains apart).
 template <int I, int G, int STAGES, int CLUSTER, class Consumer, class Waits>
 __device__ __forceinline__ void consume_group_step(const Ring<STAGES, CLUSTER>& ring, PipelineState<STAGES>& st,
                                                    int kb, int t, Waits& full_wait, Consumer& consumer,
@@ -196,11 +198,22 @@ __device__ __forceinline__ void consume_group_step(const Ring<STAGES, CLUSTER>& 
     ring.consumer_release(previous, t);
   }
 }
-template <int G, int STAGES, int CLUSTER, class Consumer, class Waits>
+template <int G, int LEAD = 0, int STAGES, int CLUSTER, class Consumer, class Waits>
 __device__ __forceinline__ void consume_kblock_groups(const Ring<STAGES, CLUSTER>& ring, PipelineState<STAGES>& st,
-                                                      int kblocks, int t, Waits& full_wait, Consumer& consumer) {
-  static_assert(G >= 2, "a group overlaps at least two k-blocks");
+                                                      int kblocks, int t, Waits& full_wait, Consumer& consumer,
+                                                      bool lead = false) {
+  static_assert(G >= 2 && (LEAD == 0 || (LEAD >= 2 && LEAD < G)), "a group overlaps at least two k-blocks");
   int kb = 0;
+  if constexpr (LEAD > 0) {
+    if (lead && kblocks >= LEAD) {
+      const int s = st.index();
+      full_wait([&] { ring.consumer_wait(st); });
+      consumer.template issue<0>(s, 0);
+      st.advance();
+      consume_group_step<1, LEAD>(ring, st, 0, t, full_wait, consumer, s);
+      kb = LEAD;
+    }
+  }
 #pragma unroll 1
   for (; kb + G <= kblocks; kb += G) {
     const int s = st.index();

@@ -56,7 +56,11 @@ FP8_LIBRARY = ("e4m3", "e4m3-e5m2")
 TILES = ((64, 128), (128, 128), (128, 256), (256, 128), (64, 64), (128, 64), (64, 256), (128, 192), (128, 144))
 FP8_TILES = ((128, 192), (128, 144))  # tiles only fp8 takes
 MAX_DIM = 65536
-PROMOTIONS = ("serial", "overlap", "pipelined", "staggered", "carried", "deferred")
+PROMOTIONS = ("serial", "overlap", "pipelined", "staggered", "carried", "deferred", "offset")
+# ... of which the grouped walks of a k-block in flight (pipeline.cuh consume_kblock_groups): "offset" is the pipelined
+# walk with consumer warpgroup 1's groups half a group after warpgroup 0's (its first group is G / 2 k-blocks), so
+# that one warpgroup's drain of the tensor cores falls where the other has k-blocks queued on them
+GROUPED_WALKS = ("pipelined", "offset")
 # ... of which the pipelined walk without its group's drains (pipeline.cuh consume_kblocks_carried: a k-block in flight
 # across the loop, the tensor cores drained once a tile), and the same with each tile's epilogue run under the next
 # tile's first k-block ("deferred", ptx/gemm.cu.in DEFERRED)
@@ -168,7 +172,7 @@ class GemmCase(_GemmProblem, PipelineCase):
                 + (f".splitk{self.splits}" if self.splits > 1 else "")
                 + (f".streamk{self.streamk}" if self.streamk else "")
                 + ("" if self.promotion == "serial" else f".{self.promotion}")
-                + (f"-g{self.group}" if self.promotion == "pipelined" and self.group != PIPELINE_GROUP else "")
+                + (f"-g{self.group}" if self.promotion in GROUPED_WALKS and self.group != PIPELINE_GROUP else "")
                 + self._scaling_suffix + self._measured_suffix)
 
     @property

@@ -36,6 +36,9 @@ def describe(case: GemmCase | LibraryCase) -> list[str]:
                 [("fp8 promotion pipelined: two k-block accumulator sets, k-block kb - 1 waited for and added into "
                   "f32 while k-block kb's wgmma run, kb left in flight through the next slot's wait"
                   if case.promotion == "pipelined" else
+                  "fp8 promotion pipelined, consumer warpgroup 1's groups of k-blocks half a group after warpgroup "
+                  "0's (the tensor cores' drain of one under the other's queued k-blocks)"
+                  if case.promotion == "offset" else
                   "fp8 promotion overlapped: two k-block accumulator sets, k-block kb - 1 added into f32 while "
                   "k-block kb's wgmma run" if case.promotion == "overlap" else
                   "fp8 promotion staggered: after each k-block (its wgmma waited for, then added into f32), the two "

@@ -241,7 +241,7 @@ def _fit_kblock(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) -> P
         p = _least_squares(p, KBLOCK_PARAMS, [cases[c] for c in plain], table.loc[plain, "clock_mhz"],
                            measured[plain])
     names = tuple(n for n in PROMOTION_PARAMS
-                  if n == "drain_cycles" or any(cases[c].promotion in ("serial", "staggered", "pipelined")
+                  if n == "drain_cycles" or any(cases[c].promotion in ("serial", "staggered", "pipelined", "offset")
                                                 for c in promoted))
     if len(promoted) >= len(names) + 1:
         p = _least_squares(p, names, [cases[c] for c in promoted], table.loc[promoted, "clock_mhz"],

@@ -13,7 +13,7 @@ ID = re.compile(r"^(?P<library>cublaslt|cublas|gemm)\.(?P<dtype>[a-z0-9]+(?:-[a-
                 r"(?P<fast>\.fastaccum)?(?P<lscaling>\.blockscale)?"
                 r"(?:\.tile(?P<bm>\d+)x(?P<bn>\d+)x(?P<bk>\d+)\.s(?P<stages>\d+)\.wg(?P<wg>\d+)(?P<rb>\.setmaxnreg)?"
                 r"\.cluster(?P<cluster>\d+)\.(?P<sched>grid|persistent)-(?P<order>[a-z]+)\.(?P<epi>[a-z]+)"
-                r"(?:\.sms(?P<sms>\d+))?(?:\.(?P<schedule>pingpong))?(?:\.splitk(?P<splits>\d+))?(?:\.streamk(?P<streamk>\d+))?(?:\.(?P<promotion>overlap|pipelined|staggered|carried|deferred)(?:-g(?P<group>\d+))?)?(?P<scaling>\.blockscale)?)?"
+                r"(?:\.sms(?P<sms>\d+))?(?:\.(?P<schedule>pingpong))?(?:\.splitk(?P<splits>\d+))?(?:\.streamk(?P<streamk>\d+))?(?:\.(?P<promotion>overlap|pipelined|staggered|carried|deferred|offset)(?:-g(?P<group>\d+))?)?(?P<scaling>\.blockscale)?)?"
                 r"(?:\.inputs-(?P<inputs>[a-z]+))?(?:\.(?P<protocol>burst))?$")
 
 

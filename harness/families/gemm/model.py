@@ -69,7 +69,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from math import ceil
 
-from harness.families.gemm.cases import CARRIED, GemmCase
+from harness.families.gemm.cases import CARRIED, GROUPED_WALKS, GemmCase
 from harness.families.pipeline import StreamK
 from harness.families.gemm.params import KIB, OUT_ELEM, Params
 from harness.families.gemm.problem import sms_used  # a persistent grid's SMs; a GPU of fewer refuses it
@@ -175,7 +175,7 @@ def _kblock(case: GemmCase, p: Params, miss: float) -> tuple[float, str]:
     blocks = blocks_per_sm(case)
     s = feed_cycles(case, p)
     z = round_trip(case, p, miss=miss) - s
-    if case.promote and case.promotion not in ("pipelined",) + CARRIED:
+    if case.promote and case.promotion not in GROUPED_WALKS + CARRIED:
         return _promoted_kblock(case, p, t_tc, z - issue_stall(case, p) * (case.stages > 1), s, blocks)
     if case.promote:  # pipelined: as a plain k-block walk, the tensor cores idle once a group of G k-blocks; carried
         t_tc += pipelined_group_cycles(case, p) / case.group  # as pipelined: its k-block measured no shorter (run 151)

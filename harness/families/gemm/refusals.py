@@ -4,7 +4,7 @@ case types and their constants)."""
 from __future__ import annotations
 
 from harness.errors import SpecError
-from harness.families.gemm.cases import (DTYPES, FP8_LIBRARY, FP8_TILES, INPUT_DTYPES, INPUT_KINDS, LIBRARY_DTYPES,
+from harness.families.gemm.cases import (DTYPES, FP8_LIBRARY, FP8_TILES, GROUPED_WALKS, INPUT_DTYPES, INPUT_KINDS, LIBRARY_DTYPES,
                                          LIVE_ACCUMULATOR_LIMIT, MAX_DIM, PIPELINE_GROUP, PIPELINE_GROUPS, PROMOTIONS,
                                          PROTOCOLS, SCALE_BLOCK, SCALINGS, TILES, GemmCase, LibraryCase, bk_for)
 from harness.families.pipeline import ACC_REGISTER_LIMIT, MAX_SMS, SMEM_LIMIT
@@ -82,7 +82,10 @@ def _check_pipeline(case: GemmCase, refuse) -> None:
         refuse("a deferred epilogue holds a tile's f32 sums until the next tile's first k-block: not with split-K or "
                "stream-K (their runs' fix-up) or ping-pong (whose epilogues already run under the other warpgroup's "
                "mainloop)")
-    if case.group not in PIPELINE_GROUPS or (case.group != PIPELINE_GROUP and case.promotion != "pipelined"):
+    if case.promotion == "offset" and (case.consumers != 2 or case.pingpong):
+        refuse("an offset promotion puts consumer warpgroup 1's groups half a group after warpgroup 0's: wg2, "
+               "cooperative")
+    if case.group not in PIPELINE_GROUPS or (case.group != PIPELINE_GROUP and case.promotion not in GROUPED_WALKS):
         refuse(f"a group of {case.group} k-blocks: a pipelined promotion's groups are of "
                f"{', '.join(map(str, PIPELINE_GROUPS))}")
     if case.accumulator_set > ACC_REGISTER_LIMIT:

@@ -21,7 +21,8 @@ def expectation(case: GemmCase) -> SassExpectation:
     # set, pipeline.cuh consume_kblock_pairs) and an odd count's last; a pipelined one's, a group's k-blocks and
     # the k-block walked alone (consume_kblock_groups); a carried one's, the tile's first k-block, the loop's
     # pair and an even count's last (consume_kblocks_carried)
-    copies = {"overlap": 3, "pipelined": case.group + 1, "carried": 4, "deferred": 4}.get(case.promotion, 1)
+    copies = {"overlap": 3, "pipelined": case.group + 1, "carried": 4, "deferred": 4,
+              "offset": case.group + 1 + case.group // 2}.get(case.promotion, 1)  # (offset: warpgroup 1's first group)
     load, multicast = "UTMALDG.2D", "UTMALDG.2D.MULTICAST"
     kernels = [("probe_gemm", KernelExpectation(mnemonic, per_kblock * copies)),  # A, and B unless multicast
                ("probe_gemm", KernelExpectation(load, 1 if case.cluster > 1 else 2, exclude=(multicast,)))]

@@ -23,8 +23,9 @@ def template_params(case: GemmCase) -> dict[str, object]:
         # scale-a, scale-b, and for 16-bit inputs the transposes (K-major: none); fp8 takes no transpose
         "immediates": "1, 1" if case.in_bytes == 1 else "1, 1, 0, 0",
         "promote": str(case.promote).lower(),
-        "overlap": str(case.promotion in ("overlap", "pipelined") + _cases.CARRIED).lower(),
-        "pipelined": str(case.promotion == "pipelined").lower(),
+        "overlap": str(case.promotion in ("overlap",) + _cases.GROUPED_WALKS + _cases.CARRIED).lower(),
+        "pipelined": str(case.promotion in _cases.GROUPED_WALKS).lower(),
+        "offset": str(case.promotion == "offset").lower(),
         "carried": str(case.promotion in _cases.CARRIED).lower(),
         "deferred": str(case.promotion == "deferred").lower(),
         "staggered": str(case.promotion == "staggered").lower(), "pipeline_group": case.group,
