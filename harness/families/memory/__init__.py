@@ -266,6 +266,9 @@ class MemoryFamily(Family):
         what = {"pchase": "a pointer chase" if case.level != "shared" else "an index chase (base + word each step)",
                 "ptrchase": "a chase of addresses (the word loaded is the next address)"}.get(
             case.kind, "every thread streaming 16-byte loads")
+        if case.footprint_mib:
+            return [f"{what} with {case.instruction} over a ring of {case.footprint_mib} MiB, the whole ring loaded "
+                    "before each launch's chase (the L2's footprint sweep: compare derives l2_capacity_mib)"]
         return [f"{what} with {case.instruction} over {case.region_bytes >> 10} KiB ({case.level})"]
 
 
