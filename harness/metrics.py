@@ -94,6 +94,10 @@ METRICS = {m.name: m for m in (
                "cycles the producer waited for a slot to empty (the tensor cores were busy), per output tile"),
     MetricInfo("epilogue_cycles_per_tile", "cycles", "cycles", None, "lower",
                "cycles a consumer warpgroup spent writing C, per output tile"),
+    MetricInfo("l2_capacity_mib", "MiB", "ratio", None, "higher",
+               "the L2's capacity as one SM's chase sees it: the footprint (MiB) at which the L2 chase's latency "
+               "rises 10 % above its small-footprint plateau, interpolated in the footprint sweep "
+               "(harness/families/memory/l2capacity.py; derived by compare across the sweep's cases)"),
     MetricInfo("roofline_fraction", "ratio", "ratio", None, "higher",
                "bandwidth_gbps over the read roofline measured in the same run (its family's roofline case; "
                "derived by compare)"),

@@ -35,7 +35,7 @@ _DEVICE = ("a device property, not a measurement: every run stores its device (`
 _LIMIT = "a launch limit the CUDA occupancy API reports, not a rate or a latency: no case times it"
 REASONS = {
     "sm_count": _DEVICE + " (results.sm_count: 132 on the H100 runs of record)",
-    "memory_capacity": _DEVICE, "memory_bus_width": _DEVICE, "l2_capacity": _DEVICE, "hbm_stacks": _DEVICE,
+    "memory_capacity": _DEVICE, "memory_bus_width": _DEVICE, "hbm_stacks": _DEVICE,
     "hbm_stack_capacity": _DEVICE, "register_file_per_sm": _DEVICE, "l1_shared_per_sm": _DEVICE,
     "shared_memory_per_sm_max": _LIMIT, "max_threads_per_sm": _LIMIT, "max_blocks_per_sm": _LIMIT,
     "max_threads_per_block": _LIMIT, "max_warps_per_sm": _LIMIT,

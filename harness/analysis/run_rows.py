@@ -71,7 +71,8 @@ def read_roofline(frame: pd.DataFrame, family: str) -> pd.DataFrame:
 def with_derived(frame: pd.DataFrame) -> pd.DataFrame:
     """The measurements plus what compare derives from them: each bandwidth of a family that names plain
     HBM readers (Family.roofline_cases) as a fraction of the best of them in the same run on the same GPU
-    (roofline_fraction; read_roofline: the roofline and the datasheet's pin rate ride along)."""
+    (roofline_fraction; read_roofline: the roofline and the datasheet's pin rate ride along), and each family's
+    figures across its cases (Family.derived: the memory family's L2 capacity from its footprint sweep)."""
     parts = [frame]
     for name, family in FAMILIES.items():
         rows = frame[(frame.family == name) & (frame.metric == "bandwidth_gbps")]
@@ -84,4 +85,8 @@ def with_derived(frame: pd.DataFrame) -> pd.DataFrame:
         derived["value"] = derived.value / derived.roofline_gbps
         derived["metric"], derived["unit"] = "roofline_fraction", "ratio"
         parts.append(derived)
+    for name, family in FAMILIES.items():  # figures across a family's cases (Family.derived: a sweep's knee)
+        rows = frame[frame.family == name]
+        if len(rows):
+            parts += [part for part in family.derived(rows) if len(part)]
     return pd.concat(parts, ignore_index=True)

@@ -81,6 +81,11 @@ def compared_statistics(store: Store, frame: pd.DataFrame) -> pd.DataFrame:
                                                              parts[0]["n"])
                 out.loc[i, "distribution"] = f"bandwidth {parts[0]['distribution']}; roofline {parts[1]['distribution']}"
                 continue
+        elif row.get("derived_uncertainty") == row.get("derived_uncertainty") \
+                and row.get("derived_uncertainty") is not None:  # a figure across cases (Family.derived)
+            out.loc[i, ["uncertainty", "n_compared", "statistic", "distribution"]] = (
+                float(row.derived_uncertainty), row.n_samples, "derived", "across the cases of a sweep")
+            continue
         elif mid == mid and mid is not None and int(mid) in arrays:
             launch = json.loads(row.launch) if isinstance(row.get("launch"), str) and row.launch else {}
             wanted_statistic = family.paper_statistic(row.case_id, row.metric, launch) if family is not None else None

@@ -25,7 +25,8 @@ stages call them without asking first. A family's public members are this contra
                                           figures(context) ([]), findings(context) ([]),
                                           paper_case(figure) (None), paper_row(row) (None),
                                           explain(case_id, metric, value, paper, launch) (None), roofline_cases (()),
-                                          paper_statistic(case_id, metric, launch) (None)
+                                          paper_statistic(case_id, metric, launch) (None),
+                                          derived(frame) ([]: figures computed across cases)
 
 The values the members return live beside this module and are named from here too: probes (Inputs, Check,
 SassExpectation, ...), references (PaperFigure, Reason), commands (Advisor, Measurer, Advice), models (FamilyModel).
@@ -150,6 +151,13 @@ class Family(ABC):
         The runner hands it to the probe (`probe.attach`). Default: nothing."""
         return NOTHING_ATTACHED
 
+    def derived(self, frame) -> list:
+        """Figures compare derives across several of the family's cases in one run (a sweep's knee): DataFrames of
+        rows shaped like `frame`'s (the run's valid measurements of this family, every launch), each naming a
+        case of the sweep, a metric and its value; a column `derived_uncertainty` (relative) may say how well the
+        figure is known. Default: none."""
+        return []
+
     def figures(self, context) -> list:
         """Report sections, [(heading, paragraphs, Path | DataFrame | None)]. Default: none."""
         return []
@@ -197,7 +205,7 @@ REQUIRED = ("name", "description", "id_prefixes", "example_id", "template", "cas
             "template_params", "sass_expectation", "inputs", "checks", "decode", "output_words", "plan", "work",
             "peak", "headline", "describe")
 HOOKS = ("model", "advisors", "measurers", "roofline_cases", "attach", "figures", "findings", "paper_case", "paper_row",
-         "paper_statistic", "explain", "within_sm")
+         "paper_statistic", "explain", "within_sm", "derived")
 
 
 def overrides(family: Family, hook: str) -> bool:

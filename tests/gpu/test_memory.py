@@ -22,6 +22,8 @@ def measured():
     device = open_device(0)
     results = {}
     for case in MEMORY.cases():
+        if case.footprint_mib:  # the footprint sweep: its two ends, below
+            continue
         result = measure_case(case, compile_probe(probe_source(case)), device, RunSettings())
         assert result.valid, (case.case_id, result.error)
         results[case.case_id] = result
@@ -49,3 +51,19 @@ def test_each_access_matches_the_chain_and_sits_on_no_grid(measured):
 def test_shared_stream_reaches_most_of_its_banks(measured):
     rate = max(float(np.median(m.samples)) for m in measured["ld.shared.v4.u32.stream"].metrics)
     assert 0.8 * 128 <= rate <= 128 * 1.001, rate
+
+
+def test_the_footprint_sweeps_ends_validate_and_the_largest_leaves_the_l2():
+    """The sweep's smallest ring (8 MiB) and largest (128 MiB, past every Hopper's L2) validate after their warm
+    pass, and the largest chase is slower by more than the capacity estimate's threshold (l2capacity.RISE)."""
+    from harness.families.memory.cases import SWEEP_MIB
+    from harness.families.memory.l2capacity import RISE
+
+    device = open_device(0)
+    medians = []
+    for mib in (SWEEP_MIB[0], SWEEP_MIB[-1]):
+        case = MEMORY.parse(f"ld.global.cg.u32.pchase.l2.footprint{mib}m")
+        result = measure_case(case, compile_probe(probe_source(case)), device, RunSettings())
+        assert result.valid, (case.case_id, result.error)
+        medians.append(float(np.median(_latency(result))))
+    assert medians[1] > (1 + RISE) * medians[0], medians

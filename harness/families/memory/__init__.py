@@ -5,7 +5,8 @@ what one ordinary load costs at each level, and what each level delivers. Its ow
 of `tma`: nothing here is a bulk copy, a tensor map or a cluster, and its probes (one template,
 ptx/memory.cu.in) share none of the TMA template's kernels.
 
-Cases and ids (a chase, a stream, the L2 map, the L2's pairs of SMs at each level): cases.py.
+Cases and ids (a chase, a stream, the L2 map, the L2's pairs of SMs at each level, the L2 chase's footprint sweep):
+cases.py; the L2's capacity compare derives from the sweep (Family.derived): l2capacity.py.
 
 Metrics: `latency_cycles` of a chase, by chain slope ({"timed": "chain"}: two chains of 256 and 4352
 dependent loads, the difference over the difference of lengths; the headline) and, for L2 and HBM,
@@ -52,6 +53,7 @@ from harness.families.memory.cases import (  # noqa: F401 (the family's names, a
     all_cases,
     cases,
     check,
+    footprint_cases,
     map_cases,
     pair_cases,
     parse,
@@ -110,6 +112,11 @@ CAUSES = {
         "another GPU (the H800 PCIe: 114 SMs, HBM2e); 2501.12084 finds its four centres by k-means over one chase's "
         "accesses (the means of the clusters); ours split hits from misses by construction, then each in two, and "
         "compare a cluster's median",
+    ("ld.global.cg.u32.pchase.l2.footprint128m", "l2_capacity_mib"):
+        "the capacity one SM's chase sees, not the L2's size: the L2 is two partitions, and a line one SM reads may "
+        "be kept in both (its near copy), so a chase may leave the L2 near half of it; the estimate is the footprint "
+        "at which the latency has risen 10 % (about 10 % above where misses begin) and the TLB's reach may add a "
+        "knee of its own (docs/data-movement.md, 'The L2's capacity')",
     ("ld.global.cg.v4.u32.stream.l2", "sm_throughput"):
         "the L2 is shared by all SMs: per SM it is the whole GPU's rate over this GPU's SMs, and the paper's over "
         "the H800's 114 (whole GPU: the value x SMs)",
@@ -242,6 +249,13 @@ class MemoryFamily(Family):
 
         return figures(context)
 
+    @staticmethod
+    def derived(frame) -> list:
+        """The L2's capacity from the footprint sweep (l2capacity.py: l2_capacity_mib)."""
+        from harness.families.memory.l2capacity import derived
+
+        return derived(frame)
+
     def findings(self, context) -> list:
         """Which SMs are far from which half of the L2 (the map, ld.global.cg.u32.map.l2)."""
         from harness.families.memory.figures import findings
@@ -252,6 +266,9 @@ class MemoryFamily(Family):
         what = {"pchase": "a pointer chase" if case.level != "shared" else "an index chase (base + word each step)",
                 "ptrchase": "a chase of addresses (the word loaded is the next address)"}.get(
             case.kind, "every thread streaming 16-byte loads")
+        if case.footprint_mib:
+            return [f"{what} with {case.instruction} over a ring of {case.footprint_mib} MiB, the whole ring loaded "
+                    "before each launch's chase (the L2's footprint sweep: compare derives l2_capacity_mib)"]
         return [f"{what} with {case.instruction} over {case.region_bytes >> 10} KiB ({case.level})"]
 
 

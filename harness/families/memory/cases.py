@@ -12,6 +12,11 @@ Ids spell the PTX load, then what is timed and where the data lives:
                                       address arithmetic between loads (the u32 chases add an index)
     ld.global.cg.u32.pchase.l2        ... cached in L2 only (an 8 MiB ring, resident in the L2)
     ld.global.cg.u32.pchase.hbm       ... over 256 MiB, each launch on chunks no launch touched before
+    ld.global.cg.u32.pchase.l2.footprint48m
+                                      the L2 chase over a ring of 48 MiB (any whole number of MiB, FOOTPRINT_MIB),
+                                      the whole ring loaded once by the block before each launch's chase is timed,
+                                      each launch from its own place in the cycle: one point of the footprint sweep
+                                      (the `memory-l2-capacity` suite; l2capacity.py: the capacity it shows)
     ld.shared.v4.u32.stream           every thread of every SM loading 16-byte words: bytes per cycle per SM
     ld.global.ca.v4.u32.stream.l1     ... from a 16 KiB region each SM keeps in its L1
     ld.global.cg.v4.u32.stream.l2     ... from a 16 MiB region spread over the L2
@@ -39,8 +44,16 @@ CHUNK_WORDS = 16  # 64-byte chunks
 RING_BYTES = {"shared": 4 << 10, "l1": 16 << 10, "l2": 8 << 20, "hbm": 256 << 20}
 STREAM_BYTES = {"shared": 32 << 10, "l1": 16 << 10, "l2": 16 << 20}
 
+# The footprint sweep's rings: a whole number of MiB, at most 512 (a 512 MiB ring is 2^27 word indices; the host builds
+# its permutation of 8 M chunks in a second)
+FOOTPRINT_MIB = (1, 512)
+# The footprint sweep: from well inside either half of the L2 (8 MiB) past the whole of it to 128 MiB, 4 MiB apart
+# from 8 to 64 MiB: around half the L2 and the whole of it, where a knee may fall (the H100 SXM5's L2, 50 MiB as the
+# device reports it, "50 MB"; the H200's 60 MiB), then coarser up to 128 MiB
+SWEEP_MIB = (8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60, 64, 80, 96, 128)
+
 _ID = re.compile(r"^ld\.(?P<space>shared|global\.ca|global\.cg|global)\.(?P<width>u32|u64|v4\.u32)\.(?P<kind>pchase|ptrchase|stream|map|pairs)"
-                 r"(?:\.(?P<level>l1|l2|hbm))?$")
+                 r"(?:\.(?P<level>l1|l2|hbm))?(?:\.footprint(?P<mib>[0-9]+)m)?$")
 
 
 @dataclass(frozen=True)
@@ -49,6 +62,7 @@ class MemoryCase(Case):
     kind: str  # "pchase" (an index chase), "ptrchase" (shared memory: a chase of addresses), "stream" or "map"
     level: str  # shared, l1, l2, hbm
     weak: bool = False  # a plain ld.global.u64 of 64-bit pointers (the L1 chase), not ld.global.ca of an index
+    footprint_mib: int = 0  # the L2 chase's ring in MiB, warmed before each launch's chase (0: the level's RING_BYTES)
 
     @property
     def space(self) -> str:
@@ -60,10 +74,13 @@ class MemoryCase(Case):
 
     @property
     def base_id(self) -> str:
-        return f"{self.instruction}.{self.kind}" + ("" if self.level == "shared" else f".{self.level}")
+        return (f"{self.instruction}.{self.kind}" + ("" if self.level == "shared" else f".{self.level}")
+                + (f".footprint{self.footprint_mib}m" if self.footprint_mib else ""))
 
     @property
     def region_bytes(self) -> int:
+        if self.footprint_mib:
+            return self.footprint_mib << 20
         return (STREAM_BYTES if self.kind == "stream" else RING_BYTES)[self.level]
 
     def columns(self) -> dict[str, object]:
@@ -95,7 +112,10 @@ def parse(case_id: str) -> MemoryCase:
                         "'ld.shared.v4.u32.stream' (see `bench list --suite memory`)")
     level = match["level"] or ("shared" if match["space"] == "shared" else "")
     weak = match["space"] == "global"
-    case = MemoryCase(match["kind"], level, weak)
+    if match["mib"] is not None and (match["mib"].startswith("0") or not _footprint_fits(int(match["mib"]))):
+        raise IllegalShapeError(f"{case_id!r}: a footprint is a whole number of MiB from {FOOTPRINT_MIB[0]} to "
+                                f"{FOOTPRINT_MIB[1]}, without leading zeros (e.g. .footprint48m)")
+    case = MemoryCase(match["kind"], level, weak, int(match["mib"] or 0))
     levels_fit = (level == "l1" and match["kind"] == "pchase") if weak else LEVELS.get(level, ("",))[0] == match["space"]
     if not levels_fit or case.case_id != case_id:
         raise IllegalShapeError(f"{case_id!r}: a chase loads u32 words (the plain L1 chase ld.global.u64 pointers), a "
@@ -116,6 +136,15 @@ def check(case: MemoryCase) -> None:
         raise IllegalShapeError(f"{case}: the pairs are the L2's (ld.global.cg.u32.pairs.l2)")
     if case.kind == "stream" and case.level == "hbm":
         raise IllegalShapeError(f"{case}: the HBM stream is the tma suite's read baseline (ld.global.v4.u32)")
+    if case.footprint_mib and (case.kind != "pchase" or case.level != "l2" or case.weak):
+        raise IllegalShapeError(f"{case}: a footprint is the L2 chase's (ld.global.cg.u32.pchase.l2.footprint<MiB>m)")
+    if case.footprint_mib and not _footprint_fits(case.footprint_mib):
+        raise IllegalShapeError(f"{case}: a footprint is a whole number of MiB from {FOOTPRINT_MIB[0]} to "
+                                f"{FOOTPRINT_MIB[1]}")
+
+
+def _footprint_fits(mib: int) -> bool:
+    return FOOTPRINT_MIB[0] <= mib <= FOOTPRINT_MIB[1]
 
 
 def cases() -> list[MemoryCase]:
@@ -133,6 +162,11 @@ def pair_cases() -> list[MemoryCase]:
     return [MemoryCase("pairs", "l2")]
 
 
+def footprint_cases() -> list[MemoryCase]:
+    """The L2 chase's footprint sweep (the `memory-l2-capacity` suite)."""
+    return [MemoryCase("pchase", "l2", footprint_mib=mib) for mib in SWEEP_MIB]
+
+
 def all_cases() -> list[MemoryCase]:
-    """The family's cases: the `memory` suite's and the map's (the `maps` suite's)."""
-    return cases() + map_cases() + pair_cases()
+    """The family's cases: the `memory` suite's, the map's (the `maps` suite's) and the footprint sweep's."""
+    return cases() + map_cases() + pair_cases() + footprint_cases()

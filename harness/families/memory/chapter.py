@@ -1,6 +1,6 @@
 """The seed architecture chapter's memory-hierarchy figures (harness/seed_chapter.py) mapped to the memory
 family's cases: each level's latency to its chase, the shared-memory and L2 bandwidths to the level's stream,
-per SM and cycle (our streams' unit)."""
+per SM and cycle (our streams' unit), the L2's capacity to the footprint sweep's knee (l2capacity.py)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,13 @@ def chapter_row(row: dict, latency_case, stream_case) -> dict | None:
             per_cycle, why = value, ""
         return {"case_id": stream_case("shared"), "metric": "sm_throughput", "value": per_cycle, "unit": "B/cycle/SM",
                 "notes": why + row["notes"]}
+    if metric == "l2_capacity":  # the footprint sweep's knee (l2capacity.py), in MiB as the device reports its L2
+        from harness.families.memory.l2capacity import METRIC, capacity_case
+
+        return {"case_id": capacity_case(), "metric": METRIC, "value": value, "unit": "MiB",
+                "notes": f"printed {value:g} {unit}: NVIDIA's MB of cache are MiB (an H100 SXM5 reports an L2 of "
+                         f"{value:g} x 2^20 bytes); compared with the footprint at which one SM's chase leaves the L2 "
+                         f"(the memory-l2-capacity suite). {row['notes']}".strip()}
     if metric == "bandwidth_l2":  # the whole GPU's TB/s: per SM and cycle at the spec box's SMs and boost clock
         sms, clock = seed_chapter.SMS, seed_chapter.BOOST_CLOCK_MHZ
         per_cycle = value * 1e12 / (sms * clock * 1e6)

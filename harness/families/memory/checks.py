@@ -10,7 +10,7 @@ from harness.families.base import Check, Inputs
 from harness.families.memory.cases import CHUNK_WORDS, MemoryCase
 from harness.families.memory.kernels import (CHECK_WARPS, PAIR_CHECK_BLOCKS, PAIR_ROW_TARGETS, PAIR_SLAB_BYTES,
                                              PAIR_SLABS, PAIR_TARGETS, PAIR_WARM_BYTES, STREAM_UNROLL, UNROLL,
-                                             output_words, pair_layout, pair_owner)
+                                             WARM_THREADS, output_words, pair_layout, pair_owner)
 from harness.l2lines import LINES as MAP_LINES
 from harness.l2lines import chase
 from harness.l2lines import ring as map_ring
@@ -89,6 +89,9 @@ def checks(case: MemoryCase, inputs: Inputs) -> list[Check]:
                       _expected(case, [chase(words, 0, steps)]), 0.0,
                       f"the word after the warm walk of {MAP_LINES} lines and {steps} timed steps", grid=1)]
     steps = 2 * UNROLL
+    if case.footprint_mib:  # the timed launches' block (its warm pass), launch 0 from word 0
+        return [Check("probe_chain", WARM_THREADS, steps, 5, _expected(case, [chase(words, 0, steps)]), 0.0,
+                      f"the word after the warm pass and {steps} steps of the chase")]
     checks = [Check("probe_chain", 32, steps, 5, _expected(case, [chase(words, 0, steps)]), 0.0,
                     f"the word after {steps} steps of the chase")]
     if case.level in ("l2", "hbm"):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from harness.families.memory.cases import MemoryCase
 from harness.families.memory.kernels import (EACH_REPS, MAP_LAUNCHES, PAIR_LAUNCHES, PAIR_ROW_TARGETS, PAIR_TARGETS,
-                                             STREAM_UNROLL, SWEEP_WARPS, UNROLL)
+                                             STREAM_UNROLL, SWEEP_WARPS, UNROLL, WARM_THREADS)
 from harness.families.memory.pairs import OWNER_MISS, OWNER_OWN
 from harness.l2lines import LINES as MAP_LINES
 from harness.measure.methods import BracketedLatency, ChainSlope, OccupancySweep, SmMap, SweepPoint
@@ -36,6 +36,11 @@ def plan(case: MemoryCase, device=None) -> list:
     if case.kind == "stream":
         points = tuple(SweepPoint("probe_stream", w, STREAM_UNROLL, {"warps": w}) for w in SWEEP_WARPS)
         return [OccupancySweep(points, 32, 1, whole_gpu="none")]
+    if case.footprint_mib:
+        return [ChainSlope("latency_cycles", "probe_chain", WARM_THREADS, unroll=UNROLL, launch={"timed": "chain"},
+                           notes=f"one thread's dependent {case.instruction} through a random cycle of 64-byte chunks "
+                                 f"over {case.footprint_mib} MiB, after the block ({WARM_THREADS} threads) loaded every "
+                                 "chunk once (the footprint sweep; each launch from its own place in the cycle)")]
     where = {"shared": "shared memory (4 KiB)", "l1": "a 16 KiB ring in global memory, cached in L1 after the "
              "first pass (the short chain's misses cancel in the slope)", "l2": "an 8 MiB ring, resident in the L2",
              "hbm": "256 MiB, every launch on chunks no launch touched before"}[case.level]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from harness.families.base import KernelExpectation, SassExpectation
 from harness.families.memory.cases import MemoryCase
-from harness.families.memory.kernels import STREAM_UNROLL, UNROLL
+from harness.families.memory.kernels import STREAM_UNROLL, UNROLL, WARM_UNROLL
 
 
 def expectation(case: MemoryCase) -> SassExpectation:
@@ -25,6 +25,8 @@ def expectation(case: MemoryCase) -> SassExpectation:
                                spill_kernels=("probe_map",))
     # a chase of addresses holds nothing between its loads: no address arithmetic (the index chase's IMAD/LEA)
     between = ("IMAD", "IADD", "LEA", "SHF", "ISCADD") if case.kind == "ptrchase" else ()
+    if case.footprint_mib:  # the warm pass's WARM_UNROLL loads, then the chase's; no probe_each
+        return SassExpectation((("probe_chain", KernelExpectation(load, WARM_UNROLL + UNROLL)),), executes=load)
     kernels = [("probe_chain", KernelExpectation(load, UNROLL, forbidden=between,
                                                  exclude=(load + ".",) if load == "LDS" else ()))]
     if case.level in ("l2", "hbm"):
