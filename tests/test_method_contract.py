@@ -116,10 +116,11 @@ def test_a_method_must_give_measure_and_simulate_and_a_spec_has_one_method():
 
 
 def test_every_spec_the_package_exports_declares_its_own_module_s_method():
-    """The six methods, each a module of the package whose Method binds the spec it defines."""
+    """The seven methods, each a module of the package whose Method binds the spec it defines."""
     specs = {name: value for name, value in vars(methods).items()
              if inspect.isclass(value) and issubclass(value, MethodSpec) and value is not MethodSpec}
-    assert set(specs) == {"ChainSlope", "BracketedLatency", "OccupancySweep", "Bandwidth", "WholeKernel", "SmMap"}
+    assert set(specs) == {"ChainSlope", "BracketedLatency", "OccupancySweep", "Bandwidth", "WholeKernel", "SmMap",
+                          "HostCall"}
     for name, spec in specs.items():
         method = methods.method_of(object.__new__(spec))
         assert type(method).__module__ == spec.__module__ and method.spec is spec, name
@@ -129,7 +130,7 @@ def test_the_shared_stages_name_no_method():
     """Dispatch reads the spec's method: the runner and the simulated GPU name no spec class (an isinstance ladder
     or a table of them would), and the package's dispatch names none either."""
     names = [cls.spec.__name__ for cls in Method.__subclasses__() if cls.__module__.startswith("harness.")]
-    assert len(names) == 6
+    assert len(names) == 7
     for path in ("harness/orchestration/runner.py", "harness/orchestration/fakegpu.py",
                  "harness/measure/methods/base.py"):
         text = (ROOT / path).read_text()

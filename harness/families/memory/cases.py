@@ -63,6 +63,8 @@ class MemoryCase(Case):
     level: str  # shared, l1, l2, hbm
     weak: bool = False  # a plain ld.global.u64 of 64-bit pointers (the L1 chase), not ld.global.ca of an index
     footprint_mib: int = 0  # the L2 chase's ring in MiB, warmed before each launch's chase (0: the level's RING_BYTES)
+    # the GPU tests' sample (tests/gpu/sample.py): the L2 chase at its own ring and the sweep's largest, not every point
+    size_fields: ClassVar[tuple[str, ...]] = ("footprint_mib",)
 
     @property
     def space(self) -> str:
