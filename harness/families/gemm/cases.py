@@ -223,9 +223,14 @@ class GemmCase(_GemmProblem, PipelineCase):
     @property
     def c_box_cols(self) -> int:
         """Columns of C one TMA store writes from shared memory: a 128-byte swizzle span of f16 (64), or for a tile
-        whose width is not a whole number of them (144 for fp8) a 32-byte span (16), which divides every width the
-        family takes (TILES)."""
-        return 64 if self.bn % 64 == 0 else 16
+        whose width is not a whole number of them (144 for fp8) the whole width, unswizzled (a 16-column box of 32
+        bytes, 32-byte swizzle, was measured first: 9 stores a warpgroup, an epilogue 830 cycles longer; docs/gemm.md)."""
+        return 64 if self.bn % 64 == 0 else self.bn
+
+    @property
+    def c_swizzle(self) -> int | None:
+        """Bytes of C's swizzle span in shared memory (None: unswizzled rows of c_box_cols)."""
+        return 128 if self.c_box_cols == 64 else None
 
     @property
     def accumulator_set(self) -> int:

@@ -74,8 +74,9 @@ WIDE_FP8 = dict(FP8_SERIAL, bn=192, stages=4)
 STAGGERED_FP8 = dict(WIDE_FP8, promotion="staggered")
 # cuBLASLt's fp8 tile at 8192^3 (nvjet ..._144x128_128x6_1x2, reports/investigation/gemm-library-h100.txt), pipelined:
 # three sets of 72 (216 f32 a thread: ptxas keeps them and the addresses in setmaxnreg's 232 without a spill), a
-# 34 KiB stage (5 beside the TMA store's 36 KiB), 6 % fewer bytes of A and B a FLOP than 128x128 and a k-block of
-# 576 tensor-core cycles for the feed's 34 KiB; N past whole tiles a partial last tile (8192 = 56 x 144 + 128)
+# 34 KiB stage (5 beside the TMA store's 36 KiB, one unswizzled box a warpgroup), 6 % fewer bytes of A and B a FLOP
+# than 128x128 and a k-block of 576 tensor-core cycles for the feed's 34 KiB; N past whole tiles a partial last tile
+# (8192 = 56 x 144 + 128)
 WIDE144_FP8 = dict(BEST_FP8, bn=144, stages=5)
 
 

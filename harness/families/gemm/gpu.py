@@ -25,12 +25,11 @@ SEED = 20261125
 
 
 def _encode(case, dtype: str, address: int, rows: int, cols: int, box_rows: int, box_cols: int,
-            promotion: bool) -> np.ndarray:
+            promotion: bool, swizzle: int | None = 128) -> np.ndarray:
     """A 2-D map over a row-major rows x cols matrix of `dtype` elements (e4m3 as bytes), box box_rows x
-    box_cols, swizzled over the box's row (128 bytes for A, B and most Cs; 32 for C's 16-column boxes:
-    harness/tensormaps.py)."""
+    box_cols, 128-byte swizzle unless another is given (harness/tensormaps.py)."""
     size = 1 if dtype in ("e4m3", "e5m2") else 2
-    return tensormaps.matrix(str(case), dtype, address, rows, cols, box_rows, box_cols, size, box_cols * size,
+    return tensormaps.matrix(str(case), dtype, address, rows, cols, box_rows, box_cols, size, swizzle,
                              256 if promotion else None).view(np.uint64)
 
 
@@ -41,7 +40,7 @@ def problem(case, a: int, b: int, c: int, m: int, n: int, k: int, scales: tuple[
     value = np.zeros(1, dtype=PROBLEM.dtype())
     value["a"] = _encode(case, case.a_dtype, a, m, k, case.bm, case.bk, True)
     value["b"] = _encode(case, case.b_dtype, b, n, k, case.bn // case.cluster, case.bk, True)
-    value["c"] = _encode(case, case.out_dtype, c, m, n, case.wg_rows, case.c_box_cols, False)
+    value["c"] = _encode(case, case.out_dtype, c, m, n, case.wg_rows, case.c_box_cols, False, case.c_swizzle)
     value["c_ptr"], value["m"], value["n"], value["k"] = c, walk_m(case, m), walk_n(case, n), k
     value["c_cols"] = n  # the register epilogue's row pitch and last column (ptx/gemm.cu.in PARTIAL_N)
     value["scale_a"], value["scale_b"] = scales
