@@ -678,6 +678,16 @@ def test_a_144_column_fp8_tile_keeps_three_sets_and_stores_c_in_16_column_boxes(
         FAMILY.parse(WIDE144.replace(".s5.", ".s6."))
     with pytest.raises(SpecError, match="is fp8's"):
         FAMILY.parse("gemm.f16.8192x8192x8192.tile128x144x64.s4.wg2.setmaxnreg.cluster1.persistent-grouped.tmastore")
+    with pytest.raises(SpecError, match="spills"):
+        FAMILY.parse(WIDE144.replace("pipelined", "offset"))
+
+
+def test_an_offset_walk_gives_warpgroup_1_a_first_group_of_half_the_kblocks(shared_cache):
+    """`.offset`: the pipelined walk's k-block issue sites (a group of 4 in straight-line code and the k-blocks left
+    over) plus warpgroup 1's first group of 2: 7 sites of 4 QGMMA (a k-block's k32 steps), where `.pipelined` has 5."""
+    offset = WIDE144.replace("128x144x128", "128x128x128").replace("pipelined", "offset")
+    count = lambda case_id: sum(x.startswith("QGMMA.64x128x32") for x in _kernel_sass(case_id))
+    assert count(offset) == 7 * 4 and count(offset.replace("offset", "pipelined")) == 5 * 4
 
 
 def test_a_partial_last_tile_from_registers_strides_rows_by_cs_columns_and_stores_none_past_them():

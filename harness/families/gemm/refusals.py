@@ -85,6 +85,9 @@ def _check_pipeline(case: GemmCase, refuse) -> None:
     if case.promotion == "offset" and (case.consumers != 2 or case.pingpong):
         refuse("an offset promotion puts consumer warpgroup 1's groups half a group after warpgroup 0's: wg2, "
                "cooperative")
+    if case.promotion == "offset" and case.accumulators > 192:
+        refuse(f"an offset promotion beside {case.accumulators} f32 accumulators: its second walk spills (ptxas, 188 "
+               "bytes at 128x144); at most three sets of 64")
     if case.group not in PIPELINE_GROUPS or (case.group != PIPELINE_GROUP and case.promotion not in GROUPED_WALKS):
         refuse(f"a group of {case.group} k-blocks: a pipelined promotion's groups are of "
                f"{', '.join(map(str, PIPELINE_GROUPS))}")
