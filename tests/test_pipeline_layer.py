@@ -216,8 +216,8 @@ def test_stream_k_walks_every_k_block_of_every_tile_once(tiles, kblocks, grid, r
         assert all(0 <= s < split.stride for _, s in slots) and len(slots) <= runs + 1
 
 
-SCHEDULER_ON_THE_HOST = r"""
-#include <algorithm>
+# ptx/pipeline.cuh's TileScheduler compiled for the host: the device keywords and blockIdx/gridDim it reads
+HOST_PREAMBLE = r"""#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #define __host__
@@ -228,6 +228,9 @@ struct Dim { int x; };
 static Dim blockIdx, gridDim;
 using std::min;
 constexpr int ORDER_ROW = 0, ORDER_GROUPED = 1, ORDER_HILBERT = 2;
+"""
+
+SCHEDULER_ON_THE_HOST = HOST_PREAMBLE + r"""
 %s
 template <int R>
 void walk(int tiles_m, int tiles_n, int kblocks, int grid) {
@@ -346,18 +349,7 @@ def test_the_hilbert_order_visits_every_tile_once_stepping_to_a_neighbour():
         assert int(((dr + dc) == 2).sum()) == int(diagonal), (rows, cols)
 
 
-PLACE_ON_THE_HOST = r"""
-#include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#define __host__
-#define __device__
-#define __forceinline__ inline
-typedef unsigned int u32;
-struct Dim { int x; };
-static Dim blockIdx, gridDim;
-using std::min;
-constexpr int ORDER_ROW = 0, ORDER_GROUPED = 1, ORDER_HILBERT = 2;
+PLACE_ON_THE_HOST = HOST_PREAMBLE + r"""
 %s
 template <int ORDER>
 void walk(int pairs_m, int tiles_n) {
