@@ -73,7 +73,8 @@ PIPELINE_GROUPS = (2, 4)  # ... the case names another (`.pipelined-g2`; groups 
 SCALINGS = ("tensor", "block")
 SCALE_BLOCK = 128
 # f32 accumulators one wgmma may write (ACC_REGISTER_LIMIT), and all a consumer thread may keep live: an overlapped
-# fp8 promotion keeps three sets of 64 (two k-blocks' and the tile's) in the 232 registers setmaxnreg gives it
+# fp8 promotion keeps three sets (two k-blocks' and the tile's) in the 232 registers setmaxnreg gives it: of 72
+# (128x144) without a spill, of 96 (128x192) not
 LIVE_ACCUMULATOR_LIMIT = 216  # ptx/gemm.cu.in PROMOTE without and with OVERLAP (fp8 only)
 # The measured problem's inputs: normal(0, 1) (the default, no suffix), small integers, or zeros; fewer bits toggle,
 # less power, a higher clock under the same cap (problem.measured_bound: how each is checked). 16-bit inputs only.
