@@ -40,10 +40,18 @@ class Attachment:
     # portable 8 needs cuLaunchKernelEx on the CUfunction CuPy loaded.
     runtime_cluster: int = 0
     host_kernels: Mapping[str, HostKernel] = field(default_factory=dict)  # kernel name -> its host call
+    # kernel -> its preferred shared-memory carve-out, in percent of the SM's most shared memory (the rest of the
+    # SM's L1/shared storage is L1: 0 asks for the largest L1); set once, as the probe takes the attachment
+    shared_carveout: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self):
         if self.runtime_cluster < 0 or any(b < 0 for b in self.dynamic_smem.values()):
             raise ValueError("a cluster size and shared memory bytes are not negative")
+        if any(not 0 <= p <= 100 for p in self.shared_carveout.values()):
+            raise ValueError("a shared-memory carve-out is a percentage from 0 to 100")
+        if set(self.shared_carveout) & set(self.host_kernels):
+            raise ValueError(f"{sorted(set(self.shared_carveout) & set(self.host_kernels))}: a host kernel has no "
+                             "carve-out of its own")
         clash = set(self.dynamic_smem) & set(self.host_kernels)
         if clash:
             raise ValueError(f"{sorted(clash)}: a host kernel has no shared memory of its own")
@@ -83,6 +91,8 @@ class LoadedProbe:
             from harness.errors import HarnessError
 
             raise HarnessError("a probe takes one attachment, before its first launch")
+        for kernel, percent in attachment.shared_carveout.items():  # cuFuncSetAttribute on the module's function
+            self.module.get_function(kernel).preferred_shared_memory_carveout = percent
         self.attached = attachment
 
     def max_threads(self, kernel: str) -> int:

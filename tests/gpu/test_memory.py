@@ -22,7 +22,7 @@ def measured():
     device = open_device(0)
     results = {}
     for case in MEMORY.cases():
-        if case.footprint_mib:  # the footprint sweep: its two ends, below
+        if case.footprint_bytes:  # the footprint sweeps: their two ends, below
             continue
         result = measure_case(case, compile_probe(probe_source(case)), device, RunSettings())
         assert result.valid, (case.case_id, result.error)
@@ -63,6 +63,23 @@ def test_the_footprint_sweeps_ends_validate_and_the_largest_leaves_the_l2():
     medians = []
     for mib in (SWEEP_MIB[0], SWEEP_MIB[-1]):
         case = MEMORY.parse(f"ld.global.cg.u32.pchase.l2.footprint{mib}m")
+        result = measure_case(case, compile_probe(probe_source(case)), device, RunSettings())
+        assert result.valid, (case.case_id, result.error)
+        medians.append(float(np.median(_latency(result))))
+    assert medians[1] > (1 + RISE) * medians[0], medians
+
+
+def test_the_l1_footprint_sweeps_ends_validate_and_the_largest_leaves_the_l1():
+    """The L1 sweep's smallest ring (16 KiB) and largest (512 KiB, twice the SM's L1 and shared memory together)
+    validate after their warm pass at carve-out preference 0, and the largest chase is slower by more than the
+    capacity estimate's threshold (l2capacity.RISE)."""
+    from harness.families.memory.cases import SWEEP_KIB
+    from harness.families.memory.l2capacity import RISE
+
+    device = open_device(0)
+    medians = []
+    for kib in (SWEEP_KIB[0], SWEEP_KIB[-1]):
+        case = MEMORY.parse(f"ld.global.ca.u32.pchase.l1.footprint{kib}k")
         result = measure_case(case, compile_probe(probe_source(case)), device, RunSettings())
         assert result.valid, (case.case_id, result.error)
         medians.append(float(np.median(_latency(result))))

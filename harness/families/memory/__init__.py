@@ -54,6 +54,7 @@ from harness.families.memory.cases import (  # noqa: F401 (the family's names, a
     cases,
     check,
     footprint_cases,
+    l1_footprint_cases,
     map_cases,
     pair_cases,
     parse,
@@ -64,6 +65,7 @@ from harness.families.memory.kernels import (  # noqa: F401
     CHECK_WARPS,
     EACH_REPS,
     HBM_LAUNCH_STEP,
+    L1_CARVEOUT,
     MAP_EMPTY,
     MAP_LAUNCHES,
     MAP_SHARED_BYTES,
@@ -117,6 +119,11 @@ CAUSES = {
         "be kept in both (its near copy), so a chase may leave the L2 near half of it; the estimate is the footprint "
         "at which the latency has risen 10 % (about 10 % above where misses begin) and the TLB's reach may add a "
         "knee of its own (docs/data-movement.md, 'The L2's capacity')",
+    ("ld.global.ca.u32.pchase.l1.footprint512k", "l1_capacity_kib"):
+        "the L1's part of the SM's 256 KB of L1 and shared memory together: the rest is the shared-memory carve-out, "
+        "which the driver sets from the kernel's preference (ours 0: the largest L1) and its shared memory (at least "
+        "the 8 KiB step that holds a block's 1 KiB reserved); the estimate is the footprint at which the latency has "
+        "risen 10 % (about 2 % past where misses begin) (docs/data-movement.md, 'The L1's capacity')",
     ("ld.global.cg.v4.u32.stream.l2", "sm_throughput"):
         "the L2 is shared by all SMs: per SM it is the whole GPU's rate over this GPU's SMs, and the paper's over "
         "the H800's 114 (whole GPU: the value x SMs)",
@@ -159,7 +166,8 @@ class MemoryFamily(Family):
     plan = staticmethod(_plan.plan)
 
     def attach(self, case: MemoryCase, probe, device) -> Attachment:
-        """The map's blocks one per SM (MAP_SHARED_BYTES). The chases' launch counters start at zero for every probe (its checks expect it; a module loaded
+        """The map's blocks one per SM (MAP_SHARED_BYTES); the L1's footprint sweep's chase at the shared-memory
+        carve-out preference L1_CARVEOUT (0: the largest L1). The chases' launch counters start at zero for every probe (its checks expect it; a module loaded
         again in one process keeps its globals). After the ring's upload the L2 holds its last tens of
         MiB: write twice the L2 elsewhere, so that the HBM chase's first launches find none of it there."""
         import cupy
@@ -177,11 +185,13 @@ class MemoryFamily(Family):
         if case.kind in ("pchase", "ptrchase"):
             for name in ("chain_launches", "each_launches"):
                 cupy.ndarray((1,), cupy.uint32, probe.module.get_global(name)).fill(0)
+        # the L1's footprint sweep: the largest L1 the SM gives (the rest of its 256 KiB is shared memory)
+        carveout = {"probe_chain": L1_CARVEOUT} if case.footprint_kib else {}
         if case.level == "hbm" or case.kind == "pairs":
             scratch = cupy.ones(max(2 * (device.l2_bytes or 50 << 20), 1 << 20) // 4, dtype=cupy.uint32)
             scratch += 1
             cupy.cuda.get_current_stream().synchronize()
-        return Attachment(dynamic_smem=smem)
+        return Attachment(dynamic_smem=smem, shared_carveout=carveout)
 
     @staticmethod
     def within_sm(case: MemoryCase) -> bool:
@@ -251,7 +261,7 @@ class MemoryFamily(Family):
 
     @staticmethod
     def derived(frame) -> list:
-        """The L2's capacity from the footprint sweep (l2capacity.py: l2_capacity_mib)."""
+        """The L2's and the L1's capacities from the footprint sweeps (l2capacity.py: l2_capacity_mib, l1_capacity_kib)."""
         from harness.families.memory.l2capacity import derived
 
         return derived(frame)
@@ -269,6 +279,10 @@ class MemoryFamily(Family):
         if case.footprint_mib:
             return [f"{what} with {case.instruction} over a ring of {case.footprint_mib} MiB, the whole ring loaded "
                     "before each launch's chase (the L2's footprint sweep: compare derives l2_capacity_mib)"]
+        if case.footprint_kib:
+            return [f"{what} with {case.instruction} over a ring of {case.footprint_kib} KiB, the whole ring loaded "
+                    f"by one block (one SM's L1) before each launch's chase, at the shared-memory carve-out "
+                    f"preference {L1_CARVEOUT} (the L1's footprint sweep: compare derives l1_capacity_kib)"]
         return [f"{what} with {case.instruction} over {case.region_bytes >> 10} KiB ({case.level})"]
 
 

@@ -17,6 +17,11 @@ Ids spell the PTX load, then what is timed and where the data lives:
                                       the whole ring loaded once by the block before each launch's chase is timed,
                                       each launch from its own place in the cycle: one point of the footprint sweep
                                       (the `memory-l2-capacity` suite; l2capacity.py: the capacity it shows)
+    ld.global.ca.u32.pchase.l1.footprint192k
+                                      the L1 chase over a ring of 192 KiB (any whole number of KiB, FOOTPRINT_KIB),
+                                      warmed the same way (ld.global.ca, one block: one SM's L1), launched with the
+                                      shared-memory carve-out preference 0 (the largest L1 the SM gives): one point of
+                                      the L1's footprint sweep (the `memory-l1-capacity` suite; l1_capacity_kib)
     ld.shared.v4.u32.stream           every thread of every SM loading 16-byte words: bytes per cycle per SM
     ld.global.ca.v4.u32.stream.l1     ... from a 16 KiB region each SM keeps in its L1
     ld.global.cg.v4.u32.stream.l2     ... from a 16 MiB region spread over the L2
@@ -51,9 +56,17 @@ FOOTPRINT_MIB = (1, 512)
 # from 8 to 64 MiB: around half the L2 and the whole of it, where a knee may fall (the H100 SXM5's L2, 50 MiB as the
 # device reports it, "50 MB"; the H200's 60 MiB), then coarser up to 128 MiB
 SWEEP_MIB = (8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60, 64, 80, 96, 128)
+# The L1 chase's rings: a whole number of KiB, at most 4 MiB (beyond that the L2 sweep's MiB)
+FOOTPRINT_KIB = (1, 4096)
+# The L1's footprint sweep: the L1 and shared memory are 256 KiB an SM together, the L1 what the carve-out leaves it
+# (at preference 0 about 256 less the smallest shared-memory carve-out, 8 KiB: a block's 1 KiB the system reserves);
+# from today's 16 KiB ring, 32 KiB apart from 64 to 192 KiB (a knee there: a carve-out larger than asked for, 64 to
+# 164 KiB of shared memory), 16 KiB apart from 192 to 256 KiB (where the L1 at preference 0 should end: 248 KiB),
+# then past the whole 256 KiB to twice it (the curve's rise toward the L2's latency, which closes the knee)
+SWEEP_KIB = (16, 32, 64, 96, 128, 160, 192, 208, 224, 240, 256, 288, 320, 384, 512)
 
 _ID = re.compile(r"^ld\.(?P<space>shared|global\.ca|global\.cg|global)\.(?P<width>u32|u64|v4\.u32)\.(?P<kind>pchase|ptrchase|stream|map|pairs)"
-                 r"(?:\.(?P<level>l1|l2|hbm))?(?:\.footprint(?P<mib>[0-9]+)m)?$")
+                 r"(?:\.(?P<level>l1|l2|hbm))?(?:\.footprint(?P<size>[0-9]+)(?P<unit>[mk]))?$")
 
 
 @dataclass(frozen=True)
@@ -63,8 +76,9 @@ class MemoryCase(Case):
     level: str  # shared, l1, l2, hbm
     weak: bool = False  # a plain ld.global.u64 of 64-bit pointers (the L1 chase), not ld.global.ca of an index
     footprint_mib: int = 0  # the L2 chase's ring in MiB, warmed before each launch's chase (0: the level's RING_BYTES)
-    # the GPU tests' sample (tests/gpu/sample.py): the L2 chase at its own ring and the sweep's largest, not every point
-    size_fields: ClassVar[tuple[str, ...]] = ("footprint_mib",)
+    footprint_kib: int = 0  # the L1 chase's ring in KiB, the same way (0: the level's RING_BYTES)
+    # the GPU tests' sample (tests/gpu/sample.py): each chase at its own ring and its sweep's largest, not every point
+    size_fields: ClassVar[tuple[str, ...]] = ("footprint_mib", "footprint_kib")
 
     @property
     def space(self) -> str:
@@ -77,12 +91,18 @@ class MemoryCase(Case):
     @property
     def base_id(self) -> str:
         return (f"{self.instruction}.{self.kind}" + ("" if self.level == "shared" else f".{self.level}")
-                + (f".footprint{self.footprint_mib}m" if self.footprint_mib else ""))
+                + (f".footprint{self.footprint_mib}m" if self.footprint_mib else "")
+                + (f".footprint{self.footprint_kib}k" if self.footprint_kib else ""))
+
+    @property
+    def footprint_bytes(self) -> int:
+        """A footprint sweep's ring (the L2's in MiB, the L1's in KiB), warmed before each launch; 0: not a sweep's."""
+        return (self.footprint_mib << 20) + (self.footprint_kib << 10)
 
     @property
     def region_bytes(self) -> int:
-        if self.footprint_mib:
-            return self.footprint_mib << 20
+        if self.footprint_bytes:
+            return self.footprint_bytes
         return (STREAM_BYTES if self.kind == "stream" else RING_BYTES)[self.level]
 
     def columns(self) -> dict[str, object]:
@@ -114,10 +134,13 @@ def parse(case_id: str) -> MemoryCase:
                         "'ld.shared.v4.u32.stream' (see `bench list --suite memory`)")
     level = match["level"] or ("shared" if match["space"] == "shared" else "")
     weak = match["space"] == "global"
-    if match["mib"] is not None and (match["mib"].startswith("0") or not _footprint_fits(int(match["mib"]))):
-        raise IllegalShapeError(f"{case_id!r}: a footprint is a whole number of MiB from {FOOTPRINT_MIB[0]} to "
-                                f"{FOOTPRINT_MIB[1]}, without leading zeros (e.g. .footprint48m)")
-    case = MemoryCase(match["kind"], level, weak, int(match["mib"] or 0))
+    size, unit = match["size"], match["unit"]
+    if size is not None and (size.startswith("0") or not _footprint_fits(int(size), unit)):
+        low, high = FOOTPRINT_MIB if unit == "m" else FOOTPRINT_KIB
+        raise IllegalShapeError(f"{case_id!r}: a footprint is a whole number of {'MiB' if unit == 'm' else 'KiB'} "
+                                f"from {low} to {high}, without leading zeros (e.g. "
+                                f"{'.footprint48m' if unit == 'm' else '.footprint192k'})")
+    case = MemoryCase(match["kind"], level, weak, int(size) if unit == "m" else 0, int(size) if unit == "k" else 0)
     levels_fit = (level == "l1" and match["kind"] == "pchase") if weak else LEVELS.get(level, ("",))[0] == match["space"]
     if not levels_fit or case.case_id != case_id:
         raise IllegalShapeError(f"{case_id!r}: a chase loads u32 words (the plain L1 chase ld.global.u64 pointers), a "
@@ -138,15 +161,21 @@ def check(case: MemoryCase) -> None:
         raise IllegalShapeError(f"{case}: the pairs are the L2's (ld.global.cg.u32.pairs.l2)")
     if case.kind == "stream" and case.level == "hbm":
         raise IllegalShapeError(f"{case}: the HBM stream is the tma suite's read baseline (ld.global.v4.u32)")
-    if case.footprint_mib and (case.kind != "pchase" or case.level != "l2" or case.weak):
-        raise IllegalShapeError(f"{case}: a footprint is the L2 chase's (ld.global.cg.u32.pchase.l2.footprint<MiB>m)")
-    if case.footprint_mib and not _footprint_fits(case.footprint_mib):
-        raise IllegalShapeError(f"{case}: a footprint is a whole number of MiB from {FOOTPRINT_MIB[0]} to "
-                                f"{FOOTPRINT_MIB[1]}")
+    for size, level, unit in ((case.footprint_mib, "l2", "m"), (case.footprint_kib, "l1", "k")):
+        if size and (case.kind != "pchase" or case.level != level or case.weak
+                     or (case.footprint_mib and case.footprint_kib)):
+            raise IllegalShapeError(f"{case}: a footprint is the L2 chase's in MiB "
+                                    "(ld.global.cg.u32.pchase.l2.footprint<MiB>m) or the L1 chase's in KiB "
+                                    "(ld.global.ca.u32.pchase.l1.footprint<KiB>k)")
+        if size and not _footprint_fits(size, unit):
+            low, high = FOOTPRINT_MIB if unit == "m" else FOOTPRINT_KIB
+            raise IllegalShapeError(f"{case}: a footprint is a whole number of {'MiB' if unit == 'm' else 'KiB'} "
+                                    f"from {low} to {high}")
 
 
-def _footprint_fits(mib: int) -> bool:
-    return FOOTPRINT_MIB[0] <= mib <= FOOTPRINT_MIB[1]
+def _footprint_fits(size: int, unit: str = "m") -> bool:
+    low, high = FOOTPRINT_MIB if unit == "m" else FOOTPRINT_KIB
+    return low <= size <= high
 
 
 def cases() -> list[MemoryCase]:
@@ -169,6 +198,11 @@ def footprint_cases() -> list[MemoryCase]:
     return [MemoryCase("pchase", "l2", footprint_mib=mib) for mib in SWEEP_MIB]
 
 
+def l1_footprint_cases() -> list[MemoryCase]:
+    """The L1 chase's footprint sweep (the `memory-l1-capacity` suite)."""
+    return [MemoryCase("pchase", "l1", footprint_kib=kib) for kib in SWEEP_KIB]
+
+
 def all_cases() -> list[MemoryCase]:
-    """The family's cases: the `memory` suite's, the map's (the `maps` suite's) and the footprint sweep's."""
-    return cases() + map_cases() + pair_cases() + footprint_cases()
+    """The family's cases: the `memory` suite's, the map's (the `maps` suite's) and the footprint sweeps'."""
+    return cases() + map_cases() + pair_cases() + footprint_cases() + l1_footprint_cases()

@@ -1,6 +1,7 @@
 """The seed architecture chapter's memory-hierarchy figures (harness/seed_chapter.py) mapped to the memory
 family's cases: each level's latency to its chase, the shared-memory and L2 bandwidths to the level's stream,
-per SM and cycle (our streams' unit), the L2's capacity to the footprint sweep's knee (l2capacity.py)."""
+per SM and cycle (our streams' unit), the L2's capacity to the footprint sweep's knee (l2capacity.py), the L1 and
+shared memory's 256 KB to the L1's footprint sweep's knee (the L1's part of it: l1_capacity_kib)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,16 @@ def chapter_row(row: dict, latency_case, stream_case) -> dict | None:
                 "notes": f"printed {value:g} {unit}: NVIDIA's MB of cache are MiB (an H100 SXM5 reports an L2 of "
                          f"{value:g} x 2^20 bytes); compared with the footprint at which one SM's chase leaves the L2 "
                          f"(the memory-l2-capacity suite). {row['notes']}".strip()}
+    if metric == "l1_shared_per_sm":  # the L1's footprint sweep's knee, at the carve-out that leaves the L1 most
+        from harness.families.memory.kernels import L1_CARVEOUT
+        from harness.families.memory.l2capacity import L1_METRIC, capacity_case
+
+        return {"case_id": capacity_case("l1"), "metric": L1_METRIC, "value": value, "unit": "KiB",
+                "notes": f"printed {value:g} {unit}, L1 and shared memory together: the L1 is what the shared-memory "
+                         f"carve-out leaves of it, so our figure is the L1's part only (the chase launched at carve-out "
+                         f"preference {L1_CARVEOUT} %, the largest L1; at least 8 KiB stays shared memory, a block's "
+                         f"1 KiB reserved); compared with the footprint at which one SM's L1 chase leaves the L1 (the "
+                         f"memory-l1-capacity suite). {row['notes']}".strip()}
     if metric == "bandwidth_l2":  # the whole GPU's TB/s: per SM and cycle at the spec box's SMs and boost clock
         sms, clock = seed_chapter.SMS, seed_chapter.BOOST_CLOCK_MHZ
         per_cycle = value * 1e12 / (sms * clock * 1e6)

@@ -89,7 +89,7 @@ def checks(case: MemoryCase, inputs: Inputs) -> list[Check]:
                       _expected(case, [chase(words, 0, steps)]), 0.0,
                       f"the word after the warm walk of {MAP_LINES} lines and {steps} timed steps", grid=1)]
     steps = 2 * UNROLL
-    if case.footprint_mib:  # the timed launches' block (its warm pass), launch 0 from word 0
+    if case.footprint_bytes:  # the timed launches' block (its warm pass), launch 0 from word 0
         return [Check("probe_chain", WARM_THREADS, steps, 5, _expected(case, [chase(words, 0, steps)]), 0.0,
                       f"the word after the warm pass and {steps} steps of the chase")]
     checks = [Check("probe_chain", 32, steps, 5, _expected(case, [chase(words, 0, steps)]), 0.0,

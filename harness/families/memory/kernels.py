@@ -12,12 +12,18 @@ SPACES = {"shared": 0, "global.ca": 1, "global.cg": 2, "global": 3}  # ptx/memor
 # wraps, each walking at most 4352 of its 4M chunks.
 HBM_LAUNCH_STEP = (2 << 20) // 4
 UNROLL = 16  # chase steps per loop body
-# The footprint sweep (ld.global.cg.u32.pchase.l2.footprint<MiB>m): the block that warms the ring before each launch's
-# chase (thread 0 chases alone after it), the loads each of its threads keeps in flight, and the step between two
-# launches' first words: 4099 chunks (a prime), so that every launch starts elsewhere in the cycle
+# The footprint sweeps (ld.global.cg.u32.pchase.l2.footprint<MiB>m, ld.global.ca.u32.pchase.l1.footprint<KiB>k): the
+# block that warms the ring before each launch's chase (thread 0 chases alone after it; one block: one SM, whose L1 the
+# L1's sweep fills), the loads each of its threads keeps in flight, and the step between two launches' first words:
+# 4099 chunks (a prime), so that every launch starts elsewhere in the cycle
 WARM_THREADS = 512
 WARM_UNROLL = 8
 FOOTPRINT_LAUNCH_STEP = 4099 * 16
+# The L1's sweep: the chase's preferred shared-memory carve-out, in percent of the most shared memory an SM has
+# (CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, through Attachment.shared_carveout): 0, the largest L1 the SM
+# gives beside the kernel's shared memory: 1028 bytes (its static word, the warm pass's sum, and the 1 KiB a block
+# reserves), so at least the smallest carve-out step (8 KiB on sm_90) stays shared memory
+L1_CARVEOUT = 0
 STREAM_UNROLL = 4  # 16-byte loads per thread per iteration
 SWEEP_WARPS = (4, 8, 16, 32)
 EACH_REPS = 512  # loads timed alone per launch
@@ -65,9 +71,9 @@ def template_params(case: MemoryCase) -> dict[str, object]:
             "ring_words": words,
             "pointers": "true" if case.kind == "ptrchase" else "false",
             "shared_words": words if case.level == "shared" else 4,
-            "launch_step": (HBM_LAUNCH_STEP if case.level == "hbm" else FOOTPRINT_LAUNCH_STEP if case.footprint_mib
+            "launch_step": (HBM_LAUNCH_STEP if case.level == "hbm" else FOOTPRINT_LAUNCH_STEP if case.footprint_bytes
                             else 0),
-            "warm": "true" if case.footprint_mib else "false", "warm_unroll": WARM_UNROLL,
+            "warm": "true" if case.footprint_bytes else "false", "warm_unroll": WARM_UNROLL,
             "unroll": STREAM_UNROLL if case.kind == "stream" else UNROLL, "out_threads": output_words(case),
             "map_lines": MAP_LINES, "map_empty": MAP_EMPTY,
             "map_row": MAP_ROW_HEAD + 2 * (PAIR_ROW_TARGETS if case.kind == "pairs" else MAP_LINES),

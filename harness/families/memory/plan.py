@@ -5,8 +5,8 @@ latency per SM."""
 from __future__ import annotations
 
 from harness.families.memory.cases import MemoryCase
-from harness.families.memory.kernels import (EACH_REPS, MAP_LAUNCHES, PAIR_LAUNCHES, PAIR_ROW_TARGETS, PAIR_TARGETS,
-                                             STREAM_UNROLL, SWEEP_WARPS, UNROLL, WARM_THREADS)
+from harness.families.memory.kernels import (EACH_REPS, L1_CARVEOUT, MAP_LAUNCHES, PAIR_LAUNCHES, PAIR_ROW_TARGETS,
+                                             PAIR_TARGETS, STREAM_UNROLL, SWEEP_WARPS, UNROLL, WARM_THREADS)
 from harness.families.memory.pairs import OWNER_MISS, OWNER_OWN
 from harness.l2lines import LINES as MAP_LINES
 from harness.measure.methods import BracketedLatency, ChainSlope, OccupancySweep, SmMap, SweepPoint
@@ -36,11 +36,15 @@ def plan(case: MemoryCase, device=None) -> list:
     if case.kind == "stream":
         points = tuple(SweepPoint("probe_stream", w, STREAM_UNROLL, {"warps": w}) for w in SWEEP_WARPS)
         return [OccupancySweep(points, 32, 1, whole_gpu="none")]
-    if case.footprint_mib:
+    if case.footprint_bytes:
+        size = f"{case.footprint_mib} MiB" if case.footprint_mib else f"{case.footprint_kib} KiB"
+        carveout = (f", the kernel's preferred shared-memory carve-out {L1_CARVEOUT} % (the largest L1)"
+                    if case.level == "l1" else "")
         return [ChainSlope("latency_cycles", "probe_chain", WARM_THREADS, unroll=UNROLL, launch={"timed": "chain"},
                            notes=f"one thread's dependent {case.instruction} through a random cycle of 64-byte chunks "
-                                 f"over {case.footprint_mib} MiB, after the block ({WARM_THREADS} threads) loaded every "
-                                 "chunk once (the footprint sweep; each launch from its own place in the cycle)")]
+                                 f"over {size}, after the block ({WARM_THREADS} threads, one SM) loaded every chunk "
+                                 f"once with {case.instruction} (the {case.level.upper()}'s footprint sweep; each "
+                                 f"launch from its own place in the cycle{carveout})")]
     where = {"shared": "shared memory (4 KiB)", "l1": "a 16 KiB ring in global memory, cached in L1 after the "
              "first pass (the short chain's misses cancel in the slope)", "l2": "an 8 MiB ring, resident in the L2",
              "hbm": "256 MiB, every launch on chunks no launch touched before"}[case.level]

@@ -25,7 +25,7 @@ def expectation(case: MemoryCase) -> SassExpectation:
                                spill_kernels=("probe_map",))
     # a chase of addresses holds nothing between its loads: no address arithmetic (the index chase's IMAD/LEA)
     between = ("IMAD", "IADD", "LEA", "SHF", "ISCADD") if case.kind == "ptrchase" else ()
-    if case.footprint_mib:  # the warm pass's WARM_UNROLL loads, then the chase's; no probe_each
+    if case.footprint_bytes:  # the warm pass's WARM_UNROLL loads (the chase's own), then the chase's; no probe_each
         return SassExpectation((("probe_chain", KernelExpectation(load, WARM_UNROLL + UNROLL)),), executes=load)
     kernels = [("probe_chain", KernelExpectation(load, UNROLL, forbidden=between,
                                                  exclude=(load + ".",) if load == "LDS" else ()))]
