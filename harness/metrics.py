@@ -97,11 +97,11 @@ METRICS = {m.name: m for m in (
     MetricInfo("l2_capacity_mib", "MiB", "ratio", None, "higher",
                "the L2's capacity as one SM's chase sees it: the footprint (MiB) at which the L2 chase's latency "
                "rises 10 % above its small-footprint plateau, interpolated in the footprint sweep "
-               "(harness/families/memory/l2capacity.py; derived by compare across the sweep's cases)"),
+               "(harness/families/memory/capacity.py; derived by compare across the sweep's cases)"),
     MetricInfo("l1_capacity_kib", "KiB", "ratio", None, "higher",
                "the L1's capacity as one SM's chase sees it: the footprint (KiB) at which the L1 chase's latency "
                "rises 10 % above its small-footprint plateau, interpolated in the L1's footprint sweep, at the "
-               "shared-memory carve-out preference 0 (harness/families/memory/l2capacity.py SWEEPS; derived by "
+               "shared-memory carve-out preference 0 (harness/families/memory/capacity.py SWEEPS; derived by "
                "compare across the sweep's cases)"),
     MetricInfo("roofline_fraction", "ratio", "ratio", None, "higher",
                "bandwidth_gbps over the read roofline measured in the same run (its family's roofline case; "

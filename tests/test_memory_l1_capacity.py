@@ -16,7 +16,7 @@ from harness.errors import IllegalShapeError, SpecError
 from harness.families.memory import CHUNK_WORDS, chase
 from harness.families.memory.cases import SWEEP_KIB, SWEEP_MIB
 from harness.families.memory.kernels import L1_CARVEOUT
-from harness.families.memory.l2capacity import L1_METRIC, METRIC, RISE, capacity, capacity_case
+from harness.families.memory.capacity import L1_METRIC, METRIC, RISE, capacity, capacity_case
 from harness.registry import FAMILIES, parse_case_id
 from harness.suites import suite_cases
 

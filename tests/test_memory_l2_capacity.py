@@ -11,7 +11,7 @@ import pytest
 from harness.errors import IllegalShapeError, SpecError
 from harness.families.memory import CHUNK_WORDS, chase
 from harness.families.memory.cases import SWEEP_MIB
-from harness.families.memory.l2capacity import METRIC, PLATEAU_POINTS, RISE, capacity, capacity_case
+from harness.families.memory.capacity import METRIC, PLATEAU_POINTS, RISE, capacity, capacity_case
 from harness.registry import FAMILIES, parse_case_id
 from harness.suites import suite_cases
 

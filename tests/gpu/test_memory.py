@@ -55,9 +55,9 @@ def test_shared_stream_reaches_most_of_its_banks(measured):
 
 def test_the_footprint_sweeps_ends_validate_and_the_largest_leaves_the_l2():
     """The sweep's smallest ring (8 MiB) and largest (128 MiB, past every Hopper's L2) validate after their warm
-    pass, and the largest chase is slower by more than the capacity estimate's threshold (l2capacity.RISE)."""
+    pass, and the largest chase is slower by more than the capacity estimate's threshold (capacity.RISE)."""
     from harness.families.memory.cases import SWEEP_MIB
-    from harness.families.memory.l2capacity import RISE
+    from harness.families.memory.capacity import RISE
 
     device = open_device(0)
     medians = []
@@ -72,9 +72,9 @@ def test_the_footprint_sweeps_ends_validate_and_the_largest_leaves_the_l2():
 def test_the_l1_footprint_sweeps_ends_validate_and_the_largest_leaves_the_l1():
     """The L1 sweep's smallest ring (16 KiB) and largest (512 KiB, twice the SM's L1 and shared memory together)
     validate after their warm pass at carve-out preference 0, and the largest chase is slower by more than the
-    capacity estimate's threshold (l2capacity.RISE)."""
+    capacity estimate's threshold (capacity.RISE)."""
     from harness.families.memory.cases import SWEEP_KIB
-    from harness.families.memory.l2capacity import RISE
+    from harness.families.memory.capacity import RISE
 
     device = open_device(0)
     medians = []

@@ -6,7 +6,7 @@ of `tma`: nothing here is a bulk copy, a tensor map or a cluster, and its probes
 ptx/memory.cu.in) share none of the TMA template's kernels.
 
 Cases and ids (a chase, a stream, the L2 map, the L2's pairs of SMs at each level, the L2 chase's footprint sweep):
-cases.py; the L2's capacity compare derives from the sweep (Family.derived): l2capacity.py.
+cases.py; the L2's capacity compare derives from the sweep (Family.derived): capacity.py.
 
 Metrics: `latency_cycles` of a chase, by chain slope ({"timed": "chain"}: two chains of 256 and 4352
 dependent loads, the difference over the difference of lengths; the headline) and, for L2 and HBM,
@@ -261,8 +261,8 @@ class MemoryFamily(Family):
 
     @staticmethod
     def derived(frame) -> list:
-        """The L2's and the L1's capacities from the footprint sweeps (l2capacity.py: l2_capacity_mib, l1_capacity_kib)."""
-        from harness.families.memory.l2capacity import derived
+        """The L2's and the L1's capacities from the footprint sweeps (capacity.py: l2_capacity_mib, l1_capacity_kib)."""
+        from harness.families.memory.capacity import derived
 
         return derived(frame)
 

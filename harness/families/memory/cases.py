@@ -16,7 +16,7 @@ Ids spell the PTX load, then what is timed and where the data lives:
                                       the L2 chase over a ring of 48 MiB (any whole number of MiB, FOOTPRINT_MIB),
                                       the whole ring loaded once by the block before each launch's chase is timed,
                                       each launch from its own place in the cycle: one point of the footprint sweep
-                                      (the `memory-l2-capacity` suite; l2capacity.py: the capacity it shows)
+                                      (the `memory-l2-capacity` suite; capacity.py: the capacity it shows)
     ld.global.ca.u32.pchase.l1.footprint192k
                                       the L1 chase over a ring of 192 KiB (any whole number of KiB, FOOTPRINT_KIB),
                                       warmed the same way (ld.global.ca, one block: one SM's L1), launched with the

@@ -1,6 +1,6 @@
 """The seed architecture chapter's memory-hierarchy figures (harness/seed_chapter.py) mapped to the memory
 family's cases: each level's latency to its chase, the shared-memory and L2 bandwidths to the level's stream,
-per SM and cycle (our streams' unit), the L2's capacity to the footprint sweep's knee (l2capacity.py), the L1 and
+per SM and cycle (our streams' unit), the L2's capacity to the footprint sweep's knee (capacity.py), the L1 and
 shared memory's 256 KB to the L1's footprint sweep's knee (the L1's part of it: l1_capacity_kib)."""
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ def chapter_row(row: dict, latency_case, stream_case) -> dict | None:
             per_cycle, why = value, ""
         return {"case_id": stream_case("shared"), "metric": "sm_throughput", "value": per_cycle, "unit": "B/cycle/SM",
                 "notes": why + row["notes"]}
-    if metric == "l2_capacity":  # the footprint sweep's knee (l2capacity.py), in MiB as the device reports its L2
-        from harness.families.memory.l2capacity import METRIC, capacity_case
+    if metric == "l2_capacity":  # the footprint sweep's knee (capacity.py), in MiB as the device reports its L2
+        from harness.families.memory.capacity import METRIC, capacity_case
 
         return {"case_id": capacity_case(), "metric": METRIC, "value": value, "unit": "MiB",
                 "notes": f"printed {value:g} {unit}: NVIDIA's MB of cache are MiB (an H100 SXM5 reports an L2 of "
@@ -37,7 +37,7 @@ def chapter_row(row: dict, latency_case, stream_case) -> dict | None:
                          f"(the memory-l2-capacity suite). {row['notes']}".strip()}
     if metric == "l1_shared_per_sm":  # the L1's footprint sweep's knee, at the carve-out that leaves the L1 most
         from harness.families.memory.kernels import L1_CARVEOUT
-        from harness.families.memory.l2capacity import L1_METRIC, capacity_case
+        from harness.families.memory.capacity import L1_METRIC, capacity_case
 
         return {"case_id": capacity_case("l1"), "metric": L1_METRIC, "value": value, "unit": "KiB",
                 "notes": f"printed {value:g} {unit}, L1 and shared memory together: the L1 is what the shared-memory "

@@ -1,5 +1,5 @@
-"""The L2's capacity as one SM's chase sees it, from the footprint sweep (ld.global.cg.u32.pchase.l2.footprint<MiB>m,
-the `memory-l2-capacity` suite): latency per load against the ring's footprint, flat at the L2's hit latency while
+"""A cache's capacity as one SM's chase sees it, the L2's and the L1's. The L2's, from the footprint sweep
+(ld.global.cg.u32.pchase.l2.footprint<MiB>m, the `memory-l2-capacity` suite): latency per load against the ring's footprint, flat at the L2's hit latency while
 the L2 holds the ring, rising toward HBM's once it does not (docs/data-movement.md, 'The L2's capacity'). The same
 estimate, in KiB, gives the L1's capacity from the L1 chase's sweep (ld.global.ca.u32.pchase.l1.footprint<KiB>k, the
 `memory-l1-capacity` suite: flat at the L1's hit latency, rising toward the L2's; 'The L1's capacity'): SWEEPS.
