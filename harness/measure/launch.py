@@ -43,10 +43,22 @@ class Attachment:
     # kernel -> its preferred shared-memory carve-out, in percent of the SM's most shared memory (the rest of the
     # SM's L1/shared storage is L1: 0 asks for the largest L1); set once, as the probe takes the attachment
     shared_carveout: Mapping[str, int] = field(default_factory=dict)
+    # Launches before a block's arguments repeat: a family's inputs in `period` copies taken in turn, so that no
+    # launch finds them where the launch before left them in the L2 (a block of launches is a whole number of turns:
+    # WholeKernel). `rotation`: a module kernel's extra arguments for each turn (launch i of an enqueue takes
+    # rotation[i % period]; the first must be extra_args: a single launch, a check or a verification, takes it),
+    # empty where extra_args serve every turn; a family's host kernels take their turns themselves.
+    period: int = 1
+    rotation: tuple = ()
 
     def __post_init__(self):
         if self.runtime_cluster < 0 or any(b < 0 for b in self.dynamic_smem.values()):
             raise ValueError("a cluster size and shared memory bytes are not negative")
+        if self.period < 1 or (self.rotation and len(self.rotation) != self.period):
+            raise ValueError("a period is at least 1 launch, and a rotation holds one set of arguments a turn")
+        if self.rotation and (len(self.rotation[0]) != len(self.extra_args)
+                              or any(a is not b for a, b in zip(self.rotation[0], self.extra_args))):
+            raise ValueError("a rotation's first arguments are the attachment's extra_args")
         if any(not 0 <= p <= 100 for p in self.shared_carveout.values()):
             raise ValueError("a shared-memory carve-out is a percentage from 0 to 100")
         if set(self.shared_carveout) & set(self.host_kernels):
@@ -95,6 +107,11 @@ class LoadedProbe:
             self.module.get_function(kernel).preferred_shared_memory_carveout = percent
         self.attached = attachment
 
+    @property
+    def period(self) -> int:
+        """Launches before a block's arguments repeat (Attachment.rotation; 1 without one)."""
+        return self.attached.period
+
     def max_threads(self, kernel: str) -> int:
         if kernel in self.attached.host_kernels:
             return 1024
@@ -120,9 +137,10 @@ class LoadedProbe:
         smem = self.attached.dynamic_smem.get(kernel, 0)
         if smem > 48 * 1024 and function.max_dynamic_shared_size_bytes < smem:
             function.max_dynamic_shared_size_bytes = smem
-        args = (self.inputs, out, timing, np.int32(iters), *self.attached.extra_args)
+        turns = self.attached.rotation or (self.attached.extra_args,)
         cluster = self.attached.runtime_cluster
-        for _ in range(repeat):
+        for turn in range(repeat):
+            args = (self.inputs, out, timing, np.int32(iters), *turns[turn % len(turns)])
             if cluster:
                 _launch_cluster(function, grid, block, smem, cluster, args)
             else:

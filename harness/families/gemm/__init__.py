@@ -35,7 +35,7 @@ import harness.families.gemm.suites as _suites
 import harness.families.gemm.template as _template
 from harness.families.gemm.cases import GemmCase, LibraryCase
 from harness.families.pipeline import counted_kernel
-from harness.families.gemm.problem import COUNTER_WORDS, COUNTERS, TENSOR_FLOPS_PER_CYCLE, grid, threads
+from harness.families.gemm.problem import COUNTER_WORDS, COUNTERS, TENSOR_FLOPS_PER_CYCLE, grid, placement_copies, threads
 from harness.measure.methods import WholeKernel
 
 
@@ -95,18 +95,26 @@ class GemmFamily(Family):
     def peak(self, case: GemmCase) -> float | None:
         return float(TENSOR_FLOPS_PER_CYCLE * case.mma_rate)
 
+    @staticmethod
+    def _launch(case: GemmCase | LibraryCase, device, **more) -> dict:
+        """The measured problem's launch parameters: a cold placement's copies taken in turn (on this GPU's L2)."""
+        launch = {"problem": "measured", **more}
+        if case.placement == "cold" and device is not None:
+            launch["copies"] = placement_copies(case, device.l2_bytes)
+        return launch
+
     def plan(self, case: GemmCase | LibraryCase, device=None) -> list:
         if case.protocol == "burst":
             return [self._burst(case, device)]
         if isinstance(case, LibraryCase):  # the call alone, timed as a kernel is (no clock of its own)
-            return [WholeKernel(KERNEL, 1, 1, launch={"problem": "measured"}, records=False, energy=True,
+            return [WholeKernel(KERNEL, 1, 1, launch=self._launch(case, device), records=False, energy=True,
                                 notes=case.anchor.description)]
         sm_count = device.sm_count if device is not None else 132
         anchor = _configs.library(case.dtype, (case.m, case.n, case.k), scaling=case.scaling).anchor
         return [WholeKernel("probe_gemm", grid(case, sm_count), threads(case),
                             anchor=KERNEL if anchor.available() else None, counters=COUNTERS,
                             counted_kernel=counted_kernel("probe_gemm"), energy=True,
-                            words=COUNTER_WORDS, launch={"problem": "measured"},
+                            words=COUNTER_WORDS, launch=self._launch(case, device),
                             notes=f"{case.tiles} tiles of {case.bm}x{case.bn}, "
                                   + (f"{case.splits} runs of {case.kblocks} k-blocks each (split-K)" if case.splits > 1
                                      else f"{case.kblocks} k-blocks each") + f"; {anchor.note()}")]
@@ -115,7 +123,7 @@ class GemmFamily(Family):
     def _burst(case: GemmCase | LibraryCase, device) -> WholeKernel:
         """The seed worklog's protocol: a batch of WORKLOG_BATCH launches after WORKLOG_IDLE_S of idle, the kernel or
         the library alone (methods/whole_kernel.py _measure_burst)."""
-        burst = dict(launch={"problem": "measured", "protocol": "burst"}, idle_s=_cases.WORKLOG_IDLE_S,
+        burst = dict(launch=GemmFamily._launch(case, device, protocol="burst"), idle_s=_cases.WORKLOG_IDLE_S,
                      burst_launches=_cases.WORKLOG_BATCH)
         if isinstance(case, LibraryCase):
             return WholeKernel(KERNEL, 1, 1, records=False, notes=case.anchor.description, **burst)

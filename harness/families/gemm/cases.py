@@ -85,6 +85,12 @@ INPUT_DTYPES = ("f16", "bf16")
 PROTOCOLS = ("sustained", "burst")
 WORKLOG_IDLE_S = 5.0  # the worklog's published code: the GPU idle this long (a sleep) before its timed batch ...
 WORKLOG_BATCH = 8  # ... of this many launches back to back, timed by CUDA events as one
+# Where the measured problem's inputs are when a launch starts: "warm" (the default, no suffix: every launch reads the
+# same A and B, so a problem that fits in the L2 is read from there, as back-to-back launches leave it) or "cold"
+# (`.cold`: launches take their turn through copies of A, B and C, the other copies' bytes at least twice the L2's
+# between two launches on one copy (problem.placement_copies), so each launch reads its inputs from memory, as a decode
+# step reads a layer's weights once). The kernel and the library take the same turns. Any input type.
+PLACEMENTS = ("warm", "cold")
 
 
 def bk_for(dtype: str) -> int:
@@ -130,13 +136,16 @@ class _GemmProblem:
 
     @property
     def _measured_suffix(self) -> str:
-        """`.inputs-KIND` and `.burst` where the measured problem's inputs or protocol are not the default."""
+        """`.inputs-KIND`, `.burst` and `.cold` where the measured problem's inputs, protocol or placement are not the
+        default."""
         return ("" if self.inputs == "random" else f".inputs-{self.inputs}") + \
-            ("" if self.protocol == "sustained" else f".{self.protocol}")
+            ("" if self.protocol == "sustained" else f".{self.protocol}") + \
+            ("" if self.placement == "warm" else f".{self.placement}")
 
     def _drop_measured_defaults(self, values: dict) -> dict:
-        """params() without the default inputs and protocol: the params of the cases stored before they were fields."""
-        for name, default in (("inputs", "random"), ("protocol", "sustained")):
+        """params() without the default inputs, protocol and placement: the params of the cases stored before they
+        were fields."""
+        for name, default in (("inputs", "random"), ("protocol", "sustained"), ("placement", "warm")):
             if values.get(name) == default:
                 del values[name]
         return values
@@ -149,7 +158,7 @@ class GemmCase(_GemmProblem, PipelineCase):
     family = "gemm"
     # what the GPU tests' default sample varies least (tests/gpu/sample.py): the problem and the ring's depth
     # (and the measured problem's inputs: the same kernel and method, its power and clock; a protocol is a method's mode)
-    size_fields: ClassVar[tuple[str, ...]] = ("m", "n", "k", "stages", "inputs")
+    size_fields: ClassVar[tuple[str, ...]] = ("m", "n", "k", "stages", "inputs", "placement")
     dtype: str
     m: int
     n: int
@@ -161,6 +170,7 @@ class GemmCase(_GemmProblem, PipelineCase):
     scaling: str = "tensor"  # fp8 (SCALINGS): one scale per tensor (1), or DeepSeek-V3's 1x128 and 128x128 blocks
     inputs: str = "random"  # the measured problem's inputs (INPUT_KINDS)
     protocol: str = "sustained"  # how it is timed (PROTOCOLS)
+    placement: str = "warm"  # where its inputs are when a launch starts (PLACEMENTS)
 
     @property
     def base_id(self) -> str:
@@ -271,7 +281,7 @@ class LibraryCase(_GemmProblem, AnchorCase):
     problem draws: cuBLAS's cublasGemmEx for f16 and bf16, cuBLASLt's fp8 matmul for e4m3 (without or with fast
     accumulation; per-tensor or DeepSeek-V3's block scales). An anchor (harness/anchors): no template."""
     family = "gemm"
-    size_fields: ClassVar[tuple[str, ...]] = ("m", "n", "k", "inputs")
+    size_fields: ClassVar[tuple[str, ...]] = ("m", "n", "k", "inputs", "placement")
     dtype: str
     m: int
     n: int
@@ -280,6 +290,7 @@ class LibraryCase(_GemmProblem, AnchorCase):
     scaling: str = "tensor"  # fp8 (SCALINGS): per tensor (scales of 1) or DeepSeek-V3's blocks
     inputs: str = "random"  # the measured problem's inputs (INPUT_KINDS)
     protocol: str = "sustained"  # how it is timed (PROTOCOLS)
+    placement: str = "warm"  # where its inputs are when a launch starts (PLACEMENTS)
 
     @property
     def base_id(self) -> str:
@@ -308,4 +319,5 @@ class LibraryCase(_GemmProblem, AnchorCase):
             values["fast_accum"] = self.fast_accum
         if self.scaling != "tensor":
             values["scaling"] = self.scaling
-        return self._drop_measured_defaults({**values, "inputs": self.inputs, "protocol": self.protocol})
+        return self._drop_measured_defaults({**values, "inputs": self.inputs, "protocol": self.protocol,
+                                             "placement": self.placement})

@@ -28,7 +28,8 @@ def _prepare(values: dict) -> dict:
             named.append(_ids.parse(case_id))
         except SpecError as exc:
             raise SpecError(f"--case {case_id}: not a GEMM case this family runs ({exc})") from None
-    return {"found": {shape: _shapes.candidates(shape) for shape in dict.fromkeys(shapes)}, "named": named,
+    placement = "cold" if values["cold"] else "warm"
+    return {"found": {shape: _shapes.candidates(shape, placement) for shape in dict.fromkeys(shapes)}, "named": named,
             "top": values["top"]}
 
 
@@ -47,8 +48,10 @@ def _report(state: dict, results: list, fit) -> Advice:
         table = table.drop(columns=["status"])
     lead = (f"{len(state['found'])} shape(s): the planner's top {state['top']} (`rank`: its rank among every "
             "configuration of the shape), the library and --case beside them; predicted at the clock each case ran "
-            "at; miss = measured / predicted - 1.",)
-    keep = ("shape", "rank", "tile", "stages", "predicted", "measured", "library_fraction", "miss")
+            "at; miss = measured / predicted - 1; GB/s: A and B read and C written once a call, at the measured rate."
+            + (" Cold (`.cold`): each launch, ours and the library's, read its own copy of A, B and C, out of the L2."
+               if any(getattr(case, "placement", "warm") == "cold" for case in state["planned"].cases) else ""),)
+    keep = ("shape", "rank", "tile", "stages", "predicted", "measured", "GB/s", "library_fraction", "miss")
     return Advice(lead, table, (state["source"],), keep)
 
 
@@ -84,6 +87,7 @@ SHAPES = Measurer(
       bench gemm --shape 4096,14336,4096
       bench gemm --shape 8192,8192,8192,e4m3 --top 3
       bench gemm --shapes llama3-8b.txt --db llama.db
+      bench gemm --shapes decode.txt --cold --top 2
       bench gemm --shape 2048,2048,2048 --case gemm.f16.2048x2048x2048.tile128x128x64.s4.wg2.setmaxnreg.cluster1.persistent-grouped.tmastore
     """,
     (click.Option(["--shape", "shape_texts"], multiple=True, metavar="M,N,K[,DTYPE]",
@@ -94,6 +98,9 @@ SHAPES = Measurer(
                   help="the input type of a shape that names none"),
      click.Option(["--top"], default=_shapes.TOP, show_default=True, type=click.IntRange(1, 100),
                   help="configurations measured per shape, the planner's best first"),
-     click.Option(["--case", "case_ids"], multiple=True, metavar="ID", help="a GEMM case to measure too (repeatable)")),
+     click.Option(["--case", "case_ids"], multiple=True, metavar="ID", help="a GEMM case to measure too (repeatable)"),
+     click.Option(["--cold"], is_flag=True, default=False,
+                  help="each launch (ours and the library's) reads its own copy of A, B and C, left out of the L2 by "
+                       "the copies read since (ids end `.cold`): as a decode step reads a layer's weights once")),
     _prepare, _plan, _report,
 )

@@ -18,9 +18,10 @@ def pipeline(dtype: str, shape: tuple[int, int, int], **config) -> GemmCase:
 
 
 def library(dtype: str, shape: tuple[int, int, int], fast_accum: bool = False, scaling: str = "tensor",
-            inputs: str = "random", protocol: str = "sustained") -> LibraryCase:
+            inputs: str = "random", protocol: str = "sustained", placement: str = "warm") -> LibraryCase:
     m, n, k = shape
-    return LibraryCase(dtype, m, n, k, fast_accum=fast_accum, scaling=scaling, inputs=inputs, protocol=protocol)
+    return LibraryCase(dtype, m, n, k, fast_accum=fast_accum, scaling=scaling, inputs=inputs, protocol=protocol,
+                       placement=placement)
 
 
 # The seed worklog's kernels that this family expresses, by its step (docs/gemm.md; the steps it does not:

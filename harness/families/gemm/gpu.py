@@ -170,10 +170,9 @@ def _measured(cupy, case):
     return a1, b1, scales
 
 
-def _call(case, m: int, n: int, k: int, a: int, b: int, c: int, scales: tuple[int, int] | None,
-          fast_accum: bool = False):
-    """(the library's plan, a function that makes its call: C = A . B^T on these device pointers): cuBLASLt's fp8
-    matmul on e4m3 codes (harness/anchors/cublaslt.py), else cublasGemmEx (harness/anchors/cublas.py)."""
+def _call(case, m: int, n: int, k: int, scales: tuple[int, int] | None, fast_accum: bool = False):
+    """(the library's plan, call(a, b, c): C = A . B^T on these device pointers): cuBLASLt's fp8 matmul on e4m3 codes
+    (harness/anchors/cublaslt.py), else cublasGemmEx (harness/anchors/cublas.py)."""
     from harness.families.gemm.cases import FP8_LIBRARY
 
     if case.dtype in FP8_LIBRARY:
@@ -181,11 +180,31 @@ def _call(case, m: int, n: int, k: int, a: int, b: int, c: int, scales: tuple[in
 
         plan = CublasLtMatmul(case.a_dtype, case.b_dtype, case.out_dtype, m, n, k, fast_accum,
                               block_scales=scales if case.block_scaled else None)
-        return plan, lambda: plan(a, b, c)
+        return plan, lambda a, b, c: plan(a, b, c)
     from harness.anchors.cublas import Library
 
     plan = Library(case.out_dtype)
-    return plan, lambda: plan(a, b, c, m, n, k)
+    return plan, lambda a, b, c: plan(a, b, c, m, n, k)
+
+
+def copies(cupy, case, device, a1, b1, c1) -> list[tuple]:
+    """The measured problem's (A, B, C) for each turn of its launches (problem.placement_copies): itself, or for a cold
+    placement it and copies of A and B (the same values at other addresses) with Cs of their own."""
+    from harness.families.gemm.problem import placement_copies
+
+    turns = placement_copies(case, device.l2_bytes)
+    return [(a1, b1, c1)] + [(a1.copy(), b1.copy(), cupy.zeros_like(c1)) for _ in range(turns - 1)]
+
+
+def in_turn(calls: list):
+    """A host kernel that makes `calls[i % len]` at its i-th launch (the library through a cold placement's copies; a
+    block of launches is a whole number of turns: Attachment.period)."""
+    turn = iter(range(1 << 62))
+
+    def call():
+        calls[next(turn) % len(calls)]()
+
+    return call
 
 
 def attach_library(case, probe, device) -> Attachment:
@@ -198,17 +217,19 @@ def attach_library(case, probe, device) -> Attachment:
     m0, n0, k0 = check_problem(case)
     a0 = probe.inputs.data.ptr
     b_at, scale_a_at, scale_b_at = scale_offsets(case)
-    check_plan, check_call = _call(case, m0, n0, k0, a0, a0 + b_at, probe.out.data.ptr,
-                                   (a0 + scale_a_at, a0 + scale_b_at), case.fast_accum)
+    check_plan, check_call = _call(case, m0, n0, k0, (a0 + scale_a_at, a0 + scale_b_at), case.fast_accum)
     a1, b1, (scale_a1, scale_b1) = _measured(cupy, case)
     c1 = cupy.zeros((case.m, case.n), dtype=cupy.uint16)
     scales1 = (scale_a1.data.ptr, scale_b1.data.ptr) if case.block_scaled else None
-    plan, call = _call(case, case.m, case.n, case.k, a1.data.ptr, b1.data.ptr, c1.data.ptr, scales1, case.fast_accum)
+    plan, call = _call(case, case.m, case.n, case.k, scales1, case.fast_accum)
+    turns = copies(cupy, case, device, a1, b1, c1)
+    measured = in_turn([lambda t=t: call(*(x.data.ptr for x in t)) for t in turns])
 
     def library(out, timing, iters):
-        (call if iters else check_call)()
+        measured() if iters else check_call(a0, a0 + b_at, probe.out.data.ptr)
 
-    return Attachment(resources=(a1, b1, c1, scale_a1, scale_b1, check_plan, plan), host_kernels={KERNEL: library})
+    return Attachment(resources=(turns, scale_a1, scale_b1, check_plan, plan), host_kernels={KERNEL: library},
+                      period=len(turns))
 
 
 def attach(case, probe, device) -> Attachment:
@@ -243,17 +264,22 @@ def attach(case, probe, device) -> Attachment:
     resources += [*split0, *split1]
     pointers = lambda buffers: tuple(0 if x is None else x.data.ptr for x in buffers)
     check = problem(case, a0, b0, c0, m0, n0, k0, scales0, pointers(split0))
-    measured = problem(case, a1.data.ptr, b1.data.ptr, c1.data.ptr, m, n, k, scales1, pointers(split1))
+    turns = copies(cupy, case, device, a1, b1, c1)  # a cold placement's copies, taken in turn by both contenders
+    resources.append(turns)
+    measured = [problem(case, *(x.data.ptr for x in turn), m, n, k, scales1, pointers(split1)) for turn in turns]
+    extra = (check, measured[0])
     host = {}
     # The anchor: the library on the measured problem's own inputs (fp8: cuBLASLt on the e4m3 codes, without fast
     # accumulation), into a C of its own (f16 and bf16: the reference the verification reads again)
     if library_case(case.dtype, (m, n, k), scaling=case.scaling).anchor.available():
         anchor_c = reference if case.dtype not in FP8_LIBRARY else cupy.zeros((m, n), dtype=cupy.uint16)
-        plan, call = _call(case, m, n, k, a1.data.ptr, b1.data.ptr, anchor_c.data.ptr, scales1)
+        plan, call = _call(case, m, n, k, scales1)
         resources += [anchor_c, plan]
+        outputs = [(a1, b1, anchor_c)] + turns[1:]
+        measured_call = in_turn([lambda t=t: call(*(x.data.ptr for x in t)) for t in outputs])
 
         def anchor(out, timing, iters):
-            call()
+            measured_call()
 
         host[KERNEL] = anchor
 
@@ -265,8 +291,8 @@ def attach(case, probe, device) -> Attachment:
             raise HarnessError(f"a persistent grid of {blocks // case.cluster} clusters of {case.cluster}, but this GPU "
                                f"runs {fit} at once (the rest would be a second wave): ask for "
                                f".sms{fit * case.cluster} or fewer")
-    library = None if case.promote or case.inputs != "random" else _call(case, m, n, k, a_ref.data.ptr,
-                                                                          b_ref.data.ptr, reference.data.ptr, None)[1]
+    reference_call = None if case.promote or case.inputs != "random" else _call(case, m, n, k, None)[1]
+    library = lambda: reference_call(a_ref.data.ptr, b_ref.data.ptr, reference.data.ptr)
 
     def verify(out, timing, iters):
         """The measured problem once, then its reference (cuBLAS on the same inputs; fp8, integer and zero inputs: the
@@ -291,5 +317,6 @@ def attach(case, probe, device) -> Attachment:
         out[0:1] = cupy.count_nonzero(bad).astype(cupy.uint32)
 
     host["probe_verify"] = verify
-    return Attachment(extra_args=(check, measured), dynamic_smem={name: case.smem_bytes() for name in ("probe_gemm", counted_kernel("probe_gemm"))},
+    rotation = (extra, *((check, p) for p in measured[1:])) if len(measured) > 1 else ()
+    return Attachment(extra_args=extra, period=len(turns), rotation=rotation, dynamic_smem={name: case.smem_bytes() for name in ("probe_gemm", counted_kernel("probe_gemm"))},
                       resources=tuple(resources), host_kernels=host)

@@ -14,7 +14,7 @@ ID = re.compile(r"^(?P<library>cublaslt|cublas|gemm)\.(?P<dtype>[a-z0-9]+(?:-[a-
                 r"(?:\.tile(?P<bm>\d+)x(?P<bn>\d+)x(?P<bk>\d+)\.s(?P<stages>\d+)\.wg(?P<wg>\d+)(?P<rb>\.setmaxnreg)?"
                 r"\.cluster(?P<cluster>\d+)\.(?P<sched>grid|persistent)-(?P<order>[a-z]+)\.(?P<epi>[a-z]+)"
                 r"(?:\.sms(?P<sms>\d+))?(?:\.(?P<schedule>pingpong))?(?:\.splitk(?P<splits>\d+))?(?:\.streamk(?P<streamk>\d+))?(?:\.(?P<promotion>overlap|pipelined|staggered|carried|deferred|offset)(?:-g(?P<group>\d+))?)?(?P<scaling>\.blockscale)?)?"
-                r"(?:\.inputs-(?P<inputs>[a-z]+))?(?:\.(?P<protocol>burst))?$")
+                r"(?:\.inputs-(?P<inputs>[a-z]+))?(?:\.(?P<protocol>burst))?(?:\.(?P<placement>cold))?$")
 
 
 def parse(case_id: str) -> GemmCase:
@@ -26,7 +26,7 @@ def parse(case_id: str) -> GemmCase:
                         "or 'cublas.f16.8192x8192x8192' or 'cublaslt.e4m3.8192x8192x8192[.fastaccum]'")
     g = match.groupdict()
     common = dict(dtype=g["dtype"], m=int(g["m"]), n=int(g["n"]), k=int(g["k"]), inputs=g["inputs"] or "random",
-                  protocol=g["protocol"] or "sustained")
+                  protocol=g["protocol"] or "sustained", placement=g["placement"] or "warm")
     if g["library"] != "gemm":
         case = LibraryCase(**common, fast_accum=bool(g["fast"]), scaling="block" if g["lscaling"] else "tensor")
     else:

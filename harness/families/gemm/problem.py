@@ -49,6 +49,24 @@ FULL_WAIT, EMPTY_WAIT, EPILOGUE, MAINLOOP, TILES, KBLOCKS = (counter_index(name)
 COUNTERS = counter_metrics()  # fp8 runs at twice TENSOR_FLOPS_PER_CYCLE (GemmCase.mma_rate)
 
 
+# A cold placement's copies (cases.PLACEMENTS): enough that between two launches on one copy the other copies' A, B and
+# C have passed through the L2 at least COLD_TURNOVER times its capacity (an LRU-like L2 keeps none of the first copy)
+COLD_TURNOVER = 2
+
+
+def footprint_bytes(case: GemmCase | LibraryCase) -> int:
+    """The measured problem's A and B and its C (f16 or bf16): one copy's bytes."""
+    return (case.m + case.n) * case.k * case.in_bytes + case.m * case.n * 2
+
+
+def placement_copies(case: GemmCase | LibraryCase, l2_bytes: int) -> int:
+    """Copies of the measured problem's A, B and C the launches take in turn: 1 (warm), or for a cold placement
+    1 + ceil(COLD_TURNOVER x L2 / one copy's bytes), at least 2."""
+    if case.placement == "warm":
+        return 1
+    return max(2, 1 + -(-COLD_TURNOVER * max(l2_bytes, 1) // footprint_bytes(case)))
+
+
 def measured_bound(xp, inputs: str, out_dtype: str, reference):
     """The largest |ours - reference| an element of the measured problem may show where the kernel is right, from the
     arithmetic of its inputs (`reference`: cuBLAS's C for normal inputs; the exact sum, f64, for integers; zeros):

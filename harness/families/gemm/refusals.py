@@ -6,7 +6,7 @@ from __future__ import annotations
 from harness.errors import SpecError
 from harness.families.gemm.cases import (DTYPES, FP8_LIBRARY, FP8_TILES, GROUPED_WALKS, INPUT_DTYPES, INPUT_KINDS, LIBRARY_DTYPES,
                                          LIVE_ACCUMULATOR_LIMIT, MAX_DIM, PIPELINE_GROUP, PIPELINE_GROUPS, PROMOTIONS,
-                                         PROTOCOLS, SCALE_BLOCK, SCALINGS, TILES, GemmCase, LibraryCase, bk_for)
+                                         PLACEMENTS, PROTOCOLS, SCALE_BLOCK, SCALINGS, TILES, GemmCase, LibraryCase, bk_for)
 from harness.families.pipeline import ACC_REGISTER_LIMIT, MAX_SMS, SMEM_LIMIT
 
 SPLIT_ACCUMULATORS = 64  # f32 accumulators a consumer thread holds beside split-K's fix-up without spilling
@@ -31,6 +31,8 @@ def check(case: GemmCase | LibraryCase) -> None:
         refuse(f"{case.inputs} inputs for the measured problem are {' and '.join(INPUT_DTYPES)}'s")
     if case.protocol not in PROTOCOLS:
         refuse(f"protocol {case.protocol!r}: expected one of {', '.join(PROTOCOLS)}")
+    if case.placement not in PLACEMENTS:
+        refuse(f"placement {case.placement!r}: expected one of {', '.join(PLACEMENTS)}")
     if case.block_scaled:
         if case.in_bytes != 1:
             refuse("block scaling is fp8's (DeepSeek-V3's 1x128 and 128x128 f32 scales)")

@@ -9,7 +9,7 @@ one `M,N,K[,dtype]` a line, a shape whose buffers exceed the GPU's memory (memor
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.errors import SpecError
@@ -65,11 +65,13 @@ def read_shapes(path: str | Path, dtype: str = "f16") -> list[Shape]:
     return shapes
 
 
-def candidates(shape: Shape) -> list[_cases.GemmCase]:
+def candidates(shape: Shape, placement: str = "warm") -> list[_cases.GemmCase]:
     """Every configuration the family can run for the shape (configs.configurations: a shape that is not a whole
-    number of a configuration's tiles leaves it out); none is one line."""
+    number of a configuration's tiles leaves it out), its inputs placed as asked (cases.PLACEMENTS); none is one
+    line."""
 
-    found = _configs.configurations(shape.dtype, shape.m, shape.n, shape.k)
+    found = [replace(case, placement=placement)
+             for case in _configs.configurations(shape.dtype, shape.m, shape.n, shape.k)]
     if not found:
         raise SpecError(f"{shape.label}: no pipeline configuration tiles it: M, N and K must be multiples of a tile "
                         f"({', '.join(f'{a}x{b}' for a, b in _cases.TILES)}; M of twice it for a cluster of 2) and K "
@@ -77,25 +79,28 @@ def candidates(shape: Shape) -> list[_cases.GemmCase]:
     return found
 
 
-def memory_bytes(case: _cases.GemmCase | _cases.LibraryCase) -> int:
+def memory_bytes(case: _cases.GemmCase | _cases.LibraryCase, l2_bytes: int = 0) -> int:
     """What the family allocates on the GPU for a case's measured problem at once (gpu.attach and its verify): A and
     B, C and the reference C (and cuBLASLt's C for fp8), then the check's f32 copies of both Cs, its bound, their
     difference and the mask; fp8 adds A and B as f16 (cuBLAS's inputs) and, for the exact product, A and B as f64,
     |B| and the product, its sums of |products| and the bound in f64. The library alone (gpu.attach_library): A, B
-    and C."""
+    and C. A cold placement adds its copies of A, B and C (problem.placement_copies, for an L2 of `l2_bytes`)."""
+    from harness.families.gemm.problem import footprint_bytes, placement_copies
+
     mn, mk_nk, elem = case.m * case.n, (case.m + case.n) * case.k, case.in_bytes
+    more = (placement_copies(case, l2_bytes) - 1) * footprint_bytes(case)
     if isinstance(case, _cases.LibraryCase):
-        return mk_nk * elem + mn * 2
+        return mk_nk * elem + mn * 2 + more
     if not case.promote:
-        return mk_nk * elem + mn * (2 + 2 + 4 + 4 + 4 + 4 + 1)
-    return mk_nk * (elem + 2 + 8) + case.n * case.k * 8 + mn * (2 + 2 + 2 + 4 + 8 + 8 + 8 + 8 + 1)
+        return mk_nk * elem + mn * (2 + 2 + 4 + 4 + 4 + 4 + 1) + more
+    return mk_nk * (elem + 2 + 8) + case.n * case.k * 8 + mn * (2 + 2 + 2 + 4 + 8 + 8 + 8 + 8 + 1) + more
 
 
 def check_memory(cases: list[_cases.GemmCase], device) -> None:
     """Refuses (one line) a case whose buffers (memory_bytes) exceed the GPU's memory (DeviceInfo)."""
     total = device.total_memory_bytes
     for case in cases:
-        need = memory_bytes(case)
+        need = memory_bytes(case, device.l2_bytes)
         if total and need > total:
             raise SpecError(f"{case.dtype} {case.m}x{case.n}x{case.k}: A, B, C and the reference buffers the family "
                             f"allocates take {need / 2**30:.1f} GiB, more than the {total / 2**30:.1f} GiB of "
@@ -112,9 +117,9 @@ def check_memory_before_planning(shapes: dict[Shape, list[_cases.GemmCase]], dev
     if not total:
         return
     for shape, found in shapes.items():
-        library = _configs.library(shape.dtype, (shape.m, shape.n, shape.k))
-        needs = {memory_bytes(case) for case in found}
-        if max(needs | {memory_bytes(library)}) <= total:
+        library = _configs.library(shape.dtype, (shape.m, shape.n, shape.k), placement=found[0].placement)
+        needs = {memory_bytes(case, device.l2_bytes) for case in found}
+        if max(needs | {memory_bytes(library, device.l2_bytes)}) <= total:
             continue
         if len(needs) == 1 and needs.pop() > total:
             check_memory(found[:1], device)
@@ -135,7 +140,8 @@ def plan(shapes: dict[Shape, list[_cases.GemmCase]], named: list[_cases.GemmCase
     cases, predicted = [], {}
     for shape, found in shapes.items():
         ranked = _ranked(found, params, predicted)
-        cases += ranked[:top] + [_configs.library(shape.dtype, (shape.m, shape.n, shape.k))]
+        cases += ranked[:top] + [_configs.library(shape.dtype, (shape.m, shape.n, shape.k),
+                                                  placement=found[0].placement)]
     for case in named:
         if isinstance(case, _cases.GemmCase):  # (the library's call has no prediction)
             if case.case_id not in predicted:
@@ -145,7 +151,8 @@ def plan(shapes: dict[Shape, list[_cases.GemmCase]], named: list[_cases.GemmCase
                     predicted[case.case_id] = (None, predict_case(case, params))
                 except Exception:  # noqa: BLE001  (a configuration the model has no term for: measured, not predicted)
                     predicted[case.case_id] = (None, None)
-        cases += [case, _configs.library(case.dtype, (case.m, case.n, case.k), scaling=case.scaling)]
+        cases += [case, _configs.library(case.dtype, (case.m, case.n, case.k), scaling=case.scaling,
+                                         placement=case.placement)]
     return Planned(list(dict.fromkeys(cases)), predicted, params)
 
 
@@ -174,13 +181,14 @@ def _ranked(found: list[_cases.GemmCase], params, predicted: dict) -> list[_case
 
 def ranking(planned: Planned, results, fit=None):
     """The table: per case of the run, its rank predicted, configuration, predicted TFLOPS (at the clock the run
-    measured it at), measured TFLOPS, library_fraction and the miss (measured / predicted - 1); with a fit, what of
+    measured it at), measured TFLOPS and the bytes of A, B and C a second that makes, library_fraction and the miss (measured / predicted - 1); with a fit, what of
     each case the fit never saw (`out of fit`)."""
     import pandas as pd
 
     from harness.families.gemm.advice import _unseen
     from harness.families.gemm.fitting import measured_throughputs
     from harness.families.gemm.model import predict_case
+    from harness.families.gemm.problem import footprint_bytes
 
     params = planned.params
     seen = [_ids.parse(cid) for cid in measured_throughputs(fit)] if fit is not None else []
@@ -201,6 +209,8 @@ def ranking(planned: Planned, results, fit=None):
             "shape": f"{case.m}x{case.n}x{case.k}", "dtype": case.dtype, "rank": rank, **_configuration(case),
             "predicted": None if expected is None else round(expected, 1),
             "measured": None if measured is None else round(measured, 1),
+            # A and B read and C written once a call, at the measured rate: against the memory's, for skinny shapes
+            "GB/s": None if measured is None else round(footprint_bytes(case) * measured * 1e3 / case.flops),
             "library_fraction": fraction.value if fraction is not None and result.valid else None,
             "miss": None if measured is None or not expected else f"{measured / expected - 1:+.1%}",
             **({"out of fit": _unseen(case, seen) if pipeline else ""} if fit is not None else {}),

@@ -26,7 +26,8 @@ from harness.measure.timing import TimingPolicy
 
 
 class Launcher(Protocol):
-    """What a method needs of a loaded probe (harness/measure/launch.py LoadedProbe)."""
+    """What a method needs of a loaded probe (harness/measure/launch.py LoadedProbe; its `period`, the launches
+    before its arguments repeat, is optional: 1 where a launcher has none)."""
 
     def run(self, kernel: str, grid: int, block: int, iters: int, timing_words: int): ...
     def max_threads(self, kernel: str) -> int: ...

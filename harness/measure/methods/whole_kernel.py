@@ -139,11 +139,15 @@ def _measure(spec: WholeKernel, ctx: Context) -> list[Metric]:
                 uncaptured[kernel] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}"
         return ctx.probe.run(kernel, spec.grid, spec.threads, spec.iters, words, repeat=calls)
 
+    period = getattr(ctx.probe, "period", 1)  # launches before the inputs' copies repeat (Attachment.rotation)
+
     def calls_for(kernel: str) -> int:
-        """Launches per round: enough for WHOLE_KERNEL_ROUND_MS, from one launch and then a block of them."""
-        calls = 1
+        """Launches per round: enough for WHOLE_KERNEL_ROUND_MS, from one launch and then a block of them, in whole
+        turns of the inputs' copies."""
+        calls = period
         for _ in range(2):
             calls = max(1, int(calls * WHOLE_KERNEL_ROUND_MS / max(block(kernel, calls).elapsed_ms, 1e-3)))
+            calls = -(-calls // period) * period
         return calls
 
     contenders = [spec.kernel] + ([spec.anchor] if spec.anchor else [])
