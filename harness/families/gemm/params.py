@@ -37,8 +37,8 @@ class Params:
     # split-K: the rate at which a run's f32 sums go out to the L2 and come back in (R_s, bytes per cycle; 0: the
     # feed's R, the L2's rate into an SM, where the fit run has no split-K case)
     splitk_bytes_per_cycle: float = 0.0
-    # ping-pong (`.pingpong`): what a turn costs the tensor cores beyond a tile's k-blocks (cycles a tile; fitting.py, the
-    # ping-pong section: the warpgroup drains its last wgmma before it hands the turn over, so the pipe empties once a tile)
+    # ping-pong (`.pingpong`): what a turn costs the tensor cores beyond a tile's k-blocks, cycles a tile (model.py
+    # pingpong_cycles, fitted in pingpong.py): a warpgroup drains its wgmma before it hands the turn over
     turn_cycles: float = 0.0
     l2_bytes: float = 50 * 1024 * 1024  # the L2's capacity (GH100: 50 MiB, the H100's and the H200's), not fitted
 
