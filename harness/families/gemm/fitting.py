@@ -7,6 +7,8 @@ cases, and every case's measured throughput beside the fitted prediction.
                              memory's queue depends on it); Nelder-Mead from the prior, restarted once
     w, P                     the same, on fp8's promoted cases, the others held: the drain where the run has
                              promoted cases, the additions where it has serial or pipelined ones
+    h (ping-pong's turn)     the same, on a tile's mainloop as the ping-pong cases' counters imply it (pingpong.py),
+                             the others held, where the run identifies it; ping-pong's counters fit nothing else
     the memory's bandwidth   not fitted: the prior's (the datasheet's rate x the H100's measured read roofline
                              over its pin rate), for the k-block's memory queue and the whole problem's bound
     a launch's fixed cost    least squares on log throughput
@@ -31,6 +33,7 @@ from harness.families.gemm.cases import GemmCase
 from harness.families.gemm.ids import parse
 from harness.families.gemm.model import epilogue_cycles, kblock_cycles, predict_case
 from harness.families.gemm.params import OUT_ELEM, Params
+from harness.families.gemm.pingpong import counter_per_kblock, fit_turn
 from harness.families.gemm.simplex import nelder_mead
 
 KBLOCK_PARAMS = ("latency_cycles", "latency_per_kib", "memory_queue_cycles", "feed_bytes_per_cycle", "wgmma_queue", "consumer_overhead_1",
@@ -94,7 +97,7 @@ def fit(frame: pd.DataFrame, gpu: str, source: str, prior: Params | None) -> Fit
     # Without a prior (a GPU with no datasheet row), a start near the H100's fit; hbm_gbps is not fitted, so
     # such a GPU's memory is taken at 3000 GB/s (about the H100's 3352 x 0.92): the fit report shows it.
     start = prior or Params(gpu, sm_count, 4096.0, 710.0, 0.0, 600.0, 62.5, 2.6, 115.0, 43.0, 6.6, 45.0, 3000.0, 4000.0,
-                            drain_cycles=198.0, promotion_cycles=195.0)
+                            drain_cycles=198.0, promotion_cycles=195.0, turn_cycles=171.0)
     start = replace(start, gpu=gpu, sm_count=sm_count, source=source)
     # Block-scaled fp8 cases are scored, not fitted: the model has no term for their scales' loads and multiplies
     # (their misses say what those cost), and fitted they would bend the plain promotion's terms toward them
@@ -121,6 +124,7 @@ def _fitted_params(start: Params, fitted: pd.DataFrame, cases: dict[str, GemmCas
     if (found := _FITS.get(key)) is None:
         found = _fit_epilogue(start, fitted, cases)
         found = _fit_kblock(found, fitted, cases)
+        found = fit_turn(found, fitted, cases, lambda c, q, mhz: kblock_cycles(c, q, mhz)[0], PRIOR_WEIGHT)
         found = _fit_splitk(found, fitted, cases)
         found = _fit_whole(found, fitted, cases)
         if len(_FITS) >= _FITS_KEPT:
@@ -153,9 +157,11 @@ def _scored(table: pd.DataFrame, cases: dict[str, GemmCase], p: Params) -> list[
                      "fitted": round(predict_case(case, p, float(row.clock_mhz)).tflops(int(row.sm_count),
                                                                                          float(row.clock_mhz)), 2),
                      "bound": predicted.bound})
-        if not np.isnan(row.get("cycles_per_kblock", np.nan)):
+        if not np.isnan(row.get("cycles_per_kblock", np.nan)):  # (ping-pong: what its counter reads, pingpong.py)
+            kblock = predicted.t_kblock if not case.pingpong else counter_per_kblock(
+                case, p.sm_count, case.kblocks * predicted.t_kblock + p.turn_cycles, predicted.epilogue)
             rows.append({"case_id": cid, "metric": "cycles_per_kblock", "measured": round(float(row.cycles_per_kblock), 1),
-                         "fitted": round(predicted.t_kblock, 1), "bound": predicted.bound})
+                         "fitted": round(kblock, 1), "bound": predicted.bound})
     return rows
 
 
@@ -168,8 +174,8 @@ def _fit_epilogue(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) ->
     points = []  # (C bytes, tmastore?, cycles)
     for cid, row in table.iterrows():
         cycles = row.get("epilogue_cycles_per_tile", np.nan)
-        case = cases[cid]
-        if not case.fixes_up and cycles and not np.isnan(cycles):
+        case = cases[cid]  # (ping-pong's epilogue runs beside the other warpgroup's mainloop: not this one's)
+        if not case.fixes_up and not case.pingpong and cycles and not np.isnan(cycles):
             points.append((case.bm * case.bn * OUT_ELEM, case.epilogue == "tmastore", float(cycles)))
     if not points:
         return p
@@ -235,6 +241,7 @@ def _fit_kblock(p: Params, table: pd.DataFrame, cases: dict[str, GemmCase]) -> P
     where the run has serial or pipelined ones) from the promoted cases, the rest held (a run of fp8 cases alone keeps the
     start's, the prior's: fitted on fp8 alone, the feed and the drain trade against each other)."""
     measured = table.cycles_per_kblock.dropna()
+    measured = measured[[not cases[c].pingpong for c in measured.index]]  # their counters: fit_turn's alone
     plain = [c for c in measured.index if not cases[c].promote]
     promoted = [c for c in measured.index if cases[c].promote]
     if len(plain) >= len(KBLOCK_PARAMS) and _identifies_kblock([cases[c] for c in plain]):

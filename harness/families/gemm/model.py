@@ -46,6 +46,9 @@ kernel ran at (measured in it) or, for a plan, the clock the GPU held under a la
                                                    TMA store, E_0 its barriers; the consumers do it while the
                                                    tensor cores wait; split-K adds the last run's fix-up
     T_tile   = kblocks x t_kblock + epilogue (+ L(1), the first load, unless persistent)
+    ping-pong  the warpgroups take a CTA's tiles in turn, each issuing all a tile's wgmma (n above: the tile's rows):
+               a tile's mainloop is kblocks x t_kblock + h (the turn: the pipe drains once a tile), its epilogue under
+               the other's mainloop, so a CTA of n tiles takes (n - 1) max(mainloop, epilogue) + mainloop + epilogue
     T        = max(waves x T_tile, HBM) + a launch's fixed cost, waves = ceil(work items / SMs used) (an item:
                a tile; split-K, a run of S of its k-blocks, whose epilogue adds its f32 sums' way out and in),
                HBM = (A + B + C bytes) / the memory's bandwidth (each read or written once: the L2 keeps what
@@ -255,6 +258,18 @@ def streamk_cycles(case: GemmCase, p: Params, sms: int, t_kblock: float, tile: f
     return whole + 1, whole * tile + span * t_kblock + touched * run
 
 
+def pingpong_cycles(case: GemmCase, p: Params, waves: int, t_kblock: float, epilogue: float) -> tuple[float, float, float]:
+    """Ping-pong (ptx/pipeline.cuh SCHEDULE_PINGPONG; persistent): a CTA's two consumer warpgroups take its tiles in turn,
+    a named barrier passing the turn once a warpgroup's mainloop has drained its wgmma. A tile's mainloop is its
+    k-blocks (one warpgroup issuing the whole tile's wgmma: wgmma_per_kblock) and the turn h (turn_cycles: the pipe
+    empties once a tile); its epilogue runs under the other warpgroup's next mainloop, exposed only where it is the
+    longer and at the CTA's last tile. (A tile's share of the CTA's cycles, the CTA's cycles, the epilogue exposed.)"""
+    mainloop = case.kblocks * t_kblock + p.turn_cycles
+    turn = max(mainloop, epilogue)
+    compute = (waves - 1) * turn + mainloop + epilogue
+    return compute / waves, compute, (waves - 1) * (turn - mainloop) + epilogue
+
+
 def predict_case(case: GemmCase, p: Params, clock_mhz: float | None = None) -> Prediction:
     """At `clock_mhz` (the clock the case ran at; else the fit's large-GEMM clock): only the memory's
     bound depends on it, every other term is in cycles."""
@@ -268,6 +283,9 @@ def predict_case(case: GemmCase, p: Params, clock_mhz: float | None = None) -> P
     compute = waves * tile
     if case.streamk:
         waves, compute = streamk_cycles(case, p, sms, t_kblock, tile)
+    exposed = waves * epilogue
+    if case.pingpong:
+        tile, compute, exposed = pingpong_cycles(case, p, waves, t_kblock, epilogue)
     memory = hbm_cycles(case, p, clock)
     total = max(compute, memory) + p.launch_cycles
     rate = case.flops / (total * p.sm_count)
@@ -277,7 +295,7 @@ def predict_case(case: GemmCase, p: Params, clock_mhz: float | None = None) -> P
     unqueued, bound = _kblock(case, p, 0.0) if p.memory_queue_cycles > 0 else (t_kblock, bound)
     queued = case.kblocks * waves * (t_kblock - unqueued)
     costs = {bound: case.kblocks * waves * (unqueued - tensor_cycles(case, p)) if bound != "tensor cores" else 0.0,
-             "epilogue": waves * epilogue,
+             "epilogue": exposed,
              "waves": 0.0 if case.streamk else (waves * sms - case.items * case.cluster) / sms * tile}
     if max(costs["epilogue"], costs["waves"]) > max(costs[bound], 0.02 * total):
         bound = max(("epilogue", "waves"), key=costs.get)

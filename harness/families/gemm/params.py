@@ -37,6 +37,9 @@ class Params:
     # split-K: the rate at which a run's f32 sums go out to the L2 and come back in (R_s, bytes per cycle; 0: the
     # feed's R, the L2's rate into an SM, where the fit run has no split-K case)
     splitk_bytes_per_cycle: float = 0.0
+    # ping-pong (`.pingpong`): what a turn costs the tensor cores beyond a tile's k-blocks, cycles a tile (model.py
+    # pingpong_cycles, fitted in pingpong.py): a warpgroup drains its wgmma before it hands the turn over
+    turn_cycles: float = 0.0
     l2_bytes: float = 50 * 1024 * 1024  # the L2's capacity (GH100: 50 MiB, the H100's and the H200's), not fitted
 
     @classmethod
@@ -57,6 +60,10 @@ PRIOR = dict(latency_cycles=745.0, latency_per_kib=0.0, memory_queue_cycles=340.
              epilogue_fixed_cycles=50.0,
              # R_s: the fit to run 134 (H100, gemm-skinny: split-K 2 and 4 on 64x128 and 128x128 tiles), rounded; runs
              # 135, 136 and 141 fit 33, 23 and 36 bytes a cycle (the feed's R, 62, was twice what the counters show)
-             splitk_bytes_per_cycle=30.0)
+             splitk_bytes_per_cycle=30.0,
+             # the ping-pong turn: the pipe's drain w (above), the physical cost of emptying the tensor pipe once a tile;
+             # no stored run identifies it (their tiles walk 32-128 k-blocks: a turn is 0.2-0.5 % of one, below the
+             # k-block's own misses; docs/gemm.md, "The planner")
+             turn_cycles=171.0)
 HBM_OF_DATASHEET = 0.92  # a GPU never measured: its datasheet bandwidth x the H100's measured read roofline / pin rate
 PRIOR_LAUNCH_CYCLES = 4000.0
