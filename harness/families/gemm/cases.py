@@ -166,6 +166,10 @@ class GemmCase(_GemmProblem, PipelineCase):
     # fp8 (PROMOTIONS): each k-block added into f32 after it ("serial"), or while the next runs ("overlap", "pipelined"),
     # or after it with the two consumer warpgroups taking turns on the tensor cores ("staggered")
     promotion: str = "serial"
+    # A's box only M rows where M is below the tile's rows (`.tighta`): the TMA loads no rows past M (a box of BM rows
+    # loads them as zeros: the OOB fill, measured slower, runs 208-209); the tile's rows past M hold what the slot held
+    # before, their sums clipped by the TMA store
+    tight_a: bool = False
     group: int = PIPELINE_GROUP  # a pipelined promotion's k-blocks per drain of the tensor cores
     scaling: str = "tensor"  # fp8 (SCALINGS): one scale per tensor (1), or DeepSeek-V3's 1x128 and 128x128 blocks
     inputs: str = "random"  # the measured problem's inputs (INPUT_KINDS)
@@ -182,6 +186,7 @@ class GemmCase(_GemmProblem, PipelineCase):
                 + ("" if self.schedule == "cooperative" else f".{self.schedule}")
                 + (f".splitk{self.splits}" if self.splits > 1 else "")
                 + (f".streamk{self.streamk}" if self.streamk else "")
+                + (".tighta" if self.tight_a else "")
                 + ("" if self.promotion == "serial" else f".{self.promotion}")
                 + (f"-g{self.group}" if self.promotion in GROUPED_WALKS and self.group != PIPELINE_GROUP else "")
                 + self._scaling_suffix + self._measured_suffix)
@@ -189,6 +194,11 @@ class GemmCase(_GemmProblem, PipelineCase):
     @property
     def _scaling_suffix(self) -> str:
         return "" if self.scaling == "tensor" else f".{self.scaling}scale"
+
+    @property
+    def a_box_rows(self) -> int:
+        """Rows of A one TMA box loads: the tile's, or M (`.tighta`, M below them)."""
+        return self.m if self.tight_a else self.bm
 
     @property
     def wgmma_k(self) -> int:
@@ -272,6 +282,8 @@ class GemmCase(_GemmProblem, PipelineCase):
             del values["group"]
         if self.scaling == "tensor":  # ... and the default scaling
             del values["scaling"]
+        if not self.tight_a:  # ... and A's box of BM rows
+            del values["tight_a"]
         return self._drop_measured_defaults(values)
 
 

@@ -38,7 +38,7 @@ def problem(case, a: int, b: int, c: int, m: int, n: int, k: int, scales: tuple[
     """The kernel's Problem argument for A, B, C at these addresses (row-major, K-major A and B), a block-scaled
     case's scales and a split-K case's workspace and counters. The maps hold M rows and N columns; the walk, whole tiles."""
     value = np.zeros(1, dtype=PROBLEM.dtype())
-    value["a"] = _encode(case, case.a_dtype, a, m, k, case.bm, case.bk, True)
+    value["a"] = _encode(case, case.a_dtype, a, m, k, case.a_box_rows, case.bk, True)
     value["b"] = _encode(case, case.b_dtype, b, n, k, case.bn // case.cluster, case.bk, True)
     value["c"] = _encode(case, case.out_dtype, c, m, n, case.wg_rows, case.c_box_cols, False, case.c_swizzle)
     value["c_ptr"], value["m"], value["n"], value["k"] = c, walk_m(case, m), walk_n(case, n), k

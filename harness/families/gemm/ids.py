@@ -13,7 +13,7 @@ ID = re.compile(r"^(?P<library>cublaslt|cublas|gemm)\.(?P<dtype>[a-z0-9]+(?:-[a-
                 r"(?P<fast>\.fastaccum)?(?P<lscaling>\.blockscale)?"
                 r"(?:\.tile(?P<bm>\d+)x(?P<bn>\d+)x(?P<bk>\d+)\.s(?P<stages>\d+)\.wg(?P<wg>\d+)(?P<rb>\.setmaxnreg)?"
                 r"\.cluster(?P<cluster>\d+)\.(?P<sched>grid|persistent)-(?P<order>[a-z]+)\.(?P<epi>[a-z]+)"
-                r"(?:\.sms(?P<sms>\d+))?(?:\.(?P<schedule>pingpong))?(?:\.splitk(?P<splits>\d+))?(?:\.streamk(?P<streamk>\d+))?(?:\.(?P<promotion>overlap|pipelined|staggered|carried|deferred|offset)(?:-g(?P<group>\d+))?)?(?P<scaling>\.blockscale)?)?"
+                r"(?:\.sms(?P<sms>\d+))?(?:\.(?P<schedule>pingpong))?(?:\.splitk(?P<splits>\d+))?(?:\.streamk(?P<streamk>\d+))?(?P<tight>\.tighta)?(?:\.(?P<promotion>overlap|pipelined|staggered|carried|deferred|offset)(?:-g(?P<group>\d+))?)?(?P<scaling>\.blockscale)?)?"
                 r"(?:\.inputs-(?P<inputs>[a-z]+))?(?:\.(?P<protocol>burst))?(?:\.(?P<placement>cold))?$")
 
 
@@ -35,7 +35,7 @@ def parse(case_id: str) -> GemmCase:
                         persistent=g["sched"] == "persistent", order=g["order"], epilogue=g["epi"],
                         grid_sms=int(g["sms"] or 0), schedule=g["schedule"] or "cooperative",
                         splits=int(g["splits"] or 1), streamk=int(g["streamk"] or 0),
-                        promotion=g["promotion"] or "serial", group=int(g["group"] or PIPELINE_GROUP),
+                        promotion=g["promotion"] or "serial", tight_a=bool(g["tight"]), group=int(g["group"] or PIPELINE_GROUP),
                         scaling="block" if g["scaling"] else "tensor")
     check(case)
     if case.case_id != case_id:

@@ -96,8 +96,8 @@ class Prediction:
 
 
 def kblock_kib(case: GemmCase) -> float:
-    """KiB one CTA's producer loads per k-block (its half of B under a cluster's multicast)."""
-    return (case.bm + case.bn / case.cluster) * case.bk * case.in_bytes / KIB
+    """KiB one CTA's producer loads per k-block (A's box rows: M for a tight box; its half of B under a cluster's multicast)."""
+    return (case.a_box_rows + case.bn / case.cluster) * case.bk * case.in_bytes / KIB
 
 
 def wgmma_per_kblock(case: GemmCase) -> int:
@@ -122,7 +122,7 @@ def issue_stall(case: GemmCase, p: Params) -> float:
 
 def feed_cycles(case: GemmCase, p: Params) -> float:
     """s: cycles the SM's feed takes to land a k-block (A and all of B, multicast or not) in shared memory."""
-    return (case.bm + case.bn) * case.bk * case.in_bytes / p.feed_bytes_per_cycle
+    return (case.a_box_rows + case.bn) * case.bk * case.in_bytes / p.feed_bytes_per_cycle
 
 
 def round_trip(case: GemmCase, p: Params, stages: int | None = None, miss: float = 0.0) -> float:

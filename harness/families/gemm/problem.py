@@ -97,6 +97,8 @@ def check_problem(case: GemmCase | LibraryCase) -> tuple[int, int, int]:
         return (256, 256, 8 * _cases.SCALE_BLOCK) if case.block_scaled else (256, 256, 9 * _cases.BK)
     # (a Hilbert walk: a 4 x 5 grid of work items, an odd side, so its curve has the one diagonal step in it)
     pairs, columns = HILBERT_CHECK_GRID if case.order == "hilbert" else (GROUP + 1 if case.order == "grouped" else 2, 2)
+    if getattr(case, "tight_a", False):  # A's box of M rows: one row of partial tiles, as many columns as items
+        pairs, columns = 1, pairs * columns
     m = pairs * case.bm * case.cluster
     if case.m % (case.bm * case.cluster):  # a partial last tile: the check problem's has as many rows
         m -= case.bm * case.cluster - case.m % (case.bm * case.cluster)

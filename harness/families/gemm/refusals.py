@@ -116,6 +116,9 @@ def _check_pipeline(case: GemmCase, refuse) -> None:
             refuse(f"M = {case.m} is not a whole number of {case.bm * case.cluster}-row tiles (cluster pairs along M): "
                    "a partial last tile takes the TMA-store epilogue (it clips the rows past M), no cluster, no block "
                    "scales, and M a multiple of 16")
+    if case.tight_a and (case.m >= case.bm or case.order == "hilbert"):
+        refuse(f"A's box of M = {case.m} rows (tighta) is for M below the tile's {case.bm} rows (one row of tiles, "
+               "each partial), not the Hilbert order (its check problem has rows of whole tiles)")
     if case.streamk and (case.k // case.bk) * MAX_SMS ** 2 >= 2 ** 31:  # ptx/pipeline.cuh's 32-bit range arithmetic
         refuse(f"stream-K over {case.k // case.bk} k-blocks a tile: at most {2 ** 31 // MAX_SMS ** 2 - 1} (the ranges' "
                "arithmetic is 32-bit: grid x grid x k-blocks < 2^31)")

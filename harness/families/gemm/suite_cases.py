@@ -230,6 +230,8 @@ def skinny(ms=SKINNY_DECODE, nk: int = 8192, dtype: str = "f16") -> list[GemmCas
                 except SpecError:
                     continue
                 cases.append(case)
+                if m < config["bm"]:  # ... and with A's box of M rows (`.tighta`): no zero-filled rows loaded
+                    cases.append(replace(case, tight_a=True))
         cases.append(library(dtype, shape))
     return _unique(cases)
 

@@ -17,7 +17,7 @@ def template_params(case: GemmCase) -> dict[str, object]:
     return {
         **skeleton_params(case), "problem": PROBLEM.render(),
         "dtype": case.dtype, "out_dtype": case.out_dtype, "in_bytes": case.in_bytes,
-        "wgmma_k": case.wgmma_k, "bm": case.bm, "bn": case.bn, "bk": case.bk, "c_box_cols": case.c_box_cols,
+        "wgmma_k": case.wgmma_k, "bm": case.bm, "bn": case.bn, "bk": case.bk, "c_box_cols": case.c_box_cols, "a_box_rows": case.a_box_rows,
         "c_swizzled": str(case.c_swizzle is not None).lower(),
         "partial_n": str(case.n % case.bn != 0).lower(),
         "instruction": f"wgmma.mma_async.sync.aligned.m64n{case.bn}k{case.wgmma_k}.f32.{case.a_dtype}.{case.b_dtype}",

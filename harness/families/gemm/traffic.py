@@ -37,7 +37,7 @@ def miss_cycles(case: GemmCase, p: Params, period: float, clock_mhz: float) -> f
     CTA in flight reads f of its k-block from memory each period) over hbm_gbps. Only the wait: the
     unloaded miss latency is inside the fitted round trip L0."""
     f = miss_fraction(case, p.sm_count, p.l2_bytes)
-    read = (case.bm + case.bn / case.cluster) * case.bk * case.in_bytes  # bytes a CTA reads from the L2 per k-block
+    read = (case.a_box_rows + case.bn / case.cluster) * case.bk * case.in_bytes  # bytes a CTA reads from the L2 per k-block
     in_flight = min(case.items * case.cluster, sms_used(case, p.sm_count) * blocks_per_sm(case))  # CTAs
     rho = f * read * in_flight / period / (p.hbm_gbps * 1e9 / (clock_mhz * 1e6))
     rho = min(rho, RHO_MAX)
