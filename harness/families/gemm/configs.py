@@ -96,7 +96,9 @@ def configurations(dtype: str, m: int, n: int, k: int) -> list[GemmCase]:
     and 8192, where each of its 33 cases lost to the cooperative best of its run and shape by 8-48 %, runs 109 and
     112; the planner would rank it first at K <= 1024 on its hidden epilogue alone, unmeasured: docs/gemm.md), nor
     clusters of 4 (how many fit at once is the GPU's: 30 on the H100; measured no faster, run 123), nor the offset
-    walk (the model prices it as the pipelined one, which it is not: 80-90 cycles a k-block slower, run 202)."""
+    walk (the model prices it as the pipelined one, which it is not: 80-90 cycles a k-block slower, run 202). Where M
+    is below a tile's rows, that tile with A's box of M rows (`.tighta`) in place of the full box, which loads the
+    rows past M as zeros: measured faster in each of the 9 pairs of runs 213-214 (H200), 3-30 % of cuBLAS."""
     found = []
     promotions = tuple(p for p in PROMOTIONS if p != "offset") if IN_BYTES.get(dtype) == 1 else ("serial",)
     for bm, bn in TILES:
@@ -110,7 +112,7 @@ def configurations(dtype: str, m: int, n: int, k: int) -> list[GemmCase]:
                                     case = pipeline(dtype, (m, n, k), bm=bm, bn=bn, stages=stages,
                                                     consumers=consumers, rebalance=consumers == 2, cluster=cluster,
                                                     persistent=persistent, order=order, epilogue=epilogue,
-                                                    promotion=promotion, splits=splits)
+                                                    promotion=promotion, splits=splits, tight_a=m < bm)
                                     try:
                                         check(case)
                                     except SpecError:

@@ -139,7 +139,8 @@ def map_config(config: Config, dtype: str, m: int, n: int, k: int) -> Mapped:
     best = _configs.BEST_FP8 if _cases.IN_BYTES[dtype] == 1 else _configs.BEST
     fields = dict(best, bm=config.bm, bn=config.bn, stages=config.stages, consumers=consumers,
                   rebalance=consumers == 2, cluster=config.cluster_m, splits=config.split_k,
-                  grid_sms=_configs.MULTICAST_SMS if config.cluster_m == 4 else 0)
+                  grid_sms=_configs.MULTICAST_SMS if config.cluster_m == 4 else 0,
+                  tight_a=m < config.bm)  # A's box of M rows where M is below the tile (configs.configurations)
     case = _configs.pipeline(dtype, (m, n, k), **fields)
     note = ""
     if case.smem_bytes() > _pipeline.SMEM_LIMIT:  # its stages before our TMA store's whole output tile
