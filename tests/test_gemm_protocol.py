@@ -251,7 +251,7 @@ def test_zero_inputs_must_give_exactly_zero():
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 def test_the_measured_inputs_are_drawn_as_their_kind_and_their_exact_product_is_an_integer_one(dtype):
     """gpu.py's drawing of integers and zeros and their reference take an array module: NumPy here, CuPy on the GPU."""
-    from harness.families.gemm.gpu import as_float, exact_product, measured_values
+    from harness.families.gemm.values import as_float, exact_product, measured_values
 
     a = measured_values(np, 32, 256, dtype, 7, "int")
     b = measured_values(np, 16, 256, dtype, 8, "int")

@@ -422,8 +422,19 @@ def test_the_readme_skinny_range_is_the_best_per_m_of_runs_134_and_139(db):
     winners = both.loc[both.groupby("m").value.idxmax()]
     assert not winners.case_id.str.contains("splitk").any() and winners.case_id.str.contains("grouped").sum() == 2
     assert set(best.index) == {16, 64, 128, 256}
-    assert f"skinny M = 16-256 at N = K = 8192 {best.min():.2f}-{best.max():.2f} (runs 134, 139: partial tile, " \
-        "grouped order)" in text, best
+    assert f"skinny M = 16-256 at N = K = 8192 {best.min():.2f}-{best.max():.2f} (runs 134, 139)" in text, best
+
+
+def test_the_readme_cold_decode_range_is_the_best_per_shape_at_m_16_of_run_213(db):
+    """The GEMM finding's cold decode range: at each M = 16 shape of run 213 (bench gemm --cold, H200), the best
+    library_fraction of ours, every best one with A's tight box, rounded to two places."""
+    text = " ".join(finding("A warp-specialized TMA -> wgmma GEMM").split())
+    rows = harness.results(db, run_id=213, metric="library_fraction")
+    rows = rows[rows.case_id.str.startswith("gemm.") & (rows.m == 16)]
+    assert rows.case_id.str.endswith(".cold").all()
+    winners = rows.loc[rows.groupby(["n", "k"]).value.idxmax()]
+    assert len(winners) == 3 and winners.case_id.str.contains(".tighta.").all()
+    assert f"cold decode M = 16 {winners.value.min():.2f}-{winners.value.max():.2f} (run 213)" in text, winners
 
 
 def test_the_wide_and_staggered_fp8_figures_come_from_runs_149_and_150(db):

@@ -22,7 +22,7 @@ def cupy():
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 def test_the_anchor_captures_into_a_graph_and_replays_the_direct_result(cupy, dtype):
     from harness.anchors.cublas import Library
-    from harness.families.gemm.gpu import as_float, normal
+    from harness.families.gemm.values import as_float, normal
 
     m, n, k = 64, 4096, 2048  # a decode shape: the host's call costs more than the GPU's work
     a, b = normal(cupy, m, k, dtype, 1), normal(cupy, n, k, dtype, 2)

@@ -49,7 +49,7 @@ def cupy():
 
 def operands(cupy, m: int, n: int, k: int, b_dtype: str = "e4m3", seed: int = SEED):
     """A (e4m3 codes), B (b_dtype codes), and their values as f32, drawn as the GEMM family draws them."""
-    from harness.families.gemm.gpu import as_f16, normal
+    from harness.families.gemm.values import as_f16, normal
 
     a = normal(cupy, m, k, "e4m3", seed)
     if b_dtype == "e4m3":
@@ -77,7 +77,7 @@ def run_anchor(cupy, anchor, a, b, m: int, n: int):
 
 
 def as_float(cupy, bits, out_dtype: str):
-    from harness.families.gemm.gpu import as_float
+    from harness.families.gemm.values import as_float
 
     return as_float(cupy, bits, out_dtype)
 
