@@ -4,6 +4,7 @@ whole-kernel method's blocks in whole turns, the planner's L2 term, the memory a
 end to end on the simulated GPU. tests/gpu/test_gemm_cold.py checks the rotation on the GPU."""
 
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from harness.db.store import Store
 from harness.errors import SpecError
 from harness.families.base import Work
 from harness.families.gemm import configs, shapes
+from harness.families.gemm.gpu import in_turn
 from harness.families.gemm.ids import parse
 from harness.families.gemm.model import predict_case
 from harness.families.gemm.planner import GemmModel
@@ -21,7 +23,7 @@ from harness.families.gemm.problem import footprint_bytes, placement_copies
 from harness.families.gemm.refusals import check
 from harness.families.gemm.traffic import l2_resident
 from harness.measure import methods
-from harness.measure.launch import Attachment, Launch
+from harness.measure.launch import Attachment, Launch, LoadedProbe
 from harness.measure.telemetry import NullSampler
 from harness.measure.timing import TimingPolicy
 
@@ -72,6 +74,36 @@ def test_a_rotation_is_one_set_of_arguments_a_turn_the_first_the_extra_args():
         Attachment(extra_args=extra, period=3, rotation=(extra, (check, second)))
     with pytest.raises(ValueError, match="at least 1"):
         Attachment(period=0)
+
+
+def test_a_block_ends_on_the_first_set_and_a_single_launch_takes_it():
+    """A block of whole turns takes the sets 1, 2, ..., 0, so the block after a single launch (a verification, the
+    counting build's launch after a round: the first set) begins on the copy read longest ago; the library's host
+    call takes the same order."""
+    sets = [(object(),) for _ in range(3)]
+    launched = []
+    probe = object.__new__(LoadedProbe)  # no GPU: the launch loop alone, on a recording kernel
+    probe.module = SimpleNamespace(get_function=lambda name: lambda grid, block, args, shared_mem=0:
+                                   launched.append(args[-1]))
+    probe.attached = Attachment(extra_args=sets[0], period=3, rotation=tuple(sets))
+    probe.inputs = probe.out = None
+    probe.enqueue("probe", 1, 1, 1, None, repeat=6)
+    assert launched == [sets[i][0] for i in (1, 2, 0, 1, 2, 0)]
+    launched.clear()
+    probe.enqueue("probe", 1, 1, 1, None)
+    assert launched == [sets[0][0]]
+    made = []
+    library = in_turn([lambda i=i: made.append(i) for i in range(3)])
+    for _ in range(6):
+        library()
+    assert made == [1, 2, 0, 1, 2, 0]
+
+
+def test_a_cold_placement_is_timed_in_sustained_rounds_only():
+    with pytest.raises(SpecError, match="sustained rounds"):
+        parse(DECODE + ".burst.cold")
+    with pytest.raises(SpecError, match="sustained rounds"):
+        parse("cublas.f16.64x4096x4096.burst.cold")
 
 
 class Blocks:

@@ -45,9 +45,11 @@ class Attachment:
     shared_carveout: Mapping[str, int] = field(default_factory=dict)
     # Launches before a block's arguments repeat: a family's inputs in `period` copies taken in turn, so that no
     # launch finds them where the launch before left them in the L2 (a block of launches is a whole number of turns:
-    # WholeKernel). `rotation`: a module kernel's extra arguments for each turn (launch i of an enqueue takes
-    # rotation[i % period]; the first must be extra_args: a single launch, a check or a verification, takes it),
-    # empty where extra_args serve every turn; a family's host kernels take their turns themselves.
+    # WholeKernel). `rotation`: a module kernel's extra arguments for each turn, empty where extra_args serve every
+    # turn. The first must be extra_args: a single launch (a check, a verification, a counting build's launch) takes
+    # it, and a block ends on it (launch i of a block of several takes rotation[(i + 1) % period]), so that the block
+    # after a single launch begins on the copy read longest ago. A family's host kernels take their turns themselves,
+    # in the same order (harness/families/gemm/gpu.py in_turn).
     period: int = 1
     rotation: tuple = ()
 
@@ -139,8 +141,8 @@ class LoadedProbe:
             function.max_dynamic_shared_size_bytes = smem
         turns = self.attached.rotation or (self.attached.extra_args,)
         cluster = self.attached.runtime_cluster
-        for turn in range(repeat):
-            args = (self.inputs, out, timing, np.int32(iters), *turns[turn % len(turns)])
+        for i in range(repeat):  # a block ends on the first set (Attachment.rotation), a single launch takes it
+            args = (self.inputs, out, timing, np.int32(iters), *turns[(i + 1) % len(turns) if repeat > 1 else 0])
             if cluster:
                 _launch_cluster(function, grid, block, smem, cluster, args)
             else:

@@ -53,7 +53,7 @@ def test_a_block_takes_every_copy_in_turn_and_each_turn_writes_its_own_c(device)
     probe.run("probe_gemm", blocks, threads(case), 1, words, repeat=period - 1)
     cupy.cuda.get_current_stream().synchronize()
     written = [bool(cupy.any(c != 0xFFFF)) for c in outputs]
-    assert written == [True] * (period - 1) + [False]  # one launch a turn, in order: the last copy not yet
+    assert written == [False] + [True] * (period - 1)  # one launch a turn from the second: a block ends on the first
     probe.run("probe_gemm", blocks, threads(case), 1, words, repeat=period)
     cupy.cuda.get_current_stream().synchronize()
     assert all(bool(cupy.all(c == outputs[0])) for c in outputs[1:])  # the same values, the same bits
@@ -66,7 +66,8 @@ def test_a_block_takes_every_copy_in_turn_and_each_turn_writes_its_own_c(device)
 
 def test_a_cold_library_call_reads_no_faster_than_the_memory(device):
     """cuBLAS on 4096 x 4096 weights at M = 64: cold, A, B and C a call over its time stay within the datasheet's
-    memory rate (5 % for the clock of the memory and the datasheet's rounding); warm it is printed beside it."""
+    memory rate (5 % for the clock of the memory and the datasheet's rounding), and warm, on one copy left in the L2,
+    the call reads faster: the method's check that the copies leave the L2, not a speed target."""
     if not pin_rate_gbps(device.name) > 0:
         pytest.skip(f"{device.name}: no datasheet memory rate (harness/db/data gpu_specs.csv)")
     rates = {}
@@ -79,3 +80,6 @@ def test_a_cold_library_call_reads_no_faster_than_the_memory(device):
     print(f"cuBLAS 64x4096x4096 f16: warm {rates['warm']:.0f} GB/s, cold {rates['.cold']:.0f} GB/s, datasheet "
           f"{pin_rate_gbps(device.name):.0f}")
     assert rates[".cold"] <= 1.05 * pin_rate_gbps(device.name)
+    # and the rotation is what keeps it from the L2: the same call on one copy of 32 MiB of weights reads faster
+    # (4460 against 3034 GB/s on the H200 when this was written; a rotation that did nothing would read alike)
+    assert rates["warm"] >= 1.15 * rates[".cold"]

@@ -99,9 +99,10 @@ def copies(cupy, case, device, a1, b1, c1) -> list[tuple]:
 
 
 def in_turn(calls: list):
-    """A host kernel that makes `calls[i % len]` at its i-th launch (the library through a cold placement's copies; a
-    block of launches is a whole number of turns: Attachment.period)."""
-    turn = itertools.count()
+    """A host kernel that makes `calls[(i + 1) % len]` at its i-th launch: the library through a cold placement's
+    copies in the order a module kernel's block takes them (Attachment.rotation: blocks of whole turns, each ending
+    on the first copy, which a single launch of the kernel takes)."""
+    turn = itertools.count(1)
 
     def call():
         calls[next(turn) % len(calls)]()

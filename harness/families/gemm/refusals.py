@@ -33,6 +33,9 @@ def check(case: GemmCase | LibraryCase) -> None:
         refuse(f"protocol {case.protocol!r}: expected one of {', '.join(PROTOCOLS)}")
     if case.placement not in PLACEMENTS:
         refuse(f"placement {case.placement!r}: expected one of {', '.join(PLACEMENTS)}")
+    if case.placement == "cold" and case.protocol == "burst":
+        refuse("a cold placement takes sustained rounds: a burst's batch of launches is not a whole number of turns "
+               "through the copies, and each batch would begin on the copy the one before left in the L2")
     if case.block_scaled:
         if case.in_bytes != 1:
             refuse("block scaling is fp8's (DeepSeek-V3's 1x128 and 128x128 f32 scales)")
