@@ -6,6 +6,7 @@ import sqlite3
 import subprocess
 import sys
 
+import pytest
 from click.testing import CliRunner
 
 import harness
@@ -18,6 +19,10 @@ from harness import migrations
 from harness.db.merge import merge
 from harness.db.store import Store
 from harness.db.tables import register_functions
+
+# One pytest-xdist process runs this module (--dist loadgroup): the session's PostgreSQL server (conftest.postgres_server:
+# initdb, then a server) is started once, not once in each process that happens to run one of these tests.
+pytestmark = pytest.mark.xdist_group("postgres")
 
 
 def bench(*args):

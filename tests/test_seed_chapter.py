@@ -230,6 +230,11 @@ def test_each_chapter_figure_is_mapped_by_the_family_that_owns_its_case():
 SAME_SM = "H100 SXM5"  # the chapter's GPU, whose SM the H200's is (gpu_specs.csv sm_of)
 
 
+# The tests that read both_policies run in one pytest-xdist process (--dist loadgroup), so that its cache computes each
+# run's comparisons once: spread over two processes, each computed those of runs 54 and 190 again.
+ON_BOTH_POLICIES = pytest.mark.xdist_group("seed-chapter-both-policies")
+
+
 @pytest.fixture(scope="module")
 def both_policies(shipped_copy):
     """against_paper of a run now, and as before GPUs that share an SM met each other's figures (no sm_of)."""
@@ -258,6 +263,7 @@ def _rows_of(frame, gpu):
 
 
 @pytest.mark.parametrize("run", [91, 52, 190])  # H100: memory, wgmma-all (the peaks), tma (the HBM reader)
+@ON_BOTH_POLICIES
 def test_an_h100_runs_rows_and_verdicts_are_unchanged(both_policies, run):
     import pandas as pd
 
@@ -267,6 +273,7 @@ def test_an_h100_runs_rows_and_verdicts_are_unchanged(both_policies, run):
 
 
 @pytest.mark.parametrize("run", [93, 54, 199])  # H200: memory, wgmma-all, tma
+@ON_BOTH_POLICIES
 def test_an_h200_runs_comparison_with_the_paper_is_unchanged(both_policies, run):
     """The H800 PCIe's rows are the same; every measurement compared before still is."""
     import pandas as pd
@@ -277,6 +284,7 @@ def test_an_h200_runs_comparison_with_the_paper_is_unchanged(both_policies, run)
     assert set(zip(before.case_id, before.metric)) <= set(zip(now.case_id, now.metric))
 
 
+@ON_BOTH_POLICIES
 def test_an_h200_memory_run_meets_the_chapters_shared_memory_and_l1_not_its_l2_or_hbm(both_policies):
     from harness.families.memory import BEYOND_SM
     from harness.registry import parse_case_id
@@ -299,6 +307,7 @@ def test_an_h200_memory_run_meets_the_chapters_shared_memory_and_l1_not_its_l2_o
         assert len(rows) and not (rows.paper_gpu == SAME_SM).any() and (rows.paper_gpu == "H800 PCIe").any()
 
 
+@ON_BOTH_POLICIES
 def test_an_h200_meets_the_chapters_tensor_peaks_per_cycle_per_sm(both_policies, shipped_copy):
     clock = float(next(r["value"] for r in _rows(seed_chapter.FILE) if r["metric"] == "boost_clock"))
     sms = int(next(r["value"] for r in _rows(seed_chapter.FILE) if r["metric"] == "sm_count"))
@@ -314,6 +323,7 @@ def test_an_h200_meets_the_chapters_tensor_peaks_per_cycle_per_sm(both_policies,
         assert row.verdict == "agrees"
 
 
+@ON_BOTH_POLICIES
 def test_an_h200_tma_run_meets_no_figure_of_the_chapters_hbm(both_policies, shipped_copy):
     """The chapter's 3.35 TB/s is the H100 SXM5's HBM3, in wall time: the H200's HBM3e is another board's."""
     (hbm,) = [r for r in references.mapped() if r.source == CHAPTER and r.metric == "bandwidth_gbps"

@@ -23,6 +23,11 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
+# The tests that read the site fixture run in one pytest-xdist process (--dist loadgroup), so that the module's
+# fixture builds the site once: spread over two processes, each built it (45 s of a 2-core machine's each).
+ON_THE_SITE = pytest.mark.xdist_group("site")
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     if not SHIPPED.exists():
@@ -45,6 +50,7 @@ def site(tmp_path_factory):
     return root
 
 
+@ON_THE_SITE
 def test_the_page_answers_the_questions_and_names_no_local_path(site):
     import html
 
@@ -62,6 +68,7 @@ def test_the_page_answers_the_questions_and_names_no_local_path(site):
     assert "the 13-cycle floor (fitted) bounds it" in text
 
 
+@ON_THE_SITE
 def test_the_page_renders_in_chromium(site, tmp_path):
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
