@@ -76,7 +76,7 @@ from harness.families.gemm.cases import CARRIED, GROUPED_WALKS, GemmCase
 from harness.families.pipeline import StreamK
 from harness.families.gemm.params import KIB, OUT_ELEM, Params
 from harness.families.gemm.problem import sms_used  # a persistent grid's SMs; a GPU of fewer refuses it
-from harness.families.gemm.traffic import blocks_per_sm, hbm_cycles, miss_cycles, miss_fraction
+from harness.families.gemm.traffic import blocks_per_sm, hbm_cycles, miss_cycles, miss_fraction, resident_blocks
 from harness.queueing import exact_mva
 
 BOUNDS = ("tensor cores", "promotion", "latency", "L2 feed", "epilogue", "waves", "HBM")
@@ -175,7 +175,7 @@ def kblock_cycles(case: GemmCase, p: Params, clock_mhz: float | None = None) -> 
 
 def _kblock(case: GemmCase, p: Params, miss: float) -> tuple[float, str]:
     t_tc = tensor_cycles(case, p)
-    blocks = blocks_per_sm(case)
+    blocks = resident_blocks(case, p.sm_count)
     s = feed_cycles(case, p)
     z = round_trip(case, p, miss=miss) - s
     if case.promote and case.promotion not in GROUPED_WALKS + CARRIED:

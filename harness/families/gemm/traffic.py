@@ -20,14 +20,35 @@ SMEM_PER_SM = 228 * 1024
 
 
 def blocks_per_sm(case: GemmCase) -> int:
-    """CTAs of a one-CTA-per-tile grid that share an SM (a persistent grid has one per SM): by shared
-    memory and by registers (two consumer warpgroups take 168 per thread, the launch bound of 384 threads;
-    one takes its accumulators and about 64 more, as ptxas allocates them)."""
+    """CTAs of a one-CTA-per-tile grid that can share an SM (a persistent grid has one per SM): by shared memory and by
+    registers (registers_per_thread, allocated per warp in units of 8)."""
     if case.persistent:
         return 1
     threads = 128 * (1 + case.consumers)
-    registers = 168 if case.consumers == 2 else min(255, case.accumulators + 64)
+    registers = -(-registers_per_thread(case) // 8) * 8
     return max(1, min(SMEM_PER_SM // case.smem_bytes(), REGISTERS // (registers * threads), 2048 // threads))
+
+
+def resident_blocks(case: GemmCase, sm_count: int) -> int:
+    """CTAs that do share an SM: blocks_per_sm, but no more than the grid puts on each of its SMs (a grid of fewer
+    CTAs than SMs gives each its own: the block scheduler spreads them)."""
+    return min(blocks_per_sm(case), max(1, -(-case.items * case.cluster // sms_used(case, sm_count))))
+
+
+def registers_per_thread(case: GemmCase) -> int:
+    """What ptxas allocates a thread (every warp of the CTA alike). Two consumer warpgroups: 168, the launch bound of 384
+    threads (setmaxnreg moves them between warpgroups). One: its accumulators and what addresses them, from the builds
+    of runs 208-216 (ptxas's counts, stored with each build): f16 1.5 a k-block's accumulator + 44 (64x64 90-91,
+    64x128 136-142, 128x128 230-236 measured); fp8's promotion all its sets + 48 (138-149 and 231-243 for 96 and 192);
+    a split-K or stream-K fix-up holds a run's sums read back beside them, 1.5 an accumulator more (64x64 131-134,
+    64x128 230; the earlier fix-up of runs 134-141 took 79-112)."""
+    if case.consumers == 2:
+        return 168
+    per_set = case.accumulator_set
+    registers = (case.accumulators + 48) if case.promote else 1.5 * per_set + 44
+    if case.fixes_up:
+        registers += 1.5 * per_set
+    return min(255, int(round(registers)))
 
 
 def miss_cycles(case: GemmCase, p: Params, period: float, clock_mhz: float) -> float:
@@ -55,22 +76,26 @@ def miss_fraction(case: GemmCase, sm_count: int, l2_bytes: float = 0.0) -> float
     if l2_resident(case, l2_bytes):
         return 0.0
     in_flight = max(1, sms_used(case, sm_count) // case.cluster * blocks_per_sm(case) // case.splits)
-    return _miss_fraction(case.walk_m, case.walk_n, case.bm, case.bn, case.cluster, case.order, in_flight, case.splits)
+    return _miss_fraction(case.walk_m, case.walk_n, case.bm, case.bn, case.cluster, case.order, in_flight, case.splits,
+                          case.a_box_rows)
 
 
 @lru_cache(maxsize=4096)
 def _miss_fraction(m: int, n: int, bm: int, bn: int, cluster: int, order: str, in_flight: int,
-                   splits: int = 1) -> float:
+                   splits: int = 1, a_rows: int | None = None) -> float:
+    """`a_rows`: the rows of A one CTA's box reads (a tight box's M, else the tile's): what its A panel fetches and
+    what each CTA reads of it (the rows past M a full box zero-fills are read from the L2 as any)."""
     tiles_n, pairs_m = n // bn, m // bm // cluster
+    a_rows = a_rows or bm
     items = np.arange(pairs_m * tiles_n)
     pm, tn = tile_walk(order, pairs_m, tiles_n)
-    read = (cluster * bm + bn)  # rows of 128 bytes a work item's CTAs read from the L2 per k-block
+    read = (cluster * a_rows + bn)  # rows of 128 bytes a work item's CTAs read from the L2 per k-block
     fresh = []
     for start in range(0, len(items), in_flight):
         wave = slice(start, start + in_flight)
         # the side group of each item's first CTA: a tile's split-K runs and a cluster's CTAs are consecutive CTAs
         group = np.arange(len(items[wave])) * splits * cluster // SIDE_GROUP
-        fresh.append((_sides(pm[wave], group) * cluster * bm + _sides(tn[wave], group) * bn)
+        fresh.append((_sides(pm[wave], group) * cluster * a_rows + _sides(tn[wave], group) * bn)
                      / (read * len(items[wave])))
     return float(np.mean(fresh))
 
