@@ -44,7 +44,7 @@ def test_a_block_takes_every_copy_in_turn_and_each_turn_writes_its_own_c(device)
     probe = loaded(case, compile_probe(probe_source(case)), given, device)
     assert validate(case, probe, given).ok
     period = placement_copies(case, device.l2_bytes)
-    assert probe.period == period >= 2 and len(probe.attached.rotation) == period
+    assert probe.period == period >= 3 and len(probe.attached.rotation) == period  # (5 on an H100 and an H200)
     outputs = [_c(cupy, measured["c_ptr"][0], case.m, case.n) for _, measured in probe.attached.rotation]
     assert len({int(c.data.ptr) for c in outputs}) == period  # a C of its own each
     blocks, words = grid(case, device.sm_count), grid(case, device.sm_count) * (RECORD_WORDS + COUNTER_WORDS)
