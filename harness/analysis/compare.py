@@ -147,10 +147,11 @@ def comparison(store: Store, run_id: int | None = None, against: str | int = "pa
     return Comparison(run_id, against, frame.reset_index(drop=True), failing, no_model, energy_differences)
 
 
-def newest_run_with_figures(store, run_id: int, tries: int = 3) -> int | None:
+def newest_run_with_figures(store, run_id: int, tries: int = 8) -> int | None:
     """The newest run but `run_id` that a comparison with the paper gives a verdict on: a measurement with a figure
     of the paper's GPU, of the run's own GPU model or of one with its SM (figure_gpus), confirmed by comparing (at most
-    `tries` runs)."""
+    `tries` runs, 0.3-1.5 s each: a run whose cases have figures may still get no verdict, the figure being of another
+    protocol or board, as runs 203, 205 and 211 of the shipped database)."""
     from harness.analysis import figure_gpus
 
     pairs = store.query("SELECT DISTINCT r.run_id, r.gpu_name, v.gpu_name AS figure_gpu FROM results r "
