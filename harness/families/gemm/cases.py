@@ -9,10 +9,14 @@ the same problem (LibraryCase, an anchor: harness/anchors; cuBLAS for f16 and bf
     cublaslt.e4m3.8192x8192x8192.fastaccum.blockscale
     gemm.f16.4096x4096x4096.tile128x256x64.s3.wg2.setmaxnreg.cluster2.persistent-grouped.tmastore.inputs-zero.burst
     cublas.f16.4096x4096x4096.inputs-int
+    gemm.f16.16x4096x4096.tile64x64x64.s7.wg1.cluster1.persistent-grouped.tmastore.splitk2.tighta.cold
+    cublas.f16.16x4096x4096.cold
 
 The measured problem's inputs (`.inputs-int`, `.inputs-zero`; none: normal(0, 1)) and the protocol that times it
 (`.burst`: a batch of launches after idle, the seed worklog's; none: sustained rounds) are the case's too: they move the
-clock through power, not the kernel (docs/gemm.md, "Published figures by their protocol"). f16 and bf16 only.
+clock through power, not the kernel (docs/gemm.md, "Published figures by their protocol"). f16 and bf16 only. Where its
+inputs are when a launch starts (`.cold`: copies taken in turn, none left in the L2; PLACEMENTS) is the case's too, and
+`.tighta` loads A's box as M rows where M is below the tile's (docs/gemm.md, "Decode shapes read cold").
 
 The schedule (ptx/pipeline.cuh): cooperative (the default, no suffix: both consumer warpgroups on every tile, each
 on its half of the rows) or `.pingpong` (they take the CTA's tiles in turn, each a whole tile, so one's epilogue
