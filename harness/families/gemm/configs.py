@@ -99,7 +99,8 @@ def configurations(dtype: str, m: int, n: int, k: int) -> list[GemmCase]:
     clusters of 4 (how many fit at once is the GPU's: 30 on the H100; measured no faster, run 123), nor the offset
     walk (the model prices it as the pipelined one, which it is not: 80-90 cycles a k-block slower, run 202). Where M
     is below a tile's rows, that tile with A's box of M rows (`.tighta`) in place of the full box, which loads the
-    rows past M as zeros: measured faster in each of the 13 pairs of runs 213-214 (H200), by 0.005-0.28 of cuBLAS."""
+    rows past M as zeros: in runs 213-214 (H200) faster in 10 of 13 pairs beyond the rounds' spread (0.03-0.28 of
+    cuBLAS), the other three within it, none slower."""
     found = []
     promotions = tuple(p for p in PROMOTIONS if p != "offset") if IN_BYTES.get(dtype) == 1 else ("serial",)
     for bm, bn in TILES:
